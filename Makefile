@@ -1,0 +1,25 @@
+GO ?= go
+PKGS := ./...
+
+.PHONY: run test bench lint build
+
+## run: the agent on embedded etcd with the example cluster loaded (simulated VPP without a VPP socket)
+run:
+	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --load deploy/examples/cluster.yaml
+
+## test: vet, then every test with the race detector
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## bench: the standard benchmark of ../shared/BENCH.md (prints the table, writes bench/results.json)
+bench:
+	$(GO) run ./bench/cmd/contiv-bench -out bench/results.json
+
+## lint: formatting and vet
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+
+build:
+	$(GO) build $(PKGS)

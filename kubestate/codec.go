@@ -1,0 +1,64 @@
+package kubestate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MaxValueSize bounds a stored value; larger values are refused on decode.
+const MaxValueSize = 1 << 20
+
+// Errors callers branch on.
+var (
+	ErrUnknownKey = errors.New("not a key of a known resource")
+	ErrTooLarge   = errors.New("value too large")
+)
+
+// Encode returns the stored form of o.
+func Encode(o Object) ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", o.Key(), err)
+	}
+	return b, nil
+}
+
+// New returns an empty object of resource r.
+func New(r Resource) (Object, error) {
+	switch r {
+	case ResService:
+		return &Service{}, nil
+	case ResEndpointSlice:
+		return &EndpointSlice{}, nil
+	case ResPod:
+		return &Pod{}, nil
+	case ResNode:
+		return &Node{}, nil
+	case ResNamespace:
+		return &Namespace{}, nil
+	case ResVppNode:
+		return &VppNode{}, nil
+	}
+	return nil, fmt.Errorf("resource %q: %w", r, ErrUnknownKey)
+}
+
+// Decode decodes the value stored under key k. Decoding is strict about
+// types and tolerant of unknown fields; the decoded object must carry the
+// key it is stored under.
+func Decode(k Key, value []byte) (Object, error) {
+	if len(value) > MaxValueSize {
+		return nil, fmt.Errorf("decode %s: %d bytes: %w", k, len(value), ErrTooLarge)
+	}
+	o, err := New(k.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(value, o); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", k, err)
+	}
+	if got := o.Key(); got != k {
+		return nil, fmt.Errorf("decode %s: value names %s", k, got)
+	}
+	return o, nil
+}

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"context"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// Event is anything the loop applies.
+type Event interface {
+	// EventName is a short name for logs and metrics.
+	EventName() string
+}
+
+// ResyncKind tells why a full resync runs.
+type ResyncKind uint8
+
+// The kinds of resync.
+const (
+	// ResyncStartup is the first full snapshot after the agent starts.
+	ResyncStartup ResyncKind = iota + 1
+	// ResyncRelist follows a lost or compacted watch: etcd was listed again.
+	ResyncRelist
+	// ResyncHealing follows a failed apply.
+	ResyncHealing
+	// ResyncPeriodic repairs drift made behind the agent's back.
+	ResyncPeriodic
+)
+
+// String names the kind.
+func (k ResyncKind) String() string {
+	switch k {
+	case ResyncStartup:
+		return "startup"
+	case ResyncRelist:
+		return "relist"
+	case ResyncHealing:
+		return "healing"
+	case ResyncPeriodic:
+		return "periodic"
+	}
+	return "unknown"
+}
+
+// Snapshot is the whole cluster state at one etcd revision.
+type Snapshot struct {
+	Revision int64
+	Objects  map[kubestate.Key]kubestate.Object
+}
+
+// ResyncEvent hands every handler the full state. Handlers rebuild their
+// state from it and must not keep or mutate State.
+type ResyncEvent struct {
+	Kind  ResyncKind
+	State *Snapshot
+}
+
+// EventName implements Event.
+func (e *ResyncEvent) EventName() string { return "resync-" + e.Kind.String() }
+
+// ChangeEvent is one changed key: Prev is the value before, New the value
+// after (nil = absent). Changes to one key queued together are coalesced
+// into one (Prev of the first, New of the last); no-op changes are dropped.
+type ChangeEvent struct {
+	Key      kubestate.Key
+	Revision int64
+	Prev     kubestate.Object
+	New      kubestate.Object
+}
+
+// EventName implements Event.
+func (e *ChangeEvent) EventName() string { return "change-" + string(e.Key.Resource) }
+
+// NodeUpdate tells that a node record appeared, changed or disappeared.
+// Prev or New is nil when the node did not exist before or after.
+type NodeUpdate struct {
+	Name string
+	Prev *kubestate.VppNode
+	New  *kubestate.VppNode
+}
+
+// EventName implements Event.
+func (e *NodeUpdate) EventName() string { return "node-update" }
+
+// Handler takes in events and computes its desired state. Handlers never
+// talk to VPP: the Applier does, once per batch.
+type Handler interface {
+	// Name names the handler in logs and status.
+	Name() string
+	// HandlesEvent tells whether Update should be called for ev. Resyncs
+	// always go to every handler.
+	HandlesEvent(ev Event) bool
+	// Resync rebuilds the handler's state from a full snapshot.
+	Resync(ctx context.Context, ev *ResyncEvent) error
+	// Update takes in one (non-resync) event.
+	Update(ctx context.Context, ev Event) error
+}
+
+// ReadyHandler is implemented by handlers that must be ready (e.g. NodeSync
+// has its ID) before the first apply.
+type ReadyHandler interface {
+	Ready() bool
+}
+
+// Applier is the single apply step of a batch: after every handler took in
+// the batch, Apply pushes what changed to the data plane. full is set after
+// a resync: the applier then reconciles against the data plane's real state.
+type Applier interface {
+	Apply(ctx context.Context, full bool) error
+}
+
+// FollowUpper lets a handler queue an event derived from the one it is
+// handling; it is applied in the same batch, after the current event.
+type FollowUpper interface {
+	FollowUp(ev Event)
+}

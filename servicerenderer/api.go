@@ -1,0 +1,146 @@
+package servicerenderer
+
+import (
+	"net/netip"
+)
+
+// ServiceID identifies a service.
+type ServiceID struct {
+	Namespace string
+	Name      string
+}
+
+// String is "namespace/name".
+func (id ServiceID) String() string { return id.Namespace + "/" + id.Name }
+
+// Protocol is a transport protocol NAT44 can translate.
+type Protocol uint8
+
+// The supported protocols (SCTP is skipped by the processor).
+const (
+	TCP Protocol = 6
+	UDP Protocol = 17
+)
+
+// String names the protocol as Kubernetes does.
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "TCP"
+	case UDP:
+		return "UDP"
+	}
+	return "unknown"
+}
+
+// TrafficPolicy is a service's external or internal traffic policy.
+type TrafficPolicy uint8
+
+// The traffic policies.
+const (
+	// PolicyCluster spreads traffic over all endpoints.
+	PolicyCluster TrafficPolicy = iota
+	// PolicyLocal keeps traffic on this node's endpoints.
+	PolicyLocal
+)
+
+// String names the policy as Kubernetes does.
+func (p TrafficPolicy) String() string {
+	if p == PolicyLocal {
+		return "Local"
+	}
+	return "Cluster"
+}
+
+// ContivService is everything a renderer needs to know about one service.
+// All slices are sorted; the same input gives the same value.
+type ContivService struct {
+	ID ServiceID
+	// ClusterIPs holds the cluster IPs of all families.
+	ClusterIPs []netip.Addr
+	// ExternalIPs holds spec.externalIPs and LoadBalancer ingress IPs.
+	ExternalIPs []netip.Addr
+	// Ports are sorted by name.
+	Ports []Port
+	// ExternalPolicy applies to NodePort, external and LoadBalancer frontends;
+	// InternalPolicy to cluster IPs.
+	ExternalPolicy TrafficPolicy
+	InternalPolicy TrafficPolicy
+	// AffinityTimeout is the ClientIP session-affinity timeout in seconds;
+	// 0 means no affinity.
+	AffinityTimeout uint32
+}
+
+// Port is one service port with the backends that serve it.
+type Port struct {
+	Name     string
+	Protocol Protocol
+	Port     uint16
+	// NodePort is 0 when the port has none.
+	NodePort uint16
+	// Backends are the endpoints traffic may go to, sorted by IP then port:
+	// the ready ones, or the serving-and-terminating ones when none is ready.
+	Backends []Backend
+}
+
+// Backend is one endpoint of a port.
+type Backend struct {
+	IP   netip.Addr
+	Port uint16
+	// Local is set when the backend runs on this node (in this node's pod
+	// subnet, or one of this node's own addresses).
+	Local bool
+	// HostNetwork is set when the backend is not in the cluster's pod range.
+	HostNetwork bool
+	Ready       bool
+	Serving     bool
+	Terminating bool
+}
+
+// InterfaceRole says how NAT44 should treat one VPP interface.
+type InterfaceRole uint8
+
+// Roles combine: an interface may be both.
+const (
+	// RoleFrontend interfaces are where service clients enter VPP (NAT outside).
+	RoleFrontend InterfaceRole = 1 << iota
+	// RoleBackend interfaces are where local service endpoints live (NAT inside).
+	RoleBackend
+)
+
+// LocalNode is what renderers need to know about this node.
+type LocalNode struct {
+	Name string
+	ID   uint32
+	// IPs are this node's own addresses (VPP and management): NodePort
+	// frontends, and the addresses local host-network backends use.
+	IPs []netip.Addr
+}
+
+// ResyncData is a complete snapshot for a renderer.
+type ResyncData struct {
+	// Services are sorted by ID.
+	Services []*ContivService
+	// Interfaces maps every interface with a role to its role.
+	Interfaces map[string]InterfaceRole
+	Node       LocalNode
+}
+
+// Renderer turns ContivServices into data-plane configuration. Methods
+// record desired state; nothing is written to the data plane until the
+// renderer's apply step runs. Arguments are owned by the caller and must not
+// be mutated; a renderer may keep them.
+type Renderer interface {
+	// AddService renders a new service.
+	AddService(svc *ContivService) error
+	// UpdateService replaces old by new (same ID).
+	UpdateService(old, new *ContivService) error
+	// DeleteService removes a service.
+	DeleteService(svc *ContivService) error
+	// UpdateInterface sets the role of one interface; 0 removes it.
+	UpdateInterface(name string, role InterfaceRole) error
+	// UpdateLocalNode tells that this node's own addresses changed.
+	UpdateLocalNode(node LocalNode) error
+	// Resync replaces everything with a full snapshot.
+	Resync(data *ResyncData) error
+}

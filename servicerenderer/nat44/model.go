@@ -1,0 +1,138 @@
+package nat44
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// ErrInvalid marks a call VPP refused as invalid: retrying the same call
+// cannot succeed, so it is reported per object and not retried. Errors not
+// wrapping ErrInvalid are transient and healed by the controller's resync.
+var ErrInvalid = errors.New("rejected by VPP as invalid")
+
+// Protocol re-exports the renderer API's protocol.
+type Protocol = servicerenderer.Protocol
+
+// TwiceNAT selects how a mapping rewrites the source address.
+type TwiceNAT uint8
+
+// The twice-NAT modes.
+const (
+	// TwiceNATOff never rewrites the source.
+	TwiceNATOff TwiceNAT = iota
+	// TwiceNATOn always rewrites the source to a twice-NAT pool address.
+	TwiceNATOn
+	// TwiceNATSelf rewrites the source only when a backend reaches itself.
+	TwiceNATSelf
+)
+
+// Features are the NAT44 features enabled on one interface.
+type Features uint8
+
+// Interface features; In and Out may combine.
+const (
+	FeatureIn Features = 1 << iota
+	FeatureOut
+	// FeatureOutput is the output feature (SNAT of traffic leaving the
+	// interface), used on the default interface.
+	FeatureOutput
+)
+
+// Timeouts are NAT44-ED session timeouts in seconds.
+type Timeouts struct {
+	UDP            uint32
+	TCPEstablished uint32
+	TCPTransitory  uint32
+	ICMP           uint32
+}
+
+// Global is the plugin-wide NAT44-ED configuration.
+type Global struct {
+	// SessionLimit is the per-thread session limit given at enable.
+	SessionLimit uint32
+	Forwarding   bool
+	Timeouts     Timeouts
+}
+
+// PoolAddress is one address of the NAT pool or the twice-NAT pool.
+type PoolAddress struct {
+	IP       netip.Addr
+	VRF      uint32
+	TwiceNAT bool
+}
+
+// MappingKey identifies a static or load-balanced mapping in VPP: its
+// external address, port and protocol.
+type MappingKey struct {
+	IP    netip.Addr
+	Port  uint16
+	Proto Protocol
+}
+
+// Local is one backend of a mapping.
+type Local struct {
+	IP   netip.Addr
+	Port uint16
+	VRF  uint32
+	// Probability is the weight of this local among the mapping's locals.
+	Probability uint8
+}
+
+// Mapping is a static mapping (one local) or a load-balanced static
+// mapping (two or more locals); always out2in-only.
+type Mapping struct {
+	MappingKey
+	// Locals are sorted by IP, port, VRF.
+	Locals   []Local
+	TwiceNAT TwiceNAT
+	// Affinity is the session-affinity timeout in seconds; 0 = none.
+	Affinity uint32
+	// Tag names the owner; the agent only touches mappings it tagged.
+	Tag string
+}
+
+// IdentityKey identifies an identity mapping (port 0 = address only).
+type IdentityKey struct {
+	IP    netip.Addr
+	Port  uint16
+	Proto Protocol
+	VRF   uint32
+}
+
+// Identity is an identity mapping: traffic to it is never translated.
+type Identity struct {
+	IdentityKey
+	Tag string
+}
+
+// State is a complete NAT44 configuration: what the agent wants (desired)
+// or what VPP holds (dumped).
+type State struct {
+	Global     Global
+	Pool       []PoolAddress
+	Interfaces map[string]Features
+	Mappings   map[MappingKey]*Mapping
+	Identities map[IdentityKey]*Identity
+}
+
+// VPP is what the apply step needs from VPP. plugins/vpp implements it over
+// govpp; tests use the simulated VPP. Errors from VPP rejecting a call as
+// invalid wrap ErrInvalid.
+type VPP interface {
+	// SetGlobal enables the plugin (if needed) and sets forwarding and timeouts.
+	SetGlobal(ctx context.Context, g Global) error
+	AddDelPoolAddress(ctx context.Context, a PoolAddress, add bool) error
+	// SetInterfaceFeatures changes the features of one interface from old to new.
+	SetInterfaceFeatures(ctx context.Context, ifName string, old, new Features) error
+	// AddDelMapping adds or deletes a whole mapping: a static mapping when it
+	// has one local, a load-balanced one when it has more.
+	AddDelMapping(ctx context.Context, m *Mapping, add bool) error
+	// AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
+	AddDelLBLocal(ctx context.Context, key MappingKey, l Local, add bool) error
+	AddDelIdentity(ctx context.Context, id *Identity, add bool) error
+	// Dump reads the whole NAT44 state VPP holds.
+	Dump(ctx context.Context) (*State, error)
+}
