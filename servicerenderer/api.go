@@ -2,6 +2,7 @@ package servicerenderer
 
 import (
 	"net/netip"
+	"time"
 )
 
 // ServiceID identifies a service.
@@ -69,6 +70,9 @@ type ContivService struct {
 	// AffinityTimeout is the ClientIP session-affinity timeout in seconds;
 	// 0 means no affinity.
 	AffinityTimeout uint32
+	// Created is the service's creation time: when two services claim the
+	// same frontend address:port/protocol, the oldest wins (then the lower ID).
+	Created time.Time
 }
 
 // Port is one service port with the backends that serve it.
