@@ -2,6 +2,7 @@ package servicerenderer
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -85,6 +86,45 @@ type Port struct {
 	// Backends are the endpoints traffic may go to, sorted by IP then port:
 	// the ready ones, or the serving-and-terminating ones when none is ready.
 	Backends []Backend
+	// LocalBackends are the backends of frontends under the Local policy,
+	// set only when ExternalPolicy or InternalPolicy is Local: this node's
+	// ready endpoints, or this node's serving-and-terminating ones when none
+	// of them is ready (so it may hold endpoints Backends leaves out, as
+	// Kubernetes does for graceful termination). Sorted like Backends.
+	LocalBackends []Backend
+}
+
+// BackendsFor returns the backends of a frontend under policy: Backends for
+// Cluster, LocalBackends for Local. Renderers pass ExternalPolicy for
+// NodePort, external and LoadBalancer frontends, InternalPolicy for cluster
+// IPs.
+func (p *Port) BackendsFor(policy TrafficPolicy) []Backend {
+	if policy == PolicyLocal {
+		return p.LocalBackends
+	}
+	return p.Backends
+}
+
+// Equal tells whether s and o describe the same service, field by field
+// (nil and empty slices are equal; creation times compare as instants).
+func (s *ContivService) Equal(o *ContivService) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	if s.ID != o.ID || s.ExternalPolicy != o.ExternalPolicy || s.InternalPolicy != o.InternalPolicy ||
+		s.AffinityTimeout != o.AffinityTimeout || !s.Created.Equal(o.Created) ||
+		!slices.Equal(s.ClusterIPs, o.ClusterIPs) || !slices.Equal(s.ExternalIPs, o.ExternalIPs) ||
+		len(s.Ports) != len(o.Ports) {
+		return false
+	}
+	for i := range s.Ports {
+		a, b := &s.Ports[i], &o.Ports[i]
+		if a.Name != b.Name || a.Protocol != b.Protocol || a.Port != b.Port || a.NodePort != b.NodePort ||
+			!slices.Equal(a.Backends, b.Backends) || !slices.Equal(a.LocalBackends, b.LocalBackends) {
+			return false
+		}
+	}
+	return true
 }
 
 // Backend is one endpoint of a port.
