@@ -1,0 +1,219 @@
+package nat44
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// BuildService is the desired NAT44 mappings of one service on this node,
+// in a deterministic order: per port, the cluster IPs, then the external
+// and LoadBalancer IPs, then this node's own IPs for the NodePort.
+//
+//   - Cluster IPs use all backends (only the local ones under the Local
+//     internal policy) with self-twice-NAT.
+//   - External IPs and NodePorts use all backends with full twice-NAT under
+//     the Cluster external policy; under Local, only the local backends with
+//     self-twice-NAT, so the client's address is kept.
+//   - NodePorts are rendered on this node's own addresses only.
+//   - NAT44 is IPv4 only: IPv6 frontends and backends are skipped.
+//   - A frontend without backends gets no mapping: with forwarding on, its
+//     traffic then passes untranslated (see the package documentation).
+//
+// When the service claims one address:port/protocol twice (for example an
+// external IP equal to a cluster IP), the first in the order above wins.
+// The result shares nothing mutable with svc; mappings are never mutated
+// afterwards, so they may share their Locals.
+func BuildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg Config) []*Mapping {
+	if svc == nil {
+		return nil
+	}
+	tag := ServiceTag(cfg.TagPrefix, svc.ID)
+	var out []*Mapping
+	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT) {
+		if len(locals) == 0 {
+			return
+		}
+		key := MappingKey{IP: ip, Port: port, Proto: proto}
+		for _, m := range out {
+			if m.MappingKey == key {
+				return
+			}
+		}
+		out = append(out, &Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
+	}
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
+		if (p.Protocol != servicerenderer.TCP && p.Protocol != servicerenderer.UDP) || p.Port == 0 {
+			continue
+		}
+		all, local := buildLocals(p.Backends, node, cfg)
+		clusterLocals := all
+		if svc.InternalPolicy == servicerenderer.PolicyLocal {
+			clusterLocals = local
+		}
+		extLocals, extTwice := all, TwiceNATOn
+		if svc.ExternalPolicy == servicerenderer.PolicyLocal {
+			extLocals, extTwice = local, TwiceNATSelf
+		}
+		for _, ip := range svc.ClusterIPs {
+			if ip, ok := frontendIPv4(ip); ok {
+				add(ip, p.Port, p.Protocol, clusterLocals, TwiceNATSelf)
+			}
+		}
+		for _, ip := range svc.ExternalIPs {
+			if ip, ok := frontendIPv4(ip); ok {
+				add(ip, p.Port, p.Protocol, extLocals, extTwice)
+			}
+		}
+		if p.NodePort != 0 {
+			for _, ip := range node.IPs {
+				if ip, ok := frontendIPv4(ip); ok {
+					add(ip, p.NodePort, p.Protocol, extLocals, extTwice)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// frontendIPv4 returns ip when NAT44 can translate traffic to it.
+func frontendIPv4(ip netip.Addr) (netip.Addr, bool) {
+	ip = ip.Unmap()
+	return ip, ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast()
+}
+
+// buildLocals turns a port's backends into locals: all of them, and only
+// the local ones (the same slice when every backend is local). IPv6 and
+// duplicate backends are skipped.
+func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg Config) (all, local []Local) {
+	weight := max(cfg.LocalEndpointWeight, 1)
+	nLocal := 0
+	for i := range backends {
+		if backends[i].Local {
+			nLocal++
+		}
+	}
+	all = make([]Local, 0, len(backends))
+	if nLocal > 0 && nLocal < len(backends) {
+		local = make([]Local, 0, nLocal)
+	}
+	for i := range backends {
+		b := &backends[i]
+		ip := b.IP.Unmap()
+		if !ip.Is4() || b.Port == 0 {
+			continue
+		}
+		l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
+		if b.Local {
+			l.Probability = weight
+			if local != nil {
+				local = append(local, l)
+			}
+		}
+		all = append(all, l)
+	}
+	all = sortLocals(all)
+	switch nLocal {
+	case 0:
+		return all, nil
+	case len(backends):
+		return all, all
+	}
+	return all, sortLocals(local)
+}
+
+// sortLocals sorts locals and drops duplicates.
+func sortLocals(ls []Local) []Local {
+	if !slices.IsSortedFunc(ls, compareLocals) {
+		slices.SortFunc(ls, compareLocals)
+	}
+	return slices.CompactFunc(ls, func(a, b Local) bool { return compareLocals(a, b) == 0 })
+}
+
+// localVRF is where VPP routes to a backend: the main VRF for this node's
+// own addresses and host-network backends, and for addresses outside this
+// node's pod subnet when there is no overlay; the pod VRF otherwise.
+func localVRF(b *servicerenderer.Backend, ip netip.Addr, node servicerenderer.LocalNode, cfg Config) uint32 {
+	if b.HostNetwork || slices.Contains(node.IPs, ip) {
+		return cfg.MainVRF
+	}
+	if !cfg.Overlay && !cfg.PodSubnet.Contains(ip) {
+		return cfg.MainVRF
+	}
+	return cfg.PodVRF
+}
+
+// compareLocals orders locals by IP, port, VRF.
+func compareLocals(a, b Local) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Port, b.Port); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.VRF, b.VRF)
+}
+
+// InterfaceFeatures is what NAT44 enables on one interface of the given
+// role: inside on backend interfaces, outside on frontend interfaces, both
+// where an interface is both; the SNAT default interface gets only the
+// output feature.
+func InterfaceFeatures(name string, role servicerenderer.InterfaceRole, cfg Config) Features {
+	if cfg.SNAT.Enabled() && name == cfg.SNAT.Interface {
+		return FeatureOutput
+	}
+	var f Features
+	if role&servicerenderer.RoleBackend != 0 {
+		f |= FeatureIn
+	}
+	if role&servicerenderer.RoleFrontend != 0 {
+		f |= FeatureOut
+	}
+	return f
+}
+
+// BuildGlobal is the desired state apart from the services' mappings:
+// plugin settings with forwarding on, the twice-NAT pool holding the NAT
+// loopback, the interfaces' features and, when external traffic is
+// source-NATed, the default interface's pool address, output feature and
+// identity mappings (UDP 4789 in the main VRF; the address alone in the main
+// and the pod VRF). Its Mappings map is empty.
+func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) *State {
+	st := NewState()
+	st.Global = Global{SessionLimit: cfg.SessionLimit, Forwarding: true, Timeouts: cfg.Timeouts}
+	if cfg.NATLoopback.IsValid() {
+		st.Pool = append(st.Pool, PoolAddress{IP: cfg.NATLoopback, VRF: AnyVRF, TwiceNAT: true})
+	}
+	for name, role := range interfaces {
+		if f := InterfaceFeatures(name, role, cfg); f != 0 {
+			st.Interfaces[name] = f
+		}
+	}
+	if cfg.SNAT.Enabled() {
+		ip := cfg.SNAT.IP
+		st.Pool = append(st.Pool, PoolAddress{IP: ip, VRF: AnyVRF})
+		st.Interfaces[cfg.SNAT.Interface] = FeatureOutput
+		tag := IdentityTag(cfg.TagPrefix)
+		for _, k := range []IdentityKey{
+			{IP: ip, Port: 4789, Proto: servicerenderer.UDP, VRF: cfg.MainVRF},
+			{IP: ip, VRF: cfg.MainVRF},
+			{IP: ip, VRF: cfg.PodVRF},
+		} {
+			st.Identities[k] = &Identity{IdentityKey: k, Tag: tag}
+		}
+	}
+	slices.SortFunc(st.Pool, comparePool)
+	return st
+}
+
+// NewState is an empty state with its maps made.
+func NewState() *State {
+	return &State{
+		Interfaces: map[string]Features{},
+		Mappings:   map[MappingKey]*Mapping{},
+		Identities: map[IdentityKey]*Identity{},
+	}
+}

@@ -1,0 +1,143 @@
+package nat44
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// AnyVRF is the VRF of pool addresses usable from every VRF.
+const AnyVRF uint32 = 0xFFFFFFFF
+
+// MaxTagLen is the longest tag VPP keeps (a 64-byte string with its NUL).
+const MaxTagLen = 63
+
+// maxTagPrefixLen leaves room in a tag for a truncated service ID and the
+// hashed suffix that keeps it unique.
+const maxTagPrefixLen = 32
+
+// tagHashLen is the length of the hashed suffix of an over-long tag
+// ("~" and 16 hex digits).
+const tagHashLen = 17
+
+// DefaultTagPrefix is the tag prefix of the mappings the agent owns.
+const DefaultTagPrefix = "contiv:"
+
+// SNAT is the source NAT of traffic leaving the cluster through the
+// default interface. The zero value disables it.
+type SNAT struct {
+	// Interface is the VPP name of the default interface: it gets the
+	// output feature instead of the outside feature.
+	Interface string
+	// IP is the default interface's address: NAT pool address and the
+	// address of the identity mappings that keep node traffic untranslated.
+	IP netip.Addr
+}
+
+// Enabled tells whether external traffic is source-NATed.
+func (s SNAT) Enabled() bool { return s.Interface != "" && s.IP.IsValid() }
+
+// Config is the renderer's configuration; cmd fills it from contivconf and
+// IPAM. It does not change while the agent runs.
+type Config struct {
+	// MainVRF is the VRF of the node's own and host addresses; PodVRF that
+	// of the pods.
+	MainVRF uint32
+	PodVRF  uint32
+	// Overlay is set when nodes reach each other's pods through VXLAN; when
+	// unset, addresses outside this node's pod subnet are routed in the
+	// main VRF.
+	Overlay bool
+	// LocalEndpointWeight is the probability of a local backend relative to
+	// a remote one (which has 1); at least 1.
+	LocalEndpointWeight uint8
+	// NATLoopback is this node's twice-NAT address.
+	NATLoopback netip.Addr
+	// PodSubnet is this node's pod subnet.
+	PodSubnet netip.Prefix
+	// SNAT configures source NAT of external traffic; zero disables it.
+	SNAT SNAT
+	// SessionLimit is NAT44-ED's per-thread session limit.
+	SessionLimit uint32
+	// Timeouts are the NAT44-ED session timeouts.
+	Timeouts Timeouts
+	// TagPrefix starts the tag of every mapping the agent owns; mappings
+	// whose tag does not start with it are never touched.
+	TagPrefix string
+}
+
+// DefaultConfig is a configuration with VPP's default timeouts and the
+// default tag prefix; callers fill in the node-specific addresses.
+func DefaultConfig() Config {
+	return Config{
+		MainVRF:             0,
+		PodVRF:              1,
+		Overlay:             true,
+		LocalEndpointWeight: 1,
+		SessionLimit:        63 * 1024,
+		Timeouts:            Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60},
+		TagPrefix:           DefaultTagPrefix,
+	}
+}
+
+// ErrConfig marks an invalid configuration.
+var ErrConfig = errors.New("invalid NAT44 configuration")
+
+// Validate checks the configuration; the error names every bad field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, why string) {
+		errs = append(errs, fmt.Errorf("%w: %s=%v: %s", ErrConfig, field, value, why))
+	}
+	if c.MainVRF == c.PodVRF {
+		bad("podVRF", c.PodVRF, "must differ from mainVRF")
+	}
+	if c.LocalEndpointWeight == 0 {
+		bad("serviceLocalEndpointWeight", 0, "must be at least 1")
+	}
+	if !c.NATLoopback.Is4() {
+		bad("natLoopback", c.NATLoopback, "must be an IPv4 address")
+	}
+	if !c.PodSubnet.IsValid() || !c.PodSubnet.Addr().Is4() {
+		bad("podSubnet", c.PodSubnet, "must be an IPv4 prefix")
+	} else if c.NATLoopback.IsValid() && !c.PodSubnet.Contains(c.NATLoopback) {
+		bad("natLoopback", c.NATLoopback, "must be inside podSubnet "+c.PodSubnet.String())
+	}
+	if (c.SNAT.Interface == "") != !c.SNAT.IP.IsValid() {
+		bad("snat", fmt.Sprintf("%q/%v", c.SNAT.Interface, c.SNAT.IP), "interface and IP go together")
+	} else if c.SNAT.IP.IsValid() && !c.SNAT.IP.Is4() {
+		bad("snat.ip", c.SNAT.IP, "must be an IPv4 address")
+	}
+	if c.SessionLimit == 0 {
+		bad("sessionLimit", 0, "must be positive")
+	}
+	if c.TagPrefix == "" || len(c.TagPrefix) > maxTagPrefixLen || strings.Contains(c.TagPrefix, "/") {
+		bad("tagPrefix", fmt.Sprintf("%q", c.TagPrefix), fmt.Sprintf("must be 1 to %d bytes without '/'", maxTagPrefixLen))
+	}
+	return errors.Join(errs...)
+}
+
+// ServiceTag is the tag of a service's mappings: the prefix and
+// "namespace/name", shortened with a hashed suffix when longer than VPP
+// keeps. Tags of different services differ.
+func ServiceTag(prefix string, id servicerenderer.ServiceID) string {
+	name := id.String()
+	if len(prefix)+len(name) <= MaxTagLen {
+		return prefix + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	keep := max(MaxTagLen-len(prefix)-tagHashLen, 0)
+	return prefix + name[:keep] + "~" + hex.EncodeToString(sum[:8])
+}
+
+// IdentityTag is the tag of the identity mappings of source NAT. It holds
+// no '/', so it never equals a service tag.
+func IdentityTag(prefix string) string { return prefix + "snat" }
+
+// Owned tells whether a tag marks an object the agent owns.
+func (c *Config) Owned(tag string) bool { return strings.HasPrefix(tag, c.TagPrefix) }
