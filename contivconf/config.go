@@ -1,0 +1,382 @@
+package contivconf
+
+import (
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Config is the whole configuration of contiv-agent. Its YAML form uses the
+// json field names below; deploy/examples/agent.yaml shows every field with
+// its default.
+type Config struct {
+	// NodeName is this node's Kubernetes name. Empty means the host name
+	// (Resolve fills it in).
+	NodeName string `json:"nodeName"`
+	// Log configures the agent's structured logs.
+	Log LogConfig `json:"log"`
+	// Controller configures the event loop.
+	Controller ControllerConfig `json:"controller"`
+	// Etcd says where the cluster state is kept.
+	Etcd EtcdConfig `json:"etcd"`
+	// VPP says how to reach VPP's binary API.
+	VPP VPPConfig `json:"vpp"`
+	// HTTP configures the server of REST, metrics and probes.
+	HTTP HTTPConfig `json:"http"`
+	// NAT44 configures how services are rendered into VPP's NAT44-ED plugin.
+	NAT44 NAT44Config `json:"nat44"`
+	// Routing holds the VRFs and the node-to-node transport.
+	Routing RoutingConfig `json:"routing"`
+	// IPAM is the cluster's address plan.
+	IPAM IPAMConfig `json:"ipam"`
+	// NodeSync configures node ID allocation.
+	NodeSync NodeSyncConfig `json:"nodeSync"`
+	// NodeConfig lists per-node overrides; see ForNode.
+	NodeConfig []NodeOverride `json:"nodeConfig"`
+}
+
+// Log levels and formats accepted by LogConfig.
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelWarn  = "warn"
+	LogLevelError = "error"
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// LogConfig configures logging.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Per-object detail is at debug.
+	Level string `json:"level"`
+	// Format is text or json.
+	Format string `json:"format"`
+}
+
+// SlogLevel returns the slog level of l.Level (info when it is unknown;
+// Validate refuses unknown levels).
+func (l LogConfig) SlogLevel() slog.Level {
+	switch l.Level {
+	case LogLevelDebug:
+		return slog.LevelDebug
+	case LogLevelWarn:
+		return slog.LevelWarn
+	case LogLevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// NewHandler returns a slog handler writing to w in l's format and level.
+func (l LogConfig) NewHandler(w io.Writer) slog.Handler {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == LogFormatJSON {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
+}
+
+// Backoff is an exponential backoff: the first wait is Initial, each next
+// one doubles, none exceeds Max.
+type Backoff struct {
+	// Initial is the first wait; must be positive.
+	Initial Duration `json:"initial"`
+	// Max caps the wait; must be at least Initial.
+	Max Duration `json:"max"`
+}
+
+// ControllerConfig configures the event loop.
+type ControllerConfig struct {
+	// MinBatchInterval is the least time between two applied batches;
+	// 0 applies as soon as possible.
+	MinBatchInterval Duration `json:"minBatchInterval"`
+	// HealingBackoff spaces the healing resyncs after failed applies.
+	HealingBackoff Backoff `json:"healingBackoff"`
+	// ResyncInterval is the period of the full reconcile that repairs drift;
+	// 0 disables it.
+	ResyncInterval Duration `json:"resyncInterval"`
+	// StartupTimeout bounds the start: connecting to etcd and VPP, claiming
+	// the node ID and applying the first full snapshot.
+	StartupTimeout Duration `json:"startupTimeout"`
+}
+
+// EtcdConfig says where the cluster state is kept.
+type EtcdConfig struct {
+	// Endpoints of an etcd cluster ("http://host:port", "https://host:port"
+	// or "host:port"). Empty starts an embedded single-member etcd.
+	Endpoints []string `json:"endpoints"`
+	// Embedded configures the embedded etcd (used when Endpoints is empty).
+	Embedded EmbeddedEtcdConfig `json:"embedded"`
+	// DialTimeout bounds connecting to etcd.
+	DialTimeout Duration `json:"dialTimeout"`
+	// RequestTimeout bounds one etcd request.
+	RequestTimeout Duration `json:"requestTimeout"`
+	// TLS holds the client's certificate files; all empty means plain
+	// connections.
+	TLS TLSConfig `json:"tls"`
+	// Username and Password authenticate to etcd; empty means none.
+	Username string `json:"username"`
+	// Password goes with Username. Prefer the CONTIV_ETCD_PASSWORD
+	// environment variable to writing it in the file.
+	Password string `json:"password"`
+}
+
+// UseEmbedded reports whether the agent runs its own embedded etcd.
+func (e EtcdConfig) UseEmbedded() bool { return len(e.Endpoints) == 0 }
+
+// EmbeddedEtcdConfig configures the embedded etcd.
+type EmbeddedEtcdConfig struct {
+	// DataDir holds the embedded etcd's data.
+	DataDir string `json:"dataDir"`
+	// ClientURL is where it serves clients, "http://IP:port"; empty picks a
+	// free loopback port.
+	ClientURL string `json:"clientURL"`
+}
+
+// TLSConfig names the files of a TLS client.
+type TLSConfig struct {
+	// CAFile is the PEM bundle of trusted CAs; empty uses the system's.
+	CAFile string `json:"caFile"`
+	// CertFile is the client certificate; needs KeyFile.
+	CertFile string `json:"certFile"`
+	// KeyFile is the client certificate's key; needs CertFile.
+	KeyFile string `json:"keyFile"`
+}
+
+// Enabled reports whether any TLS file is set.
+func (t TLSConfig) Enabled() bool { return t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" }
+
+// SimulateMode says when the agent runs against the simulated VPP.
+type SimulateMode string
+
+// Simulate modes.
+const (
+	// SimulateAuto simulates VPP when its API socket is absent.
+	SimulateAuto SimulateMode = "auto"
+	// SimulateAlways always simulates VPP (nothing forwards packets).
+	SimulateAlways SimulateMode = "always"
+	// SimulateNever requires a real VPP.
+	SimulateNever SimulateMode = "never"
+)
+
+// VPPConfig says how to reach VPP.
+type VPPConfig struct {
+	// Socket is the path of VPP's binary API socket.
+	Socket string `json:"socket"`
+	// ConnectTimeout bounds one connection attempt.
+	ConnectTimeout Duration `json:"connectTimeout"`
+	// ReconnectBackoff spaces reconnection attempts after VPP goes away.
+	ReconnectBackoff Backoff `json:"reconnectBackoff"`
+	// Simulate is auto, always or never.
+	Simulate SimulateMode `json:"simulate"`
+}
+
+// Simulated reports whether the agent should use the simulated VPP, given
+// whether the API socket exists.
+func (v VPPConfig) Simulated(socketPresent bool) bool {
+	switch v.Simulate {
+	case SimulateAlways:
+		return true
+	case SimulateNever:
+		return false
+	}
+	return !socketPresent
+}
+
+// HTTPConfig configures the agent's HTTP server.
+type HTTPConfig struct {
+	// Address is the listen address of REST, /metrics, /healthz and
+	// /readyz, "host:port" or ":port".
+	Address string `json:"address"`
+}
+
+// NAT44Config configures the NAT44-ED rendering of services. NAT44
+// forwarding (traffic matching no mapping passes untranslated) is always on
+// and not configurable: plain pod-to-pod traffic needs it.
+type NAT44Config struct {
+	// SessionLimit is the most NAT sessions per VPP worker thread.
+	SessionLimit uint32 `json:"sessionLimit"`
+	// Timeouts are the idle timeouts of NAT sessions (whole seconds).
+	Timeouts NATTimeouts `json:"timeouts"`
+	// ServiceLocalEndpointWeight is the load-balancing weight of a backend
+	// on this node; remote backends weigh 1. From 1 to 255.
+	ServiceLocalEndpointWeight uint8 `json:"serviceLocalEndpointWeight"`
+	// NATExternalTraffic source-NATs traffic leaving the cluster through the
+	// default interface; nodeConfig can override it per node.
+	NATExternalTraffic bool `json:"natExternalTraffic"`
+	// PodInterfaceTag is the format of the tag the CNI gives a pod's VPP
+	// interface: text with the placeholders {{namespace}} and {{pod}}, both
+	// required, separated by a character that cannot appear in Kubernetes
+	// names, such as '/'.
+	PodInterfaceTag string `json:"podInterfaceTag"`
+}
+
+// Placeholders of NAT44Config.PodInterfaceTag.
+const (
+	TagNamespace = "{{namespace}}"
+	TagPod       = "{{pod}}"
+)
+
+// InterfaceTag returns the tag of the VPP interface of pod namespace/pod.
+func (n NAT44Config) InterfaceTag(namespace, pod string) string {
+	return strings.NewReplacer(TagNamespace, namespace, TagPod, pod).Replace(n.PodInterfaceTag)
+}
+
+// NATTimeouts are NAT session idle timeouts.
+type NATTimeouts struct {
+	// UDP sessions.
+	UDP Duration `json:"udp"`
+	// TCPEstablished is for established TCP sessions.
+	TCPEstablished Duration `json:"tcpEstablished"`
+	// TCPTransitory is for TCP sessions being opened or closed.
+	TCPTransitory Duration `json:"tcpTransitory"`
+	// ICMP sessions.
+	ICMP Duration `json:"icmp"`
+}
+
+// Transport is how traffic between nodes travels.
+type Transport string
+
+// Node-to-node transports.
+const (
+	// TransportVXLAN tunnels pod traffic between nodes in VXLAN.
+	TransportVXLAN Transport = "vxlan"
+	// TransportNoOverlay routes pod traffic between nodes unencapsulated.
+	TransportNoOverlay Transport = "nooverlay"
+)
+
+// RoutingConfig holds the VRFs and the node-to-node transport.
+type RoutingConfig struct {
+	// MainVRFID is the VRF of the node's own and host addresses.
+	MainVRFID uint32 `json:"mainVRFID"`
+	// PodVRFID is the VRF of pod addresses; must differ from MainVRFID.
+	PodVRFID uint32 `json:"podVRFID"`
+	// NodeToNodeTransport is vxlan or nooverlay.
+	NodeToNodeTransport Transport `json:"nodeToNodeTransport"`
+}
+
+// IPAMConfig is the cluster's IPv4 address plan. Every node takes one
+// subnet of each per-node range, chosen by its node ID.
+type IPAMConfig struct {
+	// PodSubnetCIDR is the range of all pod subnets.
+	PodSubnetCIDR netip.Prefix `json:"podSubnetCIDR"`
+	// PodSubnetNodePrefixLength is the prefix length of one node's pod
+	// subnet; longer than PodSubnetCIDR's, at most 29.
+	PodSubnetNodePrefixLength int `json:"podSubnetNodePrefixLength"`
+	// VPPHostSubnetCIDR is the range of the VPP-to-host interconnects.
+	VPPHostSubnetCIDR netip.Prefix `json:"vppHostSubnetCIDR"`
+	// VPPHostSubnetNodePrefixLength is the prefix length of one node's
+	// VPP-to-host subnet; longer than VPPHostSubnetCIDR's, at most 30.
+	VPPHostSubnetNodePrefixLength int `json:"vppHostSubnetNodePrefixLength"`
+	// NodeInterconnectCIDR gives nodes their main interface address when
+	// neither nodeConfig nor DHCP does.
+	NodeInterconnectCIDR netip.Prefix `json:"nodeInterconnectCIDR"`
+	// VXLANCIDR gives nodes their VXLAN BVI address.
+	VXLANCIDR netip.Prefix `json:"vxlanCIDR"`
+	// ServiceCIDR is the cluster's service IP range (kube-apiserver's
+	// --service-cluster-ip-range).
+	ServiceCIDR netip.Prefix `json:"serviceCIDR"`
+	// DefaultGateway is the nodes' default gateway; empty means none.
+	DefaultGateway netip.Addr `json:"defaultGateway"`
+}
+
+// NodeSyncConfig configures node ID allocation.
+type NodeSyncConfig struct {
+	// StateFile keeps this node's ID on local disk, so that the node claims
+	// the same ID again even if etcd's data is lost.
+	StateFile string `json:"stateFile"`
+	// ClaimTimeout bounds claiming a node ID in etcd.
+	ClaimTimeout Duration `json:"claimTimeout"`
+	// ReleasedIDQuarantine is how long a released node ID is not reused;
+	// 0 reuses it at once.
+	ReleasedIDQuarantine Duration `json:"releasedIDQuarantine"`
+}
+
+// InterfaceConfig is one VPP interface of a node.
+type InterfaceConfig struct {
+	// Name is the VPP interface name, e.g. "GigabitEthernet0/8/0".
+	Name string `json:"name"`
+	// IPCIDR is the interface's address with its subnet's prefix length,
+	// e.g. 192.168.16.1/24; empty with UseDHCP or to let IPAM choose.
+	IPCIDR netip.Prefix `json:"ipCIDR"`
+	// UseDHCP takes the address from DHCP.
+	UseDHCP bool `json:"useDHCP"`
+}
+
+// NodeOverride is one entry of Config.NodeConfig: settings of one node
+// that replace the cluster-wide ones. Unset fields keep the cluster-wide
+// value.
+type NodeOverride struct {
+	// NodeName is the node's Kubernetes name; required and unique.
+	NodeName string `json:"nodeName"`
+	// MainInterface is the interface to the node network; unset lets the
+	// agent choose the first NIC and IPAM its address.
+	MainInterface *InterfaceConfig `json:"mainInterface,omitempty"`
+	// OtherInterfaces are further NICs VPP owns.
+	OtherInterfaces []InterfaceConfig `json:"otherInterfaces,omitempty"`
+	// Gateway replaces ipam.defaultGateway.
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	// NATExternalTraffic replaces nat44.natExternalTraffic.
+	NATExternalTraffic *bool `json:"natExternalTraffic,omitempty"`
+}
+
+// NodeConfig is the effective configuration of one node: the cluster-wide
+// settings with the node's override applied.
+type NodeConfig struct {
+	// NodeName is the node's name.
+	NodeName string
+	// MainInterface is the node's main interface; an empty Name lets the
+	// agent choose.
+	MainInterface InterfaceConfig
+	// OtherInterfaces are further NICs VPP owns.
+	OtherInterfaces []InterfaceConfig
+	// Gateway is the default gateway; invalid (zero) means none, as when
+	// the main interface uses DHCP.
+	Gateway netip.Addr
+	// NATExternalTraffic source-NATs traffic leaving the cluster.
+	NATExternalTraffic bool
+}
+
+// ForNode returns the configuration of node name: the cluster-wide settings
+// with name's entry of NodeConfig, if any, merged on top. The result shares
+// no memory with c.
+func (c Config) ForNode(name string) NodeConfig {
+	n := NodeConfig{
+		NodeName:           name,
+		Gateway:            c.IPAM.DefaultGateway,
+		NATExternalTraffic: c.NAT44.NATExternalTraffic,
+	}
+	i := slices.IndexFunc(c.NodeConfig, func(o NodeOverride) bool { return o.NodeName == name })
+	if i < 0 {
+		return n
+	}
+	o := c.NodeConfig[i]
+	if o.MainInterface != nil {
+		n.MainInterface = *o.MainInterface
+		if n.MainInterface.UseDHCP {
+			n.Gateway = netip.Addr{} // DHCP supplies it
+		}
+	}
+	n.OtherInterfaces = slices.Clone(o.OtherInterfaces)
+	if o.Gateway.IsValid() {
+		n.Gateway = o.Gateway
+	}
+	if o.NATExternalTraffic != nil {
+		n.NATExternalTraffic = *o.NATExternalTraffic
+	}
+	return n
+}
+
+// Redacted returns a copy of c safe to log or serve: the etcd password is
+// replaced by "<redacted>".
+func (c Config) Redacted() Config {
+	if c.Etcd.Password != "" {
+		c.Etcd.Password = "<redacted>"
+	}
+	c.Etcd.Endpoints = slices.Clone(c.Etcd.Endpoints)
+	c.NodeConfig = slices.Clone(c.NodeConfig)
+	return c
+}

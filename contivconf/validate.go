@@ -1,0 +1,511 @@
+package contivconf
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxSocketPath is the longest path a Unix socket address holds (Linux
+// sun_path is 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// invalidVRF is VPP's "no VRF" (~0).
+const invalidVRF = math.MaxUint32
+
+// Validate checks the whole configuration and reports every problem at
+// once (errors.Join of *FieldError, each matching ErrInvalid), each naming
+// the field's path and its bad value. It does no I/O: files and the VPP
+// socket are checked when they are used.
+func (c Config) Validate() error {
+	var p problems
+	if c.NodeName != "" {
+		checkNodeName(&p, "nodeName", c.NodeName)
+	}
+	c.Log.validate(&p)
+	c.Controller.validate(&p)
+	c.Etcd.validate(&p)
+	c.VPP.validate(&p)
+	checkHostPort(&p, "http.address", c.HTTP.Address)
+	c.NAT44.validate(&p)
+	c.Routing.validate(&p)
+	c.IPAM.validate(&p)
+	c.NodeSync.validate(&p)
+	seen := map[string]int{}
+	for i, o := range c.NodeConfig {
+		path := fmt.Sprintf("nodeConfig[%d]", i)
+		o.validate(&p, path)
+		if o.NodeName == "" {
+			continue
+		}
+		if j, dup := seen[o.NodeName]; dup {
+			p.add(path+".nodeName", o.NodeName, "duplicate of nodeConfig[%d]", j)
+			continue
+		}
+		seen[o.NodeName] = i
+	}
+	return p.err()
+}
+
+func (l LogConfig) validate(p *problems) {
+	switch l.Level {
+	case LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError:
+	default:
+		p.add("log.level", l.Level, "want debug, info, warn or error")
+	}
+	switch l.Format {
+	case LogFormatText, LogFormatJSON:
+	default:
+		p.add("log.format", l.Format, "want text or json")
+	}
+}
+
+func (c ControllerConfig) validate(p *problems) {
+	nonNegative(p, "controller.minBatchInterval", c.MinBatchInterval)
+	c.HealingBackoff.validate(p, "controller.healingBackoff")
+	if c.ResyncInterval < 0 {
+		p.add("controller.resyncInterval", c.ResyncInterval, "must not be negative (0 disables the periodic resync)")
+	}
+	positive(p, "controller.startupTimeout", c.StartupTimeout)
+}
+
+func (b Backoff) validate(p *problems, path string) {
+	positive(p, path+".initial", b.Initial)
+	if b.Initial > 0 && b.Max < b.Initial {
+		p.add(path+".max", b.Max, "must be at least %s.initial (%s)", path, b.Initial)
+	}
+}
+
+func (e EtcdConfig) validate(p *problems) {
+	seen := map[string]int{}
+	for i, ep := range e.Endpoints {
+		path := fmt.Sprintf("etcd.endpoints[%d]", i)
+		if j, dup := seen[ep]; dup {
+			p.add(path, ep, "duplicate of etcd.endpoints[%d]", j)
+			continue
+		}
+		seen[ep] = i
+		checkEndpoint(p, path, ep)
+	}
+	if e.Embedded.DataDir == "" {
+		p.add("etcd.embedded.dataDir", nil, "required")
+	}
+	if u := e.Embedded.ClientURL; u != "" {
+		checkEmbeddedURL(p, "etcd.embedded.clientURL", u)
+	}
+	positive(p, "etcd.dialTimeout", e.DialTimeout)
+	positive(p, "etcd.requestTimeout", e.RequestTimeout)
+	t := e.TLS
+	if t.CertFile != "" && t.KeyFile == "" {
+		p.add("etcd.tls.keyFile", nil, "required with etcd.tls.certFile (%q)", t.CertFile)
+	}
+	if t.KeyFile != "" && t.CertFile == "" {
+		p.add("etcd.tls.certFile", nil, "required with etcd.tls.keyFile (%q)", t.KeyFile)
+	}
+	if t.Enabled() && e.UseEmbedded() {
+		p.add("etcd.tls", nil, "set, but etcd.endpoints is empty and the embedded etcd serves plain HTTP")
+	}
+	if e.Password != "" && e.Username == "" {
+		p.add("etcd.username", nil, "required with etcd.password")
+	}
+}
+
+// checkEndpoint accepts "scheme://host:port" (http, https, unix, unixs)
+// and "host:port".
+func checkEndpoint(p *problems, path, ep string) {
+	if !strings.Contains(ep, "://") {
+		if err := hostPort(ep, false); err != nil {
+			p.add(path, ep, "want http://host:port, https://host:port or host:port: %v", err)
+		}
+		return
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		p.add(path, ep, "not a URL: %v", unwrapURL(err))
+		return
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			p.add(path, ep, "no host")
+		} else if err := hostPort(u.Host, true); err != nil {
+			p.add(path, ep, "%v", err)
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
+			p.add(path, ep, "want only scheme, host and port")
+		}
+	case "unix", "unixs":
+		if u.Host == "" && u.Path == "" {
+			p.add(path, ep, "no socket path")
+		}
+	default:
+		p.add(path, ep, "unknown scheme %q: want http, https, unix or unixs", u.Scheme)
+	}
+}
+
+// checkEmbeddedURL accepts "http://IP:port".
+func checkEmbeddedURL(p *problems, path, s string) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		p.add(path, s, "not a URL: %v", unwrapURL(err))
+	case u.Scheme != "http":
+		p.add(path, s, "want http://IP:port (the embedded etcd serves plain HTTP)")
+	case u.Path != "" && u.Path != "/" || u.User != nil || u.RawQuery != "":
+		p.add(path, s, "want only http://IP:port")
+	default:
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil {
+			p.add(path, s, "want http://IP:port: %v", unwrapAddr(err))
+			return
+		}
+		if _, err := netip.ParseAddr(host); err != nil {
+			p.add(path, s, "host %q is not an IP address", host)
+		}
+		if err := checkPort(port, false); err != nil {
+			p.add(path, s, "%v", err)
+		}
+	}
+}
+
+func (v VPPConfig) validate(p *problems) {
+	switch {
+	case v.Socket == "":
+		p.add("vpp.socket", nil, "required")
+	case !strings.HasPrefix(v.Socket, "/"):
+		p.add("vpp.socket", v.Socket, "want an absolute path")
+	case strings.HasSuffix(v.Socket, "/"):
+		p.add("vpp.socket", v.Socket, "is a directory, want the socket's path")
+	case len(v.Socket) > maxSocketPath:
+		p.add("vpp.socket", v.Socket, "longer than %d bytes, the limit of a Unix socket path", maxSocketPath)
+	case strings.ContainsRune(v.Socket, 0):
+		p.add("vpp.socket", v.Socket, "contains a NUL byte")
+	}
+	positive(p, "vpp.connectTimeout", v.ConnectTimeout)
+	v.ReconnectBackoff.validate(p, "vpp.reconnectBackoff")
+	switch v.Simulate {
+	case SimulateAuto, SimulateAlways, SimulateNever:
+	default:
+		p.add("vpp.simulate", string(v.Simulate), "want auto, always or never")
+	}
+}
+
+// checkHostPort accepts "host:port" and ":port" (port 0 picks a free one).
+func checkHostPort(p *problems, path, s string) {
+	if s == "" {
+		p.add(path, nil, `required, e.g. ":9999"`)
+		return
+	}
+	if err := hostPort(s, true); err != nil {
+		p.add(path, s, `want host:port or :port: %v`, err)
+	}
+}
+
+// hostPort checks "host:port"; the host may be empty when emptyHost.
+func hostPort(s string, emptyHost bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return unwrapAddr(err)
+	}
+	if host == "" && !emptyHost {
+		return fmt.Errorf("no host")
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("bad host %q", host)
+	}
+	return checkPort(port, !emptyHost)
+}
+
+// checkPort checks a port number; 0 only when !nonZero.
+func checkPort(port string, nonZero bool) error {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if n == 0 && nonZero {
+		return fmt.Errorf("port 0")
+	}
+	return nil
+}
+
+func (n NAT44Config) validate(p *problems) {
+	if n.SessionLimit == 0 {
+		p.add("nat44.sessionLimit", n.SessionLimit, "must be at least 1")
+	}
+	natTimeout(p, "nat44.timeouts.udp", n.Timeouts.UDP)
+	natTimeout(p, "nat44.timeouts.tcpEstablished", n.Timeouts.TCPEstablished)
+	natTimeout(p, "nat44.timeouts.tcpTransitory", n.Timeouts.TCPTransitory)
+	natTimeout(p, "nat44.timeouts.icmp", n.Timeouts.ICMP)
+	if n.ServiceLocalEndpointWeight == 0 {
+		p.add("nat44.serviceLocalEndpointWeight", n.ServiceLocalEndpointWeight, "must be from 1 to 255 (a weight of 0 would never pick a local backend)")
+	}
+	if err := checkTagFormat(n.PodInterfaceTag); err != nil {
+		p.add("nat44.podInterfaceTag", n.PodInterfaceTag, "%v", err)
+	}
+}
+
+// natTimeout: VPP takes whole seconds in a u32.
+func natTimeout(p *problems, path string, d Duration) {
+	switch {
+	case d <= 0:
+		p.add(path, d, "must be positive")
+	case d.Std()%time.Second != 0:
+		p.add(path, d, "must be whole seconds")
+	case d.Std()/time.Second > math.MaxUint32:
+		p.add(path, d, "too long for VPP (at most %d seconds)", uint32(math.MaxUint32))
+	}
+}
+
+// checkTagFormat requires exactly one {{namespace}} and one {{pod}}, no
+// other placeholder, and between the two a character that no Kubernetes
+// name holds, so that different pods never get the same tag.
+func checkTagFormat(f string) error {
+	if f == "" {
+		return fmt.Errorf("required, e.g. %q", TagNamespace+"/"+TagPod)
+	}
+	rest := strings.NewReplacer(TagNamespace, "\x00", TagPod, "\x01").Replace(f)
+	if i := strings.Index(rest, "{{"); i >= 0 {
+		end := strings.Index(rest[i:], "}}")
+		if end < 0 {
+			return fmt.Errorf("unclosed {{")
+		}
+		return fmt.Errorf("unknown placeholder %s: want %s and %s", rest[i:i+end+2], TagNamespace, TagPod)
+	}
+	ns, pod := strings.Count(rest, "\x00"), strings.Count(rest, "\x01")
+	if ns != 1 || pod != 1 {
+		return fmt.Errorf("want %s and %s once each (found %d and %d)", TagNamespace, TagPod, ns, pod)
+	}
+	i, j := strings.IndexByte(rest, 0), strings.IndexByte(rest, 1)
+	between := rest[min(i, j)+1 : max(i, j)]
+	if !strings.ContainsFunc(between, func(r rune) bool { return !isNameRune(r) }) {
+		return fmt.Errorf("between %s and %s put a character that Kubernetes names never hold, such as '/', or tags of different pods can collide", TagNamespace, TagPod)
+	}
+	return nil
+}
+
+// isNameRune reports whether r may appear in a Kubernetes object name.
+func isNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.'
+}
+
+func (r RoutingConfig) validate(p *problems) {
+	if r.MainVRFID == invalidVRF {
+		p.add("routing.mainVRFID", r.MainVRFID, "is VPP's \"no VRF\"")
+	}
+	if r.PodVRFID == invalidVRF {
+		p.add("routing.podVRFID", r.PodVRFID, "is VPP's \"no VRF\"")
+	}
+	if r.PodVRFID == r.MainVRFID {
+		p.add("routing.podVRFID", r.PodVRFID, "must differ from routing.mainVRFID")
+	}
+	switch r.NodeToNodeTransport {
+	case TransportVXLAN, TransportNoOverlay:
+	default:
+		p.add("routing.nodeToNodeTransport", string(r.NodeToNodeTransport), "want vxlan or nooverlay")
+	}
+}
+
+func (c IPAMConfig) validate(p *problems) {
+	type rng struct {
+		path string
+		pfx  netip.Prefix
+	}
+	ranges := []rng{
+		{"ipam.podSubnetCIDR", c.PodSubnetCIDR},
+		{"ipam.vppHostSubnetCIDR", c.VPPHostSubnetCIDR},
+		{"ipam.nodeInterconnectCIDR", c.NodeInterconnectCIDR},
+		{"ipam.vxlanCIDR", c.VXLANCIDR},
+		{"ipam.serviceCIDR", c.ServiceCIDR},
+	}
+	var good []rng
+	for _, r := range ranges {
+		if checkRange(p, r.path, r.pfx) {
+			good = append(good, r)
+		}
+	}
+	for i, a := range good {
+		for _, b := range good[:i] {
+			if a.pfx.Overlaps(b.pfx) {
+				p.add(a.path, a.pfx, "overlaps %s (%s)", b.path, b.pfx)
+			}
+		}
+	}
+	nodePrefix(p, "ipam.podSubnetNodePrefixLength", c.PodSubnetNodePrefixLength, "ipam.podSubnetCIDR", c.PodSubnetCIDR, 29)
+	nodePrefix(p, "ipam.vppHostSubnetNodePrefixLength", c.VPPHostSubnetNodePrefixLength, "ipam.vppHostSubnetCIDR", c.VPPHostSubnetCIDR, 30)
+	if c.DefaultGateway.IsValid() {
+		checkUnicast(p, "ipam.defaultGateway", c.DefaultGateway)
+	}
+}
+
+// checkRange requires an IPv4 prefix without host bits.
+func checkRange(p *problems, path string, pfx netip.Prefix) bool {
+	switch {
+	case !pfx.IsValid():
+		p.add(path, nil, "required, e.g. 10.1.0.0/16")
+	case !pfx.Addr().Is4():
+		p.add(path, pfx, "must be IPv4 (services are rendered by NAT44)")
+	case pfx.Masked() != pfx:
+		p.add(path, pfx, "has host bits set (did you mean %s?)", pfx.Masked())
+	default:
+		return true
+	}
+	return false
+}
+
+// nodePrefix checks a per-node prefix length against its range.
+func nodePrefix(p *problems, path string, n int, rangePath string, rng netip.Prefix, longest int) {
+	switch {
+	case n > longest:
+		p.add(path, n, "at most %d, or a node's subnet is too small", longest)
+	case rng.IsValid() && n <= rng.Bits():
+		p.add(path, n, "must be longer than %s's /%d", rangePath, rng.Bits())
+	case n < 1:
+		p.add(path, n, "must be from 1 to %d", longest)
+	}
+}
+
+// checkUnicast requires a usable IPv4 unicast address.
+func checkUnicast(p *problems, path string, a netip.Addr) {
+	switch {
+	case !a.Is4():
+		p.add(path, a, "must be IPv4")
+	case a.IsUnspecified(), a.IsMulticast(), a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		p.add(path, a, "not a unicast address")
+	}
+}
+
+func (n NodeSyncConfig) validate(p *problems) {
+	if n.StateFile == "" {
+		p.add("nodeSync.stateFile", nil, "required")
+	} else if strings.HasSuffix(n.StateFile, "/") {
+		p.add("nodeSync.stateFile", n.StateFile, "is a directory, want a file path")
+	}
+	positive(p, "nodeSync.claimTimeout", n.ClaimTimeout)
+	nonNegative(p, "nodeSync.releasedIDQuarantine", n.ReleasedIDQuarantine)
+}
+
+func (o NodeOverride) validate(p *problems, path string) {
+	if o.NodeName == "" {
+		p.add(path+".nodeName", nil, "required")
+	} else {
+		checkNodeName(p, path+".nodeName", o.NodeName)
+	}
+	names := map[string]string{}
+	if o.MainInterface != nil {
+		o.MainInterface.validate(p, path+".mainInterface", names)
+		if o.MainInterface.UseDHCP && o.Gateway.IsValid() {
+			p.add(path+".gateway", o.Gateway, "must be empty when mainInterface.useDHCP is true (DHCP supplies it)")
+		}
+	}
+	for i, ifc := range o.OtherInterfaces {
+		ifc.validate(p, fmt.Sprintf("%s.otherInterfaces[%d]", path, i), names)
+	}
+	if o.Gateway.IsValid() {
+		checkUnicast(p, path+".gateway", o.Gateway)
+		if o.MainInterface != nil && o.MainInterface.IPCIDR.Addr() == o.Gateway {
+			p.add(path+".gateway", o.Gateway, "is mainInterface's own address")
+		}
+	}
+}
+
+// validate checks one interface; names maps the interface names seen on
+// the node to their paths.
+func (i InterfaceConfig) validate(p *problems, path string, names map[string]string) {
+	if i.Name == "" {
+		p.add(path+".name", nil, "required")
+	} else if prev, dup := names[i.Name]; dup {
+		p.add(path+".name", i.Name, "duplicate of %s.name", prev)
+	} else {
+		names[i.Name] = path
+	}
+	if !i.IPCIDR.IsValid() {
+		return
+	}
+	a := i.IPCIDR.Addr()
+	switch {
+	case i.UseDHCP:
+		p.add(path+".ipCIDR", i.IPCIDR, "must be empty when useDHCP is true")
+	case !a.Is4():
+		p.add(path+".ipCIDR", i.IPCIDR, "must be IPv4")
+	case i.IPCIDR.Bits() < 31 && a == i.IPCIDR.Masked().Addr():
+		p.add(path+".ipCIDR", i.IPCIDR, "is the subnet's network address, want a host address such as %s", i.IPCIDR.Masked().Addr().Next())
+	case i.IPCIDR.Bits() < 31 && a == lastAddr(i.IPCIDR):
+		p.add(path+".ipCIDR", i.IPCIDR, "is the subnet's broadcast address")
+	case a.IsUnspecified(), a.IsMulticast():
+		p.add(path+".ipCIDR", i.IPCIDR, "not a unicast address")
+	}
+}
+
+// lastAddr returns the last address of IPv4 prefix p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= uint32(math.MaxUint32) >> p.Bits()
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// checkNodeName requires a Kubernetes node name (an RFC 1123 DNS
+// subdomain).
+func checkNodeName(p *problems, path, s string) {
+	if msg := dnsSubdomain(s); msg != "" {
+		p.add(path, s, "not a Kubernetes node name: %s", msg)
+	}
+}
+
+// dnsSubdomain says what keeps s from being an RFC 1123 subdomain; "" if
+// nothing does.
+func dnsSubdomain(s string) string {
+	if len(s) > 253 {
+		return "longer than 253 characters"
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" {
+			return "empty label"
+		}
+		if len(label) > 63 {
+			return "a label is longer than 63 characters"
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return "only lowercase letters, digits, '-' and '.' are allowed"
+			}
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return "must start and end with a letter or digit"
+		}
+	}
+	return ""
+}
+
+func positive(p *problems, path string, d Duration) {
+	if d <= 0 {
+		p.add(path, d, "must be positive")
+	}
+}
+
+func nonNegative(p *problems, path string, d Duration) {
+	if d < 0 {
+		p.add(path, d, "must not be negative")
+	}
+}
+
+// unwrapURL keeps the reason of a *url.Error.
+func unwrapURL(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// unwrapAddr keeps the reason of a *net.AddrError.
+func unwrapAddr(err error) error {
+	if ae, ok := err.(*net.AddrError); ok {
+		return fmt.Errorf("%s", ae.Err)
+	}
+	return err
+}
