@@ -1,0 +1,447 @@
+package service
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"contiv.dev/vpp/kubestate"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+// maxAffinityTimeout is the largest ClientIP timeout Kubernetes accepts (1 day).
+const maxAffinityTimeout = 86400
+
+// nodeView is what the derivation needs to know about this node.
+type nodeView struct {
+	name string
+	id   uint32
+	// ips are this node's own addresses, sorted and unique.
+	ips []netip.Addr
+	// podNet is this node's pod subnet, allPods the pod range of the cluster.
+	podNet, allPods netip.Prefix
+}
+
+// own tells whether ip is one of this node's own addresses.
+func (v *nodeView) own(ip netip.Addr) bool {
+	_, ok := slices.BinarySearchFunc(v.ips, ip, netip.Addr.Compare)
+	return ok
+}
+
+// locate tells whether a backend at ip is outside the cluster's pod range
+// (host network), and whether it runs on this node: in this node's pod
+// subnet, or a host-network backend on one of this node's own addresses.
+func (v *nodeView) locate(ip netip.Addr) (local, host bool) {
+	host = !v.allPods.Contains(ip)
+	return v.podNet.Contains(ip) || host && v.own(ip), host
+}
+
+// localNode is the renderers' view of this node.
+func (v *nodeView) localNode() sr.LocalNode {
+	return sr.LocalNode{Name: v.name, ID: v.id, IPs: slices.Clone(v.ips)}
+}
+
+// derived is what build derives from one service and its slices.
+type derived struct {
+	// out is nil when the service is not rendered.
+	out *sr.ContivService
+	// pods are this node's pods among the backends, sorted and unique.
+	pods []kubestate.Key
+	// skips are what was left out, sorted.
+	skips []Skip
+	// hostNet is set when an endpoint is outside the pod range: its
+	// locality depends on this node's own addresses.
+	hostNet bool
+}
+
+// build derives the ContivService of one Service from the service and its
+// EndpointSlices (sorted by name), as seen from this node. It is a pure
+// function: nothing it is given is modified or kept, except immutable
+// strings.
+func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView) derived {
+	var d derived
+	if svc == nil {
+		return d
+	}
+	b := builder{d: &d, svc: svc, key: svc.Key()}
+	out := b.service()
+	if out == nil {
+		slices.SortFunc(d.skips, compareSkips)
+		return d
+	}
+	local := out.ExternalPolicy == sr.PolicyLocal || out.InternalPolicy == sr.PolicyLocal
+	for i := range out.Ports {
+		b.backends(&out.Ports[i], eps, v, local)
+	}
+	d.out = out
+	if len(d.pods) > 1 {
+		slices.SortFunc(d.pods, compareKeys)
+		d.pods = slices.Compact(d.pods)
+	}
+	if len(d.skips) > 1 {
+		slices.SortFunc(d.skips, compareSkips)
+		d.skips = slices.Compact(d.skips)
+	}
+	return d
+}
+
+// builder holds the state of one build.
+type builder struct {
+	d   *derived
+	svc *kubestate.Service
+	key kubestate.Key
+}
+
+func (b *builder) skip(obj kubestate.Key, port string, r Reason, detail string) {
+	b.d.skips = append(b.d.skips, Skip{
+		Service: sr.ServiceID{Namespace: b.svc.Namespace, Name: b.svc.Name},
+		Object:  obj, Port: port, Reason: r, Detail: detail,
+	})
+}
+
+// service derives everything but the backends; nil when the service is not
+// rendered.
+func (b *builder) service() *sr.ContivService {
+	s := b.svc
+	switch {
+	case s.Type == "ExternalName":
+		b.skip(b.key, "", ReasonExternalName, "")
+		return nil
+	case s.ProxyName != "":
+		b.skip(b.key, "", ReasonOtherProxy, strconv.Quote(s.ProxyName))
+		return nil
+	case len(s.ClusterIPs) > 0 && s.ClusterIPs[0] == "None":
+		b.skip(b.key, "", ReasonHeadless, "")
+		return nil
+	}
+	lb := false
+	switch s.Type {
+	case "", "ClusterIP", "NodePort":
+	case "LoadBalancer":
+		lb = true
+	default:
+		b.skip(b.key, "", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
+		return nil
+	}
+	out := &sr.ContivService{
+		ID:      sr.ServiceID{Namespace: s.Namespace, Name: s.Name},
+		Created: s.Created,
+	}
+	out.ClusterIPs = b.addrs(nil, s.ClusterIPs, "clusterIP")
+	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
+	if lb {
+		ext = b.addrs(ext, s.LBIngressIPs, "loadBalancer ingress IP")
+	}
+	out.ExternalIPs = sortAddrs(ext)
+	out.ClusterIPs = sortAddrs(out.ClusterIPs)
+	if len(out.ClusterIPs) == 0 && len(out.ExternalIPs) == 0 {
+		b.skip(b.key, "", ReasonNoFrontend, "")
+		return nil
+	}
+	out.ExternalPolicy = b.policy(s.ExternalTrafficPolicy, "externalTrafficPolicy")
+	out.InternalPolicy = b.policy(s.InternalTrafficPolicy, "internalTrafficPolicy")
+	switch s.SessionAffinity {
+	case "", "None":
+	case "ClientIP":
+		t := s.SessionAffinityTimeout
+		switch {
+		case t == 0:
+			t = kubestate.DefaultSessionAffinityTimeout
+		case t < 0 || t > maxAffinityTimeout:
+			b.skip(b.key, "", ReasonInvalidValue, "sessionAffinityTimeout "+strconv.Itoa(int(t))+" (want 1..86400; default used)")
+			t = kubestate.DefaultSessionAffinityTimeout
+		}
+		out.AffinityTimeout = uint32(t)
+	default:
+		b.skip(b.key, "", ReasonInvalidValue, "sessionAffinity "+strconv.Quote(s.SessionAffinity)+" ignored")
+	}
+	out.Ports = b.ports(s.Type == "NodePort" || lb)
+	if len(out.Ports) == 0 {
+		b.skip(b.key, "", ReasonNoPorts, "")
+		return nil
+	}
+	return out
+}
+
+// addrs appends the addresses of ss to dst; invalid ones are skipped.
+func (b *builder) addrs(dst []netip.Addr, ss []string, what string) []netip.Addr {
+	if dst == nil && len(ss) > 0 {
+		dst = make([]netip.Addr, 0, len(ss))
+	}
+	for _, s := range ss {
+		ip, ok := parseIP(s)
+		if !ok {
+			b.skip(b.key, "", ReasonInvalidIP, what+" "+strconv.Quote(s))
+			continue
+		}
+		dst = append(dst, ip)
+	}
+	return dst
+}
+
+func (b *builder) policy(s, what string) sr.TrafficPolicy {
+	switch s {
+	case "", "Cluster":
+		return sr.PolicyCluster
+	case "Local":
+		return sr.PolicyLocal
+	}
+	b.skip(b.key, "", ReasonInvalidValue, what+" "+strconv.Quote(s)+" (Cluster used)")
+	return sr.PolicyCluster
+}
+
+// ports validates the service's ports; they are returned sorted by name.
+func (b *builder) ports(nodePorts bool) []sr.Port {
+	in := b.svc.Ports
+	out := make([]sr.Port, 0, len(in))
+	for i, sp := range in {
+		if dup := slices.IndexFunc(in[:i], func(o kubestate.ServicePort) bool { return o.Name == sp.Name }); dup >= 0 {
+			b.skip(b.key, sp.Name, ReasonDuplicatePort, "name used by an earlier port")
+			continue
+		}
+		proto, r := parseProtocol(sp.Protocol)
+		if r != 0 {
+			b.skip(b.key, sp.Name, r, "protocol "+strconv.Quote(sp.Protocol))
+			continue
+		}
+		if sp.Port < 1 || sp.Port > 65535 {
+			b.skip(b.key, sp.Name, ReasonInvalidPort, "port "+strconv.Itoa(int(sp.Port)))
+			continue
+		}
+		if sp.NodePort < 0 || sp.NodePort > 65535 {
+			b.skip(b.key, sp.Name, ReasonInvalidPort, "nodePort "+strconv.Itoa(int(sp.NodePort)))
+			continue
+		}
+		p := sr.Port{Name: sp.Name, Protocol: proto, Port: uint16(sp.Port)}
+		if nodePorts {
+			p.NodePort = uint16(sp.NodePort)
+		}
+		if slices.ContainsFunc(out, func(o sr.Port) bool { return o.Protocol == p.Protocol && o.Port == p.Port }) {
+			b.skip(b.key, sp.Name, ReasonDuplicatePort, p.Protocol.String()+" "+strconv.Itoa(int(p.Port))+" used by an earlier port")
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b sr.Port) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// candidate is one endpoint that may serve a port.
+type candidate struct {
+	b   sr.Backend
+	pod kubestate.Key // zero unless the endpoint targets a pod
+}
+
+// compareCandidates sorts by IP and port; among candidates of one IP:port
+// (one endpoint listed by two slices) the best comes first: ready, then serving, then not
+// terminating, then the target; the first wins.
+func compareCandidates(x, y candidate) int {
+	if c := x.b.IP.Compare(y.b.IP); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.b.Port, y.b.Port); c != 0 {
+		return c
+	}
+	if x.b.Ready != y.b.Ready {
+		return boolFirst(x.b.Ready)
+	}
+	if x.b.Serving != y.b.Serving {
+		return boolFirst(x.b.Serving)
+	}
+	if x.b.Terminating != y.b.Terminating {
+		return boolFirst(!x.b.Terminating)
+	}
+	return compareKeys(x.pod, y.pod)
+}
+
+func boolFirst(b bool) int {
+	if b {
+		return -1
+	}
+	return 1
+}
+
+// backends fills in the backends of port p from the slices.
+func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeView, local bool) {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Endpoints)
+	}
+	if n == 0 {
+		return
+	}
+	cands := make([]candidate, 0, n)
+	for _, s := range ss {
+		cands = b.sliceCandidates(cands, p, s, v)
+	}
+	if len(cands) == 0 {
+		return
+	}
+	slices.SortFunc(cands, compareCandidates)
+	cands = slices.CompactFunc(cands, func(x, y candidate) bool { return x.b.IP == y.b.IP && x.b.Port == y.b.Port })
+	ready, localReady := 0, 0
+	for i := range cands {
+		if c := &cands[i].b; c.Ready {
+			ready++
+			if c.Local {
+				localReady++
+			}
+		}
+	}
+	p.Backends = b.pick(cands, ready, false)
+	if local {
+		p.LocalBackends = b.pick(cands, localReady, true)
+	}
+}
+
+// pick selects the ready candidates (only local ones when onlyLocal), or
+// the serving-and-terminating ones when none is ready (ready counts the
+// ready ones among those considered), and records the local pods used.
+func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backend {
+	take := func(c *candidate) bool {
+		if onlyLocal && !c.b.Local {
+			return false
+		}
+		if ready > 0 {
+			return c.b.Ready
+		}
+		return c.b.Serving && c.b.Terminating
+	}
+	n := 0
+	for i := range cands {
+		if take(&cands[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]sr.Backend, 0, n)
+	for i := range cands {
+		c := &cands[i]
+		if !take(c) {
+			continue
+		}
+		out = append(out, c.b)
+		if c.b.Local && c.pod.Name != "" && !slices.Contains(b.d.pods, c.pod) {
+			b.d.pods = append(b.d.pods, c.pod)
+		}
+	}
+	return out
+}
+
+// sliceCandidates appends the endpoints of slice s that may serve port p.
+func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.EndpointSlice, v *nodeView) []candidate {
+	key := s.Key()
+	var want4, want6 bool
+	switch s.AddressType {
+	case "IPv4":
+		want4 = true
+	case "IPv6":
+		want6 = true
+	case "":
+		want4, want6 = true, true
+	case "FQDN":
+		return dst // not for a proxy, as in kube-proxy
+	default:
+		b.skip(key, "", ReasonInvalidSlice, "addressType "+strconv.Quote(s.AddressType))
+		return dst
+	}
+	port := -1
+	for i := range s.Ports {
+		sp := &s.Ports[i]
+		if sp.Name != p.Name {
+			continue
+		}
+		proto, r := parseProtocol(sp.Protocol)
+		if r != 0 || proto != p.Protocol {
+			continue // not this port: name and protocol both must match
+		}
+		if sp.Port < 1 || sp.Port > 65535 {
+			b.skip(key, sp.Name, ReasonInvalidPort, "endpoint port "+strconv.Itoa(int(sp.Port)))
+			return dst
+		}
+		port = int(sp.Port)
+		break
+	}
+	if port < 0 {
+		return dst
+	}
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		if !e.Ready && !(e.Serving && e.Terminating) {
+			continue
+		}
+		if len(e.Addresses) == 0 {
+			b.skip(key, "", ReasonInvalidEndpoint, "endpoint without address")
+			continue
+		}
+		ip, ok := parseIP(e.Addresses[0])
+		if !ok {
+			b.skip(key, "", ReasonInvalidEndpoint, "address "+strconv.Quote(e.Addresses[0]))
+			continue
+		}
+		if ip.Is4() && !want4 || ip.Is6() && !want6 {
+			b.skip(key, "", ReasonInvalidEndpoint, "address "+e.Addresses[0]+" in an "+s.AddressType+" slice")
+			continue
+		}
+		c := candidate{b: sr.Backend{
+			IP: ip, Port: uint16(port),
+			Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating,
+		}}
+		c.b.Local, c.b.HostNetwork = v.locate(ip)
+		if c.b.HostNetwork {
+			b.d.hostNet = true
+		}
+		if c.b.Local && e.TargetKind == "Pod" && e.TargetName != "" {
+			ns := e.TargetNamespace
+			if ns == "" {
+				ns = s.Namespace
+			}
+			c.pod = kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// parseIP parses an address the data plane can use: no zone, not
+// unspecified, not an IPv4-mapped IPv6 address.
+func parseIP(s string) (netip.Addr, bool) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil || ip.Zone() != "" || ip.IsUnspecified() || ip.Is4In6() {
+		return netip.Addr{}, false
+	}
+	return ip, true
+}
+
+// parseProtocol maps a Kubernetes protocol to a NAT44 one; the reason is
+// non-zero when the protocol cannot be rendered.
+func parseProtocol(s string) (sr.Protocol, Reason) {
+	switch s {
+	case "", "TCP":
+		return sr.TCP, 0
+	case "UDP":
+		return sr.UDP, 0
+	case "SCTP":
+		return 0, ReasonSCTP
+	}
+	return 0, ReasonUnknownProtocol
+}
+
+// sortAddrs sorts and deduplicates ips; nil when empty.
+func sortAddrs(ips []netip.Addr) []netip.Addr {
+	if len(ips) == 0 {
+		return nil
+	}
+	if len(ips) > 1 {
+		slices.SortFunc(ips, netip.Addr.Compare)
+		ips = slices.Compact(ips)
+	}
+	return ips
+}
+
+func compareKeys(a, b kubestate.Key) int {
+	return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
