@@ -79,7 +79,7 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self affinity=0 " + tag + " -> 10.2.1.1:8080 vrf=2",
+			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
 		},
 	}, {
 		name: "NodePort under Cluster: on this node's own IPs only, full twice-NAT",
@@ -122,7 +122,7 @@ func TestBuildService(t *testing.T) {
 		name: "one backend: plain static mapping",
 		svc:  web(port("http", 80, 0, pod3)),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self affinity=0 " + tag + " -> 10.2.1.1:8080 vrf=2",
+			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
 		},
 	}, {
 		name:   "no backends: no mapping",
@@ -136,8 +136,8 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self affinity=0 " + tag + " -> 10.1.1.3:8080 vrf=2",
-			"20.20.20.20:80/TCP static twice-nat=on affinity=0 " + tag + " -> 10.1.1.3:8080 vrf=2",
+			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.1.1.3:8080 vrf=2",
+			"20.20.20.20:80/TCP static twice-nat=on " + tag + " -> 10.1.1.3:8080 vrf=2",
 		},
 	}, {
 		name: "VRFs with overlay: pods in the pod VRF, host-network and own addresses in the main VRF",

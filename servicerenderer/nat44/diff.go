@@ -208,6 +208,9 @@ func inPlace(desired, applied *Mapping) bool {
 		desired.TwiceNAT != applied.TwiceNAT || desired.Affinity != applied.Affinity || desired.Tag != applied.Tag {
 		return false
 	}
+	if dupAddr(desired.Locals) || dupAddr(applied.Locals) {
+		return false
+	}
 	ok := true
 	mergeLocals(desired.Locals, applied.Locals, func(d, a *Local) {
 		if d != nil && a != nil && *d != *a {
@@ -215,6 +218,17 @@ func inPlace(desired, applied *Mapping) bool {
 		}
 	})
 	return ok
+}
+
+// dupAddr tells whether sorted locals hold one IP and port twice (in
+// different VRFs): they cannot be matched one to one.
+func dupAddr(ls []Local) bool {
+	for i := 1; i < len(ls); i++ {
+		if compareLocalAddr(ls[i-1], ls[i]) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // diffLocals appends the per-local operations of an in-place change.

@@ -256,4 +256,4 @@ func (c *countingVPP) AddDelLBLocal(context.Context, MappingKey, Local, bool) er
 	return nil
 }
 func (c *countingVPP) AddDelIdentity(context.Context, *Identity, bool) error { c.calls++; return nil }
-func (c *countingVPP) Dump(context.Context) (*State, error)                   { return NewState(), nil }
+func (c *countingVPP) Dump(context.Context) (*State, error)                  { return NewState(), nil }

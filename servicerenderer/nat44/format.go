@@ -75,7 +75,8 @@ func (f Features) String() string {
 }
 
 // String is one line: key, kind (static or lb), twice-NAT, affinity, tag
-// and locals.
+// and locals; what VPP does not keep for a static mapping (affinity and
+// probability) is left out.
 func (m *Mapping) String() string {
 	var b strings.Builder
 	b.WriteString(m.MappingKey.String())
@@ -84,7 +85,12 @@ func (m *Mapping) String() string {
 	} else {
 		b.WriteString(" lb")
 	}
-	fmt.Fprintf(&b, " twice-nat=%s affinity=%d tag=%s ->", m.TwiceNAT, m.Affinity, m.Tag)
+	fmt.Fprintf(&b, " twice-nat=%s", m.TwiceNAT)
+	if len(m.Locals) != 1 {
+		// A static mapping has no affinity in VPP.
+		fmt.Fprintf(&b, " affinity=%d", m.Affinity)
+	}
+	fmt.Fprintf(&b, " tag=%s ->", m.Tag)
 	for i, l := range m.Locals {
 		if i > 0 {
 			b.WriteByte(',')
