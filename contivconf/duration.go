@@ -48,7 +48,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d *Duration) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf(`want a duration like "90s", "10m" or "1h30m"`)
+		return errors.New(`want a duration like "90s", "10m" or "1h30m"`)
 	}
 	*d = Duration(v)
 	return nil

@@ -50,6 +50,9 @@ func Load(path string) (Config, error) {
 // validate: call Validate once every override is applied.
 func Parse(data []byte) (Config, error) {
 	c := Defaults()
+	if line := secondDocument(data); line > 0 {
+		return Config{}, &FieldError{Path: "(document)", Msg: fmt.Sprintf("line %d starts a second YAML document; the configuration is one document", line)}
+	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -80,6 +83,26 @@ func Parse(data []byte) (Config, error) {
 	return c, nil
 }
 
+// secondDocument returns the line number of a "---" that starts a second
+// YAML document, or 0. (The YAML decoder would silently ignore it.)
+func secondDocument(data []byte) int {
+	content := false
+	for i, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimRight(l, " \t\r")
+		switch {
+		case l == "---" || strings.HasPrefix(l, "--- "):
+			if content {
+				return i + 1
+			}
+			content = strings.TrimSpace(strings.TrimPrefix(l, "---")) != ""
+		case l == "" || strings.HasPrefix(strings.TrimSpace(l), "#"):
+		default:
+			content = true
+		}
+	}
+	return 0
+}
+
 // normalize makes empty lists nil, so that a file saying "endpoints: []"
 // gives the same Config as one leaving endpoints out.
 func (c *Config) normalize() {
@@ -95,12 +118,6 @@ func (c *Config) normalize() {
 		}
 	}
 }
-
-var (
-	durationType = reflect.TypeFor[Duration]()
-	prefixType   = reflect.TypeFor[netip.Prefix]()
-	addrType     = reflect.TypeFor[netip.Addr]()
-)
 
 // isLeaf reports whether values of t are decoded as one unit: scalars and
 // types that decode themselves.
@@ -179,9 +196,9 @@ func checkLeaf(v any, t reflect.Type, path string, p *problems) {
 	switch {
 	case errors.As(err, &ute), errors.As(err, new(*json.SyntaxError)):
 		// a wrong JSON type: "want ..." says it all
-	case t == prefixType || t == addrType:
+	case t == reflect.TypeFor[netip.Prefix]() || t == reflect.TypeFor[netip.Addr]():
 		msg += ": " + netipReason(err)
-	case t == durationType:
+	case t == reflect.TypeFor[Duration]():
 		msg = err.Error()
 	default:
 		msg += ": " + err.Error()
@@ -192,11 +209,11 @@ func checkLeaf(v any, t reflect.Type, path string, p *problems) {
 // expected describes the values of type t.
 func expected(t reflect.Type) string {
 	switch t {
-	case durationType:
+	case reflect.TypeFor[Duration]():
 		return `a duration like "90s", "10m" or "1h30m"`
-	case prefixType:
+	case reflect.TypeFor[netip.Prefix]():
 		return "a CIDR prefix like 10.1.0.0/16"
-	case addrType:
+	case reflect.TypeFor[netip.Addr]():
 		return "an IP address like 192.168.16.1"
 	}
 	switch t.Kind() {

@@ -110,6 +110,7 @@ func TestParseSyntax(t *testing.T) {
 		{"bad indentation", "log:\n  level: info\n format: json", "did not find expected key"},
 		{"duplicate key", "log:\n  level: info\n  level: debug", `"level" already set`},
 		{"tab", "log:\n\tlevel: info", "line 2"},
+		{"two documents", "---\nlog:\n  level: info\n---\nnodeName: a\n", "(document): line 4 starts a second YAML document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestParseSyntax(t *testing.T) {
 }
 
 func TestParseKeepsDefaults(t *testing.T) {
-	for _, doc := range []string{"", "# nothing\n", "log:\n", "log: null\n", "etcd:\n  endpoints: []\nnodeConfig: []\n", "{}"} {
+	for _, doc := range []string{"", "# nothing\n", "---\n# only a start\n", "--- {}\n", "log:\n", "log: null\n", "etcd:\n  endpoints: []\nnodeConfig: []\n", "{}"} {
 		c, err := Parse([]byte(doc))
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", doc, err)

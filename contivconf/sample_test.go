@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +81,25 @@ func TestSampleWritesEveryOption(t *testing.T) {
 		}
 		if i == 0 || !strings.HasPrefix(strings.TrimSpace(lines[i-1]), "#") {
 			t.Errorf("%s:%d: %q has no comment line above it", samplePath, i+1, s)
+		}
+	}
+}
+
+// TestSampleListsOverrides keeps the sample's list of environment variables
+// and flags complete.
+func TestSampleListsOverrides(t *testing.T) {
+	data, err := os.ReadFile(samplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range options() {
+		flag := "(no flag)"
+		if opt.flag != "" {
+			flag = "--" + opt.flag
+		}
+		re := regexp.MustCompile(`(?m)^#\s+` + regexp.QuoteMeta(opt.env) + `\s+` + regexp.QuoteMeta(flag) + `\s+` + regexp.QuoteMeta(opt.path) + `( |$)`)
+		if !re.Match(data) {
+			t.Errorf("%s does not list %s %s %s", samplePath, opt.env, flag, opt.path)
 		}
 	}
 }
