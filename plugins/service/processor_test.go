@@ -1,0 +1,425 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+func podM(name, node, ip string) *kubestate.Pod {
+	return &kubestate.Pod{Namespace: "default", Name: name, NodeName: node, IPs: []string{ip}}
+}
+
+func svcKey(name string) kubestate.Key {
+	return kubestate.Key{Resource: kubestate.ResService, Namespace: "default", Name: name}
+}
+
+func sliceKey(name string) kubestate.Key {
+	return kubestate.Key{Resource: kubestate.ResEndpointSlice, Namespace: "default", Name: name}
+}
+
+func podKey(name string) kubestate.Key {
+	return kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: name}
+}
+
+// wantState fails unless the rig's state (checked against a resync) is want.
+func wantState(t *testing.T, r *rig, want string) {
+	t.Helper()
+	if got := r.check(); got != want {
+		t.Fatalf("state:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestNewRefusesMissingDependencies(t *testing.T) {
+	_, err := New(Params{Renderers: []sr.Renderer{nil}})
+	if !errors.Is(err, ErrMissingDependency) {
+		t.Fatalf("err = %v, want ErrMissingDependency", err)
+	}
+	for _, name := range []string{"Node", "Subnets", "Interfaces", "Renderers[0]"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}
+
+func TestStaticInterfaceRoles(t *testing.T) {
+	overlay := staticRoles(Config{MainInterface: "eth0", OtherInterfaces: []string{"eth1"}, HostInterconnect: "tap0", VXLANBVI: "bvi0"})
+	want := map[string]sr.InterfaceRole{"eth0": sr.RoleFrontend, "eth1": sr.RoleFrontend,
+		"tap0": sr.RoleFrontend | sr.RoleBackend, "bvi0": sr.RoleFrontend | sr.RoleBackend}
+	if !mapsEqual(overlay, want) {
+		t.Errorf("with overlay: %v, want %v", overlay, want)
+	}
+	flat := staticRoles(Config{MainInterface: "eth0", HostInterconnect: "tap0"})
+	want = map[string]sr.InterfaceRole{"eth0": sr.RoleFrontend | sr.RoleBackend, "tap0": sr.RoleFrontend | sr.RoleBackend}
+	if !mapsEqual(flat, want) {
+		t.Errorf("without overlay: %v, want %v", flat, want)
+	}
+}
+
+func mapsEqual(a, b map[string]sr.InterfaceRole) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSliceBeforeServiceRenderedWhenServiceArrives(t *testing.T) {
+	r := newRig(t)
+	r.resync()
+	r.put(sliceM("web", "web-a", ready("10.1.2.5", "")))
+	wantState(t, r, "if eth0 frontend,backend\nnode node-1 id=1 ips=10.20.0.1,192.168.16.1\n")
+	r.put(svcM("web"))
+	wantState(t, r, `svc default/web cluster=10.96.0.10
+  port http TCP 80
+    backend 10.1.2.5:8080 ready serving
+if eth0 frontend,backend
+node node-1 id=1 ips=10.20.0.1,192.168.16.1
+`)
+	// Deleting the service keeps the slice: the service comes back whole.
+	r.del(svcKey("web"))
+	r.check()
+	r.put(svcM("web"))
+	if got := r.check(); !strings.Contains(got, "backend 10.1.2.5:8080") {
+		t.Fatalf("slice lost with its service:\n%s", got)
+	}
+}
+
+func TestSliceMovesBetweenServices(t *testing.T) {
+	r := newRig(t)
+	r.resync()
+	r.put(svcM("a", func(s *kubestate.Service) { s.ClusterIPs = []string{"10.96.0.1"} }),
+		svcM("b", func(s *kubestate.Service) { s.ClusterIPs = []string{"10.96.0.2"} }),
+		sliceM("a", "x", ready("10.1.2.5", "")))
+	r.put(sliceM("b", "x", ready("10.1.2.5", "")))
+	wantState(t, r, `svc default/a cluster=10.96.0.1
+  port http TCP 80
+svc default/b cluster=10.96.0.2
+  port http TCP 80
+    backend 10.1.2.5:8080 ready serving
+if eth0 frontend,backend
+node node-1 id=1 ips=10.20.0.1,192.168.16.1
+`)
+	// Without its service-name label a slice belongs to no service.
+	r.put(sliceM("", "x", ready("10.1.2.5", "")))
+	if strings.Contains(r.check(), "backend 10.1.2.5") {
+		t.Fatal("an unlabelled slice still serves")
+	}
+}
+
+// TestChangeTouchesOneService: a slice change derives one service and makes
+// one renderer call; an equal result makes none.
+func TestChangeTouchesOneService(t *testing.T) {
+	r := newRig(t)
+	for i, name := range []string{"a", "b", "c"} {
+		ip := "10.96.0." + string(rune('1'+i))
+		r.state[svcKey(name)] = svcM(name, func(s *kubestate.Service) { s.ClusterIPs = []string{ip} })
+		r.state[sliceKey(name)] = sliceM(name, name, ready("10.1.2.5", ""))
+	}
+	r.resync()
+	if r.p.builds != 3 || r.rec.calls != 1 {
+		t.Fatalf("resync: %d builds, %d renderer calls; want 3 builds and one Resync", r.p.builds, r.rec.calls)
+	}
+	builds, calls := r.p.builds, r.rec.calls
+	r.put(sliceM("b", "b", ready("10.1.2.5", ""), ready("10.1.2.6", "")))
+	if r.p.builds-builds != 1 || r.rec.calls-calls != 1 {
+		t.Fatalf("one slice change: %d builds, %d renderer calls; want 1 and 1", r.p.builds-builds, r.rec.calls-calls)
+	}
+	builds, calls = r.p.builds, r.rec.calls
+	// A change that does not change the result (another endpoint that is
+	// not ready) derives again but calls no renderer.
+	r.put(sliceM("b", "b", ready("10.1.2.5", ""), ready("10.1.2.6", ""), notReady("10.1.2.7")))
+	if r.p.builds-builds != 1 || r.rec.calls != calls {
+		t.Fatalf("no-op change: %d builds, %d renderer calls; want 1 and 0", r.p.builds-builds, r.rec.calls-calls)
+	}
+	r.check()
+}
+
+func TestOtherNodesTouchNothing(t *testing.T) {
+	r := newRig(t)
+	r.state[svcKey("web")] = svcM("web", func(s *kubestate.Service) { s.Type, s.Ports[0].NodePort = "NodePort", 30080 })
+	r.state[sliceKey("web")] = sliceM("web", "web", ready("192.168.16.1", ""), ready("10.1.2.5", ""))
+	r.resync()
+	builds, calls := r.p.builds, r.rec.calls
+	join := &controller.NodeUpdate{Name: "node-101", New: &kubestate.VppNode{Name: "node-101", ID: 101, VppIPs: []string{"192.168.16.101/24"}}}
+	if r.p.HandlesEvent(join) {
+		t.Error("HandlesEvent(another node's update) = true")
+	}
+	if err := r.p.Update(context.Background(), join); err != nil {
+		t.Fatal(err)
+	}
+	other := &controller.ChangeEvent{Key: podKey("x"), New: podM("x", "node-2", "10.1.2.9")}
+	if r.p.HandlesEvent(other) {
+		t.Error("HandlesEvent(a pod of another node) = true")
+	}
+	r.put(podM("x", "node-2", "10.1.2.9"))
+	if r.p.builds != builds || r.rec.calls != calls {
+		t.Fatalf("other nodes: %d builds and %d renderer calls, want none", r.p.builds-builds, r.rec.calls-calls)
+	}
+}
+
+// TestOwnAddressChange: renderers learn this node's new addresses; only
+// services with host-network endpoints are derived again, and a backend on
+// an address the node lost is no longer local.
+func TestOwnAddressChange(t *testing.T) {
+	r := newRig(t)
+	r.state[svcKey("host")] = svcM("host", func(s *kubestate.Service) { s.ClusterIPs = []string{"10.96.0.1"} })
+	r.state[sliceKey("host")] = sliceM("host", "host", ready("192.168.16.1", ""))
+	r.state[svcKey("pods")] = svcM("pods", func(s *kubestate.Service) {
+		s.ClusterIPs, s.Type, s.Ports[0].NodePort = []string{"10.96.0.2"}, "NodePort", 30080
+	})
+	r.state[sliceKey("pods")] = sliceM("pods", "pods", ready("10.1.1.5", ""), ready("10.1.2.5", ""))
+	r.resync()
+	builds := r.p.builds
+	r.node.ips = []netip.Addr{netip.MustParseAddr("192.168.16.7")}
+	ev := &controller.NodeUpdate{Name: "node-1", New: &kubestate.VppNode{Name: "node-1", ID: 1, VppIPs: []string{"192.168.16.7/24"}}}
+	if !r.p.HandlesEvent(ev) {
+		t.Fatal("HandlesEvent(this node's update) = false")
+	}
+	r.apply(ev)
+	if got := r.p.builds - builds; got != 1 {
+		t.Errorf("%d services derived, want 1 (the one with a host-network endpoint)", got)
+	}
+	wantState(t, r, `svc default/host cluster=10.96.0.1
+  port http TCP 80
+    backend 192.168.16.1:8080 host ready serving
+svc default/pods cluster=10.96.0.2
+  port http TCP 80 nodePort=30080
+    backend 10.1.1.5:8080 local ready serving
+    backend 10.1.2.5:8080 ready serving
+if eth0 frontend,backend
+node node-1 id=1 ips=192.168.16.7
+`)
+	// The same addresses again: nothing happens.
+	calls := r.rec.calls
+	r.apply(ev)
+	if r.rec.calls != calls {
+		t.Error("an unchanged node update reached the renderers")
+	}
+}
+
+// The pod lifecycle cases: the reference processor's reference counts went
+// negative or stuck (contiv-original.md 8.2). Each step is checked against
+// a resync of the same state.
+func TestPodInterfaces(t *testing.T) {
+	const (
+		fe   = "if tap-web-1 frontend\n"
+		both = "if tap-web-1 frontend,backend\n"
+	)
+	base := func(t *testing.T) *rig {
+		r := newRig(t)
+		r.ifaces["default/web-1"] = "tap-web-1"
+		r.resync()
+		r.put(svcM("web"))
+		return r
+	}
+	ifLines := func(r *rig) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(r.check(), "\n") {
+			if strings.HasPrefix(l, "if tap") {
+				b.WriteString(l)
+			}
+		}
+		return b.String()
+	}
+	slice := func() *kubestate.EndpointSlice { return sliceM("web", "web-a", ready("10.1.1.5", "web-1")) }
+
+	t.Run("pod then endpoints then endpoints gone then pod gone", func(t *testing.T) {
+		r := base(t)
+		r.put(podM("web-1", "node-1", "10.1.1.5"))
+		if got := ifLines(r); got != fe {
+			t.Fatalf("pod alone: %q, want %q", got, fe)
+		}
+		r.put(slice())
+		if got := ifLines(r); got != both {
+			t.Fatalf("pod serving: %q, want %q", got, both)
+		}
+		r.del(sliceKey("web-a"))
+		if got := ifLines(r); got != fe {
+			t.Fatalf("endpoints gone: %q, want %q", got, fe)
+		}
+		r.del(podKey("web-1"))
+		if got := ifLines(r); got != "" {
+			t.Fatalf("pod gone: %q, want nothing", got)
+		}
+	})
+	t.Run("endpoints before the pod", func(t *testing.T) {
+		r := base(t)
+		r.put(slice())
+		if got := ifLines(r); got != "" {
+			t.Fatalf("no pod yet: %q", got)
+		}
+		r.put(podM("web-1", "node-1", "10.1.1.5"))
+		if got := ifLines(r); got != both {
+			t.Fatalf("pod arrived after its endpoints: %q, want %q", got, both)
+		}
+	})
+	t.Run("pod deleted before its endpoints, then recreated with the same name", func(t *testing.T) {
+		r := base(t)
+		r.put(podM("web-1", "node-1", "10.1.1.5"), slice())
+		r.del(podKey("web-1"))
+		if got := ifLines(r); got != "" {
+			t.Fatalf("pod deleted: %q, want nothing", got)
+		}
+		r.del(sliceKey("web-a"))
+		r.check()
+		r.put(podM("web-1", "node-1", "10.1.1.6"), sliceM("web", "web-a", ready("10.1.1.6", "web-1")))
+		if got := ifLines(r); got != both {
+			t.Fatalf("recreated pod: %q, want %q", got, both)
+		}
+		r.del(sliceKey("web-a"))
+		if got := ifLines(r); got != fe {
+			t.Fatalf("recreated pod without endpoints: %q, want %q (no stuck count)", got, fe)
+		}
+	})
+	t.Run("pod recreated while its endpoints stay", func(t *testing.T) {
+		r := base(t)
+		r.put(podM("web-1", "node-1", "10.1.1.5"), slice())
+		r.del(podKey("web-1"))
+		r.put(podM("web-1", "node-1", "10.1.1.5"))
+		if got := ifLines(r); got != both {
+			t.Fatalf("recreated pod: %q, want %q", got, both)
+		}
+	})
+	t.Run("two services share a pod", func(t *testing.T) {
+		r := base(t)
+		r.put(podM("web-1", "node-1", "10.1.1.5"), slice(),
+			svcM("api", func(s *kubestate.Service) { s.ClusterIPs = []string{"10.96.0.11"} }),
+			sliceM("api", "api-a", ready("10.1.1.5", "web-1")))
+		r.del(sliceKey("web-a"))
+		if got := ifLines(r); got != both {
+			t.Fatalf("one service left: %q, want %q", got, both)
+		}
+		r.del(svcKey("api"))
+		if got := ifLines(r); got != fe {
+			t.Fatalf("no service left: %q, want %q", got, fe)
+		}
+	})
+	t.Run("interface appears after the pod", func(t *testing.T) {
+		r := base(t)
+		delete(r.ifaces, "default/web-1")
+		r.put(podM("web-1", "node-1", "10.1.1.5"), slice())
+		if got := ifLines(r); got != "" {
+			t.Fatalf("no interface yet: %q", got)
+		}
+		r.ifaces["default/web-1"] = "tap-web-1"
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		if got := ifLines(r); got != both {
+			t.Fatalf("interface appeared: %q, want %q", got, both)
+		}
+		delete(r.ifaces, "default/web-1")
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		if got := ifLines(r); got != "" {
+			t.Fatalf("interface gone: %q", got)
+		}
+	})
+	t.Run("host-network pods have no interface", func(t *testing.T) {
+		r := base(t)
+		p := podM("web-1", "node-1", "192.168.16.1")
+		p.HostNetwork = true
+		r.put(p, sliceM("web", "web-a", ready("192.168.16.1", "web-1")))
+		if got := ifLines(r); got != "" {
+			t.Fatalf("host-network pod: %q", got)
+		}
+	})
+	t.Run("custom interface tag", func(t *testing.T) {
+		r := newRig(t)
+		r.cfg.PodInterfaceTag = func(ns, name string) string { return "pod:" + ns + ":" + name }
+		r.p, r.rec = r.processor()
+		r.ifaces["pod:default:web-1"] = "tap-web-1"
+		r.resync()
+		r.put(svcM("web"), podM("web-1", "node-1", "10.1.1.5"), slice())
+		if got := ifLines(r); got != both {
+			t.Fatalf("custom tag: %q, want %q", got, both)
+		}
+	})
+}
+
+// TestSameFrontendPassedThrough: two services claiming one VIP:port/proto
+// are both handed to renderers; the NAT44 renderer picks the oldest.
+func TestSameFrontendPassedThrough(t *testing.T) {
+	r := newRig(t)
+	r.resync()
+	r.put(svcM("b"), svcM("a"))
+	got := r.check()
+	if !strings.Contains(got, "svc default/a cluster=10.96.0.10") || !strings.Contains(got, "svc default/b cluster=10.96.0.10") {
+		t.Fatalf("both services must be passed through:\n%s", got)
+	}
+}
+
+// TestRendererErrors: an error is returned wrapped, every renderer still
+// gets every call, and the processor's state follows the input.
+func TestRendererErrors(t *testing.T) {
+	r := newRig(t)
+	bad := newRecorder()
+	bad.fail = errRender
+	p, err := New(Params{Renderers: []sr.Renderer{bad, r.rec}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces, Config: r.cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.p = p
+	if err := p.Resync(context.Background(), r.snapshot()); !errors.Is(err, errRender) {
+		t.Fatalf("resync err = %v, want errRender", err)
+	}
+	r.state[svcKey("web")] = svcM("web")
+	err = p.Update(context.Background(), &controller.ChangeEvent{Key: svcKey("web"), New: svcM("web")})
+	if !errors.Is(err, errRender) || !strings.Contains(err.Error(), "renderer 0: add default/web") {
+		t.Fatalf("update err = %v, want errRender naming renderer and service", err)
+	}
+	if got, want := bad.dump(), r.check(); got != want {
+		t.Fatalf("renderers got different calls:\n%s\n%s", got, want)
+	}
+	if err := p.Update(context.Background(), &PodInterfaceEvent{Namespace: "default", Name: "none"}); err != nil {
+		t.Fatalf("errors must not stick to later events: %v", err)
+	}
+}
+
+// TestMismatchedObjectIgnored: an object stored under another key (a bug
+// upstream) is ignored, not taken for a delete.
+func TestMismatchedObjectIgnored(t *testing.T) {
+	r := newRig(t)
+	r.state[svcKey("web")] = svcM("web")
+	r.resync()
+	calls := r.rec.calls
+	for _, o := range []kubestate.Object{svcM("other"), podM("web", "node-1", "10.1.1.5")} {
+		if err := r.p.Update(context.Background(), &controller.ChangeEvent{Key: svcKey("web"), New: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.rec.calls != calls || len(r.p.Services()) != 1 {
+		t.Fatal("a mismatched object changed the state")
+	}
+}
+
+func TestSkippedAndCounts(t *testing.T) {
+	r := newRig(t)
+	r.resync()
+	r.put(svcM("web", func(s *kubestate.Service) {
+		s.Ports = append(s.Ports, kubestate.ServicePort{Name: "sig", Protocol: "SCTP", Port: 3868})
+	}), svcM("dns", func(s *kubestate.Service) { s.ClusterIPs = []string{"None"} }))
+	want := "default/dns service/default/dns headless\ndefault/web service/default/web port=sig sctp-unsupported: protocol \"SCTP\"\n"
+	if got := formatSkips(r.p.Skipped()); got != want {
+		t.Fatalf("skipped:\n%s\nwant:\n%s", got, want)
+	}
+	c := r.p.SkipCounts()
+	if c[ReasonSCTP] != 1 || c[ReasonHeadless] != 1 || len(c) != 2 {
+		t.Fatalf("counts = %v", c)
+	}
+	r.put(svcM("web"))
+	if c := r.p.SkipCounts(); c[ReasonSCTP] != 0 {
+		t.Fatalf("a fixed service still counted: %v", c)
+	}
+	if !ReasonHeadless.Ignored() || ReasonSCTP.Ignored() || ReasonInvalidEndpoint.String() != "invalid-endpoint" {
+		t.Fatal("reason classification")
+	}
+}
