@@ -42,7 +42,12 @@ func (k ResyncKind) String() string {
 	return "unknown"
 }
 
-// Snapshot is the whole cluster state at one etcd revision.
+// MarshalText makes a kind print as its name in JSON (status, REST).
+func (k ResyncKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Snapshot is the whole cluster state at one etcd revision. A snapshot
+// pushed to the controller in a ResyncEvent becomes the controller's: it
+// keeps it current with the changes that follow.
 type Snapshot struct {
 	Revision int64
 	Objects  map[kubestate.Key]kubestate.Object
@@ -50,6 +55,11 @@ type Snapshot struct {
 
 // ResyncEvent hands every handler the full state. Handlers rebuild their
 // state from it and must not keep or mutate State.
+//
+// Pushed to the controller, a ResyncEvent with a State (a fresh list of
+// etcd) replaces the controller's view and supersedes the changes queued
+// before it; one without State asks for a resync from the controller's
+// cached view (healing, periodic, on request).
 type ResyncEvent struct {
 	Kind  ResyncKind
 	State *Snapshot
@@ -82,6 +92,14 @@ type NodeUpdate struct {
 // EventName implements Event.
 func (e *NodeUpdate) EventName() string { return "node-update" }
 
+// ShutdownEvent is delivered, in reverse handler order, to the handlers that
+// declare it when the controller stops. Nothing is applied after it: the
+// data plane keeps its state while the agent is away.
+type ShutdownEvent struct{}
+
+// EventName implements Event.
+func (e *ShutdownEvent) EventName() string { return "shutdown" }
+
 // Handler takes in events and computes its desired state. Handlers never
 // talk to VPP: the Applier does, once per batch.
 type Handler interface {
@@ -92,7 +110,9 @@ type Handler interface {
 	HandlesEvent(ev Event) bool
 	// Resync rebuilds the handler's state from a full snapshot.
 	Resync(ctx context.Context, ev *ResyncEvent) error
-	// Update takes in one (non-resync) event.
+	// Update takes in one (non-resync) event. Handlers are called in
+	// their fixed order, in reverse order for removals (a ChangeEvent or
+	// NodeUpdate whose New is nil).
 	Update(ctx context.Context, ev Event) error
 }
 
@@ -111,6 +131,8 @@ type Applier interface {
 
 // FollowUpper lets a handler queue an event derived from the one it is
 // handling; it is applied in the same batch, after the current event.
+// A ChangeEvent or ResyncEvent follow-up changes the cluster view and is
+// queued for the next batch instead.
 type FollowUpper interface {
 	FollowUp(ev Event)
 }

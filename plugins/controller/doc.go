@@ -1,0 +1,24 @@
+// Package controller is the agent's event loop and its etcd watcher.
+//
+// One goroutine takes in events in batches. Producers (the etcd watcher,
+// NodeSync, timers, REST) only queue: Push never blocks and never drops.
+// Queued changes to one key collapse into one (the previous value of the
+// first, the new value of the last; no-ops are dropped) and a fresh listing
+// of etcd supersedes the changes queued before it. Each batch runs in two
+// phases: every Handler takes in every event, in a fixed order (reverse
+// order for removals); then every Applier is called once. Nothing is
+// applied before the startup snapshot is in and every ReadyHandler is
+// ready, so the first apply is a consistent snapshot.
+//
+// The watcher lists the watched resources at one revision and watches from
+// the next; on a lost, failed or compacted watch, or when the connection
+// to etcd comes back, it lists again and the handlers resync from the new
+// listing. Undecodable values are logged, counted and skipped; the last
+// good value of their key is kept. A failed handler or apply schedules a
+// healing resync from the cached view with exponential backoff; a periodic
+// resync repairs drift. Status reports all of it.
+//
+// The package knows the stored models (kubestate) and etcd, nothing about
+// the handlers it drives nor about VPP: what to compute and what to program
+// is the handlers' and appliers' business.
+package controller

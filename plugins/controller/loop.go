@@ -1,0 +1,540 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// DefaultPeriodicResync is the interval of the periodic full reconcile the
+// agent configures by default.
+const DefaultPeriodicResync = 10 * time.Minute
+
+const (
+	// maxFollowUps bounds the follow-ups of one batch: a handler that
+	// follows up forever must not hang the loop.
+	maxFollowUps = 100_000
+	// shutdownTimeout bounds the handlers' work on ShutdownEvent.
+	shutdownTimeout = 5 * time.Second
+)
+
+// ErrRunTwice is returned by a second call of Run.
+var ErrRunTwice = errors.New("controller: Run called twice")
+
+// Params configures a Controller.
+type Params struct {
+	// Logger receives the controller's logs; nil discards them.
+	Logger *slog.Logger
+	// Client is the etcd client the watcher lists and watches through. Nil
+	// runs without a watcher: the caller then pushes the startup
+	// ResyncEvent (with a State) itself, e.g. to render offline.
+	Client *clientv3.Client
+	// Handlers take in every event, in this order.
+	Handlers []Handler
+	// Appliers are called once per batch, after the handlers, in this order.
+	Appliers []Applier
+	// MinBatchInterval is the least time between two batches; 0 applies as
+	// soon as possible.
+	MinBatchInterval time.Duration
+	// HealingBackoff paces the healing resyncs after failures and the
+	// re-listing of etcd while it is unreachable (default 100ms to 30s).
+	HealingBackoff Backoff
+	// PeriodicResync is the interval of the full reconcile that repairs
+	// drift made behind the agent's back; 0 turns it off (see
+	// DefaultPeriodicResync).
+	PeriodicResync time.Duration
+	// Resources are the kinds of objects watched (default kubestate.Resources).
+	Resources []kubestate.Resource
+}
+
+// Controller is the agent's event loop: one goroutine takes queued events
+// in batches, hands them to the handlers and calls the appliers once per
+// batch. Every method is safe from any goroutine.
+type Controller struct {
+	p        Params
+	log      *slog.Logger
+	reversed []Handler
+	q        *queue
+	st       *status
+	w        *watcher // nil without a Client
+	running  atomic.Bool
+
+	fmu     sync.Mutex
+	inBatch bool
+	follow  []Event
+
+	// Owned by the loop goroutine.
+	view       *view
+	heal       healer
+	healQueued bool     // a healing resync is queued, not yet taken in
+	readyBo    *backoff // polls of ReadyHandlers before the first apply
+	readyAlarm alarm
+	pace       alarm // MinBatchInterval
+	lastApply  time.Time
+	batchStart time.Time // first compute since the last apply
+	started    bool      // the startup listing has been taken in
+	dirty      bool      // taken in but not applied
+	full       bool      // the next apply reconciles fully
+	unhealthy  bool      // a handler failed since the last resync
+	followUps  int       // follow-ups delivered in this batch
+}
+
+var _ FollowUpper = (*Controller)(nil)
+
+// New returns a controller; Run starts it.
+func New(p Params) *Controller {
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	p.HealingBackoff = p.HealingBackoff.withDefaults()
+	p.MinBatchInterval = max(p.MinBatchInterval, 0)
+	p.PeriodicResync = max(p.PeriodicResync, 0)
+	if len(p.Resources) == 0 {
+		p.Resources = kubestate.Resources
+	}
+	p.Handlers = slices.Clone(p.Handlers)
+	p.Resources = slices.Clone(p.Resources)
+	c := &Controller{
+		p:        p,
+		log:      p.Logger,
+		reversed: slices.Clone(p.Handlers),
+		q:        newQueue(),
+		st:       newStatus(),
+		view:     newView(),
+		heal:     healer{bo: newBackoff(p.HealingBackoff)},
+		readyBo:  newBackoff(Backoff{Initial: 10 * time.Millisecond, Max: time.Second}),
+	}
+	slices.Reverse(c.reversed)
+	if p.Client != nil {
+		c.w = newWatcher(watcherParams{
+			log: p.Logger, cli: p.Client, resources: p.Resources,
+			backoff: p.HealingBackoff, q: c.q, st: c.st,
+		})
+	}
+	return c
+}
+
+// Run runs the loop and the etcd watcher until ctx is cancelled, then
+// delivers ShutdownEvent and returns once every goroutine it started has
+// ended. It may be called once.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if c.w != nil {
+		wg.Go(func() { c.w.run(ctx) })
+	}
+	c.loop(ctx)
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+// Push queues ev for the loop; it never blocks. A ChangeEvent's Prev is
+// ignored: the controller knows what the handlers hold.
+func (c *Controller) Push(ev Event) {
+	switch e := ev.(type) {
+	case nil:
+	case *ChangeEvent:
+		if e != nil {
+			c.pushChange(e)
+		}
+	case *ResyncEvent:
+		if e != nil {
+			c.pushResync(e)
+		}
+	default:
+		c.q.pushEvent(ev)
+	}
+}
+
+func (c *Controller) pushChange(e *ChangeEvent) {
+	ch := change{key: e.Key, rev: e.Revision}
+	if e.New != nil {
+		if got := e.New.Key(); got != e.Key {
+			c.log.Error("change dropped: value names another key", "key", e.Key.String(), "valueKey", got.String())
+			return
+		}
+		raw, err := kubestate.Encode(e.New)
+		if err != nil {
+			c.log.Error("change dropped", "key", e.Key.String(), "err", err)
+			return
+		}
+		ch.raw, ch.obj = raw, e.New
+	}
+	c.q.pushChange(ch)
+}
+
+func (c *Controller) pushResync(e *ResyncEvent) {
+	kind := e.Kind
+	if kind < ResyncStartup || kind > ResyncPeriodic {
+		kind = ResyncPeriodic
+		if e.State != nil {
+			kind = ResyncRelist
+		}
+	}
+	if e.State == nil {
+		c.q.pushResync(kind, nil)
+		return
+	}
+	l := &listing{
+		snap: &Snapshot{Revision: e.State.Revision, Objects: make(map[kubestate.Key]kubestate.Object, len(e.State.Objects))},
+		raw:  make(map[kubestate.Key][]byte, len(e.State.Objects)),
+	}
+	for k, o := range e.State.Objects {
+		raw, err := kubestate.Encode(o)
+		if err != nil {
+			c.log.Error("snapshot object dropped", "key", k.String(), "err", err)
+			continue
+		}
+		l.snap.Objects[k], l.raw[k] = o, raw
+	}
+	c.q.pushResync(kind, l)
+}
+
+// FollowUp implements FollowUpper: called by a handler during a batch, ev
+// is delivered in the same batch after the current event; otherwise (and
+// for ChangeEvent and ResyncEvent) it is pushed.
+func (c *Controller) FollowUp(ev Event) {
+	switch ev.(type) {
+	case nil:
+		return
+	case *ChangeEvent, *ResyncEvent:
+		c.Push(ev)
+		return
+	}
+	c.fmu.Lock()
+	if c.inBatch {
+		c.follow = append(c.follow, ev)
+		c.fmu.Unlock()
+		return
+	}
+	c.fmu.Unlock()
+	c.q.pushEvent(ev)
+}
+
+// RequestRelist asks the watcher to list etcd again and resync every
+// handler from the fresh listing (e.g. on an operator's request).
+func (c *Controller) RequestRelist() {
+	if c.w != nil {
+		c.w.requestRelist()
+	}
+}
+
+func (c *Controller) loop(ctx context.Context) {
+	var periodic <-chan time.Time
+	if c.p.PeriodicResync > 0 {
+		t := time.NewTicker(c.p.PeriodicResync)
+		defer t.Stop()
+		periodic = t.C
+	}
+	defer c.heal.alarm.stop()
+	defer c.readyAlarm.stop()
+	defer c.pace.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.shutdown(ctx)
+			return
+		case <-c.q.wake:
+		case <-periodic:
+			c.q.pushResync(ResyncPeriodic, nil)
+		case <-c.heal.alarm.C():
+			c.heal.alarm.fired()
+			c.healQueued = true
+			c.q.pushResync(ResyncHealing, nil)
+		case <-c.readyAlarm.C():
+			c.readyAlarm.fired()
+		case <-c.pace.C():
+			c.pace.fired()
+		}
+		c.step(ctx)
+	}
+}
+
+// step takes in what is queued, if anything may be taken in, and applies
+// what was taken in, if it may be applied.
+func (c *Controller) step(ctx context.Context) {
+	if !c.started && !c.q.hasListing() {
+		return // nothing before the startup snapshot
+	}
+	if wait := time.Until(c.lastApply.Add(c.p.MinBatchInterval)); wait > 0 {
+		if !c.pace.on {
+			c.pace.set(wait)
+		}
+		return
+	}
+	if b := c.q.drain(); !b.empty() {
+		if !c.dirty {
+			c.batchStart = time.Now()
+		}
+		c.compute(ctx, b)
+		c.st.update(func(s *Status) {
+			s.Revision = c.view.snap.Revision
+			s.HealingPending = c.heal.alarm.on || c.healQueued
+		})
+	}
+	if c.dirty {
+		c.apply(ctx)
+	}
+}
+
+// compute hands one batch to the handlers.
+func (c *Controller) compute(ctx context.Context, b batch) {
+	c.fmu.Lock()
+	c.inBatch = true
+	c.fmu.Unlock()
+	defer func() {
+		c.fmu.Lock()
+		c.inBatch = false
+		c.follow = nil
+		c.fmu.Unlock()
+	}()
+	c.followUps = 0
+	if b.resync != nil {
+		c.resync(ctx, b)
+		return
+	}
+	for _, e := range b.entries {
+		if e.ch == nil {
+			c.deliver(ctx, e.ev)
+			continue
+		}
+		ev, out := c.view.apply(e.ch)
+		switch out {
+		case noop:
+			c.st.update(func(s *Status) { s.NoOps++ })
+			c.log.Debug("no-op change dropped", "key", e.ch.key.String(), "rev", e.ch.rev)
+		case stale:
+			c.log.Debug("stale change dropped", "key", e.ch.key.String(), "rev", e.ch.rev, "listedRev", c.view.listedRev)
+		case applied:
+			c.dirty = true
+			c.deliver(ctx, ev)
+		}
+	}
+}
+
+// resync takes in a batch holding a resync: the view takes in the listing
+// and every queued change, the handlers resync from it, then the batch's
+// other events are delivered in order.
+func (c *Controller) resync(ctx context.Context, b batch) {
+	r := b.resync
+	if r.list != nil {
+		c.view.replace(r.list)
+	}
+	for _, e := range b.entries {
+		if e.ch != nil {
+			c.view.apply(e.ch)
+		}
+	}
+	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap}
+	c.log.Info("resync", "kind", r.kind, "rev", ev.State.Revision, "objects", len(ev.State.Objects))
+	c.started, c.dirty, c.full = true, true, true
+	c.unhealthy, c.healQueued = false, false
+	for _, h := range c.p.Handlers {
+		if err := c.guard(h, ev, func() error { return h.Resync(ctx, ev) }); err != nil {
+			c.fail(err)
+		}
+	}
+	c.st.update(func(s *Status) {
+		s.Resyncs++
+		s.LastResync = time.Now()
+		s.LastResyncKind = r.kind
+	})
+	c.deliverFollowUps(ctx)
+	for _, e := range b.entries {
+		if e.ev != nil {
+			c.deliver(ctx, e.ev)
+		}
+	}
+}
+
+// deliver hands ev, then the follow-ups it caused, to the handlers.
+func (c *Controller) deliver(ctx context.Context, ev Event) {
+	c.dirty = true
+	c.dispatch(ctx, ev)
+	c.deliverFollowUps(ctx)
+}
+
+func (c *Controller) deliverFollowUps(ctx context.Context) {
+	for {
+		c.fmu.Lock()
+		if len(c.follow) == 0 {
+			c.fmu.Unlock()
+			return
+		}
+		ev := c.follow[0]
+		c.follow = c.follow[1:]
+		c.fmu.Unlock()
+		if c.followUps++; c.followUps > maxFollowUps {
+			c.fmu.Lock()
+			c.follow = nil
+			c.fmu.Unlock()
+			c.fail(fmt.Errorf("more than %d follow-ups in one batch: the rest dropped", maxFollowUps))
+			return
+		}
+		c.dispatch(ctx, ev)
+	}
+}
+
+// dispatch hands ev to the handlers that declare it, in order (reverse
+// order for removals).
+func (c *Controller) dispatch(ctx context.Context, ev Event) {
+	c.st.update(func(s *Status) { s.Events++ })
+	hs := c.p.Handlers
+	if removal(ev) {
+		hs = c.reversed
+	}
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.Debug("event", "event", ev.EventName(), "detail", describe(ev))
+	}
+	for _, h := range hs {
+		err := c.guard(h, ev, func() error {
+			if !h.HandlesEvent(ev) {
+				return nil
+			}
+			return h.Update(ctx, ev)
+		})
+		if err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// removal tells whether ev removes a value: handlers then run in reverse.
+func removal(ev Event) bool {
+	switch e := ev.(type) {
+	case *ChangeEvent:
+		return e.New == nil
+	case *NodeUpdate:
+		return e.New == nil
+	}
+	return false
+}
+
+func describe(ev Event) string {
+	switch e := ev.(type) {
+	case *ChangeEvent:
+		return e.Key.String() + "@" + strconv.FormatInt(e.Revision, 10)
+	case *NodeUpdate:
+		return e.Name
+	}
+	return ""
+}
+
+// guard runs one handler call, turning a panic into an error.
+func (c *Controller) guard(h Handler, ev Event, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "handler", h.Name(), "event", ev.EventName(), "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler %s: %s: panic: %v", h.Name(), ev.EventName(), r)
+		}
+	}()
+	if err := f(); err != nil {
+		return fmt.Errorf("handler %s: %s: %w", h.Name(), ev.EventName(), err)
+	}
+	return nil
+}
+
+// fail records a handler or apply error and schedules a healing resync.
+func (c *Controller) fail(err error) {
+	c.log.Error("controller error; healing resync scheduled", "err", err)
+	c.st.setError(err)
+	c.unhealthy = true
+	c.heal.schedule()
+	c.st.update(func(s *Status) { s.HealingPending = true })
+}
+
+// apply calls every Applier once, unless the first apply still waits for
+// a ReadyHandler.
+func (c *Controller) apply(ctx context.Context) {
+	if !c.st.ready.Load() {
+		if name := c.notReady(); name != "" {
+			if !c.readyAlarm.on {
+				d := c.readyBo.delay()
+				c.log.Debug("first apply waits for a handler", "handler", name, "retryIn", d)
+				c.readyAlarm.set(d)
+			}
+			return
+		}
+	}
+	c.readyAlarm.stop()
+	c.readyBo.reset()
+	full := c.full
+	c.dirty, c.full = false, false
+	var errs []error
+	for _, a := range c.p.Appliers {
+		if err := c.applyOne(ctx, a, full); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.lastApply = time.Now()
+	c.st.batchSeconds.WithLabelValues(strconv.FormatBool(full)).Observe(time.Since(c.batchStart).Seconds())
+	c.st.update(func(s *Status) { s.Batches++ })
+	healed := full && !c.unhealthy && len(errs) == 0
+	switch {
+	case len(errs) > 0 && ctx.Err() == nil:
+		c.fail(errors.Join(errs...))
+	case healed:
+		c.heal.healed()
+	}
+	c.st.update(func(s *Status) { s.HealingPending = c.heal.alarm.on || c.healQueued })
+	if healed && !c.st.ready.Swap(true) {
+		c.log.Info("first full sync applied: ready")
+	}
+}
+
+func (c *Controller) applyOne(ctx context.Context, a Applier, full bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("applier panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("apply: panic: %v", r)
+		}
+	}()
+	if err := a.Apply(ctx, full); err != nil {
+		return fmt.Errorf("apply (full=%t): %w", full, err)
+	}
+	return nil
+}
+
+// notReady names a ReadyHandler that is not ready, or returns "".
+func (c *Controller) notReady() string {
+	for _, h := range c.p.Handlers {
+		if r, ok := h.(ReadyHandler); ok && !r.Ready() {
+			return h.Name()
+		}
+	}
+	return ""
+}
+
+// shutdown delivers ShutdownEvent in reverse handler order.
+func (c *Controller) shutdown(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	ev := &ShutdownEvent{}
+	for _, h := range c.reversed {
+		err := c.guard(h, ev, func() error {
+			if !h.HandlesEvent(ev) {
+				return nil
+			}
+			return h.Update(sctx, ev)
+		})
+		if err != nil {
+			c.log.Warn("shutdown", "err", err)
+		}
+	}
+	c.log.Info("controller stopped")
+}

@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"sync"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// change is the new value of one key as a producer saw it.
+type change struct {
+	key kubestate.Key
+	// rev is the etcd revision of the change; 0 when not from etcd.
+	rev int64
+	// raw is the stored value, obj its decoding; both nil for a delete.
+	raw []byte
+	obj kubestate.Object
+}
+
+// listing is a full list of the watched resources at one revision.
+type listing struct {
+	snap *Snapshot
+	raw  map[kubestate.Key][]byte
+	// bad holds the keys whose stored value could not be decoded: the
+	// controller keeps their last good value.
+	bad map[kubestate.Key]bool
+}
+
+// pendingResync is the one resync a queue holds: queued resyncs merge.
+type pendingResync struct {
+	// kind is the most significant kind merged in (startup before relist
+	// before healing before periodic).
+	kind ResyncKind
+	// list is the newest listing merged in; nil means resync from the
+	// controller's cached view.
+	list *listing
+}
+
+// entry is one queued item: a change or another event.
+type entry struct {
+	ch *change
+	ev Event
+}
+
+// batch is what one drain of the queue takes out.
+type batch struct {
+	resync  *pendingResync
+	entries []entry
+}
+
+func (b batch) empty() bool { return b.resync == nil && len(b.entries) == 0 }
+
+// queue is where producers leave work for the loop. Pushing never blocks
+// and never drops: changes to one key coalesce in place (the newest value
+// kept at the position of the first), a listing supersedes the changes
+// queued before it, and resyncs merge into one. The queue thus stays
+// bounded by the number of keys in etcd plus the other events queued.
+type queue struct {
+	mu      sync.Mutex
+	entries []entry
+	index   map[kubestate.Key]int // position of a key's change in entries
+	resync  *pendingResync
+	// wake holds a token while there is something to drain.
+	wake chan struct{}
+}
+
+func newQueue() *queue {
+	return &queue{index: map[kubestate.Key]int{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushChange queues ch, coalescing it with a queued change of its key.
+func (q *queue) pushChange(ch change) {
+	q.mu.Lock()
+	if i, ok := q.index[ch.key]; ok {
+		q.entries[i].ch = &ch
+	} else {
+		q.index[ch.key] = len(q.entries)
+		q.entries = append(q.entries, entry{ch: &ch})
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushEvent queues an event that is neither a change nor a resync.
+func (q *queue) pushEvent(ev Event) {
+	q.mu.Lock()
+	q.entries = append(q.entries, entry{ev: ev})
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushResync queues a resync of kind; with a listing, the changes queued
+// so far are superseded (the listing holds their outcome).
+func (q *queue) pushResync(kind ResyncKind, l *listing) {
+	q.mu.Lock()
+	if l != nil && len(q.index) > 0 {
+		kept := q.entries[:0]
+		for _, e := range q.entries {
+			if e.ch == nil {
+				kept = append(kept, e)
+			}
+		}
+		clear(q.entries[len(kept):])
+		q.entries = kept
+		clear(q.index)
+	}
+	switch {
+	case q.resync == nil:
+		q.resync = &pendingResync{kind: kind, list: l}
+	default:
+		q.resync.kind = min(q.resync.kind, kind)
+		if l != nil {
+			q.resync.list = l
+		}
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// hasListing tells whether a listing is queued.
+func (q *queue) hasListing() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.resync != nil && q.resync.list != nil
+}
+
+// depth is the number of queued items.
+func (q *queue) depth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.entries)
+	if q.resync != nil {
+		n++
+	}
+	return n
+}
+
+// drain takes everything queued.
+func (q *queue) drain() batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := batch{resync: q.resync, entries: q.entries}
+	q.resync, q.entries = nil, nil
+	clear(q.index)
+	return b
+}

@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+func nsChange(t *testing.T, rev int64, name, v string) change {
+	t.Helper()
+	if v == "" {
+		return change{key: nsKey(name), rev: rev}
+	}
+	o := ns(name, v)
+	raw, err := kubestate.Encode(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return change{key: nsKey(name), rev: rev, raw: raw, obj: o}
+}
+
+func emptyListing(rev int64) *listing {
+	return &listing{
+		snap: &Snapshot{Revision: rev, Objects: map[kubestate.Key]kubestate.Object{}},
+		raw:  map[kubestate.Key][]byte{},
+	}
+}
+
+func TestQueueCoalescesPerKeyAtFirstPosition(t *testing.T) {
+	q := newQueue()
+	q.pushChange(nsChange(t, 1, "a", "1"))
+	q.pushEvent(&NodeUpdate{Name: "n"})
+	q.pushChange(nsChange(t, 2, "b", "1"))
+	q.pushChange(nsChange(t, 3, "a", "2"))
+	q.pushChange(nsChange(t, 4, "a", ""))
+	if got := q.depth(); got != 3 {
+		t.Fatalf("depth %d, want 3", got)
+	}
+	b := q.drain()
+	if b.resync != nil || len(b.entries) != 3 {
+		t.Fatalf("batch %+v", b)
+	}
+	if e := b.entries[0].ch; e == nil || e.key != nsKey("a") || e.rev != 4 || e.obj != nil {
+		t.Errorf("first entry %+v, want the delete of a at rev 4", e)
+	}
+	if _, ok := b.entries[1].ev.(*NodeUpdate); !ok {
+		t.Errorf("second entry %+v, want the node update", b.entries[1])
+	}
+	if e := b.entries[2].ch; e == nil || e.key != nsKey("b") {
+		t.Errorf("third entry %+v, want b", e)
+	}
+	if !q.drain().empty() || q.depth() != 0 {
+		t.Error("queue not empty after drain")
+	}
+	// After a drain a key coalesces afresh.
+	q.pushChange(nsChange(t, 5, "a", "3"))
+	if b := q.drain(); len(b.entries) != 1 || b.entries[0].ch.rev != 5 {
+		t.Errorf("after drain: %+v", b)
+	}
+}
+
+func TestQueueListingSupersedesEarlierChanges(t *testing.T) {
+	q := newQueue()
+	q.pushChange(nsChange(t, 1, "a", "1"))
+	q.pushEvent(&NodeUpdate{Name: "n"})
+	q.pushResync(ResyncPeriodic, nil)
+	l := emptyListing(7)
+	q.pushResync(ResyncRelist, l)
+	q.pushChange(nsChange(t, 8, "a", "2"))
+	b := q.drain()
+	if b.resync == nil || b.resync.list != l || b.resync.kind != ResyncRelist {
+		t.Fatalf("resync %+v, want the relist", b.resync)
+	}
+	if len(b.entries) != 2 {
+		t.Fatalf("entries %+v, want the node update and the change after the listing", b.entries)
+	}
+	if _, ok := b.entries[0].ev.(*NodeUpdate); !ok {
+		t.Errorf("entry 0: %+v", b.entries[0])
+	}
+	if e := b.entries[1].ch; e == nil || e.rev != 8 {
+		t.Errorf("entry 1: %+v", b.entries[1])
+	}
+}
+
+func TestQueueResyncsMerge(t *testing.T) {
+	q := newQueue()
+	q.pushResync(ResyncPeriodic, nil)
+	if q.hasListing() {
+		t.Fatal("a cache resync is no listing")
+	}
+	q.pushChange(nsChange(t, 1, "a", "1"))
+	first := emptyListing(5)
+	q.pushResync(ResyncStartup, first)
+	second := emptyListing(9)
+	q.pushResync(ResyncRelist, second)
+	q.pushChange(nsChange(t, 10, "a", "2"))
+	q.pushResync(ResyncHealing, nil) // keeps the change: the view takes it in
+	if !q.hasListing() || q.depth() != 2 {
+		t.Fatalf("hasListing %t depth %d", q.hasListing(), q.depth())
+	}
+	b := q.drain()
+	if b.resync.kind != ResyncStartup || b.resync.list != second {
+		t.Errorf("merged resync %v %p, want startup with the newest listing", b.resync.kind, b.resync.list)
+	}
+	if len(b.entries) != 1 || b.entries[0].ch.rev != 10 {
+		t.Errorf("entries %+v", b.entries)
+	}
+}
+
+func TestViewPrevNoOpsAndStale(t *testing.T) {
+	v := newView()
+	l := emptyListing(10)
+	a1 := nsChange(t, 3, "a", "1")
+	l.snap.Objects[a1.key], l.raw[a1.key] = a1.obj, a1.raw
+	v.replace(l)
+
+	if _, out := v.apply(ptr(nsChange(t, 9, "a", "2"))); out != stale {
+		t.Errorf("change below the listing: %v, want stale", out)
+	}
+	if _, out := v.apply(ptr(nsChange(t, 11, "a", "1"))); out != noop {
+		t.Errorf("same bytes: %v, want noop", out)
+	}
+	if _, out := v.apply(ptr(nsChange(t, 11, "gone", ""))); out != noop {
+		t.Errorf("delete of an absent key: %v, want noop", out)
+	}
+	ev, out := v.apply(ptr(nsChange(t, 12, "a", "2")))
+	if out != applied || !reflect.DeepEqual(ev.Prev, ns("a", "1")) || !reflect.DeepEqual(ev.New, ns("a", "2")) || ev.Revision != 12 {
+		t.Fatalf("update: %v %+v", out, ev)
+	}
+	// Two keys written in one transaction share a revision: both apply.
+	if _, out := v.apply(ptr(nsChange(t, 13, "b", "1"))); out != applied {
+		t.Errorf("b: %v", out)
+	}
+	if _, out := v.apply(ptr(nsChange(t, 13, "c", "1"))); out != applied {
+		t.Errorf("c at the same revision: %v", out)
+	}
+	ev, out = v.apply(ptr(nsChange(t, 14, "a", "")))
+	if out != applied || ev.New != nil || !reflect.DeepEqual(ev.Prev, ns("a", "2")) {
+		t.Fatalf("delete: %v %+v", out, ev)
+	}
+	if v.snap.Revision != 14 || len(v.snap.Objects) != 2 {
+		t.Errorf("view at %d with %d objects", v.snap.Revision, len(v.snap.Objects))
+	}
+	// Externally pushed changes carry no revision and are never stale.
+	if _, out := v.apply(ptr(nsChange(t, 0, "d", "1"))); out != applied {
+		t.Errorf("revisionless change: %v", out)
+	}
+}
+
+func TestViewKeepsLastGoodValueOfUndecodableKeys(t *testing.T) {
+	v := newView()
+	l := emptyListing(5)
+	a := nsChange(t, 3, "a", "1")
+	l.snap.Objects[a.key], l.raw[a.key] = a.obj, a.raw
+	v.replace(l)
+
+	relist := emptyListing(8)
+	relist.bad = map[kubestate.Key]bool{nsKey("a"): true, nsKey("never-good"): true}
+	v.replace(relist)
+	if !reflect.DeepEqual(v.snap.Objects, map[kubestate.Key]kubestate.Object{a.key: a.obj}) {
+		t.Errorf("objects %v, want a's last good value only", v.snap.Objects)
+	}
+	if _, out := v.apply(ptr(nsChange(t, 9, "a", "1"))); out != noop {
+		t.Errorf("the last good bytes again: %v, want noop", out)
+	}
+}
+
+func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	b := newBackoff(Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
+	var got []time.Duration
+	for range 5 {
+		got = append(got, b.delay())
+	}
+	want := []time.Duration{1, 2, 4, 5, 5}
+	for i := range want {
+		want[i] *= time.Millisecond
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+	b.reset()
+	if d := b.delay(); d != time.Millisecond {
+		t.Errorf("after reset %v", d)
+	}
+	if d := (Backoff{}).withDefaults(); d.Initial != DefaultBackoffInitial || d.Max != DefaultBackoffMax {
+		t.Errorf("defaults %+v", d)
+	}
+}
+
+func TestCommonPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		in   []kubestate.Resource
+		want string
+	}{
+		{kubestate.Resources, kubestate.Prefix},
+		{[]kubestate.Resource{kubestate.ResService, kubestate.ResPod}, kubestate.Prefix + "k8s/"},
+		{[]kubestate.Resource{kubestate.ResVppNode}, kubestate.ResVppNode.KeyPrefix()},
+	} {
+		w := newWatcher(watcherParams{resources: tc.in})
+		if w.prefix != tc.want {
+			t.Errorf("%v: %q, want %q", tc.in, w.prefix, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

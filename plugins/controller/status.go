@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Status is what the controller reports about itself (REST, contivctl).
+type Status struct {
+	// Ready is set once the first full sync is applied (/readyz).
+	Ready bool `json:"ready"`
+	// LastResync and LastResyncKind tell when and why handlers last resynced.
+	LastResync     time.Time  `json:"lastResync,omitzero"`
+	LastResyncKind ResyncKind `json:"lastResyncKind,omitempty"`
+	// Resyncs counts the resyncs handlers took in.
+	Resyncs uint64 `json:"resyncs"`
+	// Batches counts the batches applied; Events the events handlers took in.
+	Batches uint64 `json:"batches"`
+	Events  uint64 `json:"events"`
+	// NoOps counts queued changes dropped because the value did not change.
+	NoOps uint64 `json:"noOps"`
+	// QueueDepth is the number of items waiting for the loop.
+	QueueDepth int `json:"queueDepth"`
+	// Revision is the etcd revision of the handlers' view; WatchRevision the
+	// newest revision the watcher has queued.
+	Revision      int64 `json:"revision"`
+	WatchRevision int64 `json:"watchRevision"`
+	// Relists counts the times etcd was listed again after a lost watch.
+	Relists uint64 `json:"relists"`
+	// DecodeErrors counts stored values skipped as undecodable, oversized
+	// or under a malformed key.
+	DecodeErrors uint64 `json:"decodeErrors"`
+	// LastError is the last handler or apply error, at LastErrorTime.
+	LastError     string    `json:"lastError,omitempty"`
+	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
+	// Errors counts handler and apply errors.
+	Errors uint64 `json:"errors"`
+	// HealingPending is set while a healing resync is scheduled or queued.
+	HealingPending bool `json:"healingPending"`
+}
+
+// status is the shared, goroutine-safe part of Status. The watcher writes
+// its counters with atomics; the loop writes the rest under mu.
+type status struct {
+	decodeErrors  atomic.Uint64
+	relists       atomic.Uint64
+	watchRevision atomic.Int64
+	ready         atomic.Bool
+
+	mu sync.Mutex
+	s  Status // the loop's fields
+
+	batchSeconds *prometheus.HistogramVec
+}
+
+func newStatus() *status {
+	return &status{batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "contiv_controller_batch_duration_seconds",
+		Help:    "Time to take in and apply one batch of events, by whether it was a full resync.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"full"})}
+}
+
+func (st *status) update(f func(s *Status)) {
+	st.mu.Lock()
+	f(&st.s)
+	st.mu.Unlock()
+}
+
+func (st *status) setError(err error) {
+	st.update(func(s *Status) {
+		s.Errors++
+		s.LastError = err.Error()
+		s.LastErrorTime = time.Now()
+	})
+}
+
+// Status returns the controller's status; safe from any goroutine.
+func (c *Controller) Status() Status {
+	c.st.mu.Lock()
+	s := c.st.s
+	c.st.mu.Unlock()
+	s.Ready = c.st.ready.Load()
+	s.QueueDepth = c.q.depth()
+	s.WatchRevision = c.st.watchRevision.Load()
+	s.Relists = c.st.relists.Load()
+	s.DecodeErrors = c.st.decodeErrors.Load()
+	return s
+}
+
+// Ready tells whether the first full sync has been applied (/readyz).
+func (c *Controller) Ready() bool { return c.st.ready.Load() }
+
+// Collector exports the controller's status as Prometheus metrics; the
+// caller registers it.
+func (c *Controller) Collector() prometheus.Collector {
+	counter := func(name, help string, v func(Status) uint64) metricDef {
+		return metricDef{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue,
+			func(s Status) float64 { return float64(v(s)) }}
+	}
+	return &collector{c: c, defs: []metricDef{
+		counter("contiv_controller_batches_total", "Batches applied.",
+			func(s Status) uint64 { return s.Batches }),
+		counter("contiv_controller_events_total", "Events taken in by the handlers.",
+			func(s Status) uint64 { return s.Events }),
+		counter("contiv_controller_resyncs_total", "Full resyncs taken in by the handlers.",
+			func(s Status) uint64 { return s.Resyncs }),
+		counter("contiv_controller_relists_total", "Re-lists of etcd after a lost watch.",
+			func(s Status) uint64 { return s.Relists }),
+		counter("contiv_controller_errors_total", "Handler and apply errors.",
+			func(s Status) uint64 { return s.Errors }),
+		counter("contiv_controller_decode_errors_total",
+			"Stored values skipped as undecodable, oversized or under a malformed key.",
+			func(s Status) uint64 { return s.DecodeErrors }),
+		{prometheus.NewDesc("contiv_controller_queue_depth", "Items waiting for the event loop.", nil, nil),
+			prometheus.GaugeValue, func(s Status) float64 { return float64(s.QueueDepth) }},
+		{prometheus.NewDesc("contiv_controller_ready", "1 once the first full sync is applied.", nil, nil),
+			prometheus.GaugeValue, func(s Status) float64 {
+				if s.Ready {
+					return 1
+				}
+				return 0
+			}},
+	}}
+}
+
+// metricDef is one metric read from Status at scrape time.
+type metricDef struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func(Status) float64
+}
+
+type collector struct {
+	c    *Controller
+	defs []metricDef
+}
+
+func (m *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range m.defs {
+		ch <- d.desc
+	}
+	m.c.st.batchSeconds.Describe(ch)
+}
+
+func (m *collector) Collect(ch chan<- prometheus.Metric) {
+	s := m.c.Status()
+	for _, d := range m.defs {
+		ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.value(s))
+	}
+	m.c.st.batchSeconds.Collect(ch)
+}

@@ -1,0 +1,299 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+const (
+	// listPageSize is the number of keys one Get of a listing returns.
+	listPageSize = 1000
+	// requestTimeout bounds one Get of a listing.
+	requestTimeout = 10 * time.Second
+)
+
+// Reasons a watch ends.
+var (
+	errWatchClosed     = errors.New("watch channel closed")
+	errReconnected     = errors.New("reconnected to etcd")
+	errRelistRequested = errors.New("re-list requested")
+)
+
+type watcherParams struct {
+	log       *slog.Logger
+	cli       *clientv3.Client
+	resources []kubestate.Resource
+	backoff   Backoff
+	q         *queue
+	st        *status
+}
+
+// watcher lists the watched resources at one revision, queues the listing
+// as a resync, then watches from the next revision and queues every change.
+// When the watch is lost (error, compaction, closed channel, reconnection
+// to etcd) it lists again: the listing supersedes whatever the lost watch
+// may have missed, and the revision it was taken at is where the next
+// watch starts, so no change is lost or delivered twice.
+//
+// Values that cannot be decoded are logged with their key, counted and
+// skipped: the controller keeps the key's last good value.
+type watcher struct {
+	watcherParams
+	prefixes []string // of the watched resources
+	prefix   string   // the one prefix watched: their longest common prefix
+	relist   chan struct{}
+	// afterList, when set (tests), runs after a listing is queued and
+	// before the watch starts.
+	afterList func()
+}
+
+func newWatcher(p watcherParams) *watcher {
+	w := &watcher{watcherParams: p, relist: make(chan struct{}, 1)}
+	for _, r := range p.resources {
+		w.prefixes = append(w.prefixes, r.KeyPrefix())
+	}
+	w.prefix = commonPrefix(w.prefixes)
+	return w
+}
+
+func commonPrefix(ss []string) string {
+	p := ss[0]
+	for _, s := range ss[1:] {
+		n := 0
+		for n < len(p) && n < len(s) && p[n] == s[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	return p
+}
+
+func (w *watcher) requestRelist() {
+	select {
+	case w.relist <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher) run(ctx context.Context) {
+	reconnected := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { w.monitor(ctx, reconnected) })
+
+	kind := ResyncStartup
+	bo := newBackoff(w.backoff)
+	for {
+		// A reconnection or a request before this listing is covered by it.
+		drain(reconnected)
+		drain(w.relist)
+		l, err := w.list(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d := bo.delay()
+			w.log.Warn("cannot list etcd; keeping the last state", "err", err, "retryIn", d)
+			if !sleep(ctx, d) {
+				return
+			}
+			continue
+		}
+		w.q.pushResync(kind, l)
+		if kind == ResyncRelist {
+			w.st.relists.Add(1)
+		}
+		w.st.watchRevision.Store(l.snap.Revision)
+		w.log.Info("listed etcd", "kind", kind, "rev", l.snap.Revision, "objects", len(l.snap.Objects), "skipped", len(l.bad))
+		kind = ResyncRelist
+		if w.afterList != nil {
+			w.afterList()
+		}
+
+		healthy, err := w.watch(ctx, l.snap.Revision, reconnected)
+		if ctx.Err() != nil {
+			return
+		}
+		if healthy {
+			bo.reset()
+			w.log.Info("etcd watch ended; re-listing", "reason", err)
+			continue
+		}
+		d := bo.delay()
+		w.log.Warn("etcd watch failed; re-listing", "err", err, "retryIn", d)
+		if !sleep(ctx, d) {
+			return
+		}
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
+
+// list reads every watched resource at one revision.
+func (w *watcher) list(ctx context.Context) (*listing, error) {
+	l := &listing{
+		snap: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}},
+		raw:  map[kubestate.Key][]byte{},
+		bad:  map[kubestate.Key]bool{},
+	}
+	for _, p := range w.prefixes {
+		if err := w.listPrefix(ctx, p, l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// listPrefix reads the keys under prefix page by page, at the revision of
+// the listing's first page.
+func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) error {
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
+		if l.snap.Revision != 0 {
+			opts = append(opts, clientv3.WithRev(l.snap.Revision))
+		}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		resp, err := w.cli.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if l.snap.Revision == 0 {
+			l.snap.Revision = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
+			switch {
+			case err != nil && k != (kubestate.Key{}):
+				l.bad[k] = true
+			case err == nil:
+				l.snap.Objects[k], l.raw[k] = o, kv.Value
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// decode parses a stored key and decodes its value. A failure is logged
+// with the key, counted, and returned; the key is returned when it parsed.
+func (w *watcher) decode(key, value []byte, rev int64) (kubestate.Key, kubestate.Object, error) {
+	k, err := kubestate.ParseKey(string(key))
+	if err == nil {
+		var o kubestate.Object
+		if o, err = kubestate.Decode(k, value); err == nil {
+			return k, o, nil
+		}
+	}
+	w.st.decodeErrors.Add(1)
+	w.log.Error("skipping a stored value that cannot be decoded", "key", string(key), "rev", rev, "size", len(value), "err", err)
+	return k, nil, err
+}
+
+// watched tells whether key belongs to a watched resource.
+func (w *watcher) watched(key []byte) bool {
+	for _, p := range w.prefixes {
+		if strings.HasPrefix(string(key), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// watch queues the changes after revision rev until the watch is lost or
+// ctx is done. healthy tells that the watch worked (it delivered, or it
+// ended for a reason that is no failure of its own).
+func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struct{}) (healthy bool, err error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := w.cli.Watch(wctx, w.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	for {
+		select {
+		case <-ctx.Done():
+			return healthy, ctx.Err()
+		case <-reconnected:
+			return true, errReconnected
+		case <-w.relist:
+			return true, errRelistRequested
+		case resp, ok := <-wch:
+			if !ok {
+				return healthy, errWatchClosed
+			}
+			if err := resp.Err(); err != nil {
+				return healthy, fmt.Errorf("watch after revision %d: %w", rev, err)
+			}
+			if resp.Canceled {
+				return healthy, fmt.Errorf("watch after revision %d: cancelled by etcd", rev)
+			}
+			healthy = true
+			for _, ev := range resp.Events {
+				w.take(ev)
+			}
+		}
+	}
+}
+
+// take queues one watched change.
+func (w *watcher) take(ev *clientv3.Event) {
+	kv := ev.Kv
+	if !w.watched(kv.Key) {
+		return
+	}
+	defer w.st.watchRevision.Store(kv.ModRevision)
+	if ev.Type == clientv3.EventTypeDelete {
+		k, err := kubestate.ParseKey(string(kv.Key))
+		if err != nil {
+			// Its put was skipped (and counted) already.
+			w.log.Debug("skipping a delete of a malformed key", "key", string(kv.Key), "rev", kv.ModRevision)
+			return
+		}
+		w.q.pushChange(change{key: k, rev: kv.ModRevision})
+		return
+	}
+	k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
+	if err != nil {
+		return // the controller keeps the last good value
+	}
+	w.q.pushChange(change{key: k, rev: kv.ModRevision, raw: kv.Value, obj: o})
+}
+
+// monitor signals each time the client's connection to etcd comes back
+// after it was lost: the watch then may have missed a restore or a wipe
+// of etcd, so the watcher lists again.
+func (w *watcher) monitor(ctx context.Context, reconnected chan<- struct{}) {
+	conn := w.cli.ActiveConnection()
+	s := conn.GetState()
+	wasReady := s == connectivity.Ready
+	for conn.WaitForStateChange(ctx, s) {
+		s = conn.GetState()
+		w.log.Debug("etcd connection", "state", s.String())
+		if s != connectivity.Ready {
+			continue
+		}
+		if wasReady {
+			select {
+			case reconnected <- struct{}{}:
+			default:
+			}
+		}
+		wasReady = true
+	}
+}
