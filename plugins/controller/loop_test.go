@@ -192,7 +192,9 @@ func TestFollowUpsRunInTheSameBatchAfterTheirEvent(t *testing.T) {
 	last := put(t, cli, ns("y", "1"))
 	eventually(t, "watcher queued x and y", func() bool { return ctl.Status().WatchRevision >= last })
 	close(g.release)
-	eventually(t, "y applied", func() bool { return slices.Contains(log.get(), "rec:change:y") && strings.HasPrefix(log.get()[len(log.get())-1], "apply") })
+	eventually(t, "y applied", func() bool {
+		return slices.Contains(log.get(), "rec:change:y") && strings.HasPrefix(log.get()[len(log.get())-1], "apply")
+	})
 
 	calls := log.get()
 	i := slices.Index(calls, "rec:change:x")
