@@ -17,6 +17,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"contiv.dev/vpp/contivconf"
 )
 
 // kustomization is the part of kustomization.yaml the test checks.
@@ -132,8 +134,17 @@ func TestBaseManifestsDecodeStrictly(t *testing.T) {
 	if got := *etcd.Spec.Replicas; got != 3 {
 		t.Errorf("etcd members = %d, want 3", got)
 	}
-	if _, ok := cm.Data["agent.yaml"]; !ok {
-		t.Error("ConfigMap has no agent.yaml")
+	agentCfg, ok := cm.Data["agent.yaml"]
+	if !ok {
+		t.Fatal("ConfigMap has no agent.yaml")
+	}
+	cfg, err := contivconf.Parse([]byte(agentCfg))
+	if err != nil {
+		t.Fatalf("ConfigMap agent.yaml: %v", err)
+	}
+	cfg.NodeName = "node-1" // set from spec.nodeName at run time
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("ConfigMap agent.yaml: %v", err)
 	}
 }
 
