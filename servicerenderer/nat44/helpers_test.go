@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"contiv.dev/vpp/servicerenderer"
@@ -105,8 +104,15 @@ func mappingLines(ms []*Mapping) []string {
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// tb is what the helpers need of testing.TB and rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // newTestRenderer is a renderer over fake.
-func newTestRenderer(t testing.TB, cfg Config, fake VPP) *Renderer {
+func newTestRenderer(t tb, cfg Config, fake VPP) *Renderer {
 	t.Helper()
 	r, err := New(Params{Config: cfg, VPP: fake, Log: discardLog()})
 	if err != nil {
