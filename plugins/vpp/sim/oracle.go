@@ -1,0 +1,175 @@
+package sim
+
+import (
+	"net/netip"
+
+	"go.fd.io/govpp/binapi/nat_types"
+
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// Packet is a packet entering VPP, as the translation oracle sees it.
+type Packet struct {
+	Src, Dst netip.Addr
+	Proto    nat44.Protocol
+	DstPort  uint16
+	// Ingress names the interface the packet arrives on.
+	Ingress string
+}
+
+// Verdict is what NAT44-ED does with a packet.
+type Verdict uint8
+
+// The verdicts.
+const (
+	// NotTranslated: the packet goes on with its addresses unchanged.
+	NotTranslated Verdict = iota
+	// Translated: the destination is rewritten to one of the backends.
+	Translated
+	// Dropped: NAT44-ED drops the packet.
+	Dropped
+)
+
+// String names the verdict.
+func (v Verdict) String() string {
+	switch v {
+	case Translated:
+		return "translated"
+	case Dropped:
+		return "dropped"
+	}
+	return "not translated"
+}
+
+// Result is the oracle's answer for one packet.
+type Result struct {
+	Verdict Verdict
+	// Reason says why, in a few words.
+	Reason string
+	// Backends are where a translated packet may go, sorted by IP, port
+	// and VRF, with probabilities that sum to 1.
+	Backends []Reach
+	// Affinity and Tag are those of the matching mapping.
+	Affinity uint32
+	Tag      string
+}
+
+// Reach is one backend a translated packet may reach.
+type Reach struct {
+	IP          netip.Addr
+	Port        uint16
+	VRF         uint32
+	Probability float64
+	// Src is the packet's source address as the backend sees it: the
+	// client's, or a twice-NAT pool address when the source is rewritten.
+	Src netip.Addr
+}
+
+// Translate tells what the NAT44-ED configuration the simulated VPP holds
+// does with a packet: it is translated only when it arrives on an
+// interface with the outside feature and its destination address, port
+// and protocol match a static or load-balanced mapping (or an
+// address-only one). Twice-NAT rewrites the source to the first twice-NAT
+// pool address; self-twice-NAT does so only towards a backend that is the
+// source itself. Without a mapping, an identity mapping or forwarding
+// lets the packet pass untranslated, and with forwarding off NAT44-ED
+// drops it. Sessions and affinity state are not simulated: the answer is
+// the set of possible backends.
+func (v *VPP) Translate(p Packet) Result {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.nat
+	if !n.enabled {
+		return Result{Reason: "NAT44-ED plugin disabled"}
+	}
+	idx, ok := v.ifaceIndex(p.Ingress)
+	if !ok {
+		return Result{Reason: "unknown ingress interface " + p.Ingress}
+	}
+	if n.ifaces[idx]&featOut == 0 {
+		return Result{Reason: "ingress interface " + p.Ingress + " has no NAT44 outside feature"}
+	}
+	if !p.Dst.Is4() || !p.Src.Is4() {
+		return Result{Reason: "not IPv4"}
+	}
+	key := o2iKey{addr: p.Dst, port: p.DstPort, proto: uint8(p.Proto)}
+	addrOnly := o2iKey{addr: p.Dst}
+	m := n.statics[key]
+	if m == nil {
+		m = n.statics[addrOnly]
+	}
+	if m != nil {
+		return n.translate(m, p)
+	}
+	if n.identities[key] != nil || n.identities[addrOnly] != nil {
+		return Result{Reason: "identity mapping"}
+	}
+	if n.forwarding {
+		return Result{Reason: "no mapping; forwarding passes it"}
+	}
+	return Result{Verdict: Dropped, Reason: "no mapping and forwarding off (no translation)"}
+}
+
+func (n *natState) translate(m *staticMapping, p Packet) Result {
+	res := Result{Verdict: Translated, Reason: "static mapping", Tag: m.tag}
+	if m.lb {
+		res.Reason = "load-balanced mapping"
+		res.Affinity = m.affinity
+	}
+	total := 0.0
+	for _, l := range m.locals {
+		total += weight(m, l)
+	}
+	twice := m.flags&nat_types.NAT_IS_TWICE_NAT != 0
+	self := m.flags&nat_types.NAT_IS_SELF_TWICE_NAT != 0
+	var pool netip.Addr
+	if len(n.twicePool) > 0 {
+		pool = n.twicePool[0].addr
+	}
+	locals := make([]nat44.Local, 0, len(m.locals))
+	for _, l := range m.locals {
+		locals = append(locals, nat44.Local{IP: l.addr, Port: l.port, VRF: l.vrf, Probability: l.prob})
+	}
+	sortLocals(locals)
+	for _, l := range locals {
+		src := p.Src
+		if twice || (self && l.IP == p.Src) {
+			if !pool.IsValid() {
+				return Result{Verdict: Dropped, Reason: "twice-NAT needs a twice-NAT pool address and there is none", Tag: m.tag}
+			}
+			src = pool
+		}
+		w := 1.0
+		if m.lb {
+			w = float64(l.Probability)
+		}
+		res.Backends = append(res.Backends, Reach{
+			IP: l.IP, Port: l.Port, VRF: l.VRF, Probability: w / total, Src: src,
+		})
+	}
+	if m.key.port == 0 {
+		// Address-only mappings keep the port.
+		for i := range res.Backends {
+			res.Backends[i].Port = p.DstPort
+		}
+	}
+	return res
+}
+
+// weight is a local's share before normalisation.
+func weight(m *staticMapping, l local) float64 {
+	if m.lb {
+		return float64(l.prob)
+	}
+	return 1
+}
+
+// ifaceIndex finds an interface by name. Called with mu held.
+func (v *VPP) ifaceIndex(name string) (uint32, bool) {
+	for idx, i := range v.ifaces {
+		if i.name == name {
+			return idx, true
+		}
+	}
+	return 0, false
+}

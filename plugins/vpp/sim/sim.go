@@ -1,0 +1,539 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"go.fd.io/govpp/adapter"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/codec"
+)
+
+// Options configure a simulated VPP. The zero value is ready to use.
+type Options struct {
+	// Logger receives the simulator's own log lines; nil discards them.
+	Logger *slog.Logger
+	// Version is what show_version answers; default DefaultVersion.
+	Version string
+	// Without lists binary-API messages (by name, e.g.
+	// "nat44_lb_static_mapping_add_del_local") this VPP lacks: they are
+	// left out of its message table, as in an older or newer VPP build.
+	Without []string
+	// OnAck, when set, is called after every state-changing request has
+	// been answered, with the request's name and the time of the answer.
+	// It runs on the caller's goroutine and must not block.
+	OnAck func(msg string, at time.Time)
+}
+
+// DefaultVersion is the version the simulator reports.
+const DefaultVersion = "25.10-simulated"
+
+// firstPID is the process ID the simulated VPP starts with; every
+// Restart gives it a new one, as a real restart does.
+const firstPID = 4242
+
+// VPP is a simulated VPP: a govpp transport (adapter.VppAPI) that answers
+// the binary-API messages the agent uses from NAT44-ED state held in
+// memory, enforcing VPP's rules. It forwards no packets.
+//
+// It serves one client connection at a time. All methods are safe for
+// concurrent use.
+type VPP struct {
+	log     *slog.Logger
+	version string
+	onAck   func(string, time.Time)
+
+	// The message table: fixed at New.
+	ids  map[string]uint16 // name_crc -> ID
+	defs map[uint16]*msgDef
+
+	mu       sync.Mutex
+	callback adapter.MsgCallback
+	sess     *session
+	pid      uint32
+	nat      *natState
+	ifaces   map[uint32]*iface
+	nextIf   uint32
+	calls    map[string]int
+	faults   Faults
+	rng      *rand.Rand
+	lastAck  time.Time
+}
+
+// iface is one simulated VPP interface.
+type iface struct {
+	index uint32
+	name  string
+	tag   string
+}
+
+// Interface describes one interface of the simulated VPP.
+type Interface struct {
+	Index uint32
+	Name  string
+	Tag   string
+}
+
+// New returns a simulated VPP with only the local0 interface and the
+// NAT44-ED plugin disabled, as a freshly started VPP.
+func New(opts Options) *VPP {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v := &VPP{
+		log:     log,
+		version: opts.Version,
+		onAck:   opts.OnAck,
+		ids:     make(map[string]uint16),
+		defs:    make(map[uint16]*msgDef),
+		pid:     firstPID,
+		nat:     newNATState(),
+		ifaces:  map[uint32]*iface{0: {index: 0, name: "local0"}},
+		nextIf:  1,
+		calls:   make(map[string]int),
+	}
+	if v.version == "" {
+		v.version = DefaultVersion
+	}
+	v.buildTable(opts.Without)
+	log.Warn("simulated VPP created: it keeps NAT44 state in memory and forwards NO packets")
+	return v
+}
+
+// Simulated reports that this transport is not a real VPP.
+func (v *VPP) Simulated() bool { return true }
+
+// msgKey is how a message table indexes a message.
+func msgKey(m api.Message) string { return m.GetMessageName() + "_" + m.GetCrcString() }
+
+// buildTable assigns message IDs to every message the simulator speaks,
+// except those it was told to lack.
+func (v *VPP) buildTable(without []string) {
+	skip := make(map[string]bool, len(without))
+	for _, name := range without {
+		skip[name] = true
+	}
+	next := uint16(100)
+	assign := func(m api.Message) uint16 {
+		k := msgKey(m)
+		if id, ok := v.ids[k]; ok {
+			return id
+		}
+		next++
+		v.ids[k] = next
+		return next
+	}
+	for _, d := range messageDefs() {
+		if skip[d.req.GetMessageName()] {
+			continue
+		}
+		v.defs[assign(d.req)] = d
+		for _, r := range d.answers {
+			if !skip[r.GetMessageName()] {
+				assign(r)
+			}
+		}
+	}
+}
+
+// session is one client connection: replies are delivered in order by
+// its own goroutine, as a socket reader would.
+type session struct {
+	cb    adapter.MsgCallback
+	mu    sync.Mutex
+	queue []outMsg
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+	reset bool // guarded by VPP.mu: the simulated VPP restarted under it
+}
+
+type outMsg struct {
+	id   uint16
+	data []byte
+}
+
+func (s *session) push(msgs []outMsg) {
+	s.mu.Lock()
+	s.queue = append(s.queue, msgs...)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *session) run() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		}
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for _, m := range batch {
+				select {
+				case <-s.quit:
+					return
+				default:
+				}
+				s.cb(m.id, m.data)
+			}
+		}
+	}
+}
+
+// ErrConnectionReset is what calls get after Restart until the client
+// reconnects.
+var ErrConnectionReset = errors.New("simulated VPP: connection reset (VPP restarted)")
+
+// ErrNotConnected is what calls get before Connect or after Disconnect.
+var ErrNotConnected = errors.New("simulated VPP: not connected")
+
+// Connect implements adapter.VppAPI.
+func (v *VPP) Connect() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sess != nil {
+		return errors.New("simulated VPP: a client is already connected (one at a time)")
+	}
+	cb := v.callback
+	if cb == nil {
+		return errors.New("simulated VPP: no message callback set")
+	}
+	s := &session{
+		cb:   cb,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	v.sess = s
+	go s.run()
+	v.log.Debug("simulated VPP: client connected", "pid", v.pid)
+	return nil
+}
+
+// Disconnect implements adapter.VppAPI; replies not yet delivered are dropped.
+func (v *VPP) Disconnect() error {
+	v.mu.Lock()
+	s := v.sess
+	v.sess = nil
+	v.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	close(s.quit)
+	<-s.done
+	v.log.Debug("simulated VPP: client disconnected")
+	return nil
+}
+
+// GetMsgID implements adapter.VppAPI.
+func (v *VPP) GetMsgID(name, crc string) (uint16, error) {
+	if id, ok := v.ids[name+"_"+crc]; ok {
+		return id, nil
+	}
+	return 0, &adapter.UnknownMsgError{MsgName: name, MsgCrc: crc}
+}
+
+// SetMsgCallback implements adapter.VppAPI.
+func (v *VPP) SetMsgCallback(cb adapter.MsgCallback) {
+	v.mu.Lock()
+	v.callback = cb
+	v.mu.Unlock()
+}
+
+// WaitReady implements adapter.VppAPI: the simulator is always ready.
+func (v *VPP) WaitReady() error { return nil }
+
+// SendMsg implements adapter.VppAPI: it decodes the request, applies it to
+// the simulated state and queues the answers for delivery.
+func (v *VPP) SendMsg(context uint32, data []byte) error {
+	if len(data) < 10 {
+		return fmt.Errorf("simulated VPP: message of %d bytes is shorter than a request header", len(data))
+	}
+	id := binary.BigEndian.Uint16(data[0:2])
+
+	v.mu.Lock()
+	s := v.sess
+	switch {
+	case s == nil:
+		v.mu.Unlock()
+		return ErrNotConnected
+	case s.reset:
+		v.mu.Unlock()
+		return ErrConnectionReset
+	}
+	d, ok := v.defs[id]
+	if !ok {
+		v.mu.Unlock()
+		return fmt.Errorf("simulated VPP: unknown message ID %d", id)
+	}
+	req := newMsg(d.req)
+	if err := codec.DefaultCodec.DecodeMsg(data, req); err != nil {
+		v.mu.Unlock()
+		return fmt.Errorf("simulated VPP: decoding %s: %w", d.req.GetMessageName(), err)
+	}
+	name := d.req.GetMessageName()
+	v.calls[name]++
+
+	var answers []api.Message
+	rv, fault := v.fault(d, req)
+	switch {
+	case fault && !v.faults.AfterApply:
+		answers = []api.Message{withRetval(newMsg(d.answers[len(d.answers)-1]), rv)}
+	case fault:
+		answers = d.handle(v, req)
+		withRetval(answers[len(answers)-1], rv)
+	default:
+		answers = d.handle(v, req)
+	}
+	out := make([]outMsg, 0, len(answers))
+	for _, a := range answers {
+		aid, ok := v.ids[msgKey(a)]
+		if !ok {
+			v.mu.Unlock()
+			return fmt.Errorf("simulated VPP: no ID for answer %s", a.GetMessageName())
+		}
+		b, err := codec.DefaultCodec.EncodeMsg(a, aid)
+		if err != nil {
+			v.mu.Unlock()
+			return fmt.Errorf("simulated VPP: encoding %s: %w", a.GetMessageName(), err)
+		}
+		binary.BigEndian.PutUint32(b[2:6], context)
+		out = append(out, outMsg{id: aid, data: b})
+	}
+	var ack func(string, time.Time)
+	var at time.Time
+	if d.write {
+		at = time.Now()
+		v.lastAck = at
+		ack = v.onAck
+	}
+	v.mu.Unlock()
+
+	s.push(out)
+	if ack != nil {
+		ack(name, at)
+	}
+	return nil
+}
+
+// newMsg allocates a fresh message of the same type as proto.
+func newMsg(proto api.Message) api.Message {
+	return reflect.New(reflect.TypeOf(proto).Elem()).Interface().(api.Message)
+}
+
+// withRetval sets the Retval field every VPP reply has.
+func withRetval(m api.Message, rv api.VPPApiError) api.Message {
+	if f := reflect.ValueOf(m).Elem().FieldByName("Retval"); f.IsValid() && f.CanSet() {
+		f.SetInt(int64(rv))
+	}
+	return m
+}
+
+// Faults make the simulated VPP fail state-changing requests with a
+// transient error. Dumps, control_ping and show_* requests never fail by
+// injection: use Restart to break a connection.
+type Faults struct {
+	// Rate is the fraction (0 to 1) of eligible requests that fail.
+	Rate float64
+	// Seed seeds the deterministic choice of failing requests: the same
+	// seed and the same sequence of requests fail the same requests.
+	Seed uint64
+	// Match narrows the eligible requests; nil means every state-changing
+	// request. MessageNamed builds one from message names.
+	Match func(req api.Message) bool
+	// AfterApply applies a failing request before answering with the
+	// error, as when VPP did the work but the answer is lost.
+	AfterApply bool
+	// Retval is the error answered; 0 means TransientRetval.
+	Retval api.VPPApiError
+}
+
+// TransientRetval is the error injected faults answer by default: VPP's
+// "response not ready", which callers treat as transient.
+const TransientRetval = api.RESPONSE_NOT_READY
+
+// MessageNamed matches requests by binary-API message name.
+func MessageNamed(names ...string) func(api.Message) bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(m api.Message) bool { return set[m.GetMessageName()] }
+}
+
+// SetFaults replaces the fault injection; the zero Faults turns it off.
+func (v *VPP) SetFaults(f Faults) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if f.Retval == 0 {
+		f.Retval = TransientRetval
+	}
+	v.faults = f
+	v.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+}
+
+// fault decides whether this request fails by injection. Called with mu held.
+func (v *VPP) fault(d *msgDef, req api.Message) (api.VPPApiError, bool) {
+	f := v.faults
+	if !d.write || f.Rate <= 0 || (f.Match != nil && !f.Match(req)) {
+		return 0, false
+	}
+	if f.Rate < 1 && v.rng.Float64() >= f.Rate {
+		return 0, false
+	}
+	return f.Retval, true
+}
+
+// Calls returns how many requests of one message name were received
+// (including failed ones) since New or ResetCalls.
+func (v *VPP) Calls(name string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.calls[name]
+}
+
+// CallCounts returns the number of requests received per message name.
+func (v *VPP) CallCounts() map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[string]int, len(v.calls))
+	for k, n := range v.calls {
+		out[k] = n
+	}
+	return out
+}
+
+// Writes returns the number of state-changing requests received.
+func (v *VPP) Writes() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, d := range v.defs {
+		if d.write {
+			n += v.calls[d.req.GetMessageName()]
+		}
+	}
+	return n
+}
+
+// ResetCalls zeroes the call counters.
+func (v *VPP) ResetCalls() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	clear(v.calls)
+}
+
+// LastAck returns when the last state-changing request was answered
+// (zero if none was).
+func (v *VPP) LastAck() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lastAck
+}
+
+// PID returns the simulated VPP's process ID, which control_ping reports
+// and Restart changes.
+func (v *VPP) PID() uint32 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pid
+}
+
+// Restart simulates a VPP restart: all NAT44 state is lost, the process
+// ID changes and the current client connection breaks (its calls fail
+// with ErrConnectionReset until it reconnects). Interfaces survive with
+// their indices, as if VPP's startup configuration and the CNI recreated
+// them. Call counters and fault injection are kept.
+func (v *VPP) Restart() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.nat = newNATState()
+	v.pid++
+	if v.sess != nil {
+		v.sess.reset = true
+	}
+	v.log.Warn("simulated VPP restarted: NAT44 state cleared", "pid", v.pid)
+}
+
+// AddInterface adds an interface with a name and a tag (the CNI tags pod
+// interfaces "<namespace>/<pod>") and returns its sw_if_index.
+func (v *VPP) AddInterface(name, tag string) (uint32, error) {
+	if name == "" {
+		return 0, errors.New("simulated VPP: interface name is empty")
+	}
+	if len(name) >= 64 || len(tag) >= 64 {
+		return 0, fmt.Errorf("simulated VPP: interface %q: name and tag must be shorter than 64 bytes", name)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, i := range v.ifaces {
+		if i.name == name {
+			return 0, fmt.Errorf("simulated VPP: interface %q exists (sw_if_index %d)", name, i.index)
+		}
+	}
+	idx := v.nextIf
+	v.nextIf++
+	v.ifaces[idx] = &iface{index: idx, name: name, tag: tag}
+	return idx, nil
+}
+
+// DelInterface deletes an interface and the NAT44 features on it.
+func (v *VPP) DelInterface(name string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for idx, i := range v.ifaces {
+		if i.name == name {
+			if idx == 0 {
+				return errors.New("simulated VPP: local0 cannot be deleted")
+			}
+			delete(v.ifaces, idx)
+			delete(v.nat.ifaces, idx)
+			delete(v.nat.output, idx)
+			return nil
+		}
+	}
+	return fmt.Errorf("simulated VPP: no interface %q", name)
+}
+
+// Interfaces lists the interfaces, sorted by index.
+func (v *VPP) Interfaces() []Interface {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.interfacesLocked()
+}
+
+func (v *VPP) interfacesLocked() []Interface {
+	out := make([]Interface, 0, len(v.ifaces))
+	for _, i := range v.ifaces {
+		out = append(out, Interface{Index: i.index, Name: i.name, Tag: i.tag})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
+	return out
+}
+
+// ifaceName returns an interface's name ("" if none). Called with mu held.
+func (v *VPP) ifaceName(idx uint32) string {
+	if i, ok := v.ifaces[idx]; ok {
+		return i.name
+	}
+	return ""
+}
