@@ -30,6 +30,8 @@ type Status struct {
 	WatchRevision int64 `json:"watchRevision"`
 	// Relists counts the times etcd was listed again after a lost watch.
 	Relists uint64 `json:"relists"`
+	// EtcdConnected tells whether the client's connection to etcd is up.
+	EtcdConnected bool `json:"etcdConnected"`
 	// DecodeErrors counts stored values skipped as undecodable, oversized
 	// or under a malformed key.
 	DecodeErrors uint64 `json:"decodeErrors"`
@@ -48,6 +50,7 @@ type status struct {
 	decodeErrors  atomic.Uint64
 	relists       atomic.Uint64
 	watchRevision atomic.Int64
+	connected     atomic.Bool
 	ready         atomic.Bool
 
 	mu sync.Mutex
@@ -87,6 +90,7 @@ func (c *Controller) Status() Status {
 	s.QueueDepth = c.q.depth()
 	s.WatchRevision = c.st.watchRevision.Load()
 	s.Relists = c.st.relists.Load()
+	s.EtcdConnected = c.st.connected.Load()
 	s.DecodeErrors = c.st.decodeErrors.Load()
 	return s
 }

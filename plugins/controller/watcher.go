@@ -109,18 +109,20 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			continue
 		}
+		// Once queued, the listing is the loop's.
+		rev := l.snap.Revision
+		w.log.Info("listed etcd", "kind", kind, "rev", rev, "objects", len(l.snap.Objects), "skipped", len(l.bad))
 		w.q.pushResync(kind, l)
 		if kind == ResyncRelist {
 			w.st.relists.Add(1)
 		}
-		w.st.watchRevision.Store(l.snap.Revision)
-		w.log.Info("listed etcd", "kind", kind, "rev", l.snap.Revision, "objects", len(l.snap.Objects), "skipped", len(l.bad))
+		w.st.watchRevision.Store(rev)
 		kind = ResyncRelist
 		if w.afterList != nil {
 			w.afterList()
 		}
 
-		healthy, err := w.watch(ctx, l.snap.Revision, reconnected)
+		healthy, err := w.watch(ctx, rev, reconnected)
 		if ctx.Err() != nil {
 			return
 		}
@@ -282,9 +284,13 @@ func (w *watcher) monitor(ctx context.Context, reconnected chan<- struct{}) {
 	conn := w.cli.ActiveConnection()
 	s := conn.GetState()
 	wasReady := s == connectivity.Ready
+	w.st.connected.Store(wasReady)
 	for conn.WaitForStateChange(ctx, s) {
 		s = conn.GetState()
 		w.log.Debug("etcd connection", "state", s.String())
+		if w.st.connected.Swap(s == connectivity.Ready) != (s == connectivity.Ready) {
+			w.log.Info("etcd connection", "connected", s == connectivity.Ready)
+		}
 		if s != connectivity.Ready {
 			continue
 		}
