@@ -1,0 +1,226 @@
+package vpp
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// events records connection events.
+type events struct {
+	mu  sync.Mutex
+	got []Event
+	ch  chan Event
+}
+
+func newEvents() *events { return &events{ch: make(chan Event, 64)} }
+
+func (e *events) add(ev Event) {
+	e.mu.Lock()
+	e.got = append(e.got, ev)
+	e.mu.Unlock()
+	e.ch <- ev
+}
+
+// next waits for the next event.
+func (e *events) next(t *testing.T) Event {
+	t.Helper()
+	select {
+	case ev := <-e.ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection event within 10s")
+		return Event{}
+	}
+}
+
+// env is a client connected to a simulated VPP through a real govpp
+// connection.
+type env struct {
+	vpp    *sim.VPP
+	conn   *Conn
+	ifaces *Interfaces
+	nat    *NAT44
+	events *events
+}
+
+func setup(t *testing.T, opts sim.Options) *env {
+	t.Helper()
+	e := &env{vpp: sim.New(opts), events: newEvents()}
+	e.conn = New(Config{
+		Adapter:        e.vpp,
+		HealthInterval: 10 * time.Millisecond,
+		RetryMin:       time.Millisecond,
+		RetryMax:       20 * time.Millisecond,
+		OnEvent:        e.events.add,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); e.conn.Close() })
+	e.conn.Start(ctx)
+	e.ifaces = NewInterfaces(e.conn)
+	e.nat = NewNAT44(e.conn, e.ifaces, nil)
+	return e
+}
+
+func (e *env) connected(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.conn.WaitConnected(ctx); err != nil {
+		t.Fatalf("WaitConnected: %v", err)
+	}
+}
+
+func TestConnectStatusAndEvents(t *testing.T) {
+	e := setup(t, sim.Options{Version: "25.02-test"})
+	e.connected(t)
+	ev := e.events.next(t)
+	if ev.Kind != Connected || ev.Restarted || ev.PID != e.vpp.PID() || ev.Version != "25.02-test" {
+		t.Errorf("first event %+v", ev)
+	}
+	st := e.conn.Status()
+	if !st.Connected || !st.Simulated || st.Version != "25.02-test" || st.Connects != 1 || st.Restarts != 0 ||
+		!strings.Contains(st.Note, "nothing forwards packets") || st.Socket != "" {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestRestartDetected restarts the simulated VPP: the client notices,
+// reconnects and reports the restart; calls meanwhile fail transiently.
+func TestRestartDetected(t *testing.T) {
+	e := setup(t, sim.Options{})
+	e.connected(t)
+	ctx := context.Background()
+	if err := e.nat.SetGlobal(ctx, nat44.Global{SessionLimit: 1000, Forwarding: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.events.next(t); ev.Kind != Connected {
+		t.Fatalf("event %+v", ev)
+	}
+	oldPID := e.vpp.PID()
+	e.vpp.Restart()
+	if _, err := e.nat.Dump(ctx); err != nil && errors.Is(err, nat44.ErrInvalid) {
+		t.Errorf("call during a restart reported invalid: %v", err)
+	}
+	down := e.events.next(t)
+	if down.Kind != Disconnected || down.Err == nil {
+		t.Errorf("event after restart %+v", down)
+	}
+	up := e.events.next(t)
+	if up.Kind != Connected || !up.Restarted || up.PID == oldPID {
+		t.Errorf("reconnect event %+v (old pid %d)", up, oldPID)
+	}
+	e.connected(t)
+	st, err := e.nat.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Global.SessionLimit != 0 || st.Global.Forwarding {
+		t.Errorf("state survived the restart: %+v", st.Global)
+	}
+	if s := e.conn.Status(); s.Restarts != 1 || s.Connects != 2 || !s.Connected {
+		t.Errorf("status %+v", s)
+	}
+}
+
+// TestIncompatibleVPP connects to a VPP lacking one message.
+func TestIncompatibleVPP(t *testing.T) {
+	e := setup(t, sim.Options{Without: []string{"nat44_lb_static_mapping_add_del_local"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := e.conn.WaitConnected(ctx)
+	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "nat44_lb_static_mapping_add_del_local_") {
+		t.Fatalf("WaitConnected: %v", err)
+	}
+	if ev := e.events.next(t); ev.Kind != Incompatible || !errors.Is(ev.Err, ErrIncompatible) {
+		t.Errorf("event %+v", ev)
+	}
+	if st := e.conn.Status(); st.Connected || !strings.Contains(st.LastError, "nat44_lb_static_mapping_add_del_local") {
+		t.Errorf("status %+v", st)
+	}
+	if _, err := e.nat.Dump(context.Background()); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("dump on an incompatible VPP: %v", err)
+	}
+}
+
+func TestNotConnected(t *testing.T) {
+	c := New(Config{Adapter: sim.New(sim.Options{})})
+	defer c.Close()
+	n := NewNAT44(c, NewInterfaces(c), nil)
+	err := n.AddDelPoolAddress(context.Background(), nat44.PoolAddress{IP: ip("10.0.0.1")}, true)
+	if !errors.Is(err, ErrNotConnected) || errors.Is(err, nat44.ErrInvalid) {
+		t.Errorf("call before Start: %v", err)
+	}
+}
+
+// TestMissingSocket starts against a socket that does not exist: the
+// connection keeps retrying, says why, and closes cleanly.
+func TestMissingSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	c := New(Config{Socket: sock, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond})
+	c.Start(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.WaitConnected(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitConnected: %v", err)
+	}
+	st := c.Status()
+	if st.Connected || st.Simulated || st.Socket != sock || !strings.Contains(st.LastError, sock) {
+		t.Errorf("status %+v", st)
+	}
+	c.Close()
+	c.Close() // idempotent
+}
+
+func TestCloseBeforeStart(t *testing.T) {
+	c := New(Config{Adapter: sim.New(sim.Options{})})
+	c.Close()
+	c.Start(context.Background()) // no effect after Close
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.WaitConnected(ctx); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("WaitConnected after Close: %v", err)
+	}
+}
+
+func TestOnCall(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	failed := 0
+	v := sim.New(sim.Options{})
+	c := New(Config{Adapter: v, OnCall: func(msg string, took time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[msg]++
+		if err != nil {
+			failed++
+		}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); c.Close() }()
+	c.Start(ctx)
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := NewNAT44(c, NewInterfaces(c), nil)
+	_ = n.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("10.0.0.1")}, true) // plugin disabled: fails
+	if _, err := n.Dump(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["nat44_add_del_address_range"] != 1 || calls["nat44_static_mapping_dump"] != 1 || calls["show_version"] != 1 || failed != 1 {
+		t.Errorf("observed %v, %d failed", calls, failed)
+	}
+}

@@ -1,0 +1,550 @@
+package vpp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/binapi/nat_types"
+
+	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// noIndex is VPP's "none" for interface indices (~0).
+const noIndex = ^uint32(0)
+
+// maxTag is the longest tag VPP keeps (string[64] with its NUL).
+const maxTag = 63
+
+// NAT44 programs VPP's NAT44-ED plugin over the binary API; it is the
+// nat44.VPP the renderer's apply step calls.
+//
+// VPP keeps neither a probability nor an affinity for a static mapping
+// (one local): they are not sent, and Dump reports them as 0. Zero
+// timeouts in SetGlobal keep VPP's current value.
+type NAT44 struct {
+	conn   *Conn
+	ifaces *Interfaces
+	log    *slog.Logger
+}
+
+var _ nat44.VPP = (*NAT44)(nil)
+
+// NewNAT44 returns a NAT44 client; ifaces resolves interface names.
+func NewNAT44(conn *Conn, ifaces *Interfaces, log *slog.Logger) *NAT44 {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &NAT44{conn: conn, ifaces: ifaces, log: log}
+}
+
+// invalidRetvals are VPP's answers to a call that cannot succeed as made.
+var invalidRetvals = []api.VPPApiError{
+	api.NO_SUCH_ENTRY, api.INVALID_VALUE, api.INVALID_VALUE_2, api.INVALID_SW_IF_INDEX,
+	api.INVALID_ARGUMENT, api.VALUE_EXIST,
+}
+
+// classify wraps a failed call: VPP refusing it as invalid wraps
+// nat44.ErrInvalid (and the api.VPPApiError); anything else is transient.
+// unspecifiedInvalid also counts VPP's unspecified error (-1) as invalid,
+// which is how it refuses to remove one of a mapping's last two locals.
+func classify(err error, what string, unspecifiedInvalid bool) error {
+	if err == nil {
+		return nil
+	}
+	var rv api.VPPApiError
+	if errors.As(err, &rv) && (slices.Contains(invalidRetvals, rv) || (unspecifiedInvalid && rv == api.UNSPECIFIED)) {
+		return fmt.Errorf("%s: %w: %w", what, nat44.ErrInvalid, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// invalid reports bad input found before calling VPP.
+func invalid(what, why string) error {
+	return fmt.Errorf("%s: %w: %s", what, nat44.ErrInvalid, why)
+}
+
+func addDel(add bool) string {
+	if add {
+		return "add"
+	}
+	return "delete"
+}
+
+// ip4 converts an IPv4 address, accepting the IPv4-mapped IPv6 form.
+func ip4(a netip.Addr) (ip_types.IP4Address, bool) {
+	a = a.Unmap()
+	if !a.Is4() {
+		return ip_types.IP4Address{}, false
+	}
+	return a.As4(), true
+}
+
+func fromIP4(a ip_types.IP4Address) netip.Addr { return netip.AddrFrom4(a) }
+
+// SetGlobal enables the plugin when VPP has it disabled (with the session
+// limit), then sets forwarding and timeouts where they differ. The
+// session limit of an enabled plugin cannot change without re-enabling it
+// (which drops every mapping): a different limit is reported as invalid
+// and takes effect when VPP restarts.
+func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
+	rc := &nat44_ed.Nat44ShowRunningConfigReply{}
+	if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
+		return classify(err, "reading NAT44 running config", false)
+	}
+	var errs []error
+	if rc.Sessions == 0 { // disabled
+		err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: g.SessionLimit}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
+		var rv api.VPPApiError
+		if err != nil && !(errors.As(err, &rv) && rv == 1) { // 1: already enabled
+			return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", g.SessionLimit), false)
+		}
+		n.log.Info("NAT44-ED plugin enabled", "sessions", g.SessionLimit)
+		// Enabling resets forwarding and timeouts: read them again.
+		if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
+			return classify(err, "reading NAT44 running config", false)
+		}
+	} else if g.SessionLimit != 0 && g.SessionLimit != rc.Sessions {
+		errs = append(errs, invalid(fmt.Sprintf("NAT44 session limit %d", g.SessionLimit),
+			fmt.Sprintf("VPP runs with %d and takes a new limit only when the plugin is re-enabled (VPP restart)", rc.Sessions)))
+	}
+	if rc.ForwardingEnabled != g.Forwarding {
+		err := n.conn.invoke(ctx, &nat44_ed.Nat44ForwardingEnableDisable{Enable: g.Forwarding}, &nat44_ed.Nat44ForwardingEnableDisableReply{})
+		errs = append(errs, classify(err, fmt.Sprintf("setting NAT44 forwarding %v", g.Forwarding), false))
+	}
+	want := mergeTimeouts(rc.Timeouts, g.Timeouts)
+	if want != rc.Timeouts {
+		err := n.conn.invoke(ctx, &nat44_ed.NatSetTimeouts{
+			UDP: want.UDP, TCPEstablished: want.TCPEstablished, TCPTransitory: want.TCPTransitory, ICMP: want.ICMP,
+		}, &nat44_ed.NatSetTimeoutsReply{})
+		errs = append(errs, classify(err, fmt.Sprintf("setting NAT44 timeouts %+v", want), false))
+	}
+	return errors.Join(errs...)
+}
+
+// mergeTimeouts overlays the non-zero wanted timeouts on VPP's.
+func mergeTimeouts(have nat_types.NatTimeouts, want nat44.Timeouts) nat_types.NatTimeouts {
+	pick := func(h, w uint32) uint32 {
+		if w != 0 {
+			return w
+		}
+		return h
+	}
+	return nat_types.NatTimeouts{
+		UDP:            pick(have.UDP, want.UDP),
+		TCPEstablished: pick(have.TCPEstablished, want.TCPEstablished),
+		TCPTransitory:  pick(have.TCPTransitory, want.TCPTransitory),
+		ICMP:           pick(have.ICMP, want.ICMP),
+	}
+}
+
+// AddDelPoolAddress adds or deletes one NAT pool or twice-NAT pool address.
+func (n *NAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add bool) error {
+	what := fmt.Sprintf("%s NAT44 pool address %v (vrf %d, twice-NAT %v)", addDel(add), a.IP, a.VRF, a.TwiceNAT)
+	ip, ok := ip4(a.IP)
+	if !ok {
+		return invalid(what, "not an IPv4 address")
+	}
+	req := &nat44_ed.Nat44AddDelAddressRange{FirstIPAddress: ip, LastIPAddress: ip, VrfID: a.VRF, IsAdd: add}
+	if a.TwiceNAT {
+		req.Flags = nat_types.NAT_IS_TWICE_NAT
+	}
+	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelAddressRangeReply{})
+	n.log.Debug("NAT44 pool address", "op", addDel(add), "ip", a.IP, "vrf", a.VRF, "twiceNAT", a.TwiceNAT, "error", err)
+	return classify(err, what, false)
+}
+
+// SetInterfaceFeatures changes an interface's NAT44 features from old to
+// new: features are removed first (VPP keeps in/out and output-feature
+// interfaces apart), then added. Every step is tried; errors are joined.
+func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, new nat44.Features) error {
+	if old == new {
+		return nil
+	}
+	what := fmt.Sprintf("NAT44 features of interface %q", ifName)
+	idx, ok, err := n.ifaces.index(ctx, ifName)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case !ok:
+		return invalid(what, "VPP has no such interface")
+	}
+	del, add := old&^new, new&^old
+	type step struct {
+		f   nat44.Features
+		add bool
+	}
+	var steps []step
+	for _, f := range []nat44.Features{nat44.FeatureOutput, nat44.FeatureIn, nat44.FeatureOut} {
+		if del&f != 0 {
+			steps = append(steps, step{f, false})
+		}
+	}
+	for _, f := range []nat44.Features{nat44.FeatureIn, nat44.FeatureOut, nat44.FeatureOutput} {
+		if add&f != 0 {
+			steps = append(steps, step{f, true})
+		}
+	}
+	var errs []error
+	for _, s := range steps {
+		var req, reply api.Message
+		name := "output"
+		switch s.f {
+		case nat44.FeatureOutput:
+			req = &nat44_ed.Nat44EdAddDelOutputInterface{IsAdd: s.add, SwIfIndex: interface_types.InterfaceIndex(idx)}
+			reply = &nat44_ed.Nat44EdAddDelOutputInterfaceReply{}
+		case nat44.FeatureIn:
+			name = "inside"
+			req = &nat44_ed.Nat44InterfaceAddDelFeature{IsAdd: s.add, Flags: nat_types.NAT_IS_INSIDE, SwIfIndex: interface_types.InterfaceIndex(idx)}
+			reply = &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
+		default:
+			name = "outside"
+			req = &nat44_ed.Nat44InterfaceAddDelFeature{IsAdd: s.add, Flags: nat_types.NAT_IS_OUTSIDE, SwIfIndex: interface_types.InterfaceIndex(idx)}
+			reply = &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
+		}
+		err := n.conn.invoke(ctx, req, reply)
+		n.log.Debug("NAT44 interface feature", "op", addDel(s.add), "interface", ifName, "feature", name, "error", err)
+		errs = append(errs, classify(err, fmt.Sprintf("%s NAT44 %s feature on interface %q", addDel(s.add), name, ifName), false))
+	}
+	return errors.Join(errs...)
+}
+
+// describe names a mapping in errors and logs.
+func describe(k nat44.MappingKey) string {
+	return fmt.Sprintf("%v:%d/%v", k.IP, k.Port, k.Proto)
+}
+
+// mappingFlags are the flags of the agent's mappings: always out2in-only.
+func mappingFlags(t nat44.TwiceNAT) nat_types.NatConfigFlags {
+	f := nat_types.NAT_IS_OUT2IN_ONLY
+	switch t {
+	case nat44.TwiceNATOn:
+		f |= nat_types.NAT_IS_TWICE_NAT
+	case nat44.TwiceNATSelf:
+		f |= nat_types.NAT_IS_SELF_TWICE_NAT
+	}
+	return f
+}
+
+func checkProto(p nat44.Protocol) bool { return p == servicerenderer.TCP || p == servicerenderer.UDP }
+
+// AddDelMapping adds or deletes a whole mapping, always out2in-only: a
+// static mapping when it has one local, a load-balanced one otherwise.
+func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) error {
+	kind := "load-balanced mapping"
+	if len(m.Locals) == 1 {
+		kind = "static mapping"
+	}
+	what := fmt.Sprintf("%s %s %s (tag %q)", addDel(add), kind, describe(m.MappingKey), m.Tag)
+	ext, ok := ip4(m.IP)
+	switch {
+	case !ok:
+		return invalid(what, "external address is not IPv4")
+	case m.Port == 0:
+		return invalid(what, "port 0")
+	case !checkProto(m.Proto):
+		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", m.Proto))
+	case len(m.Tag) > maxTag:
+		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+	case len(m.Locals) == 0:
+		return invalid(what, "no locals")
+	}
+	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
+	for _, l := range m.Locals {
+		ip, ok := ip4(l.IP)
+		if !ok {
+			return invalid(what, fmt.Sprintf("local %v is not IPv4", l.IP))
+		}
+		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
+	}
+	var req, reply api.Message
+	if len(locals) == 1 {
+		l := locals[0]
+		req = &nat44_ed.Nat44AddDelStaticMappingV2{
+			IsAdd:             add,
+			Flags:             mappingFlags(m.TwiceNAT),
+			LocalIPAddress:    l.Addr,
+			ExternalIPAddress: ext,
+			Protocol:          uint8(m.Proto),
+			LocalPort:         l.Port,
+			ExternalPort:      m.Port,
+			ExternalSwIfIndex: interface_types.InterfaceIndex(noIndex),
+			VrfID:             l.VrfID,
+			Tag:               m.Tag,
+		}
+		reply = &nat44_ed.Nat44AddDelStaticMappingV2Reply{}
+	} else {
+		req = &nat44_ed.Nat44AddDelLbStaticMapping{
+			IsAdd:        add,
+			Flags:        mappingFlags(m.TwiceNAT),
+			ExternalAddr: ext,
+			ExternalPort: m.Port,
+			Protocol:     uint8(m.Proto),
+			Affinity:     m.Affinity,
+			Tag:          m.Tag,
+			LocalNum:     uint32(len(locals)),
+			Locals:       locals,
+		}
+		reply = &nat44_ed.Nat44AddDelLbStaticMappingReply{}
+	}
+	err := n.conn.invoke(ctx, req, reply)
+	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
+	return classify(err, what, false)
+}
+
+// AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
+func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
+	what := fmt.Sprintf("%s local %v:%d (vrf %d) of load-balanced mapping %s", addDel(add), l.IP, l.Port, l.VRF, describe(key))
+	ext, ok := ip4(key.IP)
+	if !ok {
+		return invalid(what, "external address is not IPv4")
+	}
+	lip, ok := ip4(l.IP)
+	if !ok {
+		return invalid(what, "local address is not IPv4")
+	}
+	req := &nat44_ed.Nat44LbStaticMappingAddDelLocal{
+		IsAdd:        add,
+		ExternalAddr: ext,
+		ExternalPort: key.Port,
+		Protocol:     uint8(key.Proto),
+		Local:        nat44_ed.Nat44LbAddrPort{Addr: lip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
+	}
+	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
+	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
+	return classify(err, what, !add)
+}
+
+// AddDelIdentity adds or deletes an identity mapping (port 0: address only).
+func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool) error {
+	target := fmt.Sprintf("%v:%d/%v", id.IP, id.Port, id.Proto)
+	if id.Port == 0 {
+		target = fmt.Sprintf("%v (address only)", id.IP)
+	}
+	what := fmt.Sprintf("%s identity mapping %s (vrf %d, tag %q)", addDel(add), target, id.VRF, id.Tag)
+	ip, ok := ip4(id.IP)
+	switch {
+	case !ok:
+		return invalid(what, "not an IPv4 address")
+	case len(id.Tag) > maxTag:
+		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+	case id.Port != 0 && !checkProto(id.Proto):
+		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", id.Proto))
+	}
+	req := &nat44_ed.Nat44AddDelIdentityMapping{
+		IsAdd:     add,
+		IPAddress: ip,
+		Protocol:  uint8(id.Proto),
+		Port:      id.Port,
+		SwIfIndex: interface_types.InterfaceIndex(noIndex),
+		VrfID:     id.VRF,
+		Tag:       id.Tag,
+	}
+	if id.Port == 0 {
+		req.Flags = nat_types.NAT_IS_ADDR_ONLY
+		req.Protocol = 0
+	}
+	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
+	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
+	return classify(err, what, false)
+}
+
+// Dump reads the whole NAT44 state VPP holds: global settings (session
+// limit 0 while the plugin is disabled), pools sorted by address,
+// interface features by interface name, and every static, load-balanced
+// and identity mapping (foreign ones included; tags tell the owner).
+func (n *NAT44) Dump(ctx context.Context) (*nat44.State, error) {
+	st := &nat44.State{
+		Interfaces: make(map[string]nat44.Features),
+		Mappings:   make(map[nat44.MappingKey]*nat44.Mapping),
+		Identities: make(map[nat44.IdentityKey]*nat44.Identity),
+	}
+	rc := &nat44_ed.Nat44ShowRunningConfigReply{}
+	if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
+		return nil, classify(err, "dumping NAT44 running config", false)
+	}
+	st.Global = nat44.Global{
+		SessionLimit: rc.Sessions,
+		Forwarding:   rc.ForwardingEnabled,
+		Timeouts: nat44.Timeouts{
+			UDP: rc.Timeouts.UDP, TCPEstablished: rc.Timeouts.TCPEstablished,
+			TCPTransitory: rc.Timeouts.TCPTransitory, ICMP: rc.Timeouts.ICMP,
+		},
+	}
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"pool addresses", func() error { return n.dumpPool(ctx, st) }},
+		{"interfaces", func() error { return n.dumpInterfaces(ctx, st) }},
+		{"static mappings", func() error { return n.dumpStatic(ctx, st) }},
+		{"load-balanced mappings", func() error { return n.dumpLB(ctx, st) }},
+		{"identity mappings", func() error { return n.dumpIdentities(ctx, st) }},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			return nil, classify(err, "dumping NAT44 "+s.what, false)
+		}
+	}
+	return st, nil
+}
+
+// unexpected is the error for a message a dump should not carry.
+func unexpected(m api.Message) error { return fmt.Errorf("unexpected %s", m.GetMessageName()) }
+
+func (n *NAT44) dumpPool(ctx context.Context, st *nat44.State) error {
+	err := n.conn.dump(ctx, &nat44_ed.Nat44AddressDump{}, func(m api.Message) error {
+		d, ok := m.(*nat44_ed.Nat44AddressDetails)
+		if !ok {
+			return unexpected(m)
+		}
+		st.Pool = append(st.Pool, nat44.PoolAddress{
+			IP: fromIP4(d.IPAddress), VRF: d.VrfID, TwiceNAT: d.Flags&nat_types.NAT_IS_TWICE_NAT != 0,
+		})
+		return nil
+	})
+	slices.SortFunc(st.Pool, func(a, b nat44.PoolAddress) int {
+		if c := a.IP.Compare(b.IP); c != 0 {
+			return c
+		}
+		if a.TwiceNAT != b.TwiceNAT {
+			if a.TwiceNAT {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.VRF, b.VRF)
+	})
+	return err
+}
+
+func (n *NAT44) dumpInterfaces(ctx context.Context, st *nat44.State) error {
+	features := make(map[uint32]nat44.Features)
+	err := n.conn.dump(ctx, &nat44_ed.Nat44InterfaceDump{}, func(m api.Message) error {
+		d, ok := m.(*nat44_ed.Nat44InterfaceDetails)
+		if !ok {
+			return unexpected(m)
+		}
+		var f nat44.Features
+		if d.Flags&nat_types.NAT_IS_INSIDE != 0 {
+			f |= nat44.FeatureIn
+		}
+		if d.Flags&nat_types.NAT_IS_OUTSIDE != 0 {
+			f |= nat44.FeatureOut
+		}
+		features[uint32(d.SwIfIndex)] |= f
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The output-feature interfaces come from a cursor-based "get".
+	err = n.conn.stream(ctx, []api.Message{&nat44_ed.Nat44EdOutputInterfaceGet{Cursor: 0}}, func(m api.Message) (bool, error) {
+		switch d := m.(type) {
+		case *nat44_ed.Nat44EdOutputInterfaceDetails:
+			features[uint32(d.SwIfIndex)] |= nat44.FeatureOutput
+			return false, nil
+		case *nat44_ed.Nat44EdOutputInterfaceGetReply:
+			if d.Retval != 0 {
+				return true, fmt.Errorf("nat44_ed_output_interface_get: %w", api.VPPApiError(d.Retval))
+			}
+			return true, nil
+		}
+		return true, unexpected(m)
+	})
+	if err != nil {
+		return err
+	}
+	for idx, f := range features {
+		name, ok, err := n.ifaces.name(ctx, idx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			n.log.Warn("NAT44 features on an interface VPP does not list; ignored", "swIfIndex", idx)
+			continue
+		}
+		st.Interfaces[name] = f
+	}
+	return nil
+}
+
+func mappingKey(ip ip_types.IP4Address, port uint16, proto uint8) nat44.MappingKey {
+	return nat44.MappingKey{IP: fromIP4(ip), Port: port, Proto: nat44.Protocol(proto)}
+}
+
+func twiceNAT(f nat_types.NatConfigFlags) nat44.TwiceNAT {
+	switch {
+	case f&nat_types.NAT_IS_TWICE_NAT != 0:
+		return nat44.TwiceNATOn
+	case f&nat_types.NAT_IS_SELF_TWICE_NAT != 0:
+		return nat44.TwiceNATSelf
+	}
+	return nat44.TwiceNATOff
+}
+
+func (n *NAT44) dumpStatic(ctx context.Context, st *nat44.State) error {
+	return n.conn.dump(ctx, &nat44_ed.Nat44StaticMappingDump{}, func(m api.Message) error {
+		d, ok := m.(*nat44_ed.Nat44StaticMappingDetails)
+		if !ok {
+			return unexpected(m)
+		}
+		k := mappingKey(d.ExternalIPAddress, d.ExternalPort, d.Protocol)
+		st.Mappings[k] = &nat44.Mapping{
+			MappingKey: k,
+			Locals:     []nat44.Local{{IP: fromIP4(d.LocalIPAddress), Port: d.LocalPort, VRF: d.VrfID}},
+			TwiceNAT:   twiceNAT(d.Flags),
+			Tag:        d.Tag,
+		}
+		return nil
+	})
+}
+
+func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
+	return n.conn.dump(ctx, &nat44_ed.Nat44LbStaticMappingDump{}, func(m api.Message) error {
+		d, ok := m.(*nat44_ed.Nat44LbStaticMappingDetails)
+		if !ok {
+			return unexpected(m)
+		}
+		k := mappingKey(d.ExternalAddr, d.ExternalPort, d.Protocol)
+		out := &nat44.Mapping{MappingKey: k, TwiceNAT: twiceNAT(d.Flags), Affinity: d.Affinity, Tag: d.Tag}
+		for _, l := range d.Locals {
+			out.Locals = append(out.Locals, nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability})
+		}
+		slices.SortFunc(out.Locals, func(a, b nat44.Local) int {
+			if c := a.IP.Compare(b.IP); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.Port, b.Port); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.VRF, b.VRF)
+		})
+		st.Mappings[k] = out
+		return nil
+	})
+}
+
+func (n *NAT44) dumpIdentities(ctx context.Context, st *nat44.State) error {
+	return n.conn.dump(ctx, &nat44_ed.Nat44IdentityMappingDump{}, func(m api.Message) error {
+		d, ok := m.(*nat44_ed.Nat44IdentityMappingDetails)
+		if !ok {
+			return unexpected(m)
+		}
+		k := nat44.IdentityKey{IP: fromIP4(d.IPAddress), Port: d.Port, Proto: nat44.Protocol(d.Protocol), VRF: d.VrfID}
+		if d.Flags&nat_types.NAT_IS_ADDR_ONLY != 0 {
+			k.Port, k.Proto = 0, 0
+		}
+		st.Identities[k] = &nat44.Identity{IdentityKey: k, Tag: d.Tag}
+		return nil
+	})
+}
