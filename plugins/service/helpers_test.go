@@ -260,9 +260,16 @@ func formatSkips(skips []Skip) string {
 	return b.String()
 }
 
+// tb is what the rig needs of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // rig is a processor with a recorder, over a fake node and interfaces.
 type rig struct {
-	t      testing.TB
+	t      tb
 	node   *fakeNode
 	ifaces fakeInterfaces
 	cfg    Config
@@ -272,7 +279,7 @@ type rig struct {
 	state map[kubestate.Key]kubestate.Object
 }
 
-func newRig(t testing.TB) *rig {
+func newRig(t tb) *rig {
 	r := &rig{t: t, node: testNode(), ifaces: fakeInterfaces{}, cfg: Config{MainInterface: "eth0"},
 		state: map[kubestate.Key]kubestate.Object{}}
 	r.p, r.rec = r.processor()
