@@ -54,9 +54,9 @@ type Config struct {
 	// OnEvent, when set, gets every connection event, in order, on the
 	// connection's goroutine; it must not block.
 	OnEvent func(Event)
-	// OnCall, when set, observes every binary-API call (metrics): the
-	// request's message name, how long it took and its error. It runs on
-	// the caller's goroutine and must not block.
+	// OnCall, when set, observes every binary-API call but the health
+	// probes (metrics): the request's message name, how long it took and
+	// its error. It runs on the caller's goroutine and must not block.
 	OnCall func(msg string, took time.Duration, err error)
 }
 
@@ -454,7 +454,7 @@ func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32) err
 // ping sends a control_ping and returns VPP's process ID.
 func (c *Conn) ping(ctx context.Context, conn *core.Connection) (uint32, error) {
 	r := &memclnt.ControlPingReply{}
-	if err := c.invokeOn(ctx, conn, &memclnt.ControlPing{}, r); err != nil {
+	if err := call(ctx, conn, &memclnt.ControlPing{}, r); err != nil {
 		return 0, err
 	}
 	return r.VpePID, nil
@@ -474,6 +474,11 @@ func (c *Conn) invoke(ctx context.Context, req, reply api.Message) error {
 
 func (c *Conn) invokeOn(ctx context.Context, conn *core.Connection, req, reply api.Message) (err error) {
 	defer c.observe(req.GetMessageName(), time.Now(), &err)
+	return call(ctx, conn, req, reply)
+}
+
+// call is invokeOn without observation (health probes).
+func call(ctx context.Context, conn *core.Connection, req, reply api.Message) error {
 	if err := conn.Invoke(ctx, req, reply); err != nil {
 		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
 	}

@@ -34,7 +34,7 @@ func (e *events) add(ev Event) {
 }
 
 // next waits for the next event.
-func (e *events) next(t *testing.T) Event {
+func (e *events) next(t testing.TB) Event {
 	t.Helper()
 	select {
 	case ev := <-e.ch:
@@ -55,7 +55,7 @@ type env struct {
 	events *events
 }
 
-func setup(t *testing.T, opts sim.Options) *env {
+func setup(t testing.TB, opts sim.Options) *env {
 	t.Helper()
 	e := &env{vpp: sim.New(opts), events: newEvents()}
 	e.conn = New(Config{
@@ -73,7 +73,7 @@ func setup(t *testing.T, opts sim.Options) *env {
 	return e
 }
 
-func (e *env) connected(t *testing.T) {
+func (e *env) connected(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -111,7 +111,7 @@ func (f fixture) want() *nat44.State {
 }
 
 // apply programs the fixture through the client.
-func (e *env) apply(t *testing.T, f fixture) {
+func (e *env) apply(t testing.TB, f fixture) {
 	t.Helper()
 	ctx := context.Background()
 	if err := e.nat.SetGlobal(ctx, f.global); err != nil {
@@ -166,7 +166,7 @@ func show(st *nat44.State) string {
 	return b.String()
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := setup(t, sim.Options{})
 	for _, name := range []string{"GigabitEthernet0/8/0", "tap1", "tap2", "vxlanBVI"} {

@@ -67,7 +67,7 @@ type Reach struct {
 
 // Translate tells what the NAT44-ED configuration the simulated VPP holds
 // does with a packet: it is translated only when it arrives on an
-// interface with the outside feature and its destination address, port
+// interface with the outside or the output feature and its destination address, port
 // and protocol match a static or load-balanced mapping (or an
 // address-only one). Twice-NAT rewrites the source to the first twice-NAT
 // pool address; self-twice-NAT does so only towards a backend that is the
@@ -86,8 +86,9 @@ func (v *VPP) Translate(p Packet) Result {
 	if !ok {
 		return Result{Reason: "unknown ingress interface " + p.Ingress}
 	}
-	if n.ifaces[idx]&featOut == 0 {
-		return Result{Reason: "ingress interface " + p.Ingress + " has no NAT44 outside feature"}
+	if n.ifaces[idx]&featOut == 0 && !n.output[idx] {
+		// The output feature translates arriving traffic too.
+		return Result{Reason: "ingress interface " + p.Ingress + " has neither the NAT44 outside nor the output feature"}
 	}
 	if !p.Dst.Is4() || !p.Src.Is4() {
 		return Result{Reason: "not IPv4"}

@@ -17,7 +17,8 @@ import (
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 // oracleVPP builds a simulated VPP holding a small service setup:
-//   - eth0 outside, tap1 (pod) inside and outside, tap2 inside only;
+//   - eth0 outside, tap1 (pod) inside and outside, tap2 inside only, eth1
+//     with the output feature;
 //   - 10.96.0.10:80/TCP load-balanced, self-twice-NAT, to 10.1.1.2 (weight 2)
 //     and 10.1.2.3 (weight 1), affinity 10800;
 //   - 192.168.16.10:30080/TCP load-balanced, twice-NAT, to the same backends;
@@ -30,6 +31,7 @@ func oracleVPP(t *testing.T) (*VPP, *core.Connection) {
 	eth, _ := v.AddInterface("eth0", "")
 	tap1, _ := v.AddInterface("tap1", "default/client")
 	tap2, _ := v.AddInterface("tap2", "default/web")
+	eth1, _ := v.AddInterface("eth1", "")
 	enable(t, conn)
 	o2i := nat_types.NAT_IS_OUT2IN_ONLY
 	svc := lb("10.96.0.10", 80, true, o2i|nat_types.NAT_IS_SELF_TWICE_NAT,
@@ -50,6 +52,7 @@ func oracleVPP(t *testing.T) (*VPP, *core.Connection) {
 		feature(eth, false, true),
 		feature(tap1, true, true), feature(tap1, false, true),
 		feature(tap2, true, true),
+		&nat44_ed.Nat44EdAddDelOutputInterface{IsAdd: true, SwIfIndex: interface_types.InterfaceIndex(eth1)},
 		&nat44_ed.Nat44ForwardingEnableDisable{Enable: true},
 	} {
 		reply := api.Message(&nat44_ed.Nat44ForwardingEnableDisableReply{})
@@ -90,6 +93,11 @@ func TestTranslate(t *testing.T) {
 		{
 			name: "node port from outside: twice-NAT rewrites the source",
 			p:    Packet{Src: ip("8.8.8.8"), Dst: ip("192.168.16.10"), Proto: tcp, DstPort: 30080, Ingress: "eth0"},
+			want: Result{Verdict: Translated, Backends: backends("10.1.1.254", "10.1.1.254"), Tag: "svc"},
+		},
+		{
+			name: "node port arriving on the output-feature interface",
+			p:    Packet{Src: ip("8.8.8.8"), Dst: ip("192.168.16.10"), Proto: tcp, DstPort: 30080, Ingress: "eth1"},
 			want: Result{Verdict: Translated, Backends: backends("10.1.1.254", "10.1.1.254"), Tag: "svc"},
 		},
 		{
