@@ -95,7 +95,8 @@ const (
 	// Disconnected: the connection broke; calls fail until Connected.
 	Disconnected
 	// Incompatible: VPP lacks messages the agent uses; Err names them.
-	// The connection is retried with backoff.
+	// The connection is retried with backoff; the event repeats only when
+	// the error changes.
 	Incompatible
 )
 
@@ -276,19 +277,23 @@ func (c *Conn) run(ctx context.Context) {
 	defer close(c.done)
 	backoff := c.cfg.RetryMin
 	var lastPID uint32
+	lastFailure := "" // logged once until it changes
 	for {
 		conn, info, err := c.dial()
 		if err != nil {
-			kind := Disconnected
-			if errors.Is(err, ErrIncompatible) {
-				kind = Incompatible
-				c.log.Error("VPP is incompatible with this agent", "error", err)
-			} else {
-				c.log.Debug("connecting to VPP failed", "error", err, "retryIn", backoff)
-			}
 			c.setState(func() { c.lastErr = err; c.status.LastError = err.Error() })
-			if kind == Incompatible {
-				c.emit(Event{Kind: kind, At: time.Now(), Err: err})
+			repeated := err.Error() == lastFailure
+			lastFailure = err.Error()
+			switch {
+			case errors.Is(err, ErrIncompatible):
+				if !repeated {
+					c.log.Error("VPP is incompatible with this agent", "error", err)
+					c.emit(Event{Kind: Incompatible, At: time.Now(), Err: err})
+				}
+			case repeated:
+				c.log.Debug("connecting to VPP failed again", "error", err, "retryIn", backoff)
+			default:
+				c.log.Warn("connecting to VPP failed; retrying", "error", err, "retryIn", backoff)
 			}
 			if !c.sleep(ctx, backoff) {
 				return
@@ -296,6 +301,7 @@ func (c *Conn) run(ctx context.Context) {
 			backoff = min(2*backoff, c.cfg.RetryMax)
 			continue
 		}
+		lastFailure = ""
 		backoff = c.cfg.RetryMin
 		restarted := lastPID != 0 && info.pid != lastPID
 		lastPID = info.pid

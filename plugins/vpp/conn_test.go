@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
 
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -18,19 +19,15 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // events records connection events.
-type events struct {
-	mu  sync.Mutex
-	got []Event
-	ch  chan Event
-}
+type events struct{ ch chan Event }
 
 func newEvents() *events { return &events{ch: make(chan Event, 64)} }
 
 func (e *events) add(ev Event) {
-	e.mu.Lock()
-	e.got = append(e.got, ev)
-	e.mu.Unlock()
-	e.ch <- ev
+	select {
+	case e.ch <- ev:
+	default: // a test not reading events must not block the connection
+	}
 }
 
 // next waits for the next event.
@@ -222,5 +219,27 @@ func TestOnCall(t *testing.T) {
 	defer mu.Unlock()
 	if calls["nat44_add_del_address_range"] != 1 || calls["nat44_static_mapping_dump"] != 1 || calls["show_version"] != 1 || failed != 1 {
 		t.Errorf("observed %v, %d failed", calls, failed)
+	}
+}
+
+// TestWatchNoticesNewPID checks the health probe's second signal: a VPP
+// answering with another process ID has restarted even if the
+// connection survived.
+func TestWatchNoticesNewPID(t *testing.T) {
+	v := sim.New(sim.Options{})
+	conn, err := core.Connect(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Disconnect()
+	c := New(Config{Adapter: v, HealthInterval: time.Millisecond})
+	err = c.watch(context.Background(), conn, v.PID()+1)
+	if err == nil || !strings.Contains(err.Error(), "restarted") {
+		t.Errorf("watch with a stale process ID: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.watch(ctx, conn, v.PID()); err != nil {
+		t.Errorf("watch stopped by its context: %v", err)
 	}
 }

@@ -480,3 +480,26 @@ func TestInterfaces(t *testing.T) {
 		t.Errorf("interfaces %v", got)
 	}
 }
+
+// TestDelInterfaceDropsFeatures: deleting an interface drops its NAT44
+// features, as VPP does.
+func TestDelInterfaceDropsFeatures(t *testing.T) {
+	v, conn := connect(t, Options{})
+	idx, _ := v.AddInterface("tap1", "default/web")
+	enable(t, conn)
+	if rv := call(t, conn, feature(idx, true, true), replyFor(feature(idx, true, true))); rv != 0 {
+		t.Fatal(rv)
+	}
+	if got := v.Snapshot().Interfaces; got["tap1"] != nat44.FeatureIn {
+		t.Fatalf("features %v", got)
+	}
+	if err := v.DelInterface("tap1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Snapshot().Interfaces; len(got) != 0 {
+		t.Errorf("features after delete: %v", got)
+	}
+	if rv := call(t, conn, feature(idx, true, true), replyFor(feature(idx, true, true))); rv != api.INVALID_SW_IF_INDEX {
+		t.Errorf("feature on a deleted interface: %v", rv)
+	}
+}
