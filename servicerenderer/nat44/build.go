@@ -30,8 +30,21 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 	if svc == nil {
 		return nil
 	}
-	tag := ServiceTag(cfg.TagPrefix, svc.ID)
-	var out []*Mapping
+	return buildService(svc, node, &cfg, ServiceTag(cfg.TagPrefix, svc.ID))
+}
+
+// buildService is BuildService with the service's tag.
+func buildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []*Mapping {
+	// All mappings of a service are allocated at once.
+	most := 0
+	for i := range svc.Ports {
+		most += len(svc.ClusterIPs) + len(svc.ExternalIPs)
+		if svc.Ports[i].NodePort != 0 {
+			most += len(node.IPs)
+		}
+	}
+	slab := make([]Mapping, 0, most)
+	out := make([]*Mapping, 0, most)
 	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT) {
 		if len(locals) == 0 {
 			return
@@ -42,7 +55,8 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 				return
 			}
 		}
-		out = append(out, &Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
+		slab = append(slab, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
+		out = append(out, &slab[len(slab)-1])
 	}
 	for i := range svc.Ports {
 		p := &svc.Ports[i]
@@ -88,7 +102,7 @@ func frontendIPv4(ip netip.Addr) (netip.Addr, bool) {
 // buildLocals turns a port's backends into locals: all of them, and only
 // the local ones (the same slice when every backend is local). IPv6 and
 // duplicate backends are skipped.
-func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg Config) (all, local []Local) {
+func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) (all, local []Local) {
 	weight := max(cfg.LocalEndpointWeight, 1)
 	nLocal := 0
 	for i := range backends {
@@ -136,7 +150,7 @@ func sortLocals(ls []Local) []Local {
 // localVRF is where VPP routes to a backend: the main VRF for this node's
 // own addresses and host-network backends, and for addresses outside this
 // node's pod subnet when there is no overlay; the pod VRF otherwise.
-func localVRF(b *servicerenderer.Backend, ip netip.Addr, node servicerenderer.LocalNode, cfg Config) uint32 {
+func localVRF(b *servicerenderer.Backend, ip netip.Addr, node servicerenderer.LocalNode, cfg *Config) uint32 {
 	if b.HostNetwork || slices.Contains(node.IPs, ip) {
 		return cfg.MainVRF
 	}

@@ -387,16 +387,20 @@ func (s *State) Apply(op Op) {
 		if m == nil {
 			return
 		}
-		c := *m
 		i, found := slices.BinarySearchFunc(m.Locals, op.Local, compareLocals)
+		var locals []Local
 		switch {
 		case op.Kind == OpAddLocal && !found:
-			c.Locals = slices.Insert(slices.Clone(m.Locals), i, op.Local)
+			locals = make([]Local, 0, len(m.Locals)+1)
+			locals = append(append(append(locals, m.Locals[:i]...), op.Local), m.Locals[i:]...)
 		case op.Kind == OpDelLocal && found:
-			c.Locals = slices.Delete(slices.Clone(m.Locals), i, i+1)
+			locals = make([]Local, 0, len(m.Locals)-1)
+			locals = append(append(locals, m.Locals[:i]...), m.Locals[i+1:]...)
 		default:
 			return
 		}
+		c := *m
+		c.Locals = locals
 		s.Mappings[c.MappingKey] = &c
 	}
 }

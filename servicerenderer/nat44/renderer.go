@@ -60,11 +60,15 @@ type Renderer struct {
 	dirtyInterfaces map[string]struct{}
 	failures        map[ObjectID]Failure
 	stats           Stats
+	// opsBuf is reused by incremental applies.
+	opsBuf []Op
 }
 
 // serviceEntry is one service and the mappings it claims.
 type serviceEntry struct {
 	svc *servicerenderer.ContivService
+	// mappingTag is the tag of its mappings.
+	mappingTag string
 	// mappings are sorted by key.
 	mappings []*Mapping
 }
@@ -169,15 +173,23 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 	}
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
-	r.log.Debug("service removed", "service", svc.ID, "mappings", len(e.mappings))
+	if r.debug() {
+		r.log.Debug("service removed", "service", svc.ID, "mappings", len(e.mappings))
+	}
 	return nil
 }
 
 // setService renders svc, new or changed; the caller holds mu.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
-	ms := BuildService(svc, r.node, r.cfg)
-	slices.SortFunc(ms, func(a, b *Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) })
 	e := r.services[svc.ID]
+	tag := ""
+	if e != nil {
+		tag = e.mappingTag
+	} else {
+		tag = ServiceTag(r.cfg.TagPrefix, svc.ID)
+	}
+	ms := buildService(svc, r.node, &r.cfg, tag)
+	slices.SortFunc(ms, func(a, b *Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) })
 	if e != nil && !e.svc.Created.Equal(svc.Created) {
 		// Another incarnation of the service: it may now lose or win frontends.
 		for _, m := range e.mappings {
@@ -186,7 +198,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		e = nil
 	}
 	if e == nil {
-		e = &serviceEntry{svc: svc}
+		e = &serviceEntry{svc: svc, mappingTag: tag}
 		r.services[svc.ID] = e
 	}
 	old := e.mappings
@@ -222,8 +234,14 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	} else {
 		delete(r.nodeDependent, svc.ID)
 	}
-	r.log.Debug("service rendered", "service", svc.ID, "mappings", len(ms))
+	if r.debug() {
+		r.log.Debug("service rendered", "service", svc.ID, "mappings", len(ms))
+	}
 }
+
+// debug tells whether debug logs are on: per-object debug lines are built
+// only then.
+func (r *Renderer) debug() bool { return r.log.Enabled(context.Background(), slog.LevelDebug) }
 
 // dependsOnNode tells whether a service's mappings depend on this node's
 // addresses: NodePorts, and host-network backends that may be this node's.
@@ -432,10 +450,11 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.applied = dumped
 		r.synced = true
 		clear(r.failures)
-		clear(r.dirtyMappings)
-		clear(r.dirtyInterfaces)
+		r.dirtyMappings = emptied(r.dirtyMappings)
+		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
 		ops = diff(r.desired, r.applied, r.owned, r.blocked)
 	} else {
+		ops = r.opsBuf[:0]
 		for name := range r.dirtyInterfaces {
 			ops = diffInterface(ops, name, r.desired.Interfaces[name], r.applied.Interfaces[name])
 		}
@@ -445,12 +464,28 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: key}, r.applied.Mappings[key].Tag)
 			}
 		}
-		clear(r.dirtyMappings)
-		clear(r.dirtyInterfaces)
+		r.dirtyMappings = emptied(r.dirtyMappings)
+		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
 		sortOps(ops)
 	}
 	r.mu.Unlock()
-	return r.run(ctx, ops, full, start)
+	err := r.run(ctx, ops, full, start)
+	if cap(ops) <= 1024 {
+		clear(ops)
+		r.opsBuf = ops[:0]
+	}
+	return err
+}
+
+// emptied is m without entries. A map keeps the room it once needed, and
+// iterating or clearing it costs that much: a big one is replaced, so that
+// a small batch after a big one stays cheap.
+func emptied[K comparable](m map[K]struct{}) map[K]struct{} {
+	if len(m) > 64 {
+		return make(map[K]struct{})
+	}
+	clear(m)
+	return m
 }
 
 // blocked records that a foreign object holds what the agent wants; the
@@ -473,8 +508,9 @@ type batch struct {
 	calls, invalid, transient       int
 	added, removed, updated, locals int
 	deleted                         map[MappingKey]struct{}
-	changed                         map[MappingKey]struct{}
-	firstErr                        error
+	// changed holds the keys of the mappings whose locals changed.
+	changed  []MappingKey
+	firstErr error
 }
 
 // run issues ops in order. After a failed call the object's remaining
@@ -534,9 +570,11 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	if b.calls == 0 && b.transient == 0 {
 		level = slog.LevelDebug
 	}
-	r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
-		"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
-		"transient", b.transient, "duration", time.Since(start))
+	if r.log.Enabled(ctx, level) {
+		r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
+			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
+			"transient", b.transient, "duration", time.Since(start))
+	}
 	if b.transient > 0 {
 		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
@@ -561,18 +599,17 @@ func (b *batch) count(op *Op) {
 		}
 	case OpAddLocal, OpDelLocal:
 		b.locals++
-		if b.changed == nil {
-			b.changed = map[MappingKey]struct{}{}
-		}
-		if _, ok := b.changed[op.Mapping.MappingKey]; !ok {
-			b.changed[op.Mapping.MappingKey] = struct{}{}
-			b.updated++
+		// Operations on one mapping's locals are adjacent within a kind.
+		if n := len(b.changed); n == 0 || b.changed[n-1] != op.Mapping.MappingKey {
+			b.changed = append(b.changed, op.Mapping.MappingKey)
 		}
 	}
 }
 
 // finish adds the batch to the cumulative counters.
 func (b *batch) finish(s *Stats) {
+	slices.SortFunc(b.changed, compareMappingKeys)
+	b.updated += len(slices.Compact(b.changed))
 	s.MappingsAdded += uint64(b.added)
 	s.MappingsRemoved += uint64(b.removed)
 	s.MappingsUpdated += uint64(b.updated)

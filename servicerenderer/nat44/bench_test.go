@@ -1,0 +1,151 @@
+package nat44
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"testing"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// The workload W(N) of BENCH.md as the service processor hands it to the
+// renderer on node 1: N ClusterIP services with 10 backends spread over 100
+// nodes, 10% of them NodePorts, and the churn of single endpoint changes.
+
+type benchWorkload struct {
+	node     servicerenderer.LocalNode
+	cfg      Config
+	base     []*servicerenderer.ContivService
+	added    []*servicerenderer.ContivService // an 11th endpoint
+	removed  []*servicerenderer.ContivService // the 10th endpoint gone
+	current  []*servicerenderer.ContivService
+	changes  int
+	vppCalls int
+}
+
+func benchEndpoint(node, pod int) servicerenderer.Backend {
+	return servicerenderer.Backend{
+		IP:   netip.AddrFrom4([4]byte{10, 1, byte(node), byte(pod + 2)}),
+		Port: 8080, Local: node == 1, Ready: true, Serving: true,
+	}
+}
+
+func benchService(i int, backends []servicerenderer.Backend) *servicerenderer.ContivService {
+	ip := netip.AddrFrom4([4]byte{10, 96 + byte(i>>16), byte(i >> 8), byte(i)})
+	p := port("http", 80, 0, backends...)
+	if i%10 == 5 {
+		p.NodePort = uint16(30000 + i/10)
+	}
+	return &servicerenderer.ContivService{
+		ID:         servicerenderer.ServiceID{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i)},
+		ClusterIPs: []netip.Addr{ip},
+		Ports:      []servicerenderer.Port{p},
+		Created:    t0,
+	}
+}
+
+func newBenchWorkload(n int) *benchWorkload {
+	w := &benchWorkload{
+		node: servicerenderer.LocalNode{Name: "node-1", ID: 1, IPs: ips("192.168.16.1", "172.30.1.1")},
+		cfg:  testConfig(),
+	}
+	w.cfg.SNAT = SNAT{Interface: "GbE", IP: netip.MustParseAddr("192.168.16.1")}
+	for i := range n {
+		var bs []servicerenderer.Backend
+		for j := range 10 {
+			e := 10*i + j
+			bs = append(bs, benchEndpoint(e%100+1, (e/100)%240))
+		}
+		w.base = append(w.base, benchService(i, bs))
+		more := append(append([]servicerenderer.Backend(nil), bs...), benchEndpoint((10*i+10)%100+1, 245))
+		w.added = append(w.added, benchService(i, more))
+		w.removed = append(w.removed, benchService(i, append([]servicerenderer.Backend(nil), bs[:9]...)))
+	}
+	w.current = append([]*servicerenderer.ContivService(nil), w.base...)
+	return w
+}
+
+func (w *benchWorkload) resyncData() *servicerenderer.ResyncData {
+	return &servicerenderer.ResyncData{
+		Services:   w.base,
+		Interfaces: map[string]servicerenderer.InterfaceRole{"GbE": frontend, "VXLAN-BVI": frontend | backend, "VPP-Host": frontend | backend},
+		Node:       w.node,
+	}
+}
+
+// change applies churn change k: the service it touches goes from its base
+// state to changed, or back.
+func (w *benchWorkload) change(r *Renderer, k int) error {
+	s := (7919*k + 13) % len(w.base)
+	old, next := w.current[s], w.base[s]
+	if old == w.base[s] {
+		next = w.added[s]
+		if k%2 == 1 {
+			next = w.removed[s]
+		}
+	}
+	w.current[s] = next
+	return r.UpdateService(old, next)
+}
+
+// BenchmarkChange is the per-change cost: one endpoint change through the
+// renderer to its VPP calls (a VPP that only counts them).
+func BenchmarkChange(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			w := newBenchWorkload(n)
+			vpp := &countingVPP{}
+			r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Resync(w.resyncData()); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := r.Apply(ctx, true); err != nil {
+				b.Fatal(err)
+			}
+			vpp.calls = 0
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				if err := w.change(r, k); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Apply(ctx, false); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+			b.ReportMetric(float64(vpp.calls)/float64(k), "calls/op")
+		})
+	}
+}
+
+// BenchmarkResync is a full resync of W(N) into an empty VPP: desired state
+// built, diffed and every call issued.
+func BenchmarkResync(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			w := newBenchWorkload(n)
+			vpp := &countingVPP{}
+			r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := w.resyncData()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := r.Resync(data); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Apply(context.Background(), true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
