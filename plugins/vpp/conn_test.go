@@ -3,6 +3,7 @@ package vpp
 import (
 	"context"
 	"errors"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -241,5 +242,40 @@ func TestWatchNoticesNewPID(t *testing.T) {
 	cancel()
 	if err := c.watch(ctx, conn, v.PID()); err != nil {
 		t.Errorf("watch stopped by its context: %v", err)
+	}
+}
+
+// TestNotVPPSocket connects the socket client to a socket whose server
+// hangs up at once: the connection fails with an error naming the socket
+// and keeps retrying until closed.
+func TestNotVPPSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("no unix sockets: %v", err)
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	c := New(Config{Socket: sock, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond})
+	c.Start(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := c.WaitConnected(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitConnected: %v", err)
+	}
+	c.Close()
+	_ = ln.Close()
+	<-accepted
+	if st := c.Status(); st.Connected || !strings.Contains(st.LastError, sock) {
+		t.Errorf("status %+v", st)
 	}
 }
