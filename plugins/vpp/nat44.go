@@ -25,6 +25,9 @@ const noIndex = ^uint32(0)
 // maxTag is the longest tag VPP keeps (string[64] with its NUL).
 const maxTag = 63
 
+// retvalAlreadyEnabled is NAT44-ED's answer to enabling an enabled plugin.
+const retvalAlreadyEnabled api.VPPApiError = 1
+
 // NAT44 programs VPP's NAT44-ED plugin over the binary API; it is the
 // nat44.VPP the renderer's apply step calls.
 //
@@ -105,7 +108,7 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 	if rc.Sessions == 0 { // disabled
 		err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: g.SessionLimit}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
 		var rv api.VPPApiError
-		if err != nil && !(errors.As(err, &rv) && rv == 1) { // 1: already enabled
+		if err != nil && !(errors.As(err, &rv) && rv == retvalAlreadyEnabled) {
 			return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", g.SessionLimit), false)
 		}
 		n.log.Info("NAT44-ED plugin enabled", "sessions", g.SessionLimit)
