@@ -30,6 +30,8 @@ type fakeVPP struct {
 	rng      *rand.Rand
 	// reject makes adds of the mappings it matches fail as invalid.
 	reject func(m *Mapping) bool
+	// missing names interfaces VPP does not have.
+	missing map[string]bool
 }
 
 func newFakeVPP() *fakeVPP {
@@ -95,8 +97,8 @@ func (f *fakeVPP) AddDelPoolAddress(_ context.Context, a PoolAddress, add bool) 
 func (f *fakeVPP) SetInterfaceFeatures(_ context.Context, name string, old, new Features) error {
 	op := Op{Kind: OpSetInterface, Interface: name, OldFeatures: old, NewFeatures: new}
 	return f.do(op, func() error {
-		if name == "" {
-			return invalid("interface without name")
+		if name == "" || f.missing[name] {
+			return fmt.Errorf("fake VPP: interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
 		}
 		if cur := f.state.Interfaces[name]; cur != old {
 			return invalid("interface %s has features %s, not %s", name, cur, old)

@@ -13,6 +13,12 @@ import (
 // wrapping ErrInvalid are transient and healed by the controller's resync.
 var ErrInvalid = errors.New("rejected by VPP as invalid")
 
+// ErrNoInterface marks a call naming an interface VPP does not have (it
+// wraps ErrInvalid too). Removing the features of such an interface
+// succeeds in effect: VPP drops an interface's features with it, so the
+// renderer records the removal as done.
+var ErrNoInterface = errors.New("VPP has no such interface")
+
 // Protocol re-exports the renderer API's protocol.
 type Protocol = servicerenderer.Protocol
 
@@ -77,7 +83,9 @@ type Local struct {
 	IP   netip.Addr
 	Port uint16
 	VRF  uint32
-	// Probability is the weight of this local among the mapping's locals.
+	// Probability is the weight of this local among the mapping's locals;
+	// a plain static mapping (one local) has none in VPP, and it is not
+	// compared there.
 	Probability uint8
 }
 
@@ -88,13 +96,15 @@ type Mapping struct {
 	// Locals are sorted by IP, port, VRF.
 	Locals   []Local
 	TwiceNAT TwiceNAT
-	// Affinity is the session-affinity timeout in seconds; 0 = none.
+	// Affinity is the session-affinity timeout in seconds; 0 = none. A
+	// plain static mapping has none in VPP, and it is not compared there.
 	Affinity uint32
 	// Tag names the owner; the agent only touches mappings it tagged.
 	Tag string
 }
 
-// IdentityKey identifies an identity mapping (port 0 = address only).
+// IdentityKey identifies an identity mapping (port 0 = address only, and
+// then Proto is 0).
 type IdentityKey struct {
 	IP    netip.Addr
 	Port  uint16

@@ -532,6 +532,9 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			break
 		}
 		err := r.call(ctx, op)
+		if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
+			err = nil // the interface is gone, and its features with it
+		}
 		r.mu.Lock()
 		b.calls++
 		r.stats.Calls++

@@ -514,6 +514,35 @@ func TestNodeAddressChangeTouchesOnlyNodePorts(t *testing.T) {
 	}
 }
 
+func TestVanishedInterface(t *testing.T) {
+	fake := newFakeVPP()
+	r := newTestRenderer(t, testConfig(), fake)
+	data := resyncData()
+	data.Interfaces["tap1"] = servicerenderer.RoleFrontend | servicerenderer.RoleBackend
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	// The pod is deleted: its interface leaves VPP before the agent removes
+	// its features.
+	fake.missing = map[string]bool{"tap1": true, "tap2": true}
+	if err := r.UpdateInterface("tap1", 0); err != nil {
+		t.Fatal(err)
+	}
+	// An interface VPP lacks cannot get features: that is a failure.
+	if err := r.UpdateInterface("tap2", servicerenderer.RoleFrontend); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	if _, ok := r.Applied().Interfaces["tap1"]; ok {
+		t.Error("removed interface still applied")
+	}
+	fs := r.Failures()
+	if len(fs) != 1 || fs[0].Object.Interface != "tap2" || !strings.Contains(fs[0].Reason, "no such interface") {
+		t.Errorf("failures %+v", fs)
+	}
+}
+
 func TestIncrementalBeforeFullApplyIsFull(t *testing.T) {
 	fake := newFakeVPP()
 	fake.state.Mappings[lbMapping(2).MappingKey] = lbMapping(2) // stale, owned
