@@ -69,6 +69,9 @@ type serviceEntry struct {
 	svc *servicerenderer.ContivService
 	// mappingTag is the tag of its mappings.
 	mappingTag string
+	// nodeDependent is set when its mappings depend on this node's
+	// addresses (it is then in Renderer.nodeDependent).
+	nodeDependent bool
 	// mappings are sorted by key.
 	mappings []*Mapping
 }
@@ -143,8 +146,14 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.dirtyInterfaces = map[string]struct{}{}
 }
 
+// errNilService is the error of a call without its service.
+var errNilService = errors.New("nat44: nil service")
+
 // AddService implements servicerenderer.Renderer.
 func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
+	if svc == nil {
+		return errNilService
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.setService(svc)
@@ -153,6 +162,9 @@ func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
 
 // UpdateService implements servicerenderer.Renderer.
 func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
+	if svc == nil {
+		return errNilService
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.setService(svc)
@@ -161,6 +173,9 @@ func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
 
 // DeleteService implements servicerenderer.Renderer.
 func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
+	if svc == nil {
+		return errNilService
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.services[svc.ID]
@@ -182,7 +197,7 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 // setService renders svc, new or changed; the caller holds mu.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
-	tag := ""
+	var tag string
 	if e != nil {
 		tag = e.mappingTag
 	} else {
@@ -195,7 +210,8 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		for _, m := range e.mappings {
 			r.release(e, m.MappingKey)
 		}
-		e = nil
+		e = &serviceEntry{svc: svc, mappingTag: tag, nodeDependent: e.nodeDependent}
+		r.services[svc.ID] = e
 	}
 	if e == nil {
 		e = &serviceEntry{svc: svc, mappingTag: tag}
@@ -229,10 +245,13 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 			j++
 		}
 	}
-	if dependsOnNode(svc) {
-		r.nodeDependent[svc.ID] = struct{}{}
-	} else {
-		delete(r.nodeDependent, svc.ID)
+	if dep := dependsOnNode(svc); dep != e.nodeDependent {
+		e.nodeDependent = dep
+		if dep {
+			r.nodeDependent[svc.ID] = struct{}{}
+		} else {
+			delete(r.nodeDependent, svc.ID)
+		}
 	}
 	if r.debug() {
 		r.log.Debug("service rendered", "service", svc.ID, "mappings", len(ms))
@@ -344,7 +363,9 @@ func (r *Renderer) setDesired(key MappingKey, m *Mapping) {
 		r.desired.Mappings[key] = m
 	}
 	r.dirtyMappings[key] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: key})
+	if len(r.failures) > 0 {
+		delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: key})
+	}
 }
 
 // identical tells whether two mappings (either may be nil) are equal in
@@ -403,12 +424,17 @@ func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
 // Resync implements servicerenderer.Renderer: the desired state is rebuilt
 // from the snapshot, and the next Apply reconciles with VPP's real state.
 func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
+	if data == nil {
+		return errors.New("nat44: nil resync data")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reset(data.Node, data.Interfaces)
 	r.quiet, r.reported = r.reported, map[conflictPair]struct{}{}
 	for _, svc := range data.Services {
-		r.setService(svc)
+		if svc != nil {
+			r.setService(svc)
+		}
 	}
 	for p := range r.quiet {
 		if _, ok := r.reported[p]; !ok {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -476,6 +477,38 @@ func TestFrontendConflicts(t *testing.T) {
 	}
 	if n := rec.count("INFO frontend conflict resolved"); n != 2 {
 		t.Errorf("resolution logged %d times", n)
+	}
+	if got, want := fake.dump(), r.Desired().Lines(); !slices.Equal(got, want) {
+		t.Errorf("VPP holds:\n%s\nwant:\n%s", join(got), join(want))
+	}
+}
+
+func TestRecreatedServiceLosesItsFrontend(t *testing.T) {
+	fake := newFakeVPP()
+	r := newTestRenderer(t, testConfig(), fake)
+	a := webService("default", "a", 1, 2)
+	b := webService("default", "b", 1, 3)
+	a.Created, b.Created = t0, t0.Add(time.Hour)
+	if err := r.Resync(resyncData(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	if cs := r.Conflicts(); len(cs) != 1 || cs[0].Winner.Name != "a" {
+		t.Fatalf("conflicts %+v", cs)
+	}
+	// a is deleted and created again (the processor may see it as an
+	// update): now b is the oldest.
+	a2 := webService("default", "a", 1, 2)
+	a2.Created = t0.Add(2 * time.Hour)
+	if err := r.UpdateService(a, a2); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	if cs := r.Conflicts(); len(cs) != 1 || cs[0].Winner.Name != "b" || cs[0].Losers[0].Name != "a" {
+		t.Fatalf("conflicts %+v", cs)
+	}
+	if got := r.Desired().Mappings[MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}]; got == nil || got.Tag != tagPrefix+"default/b" {
+		t.Errorf("desired mapping %v", got)
 	}
 	if got, want := fake.dump(), r.Desired().Lines(); !slices.Equal(got, want) {
 		t.Errorf("VPP holds:\n%s\nwant:\n%s", join(got), join(want))
