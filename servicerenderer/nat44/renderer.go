@@ -596,7 +596,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	b.finish(&r.stats)
 	r.mu.Unlock()
 	level := slog.LevelInfo
-	if b.calls == 0 && b.transient == 0 {
+	if !full && b.calls == 0 && b.transient == 0 {
 		level = slog.LevelDebug
 	}
 	if r.log.Enabled(ctx, level) {
