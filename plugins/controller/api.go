@@ -45,9 +45,7 @@ func (k ResyncKind) String() string {
 // MarshalText makes a kind print as its name in JSON (status, REST).
 func (k ResyncKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// Snapshot is the whole cluster state at one etcd revision. A snapshot
-// pushed to the controller in a ResyncEvent becomes the controller's: it
-// keeps it current with the changes that follow.
+// Snapshot is the whole cluster state at one etcd revision.
 type Snapshot struct {
 	Revision int64
 	Objects  map[kubestate.Key]kubestate.Object

@@ -376,3 +376,24 @@ func TestRunsWithoutEtcdOnAPushedSnapshot(t *testing.T) {
 	}
 	rec.checkConsistent(t)
 }
+
+func TestMinBatchIntervalHoldsBatchesBack(t *testing.T) {
+	_, cli := testEtcd(t)
+	rec := newRecorder("rec", nil)
+	app := &applier{}
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, Appliers: []Applier{app}, MinBatchInterval: time.Hour})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	// The startup batch was applied; the next may not come for an hour: the
+	// changes wait in the queue, coalescing, untouched by the handlers.
+	put(t, cli, ns("a", "1"))
+	last := put(t, cli, ns("a", "2"))
+	eventually(t, "watcher queued a", func() bool { return ctl.Status().WatchRevision >= last })
+	if st := ctl.Status(); st.QueueDepth != 1 || st.Batches != 1 {
+		t.Errorf("status %+v: want one queued change and only the startup batch applied", st)
+	}
+	if view, _, _ := rec.snapshot(); len(view) != 0 || len(app.calls()) != 1 {
+		t.Errorf("view %v, %d applies: a batch ran before its interval", view, len(app.calls()))
+	}
+	// Cleanup stops the controller while it waits: Run must return.
+}
