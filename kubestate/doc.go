@@ -1,7 +1,9 @@
 // Package kubestate is the cluster state as it is kept in etcd: the compact
 // models of the reflected Kubernetes objects and of NodeSync's node records,
 // their versioned key layout, their JSON encoding, the conversion from
-// k8s.io/api types, and the writer that puts and deletes them.
+// k8s.io/api types (FromK8s and friends), the loader of Kubernetes YAML
+// (LoadYAML), the Writer that puts, deletes and mark-and-sweeps them in
+// batched transactions, and a reader (List, ListAll).
 //
 // The reflector (contiv-ksr) and `contivctl load` write through this package;
 // the agent's controller reads through it. It knows nothing about VPP, the
