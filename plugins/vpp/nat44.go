@@ -179,7 +179,7 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 	case err != nil:
 		return fmt.Errorf("%s: %w", what, err)
 	case !ok:
-		return invalid(what, "VPP has no such interface")
+		return fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 	}
 	del, add := old&^new, new&^old
 	type step struct {

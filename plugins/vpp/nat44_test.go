@@ -355,6 +355,11 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 	if w := e.vpp.Writes(); w != 0 {
 		t.Errorf("bad input made %d writes: %v", w, e.vpp.CallCounts())
 	}
+	// A missing interface is named as such: removing a deleted pod's
+	// features is then already done.
+	if err := e.nat.SetInterfaceFeatures(ctx, "nope", nat44.FeatureIn, 0); !errors.Is(err, nat44.ErrNoInterface) {
+		t.Errorf("features of a missing interface: %v, want ErrNoInterface", err)
+	}
 	// An IPv4-mapped IPv6 address is IPv4.
 	mapped := nat44.PoolAddress{IP: netip.AddrFrom16(ip("192.168.16.7").As16())}
 	if err := e.nat.AddDelPoolAddress(ctx, mapped, true); err != nil {
