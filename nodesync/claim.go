@@ -288,8 +288,9 @@ func (c *claimer) commit(ctx context.Context, s step) (bool, *view, error) {
 	return false, v, err
 }
 
-// leaveQueue revokes the queue entry's lease after a failed run (after a
-// successful one the claim transaction removed the entry already).
+// leaveQueue revokes the queue entry's lease: after a failed run this takes
+// the node out of the queue at once; after a successful one (whose
+// transaction deleted the entry) it frees the lease.
 func (c *claimer) leaveQueue(ctx context.Context) {
 	if c.lease == 0 {
 		return

@@ -1,0 +1,225 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/nodesync"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func config() ipam.Config {
+	return ipam.Config{
+		PodSubnetCIDR:                 netip.MustParsePrefix("10.1.0.0/16"),
+		PodSubnetOneNodePrefixLen:     24,
+		VPPHostSubnetCIDR:             netip.MustParsePrefix("172.30.0.0/16"),
+		VPPHostSubnetOneNodePrefixLen: 24,
+		NodeInterconnectCIDR:          netip.MustParsePrefix("192.168.16.0/24"),
+		ServiceCIDR:                   netip.MustParsePrefix("10.96.0.0/12"),
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+// startAgent runs NodeSync and IPAM in a real controller watching etcd.
+func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) *Handler {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	ns, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "a", StateFile: filepath.Join(stateDir, "a.json"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Params{Config: config(), NodeName: "a", NodeIDs: ns, Client: cli, Publisher: ns, Grace: time.Nanosecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := controller.New(controller.Params{Client: cli, Handlers: []controller.Handler{ns, h}, Logger: log})
+	ns.SetEvents(ctl)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ctl.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	eventually(t, "controller ready", ctl.Ready)
+	return h
+}
+
+func putPod(t *testing.T, cli *clientv3.Client, name, node string) {
+	t.Helper()
+	val, err := kubestate.Encode(&kubestate.Pod{Namespace: "default", Name: name, NodeName: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(context.Background(), kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: name}.String(), string(val)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stored(t *testing.T, cli *clientv3.Client) map[string]string {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), KeyPrefix("a"), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, kv := range resp.Kvs {
+		m[strings.TrimPrefix(string(kv.Key), KeyPrefix("a"))] = string(kv.Value)
+	}
+	return m
+}
+
+func TestPlanPublishAllocateRestartRelease(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	ctx := t.Context()
+	state := t.TempDir()
+	// Another node holds ID 1: this one gets 2.
+	other, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}}); err != nil {
+		t.Fatal(err)
+	}
+
+	h := startAgent(t, cli, state)
+	p := h.Plan()
+	if p.NodeID != 2 || p.PodSubnet != netip.MustParsePrefix("10.1.2.0/24") {
+		t.Fatalf("plan %+v", p)
+	}
+	eventually(t, "node IP published", func() bool {
+		resp, _ := cli.Get(ctx, kubestate.Key{Resource: kubestate.ResVppNode, Name: "a"}.String())
+		return len(resp.Kvs) == 1 && strings.Contains(string(resp.Kvs[0].Value), `"vppIPs":["192.168.16.2/24"]`)
+	})
+
+	// Three pods get addresses; two of them are in the cluster state.
+	alloc := h.Allocator()
+	want := map[string]string{}
+	for _, pod := range []string{"p1", "p2", "p3"} {
+		ip, err := alloc.Allocate(ctx, ipam.PodID{Namespace: "default", Name: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want["default/"+pod] = ip.String()
+	}
+	if got := stored(t, cli); !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	putPod(t, cli, "p1", "a")
+	putPod(t, cli, "p2", "a")
+	putPod(t, cli, "elsewhere", "b")
+
+	// A restarted agent keeps every live pod's address; p3 never appeared
+	// in the cluster state and is released.
+	time.Sleep(time.Millisecond) // past the grace
+	h2 := startAgent(t, cli, state)
+	delete(want, "default/p3")
+	got := map[string]string{}
+	for pod, ip := range h2.Allocator().Allocations() {
+		got[pod.String()] = ip.String()
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("after restart %v, want %v", got, want)
+	}
+	eventually(t, "p3's record deleted", func() bool { return maps.Equal(stored(t, cli), want) })
+
+	// A deleted pod's address is released.
+	if _, err := cli.Delete(ctx, kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: "p1"}.String()); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "default/p1")
+	eventually(t, "p1 released", func() bool {
+		_, held := h2.Allocator().Lookup(ipam.PodID{Namespace: "default", Name: "p1"})
+		return !held && maps.Equal(stored(t, cli), want)
+	})
+}
+
+type fixedID uint32
+
+func (f fixedID) ID() uint32 { return uint32(f) }
+
+func TestNodeIDThatDoesNotFit(t *testing.T) {
+	cfg := config()
+	cfg.PodSubnetCIDR, cfg.PodSubnetOneNodePrefixLen = netip.MustParsePrefix("10.1.0.0/24"), 26
+	h, err := New(Params{Config: cfg, NodeName: "a", NodeIDs: fixedID(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.Resync(t.Context(), &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}})
+	if !errors.Is(err, ipam.ErrNodeIDOutOfRange) || !strings.Contains(err.Error(), "podSubnetCIDR 10.1.0.0/24") {
+		t.Fatalf("err = %v, want ErrNodeIDOutOfRange naming the range", err)
+	}
+	if h.Ready() {
+		t.Fatal("ready without a plan")
+	}
+	if _, err := New(Params{Config: ipam.Config{}, NodeName: "a", NodeIDs: fixedID(1)}); !errors.Is(err, ipam.ErrInvalidConfig) {
+		t.Fatalf("bad config: err = %v", err)
+	}
+}
+
+func TestStoreSkipsKeysNamingNoPod(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	ctx := t.Context()
+	st := NewStore(cli, "a", nil)
+	if err := st.Put(ctx, ipam.PodID{Namespace: "ns", Name: "p"}, netip.MustParseAddr("10.1.1.2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"noslash", "ns/p/extra", "/p"} {
+		if _, err := cli.Put(ctx, KeyPrefix("a")+k, "10.1.1.3"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, KeyPrefix("ab")+"ns/q", "10.1.1.4"); err != nil { // another node
+		t.Fatal(err)
+	}
+	got, err := st.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[ipam.PodID{Namespace: "ns", Name: "p"}] != "10.1.1.2" {
+		t.Fatalf("List %v", got)
+	}
+	if err := st.Delete(ctx, ipam.PodID{Namespace: "ns", Name: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.List(ctx); len(got) != 0 {
+		t.Fatalf("after delete %v", got)
+	}
+}
