@@ -54,11 +54,7 @@ func LoadYAML(r io.Reader) ([]Object, error) {
 
 // loadDoc decodes one document; nil for an empty one.
 func loadDoc(dec runtime.Decoder, doc []byte) ([]Object, error) {
-	j, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return nil, err
-	}
-	if t := bytes.TrimSpace(j); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+	if blank(doc) {
 		return nil, nil
 	}
 	obj, err := decode(dec, doc)
@@ -91,6 +87,18 @@ func loadDoc(dec runtime.Decoder, doc []byte) ([]Object, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// blank tells whether doc holds nothing but blank lines, comments and
+// document separators.
+func blank(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' && !bytes.Equal(t, []byte("---")) {
+			return false
+		}
+	}
+	return true
 }
 
 // decode decodes one Kubernetes object; a kind missing from the scheme is
