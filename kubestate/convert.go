@@ -3,6 +3,7 @@ package kubestate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +55,9 @@ func FromK8s(obj runtime.Object) (Object, error) {
 		return FromNamespace(o)
 	case nil:
 		return nil, fmt.Errorf("nil object: %w", ErrUnsupported)
+	}
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("nil %T: %w", obj, ErrUnsupported)
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	if kind == "" {

@@ -284,6 +284,7 @@ func TestFromK8sErrors(t *testing.T) {
 		{"unsupported kind with type meta", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap"}, ObjectMeta: objMeta("ns", "c")}, ErrUnsupported, "ConfigMap ns/c"},
 		{"nil", nil, ErrUnsupported, "nil object"},
 		{"typed nil", (*corev1.Service)(nil), ErrInvalid, "nil Service"},
+		{"typed nil of another kind", (*appsv1.Deployment)(nil), ErrUnsupported, "nil *v1.Deployment"},
 		{"service without name", &corev1.Service{ObjectMeta: objMeta("ns", "")}, ErrInvalid, "Service \"ns/\": no name"},
 		{"service without namespace", &corev1.Service{ObjectMeta: objMeta("", "s")}, ErrInvalid, "Service s: no namespace"},
 		{"slice without name", &discoveryv1.EndpointSlice{ObjectMeta: objMeta("ns", "")}, ErrInvalid, "EndpointSlice"},

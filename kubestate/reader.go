@@ -89,8 +89,8 @@ func listPrefix(ctx context.Context, kv clientv3.KV, prefix string, rev int64, f
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
-		for _, kv := range resp.Kvs {
-			fn(string(kv.Key), kv.Value)
+		for _, item := range resp.Kvs {
+			fn(string(item.Key), item.Value)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return rev, nil

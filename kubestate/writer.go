@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -185,10 +186,15 @@ func (w *Writer) sync(ctx context.Context, res Resource, desired []Object, prune
 		ops = append(ops, rawOp{key: k, val: want[k]})
 	}
 	if prune {
+		var stale []string
 		for k := range stored {
 			if _, ok := want[k]; !ok {
-				ops = append(ops, rawOp{key: k, del: true})
+				stale = append(stale, k)
 			}
+		}
+		slices.Sort(stale)
+		for _, k := range stale {
+			ops = append(ops, rawOp{key: k, del: true})
 		}
 	}
 	done, err := w.commit(ctx, ops)
