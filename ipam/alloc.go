@@ -55,7 +55,8 @@ type AllocatorParams struct {
 	// the reflector had time to mirror its pod (the CNI allocates first).
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
-	Now    func() time.Time
+	Now func() time.Time
+	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 }
 

@@ -44,7 +44,8 @@ type Params struct {
 	AttemptTimeout time.Duration
 	// MaxBackoff caps the jittered pause between attempts; default 500ms.
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	// Logger receives the logs; nil discards them.
+	Logger *slog.Logger
 }
 
 const (
@@ -148,8 +149,12 @@ type claimer struct {
 // errLostRace marks a claim transaction whose comparisons failed.
 var errLostRace = errors.New("lost a race for the ID")
 
-func (c *claimer) run(ctx context.Context) (uint32, error) {
-	defer c.leaveQueue(ctx)
+func (c *claimer) run(ctx context.Context) (id uint32, err error) {
+	defer func() {
+		if err != nil {
+			c.leaveQueue(ctx)
+		}
+	}()
 	var (
 		v       *view
 		lastErr error
@@ -288,9 +293,9 @@ func (c *claimer) commit(ctx context.Context, s step) (bool, *view, error) {
 	return false, v, err
 }
 
-// leaveQueue revokes the queue entry's lease: after a failed run this takes
-// the node out of the queue at once; after a successful one (whose
-// transaction deleted the entry) it frees the lease.
+// leaveQueue revokes the queue entry's lease after a failed run, taking the
+// node out of the queue at once. (A successful claim deleted the entry; its
+// lease, holding no key any more, just expires.)
 func (c *claimer) leaveQueue(ctx context.Context) {
 	if c.lease == 0 {
 		return

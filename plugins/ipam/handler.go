@@ -49,7 +49,8 @@ type Params struct {
 	NodeIP netip.Prefix
 	// Grace keeps fresh allocations of pods not yet reflected (default
 	// DefaultGrace).
-	Grace  time.Duration
+	Grace time.Duration
+	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 }
 

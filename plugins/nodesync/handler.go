@@ -33,6 +33,7 @@ type Params struct {
 	// Events receives the NodeUpdates (the controller); SetEvents may set
 	// it later, before the controller runs.
 	Events controller.FollowUpper
+	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 }
 
