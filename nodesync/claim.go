@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/kubestate"
@@ -275,7 +276,7 @@ func (c *claimer) enqueue(ctx context.Context) (*view, error) {
 	return parseView(c.name, resp.Responses[1:])
 }
 
-func isLeaseGone(err error) bool { return strings.Contains(err.Error(), "requested lease not found") }
+func isLeaseGone(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }
 
 // commit runs a claim transaction; when it loses, it returns the fresh view.
 func (c *claimer) commit(ctx context.Context, s step) (bool, *view, error) {

@@ -439,3 +439,27 @@ func BenchmarkClaim100(b *testing.B) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(pct(1), "max-ms")
 }
+
+func TestQueueLeaseExpiredMidClaim(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	// The joiner's queue lease expired (etcd was away longer than its TTL).
+	l, err := cli.Grant(t.Context(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(t.Context(), l.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := &claimer{
+		cli: cli, name: "a", lease: l.ID, queueTTL: time.Second,
+		attemptTimeout: time.Second, maxBackoff: 10 * time.Millisecond, log: testLogger(t),
+	}
+	id, err := c.run(t.Context())
+	if err != nil || id != 1 {
+		t.Fatalf("id %d err %v, want 1", id, err)
+	}
+	if c.lease == l.ID {
+		t.Fatal("the expired lease was not replaced")
+	}
+}
