@@ -5,7 +5,9 @@ PKGS := ./...
 
 ## run: the agent on embedded etcd with the example cluster loaded (simulated VPP without a VPP socket)
 run:
-	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --load deploy/examples/cluster.yaml
+	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 \
+		--etcd-data-dir $(CURDIR)/.run/etcd --node-id-file $(CURDIR)/.run/node-id \
+		--load deploy/examples/cluster.yaml
 
 ## test: vet, then every test with the race detector
 test:

@@ -42,7 +42,9 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "contiv"
 	cfg.Dir = p.DataDir
-	cfg.LogLevel = "error"
+	// Quiet: etcd reports its failures to its clients; its own error lines
+	// are mostly noise at shutdown.
+	cfg.LogLevel = "fatal"
 	cfg.Logger = "zap"
 	cfg.LogOutputs = []string{"stderr"}
 	if p.Fast {

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/etcd"
+	ipamplugin "contiv.dev/vpp/plugins/ipam"
+	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/rest"
+	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// Names of the VPP interfaces the agent expects besides the main NIC: the
+// host interconnect (a tap to the host stack) and the VXLAN overlay's BVI.
+const (
+	HostInterconnectName = "tap0"
+	VXLANBVIName         = "vxlanBVI"
+	// simulatedMainNIC is the main NIC of the simulated VPP when the
+	// configuration names none.
+	simulatedMainNIC = "GigabitEthernet0/8/0"
+)
+
+// Options are what newAgent needs besides the configuration.
+type Options struct {
+	Config contivconf.Config
+	// LoadFile, when set, is Kubernetes YAML written into etcd before the
+	// controller starts (demos and tests).
+	LoadFile string
+	// LogOutput receives the logs.
+	LogOutput io.Writer
+	// SimOptions configure the simulated VPP, when one is used.
+	SimOptions sim.Options
+}
+
+// agent is one running contiv-agent.
+type agent struct {
+	cfg      contivconf.Config
+	log      *slog.Logger
+	embedded *etcd.Embedded
+	etcd     *clientv3.Client
+	nodeID   uint32
+	plan     *ipam.Plan
+	sim      *sim.VPP
+	conn     *vpp.Conn
+	ifaces   *vpp.Interfaces
+	renderer *nat44.Renderer
+	proc     *service.Processor
+	nodes    *nsplugin.Handler
+	ipamH    *ipamplugin.Handler
+	ctl      *controller.Controller
+	http     *rest.Server
+	registry *prometheus.Registry
+	latency  *latencyTracker
+}
+
+// newAgent connects to etcd, claims the node ID and builds every part. On
+// error it releases what it had started.
+func newAgent(ctx context.Context, o Options) (a *agent, err error) {
+	cfg := o.Config
+	out := o.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	a = &agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	if err := a.connectEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if o.LoadFile != "" {
+		if err := a.load(ctx, o.LoadFile); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.claimNodeID(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.buildVPP(o.SimOptions); err != nil {
+		return nil, err
+	}
+	if err := a.buildHandlers(); err != nil {
+		return nil, err
+	}
+	a.buildHTTP()
+	return a, nil
+}
+
+func (a *agent) connectEtcd(ctx context.Context) error {
+	c := a.cfg.Etcd
+	endpoints := c.Endpoints
+	if c.UseEmbedded() {
+		m, err := etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: c.Embedded.DataDir, ClientURL: c.Embedded.ClientURL})
+		if err != nil {
+			return err
+		}
+		a.embedded = m
+		endpoints = []string{"http://" + m.Endpoint()}
+		a.log.Info("embedded etcd started", "endpoint", m.Endpoint(), "dataDir", c.Embedded.DataDir)
+	}
+	cli, err := etcd.NewClient(ctx, etcd.ClientParams{
+		Endpoints:   endpoints,
+		DialTimeout: c.DialTimeout.Std(),
+		CAFile:      c.TLS.CAFile, CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile,
+		Username: c.Username, Password: c.Password,
+	})
+	if err != nil {
+		return err
+	}
+	a.etcd = cli
+	return nil
+}
+
+// load writes the objects of a Kubernetes YAML file into etcd.
+func (a *agent) load(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer f.Close()
+	objs, err := kubestate.LoadYAML(f)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	ops := make([]kubestate.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = kubestate.PutOp(o)
+	}
+	if err := kubestate.NewWriter(a.etcd, a.log).Apply(ctx, ops); err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
+	return nil
+}
+
+// ipamConfig maps the configuration onto IPAM's.
+func ipamConfig(cfg contivconf.Config) ipam.Config {
+	c := cfg.IPAM
+	ic := ipam.Config{
+		PodSubnetCIDR:                 c.PodSubnetCIDR,
+		PodSubnetOneNodePrefixLen:     c.PodSubnetNodePrefixLength,
+		VPPHostSubnetCIDR:             c.VPPHostSubnetCIDR,
+		VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
+		NodeInterconnectCIDR:          c.NodeInterconnectCIDR,
+		ServiceCIDR:                   c.ServiceCIDR,
+	}
+	if cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN {
+		ic.VXLANCIDR = c.VXLANCIDR
+	}
+	if mi := cfg.ForNode(cfg.NodeName).MainInterface; mi.IPCIDR.IsValid() || mi.UseDHCP {
+		ic.NodeInterconnectCIDR = netip.Prefix{}
+	}
+	return ic
+}
+
+// claimNodeID claims this node's cluster-wide ID before anything else runs,
+// so the address plan is known when the handlers are built.
+func (a *agent) claimNodeID(ctx context.Context) error {
+	ic := ipamConfig(a.cfg)
+	if err := ic.Validate(); err != nil {
+		return fmt.Errorf("ipam: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.NodeSync.ClaimTimeout.Std())
+	defer cancel()
+	id, err := nodesync.Claim(cctx, nodesync.Params{
+		Client:    a.etcd,
+		Name:      a.cfg.NodeName,
+		StateFile: a.cfg.NodeSync.StateFile,
+		MaxID:     ic.MaxNodeID(),
+		Logger:    a.log,
+	})
+	if err != nil {
+		return fmt.Errorf("node ID: %w", err)
+	}
+	plan, err := ipam.NewPlan(ic, id)
+	if err != nil {
+		return fmt.Errorf("ipam: %w", err)
+	}
+	a.nodeID, a.plan = id, plan
+	a.log.Info("node ID claimed", "id", id, "podSubnet", plan.PodSubnet, "natLoopback", plan.NATLoopback)
+	return nil
+}
+
+// mainInterface is the name of this node's main NIC.
+func (a *agent) mainInterface() string {
+	if n := a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name; n != "" {
+		return n
+	}
+	if a.sim != nil {
+		return simulatedMainNIC
+	}
+	return ""
+}
+
+// nodeIP is this node's VPP address: configured, or derived by IPAM.
+func (a *agent) nodeIP() netip.Prefix {
+	if p := a.cfg.ForNode(a.cfg.NodeName).MainInterface.IPCIDR; p.IsValid() {
+		return p
+	}
+	return a.plan.NodeInterconnectIP
+}
+
+func (a *agent) overlay() bool {
+	return a.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
+}
+
+// buildVPP sets up the VPP connection: the real VPP when its socket exists
+// (or simulation is off), else the simulated one.
+func (a *agent) buildVPP(simOpts sim.Options) error {
+	_, statErr := os.Stat(a.cfg.VPP.Socket)
+	vc := vpp.Config{
+		Socket:   a.cfg.VPP.Socket,
+		Logger:   a.log.With("part", "vpp"),
+		RetryMin: a.cfg.VPP.ReconnectBackoff.Initial.Std(),
+		RetryMax: a.cfg.VPP.ReconnectBackoff.Max.Std(),
+		OnEvent:  a.onVPPEvent,
+		OnCall:   a.observeCall(),
+	}
+	if a.cfg.VPP.Simulated(statErr == nil) {
+		if simOpts.Logger == nil {
+			simOpts.Logger = a.log.With("part", "sim")
+		}
+		a.sim = sim.New(simOpts)
+		for _, name := range []string{a.mainInterface(), HostInterconnectName, VXLANBVIName} {
+			if name == VXLANBVIName && !a.overlay() {
+				continue
+			}
+			if _, err := a.sim.AddInterface(name, ""); err != nil {
+				return fmt.Errorf("simulated VPP: %w", err)
+			}
+		}
+		for _, o := range a.cfg.ForNode(a.cfg.NodeName).OtherInterfaces {
+			if _, err := a.sim.AddInterface(o.Name, ""); err != nil {
+				return fmt.Errorf("simulated VPP: %w", err)
+			}
+		}
+		vc.Adapter = a.sim
+		a.log.Warn("NO VPP SOCKET: running against the SIMULATED VPP; NAT44 state is kept in memory and NOTHING FORWARDS PACKETS",
+			"socket", a.cfg.VPP.Socket)
+	}
+	a.conn = vpp.New(vc)
+	a.ifaces = vpp.NewInterfaces(a.conn)
+	return nil
+}
+
+// onVPPEvent reacts to the VPP connection: every (re)connection after the
+// first makes the controller reconcile everything against what VPP holds.
+func (a *agent) onVPPEvent(e vpp.Event) {
+	switch e.Kind {
+	case vpp.Connected:
+		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
+		if ctl := a.ctl; ctl != nil && a.conn.Status().Connects > 1 {
+			ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+		}
+	case vpp.Disconnected:
+		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
+	case vpp.Incompatible:
+		a.log.Error("VPP is incompatible with this agent", "err", e.Err)
+	}
+}
+
+func (a *agent) observeCall() func(string, time.Duration, error) {
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "contiv_vpp_calls_total", Help: "Binary-API calls to VPP by message and result.",
+	}, []string{"msg", "result"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "contiv_vpp_call_duration_seconds", Help: "Duration of binary-API calls to VPP.",
+		Buckets: prometheus.ExponentialBuckets(20e-6, 4, 10),
+	}, []string{"msg"})
+	a.registry.MustRegister(calls, dur)
+	return func(msg string, took time.Duration, err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		calls.WithLabelValues(msg, result).Inc()
+		dur.WithLabelValues(msg).Observe(took.Seconds())
+	}
+}
+
+// snat chooses the default interface whose traffic leaving the cluster is
+// source-NATed: the NIC whose subnet holds the default gateway. Without an
+// overlay the main NIC also carries node-to-node traffic, so SNAT on it is
+// off (it could not tell cluster traffic from external).
+func (a *agent) snat() nat44.SNAT {
+	nc := a.cfg.ForNode(a.cfg.NodeName)
+	if !nc.NATExternalTraffic || !nc.Gateway.IsValid() {
+		return nat44.SNAT{}
+	}
+	if ip := a.nodeIP(); ip.IsValid() && ip.Contains(nc.Gateway) {
+		if !a.overlay() {
+			return nat44.SNAT{}
+		}
+		return nat44.SNAT{Interface: a.mainInterface(), IP: ip.Addr()}
+	}
+	for _, o := range nc.OtherInterfaces {
+		if o.IPCIDR.IsValid() && o.IPCIDR.Contains(nc.Gateway) {
+			return nat44.SNAT{Interface: o.Name, IP: o.IPCIDR.Addr()}
+		}
+	}
+	return nat44.SNAT{}
+}
+
+func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
+
+func (a *agent) buildHandlers() error {
+	cfg := a.cfg
+	nc := nat44.DefaultConfig()
+	nc.MainVRF, nc.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
+	nc.Overlay = a.overlay()
+	nc.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
+	nc.NATLoopback = a.plan.NATLoopback
+	nc.PodSubnet = a.plan.PodSubnet
+	nc.SNAT = a.snat()
+	nc.SessionLimit = cfg.NAT44.SessionLimit
+	t := cfg.NAT44.Timeouts
+	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
+	r, err := nat44.New(nat44.Params{Config: nc, VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
+	if err != nil {
+		return fmt.Errorf("nat44 renderer: %w", err)
+	}
+	a.renderer = r
+
+	a.nodes, err = nsplugin.New(nsplugin.Params{
+		Client:       a.etcd,
+		NodeName:     cfg.NodeName,
+		StateFile:    cfg.NodeSync.StateFile,
+		MaxID:        ipamConfig(cfg).MaxNodeID(),
+		ClaimTimeout: cfg.NodeSync.ClaimTimeout.Std(),
+		Logger:       a.log.With("part", "nodesync"),
+	})
+	if err != nil {
+		return err
+	}
+	a.ipamH, err = ipamplugin.New(ipamplugin.Params{
+		Config:    ipamConfig(cfg),
+		NodeName:  cfg.NodeName,
+		NodeIDs:   a.nodes,
+		Client:    a.etcd,
+		Publisher: a.nodes,
+		NodeIP:    a.nodeIP(),
+		Logger:    a.log.With("part", "ipam"),
+	})
+	if err != nil {
+		return err
+	}
+	other := make([]string, 0, len(cfg.ForNode(cfg.NodeName).OtherInterfaces))
+	for _, o := range cfg.ForNode(cfg.NodeName).OtherInterfaces {
+		other = append(other, o.Name)
+	}
+	sc := service.Config{
+		MainInterface:    a.mainInterface(),
+		OtherInterfaces:  other,
+		HostInterconnect: HostInterconnectName,
+		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
+	}
+	if a.overlay() {
+		sc.VXLANBVI = VXLANBVIName
+	}
+	a.proc, err = service.New(service.Params{
+		Logger:     a.log.With("part", "service"),
+		Renderers:  []sr.Renderer{r},
+		Node:       thisNode{a.nodes},
+		Subnets:    a.plan,
+		Interfaces: a.ifaces,
+		Config:     sc,
+	})
+	if err != nil {
+		return err
+	}
+	a.latency = newLatencyTracker(r)
+	a.ctl = controller.New(controller.Params{
+		Logger:           a.log.With("part", "controller"),
+		Client:           a.etcd,
+		Handlers:         []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency},
+		Appliers:         []controller.Applier{a.latency},
+		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
+		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
+		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
+	})
+	a.nodes.SetEvents(a.ctl)
+	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return nil
+}
+
+// ready is true once the first full sync is applied and VPP is connected.
+func (a *agent) ready() bool { return a.ctl.Ready() && a.conn.Status().Connected }
+
+func (a *agent) buildHTTP() {
+	a.http = rest.New(rest.Params{
+		Logger: a.log.With("part", "http"),
+		Addr:   a.cfg.HTTP.Address,
+		Ready:  a.ready,
+		Views: map[string]rest.Source{
+			"services":   func() any { return a.proc.Services() },
+			"skipped":    func() any { return a.proc.Skipped() },
+			"interfaces": func() any { return a.proc.Interfaces() },
+			"nat44":      func() any { return nat44View(a.renderer) },
+			"nodes":      func() any { return a.nodes.AllNodes() },
+			"ipam":       func() any { return ipamView(a) },
+			"status":     func() any { return statusView(a) },
+			"config":     func() any { return a.cfg.Redacted() },
+		},
+		Gatherer: a.registry,
+	})
+}
+
+// Run runs the agent until ctx is cancelled and everything has stopped.
+func (a *agent) Run(ctx context.Context) error {
+	defer a.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.conn.Start(ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := a.http.Run(ctx); err != nil {
+			errs <- fmt.Errorf("http: %w", err)
+			cancel()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := a.ctl.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errs <- fmt.Errorf("controller: %w", err)
+			cancel()
+		}
+	}()
+	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.sim != nil)
+	wg.Wait()
+	a.conn.Close()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	a.log.Info("agent stopped")
+	return errors.Join(all...)
+}
+
+// close releases etcd; safe to call more than once.
+func (a *agent) close() {
+	if a.etcd != nil {
+		_ = a.etcd.Close()
+		a.etcd = nil
+	}
+	if a.embedded != nil {
+		a.embedded.Close()
+		a.embedded = nil
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"contiv.dev/vpp/contivconf"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run parses the command line, builds the agent and runs it until SIGINT
+// or SIGTERM; it returns the process exit code.
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("contiv-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", os.Getenv("CONTIV_CONFIG"), "YAML configuration file (env CONTIV_CONFIG); see deploy/examples/agent.yaml")
+	load := fs.String("load", "", "Kubernetes YAML written into etcd at start, as contivctl load does (demos, tests)")
+	contivconf.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := contivconf.Resolve(contivconf.Sources{File: *configPath, Env: os.LookupEnv, Flags: fs, Hostname: os.Hostname})
+	if err != nil {
+		fmt.Fprintf(stderr, "contiv-agent: refusing to start: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := newAgent(ctx, Options{Config: cfg, LoadFile: *load, LogOutput: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "contiv-agent: %v\n", err)
+		return 1
+	}
+	if err := a.Run(ctx); err != nil {
+		a.log.Error("agent stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
