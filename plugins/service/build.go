@@ -64,7 +64,7 @@ func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView) 
 	if svc == nil {
 		return d
 	}
-	b := builder{d: &d, svc: svc, key: svc.Key()}
+	b := builder{d: &d, svc: svc}
 	out := b.service()
 	if out == nil {
 		slices.SortFunc(d.skips, compareSkips)
@@ -90,7 +90,11 @@ func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView) 
 type builder struct {
 	d   *derived
 	svc *kubestate.Service
-	key kubestate.Key
+}
+
+// skipSvc records a skip concerning the Service itself.
+func (b *builder) skipSvc(port string, r Reason, detail string) {
+	b.skip(b.svc.Key(), port, r, detail)
 }
 
 func (b *builder) skip(obj kubestate.Key, port string, r Reason, detail string) {
@@ -106,13 +110,13 @@ func (b *builder) service() *sr.ContivService {
 	s := b.svc
 	switch {
 	case s.Type == "ExternalName":
-		b.skip(b.key, "", ReasonExternalName, "")
+		b.skipSvc("", ReasonExternalName, "")
 		return nil
 	case s.ProxyName != "":
-		b.skip(b.key, "", ReasonOtherProxy, strconv.Quote(s.ProxyName))
+		b.skipSvc("", ReasonOtherProxy, strconv.Quote(s.ProxyName))
 		return nil
 	case len(s.ClusterIPs) > 0 && s.ClusterIPs[0] == "None":
-		b.skip(b.key, "", ReasonHeadless, "")
+		b.skipSvc("", ReasonHeadless, "")
 		return nil
 	}
 	lb := false
@@ -121,7 +125,7 @@ func (b *builder) service() *sr.ContivService {
 	case "LoadBalancer":
 		lb = true
 	default:
-		b.skip(b.key, "", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
+		b.skipSvc("", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
 		return nil
 	}
 	out := &sr.ContivService{
@@ -136,7 +140,7 @@ func (b *builder) service() *sr.ContivService {
 	out.ExternalIPs = sortAddrs(ext)
 	out.ClusterIPs = sortAddrs(out.ClusterIPs)
 	if len(out.ClusterIPs) == 0 && len(out.ExternalIPs) == 0 {
-		b.skip(b.key, "", ReasonNoFrontend, "")
+		b.skipSvc("", ReasonNoFrontend, "")
 		return nil
 	}
 	out.ExternalPolicy = b.policy(s.ExternalTrafficPolicy, "externalTrafficPolicy")
@@ -149,16 +153,16 @@ func (b *builder) service() *sr.ContivService {
 		case t == 0:
 			t = kubestate.DefaultSessionAffinityTimeout
 		case t < 0 || t > maxAffinityTimeout:
-			b.skip(b.key, "", ReasonInvalidValue, "sessionAffinityTimeout "+strconv.Itoa(int(t))+" (want 1..86400; default used)")
+			b.skipSvc("", ReasonInvalidValue, "sessionAffinityTimeout "+strconv.Itoa(int(t))+" (want 1..86400; default used)")
 			t = kubestate.DefaultSessionAffinityTimeout
 		}
 		out.AffinityTimeout = uint32(t)
 	default:
-		b.skip(b.key, "", ReasonInvalidValue, "sessionAffinity "+strconv.Quote(s.SessionAffinity)+" ignored")
+		b.skipSvc("", ReasonInvalidValue, "sessionAffinity "+strconv.Quote(s.SessionAffinity)+" ignored")
 	}
 	out.Ports = b.ports(s.Type == "NodePort" || lb)
 	if len(out.Ports) == 0 {
-		b.skip(b.key, "", ReasonNoPorts, "")
+		b.skipSvc("", ReasonNoPorts, "")
 		return nil
 	}
 	return out
@@ -172,7 +176,7 @@ func (b *builder) addrs(dst []netip.Addr, ss []string, what string) []netip.Addr
 	for _, s := range ss {
 		ip, ok := parseIP(s)
 		if !ok {
-			b.skip(b.key, "", ReasonInvalidIP, what+" "+strconv.Quote(s))
+			b.skipSvc("", ReasonInvalidIP, what+" "+strconv.Quote(s))
 			continue
 		}
 		dst = append(dst, ip)
@@ -187,7 +191,7 @@ func (b *builder) policy(s, what string) sr.TrafficPolicy {
 	case "Local":
 		return sr.PolicyLocal
 	}
-	b.skip(b.key, "", ReasonInvalidValue, what+" "+strconv.Quote(s)+" (Cluster used)")
+	b.skipSvc("", ReasonInvalidValue, what+" "+strconv.Quote(s)+" (Cluster used)")
 	return sr.PolicyCluster
 }
 
@@ -197,20 +201,20 @@ func (b *builder) ports(nodePorts bool) []sr.Port {
 	out := make([]sr.Port, 0, len(in))
 	for i, sp := range in {
 		if dup := slices.IndexFunc(in[:i], func(o kubestate.ServicePort) bool { return o.Name == sp.Name }); dup >= 0 {
-			b.skip(b.key, sp.Name, ReasonDuplicatePort, "name used by an earlier port")
+			b.skipSvc(sp.Name, ReasonDuplicatePort, "name used by an earlier port")
 			continue
 		}
 		proto, r := parseProtocol(sp.Protocol)
 		if r != 0 {
-			b.skip(b.key, sp.Name, r, "protocol "+strconv.Quote(sp.Protocol))
+			b.skipSvc(sp.Name, r, "protocol "+strconv.Quote(sp.Protocol))
 			continue
 		}
 		if sp.Port < 1 || sp.Port > 65535 {
-			b.skip(b.key, sp.Name, ReasonInvalidPort, "port "+strconv.Itoa(int(sp.Port)))
+			b.skipSvc(sp.Name, ReasonInvalidPort, "port "+strconv.Itoa(int(sp.Port)))
 			continue
 		}
 		if sp.NodePort < 0 || sp.NodePort > 65535 {
-			b.skip(b.key, sp.Name, ReasonInvalidPort, "nodePort "+strconv.Itoa(int(sp.NodePort)))
+			b.skipSvc(sp.Name, ReasonInvalidPort, "nodePort "+strconv.Itoa(int(sp.NodePort)))
 			continue
 		}
 		p := sr.Port{Name: sp.Name, Protocol: proto, Port: uint16(sp.Port)}
@@ -218,7 +222,7 @@ func (b *builder) ports(nodePorts bool) []sr.Port {
 			p.NodePort = uint16(sp.NodePort)
 		}
 		if slices.ContainsFunc(out, func(o sr.Port) bool { return o.Protocol == p.Protocol && o.Port == p.Port }) {
-			b.skip(b.key, sp.Name, ReasonDuplicatePort, p.Protocol.String()+" "+strconv.Itoa(int(p.Port))+" used by an earlier port")
+			b.skipSvc(sp.Name, ReasonDuplicatePort, p.Protocol.String()+" "+strconv.Itoa(int(p.Port))+" used by an earlier port")
 			continue
 		}
 		out = append(out, p)
@@ -229,8 +233,22 @@ func (b *builder) ports(nodePorts bool) []sr.Port {
 
 // candidate is one endpoint that may serve a port.
 type candidate struct {
-	b   sr.Backend
-	pod kubestate.Key // zero unless the endpoint targets a pod
+	b  sr.Backend
+	ep *kubestate.Endpoint
+	s  *kubestate.EndpointSlice
+}
+
+// pod is the local pod the candidate targets; false when there is none.
+func (c *candidate) pod() (kubestate.Key, bool) {
+	e := c.ep
+	if !c.b.Local || e.TargetKind != "Pod" || e.TargetName == "" {
+		return kubestate.Key{}, false
+	}
+	ns := e.TargetNamespace
+	if ns == "" {
+		ns = c.s.Namespace
+	}
+	return kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName}, true
 }
 
 // compareCandidates sorts by IP and port; among candidates of one IP:port
@@ -252,7 +270,9 @@ func compareCandidates(x, y candidate) int {
 	if x.b.Terminating != y.b.Terminating {
 		return boolFirst(!x.b.Terminating)
 	}
-	return compareKeys(x.pod, y.pod)
+	xp, _ := x.pod()
+	yp, _ := y.pod()
+	return compareKeys(xp, yp)
 }
 
 func boolFirst(b bool) int {
@@ -324,8 +344,8 @@ func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backen
 			continue
 		}
 		out = append(out, c.b)
-		if c.b.Local && c.pod.Name != "" && !slices.Contains(b.d.pods, c.pod) {
-			b.d.pods = append(b.d.pods, c.pod)
+		if k, ok := c.pod(); ok && !slices.Contains(b.d.pods, k) {
+			b.d.pods = append(b.d.pods, k)
 		}
 	}
 	return out
@@ -389,17 +409,10 @@ func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.Endp
 		c := candidate{b: sr.Backend{
 			IP: ip, Port: uint16(port),
 			Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating,
-		}}
+		}, ep: e, s: s}
 		c.b.Local, c.b.HostNetwork = v.locate(ip)
 		if c.b.HostNetwork {
 			b.d.hostNet = true
-		}
-		if c.b.Local && e.TargetKind == "Pod" && e.TargetName != "" {
-			ns := e.TargetNamespace
-			if ns == "" {
-				ns = s.Namespace
-			}
-			c.pod = kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName}
 		}
 		dst = append(dst, c)
 	}
