@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"strings"
@@ -421,5 +422,9 @@ func TestSkippedAndCounts(t *testing.T) {
 	}
 	if !ReasonHeadless.Ignored() || ReasonSCTP.Ignored() || ReasonInvalidEndpoint.String() != "invalid-endpoint" {
 		t.Fatal("reason classification")
+	}
+	j, err := json.Marshal(Skip{Reason: ReasonSCTP})
+	if err != nil || !strings.Contains(string(j), `"Reason":"sctp-unsupported"`) {
+		t.Fatalf("JSON of a skip: %s, %v", j, err)
 	}
 }

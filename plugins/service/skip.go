@@ -75,6 +75,9 @@ func (r Reason) String() string {
 	return "unknown"
 }
 
+// MarshalText makes a reason print as its name in JSON (REST).
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
 // Ignored tells whether the reason is by design rather than a problem.
 func (r Reason) Ignored() bool { return r >= ReasonHeadless && r <= ReasonOtherProxy }
 
