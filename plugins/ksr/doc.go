@@ -1,0 +1,33 @@
+// Package ksr is the Kubernetes State Reflector: it mirrors the Services,
+// EndpointSlices (discovery.k8s.io/v1), Pods, Nodes and Namespaces of the
+// Kubernetes API into etcd as kubestate's compact models, for the agents to
+// watch.
+//
+// Informers (resync period 0) only note which keys changed; one writer
+// goroutine drains the noted keys in batches, reads each object's current
+// state from the informer cache, converts it (kubestate.FromK8s) and writes
+// only what differs from what it last wrote, through kubestate.Writer in
+// etcd transactions of at most kubestate.MaxTxnOps operations. An update
+// that changes no reflected field writes nothing.
+//
+// After the informer caches sync, after a failed etcd write and after a
+// failed etcd health probe, the reflector marks and sweeps: per resource it
+// lists etcd, puts what is missing or different, deletes stale keys and
+// leaves unchanged keys alone; it retries with backoff until etcd answers.
+// A short loss of the Kubernetes API is absorbed by the informers' relist; a
+// longer one costs the leadership, and the next term starts with fresh
+// informers and a mark and sweep. The probe also reads the marker key
+// (MarkerKey) written after each sweep: when it is gone, etcd lost its data
+// and the reflector writes everything again.
+//
+// With leader election (a coordination.k8s.io Lease) only the holder of the
+// lease runs informers and writes; losing the lease cancels the term at
+// once. A deleted Kubernetes Node has its NodeSync record and ID released
+// through the NodeReleaser the caller provides; a sweep releases the records
+// of nodes deleted while no reflector was running, after the API confirms
+// that the node is gone.
+//
+// The package knows the Kubernetes API, kubestate and etcd. It knows nothing
+// of the agent: not the controller, the service processor, VPP, nor how
+// NodeSync stores its records (NodeReleaser hides it).
+package ksr

@@ -1,0 +1,73 @@
+package ksr
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// metrics are the reflector's Prometheus collectors.
+type metrics struct {
+	objects     *prometheus.GaugeVec
+	invalid     *prometheus.CounterVec
+	writeErrors prometheus.Counter
+	resyncs     prometheus.Counter
+	released    prometheus.Counter
+	isLeader    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "contiv_ksr_objects",
+			Help: "Objects this reflector holds in etcd, per resource (0 while it is not the leader).",
+		}, []string{"resource"}),
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "contiv_ksr_invalid_objects_total",
+			Help: "Kubernetes objects skipped because they cannot be converted or stored, per resource.",
+		}, []string{"resource"}),
+		writeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_write_errors_total",
+			Help: "Failed etcd writes: batches, sweeps and node releases.",
+		}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_resyncs_total",
+			Help: "Completed marks and sweeps of every resource.",
+		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_nodes_released_total",
+			Help: "NodeSync records released for deleted Kubernetes nodes.",
+		}),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "contiv_ksr_is_leader",
+			Help: "1 while this replica holds the lease and reflects, else 0.",
+		}),
+	}
+	for _, r := range reflected() {
+		m.objects.WithLabelValues(string(r.res))
+		m.invalid.WithLabelValues(string(r.res))
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.isLeader} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("ksr: metrics: %w", err)
+	}
+	return m, nil
+}
+
+// setObjects publishes the per-resource counts.
+func (m *metrics) setObjects(counts map[kubestate.Resource]int) {
+	for _, r := range reflected() {
+		m.objects.WithLabelValues(string(r.res)).Set(float64(counts[r.res]))
+	}
+}

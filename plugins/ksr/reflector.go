@@ -1,0 +1,356 @@
+package ksr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// MarkerKey is written after every completed mark and sweep (value: JSON
+// {identity, synced}); the health probe reads it, and its absence tells
+// that etcd lost its data.
+const MarkerKey = kubestate.Prefix + "ksr/synced"
+
+// NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
+// node (nodesync.Release does it). Releasing a node that holds nothing must
+// not be an error. Errors are taken as transient and retried by the next
+// mark and sweep.
+type NodeReleaser interface {
+	ReleaseNode(ctx context.Context, name string) error
+}
+
+// NodeReleaserFunc adapts a function to NodeReleaser.
+type NodeReleaserFunc func(ctx context.Context, name string) error
+
+// ReleaseNode implements NodeReleaser.
+func (f NodeReleaserFunc) ReleaseNode(ctx context.Context, name string) error { return f(ctx, name) }
+
+// ErrConfig is returned by New for missing or bad parameters.
+var ErrConfig = errors.New("bad reflector parameters")
+
+// Defaults of Params and Election.
+const (
+	DefaultEtcdTimeout   = 10 * time.Second
+	DefaultSyncTimeout   = 2 * time.Minute
+	DefaultProbeInterval = 5 * time.Second
+	DefaultMaxBackoff    = 5 * time.Second
+	DefaultLeaseName     = "contiv-ksr"
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+	minBackoff           = 100 * time.Millisecond
+)
+
+// Params are the reflector's dependencies and settings. Zero durations take
+// the defaults.
+type Params struct {
+	// Logger receives the reflector's logs (client-go's too, through the
+	// context); nil discards them.
+	Logger *slog.Logger
+	// Kube reads the Kubernetes API; required.
+	Kube kubernetes.Interface
+	// Etcd is where the models are written; required.
+	Etcd clientv3.KV
+	// Nodes releases deleted nodes' NodeSync records; nil leaves them.
+	Nodes NodeReleaser
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Identity names this replica in the lease and the marker; required
+	// with Election.
+	Identity string
+	// Election, when set, makes the reflector write only while it holds
+	// the lease. Nil means this process is the only writer.
+	Election *Election
+	// EtcdTimeout bounds one batch of writes, one node release and one
+	// health probe.
+	EtcdTimeout time.Duration
+	// SyncTimeout bounds the mark and sweep of one resource.
+	SyncTimeout time.Duration
+	// ProbeInterval is how often etcd's health (and the marker) is checked.
+	ProbeInterval time.Duration
+	// MaxBackoff caps the pause between failed marks and sweeps (the
+	// first pause is 100ms, doubling).
+	MaxBackoff time.Duration
+}
+
+// Election configures leader election on a coordination.k8s.io Lease.
+type Election struct {
+	// Namespace of the Lease; required.
+	Namespace string
+	// Name of the Lease; default "contiv-ksr".
+	Name string
+	// LeaseDuration is how long followers wait before taking over a lease
+	// that is not renewed; RenewDeadline how long the leader keeps trying
+	// to renew before it stops; RetryPeriod the pause between attempts.
+	// Defaults 15s, 10s, 2s (LeaseDuration > RenewDeadline > RetryPeriod).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Status is what the reflector is doing.
+type Status struct {
+	Identity string `json:"identity"`
+	// Leader is set while this replica reflects.
+	Leader bool `json:"leader"`
+	// ObservedLeader is the lease holder last seen (with election).
+	ObservedLeader string `json:"observedLeader,omitempty"`
+	// Synced is set when the last mark and sweep completed and no write
+	// failed since.
+	Synced bool `json:"synced"`
+	// LastSync is when the last mark and sweep completed.
+	LastSync time.Time `json:"lastSync,omitzero"`
+	// Resyncs counts completed marks and sweeps.
+	Resyncs uint64 `json:"resyncs"`
+	// Objects counts the objects written, per resource.
+	Objects map[kubestate.Resource]int `json:"objects,omitempty"`
+	// Queued is how many changed objects wait for the writer.
+	Queued int `json:"queued"`
+	// LastError is the last etcd failure, cleared by the next sweep.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Reflector mirrors the Kubernetes API into etcd. Run runs it; Status and
+// Handler may be used from any goroutine.
+type Reflector struct {
+	p        Params
+	log      *slog.Logger
+	m        *metrics
+	lec      *leaderelection.LeaderElectionConfig
+	watchdog *leaderelection.HealthzAdaptor
+
+	mu     sync.Mutex
+	status Status
+	// queue is the current term's, for Status.
+	queue *queue
+}
+
+// New checks p and returns a reflector; Run starts it.
+func New(p Params) (*Reflector, error) {
+	var missing []string
+	if p.Kube == nil {
+		missing = append(missing, "Kube")
+	}
+	if p.Etcd == nil {
+		missing = append(missing, "Etcd")
+	}
+	if p.Election != nil {
+		if p.Identity == "" {
+			missing = append(missing, "Identity")
+		}
+		if p.Election.Namespace == "" {
+			missing = append(missing, "Election.Namespace")
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("ksr: missing %v: %w", missing, ErrConfig)
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&p.EtcdTimeout, DefaultEtcdTimeout},
+		{&p.SyncTimeout, DefaultSyncTimeout},
+		{&p.ProbeInterval, DefaultProbeInterval},
+		{&p.MaxBackoff, DefaultMaxBackoff},
+	} {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("ksr: negative duration %s: %w", *d.v, ErrConfig)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Reflector{p: p, log: log, status: Status{Identity: p.Identity}}
+	if p.Election != nil {
+		e := *p.Election
+		r.p.Election = &e
+		if e.Name == "" {
+			e.Name = DefaultLeaseName
+		}
+		for _, d := range []struct {
+			v   *time.Duration
+			def time.Duration
+		}{{&e.LeaseDuration, DefaultLeaseDuration}, {&e.RenewDeadline, DefaultRenewDeadline}, {&e.RetryPeriod, DefaultRetryPeriod}} {
+			if *d.v == 0 {
+				*d.v = d.def
+			}
+		}
+		r.watchdog = leaderelection.NewLeaderHealthzAdaptor(e.LeaseDuration)
+		r.lec = &leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
+				Client:     p.Kube.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: p.Identity},
+			},
+			LeaseDuration:   e.LeaseDuration,
+			RenewDeadline:   e.RenewDeadline,
+			RetryPeriod:     e.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            e.Name,
+			WatchDog:        r.watchdog,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {},
+				OnStoppedLeading: func() {},
+			},
+		}
+		// Validate the durations now rather than at Run.
+		if _, err := leaderelection.NewLeaderElector(*r.lec); err != nil {
+			return nil, fmt.Errorf("ksr: leader election: %w: %w", err, ErrConfig)
+		}
+	}
+	m, err := newMetrics(p.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	r.m = m
+	return r, nil
+}
+
+// Run reflects until ctx ends: at once without election, else during every
+// term this replica holds the lease (releasing it at the end). It returns
+// when the last term is over and its informers have stopped.
+func (r *Reflector) Run(ctx context.Context) {
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(r.log.Handler()))
+	if r.lec == nil {
+		r.lead(ctx)
+		return
+	}
+	for ctx.Err() == nil {
+		r.campaign(ctx)
+	}
+}
+
+// campaign waits for the lease, reflects while it is held, and returns when
+// the lease is lost (or released at the end of ctx) and the term is over.
+func (r *Reflector) campaign(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		over bool
+		wg   sync.WaitGroup
+	)
+	cfg := *r.lec
+	cfg.Callbacks = leaderelection.LeaderCallbacks{
+		// client-go calls this on its own goroutine, which may start
+		// after Run returned: such a late start does nothing.
+		OnStartedLeading: func(lctx context.Context) {
+			mu.Lock()
+			if over {
+				mu.Unlock()
+				return
+			}
+			wg.Add(1)
+			mu.Unlock()
+			defer wg.Done()
+			r.lead(lctx)
+			cancel() // a term that ends by itself gives the lease up
+		},
+		OnStoppedLeading: func() {},
+		OnNewLeader: func(id string) {
+			r.mu.Lock()
+			r.status.ObservedLeader = id
+			r.mu.Unlock()
+			r.log.Info("leader observed", "leader", id)
+		},
+	}
+	le, err := leaderelection.NewLeaderElector(cfg)
+	if err != nil { // validated by New
+		r.log.Error("leader election", "err", err)
+		<-ctx.Done()
+		return
+	}
+	r.watchdog.SetLeaderElection(le)
+	le.Run(ctx)
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	wg.Wait()
+}
+
+// lead runs one term: informers, mark and sweep, writes, until ctx ends.
+func (r *Reflector) lead(ctx context.Context) {
+	r.log.Info("leading: reflecting the Kubernetes API into etcd", "identity", r.p.Identity)
+	t := newTerm(r)
+	r.mu.Lock()
+	r.status.Leader = true
+	r.queue = t.q
+	r.mu.Unlock()
+	r.m.isLeader.Set(1)
+	defer func() {
+		r.m.isLeader.Set(0)
+		r.m.setObjects(nil)
+		r.mu.Lock()
+		r.status.Leader, r.status.Synced, r.status.Objects, r.queue = false, false, nil, nil
+		r.mu.Unlock()
+		r.log.Info("stopped leading", "identity", r.p.Identity)
+	}()
+	t.run(ctx)
+}
+
+// Status returns a copy of the reflector's status.
+func (r *Reflector) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.status
+	s.Objects = maps.Clone(s.Objects)
+	if r.queue != nil {
+		s.Queued = r.queue.len()
+	}
+	return s
+}
+
+// Ready tells whether the replica does its part: a follower always does, a
+// leader once its mark and sweep completed and while etcd takes its writes.
+func (r *Reflector) Ready() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.status.Leader || r.status.Synced
+}
+
+// synced records a completed mark and sweep.
+func (r *Reflector) synced(counts map[kubestate.Resource]int) {
+	r.m.resyncs.Inc()
+	r.m.setObjects(counts)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Synced = true
+	r.status.LastSync = time.Now()
+	r.status.Resyncs++
+	r.status.Objects = maps.Clone(counts)
+	r.status.LastError = ""
+}
+
+// unsynced records an etcd failure: a mark and sweep must follow.
+func (r *Reflector) unsynced(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Synced = false
+	r.status.LastError = err.Error()
+}
+
+// wrote records the counts after an incremental batch.
+func (r *Reflector) wrote(counts map[kubestate.Resource]int) {
+	r.m.setObjects(counts)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Objects = maps.Clone(counts)
+}

@@ -1,0 +1,387 @@
+package ksr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"contiv.dev/vpp/kubestate"
+)
+
+// errDataLost: the marker written after the last sweep is gone.
+var errDataLost = errors.New("marker key missing: etcd lost its data")
+
+// term is one leadership term: fresh informers, a queue of changed keys and
+// the bytes last written per key. Only the writer goroutine (run) touches
+// last and counts.
+type term struct {
+	r      *Reflector
+	log    *slog.Logger
+	w      *kubestate.Writer
+	q      *queue
+	stores map[kubestate.Resource]cache.Store
+	// last is the encoding last written (or found equal) per key.
+	last   map[kubestate.Key][]byte
+	counts map[kubestate.Resource]int
+}
+
+func newTerm(r *Reflector) *term {
+	return &term{
+		r:      r,
+		log:    r.log,
+		w:      kubestate.NewWriter(r.p.Etcd, r.log),
+		q:      newQueue(),
+		stores: make(map[kubestate.Resource]cache.Store),
+		last:   make(map[kubestate.Key][]byte),
+		counts: make(map[kubestate.Resource]int),
+	}
+}
+
+// run starts the informers, waits for their caches and handlers to sync,
+// then writes until ctx ends. It returns when the informers have stopped.
+func (t *term) run(ctx context.Context) {
+	factory := informers.NewSharedInformerFactoryWithOptions(t.r.p.Kube, 0, informers.WithTransform(trim))
+	defer factory.Shutdown()
+	var synced []cache.InformerSynced
+	for _, k := range reflected() {
+		inf := k.informer(factory)
+		reg, err := inf.AddEventHandler(t.handler(k.res))
+		if err != nil { // only for a stopped informer: this one is new
+			t.log.Error("informer", "resource", string(k.res), "err", err)
+			return
+		}
+		t.stores[k.res] = inf.GetStore()
+		synced = append(synced, inf.HasSynced, reg.HasSynced)
+	}
+	factory.StartWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	t.log.Info("informer caches synced")
+	t.loop(ctx)
+}
+
+// handler queues the key of every object added, updated or deleted.
+func (t *term) handler(res kubestate.Resource) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			t.log.Error("object without a key", "resource", string(res), "err", err)
+			return
+		}
+		t.q.add(item{res: res, key: key})
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// loop marks and sweeps whenever it is not synced (retrying with backoff),
+// and otherwise writes queued changes and probes etcd.
+func (t *term) loop(ctx context.Context) {
+	probe := time.NewTicker(t.r.p.ProbeInterval)
+	defer probe.Stop()
+	synced, fails := false, 0
+	for {
+		if !synced {
+			err := t.resync(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				fails++
+				t.r.unsynced(err)
+				lvl := slog.LevelDebug
+				if fails == 1 {
+					lvl = slog.LevelWarn
+				}
+				t.log.Log(ctx, lvl, "mark and sweep failed; retrying", "attempt", fails, "err", err)
+				if !sleep(ctx, backoff(fails, t.r.p.MaxBackoff)) {
+					return
+				}
+				continue
+			}
+			synced, fails = true, 0
+		}
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.q.ready:
+			err = t.flush(ctx)
+		case <-probe.C:
+			err = t.probe(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			synced = false
+			t.r.unsynced(err)
+			t.log.Warn("etcd failed; mark and sweep when it answers", "err", err)
+		}
+	}
+}
+
+// desired is the stored form of the object under it in the informer cache:
+// nil when it is absent (deleted) or cannot be stored (logged, counted).
+func (t *term) desired(it item) (obj kubestate.Object, val []byte, deleted bool) {
+	raw, exists, err := t.stores[it.res].GetByKey(it.key)
+	if err != nil || !exists {
+		return nil, nil, true
+	}
+	obj, val, err = encode(it.res, raw)
+	if err != nil {
+		t.invalid(it, err)
+		return nil, nil, false
+	}
+	return obj, val, false
+}
+
+func (t *term) invalid(it item, err error) {
+	t.r.m.invalid.WithLabelValues(string(it.res)).Inc()
+	t.log.Error("object skipped: cannot be reflected", "resource", string(it.res), "key", it.key, "err", err)
+}
+
+// flush writes the queued changes: puts of what differs from what was last
+// written, deletes of what was written and is gone or invalid now; then
+// releases deleted nodes. Any error is an etcd failure.
+func (t *term) flush(ctx context.Context) error {
+	items := t.q.take()
+	if len(items) == 0 {
+		return nil
+	}
+	type write struct {
+		key kubestate.Key
+		val []byte
+	}
+	var (
+		ops    []kubestate.Op
+		writes []write
+		gone   []string
+	)
+	for _, it := range items {
+		obj, val, deleted := t.desired(it)
+		if deleted && it.res == kubestate.ResNode {
+			gone = append(gone, it.key)
+		}
+		k := storeKey(it.res, it.key)
+		if obj != nil {
+			k = obj.Key()
+		}
+		old, had := t.last[k]
+		switch {
+		case obj != nil && had && bytes.Equal(old, val):
+			continue
+		case obj != nil:
+			ops = append(ops, kubestate.PutOp(obj))
+		case had:
+			ops = append(ops, kubestate.DeleteOp(k))
+		default:
+			continue
+		}
+		writes = append(writes, write{k, val})
+		t.log.Debug("change", "key", k.String(), "delete", obj == nil)
+	}
+	if len(ops) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
+		err := t.w.Apply(wctx, ops)
+		cancel()
+		if err != nil {
+			t.r.m.writeErrors.Inc()
+			return fmt.Errorf("write %d changes: %w", len(ops), err)
+		}
+		for _, w := range writes {
+			t.remember(w.key, w.val)
+		}
+		t.r.wrote(t.counts)
+	}
+	for _, name := range gone {
+		if err := t.release(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remember notes val as written under k (nil: deleted).
+func (t *term) remember(k kubestate.Key, val []byte) {
+	_, had := t.last[k]
+	switch {
+	case val == nil && had:
+		delete(t.last, k)
+		t.counts[k.Resource]--
+	case val != nil:
+		if !had {
+			t.counts[k.Resource]++
+		}
+		t.last[k] = val
+	}
+}
+
+// release frees a deleted node's NodeSync record.
+func (t *term) release(ctx context.Context, name string) error {
+	if t.r.p.Nodes == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
+	defer cancel()
+	if err := t.r.p.Nodes.ReleaseNode(rctx, name); err != nil {
+		t.r.m.writeErrors.Inc()
+		return fmt.Errorf("release node %s: %w", name, err)
+	}
+	t.r.m.released.Inc()
+	t.log.Info("node deleted: NodeSync record released", "node", name)
+	return nil
+}
+
+// resync marks and sweeps every resource against the informer caches, then
+// releases the records of nodes the API no longer has and writes the
+// marker. It forgets the queued changes first: the caches hold them.
+func (t *term) resync(ctx context.Context) error {
+	start := time.Now()
+	t.q.take()
+	last := make(map[kubestate.Key][]byte, len(t.last))
+	counts := make(map[kubestate.Resource]int)
+	var total kubestate.SyncStats
+	for _, k := range reflected() {
+		var objs []kubestate.Object
+		for _, raw := range t.stores[k.res].List() {
+			obj, val, err := encode(k.res, raw)
+			if err != nil {
+				key, _ := cache.MetaNamespaceKeyFunc(raw)
+				t.invalid(item{res: k.res, key: key}, err)
+				continue
+			}
+			objs = append(objs, obj)
+			last[obj.Key()] = val
+		}
+		sctx, cancel := context.WithTimeout(ctx, t.r.p.SyncTimeout)
+		st, err := t.w.Sync(sctx, k.res, objs)
+		cancel()
+		if err != nil {
+			t.r.m.writeErrors.Inc()
+			return fmt.Errorf("sweep %s: %w", k.res, err)
+		}
+		counts[k.res] = len(objs)
+		total.Put += st.Put
+		total.Unchanged += st.Unchanged
+		total.Deleted += st.Deleted
+		t.log.Debug("swept", "resource", string(k.res), "put", st.Put, "unchanged", st.Unchanged, "deleted", st.Deleted)
+	}
+	t.last, t.counts = last, counts
+	if err := t.releaseOrphans(ctx); err != nil {
+		return err
+	}
+	if err := t.mark(ctx); err != nil {
+		return err
+	}
+	t.r.synced(counts)
+	t.log.Info("mark and sweep done", "put", total.Put, "unchanged", total.Unchanged, "deleted", total.Deleted,
+		"duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// releaseOrphans releases the NodeSync records of nodes that are neither in
+// the cache nor, asked directly, in the API: nodes deleted while no
+// reflector was running (or whose release failed).
+func (t *term) releaseOrphans(ctx context.Context) error {
+	if t.r.p.Nodes == nil {
+		return nil
+	}
+	gctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
+	resp, err := t.r.p.Etcd.Get(gctx, kubestate.ResVppNode.KeyPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	cancel()
+	if err != nil {
+		t.r.m.writeErrors.Inc()
+		return fmt.Errorf("list node records: %w", err)
+	}
+	nodes := t.stores[kubestate.ResNode]
+	for _, kv := range resp.Kvs {
+		k, err := kubestate.ParseKey(string(kv.Key))
+		if err != nil || k.Resource != kubestate.ResVppNode {
+			continue
+		}
+		if _, exists, _ := nodes.GetByKey(k.Name); exists {
+			continue
+		}
+		// The cache may lag behind a node that just joined: ask the API.
+		_, err = t.r.p.Kube.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			continue
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("node %s has a record but no Node in the cache: %w", k.Name, err)
+		}
+		if err := t.release(ctx, k.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// marker is the value of MarkerKey.
+type marker struct {
+	Identity string    `json:"identity,omitempty"`
+	Synced   time.Time `json:"synced"`
+}
+
+// mark writes the marker.
+func (t *term) mark(ctx context.Context) error {
+	b, err := json.Marshal(marker{Identity: t.r.p.Identity, Synced: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	mctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
+	defer cancel()
+	if _, err := t.r.p.Etcd.Put(mctx, MarkerKey, string(b)); err != nil {
+		t.r.m.writeErrors.Inc()
+		return fmt.Errorf("write marker: %w", err)
+	}
+	return nil
+}
+
+// probe checks that etcd answers and still holds the marker.
+func (t *term) probe(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
+	defer cancel()
+	resp, err := t.r.p.Etcd.Get(pctx, MarkerKey, clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("etcd probe: %w", err)
+	}
+	if resp.Count == 0 {
+		return errDataLost
+	}
+	return nil
+}
+
+// backoff is the pause after the n-th failure in a row: 100ms doubling up
+// to max.
+func backoff(n int, max time.Duration) time.Duration {
+	d := minBackoff
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// sleep waits d or until ctx ends; false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
