@@ -39,6 +39,8 @@ type PodSubnets interface {
 // gave it. The VPP layer implements it; when a pod's interface appears or
 // changes after the pod, it queues a PodInterfaceEvent.
 type InterfaceLookup interface {
+	// InterfaceByTag returns the name of the interface tagged tag; false
+	// when there is none (yet).
 	InterfaceByTag(tag string) (ifName string, ok bool)
 }
 
@@ -65,11 +67,14 @@ type Params struct {
 	Logger *slog.Logger
 	// Renderers all receive the same calls, in this order.
 	Renderers []sr.Renderer
-	Node      ThisNode
-	Subnets   PodSubnets
+	// Node gives this node's name, ID and own addresses (NodeSync).
+	Node ThisNode
+	// Subnets gives the pod subnets (IPAM).
+	Subnets PodSubnets
 	// Interfaces finds local pods' VPP interfaces.
 	Interfaces InterfaceLookup
-	Config     Config
+	// Config names the interfaces and the pod interface tag.
+	Config Config
 }
 
 // PodInterfaceEvent tells that the VPP interface of a pod of this node
@@ -81,8 +86,14 @@ type PodInterfaceEvent struct {
 // EventName implements controller.Event.
 func (e *PodInterfaceEvent) EventName() string { return "pod-interface" }
 
-// ErrMissingDependency is returned by New when Params lacks a dependency.
-var ErrMissingDependency = errors.New("missing dependency")
+// Errors callers branch on.
+var (
+	// ErrMissingDependency is returned by New when Params lacks a dependency.
+	ErrMissingDependency = errors.New("missing dependency")
+	// ErrNoSnapshot is returned by Resync for an event without a State;
+	// the processor's state is left as it was.
+	ErrNoSnapshot = errors.New("resync without a snapshot")
+)
 
 // Processor is the service processor: a controller handler that keeps
 // indexes of Services, EndpointSlices and this node's Pods, derives one
@@ -247,19 +258,16 @@ func (p *Processor) HandlesEvent(ev controller.Event) bool {
 // snapshot, deriving each service once, and hands every renderer the full
 // state.
 func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error {
+	if ev.State == nil {
+		return fmt.Errorf("service processor: %s: %w", ev.EventName(), ErrNoSnapshot)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.services
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
-	n := 0
-	if ev.State != nil {
-		n = len(ev.State.Objects)
-	}
-	p.reset(n / 2)
-	if ev.State != nil {
-		p.index(ev.State.Objects)
-	}
+	p.reset(len(ev.State.Objects) / 2)
+	p.index(ev.State.Objects)
 	ids := slices.SortedFunc(maps.Keys(p.services), compareIDs)
 	out := make([]*sr.ContivService, 0, len(ids))
 	for _, id := range ids {

@@ -385,6 +385,16 @@ func TestRendererErrors(t *testing.T) {
 	}
 }
 
+func TestResyncWithoutSnapshotKeepsState(t *testing.T) {
+	r := newRig(t)
+	r.state[svcKey("web")] = svcM("web")
+	r.resync()
+	err := r.p.Resync(context.Background(), &controller.ResyncEvent{Kind: controller.ResyncHealing})
+	if !errors.Is(err, ErrNoSnapshot) || len(r.p.Services()) != 1 || r.rec.resyncs != 1 {
+		t.Fatalf("err = %v, %d services, %d renderer resyncs; want ErrNoSnapshot and nothing touched", err, len(r.p.Services()), r.rec.resyncs)
+	}
+}
+
 // TestMismatchedObjectIgnored: an object stored under another key (a bug
 // upstream) is ignored, not taken for a delete.
 func TestMismatchedObjectIgnored(t *testing.T) {

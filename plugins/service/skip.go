@@ -97,7 +97,8 @@ type Skip struct {
 	// Object is the object at fault: the Service or one of its EndpointSlices.
 	Object kubestate.Key
 	// Port names the port left out, if one was.
-	Port   string
+	Port string
+	// Reason tells why.
 	Reason Reason
 	// Detail names the offending value.
 	Detail string
