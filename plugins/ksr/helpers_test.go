@@ -37,7 +37,13 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	e := etcdtest.Start(t)
-	return &fixture{t: t, etcd: e, cli: e.Client(), kube: fake.NewClientset(objs...), logs: &syncBuffer{}}
+	f := &fixture{t: t, etcd: e, cli: e.Client(), kube: fake.NewClientset(objs...), logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("reflector logs:\n%s", f.logs)
+		}
+	})
+	return f
 }
 
 // running is a started reflector.
@@ -53,13 +59,16 @@ type running struct {
 // anything else. It is stopped when the test ends.
 func (f *fixture) start(p Params) *running {
 	f.t.Helper()
+	return f.startKV(p, &watchedKV{KV: f.cli})
+}
+
+// startKV is start with the reflector writing through kv.
+func (f *fixture) startKV(p Params, kv *watchedKV) *running {
+	f.t.Helper()
 	if p.Kube == nil {
 		p.Kube = f.kube
 	}
-	kv := &watchedKV{KV: f.cli}
-	if p.Etcd == nil {
-		p.Etcd = kv
-	}
+	p.Etcd = kv
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
