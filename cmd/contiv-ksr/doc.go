@@ -18,6 +18,9 @@
 //	--etcd-timeout D           bound of one write batch, node release or
 //	                           health probe (10s)
 //	--etcd-probe-interval D    how often etcd's health and data are checked (5s)
+//	--resync-interval D        how often a mark and sweep repairs what was
+//	                           changed in etcd behind the reflector's back
+//	                           (10m; 0: never)
 //	--leader-elect BOOL        elect a leader on a Lease (true); false only
 //	                           for a single replica
 //	--lease-namespace NS       namespace of the Lease; default $POD_NAMESPACE,

@@ -82,11 +82,12 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, name string) error {
 			return nodesync.Release(ctx, cli, name, o.releasedIDQuarantine)
 		}),
-		Registerer:    reg,
-		Identity:      o.identity,
-		Election:      o.election(),
-		EtcdTimeout:   o.etcdTimeout,
-		ProbeInterval: o.probeInterval,
+		Registerer:     reg,
+		Identity:       o.identity,
+		Election:       o.election(),
+		EtcdTimeout:    o.etcdTimeout,
+		ProbeInterval:  o.probeInterval,
+		ResyncInterval: o.resync(),
 	})
 	if err != nil {
 		return err

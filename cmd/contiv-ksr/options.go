@@ -26,6 +26,7 @@ type options struct {
 	etcdDialTimeout      time.Duration
 	etcdTimeout          time.Duration
 	probeInterval        time.Duration
+	resyncInterval       time.Duration
 	releasedIDQuarantine time.Duration
 
 	leaderElect    bool
@@ -64,6 +65,7 @@ func parseOptions(args []string, env environment, out io.Writer) (options, error
 	fs.DurationVar(&o.etcdDialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd at start")
 	fs.DurationVar(&o.etcdTimeout, "etcd-timeout", ksr.DefaultEtcdTimeout, "bound of one write batch, node release or health probe")
 	fs.DurationVar(&o.probeInterval, "etcd-probe-interval", ksr.DefaultProbeInterval, "how often etcd's health and data are checked")
+	fs.DurationVar(&o.resyncInterval, "resync-interval", ksr.DefaultResyncInterval, "how often a mark and sweep repairs etcd (0: never)")
 	fs.DurationVar(&o.releasedIDQuarantine, "released-id-quarantine", time.Hour, "how long a deleted node's ID stays reserved (0: freed at once)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader on a Lease; false only for a single replica")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", or(env.getenv("POD_NAMESPACE"), "contiv-system"), "`namespace` of the Lease ($POD_NAMESPACE if set)")
@@ -121,6 +123,9 @@ func (o options) check() error {
 			bad("%s %s: must be positive", d.name, d.v)
 		}
 	}
+	if o.resyncInterval < 0 {
+		bad("--resync-interval %s: must not be negative", o.resyncInterval)
+	}
 	if o.releasedIDQuarantine < 0 {
 		bad("--released-id-quarantine %s: must not be negative", o.releasedIDQuarantine)
 	}
@@ -150,6 +155,14 @@ func (o options) election() *ksr.Election {
 		RenewDeadline: o.renewDeadline,
 		RetryPeriod:   o.retryPeriod,
 	}
+}
+
+// resync is the reflector's ResyncInterval: 0 on the command line is never.
+func (o options) resync() time.Duration {
+	if o.resyncInterval == 0 {
+		return -1
+	}
+	return o.resyncInterval
 }
 
 // logger is the process's logger on w.

@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, slog.LevelInfo, o.logLevel)
 	require.Equal(t, "text", o.logFormat)
 	require.Equal(t, time.Hour, o.releasedIDQuarantine)
+	require.Equal(t, 10*time.Minute, o.resync())
 	require.Equal(t, &ksr.Election{
 		Namespace: "contiv-system", Name: "contiv-ksr",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -52,11 +53,12 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	o, err = parseOptions([]string{
 		"--etcd-endpoints=e:2379", "--identity=me", "--lease-namespace=ns", "--lease-name=l",
 		"--log-level=debug", "--log-format=json", "--http-addr=127.0.0.1:0", "--leader-elect=false",
-		"--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k", "--released-id-quarantine=0",
+		"--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k", "--released-id-quarantine=0", "--resync-interval=0",
 	}, env, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Equal(t, "me", o.identity)
 	require.Nil(t, o.election())
+	require.Negative(t, o.resync(), "0 disables the periodic sweep")
 	require.Equal(t, slog.LevelDebug, o.logLevel)
 	require.Equal(t, [3]string{"ca", "c", "k"}, [3]string{o.etcdCA, o.etcdCert, o.etcdKey})
 	var logs bytes.Buffer
@@ -76,6 +78,7 @@ func TestBadOptionsAreRefusedByName(t *testing.T) {
 		{[]string{"--etcd-endpoints=e", "--renew-deadline=20s"}, "--renew-deadline 20s: must be less than --lease-duration 15s"},
 		{[]string{"--etcd-endpoints=e", "--retry-period=0s"}, "--retry-period 0s: must be positive"},
 		{[]string{"--etcd-endpoints=e", "--released-id-quarantine=-1s"}, "--released-id-quarantine -1s"},
+		{[]string{"--etcd-endpoints=e", "--resync-interval=-1m"}, "--resync-interval -1m0s: must not be negative"},
 		{[]string{"--etcd-endpoints=e", "--lease-name="}, "--lease-namespace and --lease-name"},
 		{[]string{"--etcd-endpoints=e", "extra"}, `unexpected arguments ["extra"]`},
 	}

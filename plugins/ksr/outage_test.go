@@ -77,3 +77,19 @@ func TestWipedEtcdIsRefilled(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(resp.Kvs[0].Value), `"synced"`)
 }
+
+func TestPeriodicSweepRepairsDrift(t *testing.T) {
+	a := service("shop", "a", "10.96.0.1", 80)
+	f := newFixture(t, a)
+	r := f.start(Params{ResyncInterval: 100 * time.Millisecond})
+	r.waitSynced(t, 1)
+	f.waitEqual()
+	// Someone writes behind the reflector's back.
+	ctx := context.Background()
+	_, err := f.cli.Put(ctx, keyOf(t, a).String(), `{"namespace":"shop","name":"a","clusterIPs":["10.96.9.9"]}`)
+	require.NoError(t, err)
+	_, err = f.cli.Put(ctx, keyOf(t, service("shop", "b", "", 0)).String(), `{"namespace":"shop","name":"b"}`)
+	require.NoError(t, err)
+	r.waitSynced(t, 2)
+	f.waitEqual()
+}

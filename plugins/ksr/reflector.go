@@ -45,15 +45,16 @@ var ErrConfig = errors.New("bad reflector parameters")
 
 // Defaults of Params and Election.
 const (
-	DefaultEtcdTimeout   = 10 * time.Second
-	DefaultSyncTimeout   = 2 * time.Minute
-	DefaultProbeInterval = 5 * time.Second
-	DefaultMaxBackoff    = 5 * time.Second
-	DefaultLeaseName     = "contiv-ksr"
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-	minBackoff           = 100 * time.Millisecond
+	DefaultEtcdTimeout    = 10 * time.Second
+	DefaultSyncTimeout    = 2 * time.Minute
+	DefaultProbeInterval  = 5 * time.Second
+	DefaultResyncInterval = 10 * time.Minute
+	DefaultMaxBackoff     = 5 * time.Second
+	DefaultLeaseName      = "contiv-ksr"
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
+	minBackoff            = 100 * time.Millisecond
 )
 
 // Params are the reflector's dependencies and settings. Zero durations take
@@ -83,6 +84,9 @@ type Params struct {
 	SyncTimeout time.Duration
 	// ProbeInterval is how often etcd's health (and the marker) is checked.
 	ProbeInterval time.Duration
+	// ResyncInterval is how often a mark and sweep repairs what was changed
+	// in etcd behind the reflector's back; negative: never.
+	ResyncInterval time.Duration
 	// MaxBackoff caps the pause between failed marks and sweeps (the
 	// first pause is 100ms, doubling).
 	MaxBackoff time.Duration
@@ -165,9 +169,10 @@ func New(p Params) (*Reflector, error) {
 		{&p.EtcdTimeout, DefaultEtcdTimeout},
 		{&p.SyncTimeout, DefaultSyncTimeout},
 		{&p.ProbeInterval, DefaultProbeInterval},
+		{&p.ResyncInterval, DefaultResyncInterval},
 		{&p.MaxBackoff, DefaultMaxBackoff},
 	} {
-		if *d.v < 0 {
+		if *d.v < 0 && d.v != &p.ResyncInterval {
 			return nil, fmt.Errorf("ksr: negative duration %s: %w", *d.v, ErrConfig)
 		}
 		if *d.v == 0 {

@@ -93,6 +93,12 @@ func (t *term) handler(res kubestate.Resource) cache.ResourceEventHandler {
 func (t *term) loop(ctx context.Context) {
 	probe := time.NewTicker(t.r.p.ProbeInterval)
 	defer probe.Stop()
+	var periodic <-chan time.Time
+	if t.r.p.ResyncInterval > 0 {
+		tk := time.NewTicker(t.r.p.ResyncInterval)
+		defer tk.Stop()
+		periodic = tk.C
+	}
 	synced, fails := false, 0
 	for {
 		if !synced {
@@ -123,6 +129,9 @@ func (t *term) loop(ctx context.Context) {
 			err = t.flush(ctx)
 		case <-probe.C:
 			err = t.probe(ctx)
+		case <-periodic:
+			t.log.Debug("periodic mark and sweep")
+			synced = false
 		}
 		if err != nil && ctx.Err() == nil {
 			synced = false
