@@ -10,8 +10,9 @@
 // etcd transactions of at most kubestate.MaxTxnOps operations. An update
 // that changes no reflected field writes nothing.
 //
-// After the informer caches sync, after a failed etcd write and after a
-// failed etcd health probe, the reflector marks and sweeps: per resource it
+// After the informer caches sync, after a failed etcd write, after a failed
+// etcd health probe and periodically (repairing what was written behind its
+// back), the reflector marks and sweeps: per resource it
 // lists etcd, puts what is missing or different, deletes stale keys and
 // leaves unchanged keys alone; it retries with backoff until etcd answers.
 // A short loss of the Kubernetes API is absorbed by the informers' relist; a

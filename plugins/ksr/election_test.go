@@ -112,7 +112,7 @@ func TestLeaderThatCannotRenewStopsWritingAndTheOtherTakesOver(t *testing.T) {
 	require.Empty(t, b.kv.Violations())
 }
 
-func TestElectionParametersAreChecked(t *testing.T) {
+func TestParametersAreChecked(t *testing.T) {
 	f := newFixture(t)
 	_, err := New(Params{Kube: f.kube, Etcd: f.cli, Election: &Election{Namespace: leaseNS}})
 	require.ErrorIs(t, err, ErrConfig, "identity required")
@@ -124,6 +124,9 @@ func TestElectionParametersAreChecked(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig, "renew deadline longer than the lease")
 	_, err = New(Params{Etcd: f.cli})
 	require.ErrorContains(t, err, "Kube")
+	_, err = New(Params{Kube: f.kube, Etcd: f.cli, EtcdTimeout: -time.Second})
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "EtcdTimeout -1s")
 }
 
 // partitionable is an API client whose Lease calls fail while cut is set.

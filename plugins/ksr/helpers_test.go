@@ -74,7 +74,7 @@ func (f *fixture) startKV(p Params, kv *watchedKV) *running {
 	}
 	reg := prometheus.NewRegistry()
 	p.Registerer = reg
-	p.EtcdTimeout = cmpOr(p.EtcdTimeout, time.Second)
+	p.EtcdTimeout = cmpOr(p.EtcdTimeout, 5*time.Second)
 	p.ProbeInterval = cmpOr(p.ProbeInterval, 50*time.Millisecond)
 	p.MaxBackoff = cmpOr(p.MaxBackoff, 200*time.Millisecond)
 	r, err := New(p)

@@ -163,22 +163,21 @@ func New(p Params) (*Reflector, error) {
 		return nil, fmt.Errorf("ksr: missing %v: %w", missing, ErrConfig)
 	}
 	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
+		name string
+		v    time.Duration
 	}{
-		{&p.EtcdTimeout, DefaultEtcdTimeout},
-		{&p.SyncTimeout, DefaultSyncTimeout},
-		{&p.ProbeInterval, DefaultProbeInterval},
-		{&p.ResyncInterval, DefaultResyncInterval},
-		{&p.MaxBackoff, DefaultMaxBackoff},
+		{"EtcdTimeout", p.EtcdTimeout}, {"SyncTimeout", p.SyncTimeout},
+		{"ProbeInterval", p.ProbeInterval}, {"MaxBackoff", p.MaxBackoff},
 	} {
-		if *d.v < 0 && d.v != &p.ResyncInterval {
-			return nil, fmt.Errorf("ksr: negative duration %s: %w", *d.v, ErrConfig)
-		}
-		if *d.v == 0 {
-			*d.v = d.def
+		if d.v < 0 {
+			return nil, fmt.Errorf("ksr: %s %s: must not be negative: %w", d.name, d.v, ErrConfig)
 		}
 	}
+	p.EtcdTimeout = orDefault(p.EtcdTimeout, DefaultEtcdTimeout)
+	p.SyncTimeout = orDefault(p.SyncTimeout, DefaultSyncTimeout)
+	p.ProbeInterval = orDefault(p.ProbeInterval, DefaultProbeInterval)
+	p.ResyncInterval = orDefault(p.ResyncInterval, DefaultResyncInterval)
+	p.MaxBackoff = orDefault(p.MaxBackoff, DefaultMaxBackoff)
 	log := p.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -190,14 +189,9 @@ func New(p Params) (*Reflector, error) {
 		if e.Name == "" {
 			e.Name = DefaultLeaseName
 		}
-		for _, d := range []struct {
-			v   *time.Duration
-			def time.Duration
-		}{{&e.LeaseDuration, DefaultLeaseDuration}, {&e.RenewDeadline, DefaultRenewDeadline}, {&e.RetryPeriod, DefaultRetryPeriod}} {
-			if *d.v == 0 {
-				*d.v = d.def
-			}
-		}
+		e.LeaseDuration = orDefault(e.LeaseDuration, DefaultLeaseDuration)
+		e.RenewDeadline = orDefault(e.RenewDeadline, DefaultRenewDeadline)
+		e.RetryPeriod = orDefault(e.RetryPeriod, DefaultRetryPeriod)
 		r.watchdog = leaderelection.NewLeaderHealthzAdaptor(e.LeaseDuration)
 		r.lec = &leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
@@ -309,6 +303,13 @@ func (r *Reflector) lead(ctx context.Context) {
 		r.log.Info("stopped leading", "identity", r.p.Identity)
 	}()
 	t.run(ctx)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // Status returns a copy of the reflector's status.
