@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -106,12 +106,12 @@ func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
 
 // stateCollector exports object counts at scrape time.
 type stateCollector struct {
-	a                                            *agent
+	a                                            *Agent
 	services, mappings, failures, conflicts, skp *prometheus.Desc
 	nodes                                        *prometheus.Desc
 }
 
-func newStateCollector(a *agent) *stateCollector {
+func newStateCollector(a *Agent) *stateCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
@@ -158,7 +158,7 @@ func nat44View(r *nat44.Renderer) any {
 	}
 }
 
-func ipamView(a *agent) any {
+func ipamView(a *Agent) any {
 	p := a.plan
 	v := map[string]any{
 		"nodeID":           p.NodeID,
@@ -181,7 +181,7 @@ func ipamView(a *agent) any {
 	return v
 }
 
-func statusView(a *agent) any {
+func statusView(a *Agent) any {
 	note := ""
 	if a.sim != nil {
 		note = "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets"

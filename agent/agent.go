@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -49,12 +50,16 @@ type Options struct {
 	LoadFile string
 	// LogOutput receives the logs.
 	LogOutput io.Writer
-	// SimOptions configure the simulated VPP, when one is used.
+	// SimOptions configure the simulated VPP, when one is created.
 	SimOptions sim.Options
+	// Sim, when set, is the simulated VPP to use (tests and benchmarks
+	// keep it across agent restarts); the configuration's simulate mode is
+	// then ignored.
+	Sim *sim.VPP
 }
 
-// agent is one running contiv-agent.
-type agent struct {
+// Agent is one contiv-agent: every part, wired.
+type Agent struct {
 	cfg      contivconf.Config
 	log      *slog.Logger
 	embedded *etcd.Embedded
@@ -74,15 +79,15 @@ type agent struct {
 	latency  *latencyTracker
 }
 
-// newAgent connects to etcd, claims the node ID and builds every part. On
+// New connects to etcd, claims the node ID and builds every part. On
 // error it releases what it had started.
-func newAgent(ctx context.Context, o Options) (a *agent, err error) {
+func New(ctx context.Context, o Options) (a *Agent, err error) {
 	cfg := o.Config
 	out := o.LogOutput
 	if out == nil {
 		out = os.Stderr
 	}
-	a = &agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry()}
+	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -99,7 +104,7 @@ func newAgent(ctx context.Context, o Options) (a *agent, err error) {
 	if err := a.claimNodeID(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.buildVPP(o.SimOptions); err != nil {
+	if err := a.buildVPP(o.Sim, o.SimOptions); err != nil {
 		return nil, err
 	}
 	if err := a.buildHandlers(); err != nil {
@@ -109,7 +114,7 @@ func newAgent(ctx context.Context, o Options) (a *agent, err error) {
 	return a, nil
 }
 
-func (a *agent) connectEtcd(ctx context.Context) error {
+func (a *Agent) connectEtcd(ctx context.Context) error {
 	c := a.cfg.Etcd
 	endpoints := c.Endpoints
 	if c.UseEmbedded() {
@@ -135,7 +140,7 @@ func (a *agent) connectEtcd(ctx context.Context) error {
 }
 
 // load writes the objects of a Kubernetes YAML file into etcd.
-func (a *agent) load(ctx context.Context, path string) error {
+func (a *Agent) load(ctx context.Context, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
@@ -178,7 +183,7 @@ func ipamConfig(cfg contivconf.Config) ipam.Config {
 
 // claimNodeID claims this node's cluster-wide ID before anything else runs,
 // so the address plan is known when the handlers are built.
-func (a *agent) claimNodeID(ctx context.Context) error {
+func (a *Agent) claimNodeID(ctx context.Context) error {
 	ic := ipamConfig(a.cfg)
 	if err := ic.Validate(); err != nil {
 		return fmt.Errorf("ipam: %w", err)
@@ -205,7 +210,7 @@ func (a *agent) claimNodeID(ctx context.Context) error {
 }
 
 // mainInterface is the name of this node's main NIC.
-func (a *agent) mainInterface() string {
+func (a *Agent) mainInterface() string {
 	if n := a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name; n != "" {
 		return n
 	}
@@ -216,20 +221,20 @@ func (a *agent) mainInterface() string {
 }
 
 // nodeIP is this node's VPP address: configured, or derived by IPAM.
-func (a *agent) nodeIP() netip.Prefix {
+func (a *Agent) nodeIP() netip.Prefix {
 	if p := a.cfg.ForNode(a.cfg.NodeName).MainInterface.IPCIDR; p.IsValid() {
 		return p
 	}
 	return a.plan.NodeInterconnectIP
 }
 
-func (a *agent) overlay() bool {
+func (a *Agent) overlay() bool {
 	return a.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
 }
 
 // buildVPP sets up the VPP connection: the real VPP when its socket exists
 // (or simulation is off), else the simulated one.
-func (a *agent) buildVPP(simOpts sim.Options) error {
+func (a *Agent) buildVPP(given *sim.VPP, simOpts sim.Options) error {
 	_, statErr := os.Stat(a.cfg.VPP.Socket)
 	vc := vpp.Config{
 		Socket:   a.cfg.VPP.Socket,
@@ -239,23 +244,16 @@ func (a *agent) buildVPP(simOpts sim.Options) error {
 		OnEvent:  a.onVPPEvent,
 		OnCall:   a.observeCall(),
 	}
-	if a.cfg.VPP.Simulated(statErr == nil) {
+	if given != nil || a.cfg.VPP.Simulated(statErr == nil) {
 		if simOpts.Logger == nil {
 			simOpts.Logger = a.log.With("part", "sim")
 		}
-		a.sim = sim.New(simOpts)
-		for _, name := range []string{a.mainInterface(), HostInterconnectName, VXLANBVIName} {
-			if name == VXLANBVIName && !a.overlay() {
-				continue
-			}
-			if _, err := a.sim.AddInterface(name, ""); err != nil {
-				return fmt.Errorf("simulated VPP: %w", err)
-			}
+		a.sim = given
+		if a.sim == nil {
+			a.sim = sim.New(simOpts)
 		}
-		for _, o := range a.cfg.ForNode(a.cfg.NodeName).OtherInterfaces {
-			if _, err := a.sim.AddInterface(o.Name, ""); err != nil {
-				return fmt.Errorf("simulated VPP: %w", err)
-			}
+		if err := a.addSimNICs(); err != nil {
+			return fmt.Errorf("simulated VPP: %w", err)
 		}
 		vc.Adapter = a.sim
 		a.log.Warn("NO VPP SOCKET: running against the SIMULATED VPP; NAT44 state is kept in memory and NOTHING FORWARDS PACKETS",
@@ -266,14 +264,46 @@ func (a *agent) buildVPP(simOpts sim.Options) error {
 	return nil
 }
 
+// addSimNICs gives the simulated VPP the interfaces a real node's VPP has.
+func (a *Agent) addSimNICs() error {
+	names := []string{a.mainInterface(), HostInterconnectName}
+	if a.overlay() {
+		names = append(names, VXLANBVIName)
+	}
+	for _, o := range a.cfg.ForNode(a.cfg.NodeName).OtherInterfaces {
+		names = append(names, o.Name)
+	}
+	have := map[string]bool{}
+	for _, i := range a.sim.Interfaces() {
+		have[i.Name] = true
+	}
+	for _, name := range names {
+		if !have[name] {
+			if _, err := a.sim.AddInterface(name, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // onVPPEvent reacts to the VPP connection: every (re)connection after the
 // first makes the controller reconcile everything against what VPP holds.
-func (a *agent) onVPPEvent(e vpp.Event) {
+func (a *Agent) onVPPEvent(e vpp.Event) {
 	switch e.Kind {
 	case vpp.Connected:
 		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
 		if ctl := a.ctl; ctl != nil && a.conn.Status().Connects > 1 {
-			ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+			go func() {
+				// The interface table changes with VPP: read it before
+				// the resync looks pod interfaces up.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := a.ifaces.Refresh(ctx); err != nil {
+					a.log.Warn("reading VPP's interfaces after reconnect", "err", err)
+				}
+				ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+			}()
 		}
 	case vpp.Disconnected:
 		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
@@ -282,7 +312,7 @@ func (a *agent) onVPPEvent(e vpp.Event) {
 	}
 }
 
-func (a *agent) observeCall() func(string, time.Duration, error) {
+func (a *Agent) observeCall() func(string, time.Duration, error) {
 	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "contiv_vpp_calls_total", Help: "Binary-API calls to VPP by message and result.",
 	}, []string{"msg", "result"})
@@ -305,7 +335,7 @@ func (a *agent) observeCall() func(string, time.Duration, error) {
 // source-NATed: the NIC whose subnet holds the default gateway. Without an
 // overlay the main NIC also carries node-to-node traffic, so SNAT on it is
 // off (it could not tell cluster traffic from external).
-func (a *agent) snat() nat44.SNAT {
+func (a *Agent) snat() nat44.SNAT {
 	nc := a.cfg.ForNode(a.cfg.NodeName)
 	if !nc.NATExternalTraffic || !nc.Gateway.IsValid() {
 		return nat44.SNAT{}
@@ -326,7 +356,7 @@ func (a *agent) snat() nat44.SNAT {
 
 func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
 
-func (a *agent) buildHandlers() error {
+func (a *Agent) buildHandlers() error {
 	cfg := a.cfg
 	nc := nat44.DefaultConfig()
 	nc.MainVRF, nc.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
@@ -392,10 +422,15 @@ func (a *agent) buildHandlers() error {
 		return err
 	}
 	a.latency = newLatencyTracker(r)
+	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
+	if a.sim != nil {
+		cni := &simCNI{vpp: a.sim, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: a.ifaces.Refresh}
+		handlers = []controller.Handler{a.nodes, a.ipamH, cni, a.proc, a.latency}
+	}
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,
-		Handlers:         []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency},
+		Handlers:         handlers,
 		Appliers:         []controller.Applier{a.latency},
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
@@ -408,9 +443,9 @@ func (a *agent) buildHandlers() error {
 }
 
 // ready is true once the first full sync is applied and VPP is connected.
-func (a *agent) ready() bool { return a.ctl.Ready() && a.conn.Status().Connected }
+func (a *Agent) ready() bool { return a.ctl.Ready() && a.conn.Status().Connected }
 
-func (a *agent) buildHTTP() {
+func (a *Agent) buildHTTP() {
 	a.http = rest.New(rest.Params{
 		Logger: a.log.With("part", "http"),
 		Addr:   a.cfg.HTTP.Address,
@@ -430,14 +465,29 @@ func (a *agent) buildHTTP() {
 }
 
 // Run runs the agent until ctx is cancelled and everything has stopped.
-func (a *agent) Run(ctx context.Context) error {
+func (a *Agent) Run(ctx context.Context) error {
 	defer a.close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.conn.Start(ctx)
+	defer a.conn.Close()
+	// The first resync needs VPP's interface table to find pod interfaces.
+	if err := a.conn.WaitConnected(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := a.ifaces.Refresh(ctx); err != nil {
+		a.log.Warn("reading VPP's interfaces", "err", err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		a.watchInterfaces(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		if err := a.http.Run(ctx); err != nil {
@@ -454,7 +504,6 @@ func (a *agent) Run(ctx context.Context) error {
 	}()
 	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.sim != nil)
 	wg.Wait()
-	a.conn.Close()
 	close(errs)
 	var all []error
 	for err := range errs {
@@ -465,7 +514,7 @@ func (a *agent) Run(ctx context.Context) error {
 }
 
 // close releases etcd; safe to call more than once.
-func (a *agent) close() {
+func (a *Agent) close() {
 	if a.etcd != nil {
 		_ = a.etcd.Close()
 		a.etcd = nil
@@ -475,3 +524,24 @@ func (a *agent) close() {
 		a.embedded = nil
 	}
 }
+
+// Ready is true once the first full sync is applied and VPP is connected.
+func (a *Agent) Ready() bool { return a.ready() }
+
+// Sim is the simulated VPP, nil when the agent talks to a real VPP.
+func (a *Agent) Sim() *sim.VPP { return a.sim }
+
+// Renderer is the NAT44 renderer.
+func (a *Agent) Renderer() *nat44.Renderer { return a.renderer }
+
+// Processor is the service processor.
+func (a *Agent) Processor() *service.Processor { return a.proc }
+
+// Controller is the event loop.
+func (a *Agent) Controller() *controller.Controller { return a.ctl }
+
+// HTTPHandler serves the agent's REST views, metrics and probes.
+func (a *Agent) HTTPHandler() http.Handler { return a.http.Handler() }
+
+// NodeID is this node's cluster-wide ID.
+func (a *Agent) NodeID() uint32 { return a.nodeID }

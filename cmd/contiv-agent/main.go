@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
 )
 
@@ -38,13 +39,13 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := newAgent(ctx, Options{Config: cfg, LoadFile: *load, LogOutput: stderr})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, LoadFile: *load, LogOutput: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "contiv-agent: %v\n", err)
 		return 1
 	}
 	if err := a.Run(ctx); err != nil {
-		a.log.Error("agent stopped with an error", "err", err)
+		fmt.Fprintf(stderr, "contiv-agent: %v\n", err)
 		return 1
 	}
 	return 0

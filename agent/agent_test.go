@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// running is an agent started by a test.
+type running struct {
+	a    *Agent
+	stop func() error
+}
+
+func testConfig(t *testing.T, etcdURL string, dir string) contivconf.Config {
+	t.Helper()
+	cfg := contivconf.Defaults()
+	cfg.NodeName = "node-1"
+	cfg.Etcd.Endpoints = []string{etcdURL}
+	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.Log.Level = contivconf.LogLevelWarn
+	cfg.Controller.HealingBackoff = contivconf.Backoff{Initial: contivconf.Duration(20 * time.Millisecond), Max: contivconf.Duration(200 * time.Millisecond)}
+	cfg.VPP.ReconnectBackoff = contivconf.Backoff{Initial: contivconf.Duration(20 * time.Millisecond), Max: contivconf.Duration(200 * time.Millisecond)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func start(t *testing.T, cfg contivconf.Config, vpp *sim.VPP, load string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, Options{Config: cfg, Sim: vpp, LoadFile: load, LogOutput: io.Discard})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	r := &running{a: a, stop: func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}}
+	t.Cleanup(func() { _ = r.stop() })
+	waitFor(t, "agent ready", a.Ready)
+	return r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var cartVIP = sim.Packet{
+	Src:     netip.MustParseAddr("10.1.1.77"),
+	Dst:     netip.MustParseAddr("10.96.10.30"),
+	Proto:   sr.TCP,
+	DstPort: 8080,
+	Ingress: simulatedMainNIC,
+}
+
+func backends(res sim.Result) []string {
+	var out []string
+	for _, b := range res.Backends {
+		out = append(out, b.IP.String())
+	}
+	return out
+}
+
+// TestAgentEndToEnd runs the whole agent against etcd and the simulated VPP:
+// the example cluster is programmed, an endpoint change costs one call, a
+// VPP restart is repaired, and an agent restart changes nothing in VPP.
+func TestAgentEndToEnd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	vpp := sim.New(sim.Options{})
+	cfg := testConfig(t, srv.Endpoint(), t.TempDir())
+	r := start(t, cfg, vpp, "../deploy/examples/cluster.yaml")
+
+	res := vpp.Translate(cartVIP)
+	if res.Verdict != sim.Translated || strings.Join(backends(res), ",") != "10.1.1.4,10.1.3.4" || res.Affinity != 3600 {
+		t.Fatalf("shop/cart VIP: %+v", res)
+	}
+	for _, b := range res.Backends {
+		if b.Probability != 0.5 {
+			t.Errorf("backend %s probability %v, want 0.5", b.IP, b.Probability)
+		}
+	}
+
+	// A headless service and an ExternalName service are not rendered, and
+	// the local pod's interface is both a frontend and a backend.
+	ids := map[string]bool{}
+	for _, s := range r.a.Processor().Services() {
+		ids[s.ID.String()] = true
+	}
+	if !ids["shop/cart"] || ids["shop/orders"] {
+		t.Errorf("services: %v", ids)
+	}
+	if role := r.a.Processor().Interfaces()["tap-shop-cart-5f6d7c8b9-q1r2s"]; role != sr.RoleFrontend|sr.RoleBackend {
+		t.Errorf("cart pod interface role %v, want frontend+backend", role)
+	}
+
+	// One endpoint added in etcd: one binary-API call.
+	cli := srv.Client()
+	ctx := context.Background()
+	listing, err := kubestate.List(ctx, cli, kubestate.ResEndpointSlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slice *kubestate.EndpointSlice
+	for _, o := range listing.Objects {
+		if s := o.(*kubestate.EndpointSlice); s.Name == "cart-m3p7x" {
+			slice = s
+		}
+	}
+	if slice == nil {
+		t.Fatal("cart slice not in etcd")
+	}
+	next := *slice
+	next.Endpoints = append(append([]kubestate.Endpoint(nil), slice.Endpoints...), kubestate.Endpoint{
+		Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2",
+	})
+	vpp.ResetCalls()
+	if err := kubestate.NewWriter(cli, nil).Put(ctx, &next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "third cart backend", func() bool { return len(vpp.Translate(cartVIP).Backends) == 3 })
+	if w := vpp.Writes(); w != 1 {
+		t.Errorf("adding one endpoint made %d writes, want 1: %v", w, vpp.CallCounts())
+	}
+
+	// REST and probes.
+	h := r.a.HTTPHandler()
+	for path, want := range map[string]string{"/readyz": "ok", "/v1/services": "cart", "/v1/status": "SIMULATED", "/metrics": "contiv_nat44_mappings"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("GET %s = %d, body lacks %q", path, rec.Code, want)
+		}
+	}
+
+	// VPP restarts empty: the agent reprograms it.
+	vpp.Restart()
+	waitFor(t, "reprogrammed after VPP restart", func() bool { return len(vpp.Translate(cartVIP).Backends) == 3 })
+	want := vpp.Snapshot().Lines()
+
+	// The agent restarts against a VPP that holds the right state: no write.
+	if err := r.stop(); err != nil {
+		t.Fatalf("agent stop: %v", err)
+	}
+	vpp.ResetCalls()
+	r2 := start(t, cfg, vpp, "")
+	if r2.a.NodeID() != 1 {
+		t.Errorf("restarted agent has node ID %d, want 1", r2.a.NodeID())
+	}
+	if w := vpp.Writes(); w != 0 {
+		t.Errorf("agent restart made %d writes: %v", w, vpp.CallCounts())
+	}
+	if got := vpp.Snapshot().Lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("state changed across agent restart:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestTagParser(t *testing.T) {
+	for _, c := range []struct {
+		format, tag, ns, pod string
+		ok                   bool
+	}{
+		{"{{namespace}}/{{pod}}", "shop/cart-1", "shop", "cart-1", true},
+		{"k8s:{{pod}}@{{namespace}}", "k8s:web-0@prod", "prod", "web-0", true},
+		{"{{namespace}}/{{pod}}", "no-slash", "", "", false},
+		{"{{namespace}}/{{pod}}", "", "", "", false},
+	} {
+		ns, pod, ok := newTagParser(c.format).parse(c.tag)
+		if ns != c.ns || pod != c.pod || ok != c.ok {
+			t.Errorf("format %q tag %q: got %q %q %v", c.format, c.tag, ns, pod, ok)
+		}
+	}
+}

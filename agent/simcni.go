@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// simCNI stands in for the CNI when VPP is simulated: it gives every pod of
+// this node a tap interface in the simulated VPP, tagged as the CNI would,
+// so that local backends and frontends behave as on a real node. It runs
+// before the service processor, which then finds the interfaces by tag.
+type simCNI struct {
+	vpp  *sim.VPP
+	node string
+	tag  func(namespace, pod string) string
+	// refresh re-reads the agent's interface table after a change.
+	refresh func(context.Context) error
+}
+
+func (c *simCNI) Name() string { return "sim-cni" }
+
+func (c *simCNI) HandlesEvent(ev controller.Event) bool {
+	ch, ok := ev.(*controller.ChangeEvent)
+	return ok && ch.Key.Resource == kubestate.ResPod
+}
+
+func (c *simCNI) local(o kubestate.Object) bool {
+	p, ok := o.(*kubestate.Pod)
+	return ok && p.NodeName == c.node && !p.HostNetwork
+}
+
+func ifName(namespace, pod string) string { return "tap-" + namespace + "-" + pod }
+
+// Resync gives every local pod an interface and removes the others.
+func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
+	want := map[string]string{}
+	for k, o := range ev.State.Objects {
+		if k.Resource == kubestate.ResPod && c.local(o) {
+			want[ifName(k.Namespace, k.Name)] = c.tag(k.Namespace, k.Name)
+		}
+	}
+	var errs []error
+	for _, i := range c.vpp.Interfaces() {
+		if _, ok := want[i.Name]; !ok && strings.HasPrefix(i.Name, "tap-") {
+			errs = append(errs, c.vpp.DelInterface(i.Name))
+		}
+	}
+	have := map[string]bool{}
+	for _, i := range c.vpp.Interfaces() {
+		have[i.Name] = true
+	}
+	for name, tag := range want {
+		if !have[name] {
+			_, err := c.vpp.AddInterface(name, tag)
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.refresh(ctx))
+	return errors.Join(errs...)
+}
+
+func (c *simCNI) Update(ctx context.Context, ev controller.Event) error {
+	ch := ev.(*controller.ChangeEvent)
+	name := ifName(ch.Key.Namespace, ch.Key.Name)
+	was, is := ch.Prev != nil && c.local(ch.Prev), ch.New != nil && c.local(ch.New)
+	var err error
+	switch {
+	case is && !was:
+		_, err = c.vpp.AddInterface(name, c.tag(ch.Key.Namespace, ch.Key.Name))
+	case was && !is:
+		err = c.vpp.DelInterface(name)
+	default:
+		return nil
+	}
+	return errors.Join(err, c.refresh(ctx))
+}
