@@ -189,20 +189,4 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 	}
 }
 
-func TestCommonPrefix(t *testing.T) {
-	for _, tc := range []struct {
-		in   []kubestate.Resource
-		want string
-	}{
-		{kubestate.Resources, kubestate.Prefix},
-		{[]kubestate.Resource{kubestate.ResService, kubestate.ResPod}, kubestate.Prefix + "k8s/"},
-		{[]kubestate.Resource{kubestate.ResVppNode}, kubestate.ResVppNode.KeyPrefix()},
-	} {
-		w := newWatcher(watcherParams{resources: tc.in})
-		if w.prefix != tc.want {
-			t.Errorf("%v: %q, want %q", tc.in, w.prefix, tc.want)
-		}
-	}
-}
-
 func ptr[T any](v T) *T { return &v }

@@ -50,7 +50,6 @@ type watcherParams struct {
 type watcher struct {
 	watcherParams
 	prefixes []string // of the watched resources
-	prefix   string   // the one prefix watched: their longest common prefix
 	relist   chan struct{}
 	// afterList, when set (tests), runs after a listing is queued and
 	// before the watch starts.
@@ -62,20 +61,7 @@ func newWatcher(p watcherParams) *watcher {
 	for _, r := range p.resources {
 		w.prefixes = append(w.prefixes, r.KeyPrefix())
 	}
-	w.prefix = commonPrefix(w.prefixes)
 	return w
-}
-
-func commonPrefix(ss []string) string {
-	p := ss[0]
-	for _, s := range ss[1:] {
-		n := 0
-		for n < len(p) && n < len(s) && p[n] == s[n] {
-			n++
-		}
-		p = p[:n]
-	}
-	return p
 }
 
 func (w *watcher) requestRelist() {
@@ -225,8 +211,10 @@ func (w *watcher) watched(key []byte) bool {
 // ended for a reason that is no failure of its own).
 func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struct{}) (healthy bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
-	wch := w.cli.Watch(wctx, w.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	wch := w.watchAll(wctx, &wg, rev+1)
 	for {
 		select {
 		case <-ctx.Done():
@@ -235,10 +223,11 @@ func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struc
 			return true, errReconnected
 		case <-w.relist:
 			return true, errRelistRequested
-		case resp, ok := <-wch:
-			if !ok {
+		case r := <-wch:
+			if !r.ok {
 				return healthy, errWatchClosed
 			}
+			resp := r.resp
 			if err := resp.Err(); err != nil {
 				return healthy, fmt.Errorf("watch after revision %d: %w", rev, err)
 			}
@@ -251,6 +240,41 @@ func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struc
 			}
 		}
 	}
+}
+
+// watchAll watches every resource prefix from revision from and merges
+// the responses into one channel; a response with ok unset tells that one
+// watch ended. One watch per resource (multiplexed by the client on one
+// stream) keeps the agent from receiving keys under the prefix that are not
+// cluster state, such as every node's pod IP allocations. The goroutines
+// end with ctx.
+func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, from int64) <-chan watchResp {
+	out := make(chan watchResp)
+	for _, p := range w.prefixes {
+		wch := w.cli.Watch(ctx, p, clientv3.WithPrefix(), clientv3.WithRev(from))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for resp := range wch {
+				select {
+				case out <- watchResp{resp: resp, ok: true}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case out <- watchResp{}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return out
+}
+
+// watchResp is one response of one of the merged watches.
+type watchResp struct {
+	resp clientv3.WatchResponse
+	ok   bool
 }
 
 // take queues one watched change.
