@@ -290,9 +290,6 @@ type NodeSyncConfig struct {
 	StateFile string `json:"stateFile"`
 	// ClaimTimeout bounds claiming a node ID in etcd.
 	ClaimTimeout Duration `json:"claimTimeout"`
-	// ReleasedIDQuarantine is how long a released node ID is not reused;
-	// 0 reuses it at once.
-	ReleasedIDQuarantine Duration `json:"releasedIDQuarantine"`
 }
 
 // InterfaceConfig is one VPP interface of a node.

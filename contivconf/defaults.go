@@ -55,9 +55,8 @@ func Defaults() Config {
 			ServiceCIDR:                   netip.MustParsePrefix("10.96.0.0/12"),
 		},
 		NodeSync: NodeSyncConfig{
-			StateFile:            "/var/lib/contiv/node-id",
-			ClaimTimeout:         Duration(time.Minute),
-			ReleasedIDQuarantine: Duration(time.Hour),
+			StateFile:    "/var/lib/contiv/node-id",
+			ClaimTimeout: Duration(time.Minute),
 		},
 	}
 }

@@ -386,7 +386,6 @@ func (n NodeSyncConfig) validate(p *problems) {
 		p.add("nodeSync.stateFile", n.StateFile, "is a directory, want a file path")
 	}
 	positive(p, "nodeSync.claimTimeout", n.ClaimTimeout)
-	nonNegative(p, "nodeSync.releasedIDQuarantine", n.ReleasedIDQuarantine)
 }
 
 func (o NodeOverride) validate(p *problems, path string) {

@@ -97,7 +97,6 @@ func TestValidateBadValues(t *testing.T) {
 		{"no state file", func(c *Config) { c.NodeSync.StateFile = "" }, `nodeSync.stateFile: required`},
 		{"state file is a dir", func(c *Config) { c.NodeSync.StateFile = "/var/lib/contiv/" }, `nodeSync.stateFile: invalid value "/var/lib/contiv/": is a directory`},
 		{"zero claim timeout", func(c *Config) { c.NodeSync.ClaimTimeout = 0 }, `nodeSync.claimTimeout: invalid value "0s": must be positive`},
-		{"negative quarantine", func(c *Config) { c.NodeSync.ReleasedIDQuarantine = Duration(-time.Hour) }, `nodeSync.releasedIDQuarantine: invalid value "-1h0m0s": must not be negative`},
 		// per-node overrides
 		{"override without name", func(c *Config) { c.NodeConfig = []NodeOverride{{}} }, `nodeConfig[0].nodeName: required`},
 		{"override bad name", func(c *Config) { c.NodeConfig = []NodeOverride{{NodeName: "a_b"}} }, `nodeConfig[0].nodeName: invalid value "a_b": not a Kubernetes node name`},
@@ -169,7 +168,6 @@ func TestValidateGoodVariants(t *testing.T) {
 		{"point-to-point interface", func(c *Config) {
 			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPCIDR: pfx("10.9.0.0/31")}}}
 		}},
-		{"no quarantine", func(c *Config) { c.NodeSync.ReleasedIDQuarantine = 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
