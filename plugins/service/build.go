@@ -55,21 +55,43 @@ type derived struct {
 	hostNet bool
 }
 
-// build derives the ContivService of one Service from the service and its
-// EndpointSlices (sorted by name), as seen from this node. It is a pure
-// function: nothing it is given is modified or kept, except immutable
-// strings.
-func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView) derived {
-	var d derived
+// maxScratch bounds the candidates a scratch buffer keeps between builds.
+const maxScratch = 4096
+
+// base is what a Service alone gives: its ContivService without backends
+// (nil when the service is not rendered) and the Service's skips, sorted.
+// A slice change re-derives only the backends on top of it.
+type base struct {
+	out   *sr.ContivService
+	skips []Skip
+}
+
+// deriveBase derives the base of a service. It is a pure function.
+func deriveBase(svc *kubestate.Service) base {
 	if svc == nil {
-		return d
+		return base{}
 	}
-	b := builder{d: &d, svc: svc}
+	var d derived
+	b := builder{d: &d, id: sr.ServiceID{Namespace: svc.Namespace, Name: svc.Name}, svc: svc}
 	out := b.service()
-	if out == nil {
-		slices.SortFunc(d.skips, compareSkips)
-		return d
+	slices.SortFunc(d.skips, compareSkips)
+	return base{out: out, skips: d.skips}
+}
+
+// derive adds to bs the backends from the service's EndpointSlices, as seen
+// from this node. It is a pure function: nothing it is given is modified or
+// kept, except immutable values (strings, and bs's IP slices, which the
+// result shares). scratch, when not nil, is a buffer derive may use; it is
+// cleared before derive returns.
+func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
+	if bs.out == nil {
+		return derived{skips: bs.skips}
 	}
+	var d derived
+	b := builder{d: &d, id: bs.out.ID, scratch: scratch}
+	out := new(sr.ContivService)
+	*out = *bs.out
+	out.Ports = slices.Clone(bs.out.Ports)
 	local := out.ExternalPolicy == sr.PolicyLocal || out.InternalPolicy == sr.PolicyLocal
 	for i := range out.Ports {
 		b.backends(&out.Ports[i], eps, v, local)
@@ -79,17 +101,30 @@ func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView) 
 		slices.SortFunc(d.pods, compareKeys)
 		d.pods = slices.Compact(d.pods)
 	}
-	if len(d.skips) > 1 {
+	if len(d.skips) == 0 {
+		d.skips = bs.skips
+	} else {
+		d.skips = append(slices.Clone(bs.skips), d.skips...)
 		slices.SortFunc(d.skips, compareSkips)
 		d.skips = slices.Compact(d.skips)
 	}
 	return d
 }
 
-// builder holds the state of one build.
+// build derives the ContivService of one Service from the service and its
+// EndpointSlices: deriveBase then derive.
+func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
+	bs := deriveBase(svc)
+	return derive(&bs, eps, v, scratch)
+}
+
+// builder holds the state of one derivation.
 type builder struct {
-	d   *derived
-	svc *kubestate.Service
+	d  *derived
+	id sr.ServiceID
+	// svc is set while deriving the base.
+	svc     *kubestate.Service
+	scratch *[]candidate
 }
 
 // skipSvc records a skip concerning the Service itself.
@@ -98,10 +133,7 @@ func (b *builder) skipSvc(port string, r Reason, detail string) {
 }
 
 func (b *builder) skip(obj kubestate.Key, port string, r Reason, detail string) {
-	b.d.skips = append(b.d.skips, Skip{
-		Service: sr.ServiceID{Namespace: b.svc.Namespace, Name: b.svc.Name},
-		Object:  obj, Port: port, Reason: r, Detail: detail,
-	})
+	b.d.skips = append(b.d.skips, Skip{Service: b.id, Object: obj, Port: port, Reason: r, Detail: detail})
 }
 
 // service derives everything but the backends; nil when the service is not
@@ -291,7 +323,18 @@ func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeVie
 	if n == 0 {
 		return
 	}
-	cands := make([]candidate, 0, n)
+	var cands []candidate
+	if b.scratch != nil && cap(*b.scratch) >= n {
+		cands = (*b.scratch)[:0]
+	} else {
+		cands = make([]candidate, 0, n)
+	}
+	defer func() {
+		if b.scratch != nil && cap(cands) <= maxScratch {
+			clear(cands[:cap(cands)])
+			*b.scratch = cands[:0]
+		}
+	}()
 	for _, s := range ss {
 		cands = b.sliceCandidates(cands, p, s, v)
 	}

@@ -346,7 +346,7 @@ default/web endpointslice/default/web-a invalid-endpoint: endpoint without addre
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := encodeAll(t, tc.svc, tc.slices)
-			d := build(tc.svc, tc.slices, testView())
+			d := build(tc.svc, tc.slices, testView(), nil)
 			got := ""
 			if d.out != nil {
 				got = formatService(d.out)
@@ -370,7 +370,7 @@ default/web endpointslice/default/web-a invalid-endpoint: endpoint without addre
 			// The same input gives the same output, in any slice order.
 			rev := slices.Clone(tc.slices)
 			slices.Reverse(rev)
-			if d2 := build(tc.svc, rev, testView()); !d2.out.Equal(d.out) || !slices.Equal(d2.skips, d.skips) {
+			if d2 := build(tc.svc, rev, testView(), nil); !d2.out.Equal(d.out) || !slices.Equal(d2.skips, d.skips) {
 				t.Errorf("output depends on the order of slices")
 			}
 		})

@@ -117,8 +117,8 @@ type Processor struct {
 	mu       sync.RWMutex
 	view     nodeView
 	services map[sr.ServiceID]*entry
-	// owner maps an EndpointSlice to the service that holds it.
-	owner map[kubestate.Key]sr.ServiceID
+	// owner maps an EndpointSlice to the entry of the service holding it.
+	owner map[kubestate.Key]*entry
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -134,11 +134,16 @@ type Processor struct {
 	errs []error
 	// builds counts services derived (tests check what a change touches).
 	builds int
+	// scratch is build's buffer, cleared after every use.
+	scratch []candidate
 }
 
 // entry is the state of one service: its inputs and what was derived.
 type entry struct {
+	id  sr.ServiceID
 	svc *kubestate.Service
+	// base is derived from svc alone, when svc changes.
+	base base
 	// slices are sorted by name.
 	slices []*kubestate.EndpointSlice
 	derived
@@ -219,7 +224,7 @@ func staticRoles(c Config) map[string]sr.InterfaceRole {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.owner = make(map[kubestate.Key]sr.ServiceID, n)
+	p.owner = make(map[kubestate.Key]*entry, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
 	p.users = map[kubestate.Key]map[sr.ServiceID]struct{}{}
@@ -275,7 +280,8 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		if e.svc == nil {
 			continue
 		}
-		e.derived = build(e.svc, e.slices, &p.view)
+		e.base = deriveBase(e.svc)
+		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
 		p.builds++
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -318,7 +324,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 				id := sr.ServiceID{Namespace: k.Namespace, Name: s.ServiceName}
 				e := p.entry(id)
 				e.slices = append(e.slices, s)
-				p.owner[k] = id
+				p.owner[k] = e
 			}
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
@@ -395,7 +401,7 @@ func (p *Processor) flush() error {
 func (p *Processor) entry(id sr.ServiceID) *entry {
 	e := p.services[id]
 	if e == nil {
-		e = &entry{}
+		e = &entry{id: id}
 		p.services[id] = e
 	}
 	return e
@@ -410,34 +416,36 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		e = p.entry(id)
 	}
 	e.svc = s
+	e.base = deriveBase(s)
 	p.refresh(id, e)
 }
 
 // sliceChanged moves slice k to the service it now names (nil s: deleted).
 func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
-	was, had := p.owner[k]
+	e := p.owner[k]
 	has := s != nil && s.ServiceName != ""
 	id := sr.ServiceID{Namespace: k.Namespace}
 	if has {
 		id.Name = s.ServiceName
 	}
-	if had && (!has || was != id) {
+	if e != nil && (!has || e.id != id) {
 		delete(p.owner, k)
-		if e := p.services[was]; e != nil {
-			if i, ok := slices.BinarySearchFunc(e.slices, k.Name, sliceByName); ok {
-				e.slices = slices.Delete(e.slices, i, i+1)
-			}
-			p.refresh(was, e)
+		if i, ok := slices.BinarySearchFunc(e.slices, k.Name, sliceByName); ok {
+			e.slices = slices.Delete(e.slices, i, i+1)
 		}
+		p.refresh(e.id, e)
+		e = nil
 	}
 	if has {
-		e := p.entry(id)
+		if e == nil {
+			e = p.entry(id)
+			p.owner[k] = e
+		}
 		if i, ok := slices.BinarySearchFunc(e.slices, k.Name, sliceByName); ok {
 			e.slices[i] = s
 		} else {
 			e.slices = slices.Insert(e.slices, i, s)
 		}
-		p.owner[k] = id
 		p.refresh(id, e)
 	}
 }
@@ -447,7 +455,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 	old := e.derived
 	e.derived = derived{}
 	if e.svc != nil {
-		e.derived = build(e.svc, e.slices, &p.view)
+		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
