@@ -149,50 +149,55 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // nat44View is the NAT44 state for REST: desired and applied, one line per
 // object, plus what VPP refused and which frontends conflict.
-func nat44View(r *nat44.Renderer) any {
-	return map[string]any{
-		"desired":   r.Desired().Lines(),
-		"applied":   r.Applied().Lines(),
-		"failures":  r.Failures(),
-		"conflicts": r.Conflicts(),
+func nat44View(r *nat44.Renderer) NAT44View {
+	return NAT44View{
+		Desired:   r.Desired().Lines(),
+		Applied:   r.Applied().Lines(),
+		Failures:  r.Failures(),
+		Conflicts: r.Conflicts(),
 	}
 }
 
-func ipamView(a *Agent) any {
+// nat44MappingsView is the NAT44 state for tools: desired and applied as
+// structured values.
+func nat44MappingsView(r *nat44.Renderer) NAT44MappingsView {
+	return NAT44MappingsView{Desired: NewNAT44Objects(r.Desired()), Applied: NewNAT44Objects(r.Applied())}
+}
+
+func ipamView(a *Agent) IPAMView {
 	p := a.plan
-	v := map[string]any{
-		"nodeID":           p.NodeID,
-		"podSubnet":        p.PodSubnet,
-		"podSubnetAll":     p.PodCIDR,
-		"podGateway":       p.PodGateway,
-		"natLoopback":      p.NATLoopback,
-		"hostInterconnect": p.HostInterconnect,
-		"nodeIP":           a.nodeIP(),
-		"vxlanIP":          p.VXLANIP,
-		"serviceCIDR":      p.ServiceCIDR,
+	v := IPAMView{
+		NodeID:           p.NodeID,
+		PodSubnet:        p.PodSubnet,
+		PodSubnetAll:     p.PodCIDR,
+		PodGateway:       p.PodGateway,
+		NATLoopback:      p.NATLoopback,
+		HostInterconnect: p.HostInterconnect,
+		NodeIP:           a.nodeIP(),
+		VXLANIP:          p.VXLANIP,
+		ServiceCIDR:      p.ServiceCIDR,
 	}
 	if al := a.ipamH.Allocator(); al != nil {
-		pods := map[string]netip.Addr{}
+		v.Pods = map[string]netip.Addr{}
 		for id, ip := range al.Allocations() {
-			pods[id.String()] = ip
+			v.Pods[id.String()] = ip
 		}
-		v["pods"] = pods
 	}
 	return v
 }
 
-func statusView(a *Agent) any {
+func statusView(a *Agent) StatusView {
 	note := ""
 	if a.sim != nil {
 		note = "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets"
 	}
-	return map[string]any{
-		"node":       a.cfg.NodeName,
-		"nodeID":     a.nodeID,
-		"ready":      a.ready(),
-		"controller": a.ctl.Status(),
-		"vpp":        a.conn.Status(),
-		"nat44":      a.renderer.Stats(),
-		"note":       note,
+	return StatusView{
+		Node:       a.cfg.NodeName,
+		NodeID:     a.nodeID,
+		Ready:      a.ready(),
+		Controller: a.ctl.Status(),
+		VPP:        a.conn.Status(),
+		NAT44:      a.renderer.Stats(),
+		Note:       note,
 	}
 }
