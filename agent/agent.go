@@ -356,7 +356,8 @@ func (a *Agent) snat() nat44.SNAT {
 
 func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
 
-func (a *Agent) buildHandlers() error {
+// nat44Config is the NAT44 renderer's configuration of this node.
+func (a *Agent) nat44Config() nat44.Config {
 	cfg := a.cfg
 	nc := nat44.DefaultConfig()
 	nc.MainVRF, nc.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
@@ -368,7 +369,31 @@ func (a *Agent) buildHandlers() error {
 	nc.SessionLimit = cfg.NAT44.SessionLimit
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
-	r, err := nat44.New(nat44.Params{Config: nc, VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
+	return nc
+}
+
+// serviceConfig is the service processor's configuration of this node.
+func (a *Agent) serviceConfig() service.Config {
+	cfg := a.cfg
+	other := make([]string, 0, len(cfg.ForNode(cfg.NodeName).OtherInterfaces))
+	for _, o := range cfg.ForNode(cfg.NodeName).OtherInterfaces {
+		other = append(other, o.Name)
+	}
+	sc := service.Config{
+		MainInterface:    a.mainInterface(),
+		OtherInterfaces:  other,
+		HostInterconnect: HostInterconnectName,
+		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
+	}
+	if a.overlay() {
+		sc.VXLANBVI = VXLANBVIName
+	}
+	return sc
+}
+
+func (a *Agent) buildHandlers() error {
+	cfg := a.cfg
+	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
 	if err != nil {
 		return fmt.Errorf("nat44 renderer: %w", err)
 	}
@@ -397,26 +422,13 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	other := make([]string, 0, len(cfg.ForNode(cfg.NodeName).OtherInterfaces))
-	for _, o := range cfg.ForNode(cfg.NodeName).OtherInterfaces {
-		other = append(other, o.Name)
-	}
-	sc := service.Config{
-		MainInterface:    a.mainInterface(),
-		OtherInterfaces:  other,
-		HostInterconnect: HostInterconnectName,
-		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
-	}
-	if a.overlay() {
-		sc.VXLANBVI = VXLANBVIName
-	}
 	a.proc, err = service.New(service.Params{
 		Logger:     a.log.With("part", "service"),
 		Renderers:  []sr.Renderer{r},
 		Node:       thisNode{a.nodes},
 		Subnets:    a.plan,
 		Interfaces: a.ifaces,
-		Config:     sc,
+		Config:     a.serviceConfig(),
 	})
 	if err != nil {
 		return err
@@ -451,14 +463,15 @@ func (a *Agent) buildHTTP() {
 		Addr:   a.cfg.HTTP.Address,
 		Ready:  a.ready,
 		Views: map[string]rest.Source{
-			"services":   func() any { return a.proc.Services() },
-			"skipped":    func() any { return a.proc.Skipped() },
-			"interfaces": func() any { return a.proc.Interfaces() },
-			"nat44":      func() any { return nat44View(a.renderer) },
-			"nodes":      func() any { return a.nodes.AllNodes() },
-			"ipam":       func() any { return ipamView(a) },
-			"status":     func() any { return statusView(a) },
-			"config":     func() any { return a.cfg.Redacted() },
+			"services":       func() any { return a.proc.Services() },
+			"skipped":        func() any { return a.proc.Skipped() },
+			"interfaces":     func() any { return a.proc.Interfaces() },
+			"nat44":          func() any { return nat44View(a.renderer) },
+			"nat44/mappings": func() any { return nat44MappingsView(a.renderer) },
+			"nodes":          func() any { return a.nodes.AllNodes() },
+			"ipam":           func() any { return ipamView(a) },
+			"status":         func() any { return statusView(a) },
+			"config":         func() any { return a.cfg.Redacted() },
 		},
 		Gatherer: a.registry,
 	})
