@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// ErrUnknownNode is returned by Render when no node ID is given and the
+// node is not among the objects' Nodes, so its ID cannot be derived.
+var ErrUnknownNode = errors.New("node not among the Nodes")
+
+// RenderParams are the inputs of an offline render.
+type RenderParams struct {
+	// Objects are the cluster's objects, e.g. kubestate.LoadYAML of
+	// manifests. A later object replaces an earlier one with the same key.
+	Objects []kubestate.Object
+	// Config is the agent's configuration; Config.NodeName names the node
+	// rendered for and must be set.
+	Config contivconf.Config
+	// NodeID is the node's cluster-wide ID. 0 derives it: the node's
+	// position, from 1, among the Nodes of Objects sorted by name — the
+	// IDs NodeSync gives when the nodes join in name order.
+	NodeID uint32
+	// Logger receives the parts' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Rendered is what an agent on one node would program, and the simulated
+// VPP it was programmed into.
+type Rendered struct {
+	// Node is the node rendered for; NodeID its ID, derived when
+	// RenderParams.NodeID was 0.
+	Node   string
+	NodeID uint32
+	// Plan is the node's address plan.
+	Plan *ipam.Plan
+	// NodeIP is the node's VPP address (configured, or from the plan);
+	// MgmtIPs are the InternalIP and ExternalIP addresses of its Node.
+	NodeIP  netip.Prefix
+	MgmtIPs []netip.Addr
+	// MainInterface is the VPP name of the node's main NIC, where traffic
+	// from outside the node enters.
+	MainInterface string
+	// Services are the ContivServices derived; Skipped what was left out.
+	Services []*sr.ContivService
+	Skipped  []service.Skip
+	// Desired is the desired NAT44 state; Applied what the simulated VPP
+	// holds after the apply step. They differ only by Failures.
+	Desired, Applied *nat44.State
+	// Failures are the objects the simulated VPP refused; Conflicts the
+	// frontends claimed by more than one service.
+	Failures  []nat44.Failure
+	Conflicts []nat44.Conflict
+
+	vpp *sim.VPP
+}
+
+// Translate asks the simulated VPP's translation oracle what it does with
+// a packet. An empty Ingress means the main NIC.
+func (r *Rendered) Translate(p sim.Packet) sim.Result {
+	if p.Ingress == "" {
+		p.Ingress = r.MainInterface
+	}
+	return r.vpp.Translate(p)
+}
+
+// staticNode is a node's identity fixed at render time.
+type staticNode struct {
+	name string
+	id   uint32
+	ips  []netip.Addr
+}
+
+func (n staticNode) NodeName() string      { return n.name }
+func (n staticNode) NodeID() uint32        { return n.id }
+func (n staticNode) NodeIPs() []netip.Addr { return n.ips }
+
+// Render runs the agent's pipeline offline for one node: the address plan
+// from the node's ID, the service processor over the objects, the NAT44
+// renderer and its apply step into a fresh simulated VPP whose pod
+// interfaces are made as the simulated CNI makes them. It uses neither
+// etcd nor a real VPP, and the same inputs give the same result.
+func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
+	cfg := p.Config
+	if cfg.NodeName == "" {
+		return nil, errors.New("render: no node name")
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	objs := make(map[kubestate.Key]kubestate.Object, len(p.Objects))
+	for _, o := range p.Objects {
+		objs[o.Key()] = o
+	}
+	id, node, err := nodeIDOf(cfg.NodeName, p.NodeID, objs)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	plan, err := ipam.NewPlan(ipamConfig(cfg), id)
+	if err != nil {
+		return nil, fmt.Errorf("render: ipam: %w", err)
+	}
+	var mgmt []netip.Addr
+	if node != nil {
+		if mgmt, err = nodesync.MgmtIPs(node); err != nil {
+			return nil, fmt.Errorf("render: node %s: %w", node.Name, err)
+		}
+	}
+	// The parts of an agent this render needs: its configuration and plan,
+	// and the simulated VPP with the NICs a node's VPP has.
+	// The simulator's warnings that it forwards nothing are no news here.
+	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, sim: sim.New(sim.Options{})}
+	if err := a.addSimNICs(); err != nil {
+		return nil, fmt.Errorf("render: simulated VPP: %w", err)
+	}
+	ips := slices.Clone(mgmt)
+	if ip := a.nodeIP(); ip.IsValid() {
+		ips = append(ips, ip.Addr())
+	}
+
+	conn := vpp.New(vpp.Config{Adapter: a.sim})
+	conn.Start(ctx)
+	defer conn.Close()
+	if err := conn.WaitConnected(ctx); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	ifaces := vpp.NewInterfaces(conn)
+	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	proc, err := service.New(service.Params{
+		Logger:     log,
+		Renderers:  []sr.Renderer{r},
+		Node:       staticNode{name: cfg.NodeName, id: id, ips: ips},
+		Subnets:    plan,
+		Interfaces: ifaces,
+		Config:     a.serviceConfig(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
+	cni := &simCNI{vpp: a.sim, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh}
+	if err := cni.Resync(ctx, ev); err != nil {
+		return nil, fmt.Errorf("render: pod interfaces: %w", err)
+	}
+	if err := proc.Resync(ctx, ev); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	if err := r.Apply(ctx, true); err != nil {
+		return nil, fmt.Errorf("render: apply: %w", err)
+	}
+	return &Rendered{
+		Node:          cfg.NodeName,
+		NodeID:        id,
+		Plan:          plan,
+		NodeIP:        a.nodeIP(),
+		MgmtIPs:       mgmt,
+		MainInterface: a.mainInterface(),
+		Services:      proc.Services(),
+		Skipped:       proc.Skipped(),
+		Desired:       r.Desired(),
+		Applied:       r.Applied(),
+		Failures:      r.Failures(),
+		Conflicts:     r.Conflicts(),
+		vpp:           a.sim,
+	}, nil
+}
+
+// nodeIDOf returns the ID of node name (given, or its position among the
+// Nodes of objs sorted by name) and its Node object, nil when objs has none.
+func nodeIDOf(name string, given uint32, objs map[kubestate.Key]kubestate.Object) (uint32, *kubestate.Node, error) {
+	var names []string
+	var node *kubestate.Node
+	for k, o := range objs {
+		if k.Resource != kubestate.ResNode {
+			continue
+		}
+		names = append(names, k.Name)
+		if k.Name == name {
+			node, _ = o.(*kubestate.Node)
+		}
+	}
+	if given != 0 {
+		return given, node, nil
+	}
+	slices.Sort(names)
+	i, found := slices.BinarySearch(names, name)
+	if !found {
+		return 0, nil, fmt.Errorf("%w: %q is not one of the %d Nodes given (%v); give its node ID", ErrUnknownNode, name, len(names), names)
+	}
+	return uint32(i + 1), node, nil
+}

@@ -1,0 +1,182 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+func exampleObjects(t testing.TB) []kubestate.Object {
+	t.Helper()
+	f, err := os.Open("../deploy/examples/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objs, err := kubestate.LoadYAML(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func renderConfig(node string) contivconf.Config {
+	cfg := contivconf.Defaults()
+	cfg.NodeName = node
+	return cfg
+}
+
+func mustRender(t testing.TB, p RenderParams) *Rendered {
+	t.Helper()
+	r, err := Render(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRenderExampleCluster(t *testing.T) {
+	objs := exampleObjects(t)
+	r := mustRender(t, RenderParams{Objects: objs, Config: renderConfig("node-2")})
+
+	if r.NodeID != 2 || r.Plan.PodSubnet.String() != "10.1.2.0/24" || r.NodeIP.String() != "192.168.16.2/24" {
+		t.Errorf("node-2: ID %d, pod subnet %v, node IP %v", r.NodeID, r.Plan.PodSubnet, r.NodeIP)
+	}
+	if !slices.Equal(r.MgmtIPs, []netip.Addr{netip.MustParseAddr("192.168.56.102")}) {
+		t.Errorf("mgmt IPs %v", r.MgmtIPs)
+	}
+	if len(r.Failures) != 0 || len(r.Conflicts) != 0 {
+		t.Errorf("failures %v, conflicts %v", r.Failures, r.Conflicts)
+	}
+	desired := strings.Join(r.Desired.Lines(), "\n")
+	if applied := strings.Join(r.Applied.Lines(), "\n"); applied != desired {
+		t.Errorf("applied differs from desired:\n%s\nwant\n%s", applied, desired)
+	}
+	// NodePorts are rendered on this node's own addresses only.
+	for _, want := range []string{"mapping 192.168.16.2:31080/TCP", "mapping 192.168.56.102:31080/TCP", "interface tap0 in,out"} {
+		if !strings.Contains(desired, want) {
+			t.Errorf("desired state lacks %q:\n%s", want, desired)
+		}
+	}
+	if strings.Contains(desired, "mapping 192.168.56.101:") {
+		t.Errorf("node-2 renders node-1's address:\n%s", desired)
+	}
+
+	res := r.Translate(sim.Packet{Src: netip.MustParseAddr("10.1.2.50"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	if res.Verdict != sim.Translated || len(res.Backends) != 2 || res.Affinity != 3600 {
+		t.Errorf("cart VIP from node-2: %+v", res)
+	}
+
+	// The same input renders the same state, byte for byte.
+	reversed := slices.Clone(objs)
+	slices.Reverse(reversed)
+	again := mustRender(t, RenderParams{Objects: reversed, Config: renderConfig("node-2")})
+	if got := strings.Join(again.Desired.Lines(), "\n"); got != desired {
+		t.Errorf("second render differs:\n%s\nwant\n%s", got, desired)
+	}
+}
+
+func TestRenderNodeID(t *testing.T) {
+	objs := exampleObjects(t)
+	// Not in the file and no ID: a clear error.
+	_, err := Render(context.Background(), RenderParams{Objects: objs, Config: renderConfig("node-9")})
+	if !errors.Is(err, ErrUnknownNode) || !strings.Contains(err.Error(), `"node-9"`) {
+		t.Errorf("unknown node: %v", err)
+	}
+	// With an ID: rendered, without management addresses.
+	r := mustRender(t, RenderParams{Objects: objs, Config: renderConfig("node-9"), NodeID: 9})
+	if r.NodeID != 9 || len(r.MgmtIPs) != 0 || r.Plan.PodSubnet.String() != "10.1.9.0/24" {
+		t.Errorf("node-9 with ID 9: %+v", r)
+	}
+	// An ID the plan cannot hold.
+	if _, err := Render(context.Background(), RenderParams{Objects: objs, Config: renderConfig("node-1"), NodeID: 100000}); err == nil || !strings.Contains(err.Error(), "ipam") {
+		t.Errorf("ID out of range: %v", err)
+	}
+	if _, err := Render(context.Background(), RenderParams{Objects: objs}); err == nil {
+		t.Error("render without a node name succeeded")
+	}
+}
+
+// TestTraceStateAgreesWithOracle holds TraceState to the simulated VPP's
+// translation oracle: for every mapping of the rendered example cluster,
+// from an outside client and from each of its backends, and for addresses
+// without a mapping and an interface without NAT.
+func TestTraceStateAgreesWithOracle(t *testing.T) {
+	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
+	st := r.Applied
+	var packets []sim.Packet
+	outside := netip.MustParseAddr("192.0.2.1")
+	for _, m := range st.Mappings {
+		srcs := []netip.Addr{outside}
+		for _, l := range m.Locals {
+			srcs = append(srcs, l.IP)
+		}
+		for _, src := range srcs {
+			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: m.Proto, DstPort: m.Port, Ingress: r.MainInterface})
+		}
+		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: m.Proto, DstPort: m.Port + 1, Ingress: r.MainInterface})
+	}
+	packets = append(packets,
+		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sr.UDP, DstPort: 53, Ingress: r.MainInterface},
+		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080, Ingress: "local0"},
+	)
+	translated := 0
+	for _, p := range packets {
+		want := r.Translate(p)
+		got := TraceState(st, p)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v:\nTraceState %+v\noracle     %+v", p, got, want)
+		}
+		if want.Verdict == sim.Translated {
+			translated++
+		}
+	}
+	if translated < len(st.Mappings) {
+		t.Errorf("only %d of %d packets translated", translated, len(packets))
+	}
+
+	// Forwarding off drops what no mapping matches.
+	off := st.Clone()
+	off.Global.Forwarding = false
+	if res := TraceState(off, packets[len(packets)-2]); res.Verdict != sim.Dropped {
+		t.Errorf("forwarding off: %+v", res)
+	}
+}
+
+func TestNAT44ObjectsRoundTrip(t *testing.T) {
+	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
+	st := r.Applied
+	st.Identities[nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1"), VRF: 0}] = &nat44.Identity{
+		IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv:snat",
+	}
+	b, err := json.Marshal(NAT44MappingsView{Desired: NewNAT44Objects(r.Desired), Applied: NewNAT44Objects(st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v NAT44MappingsView
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.Applied.State().Lines(), st.Lines(); !slices.Equal(got, want) {
+		t.Errorf("round trip:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := v.Applied.State(); !maps.EqualFunc(got.Mappings, st.Mappings, func(a, b *nat44.Mapping) bool { return reflect.DeepEqual(a, b) }) {
+		t.Error("mappings differ after the round trip")
+	}
+	if !slices.IsSortedFunc(v.Desired.Mappings, func(a, b *nat44.Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) }) {
+		t.Error("mappings not sorted")
+	}
+}
