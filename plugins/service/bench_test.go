@@ -64,15 +64,27 @@ func (br *benchRig) resync(b *testing.B) {
 
 // churn is BENCH.md's 1000 changes followed by their undoing in reverse
 // order, so that cycling through it keeps the workload's state in range.
-func (br *benchRig) churn() []*controller.ChangeEvent {
+// Each New is decoded from its stored bytes, as the controller's watcher
+// hands it over.
+func (br *benchRig) churn(b *testing.B) []*controller.ChangeEvent {
 	cs := br.w.Churn()
 	evs := make([]*controller.ChangeEvent, 0, 2*len(cs))
+	add := func(prev, next *kubestate.EndpointSlice) {
+		raw, err := kubestate.Encode(next)
+		if err != nil {
+			b.Fatal(err)
+		}
+		obj, err := kubestate.Decode(next.Key(), raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs = append(evs, &controller.ChangeEvent{Key: next.Key(), Prev: prev, New: obj})
+	}
 	for _, c := range cs {
-		evs = append(evs, &controller.ChangeEvent{Key: c.New.Key(), Prev: c.Prev, New: c.New})
+		add(c.Prev, c.New)
 	}
 	for i := len(cs) - 1; i >= 0; i-- {
-		c := cs[i]
-		evs = append(evs, &controller.ChangeEvent{Key: c.New.Key(), Prev: c.New, New: c.Prev})
+		add(cs[i].New, cs[i].Prev)
 	}
 	return evs
 }
@@ -96,7 +108,7 @@ func BenchmarkChange(b *testing.B) {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			br := newBenchRig(b, n)
 			br.resync(b)
-			evs := br.churn()
+			evs := br.churn(b)
 			ctx := context.Background()
 			br.r.calls = 0
 			b.ReportAllocs()
@@ -149,7 +161,7 @@ func BenchmarkNodeJoin(b *testing.B) {
 	br := newBenchRig(b, 10000)
 	br.resync(b)
 	ctx := context.Background()
-	for _, ev := range br.churn()[:workload.ChurnChanges] {
+	for _, ev := range br.churn(b)[:workload.ChurnChanges] {
 		if err := br.p.Update(ctx, ev); err != nil {
 			b.Fatal(err)
 		}
