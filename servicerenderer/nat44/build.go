@@ -63,7 +63,11 @@ func buildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 		if (p.Protocol != servicerenderer.TCP && p.Protocol != servicerenderer.UDP) || p.Port == 0 {
 			continue
 		}
-		all, local := buildLocals(p.Backends, node, cfg)
+		all := buildLocals(p.Backends, node, cfg)
+		var local []Local
+		if svc.InternalPolicy == servicerenderer.PolicyLocal || svc.ExternalPolicy == servicerenderer.PolicyLocal {
+			local = buildLocals(p.BackendsFor(servicerenderer.PolicyLocal), node, cfg)
+		}
 		clusterLocals := all
 		if svc.InternalPolicy == servicerenderer.PolicyLocal {
 			clusterLocals = local
@@ -99,21 +103,12 @@ func frontendIPv4(ip netip.Addr) (netip.Addr, bool) {
 	return ip, ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast()
 }
 
-// buildLocals turns a port's backends into locals: all of them, and only
-// the local ones (the same slice when every backend is local). IPv6 and
-// duplicate backends are skipped.
-func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) (all, local []Local) {
+// buildLocals turns backends into sorted locals: probability weight for
+// this node's backends, 1 for the others. IPv6 and duplicate backends are
+// skipped.
+func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) []Local {
 	weight := max(cfg.LocalEndpointWeight, 1)
-	nLocal := 0
-	for i := range backends {
-		if backends[i].Local {
-			nLocal++
-		}
-	}
-	all = make([]Local, 0, len(backends))
-	if nLocal > 0 && nLocal < len(backends) {
-		local = make([]Local, 0, nLocal)
-	}
+	out := make([]Local, 0, len(backends))
 	for i := range backends {
 		b := &backends[i]
 		ip := b.IP.Unmap()
@@ -123,20 +118,10 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 		l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
 		if b.Local {
 			l.Probability = weight
-			if local != nil {
-				local = append(local, l)
-			}
 		}
-		all = append(all, l)
+		out = append(out, l)
 	}
-	all = sortLocals(all)
-	switch nLocal {
-	case 0:
-		return all, nil
-	case len(backends):
-		return all, all
-	}
-	return all, sortLocals(local)
+	return sortLocals(out)
 }
 
 // sortLocals sorts locals and drops duplicates.

@@ -53,6 +53,24 @@ func TestBuildService(t *testing.T) {
 		}(),
 		expect: []string{},
 	}, {
+		name: "external policy Local: this node's terminating endpoint still serves when it is its only one",
+		svc: func() *servicerenderer.ContivService {
+			// pod2 (local) is terminating and serving; pod3 (remote) is
+			// ready. Cluster frontends use the ready pod3; Local ones the
+			// processor's LocalBackends, which keep pod2 (graceful termination).
+			term := pod2
+			term.Ready, term.Terminating = false, true
+			p := port("http", 80, 0, pod3)
+			p.LocalBackends = []servicerenderer.Backend{term}
+			s := withExt(web(p), "20.20.20.20")
+			s.ExternalPolicy = servicerenderer.PolicyLocal
+			return s
+		}(),
+		expect: []string{
+			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
+			"20.20.20.20:80/TCP static twice-nat=self " + tag + " -> 10.1.1.4:8080 vrf=2",
+		},
+	}, {
 		name: "external IPs under Cluster: all backends, full twice-NAT",
 		svc:  withExt(web(port("http", 80, 0, pod1, pod3)), "20.20.20.20", "30.30.30.30"),
 		expect: []string{

@@ -70,9 +70,22 @@ func sortBackends(bs []servicerenderer.Backend) []servicerenderer.Backend {
 	return bs
 }
 
-// port is a TCP port with backends.
+// port is a TCP port with backends (all ready: the local ones serve Local
+// policies, as the processor derives them).
 func port(name string, p, nodePort uint16, backends ...servicerenderer.Backend) servicerenderer.Port {
-	return servicerenderer.Port{Name: name, Protocol: servicerenderer.TCP, Port: p, NodePort: nodePort, Backends: sortBackends(backends)}
+	bs := sortBackends(backends)
+	return servicerenderer.Port{Name: name, Protocol: servicerenderer.TCP, Port: p, NodePort: nodePort, Backends: bs, LocalBackends: localOnly(bs)}
+}
+
+// localOnly is the local backends of bs.
+func localOnly(bs []servicerenderer.Backend) []servicerenderer.Backend {
+	var out []servicerenderer.Backend
+	for _, b := range bs {
+		if b.Local {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func udpPort(name string, p uint16, backends ...servicerenderer.Backend) servicerenderer.Port {

@@ -110,10 +110,16 @@ func svc(name, clusterIP string, backends ...string) *servicerenderer.ContivServ
 		bs = append(bs, backend(b, 8080, strings.HasPrefix(b, "10.1.1.")))
 	}
 	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int { return a.IP.Compare(b.IP) })
+	var local []servicerenderer.Backend
+	for _, b := range bs {
+		if b.Local {
+			local = append(local, b)
+		}
+	}
 	return &servicerenderer.ContivService{
 		ID:         servicerenderer.ServiceID{Namespace: "default", Name: name},
 		ClusterIPs: []netip.Addr{addr(clusterIP)},
-		Ports:      []servicerenderer.Port{{Name: "http", Protocol: servicerenderer.TCP, Port: 80, Backends: bs}},
+		Ports:      []servicerenderer.Port{{Name: "http", Protocol: servicerenderer.TCP, Port: 80, Backends: bs, LocalBackends: local}},
 	}
 }
 
