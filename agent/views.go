@@ -107,7 +107,7 @@ func (o *NAT44Objects) State() *nat44.State {
 }
 
 // IPAMView is the /v1/ipam view: this node's address plan and the pod IPs
-// allocated (by "namespace/pod"; absent before IPAM has started).
+// allocated, by "namespace/pod" (null before IPAM has started).
 type IPAMView struct {
 	NodeID           uint32                `json:"nodeID"`
 	PodSubnet        netip.Prefix          `json:"podSubnet"`
@@ -118,7 +118,7 @@ type IPAMView struct {
 	NodeIP           netip.Prefix          `json:"nodeIP"`
 	VXLANIP          netip.Prefix          `json:"vxlanIP"`
 	ServiceCIDR      netip.Prefix          `json:"serviceCIDR"`
-	Pods             map[string]netip.Addr `json:"pods,omitempty"`
+	Pods             map[string]netip.Addr `json:"pods"`
 }
 
 // StatusView is the /v1/status view: this node, readiness, the
