@@ -31,6 +31,13 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{name: "services", summary: "the services an agent derived (--skipped: what it left out, and why)", run: runServices},
+		{name: "nat44", summary: "an agent's NAT44 state, desired or --applied, with failures and conflicts", run: runNAT44},
+		{name: "nodes", summary: "the nodes an agent knows: names, IDs, VPP and management IPs", run: runNodes},
+		{name: "ipam", summary: "an agent's address plan and pod IP allocations", run: runIPAM},
+		{name: "status", summary: "an agent's controller, VPP connection and readiness", run: runStatus},
+		{name: "render", summary: "offline: the NAT44 state an agent on a node would program for manifests", run: runRender},
+		{name: "trace", summary: "which backends a packet to VIP:PORT/PROTO reaches, with probabilities", run: runTrace},
 		{name: "load", summary: "write Kubernetes YAML into etcd in the reflector's format", run: runLoad},
 	}
 }
@@ -98,14 +105,23 @@ func newFlagSet(s streams, name, synopsis string) *flag.FlagSet {
 // parse parses args into fs; a parse error (already printed) is a usage
 // error, and no positional arguments are accepted.
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlags parses args into fs; a parse error (already printed) is a
+// usage error. Positional arguments are left in fs.Args().
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	return nil
 }

@@ -1,6 +1,47 @@
 // Command contivctl is the operator's command-line tool.
 //
-// Subcommands:
+// Subcommands that inspect a running agent read its JSON views over HTTP
+// (--agent URL or host:port; default http://127.0.0.1:9999, or the
+// CONTIVCTL_AGENT environment variable) and print aligned tables, or with
+// -o json the view as the agent serves it:
+//
+//	services [--skipped]   ContivServices: cluster and external IPs, one row
+//	                       per port with its backends (how many local, and
+//	                       how many a Local traffic policy uses), nodePort,
+//	                       traffic policies, session affinity; --skipped
+//	                       lists what was left out, and why
+//	nat44 [--applied]      the desired (or applied) NAT44 state, one sorted
+//	                       line per object, then failures and conflicts
+//	nodes                  node names, IDs, VPP and management IPs
+//	ipam                   the address plan and the pod IPs allocated
+//	status                 readiness, VPP connection (SIMULATED when so),
+//	                       controller and NAT44 apply counters
+//
+// Offline, without an agent:
+//
+//	render -f FILE.yaml --node NAME [--config agent.yaml] [--node-id N]
+//	    the NAT44 state an agent on node NAME would program for the
+//	    manifests, in the format of nat44 (agent.Render: the agent's own
+//	    pipeline into a simulated VPP). The node's ID is --node-id, or else
+//	    its position, from 1, among the file's Nodes sorted by name (the IDs
+//	    NodeSync gives when nodes join in name order); its VPP IP comes from
+//	    the configuration or the address plan, its management IPs from its
+//	    Node's InternalIP and ExternalIP addresses. A line on standard error
+//	    says which were used.
+//
+// Either way:
+//
+//	trace VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME ...]
+//	    which backends a packet from SRC (default 192.0.2.1, a client
+//	    outside the cluster) to VIP:PORT/PROTO reaches, with probabilities,
+//	    and the source address each backend sees (the client's, or the
+//	    node's twice-NAT address). With -f it renders offline and asks the
+//	    simulated VPP's translation oracle, the packet entering on the main
+//	    NIC; without, it reads the agent's applied state
+//	    (/v1/nat44/mappings) and answers with agent.TraceState, which tests
+//	    hold to the oracle.
+//
+// And one that writes:
 //
 //	load -f FILE.yaml [--etcd host:port,...] [--prune]
 //	    decode Kubernetes YAML (Services, EndpointSlices, Pods, Nodes,
@@ -9,9 +50,13 @@
 //	    rewritten. With --prune, stored objects of the resources the file
 //	    holds that the file does not name are deleted.
 //
+// Exit status: 0 success, 1 failure (agent unreachable, bad file, ...),
+// 2 bad usage (unknown flag, bad VIP syntax, ...).
+//
 // main.go only wires the process; each subcommand is a function of
 // (context, streams, args) returning an error, so it is tested in-process
-// against an embedded etcd. A new subcommand is one function and one entry
-// in commands(). contivctl knows kubestate and the etcd client; it knows
-// nothing of the agent's internals.
+// against embedded etcd, a served agent view or a real in-process agent.
+// A new subcommand is one function and one entry in commands(). contivctl
+// knows kubestate, the etcd client, and of the agent only its exported
+// view types, Render and TraceState.
 package main

@@ -184,8 +184,8 @@ func TestUsage(t *testing.T) {
 		wantOut string
 		wantErr string
 	}{
-		{"no command", nil, 2, "", "Commands:\n  load"},
-		{"help", []string{"help"}, 0, "Commands:\n  load", ""},
+		{"no command", nil, 2, "", "Commands:\n  services"},
+		{"help", []string{"help"}, 0, "Commands:\n  services", ""},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{"load help", []string{"load", "-h"}, 0, "", "Usage: contivctl load -f FILE.yaml"},
 		{"load without file", []string{"load"}, 2, "", "-f FILE is required"},

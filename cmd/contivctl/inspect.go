@@ -1,0 +1,380 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/kubestate"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// newInspect parses the flags of an inspecting command and returns its
+// agent client.
+func newInspect(s streams, name, synopsis string, args []string, extra func(fs *flag.FlagSet)) (*agentClient, outputFlag, error) {
+	fs := newFlagSet(s, name, synopsis)
+	var af agentFlags
+	var of outputFlag
+	af.register(fs)
+	of.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := parse(fs, args); err != nil {
+		return nil, of, err
+	}
+	if err := of.check(); err != nil {
+		return nil, of, err
+	}
+	c, err := af.client()
+	return c, of, err
+}
+
+func runServices(ctx context.Context, s streams, args []string) error {
+	var skipped bool
+	c, of, err := newInspect(s, "services", "[--skipped] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&skipped, "skipped", false, "list the services and ports left out, and why, instead")
+	})
+	if err != nil {
+		return err
+	}
+	if skipped {
+		var rows []skipRow
+		body, err := c.view(ctx, "/v1/skipped", &rows)
+		if err != nil {
+			return err
+		}
+		if of.json() {
+			return writeRawJSON(s.out, body)
+		}
+		return printSkipped(s.out, rows)
+	}
+	var svcs []*sr.ContivService
+	body, err := c.view(ctx, "/v1/services", &svcs)
+	if err != nil {
+		return err
+	}
+	if of.json() {
+		return writeRawJSON(s.out, body)
+	}
+	return printServices(s.out, svcs)
+}
+
+// printServices writes one row per service port; the service's own
+// columns are on its first row.
+func printServices(w io.Writer, svcs []*sr.ContivService) error {
+	t := newTable(w, "SERVICE", "CLUSTER-IPS", "EXTERNAL-IPS", "PORT", "BACKENDS", "NODEPORT", "POLICY EXT/INT", "AFFINITY")
+	for _, svc := range svcs {
+		if svc == nil {
+			continue
+		}
+		head := []string{
+			svc.ID.String(),
+			orDash(joinStrings(svc.ClusterIPs, ",")),
+			orDash(joinStrings(svc.ExternalIPs, ",")),
+		}
+		tail := []string{svc.ExternalPolicy.String() + "/" + svc.InternalPolicy.String(), "-"}
+		if svc.AffinityTimeout > 0 {
+			tail[1] = "ClientIP " + strconv.FormatUint(uint64(svc.AffinityTimeout), 10) + "s"
+		}
+		if len(svc.Ports) == 0 {
+			t.row(append(append(head, "-", "-", "-"), tail...)...)
+		}
+		for i, p := range svc.Ports {
+			if i > 0 {
+				head = []string{"", "", ""}
+				tail = []string{"", ""}
+			}
+			port := fmt.Sprintf("%s %d/%s", orDash(p.Name), p.Port, p.Protocol)
+			np := "-"
+			if p.NodePort != 0 {
+				np = strconv.Itoa(int(p.NodePort))
+			}
+			t.row(append(append(head, port, backendCount(svc, &p), np), tail...)...)
+		}
+	}
+	return t.flush()
+}
+
+// backendCount is "N", with how many are local, and the local set's size
+// when a Local policy uses it.
+func backendCount(svc *sr.ContivService, p *sr.Port) string {
+	local := 0
+	for _, b := range p.Backends {
+		if b.Local {
+			local++
+		}
+	}
+	s := strconv.Itoa(len(p.Backends))
+	if local > 0 {
+		s += fmt.Sprintf(" (%d local)", local)
+	}
+	if svc.ExternalPolicy == sr.PolicyLocal || svc.InternalPolicy == sr.PolicyLocal {
+		s += fmt.Sprintf(", Local policy: %d", len(p.LocalBackends))
+	}
+	return s
+}
+
+// skipRow is one entry of the /v1/skipped view (service.Skip; its Reason
+// arrives as its name).
+type skipRow struct {
+	Service sr.ServiceID
+	Object  kubestate.Key
+	Port    string
+	Reason  string
+	Detail  string
+}
+
+func printSkipped(w io.Writer, rows []skipRow) error {
+	if len(rows) == 0 {
+		_, err := io.WriteString(w, "nothing skipped\n")
+		return err
+	}
+	t := newTable(w, "SERVICE", "OBJECT", "PORT", "REASON", "DETAIL")
+	for _, r := range rows {
+		obj := string(r.Object.Resource) + " " + r.Object.Name
+		if r.Object.Namespace != "" {
+			obj = string(r.Object.Resource) + " " + r.Object.Namespace + "/" + r.Object.Name
+		}
+		t.row(r.Service.String(), obj, orDash(r.Port), r.Reason, orDash(r.Detail))
+	}
+	return t.flush()
+}
+
+func runNAT44(ctx context.Context, s streams, args []string) error {
+	var applied bool
+	c, of, err := newInspect(s, "nat44", "[--applied] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&applied, "applied", false, "the state VPP holds (as the agent applied it) instead of the desired state")
+	})
+	if err != nil {
+		return err
+	}
+	var v agent.NAT44View
+	body, err := c.view(ctx, "/v1/nat44", &v)
+	if err != nil {
+		return err
+	}
+	if of.json() {
+		return writeRawJSON(s.out, body)
+	}
+	lines := v.Desired
+	if applied {
+		lines = v.Applied
+	}
+	return printNAT44(s.out, lines, v.Failures, v.Conflicts)
+}
+
+// printNAT44 writes the state lines, then the failures and the conflicts
+// when there are any.
+func printNAT44(w io.Writer, lines []string, failures []nat44.Failure, conflicts []nat44.Conflict) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(failures))
+		t := newTable(w, "OBJECT", "SERVICE", "CALL", "REASON")
+		for _, f := range failures {
+			svc, op := "-", "-"
+			if f.Service != (sr.ServiceID{}) {
+				svc = f.Service.String()
+			}
+			if f.Op != 0 {
+				op = f.Op.String()
+			}
+			t.row(f.Object.String(), svc, op, f.Reason)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(conflicts) > 0 {
+		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(conflicts))
+		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
+		for _, c := range conflicts {
+			t.row(c.Key.String(), c.Winner.String(), joinStrings(c.Losers, ","))
+		}
+		return t.flush()
+	}
+	return nil
+}
+
+func runNodes(ctx context.Context, s streams, args []string) error {
+	c, of, err := newInspect(s, "nodes", "[--agent URL] [-o table|json]", args, nil)
+	if err != nil {
+		return err
+	}
+	var nodes []*kubestate.VppNode
+	body, err := c.view(ctx, "/v1/nodes", &nodes)
+	if err != nil {
+		return err
+	}
+	if of.json() {
+		return writeRawJSON(s.out, body)
+	}
+	nodes = slices.DeleteFunc(nodes, func(n *kubestate.VppNode) bool { return n == nil })
+	slices.SortFunc(nodes, func(a, b *kubestate.VppNode) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name)) })
+	t := newTable(s.out, "NAME", "ID", "VPP-IPS", "MGMT-IPS")
+	for _, n := range nodes {
+		t.row(n.Name, strconv.FormatUint(uint64(n.ID), 10), orDash(strings.Join(n.VppIPs, ",")), orDash(strings.Join(n.MgmtIPs, ",")))
+	}
+	return t.flush()
+}
+
+func runIPAM(ctx context.Context, s streams, args []string) error {
+	c, of, err := newInspect(s, "ipam", "[--agent URL] [-o table|json]", args, nil)
+	if err != nil {
+		return err
+	}
+	var v agent.IPAMView
+	body, err := c.view(ctx, "/v1/ipam", &v)
+	if err != nil {
+		return err
+	}
+	if of.json() {
+		return writeRawJSON(s.out, body)
+	}
+	str := func(x fmt.Stringer, valid bool) string {
+		if !valid {
+			return "-"
+		}
+		return x.String()
+	}
+	t := newTable(s.out)
+	t.row("NODE ID", strconv.FormatUint(uint64(v.NodeID), 10))
+	t.row("POD SUBNET", str(v.PodSubnet, v.PodSubnet.IsValid())+" (of "+str(v.PodSubnetAll, v.PodSubnetAll.IsValid())+")")
+	t.row("POD GATEWAY", str(v.PodGateway, v.PodGateway.IsValid()))
+	t.row("NAT LOOPBACK", str(v.NATLoopback, v.NATLoopback.IsValid()))
+	t.row("HOST INTERCONNECT", str(v.HostInterconnect, v.HostInterconnect.IsValid()))
+	t.row("NODE IP", str(v.NodeIP, v.NodeIP.IsValid()))
+	t.row("VXLAN IP", str(v.VXLANIP, v.VXLANIP.IsValid()))
+	t.row("SERVICE CIDR", str(v.ServiceCIDR, v.ServiceCIDR.IsValid()))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	switch {
+	case v.Pods == nil:
+		_, err := io.WriteString(s.out, "\npod allocations: not known yet (IPAM has not started)\n")
+		return err
+	case len(v.Pods) == 0:
+		_, err := io.WriteString(s.out, "\npod allocations: none (this agent has allocated no pod IP)\n")
+		return err
+	}
+	fmt.Fprintf(s.out, "\nPOD ALLOCATIONS (%d)\n", len(v.Pods))
+	t = newTable(s.out, "POD", "IP")
+	pods := slices.Collect(maps.Keys(v.Pods))
+	slices.SortFunc(pods, func(a, b string) int { return cmp.Or(v.Pods[a].Compare(v.Pods[b]), cmp.Compare(a, b)) })
+	for _, p := range pods {
+		t.row(p, v.Pods[p].String())
+	}
+	return t.flush()
+}
+
+// statusRow is the /v1/status view (agent.StatusView) as contivctl reads
+// it: the resync kind arrives as its name.
+type statusRow struct {
+	Node       string `json:"node"`
+	NodeID     uint32 `json:"nodeID"`
+	Ready      bool   `json:"ready"`
+	Controller struct {
+		Ready          bool      `json:"ready"`
+		LastResync     time.Time `json:"lastResync"`
+		LastResyncKind string    `json:"lastResyncKind"`
+		Resyncs        uint64    `json:"resyncs"`
+		Batches        uint64    `json:"batches"`
+		Events         uint64    `json:"events"`
+		QueueDepth     int       `json:"queueDepth"`
+		Revision       int64     `json:"revision"`
+		Relists        uint64    `json:"relists"`
+		EtcdConnected  bool      `json:"etcdConnected"`
+		DecodeErrors   uint64    `json:"decodeErrors"`
+		LastError      string    `json:"lastError"`
+		LastErrorTime  time.Time `json:"lastErrorTime"`
+		Errors         uint64    `json:"errors"`
+	} `json:"controller"`
+	VPP struct {
+		Connected bool      `json:"connected"`
+		Simulated bool      `json:"simulated"`
+		Socket    string    `json:"socket"`
+		Version   string    `json:"version"`
+		PID       uint32    `json:"pid"`
+		Since     time.Time `json:"since"`
+		Connects  int       `json:"connects"`
+		Restarts  int       `json:"restarts"`
+		LastError string    `json:"lastError"`
+	} `json:"vpp"`
+	NAT44 nat44.Stats `json:"nat44"`
+	Note  string      `json:"note"`
+}
+
+func runStatus(ctx context.Context, s streams, args []string) error {
+	c, of, err := newInspect(s, "status", "[--agent URL] [-o table|json]", args, nil)
+	if err != nil {
+		return err
+	}
+	var v statusRow
+	body, err := c.view(ctx, "/v1/status", &v)
+	if err != nil {
+		return err
+	}
+	if of.json() {
+		return writeRawJSON(s.out, body)
+	}
+	yesNo := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.Format(time.RFC3339)
+	}
+	t := newTable(s.out)
+	t.row("NODE", fmt.Sprintf("%s (ID %d)", v.Node, v.NodeID))
+	t.row("READY", yesNo(v.Ready)+" (first full sync applied: "+yesNo(v.Controller.Ready)+", VPP connected: "+yesNo(v.VPP.Connected)+")")
+	vpp := "not connected"
+	if v.VPP.Connected {
+		vpp = fmt.Sprintf("connected to %s, pid %d, since %s", orDash(v.VPP.Version), v.VPP.PID, when(v.VPP.Since))
+	}
+	if v.VPP.Simulated {
+		vpp += ", SIMULATED"
+	} else if v.VPP.Socket != "" {
+		vpp += ", socket " + v.VPP.Socket
+	}
+	t.row("VPP", fmt.Sprintf("%s; %d connects, %d restarts seen", vpp, v.VPP.Connects, v.VPP.Restarts))
+	if v.VPP.LastError != "" {
+		t.row("VPP LAST ERROR", v.VPP.LastError)
+	}
+	cs := v.Controller
+	t.row("LAST RESYNC", fmt.Sprintf("%s (%s); %d resyncs, %d relists of etcd", when(cs.LastResync), orDash(cs.LastResyncKind), cs.Resyncs, cs.Relists))
+	t.row("CONTROLLER", fmt.Sprintf("%d batches, %d events, queue depth %d, revision %d, etcd connected: %s, undecodable values: %d",
+		cs.Batches, cs.Events, cs.QueueDepth, cs.Revision, yesNo(cs.EtcdConnected), cs.DecodeErrors))
+	errs := strconv.FormatUint(cs.Errors, 10)
+	if cs.LastError != "" {
+		errs += fmt.Sprintf("; last at %s: %s", when(cs.LastErrorTime), cs.LastError)
+	}
+	t.row("ERRORS", errs)
+	n := v.NAT44
+	t.row("NAT44", fmt.Sprintf("%d applies (%d full), %d VPP calls, %d refused as invalid, %d transient failures; mappings +%d -%d ~%d, locals changed %d",
+		n.Applies, n.FullApplies, n.Calls, n.Invalid, n.Transient, n.MappingsAdded, n.MappingsRemoved, n.MappingsUpdated, n.LocalsChanged))
+	if v.Note != "" {
+		t.row("NOTE", v.Note)
+	}
+	return t.flush()
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+var addr = netip.MustParseAddr
+
+// cannedViews are the views of an agent, built from the agent's own view
+// types, as its REST server encodes them.
+func cannedViews() map[string]any {
+	web := sr.ServiceID{Namespace: "shop", Name: "web"}
+	cart := sr.ServiceID{Namespace: "shop", Name: "cart"}
+	webKey := nat44.MappingKey{IP: addr("203.0.113.10"), Port: 80, Proto: sr.TCP}
+	mapping := &nat44.Mapping{
+		MappingKey: nat44.MappingKey{IP: addr("10.96.10.30"), Port: 8080, Proto: sr.TCP},
+		Locals: []nat44.Local{
+			{IP: addr("10.1.1.4"), Port: 8080, VRF: 1, Probability: 2},
+			{IP: addr("10.1.3.4"), Port: 8080, VRF: 1, Probability: 1},
+		},
+		TwiceNAT: nat44.TwiceNATSelf, Affinity: 3600, Tag: "contiv:shop/cart",
+	}
+	state := &nat44.State{
+		Global:     nat44.Global{Forwarding: true, SessionLimit: 1000},
+		Pool:       []nat44.PoolAddress{{IP: addr("10.1.1.254"), VRF: nat44.AnyVRF, TwiceNAT: true}},
+		Interfaces: map[string]nat44.Features{"GigabitEthernet0/8/0": nat44.FeatureOut},
+		Mappings:   map[nat44.MappingKey]*nat44.Mapping{mapping.MappingKey: mapping},
+		Identities: map[nat44.IdentityKey]*nat44.Identity{},
+	}
+	return map[string]any{
+		"services": []*sr.ContivService{
+			{
+				ID: cart, ClusterIPs: []netip.Addr{addr("10.96.10.30")},
+				Ports: []sr.Port{{Name: "http", Protocol: sr.TCP, Port: 8080, Backends: []sr.Backend{
+					{IP: addr("10.1.1.4"), Port: 8080, Local: true, Ready: true, Serving: true},
+					{IP: addr("10.1.3.4"), Port: 8080, Ready: true, Serving: true},
+				}}},
+				AffinityTimeout: 3600,
+			},
+			{
+				ID: web, ClusterIPs: []netip.Addr{addr("10.96.10.20")}, ExternalIPs: []netip.Addr{addr("203.0.113.10")},
+				Ports: []sr.Port{
+					{Name: "http", Protocol: sr.TCP, Port: 80, NodePort: 31080, Backends: []sr.Backend{{IP: addr("10.1.2.4"), Port: 8080}}},
+					{Name: "dns", Protocol: sr.UDP, Port: 53, NodePort: 31053},
+				},
+				ExternalPolicy: sr.PolicyLocal,
+			},
+		},
+		"skipped": []service.Skip{
+			{Service: sr.ServiceID{Namespace: "shop", Name: "orders"}, Object: kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "orders"}, Reason: service.ReasonHeadless},
+			{Service: web, Object: kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "web"}, Port: "sctp", Reason: service.ReasonSCTP, Detail: "SCTP 9999"},
+		},
+		"nat44": agent.NAT44View{
+			Desired: []string{"global forwarding=on", "mapping 10.96.10.30:8080/TCP lb desired"},
+			Applied: []string{"global forwarding=on", "mapping 10.96.10.30:8080/TCP lb applied"},
+			Failures: []nat44.Failure{{
+				Object:  nat44.ObjectID{Kind: nat44.ObjectMapping, Mapping: webKey},
+				Service: web, Op: nat44.OpAddMapping, Reason: "value exists",
+			}},
+			Conflicts: []nat44.Conflict{{Key: webKey, Winner: web, Losers: []sr.ServiceID{cart}}},
+		},
+		"nat44/mappings": agent.NAT44MappingsView{Desired: agent.NewNAT44Objects(state), Applied: agent.NewNAT44Objects(state)},
+		"nodes": []*kubestate.VppNode{
+			{Name: "node-2", ID: 2, VppIPs: []string{"192.168.16.2/24"}, MgmtIPs: []string{"192.168.56.102"}},
+			{Name: "node-1", ID: 1, VppIPs: []string{"192.168.16.1/24"}, MgmtIPs: []string{"192.168.56.101"}},
+			{Name: "node-3", ID: 3},
+		},
+		"ipam": agent.IPAMView{
+			NodeID: 1, PodSubnet: netip.MustParsePrefix("10.1.1.0/24"), PodSubnetAll: netip.MustParsePrefix("10.1.0.0/16"),
+			PodGateway: addr("10.1.1.1"), NATLoopback: addr("10.1.1.254"),
+			HostInterconnect: netip.MustParsePrefix("172.30.1.0/24"), NodeIP: netip.MustParsePrefix("192.168.16.1/24"),
+			ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
+			Pods:        map[string]netip.Addr{"shop/cart-1": addr("10.1.1.4"), "kube-system/dns-1": addr("10.1.1.2")},
+		},
+		"status": agent.StatusView{
+			Node: "node-1", NodeID: 1, Ready: true,
+			Controller: controller.Status{
+				Ready: true, LastResync: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), LastResyncKind: controller.ResyncStartup,
+				Resyncs: 1, Batches: 7, Events: 49, Revision: 120, EtcdConnected: true,
+				LastError: "apply: VPP not connected", LastErrorTime: time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC), Errors: 2,
+			},
+			VPP:   vpp.Status{Connected: true, Simulated: true, Version: "25.10-simulated", PID: 4242, Connects: 1, Note: "SIMULATED VPP"},
+			NAT44: nat44.Stats{Applies: 7, FullApplies: 1, Calls: 61},
+			Note:  "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
+		},
+	}
+}
+
+// serveViews serves views under /v1/ as the agent's REST server does and
+// returns the server's URL.
+func serveViews(t *testing.T, views map[string]any) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	for name, v := range views {
+		body, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatalf("view %s: %v", name, err)
+		}
+		mux.HandleFunc("GET /v1/"+name, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// fields is s with runs of blanks collapsed, for checks on table rows.
+func fields(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestInspectCommands(t *testing.T) {
+	url := serveViews(t, cannedViews())
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"services"}, []string{
+			"SERVICE CLUSTER-IPS EXTERNAL-IPS PORT BACKENDS NODEPORT POLICY EXT/INT AFFINITY",
+			"shop/cart 10.96.10.30 - http 8080/TCP 2 (1 local) - Cluster/Cluster ClientIP 3600s",
+			"shop/web 10.96.10.20 203.0.113.10 http 80/TCP 1, Local policy: 0 31080 Local/Cluster -",
+			"\ndns 53/UDP 0, Local policy: 0 31053\n",
+		}},
+		{[]string{"services", "--skipped"}, []string{
+			"SERVICE OBJECT PORT REASON DETAIL",
+			"shop/orders service shop/orders - headless -",
+			"shop/web service shop/web sctp sctp-unsupported SCTP 9999",
+		}},
+		{[]string{"nat44"}, []string{
+			"global forwarding=on\nmapping 10.96.10.30:8080/TCP lb desired\n",
+			"FAILURES (1)",
+			"mapping 203.0.113.10:80/TCP shop/web add-mapping value exists",
+			"CONFLICTS (1)",
+			"203.0.113.10:80/TCP shop/web shop/cart",
+		}},
+		{[]string{"nat44", "--applied"}, []string{"mapping 10.96.10.30:8080/TCP lb applied\n"}},
+		{[]string{"nodes"}, []string{
+			"NAME ID VPP-IPS MGMT-IPS\nnode-1 1 192.168.16.1/24 192.168.56.101\nnode-2 2 192.168.16.2/24 192.168.56.102\nnode-3 3 - -\n",
+		}},
+		{[]string{"ipam"}, []string{
+			"NODE ID 1", "POD SUBNET 10.1.1.0/24 (of 10.1.0.0/16)", "NAT LOOPBACK 10.1.1.254", "VXLAN IP -",
+			"POD ALLOCATIONS (2)\nPOD IP\nkube-system/dns-1 10.1.1.2\nshop/cart-1 10.1.1.4\n",
+		}},
+		{[]string{"status"}, []string{
+			"NODE node-1 (ID 1)",
+			"READY yes (first full sync applied: yes, VPP connected: yes)",
+			"VPP connected to 25.10-simulated, pid 4242, since never, SIMULATED; 1 connects, 0 restarts seen",
+			"LAST RESYNC 2025-01-02T03:04:05Z (startup); 1 resyncs",
+			"ERRORS 2; last at 2025-01-02T03:00:00Z: apply: VPP not connected",
+			"NOTE SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errs := contivctl(t, "", append(tt.args, "--agent", url)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(fields(out), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestInspectJSON checks that -o json prints each view as the agent
+// serves it.
+func TestInspectJSON(t *testing.T) {
+	views := cannedViews()
+	url := serveViews(t, views)
+	for cmd, view := range map[string]string{"services": "services", "nat44": "nat44", "nodes": "nodes", "ipam": "ipam", "status": "status"} {
+		code, out, errs := contivctl(t, "", cmd, "-o", "json", "--agent", url)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd, code, errs)
+		}
+		want, _ := json.Marshal(views[view])
+		var got, exp any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%s -o json: %v\n%s", cmd, err, out)
+		}
+		_ = json.Unmarshal(want, &exp)
+		if !reflect.DeepEqual(got, exp) {
+			t.Errorf("%s -o json:\n%s\nwant\n%s", cmd, out, want)
+		}
+	}
+	code, out, _ := contivctl(t, "", "services", "--skipped", "-o", "json", "--agent", url)
+	if code != 0 || !strings.Contains(out, `"Reason": "sctp-unsupported"`) {
+		t.Errorf("services --skipped -o json: exit %d\n%s", code, out)
+	}
+}
+
+func TestTraceAgainstCannedAgent(t *testing.T) {
+	url := serveViews(t, cannedViews())
+	code, out, errs := contivctl(t, "", "trace", "10.96.10.30:8080/TCP", "--agent", url, "--from", "10.1.1.4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"10.96.10.30:8080/TCP from 10.1.1.4: translated (load-balanced mapping), tag contiv:shop/cart, session affinity 3600s",
+		"10.1.1.4:8080 1 66.7% 10.1.1.254 (rewritten: twice-NAT)",
+		"10.1.3.4:8080 1 33.3% 10.1.1.4 (client's, kept)",
+	} {
+		if !strings.Contains(fields(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = contivctl(t, "", "trace", "10.96.10.31:8080/TCP", "--agent", url)
+	if code != 0 || !strings.Contains(out, "not translated (no mapping; forwarding passes it)") {
+		t.Errorf("no mapping: exit %d\n%s", code, out)
+	}
+}
+
+// TestAgentEnvironment checks that CONTIVCTL_AGENT names the agent and
+// that --agent takes host:port.
+func TestAgentEnvironment(t *testing.T) {
+	url := serveViews(t, cannedViews())
+	t.Setenv(agentEnv, url)
+	if code, out, errs := contivctl(t, "", "nodes"); code != 0 || !strings.Contains(out, "node-3") {
+		t.Errorf("with %s: exit %d: %s%s", agentEnv, code, out, errs)
+	}
+	hostPort := strings.TrimPrefix(url, "http://")
+	if code, out, errs := contivctl(t, "", "nodes", "--agent", hostPort); code != 0 || !strings.Contains(out, "node-3") {
+		t.Errorf("--agent %s: exit %d: %s%s", hostPort, code, out, errs)
+	}
+}
+
+func TestAgentErrors(t *testing.T) {
+	// An agent that is not there.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	gone := srv.URL
+	srv.Close()
+	code, _, errs := contivctl(t, "", "services", "--agent", gone)
+	if code != 1 || !strings.Contains(errs, "agent at "+gone+" unreachable") || !strings.Contains(errs, agentEnv) {
+		t.Errorf("unreachable agent: exit %d, stderr %q", code, errs)
+	}
+
+	// Something else answers: no such view, a failing view, bad JSON.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "boom\nmore", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"not":"a list"}`)) })
+	other := httptest.NewServer(mux)
+	t.Cleanup(other.Close)
+	for _, c := range []struct{ cmd, want string }{
+		{"services", "has no view /v1/services"},
+		{"status", "GET /v1/status: 500 Internal Server Error: boom"},
+		{"nodes", "GET /v1/nodes: not the JSON this contivctl reads"},
+		{"trace", "has no view /v1/nat44/mappings"},
+	} {
+		args := []string{c.cmd, "--agent", other.URL}
+		if c.cmd == "trace" {
+			args = append(args, "10.96.0.10:53/UDP")
+		}
+		code, _, errs := contivctl(t, "", args...)
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", c.cmd, code, errs, c.want)
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// renderFlags are the flags of an offline render.
+type renderFlags struct {
+	file   string
+	node   string
+	config string
+	nodeID uint
+}
+
+func (f *renderFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "f", "", "Kubernetes YAML `file` of the cluster (- for standard input)")
+	fs.StringVar(&f.node, "node", "", "`name` of the node to render for")
+	fs.StringVar(&f.config, "config", "", "agent configuration `file` (default: the built-in defaults)")
+	fs.UintVar(&f.nodeID, "node-id", 0, "the node's ID (default: its position, from 1, among the file's Nodes sorted by name)")
+}
+
+// render loads the manifests and the configuration and renders for the node.
+func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, error) {
+	if f.node == "" {
+		return nil, fmt.Errorf("%w: --node NAME is required with -f", errUsage)
+	}
+	if f.nodeID > 1<<31 {
+		return nil, fmt.Errorf("%w: --node-id %d is out of range", errUsage, f.nodeID)
+	}
+	cfg := contivconf.Defaults()
+	if f.config != "" {
+		var err error
+		if cfg, err = contivconf.Load(f.config); err != nil {
+			return nil, err
+		}
+	}
+	cfg.NodeName = f.node
+	if err := cfg.Validate(); err != nil {
+		where := "the default configuration"
+		if f.config != "" {
+			where = f.config
+		}
+		return nil, fmt.Errorf("%s with node name %q: %w", where, f.node, err)
+	}
+	objs, err := readManifests(s, f.file)
+	if err != nil {
+		return nil, err
+	}
+	r, err := agent.Render(ctx, agent.RenderParams{Objects: objs, Config: cfg, NodeID: uint32(f.nodeID)})
+	if errors.Is(err, agent.ErrUnknownNode) {
+		return nil, fmt.Errorf("%s: %w", f.file, err)
+	}
+	return r, err
+}
+
+// describe is one line about the node a render was for.
+func (f *renderFlags) describe(r *agent.Rendered) string {
+	how := "from --node-id"
+	if f.nodeID == 0 {
+		how = "its position among the Nodes of " + f.file + " sorted by name"
+	}
+	mgmt := "none"
+	if len(r.MgmtIPs) > 0 {
+		mgmt = joinStrings(r.MgmtIPs, ",")
+	}
+	return fmt.Sprintf("node %s: ID %d (%s), pod subnet %s, VPP IP %s, management IPs %s",
+		r.Node, r.NodeID, how, r.Plan.PodSubnet, r.NodeIP, mgmt)
+}
+
+// renderOutput is what render -o json prints.
+type renderOutput struct {
+	Node      string           `json:"node"`
+	NodeID    uint32           `json:"nodeID"`
+	NodeIP    netip.Prefix     `json:"nodeIP"`
+	MgmtIPs   []netip.Addr     `json:"mgmtIPs"`
+	Desired   []string         `json:"desired"`
+	Failures  []nat44.Failure  `json:"failures"`
+	Conflicts []nat44.Conflict `json:"conflicts"`
+}
+
+func runRender(ctx context.Context, s streams, args []string) error {
+	fs := newFlagSet(s, "render", "-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [-o table|json]")
+	var rf renderFlags
+	var of outputFlag
+	rf.register(fs)
+	of.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := of.check(); err != nil {
+		return err
+	}
+	if rf.file == "" {
+		return fmt.Errorf("%w: -f FILE is required", errUsage)
+	}
+	r, err := rf.render(ctx, s)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(s.err, rf.describe(r))
+	if of.json() {
+		return writeJSON(s.out, renderOutput{
+			Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs,
+			Desired: r.Desired.Lines(), Failures: r.Failures, Conflicts: r.Conflicts,
+		})
+	}
+	return printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts)
+}
+
+// defaultFrom is the source of a traced packet when --from gives none: a
+// client outside the cluster (TEST-NET-1).
+const defaultFrom = "192.0.2.1"
+
+// target is what trace asks about: VIP:PORT/PROTO.
+type target struct {
+	ip    netip.Addr
+	port  uint16
+	proto sr.Protocol
+}
+
+func (t target) String() string {
+	return netip.AddrPortFrom(t.ip, t.port).String() + "/" + t.proto.String()
+}
+
+// parseTarget parses VIP:PORT/PROTO (PROTO TCP or UDP, any case; TCP when
+// left out).
+func parseTarget(s string) (target, error) {
+	bad := func(why string) (target, error) {
+		return target{}, fmt.Errorf("%w: bad target %q: %s; want VIP:PORT/PROTO, e.g. 10.96.0.10:53/UDP", errUsage, s, why)
+	}
+	hostPort, proto, hasProto := strings.Cut(s, "/")
+	t := target{proto: sr.TCP}
+	if hasProto {
+		switch strings.ToUpper(proto) {
+		case "TCP":
+		case "UDP":
+			t.proto = sr.UDP
+		case "SCTP":
+			return bad("SCTP is not supported by NAT44-ED")
+		default:
+			return bad(fmt.Sprintf("unknown protocol %q (TCP or UDP)", proto))
+		}
+	}
+	ap, err := netip.ParseAddrPort(hostPort)
+	if err != nil {
+		if _, aerr := netip.ParseAddr(hostPort); aerr == nil {
+			return bad("no port")
+		}
+		return bad(strings.TrimPrefix(err.Error(), "invalid AddrPort: "))
+	}
+	if !ap.Addr().Is4() {
+		return bad("not an IPv4 address (NAT44 translates IPv4)")
+	}
+	if ap.Port() == 0 {
+		return bad("port 0")
+	}
+	t.ip, t.port = ap.Addr(), ap.Port()
+	return t, nil
+}
+
+// traceBackend is one backend in trace -o json.
+type traceBackend struct {
+	IP          netip.Addr `json:"ip"`
+	Port        uint16     `json:"port"`
+	VRF         uint32     `json:"vrf"`
+	Probability float64    `json:"probability"`
+	// Src is the source address the backend sees; SourceRewritten tells
+	// whether it is not the client's (twice-NAT).
+	Src             netip.Addr `json:"src"`
+	SourceRewritten bool       `json:"sourceRewritten"`
+}
+
+// traceOutput is what trace -o json prints.
+type traceOutput struct {
+	Target   string         `json:"target"`
+	From     netip.Addr     `json:"from"`
+	Verdict  string         `json:"verdict"`
+	Reason   string         `json:"reason"`
+	Tag      string         `json:"tag,omitempty"`
+	Affinity uint32         `json:"affinity,omitempty"`
+	Backends []traceBackend `json:"backends"`
+}
+
+func newTraceOutput(t target, from netip.Addr, res sim.Result) traceOutput {
+	out := traceOutput{
+		Target: t.String(), From: from, Verdict: res.Verdict.String(), Reason: res.Reason,
+		Tag: res.Tag, Affinity: res.Affinity, Backends: []traceBackend{},
+	}
+	for _, b := range res.Backends {
+		out.Backends = append(out.Backends, traceBackend{
+			IP: b.IP, Port: b.Port, VRF: b.VRF, Probability: b.Probability, Src: b.Src, SourceRewritten: b.Src != from,
+		})
+	}
+	return out
+}
+
+func printTrace(w io.Writer, o traceOutput) error {
+	head := fmt.Sprintf("%s from %s: %s (%s)", o.Target, o.From, o.Verdict, o.Reason)
+	if o.Tag != "" {
+		head += ", tag " + o.Tag
+	}
+	if o.Affinity > 0 {
+		head += fmt.Sprintf(", session affinity %ds", o.Affinity)
+	}
+	fmt.Fprintln(w, head)
+	if len(o.Backends) == 0 {
+		return nil
+	}
+	t := newTable(w, "BACKEND", "VRF", "PROBABILITY", "SOURCE SEEN BY BACKEND")
+	for _, b := range o.Backends {
+		src := b.Src.String() + " (client's, kept)"
+		if b.SourceRewritten {
+			src = b.Src.String() + " (rewritten: twice-NAT)"
+		}
+		t.row(netip.AddrPortFrom(b.IP, b.Port).String(), strconv.FormatUint(uint64(b.VRF), 10),
+			strconv.FormatFloat(100*b.Probability, 'f', 1, 64)+"%", src)
+	}
+	return t.flush()
+}
+
+func runTrace(ctx context.Context, s streams, args []string) error {
+	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N]] [--agent URL] [-o table|json]")
+	from := fs.String("from", defaultFrom, "source `address` of the packet (default: a client outside the cluster)")
+	var rf renderFlags
+	var af agentFlags
+	var of outputFlag
+	rf.register(fs)
+	af.register(fs)
+	of.register(fs)
+	arg, err := parseOneArg(fs, args, "VIP:PORT/PROTO")
+	if err != nil {
+		return err
+	}
+	if err := of.check(); err != nil {
+		return err
+	}
+	t, err := parseTarget(arg)
+	if err != nil {
+		return err
+	}
+	src, err := netip.ParseAddr(*from)
+	if err != nil || !src.Is4() {
+		return fmt.Errorf("%w: --from %q: want an IPv4 address", errUsage, *from)
+	}
+	p := sim.Packet{Src: src, Dst: t.ip, Proto: t.proto, DstPort: t.port}
+
+	var res sim.Result
+	if rf.file != "" {
+		r, err := rf.render(ctx, s)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(s.err, rf.describe(r)+"; the packet enters on "+r.MainInterface)
+		res = r.Translate(p)
+	} else {
+		if rf.node != "" || rf.config != "" || rf.nodeID != 0 {
+			return fmt.Errorf("%w: --node, --config and --node-id render offline: they need -f FILE", errUsage)
+		}
+		c, err := af.client()
+		if err != nil {
+			return err
+		}
+		var v agent.NAT44MappingsView
+		if _, err := c.view(ctx, "/v1/nat44/mappings", &v); err != nil {
+			return err
+		}
+		if v.Applied == nil {
+			return fmt.Errorf("agent at %s: /v1/nat44/mappings holds no applied state", c.base)
+		}
+		res = agent.TraceState(v.Applied.State(), p)
+	}
+	out := newTraceOutput(t, src, res)
+	if of.json() {
+		return writeJSON(s.out, out)
+	}
+	return printTrace(s.out, out)
+}
+
+// parseOneArg parses args into fs, allowing flags before and after exactly
+// one positional argument, which it returns.
+func parseOneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", fmt.Errorf("%w: %s is required", errUsage, what)
+	}
+	arg := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil {
+		return "", err
+	}
+	return arg, nil
+}
