@@ -14,7 +14,9 @@ const (
 	JoiningNode  = 101
 	EndpointsPer = 10
 	ChurnChanges = 1000
-	Namespace    = "bench"
+	// ExtraPod is the pod index of the churn's 11th endpoint.
+	ExtraPod  = 245
+	Namespace = "bench"
 )
 
 // NodeName names node k (1-based).
@@ -52,7 +54,9 @@ type Workload struct {
 	VppNodes []*kubestate.VppNode
 	Services []*kubestate.Service
 	Slices   []*kubestate.EndpointSlice
-	// Pods are the pods running on this node (node 1) that endpoints target.
+	// Pods are the pods running on this node (node 1) that endpoints
+	// target: those of the base endpoints, and pod 245, which the churn's
+	// 11th endpoint of every service s with s mod 10 = 9 targets.
 	Pods []*kubestate.Pod
 }
 
@@ -75,6 +79,9 @@ func New(n int) *Workload {
 			}
 		}
 	}
+	if n >= 10 {
+		w.Pods = append(w.Pods, pod(ExtraPod))
+	}
 	return w
 }
 
@@ -95,6 +102,9 @@ func node(k int) (*kubestate.Node, *kubestate.VppNode) {
 // JoinNode is node 101 joining after the churn.
 func JoinNode() (*kubestate.Node, *kubestate.VppNode) { return node(JoiningNode) }
 
+// IsNodePort tells whether service i is of type NodePort (i mod 10 = 5).
+func IsNodePort(i int) bool { return i%10 == 5 }
+
 func service(i int) *kubestate.Service {
 	s := &kubestate.Service{
 		Namespace:             Namespace,
@@ -106,7 +116,7 @@ func service(i int) *kubestate.Service {
 		InternalTrafficPolicy: "Cluster",
 		SessionAffinity:       "None",
 	}
-	if i%10 == 5 {
+	if IsNodePort(i) {
 		s.Type = "NodePort"
 		s.Ports[0].NodePort = int32(30000 + i/10)
 	}
@@ -148,7 +158,7 @@ func Slice(i, count int, extra bool) *kubestate.EndpointSlice {
 		add(endpointPlace(i, j))
 	}
 	if extra {
-		add((10*i+10)%Nodes+1, 245)
+		add((10*i+10)%Nodes+1, ExtraPod)
 	}
 	return s
 }

@@ -3,6 +3,8 @@ package workload
 import (
 	"net/netip"
 	"testing"
+
+	"contiv.dev/vpp/kubestate"
 )
 
 func TestWorkloadShape(t *testing.T) {
@@ -73,5 +75,40 @@ func TestChurnHalfAddsHalfRemovals(t *testing.T) {
 	}
 	if adds != 500 || removes != 500 || reverts != 0 {
 		t.Errorf("adds %d removes %d reverts %d; BENCH.md expects 500/500 for N ≥ 1000", adds, removes, reverts)
+	}
+}
+
+// TestLocalEndpointsTargetPods checks that every endpoint on this node, of
+// the base state or of the churn, targets a pod of the workload.
+func TestLocalEndpointsTargetPods(t *testing.T) {
+	w := New(1000)
+	pods := map[string]bool{}
+	for _, p := range w.Pods {
+		if p.NodeName != NodeName(ThisNode) {
+			t.Errorf("pod %s on %s", p.Name, p.NodeName)
+		}
+		pods[p.Name] = true
+	}
+	check := func(what string, eps []kubestate.Endpoint) {
+		for _, e := range eps {
+			if e.NodeName == NodeName(ThisNode) && !pods[e.TargetName] {
+				t.Errorf("%s: local endpoint %s targets %s, not a pod of the workload", what, e.Addresses[0], e.TargetName)
+			}
+		}
+	}
+	for _, s := range w.Slices {
+		check(s.Name, s.Endpoints)
+	}
+	extra := 0
+	for _, c := range w.Churn() {
+		check("churn", c.New.Endpoints)
+		for _, e := range c.New.Endpoints {
+			if e.NodeName == NodeName(ThisNode) && e.TargetName == "pod-1-245" {
+				extra++
+			}
+		}
+	}
+	if extra == 0 {
+		t.Error("no churn change adds an endpoint on this node")
 	}
 }

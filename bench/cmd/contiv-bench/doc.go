@@ -1,0 +1,8 @@
+// Command contiv-bench runs the standard benchmark of BENCH.md (make
+// bench): it prints the table and writes the figures as JSON
+// (bench/results.json). Flags choose the sizes, the number of runs, the
+// latency figure's duration and rate, a short smoke mode (-quick), and CPU
+// profiles of the largest resync and per-change paths.
+//
+// It is wiring only: the measurements live in bench/harness.
+package main

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"contiv.dev/vpp/bench/harness"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "contiv-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("contiv-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		out        = fs.String("out", "", "write the results as JSON to this file")
+		sizes      = fs.String("n", "1000,5000,10000", "comma-separated sizes N of W(N)")
+		runs       = fs.Int("runs", 5, "runs per figure; medians are reported")
+		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,calls,decode,nodesync,npl); default all")
+		decode     = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
+		joiners    = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
+		nplN       = fs.Int("npl-n", 10000, "network programming latency: N of W(N) loaded into etcd")
+		nplDur     = fs.Duration("npl-duration", 60*time.Second, "network programming latency: how long changes are written")
+		nplRate    = fs.Float64("npl-rate", 20, "network programming latency: changes written per second")
+		quick      = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 joiners, 2 s of latency on W(1000)")
+		profileDir = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here")
+		verbose    = fs.Bool("v", false, "log progress and the agent's warnings to stderr")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o := harness.Options{
+		Runs: *runs, DecodeIters: *decode, Joiners: *joiners, NPLSize: *nplN, NPLDuration: *nplDur, NPLRate: *nplRate,
+		ProfileDir: *profileDir,
+	}
+	var err error
+	if o.Sizes, err = parseSizes(*sizes); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(*figures, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			o.Figures = append(o.Figures, harness.Figure(f))
+		}
+	}
+	if *quick {
+		o.Sizes, o.Runs, o.Joiners, o.NPLSize, o.NPLDuration = []int{100, 1000}, 1, 10, 1000, 2*time.Second
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+		o.AgentLog = stderr
+	}
+	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	res, err := harness.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	var table bytes.Buffer
+	if err := res.WriteTable(&table); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Standard benchmark (BENCH.md), medians of %d runs; %d CPUs, %s, %s; took %s\n\n",
+		o.Runs, runtime.NumCPU(), runtime.Version(), time.Now().Format(time.DateOnly), time.Since(start).Round(time.Second))
+	if _, err := stdout.Write(table.Bytes()); err != nil {
+		return err
+	}
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		if err := res.WriteJSON(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", *out, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseSizes parses "1000,5000,10000".
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-n: %q is not a positive size", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

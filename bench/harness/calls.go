@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/plugins/vpp"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// callsRun counts the binary-API writes of the churn on node 1's pipeline
+// over the agent's real VPP client and the simulated VPP.
+type callsRun struct {
+	// perChange is the mean over the 1000 changes.
+	perChange float64
+	// clusterIP is the mean over changes of ClusterIP services (one
+	// frontend, so one mapping) that leave every local pod's role as it
+	// was; nodePort the mean over changes of NodePort services (three
+	// frontends on this node: the cluster IP and both node addresses).
+	clusterIP, nodePort float64
+	// podRole is the mean over changes that give a local pod its first
+	// service or take its last (the pod's interface becomes or stops being
+	// a NAT44 inside interface).
+	podRole float64
+	max     int
+	// resyncWrites are the writes of the first full apply.
+	resyncWrites int
+}
+
+// countCalls programs W(n) into a fresh simulated VPP through the real
+// client, then applies the churn one change at a time and counts the
+// simulated VPP's state-changing requests for each.
+func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
+	w := workload.New(n)
+	evs := newEvents(w)
+	quiet := slog.New(slog.DiscardHandler)
+	v := sim.New(sim.Options{})
+	for _, name := range []string{mainNIC, agent.HostInterconnectName, agent.VXLANBVIName} {
+		if _, err := v.AddInterface(name, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range w.Pods {
+		name, tag := env.podInterface(p.Namespace, p.Name)
+		if _, err := v.AddInterface(name, tag); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn := vpp.New(vpp.Config{Adapter: v, Logger: quiet})
+	conn.Start(ctx)
+	defer conn.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := conn.WaitConnected(wctx); err != nil {
+		return nil, fmt.Errorf("simulated VPP: %w", err)
+	}
+	ifaces := vpp.NewInterfaces(conn)
+	if err := ifaces.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("simulated VPP interfaces: %w", err)
+	}
+	p, err := env.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.resync(ctx, evs.snap); err != nil {
+		return nil, fmt.Errorf("N=%d: resync through the VPP client: %w", n, err)
+	}
+	out := &callsRun{resyncWrites: v.Writes()}
+	var all, cip, np, role meanOf
+	for i, ev := range evs.churn {
+		roles := p.proc.Interfaces()
+		before := v.Writes()
+		if err := p.batch(ctx, ev); err != nil {
+			return nil, fmt.Errorf("N=%d: change %s through the VPP client: %w", n, ev.Key, err)
+		}
+		d := v.Writes() - before
+		all.add(d)
+		out.max = max(out.max, d)
+		switch {
+		case !maps.Equal(roles, p.proc.Interfaces()):
+			role.add(d)
+		case workload.IsNodePort(evs.churnSvc[i]):
+			np.add(d)
+		default:
+			cip.add(d)
+		}
+	}
+	out.perChange, out.clusterIP, out.nodePort, out.podRole = all.mean(), cip.mean(), np.mean(), role.mean()
+	return out, nil
+}
+
+// meanOf accumulates a mean.
+type meanOf struct{ sum, n int }
+
+func (m *meanOf) add(x int) { m.sum += x; m.n++ }
+
+// mean is 0 for no values.
+func (m *meanOf) mean() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	return float64(m.sum) / float64(m.n)
+}

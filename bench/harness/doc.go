@@ -1,0 +1,13 @@
+// Package harness measures the standard benchmark of BENCH.md on the
+// workload W(N) of bench/workload: resync, per-change and node-join cost of
+// node 1's service pipeline (the service processor and the NAT44 renderer
+// wired as the agent wires them), binary-API calls per endpoint change
+// through the real VPP client and the simulated VPP, decode cost, NodeSync
+// with many joiners against embedded etcd, and network programming latency
+// through the whole agent. Run returns the figures; Results prints the
+// table and the JSON of results.json.
+//
+// It measures the project's parts from outside, through their exported
+// APIs; nothing in the product imports it, and it must not hold product
+// logic of its own.
+package harness

@@ -1,0 +1,209 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/service"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// mainNIC is the main NIC the agent gives the simulated VPP when the
+// configuration names none.
+const mainNIC = "GigabitEthernet0/8/0"
+
+// nodeEnv is node 1 of W(N) under the default configuration: what its
+// agent would derive from contivconf and IPAM.
+type nodeEnv struct {
+	cfg  contivconf.Config
+	plan *ipam.Plan
+}
+
+func newNodeEnv() (*nodeEnv, error) {
+	cfg := contivconf.Defaults()
+	cfg.NodeName = workload.NodeName(workload.ThisNode)
+	plan, err := ipam.NewPlan(ipamConfig(cfg), workload.ThisNode)
+	if err != nil {
+		return nil, fmt.Errorf("address plan of node 1: %w", err)
+	}
+	return &nodeEnv{cfg: cfg, plan: plan}, nil
+}
+
+// ipamConfig maps the configuration onto IPAM's as the agent does with a
+// VXLAN overlay and no main-interface address configured.
+func ipamConfig(cfg contivconf.Config) ipam.Config {
+	c := cfg.IPAM
+	return ipam.Config{
+		PodSubnetCIDR:                 c.PodSubnetCIDR,
+		PodSubnetOneNodePrefixLen:     c.PodSubnetNodePrefixLength,
+		VPPHostSubnetCIDR:             c.VPPHostSubnetCIDR,
+		VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
+		NodeInterconnectCIDR:          c.NodeInterconnectCIDR,
+		ServiceCIDR:                   c.ServiceCIDR,
+		VXLANCIDR:                     c.VXLANCIDR,
+	}
+}
+
+func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
+
+// rendererConfig is the NAT44 configuration the agent builds for node 1
+// (no default gateway is configured, so external traffic is not
+// source-NATed).
+func (e *nodeEnv) rendererConfig() nat44.Config {
+	c := e.cfg
+	nc := nat44.DefaultConfig()
+	nc.MainVRF, nc.PodVRF = c.Routing.MainVRFID, c.Routing.PodVRFID
+	nc.Overlay = c.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
+	nc.LocalEndpointWeight = c.NAT44.ServiceLocalEndpointWeight
+	nc.NATLoopback = e.plan.NATLoopback
+	nc.PodSubnet = e.plan.PodSubnet
+	nc.SessionLimit = c.NAT44.SessionLimit
+	t := c.NAT44.Timeouts
+	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished),
+		TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
+	return nc
+}
+
+// processorConfig names the interfaces as the agent does.
+func (e *nodeEnv) processorConfig() service.Config {
+	return service.Config{
+		MainInterface:    mainNIC,
+		HostInterconnect: agent.HostInterconnectName,
+		VXLANBVI:         agent.VXLANBVIName,
+		PodInterfaceTag:  e.cfg.NAT44.InterfaceTag,
+	}
+}
+
+// podInterface is the name and tag of a local pod's interface, as the
+// agent's simulated CNI makes them.
+func (e *nodeEnv) podInterface(namespace, pod string) (name, tag string) {
+	return "tap-" + namespace + "-" + pod, e.cfg.NAT44.InterfaceTag(namespace, pod)
+}
+
+// node1 is what NodeSync tells the processor about node 1.
+type node1 struct{}
+
+func (node1) NodeName() string { return workload.NodeName(workload.ThisNode) }
+func (node1) NodeID() uint32   { return workload.ThisNode }
+func (node1) NodeIPs() []netip.Addr {
+	return []netip.Addr{workload.VppIP(workload.ThisNode), workload.MgmtIP(workload.ThisNode)}
+}
+
+// tagTable is an interface table holding every local pod's interface.
+type tagTable map[string]string
+
+func (t tagTable) InterfaceByTag(tag string) (string, bool) {
+	name, ok := t[tag]
+	return name, ok
+}
+
+func (e *nodeEnv) podTable(w *workload.Workload) tagTable {
+	t := tagTable{}
+	for _, p := range w.Pods {
+		name, tag := e.podInterface(p.Namespace, p.Name)
+		t[tag] = name
+	}
+	return t
+}
+
+// pipeline is node 1's service pipeline: the processor feeding the NAT44
+// renderer, which is the apply step, as in the agent.
+type pipeline struct {
+	proc *service.Processor
+	rend *nat44.Renderer
+}
+
+func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
+	quiet := slog.New(slog.DiscardHandler)
+	r, err := nat44.New(nat44.Params{Config: e.rendererConfig(), VPP: vpp, Log: quiet})
+	if err != nil {
+		return nil, fmt.Errorf("nat44 renderer: %w", err)
+	}
+	p, err := service.New(service.Params{
+		Logger:     quiet,
+		Renderers:  []sr.Renderer{r},
+		Node:       node1{},
+		Subnets:    e.plan,
+		Interfaces: ifaces,
+		Config:     e.processorConfig(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service processor: %w", err)
+	}
+	return &pipeline{proc: p, rend: r}, nil
+}
+
+// resync takes in a full snapshot and applies it in full.
+func (p *pipeline) resync(ctx context.Context, snap *controller.Snapshot) error {
+	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: snap}); err != nil {
+		return err
+	}
+	return p.apply(ctx, true)
+}
+
+// batch takes in events the processor handles and applies what changed,
+// as one controller batch does.
+func (p *pipeline) batch(ctx context.Context, evs ...controller.Event) error {
+	for _, ev := range evs {
+		if !p.proc.HandlesEvent(ev) {
+			continue
+		}
+		if err := p.proc.Update(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return p.apply(ctx, false)
+}
+
+func (p *pipeline) apply(ctx context.Context, full bool) error {
+	if err := p.rend.Apply(ctx, full); err != nil {
+		return err
+	}
+	if fs := p.rend.Failures(); len(fs) > 0 {
+		return fmt.Errorf("NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
+	}
+	return nil
+}
+
+// events are W(N)'s inputs as the controller hands them over: the base
+// snapshot, the churn as changes, and node 101 joining.
+type events struct {
+	snap  *controller.Snapshot
+	churn []*controller.ChangeEvent
+	// churnSvc is the service each churn change touches.
+	churnSvc []int
+	// undo reverts the churn, last change first.
+	undo []*controller.ChangeEvent
+	join []controller.Event
+}
+
+func newEvents(w *workload.Workload) *events {
+	ev := &events{snap: &controller.Snapshot{Revision: 1, Objects: w.Objects()}}
+	rev := int64(2)
+	cs := w.Churn()
+	for _, c := range cs {
+		ev.churn = append(ev.churn, &controller.ChangeEvent{Key: c.New.Key(), Revision: rev, Prev: c.Prev, New: c.New})
+		ev.churnSvc = append(ev.churnSvc, c.S)
+		rev++
+	}
+	for i := len(cs) - 1; i >= 0; i-- {
+		c := cs[i]
+		ev.undo = append(ev.undo, &controller.ChangeEvent{Key: c.New.Key(), Prev: c.New, New: c.Prev})
+	}
+	n, vn := workload.JoinNode()
+	ev.join = []controller.Event{
+		&controller.ChangeEvent{Key: n.Key(), Revision: rev, New: n},
+		&controller.ChangeEvent{Key: vn.Key(), Revision: rev + 1, New: vn},
+		&controller.NodeUpdate{Name: vn.Name, New: vn},
+	}
+	return ev
+}

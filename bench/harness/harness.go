@@ -1,0 +1,237 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Figure names a group of figures Run can measure.
+type Figure string
+
+// The figure groups.
+const (
+	// FigPipeline: resync, per-change and node-join cost at every N.
+	FigPipeline Figure = "pipeline"
+	// FigCalls: binary-API calls per change at every N.
+	FigCalls Figure = "calls"
+	// FigDecode: decode cost of one EndpointSlice.
+	FigDecode Figure = "decode"
+	// FigNodeSync: K agents claiming IDs at once.
+	FigNodeSync Figure = "nodesync"
+	// FigNPL: network programming latency through the agent.
+	FigNPL Figure = "npl"
+)
+
+// AllFigures lists every figure group, in the order Run measures them.
+var AllFigures = []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNPL}
+
+// Options configure Run. Zero fields take the defaults of BENCH.md.
+type Options struct {
+	// Sizes are the N of W(N); default 1000, 5000, 10000.
+	Sizes []int
+	// Runs is the number of runs whose median is reported; default 5.
+	Runs int
+	// Figures selects what to measure; default all.
+	Figures []Figure
+	// DecodeIters is the number of decodes per run; default 20000.
+	DecodeIters int
+	// Joiners is K, the number of agents claiming IDs at once; default 100.
+	Joiners int
+	// NPLSize is the N of the latency figure; default 10000.
+	NPLSize int
+	// NPLDuration and NPLRate: how long and how many changes per second
+	// are written; defaults 60s and 20.
+	NPLDuration time.Duration
+	NPLRate     float64
+	// FastEtcd gives embedded etcd short tick and election timings (tests);
+	// the benchmark uses etcd's defaults.
+	FastEtcd bool
+	// ProfileDir, when set, receives CPU profiles of the resync and of the
+	// per-change path at the largest N (resync.pprof, change.pprof), taken
+	// after the measured runs; ProfileTime is the length of each (default
+	// 5s).
+	ProfileDir  string
+	ProfileTime time.Duration
+	// Log receives progress lines; nil discards them.
+	Log *slog.Logger
+	// AgentLog receives the agent's own logs in the latency figure; nil
+	// discards them.
+	AgentLog io.Writer
+}
+
+func (o *Options) setDefaults() {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{1000, 5000, 10000}
+	}
+	if o.Runs <= 0 {
+		o.Runs = 5
+	}
+	if len(o.Figures) == 0 {
+		o.Figures = AllFigures
+	}
+	if o.DecodeIters <= 0 {
+		o.DecodeIters = 20000
+	}
+	if o.Joiners <= 0 {
+		o.Joiners = 100
+	}
+	if o.NPLSize <= 0 {
+		o.NPLSize = 10000
+	}
+	if o.NPLDuration <= 0 {
+		o.NPLDuration = 60 * time.Second
+	}
+	if o.NPLRate <= 0 {
+		o.NPLRate = 20
+	}
+	if o.ProfileTime <= 0 {
+		o.ProfileTime = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.AgentLog == nil {
+		o.AgentLog = io.Discard
+	}
+}
+
+// ErrOptions marks options Run cannot work with.
+var ErrOptions = errors.New("invalid benchmark options")
+
+func (o *Options) validate() error {
+	var errs []error
+	for _, n := range o.Sizes {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("%w: size %d: N must be at least 1", ErrOptions, n))
+		}
+	}
+	for _, f := range o.Figures {
+		if !slices.Contains(AllFigures, f) {
+			errs = append(errs, fmt.Errorf("%w: figure %q: want one of %v", ErrOptions, f, AllFigures))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) wants(f Figure) bool { return slices.Contains(o.Figures, f) }
+
+// Run measures the selected figures and returns them. The runs at each
+// size are independent: every run builds its own pipeline over a fresh
+// W(N).
+func Run(ctx context.Context, o Options) (*Results, error) {
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	env, err := newNodeEnv()
+	if err != nil {
+		return nil, err
+	}
+	res := &Results{N: map[string]*SizeResult{}, Runs: o.Runs, Figures: o.Figures}
+	sizes := slices.Sorted(slices.Values(o.Sizes))
+	sizes = slices.Compact(sizes)
+	for _, n := range sizes {
+		res.N[strconv.Itoa(n)] = &SizeResult{}
+	}
+	res.sizes = sizes
+	if o.wants(FigPipeline) {
+		for _, n := range sizes {
+			if err := pipelineFigures(ctx, env, n, o, res.N[strconv.Itoa(n)]); err != nil {
+				return nil, err
+			}
+		}
+		if o.ProfileDir != "" {
+			n := sizes[len(sizes)-1]
+			o.Log.Info("profiling", "n", n, "dir", o.ProfileDir)
+			if err := profile(ctx, env, n, o.ProfileDir, o.ProfileTime); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.wants(FigCalls) {
+		for _, n := range sizes {
+			o.Log.Info("VPP calls per change", "n", n)
+			c, err := countCalls(ctx, env, n)
+			if err != nil {
+				return nil, err
+			}
+			r := res.N[strconv.Itoa(n)]
+			r.VPPCallsPerChange = c.perChange
+			r.Calls = c
+		}
+	}
+	if o.wants(FigDecode) {
+		o.Log.Info("decode")
+		var cpu, allocs []float64
+		var d *decodeRun
+		for range o.Runs {
+			if d, err = measureDecode(o.DecodeIters); err != nil {
+				return nil, err
+			}
+			cpu = append(cpu, us(d.cpu))
+			allocs = append(allocs, d.allocs)
+		}
+		res.DecodeUS = median(cpu)
+		res.DecodeAllocs, res.DecodeBytes = median(allocs), d.bytes
+	}
+	if o.wants(FigNodeSync) {
+		o.Log.Info("nodesync", "joiners", o.Joiners, "rounds", o.Runs)
+		ns, err := measureNodeSync(ctx, o.Joiners, o.Runs, ipamConfig(env.cfg).MaxNodeID(), o.FastEtcd)
+		if err != nil {
+			return nil, err
+		}
+		res.NodeSync = &NodeSyncResult{
+			Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
+			P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
+		}
+	}
+	if o.wants(FigNPL) {
+		o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)
+		r, err := measureNPL(ctx, env, nplParams{n: o.NPLSize, duration: o.NPLDuration, rate: o.NPLRate, fastEtcd: o.FastEtcd, logOut: o.AgentLog})
+		if err != nil {
+			return nil, err
+		}
+		res.NPL = &NPLResult{
+			P50MS: ms(percentile(r.lat, 0.50)), P99MS: ms(percentile(r.lat, 0.99)), MaxMS: ms(percentile(r.lat, 1)),
+			N: o.NPLSize, Writes: len(r.lat), Late: r.late, Rate: o.NPLRate,
+			CallsPerWrite: float64(r.acks) / float64(max(len(r.lat), 1)),
+			StartupS:      r.startup.Seconds(), StartupWrites: r.startupWrites,
+		}
+	}
+	return res, nil
+}
+
+// pipelineFigures runs the in-process figures o.Runs times at size n and
+// keeps the medians.
+func pipelineFigures(ctx context.Context, env *nodeEnv, n int, o Options, out *SizeResult) error {
+	var resCPU, resWall, resAllocs, heap, snap, chCPU, chP50, chP99, chAllocs, join []float64
+	for run := range o.Runs {
+		r, err := runSize(ctx, env, n)
+		if err != nil {
+			return err
+		}
+		o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+		resCPU = append(resCPU, ms(r.resync.cpu))
+		resWall = append(resWall, ms(r.resync.wall))
+		resAllocs = append(resAllocs, float64(r.resync.mallocs))
+		heap = append(heap, float64(r.heap)/(1<<20))
+		snap = append(snap, float64(r.snapHeap)/(1<<20))
+		chCPU = append(chCPU, us(r.changeCPU))
+		chP50 = append(chP50, us(percentile(r.changeWall, 0.50)))
+		chP99 = append(chP99, us(percentile(r.changeWall, 0.99)))
+		chAllocs = append(chAllocs, float64(r.changeMall)/float64(len(r.changeWall)))
+		join = append(join, us(r.joinCPU))
+		out.ResyncOps, out.ChangeOps, out.JoinOps = r.resyncOps, float64(r.changeOps)/float64(len(r.changeWall)), r.joinOps
+	}
+	out.ResyncCPUMS, out.ResyncWallMS, out.ResyncAllocs = median(resCPU), median(resWall), median(resAllocs)
+	out.HeapMiB, out.SnapshotMiB = median(heap), median(snap)
+	out.ChangeCPUUS, out.ChangeP50US, out.ChangeP99US, out.ChangeAllocs = median(chCPU), median(chP50), median(chP99), median(chAllocs)
+	out.NodeJoinCPUUS = median(join)
+	return nil
+}

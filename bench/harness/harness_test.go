@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestPercentileAndMedian(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	if got := median(xs); got != 3 {
+		t.Errorf("median %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("even median %v", got)
+	}
+	if !slices.Equal(xs, []float64{5, 1, 4, 2, 3}) {
+		t.Errorf("median sorted its input: %v", xs)
+	}
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(100-i) * time.Millisecond
+	}
+	for p, want := range map[float64]time.Duration{0.5: 50 * time.Millisecond, 0.99: 99 * time.Millisecond, 1: 100 * time.Millisecond, 0.001: time.Millisecond} {
+		if got := percentile(ds, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if percentile([]int(nil), 0.5) != 0 || median(nil) != 0 {
+		t.Error("empty input")
+	}
+}
+
+func TestRunRefusesBadOptions(t *testing.T) {
+	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []Figure{"bogus"}})
+	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "size 0") || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestQuickRun runs every figure on a small W(N) with one run: the smoke
+// mode of make bench. It checks what the figures must show whatever the
+// machine: the pipeline's operations per change equal the binary-API
+// writes of the real client, an endpoint change of a ClusterIP service is one
+// call, NodeSync IDs are distinct, every latency write was programmed.
+func TestQuickRun(t *testing.T) {
+	res, err := Run(t.Context(), Options{
+		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8,
+		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.N["100"]
+	if r == nil || r.Calls == nil {
+		t.Fatalf("no figures for N=100: %+v", res.N)
+	}
+	// 100 mappings of cluster IPs and 2 node-port mappings for each of the
+	// 10 NodePort services, besides the global objects.
+	if r.ResyncOps < 120 || r.ResyncAllocs == 0 || r.HeapMiB <= 0 || r.ChangeAllocs <= 0 {
+		t.Errorf("resync ops %d, allocs %v, heap %v MiB, change allocs %v", r.ResyncOps, r.ResyncAllocs, r.HeapMiB, r.ChangeAllocs)
+	}
+	if r.JoinOps != 0 {
+		t.Errorf("node 101 joining made %d VPP operations", r.JoinOps)
+	}
+	// A global setting or an interface's features may take more than one
+	// message; a mapping or a local is one.
+	if r.Calls.resyncWrites < r.ResyncOps || r.Calls.perChange != r.ChangeOps || r.VPPCallsPerChange != r.ChangeOps {
+		t.Errorf("counting VPP: %d resync ops, %v per change; simulated VPP: %d writes, %v per change",
+			r.ResyncOps, r.ChangeOps, r.Calls.resyncWrites, r.Calls.perChange)
+	}
+	if r.Calls.clusterIP != 1 || r.Calls.nodePort != 3 {
+		t.Errorf("calls per change: ClusterIP %v, NodePort %v; want 1 and 3", r.Calls.clusterIP, r.Calls.nodePort)
+	}
+	if res.DecodeUS <= 0 || res.DecodeBytes == 0 {
+		t.Errorf("decode %v µs of %d bytes", res.DecodeUS, res.DecodeBytes)
+	}
+	if ns := res.NodeSync; ns == nil || !ns.Distinct || ns.Joiners != 8 || ns.P99MS < ns.P50MS {
+		t.Errorf("nodesync %+v", ns)
+	}
+	if l := res.NPL; l == nil || l.Writes != 20 || l.P50MS <= 0 || l.P99MS < l.P50MS || l.CallsPerWrite < 1 {
+		t.Errorf("npl %+v", l)
+	}
+
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		N        map[string]map[string]any `json:"n"`
+		DecodeUS *float64                  `json:"decode_us"`
+		NodeSync map[string]any            `json:"nodesync"`
+		NPL      map[string]any            `json:"npl"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
+		t.Fatal(err)
+	}
+	wantN := []string{"change_allocs", "change_cpu_us", "change_p50_us", "change_p99_us", "heap_mib", "node_join_cpu_us",
+		"resync_allocs", "resync_cpu_ms", "resync_wall_ms", "vpp_calls_per_change"}
+	if got := slices.Sorted(maps.Keys(shape.N["100"])); !slices.Equal(got, wantN) {
+		t.Errorf("per-N keys %v, want %v", got, wantN)
+	}
+	if got := slices.Sorted(maps.Keys(shape.NodeSync)); !slices.Equal(got, []string{"distinct", "joiners", "p50_ms", "p99_ms"}) {
+		t.Errorf("nodesync keys %v", got)
+	}
+	if got := slices.Sorted(maps.Keys(shape.NPL)); !slices.Equal(got, []string{"p50_ms", "p99_ms"}) || shape.DecodeUS == nil {
+		t.Errorf("npl keys %v, decode_us %v", got, shape.DecodeUS)
+	}
+
+	var tab bytes.Buffer
+	if err := res.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| figure | N=100 | target | met? |", "| per-change CPU (µs) |", "network programming latency", "NodeSync"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/plugins/etcd"
+)
+
+// nodeSyncRun is K agents claiming node IDs at once, over several rounds.
+type nodeSyncRun struct {
+	joiners, rounds int
+	// distinct is set when, in every round, every joiner got an ID, all
+	// IDs differed and each was in 1..K.
+	distinct bool
+	// took is every joiner's time to its ID, over all rounds.
+	took []time.Duration
+}
+
+// embeddedEtcd starts an embedded etcd in a fresh temporary directory,
+// with a client; close stops both and removes the directory.
+func embeddedEtcd(ctx context.Context, fast bool) (m *etcd.Embedded, cli *clientv3.Client, close func(), err error) {
+	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err = etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: dir, Fast: fast})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	cli, err = etcdClient(ctx, m)
+	if err != nil {
+		m.Close()
+		_ = os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return m, cli, func() {
+		_ = cli.Close()
+		m.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+func etcdClient(ctx context.Context, m *etcd.Embedded) (*clientv3.Client, error) {
+	return etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{"http://" + m.Endpoint()}, DialTimeout: 10 * time.Second})
+}
+
+// measureNodeSync starts one embedded etcd and, in each round, lets k
+// agents (each with its own etcd client) claim an ID at once, from an
+// empty NodeSync state. maxID is the address plan's capacity, as agents
+// pass it.
+func measureNodeSync(ctx context.Context, k, rounds int, maxID uint32, fastEtcd bool) (*nodeSyncRun, error) {
+	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+	if err != nil {
+		return nil, fmt.Errorf("nodesync: %w", err)
+	}
+	defer closeEtcd()
+	clis := make([]*clientv3.Client, k)
+	defer func() {
+		for _, c := range clis {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	for i := range clis {
+		if clis[i], err = etcdClient(ctx, m); err != nil {
+			return nil, fmt.Errorf("nodesync: %w", err)
+		}
+	}
+	out := &nodeSyncRun{joiners: k, rounds: rounds, distinct: true}
+	for range rounds {
+		if _, err := cli.Delete(ctx, kubestate.Prefix+"nodesync/", clientv3.WithPrefix()); err != nil {
+			return nil, fmt.Errorf("nodesync: clearing: %w", err)
+		}
+		ids, took, err := claimRace(ctx, clis, maxID)
+		if err != nil {
+			return nil, err
+		}
+		out.took = append(out.took, took...)
+		seen := map[uint32]bool{}
+		for _, id := range ids {
+			if id < 1 || id > uint32(k) || seen[id] {
+				out.distinct = false
+			}
+			seen[id] = true
+		}
+		if len(seen) != k {
+			out.distinct = false
+		}
+	}
+	return out, nil
+}
+
+// claimRace starts one Claim per client at the same moment.
+func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]uint32, []time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		ids   = make([]uint32, len(clis))
+		took  = make([]time.Duration, len(clis))
+		errs  = make([]error, len(clis))
+		start = make(chan struct{})
+	)
+	for i, c := range clis {
+		wg.Go(func() {
+			<-start
+			t0 := time.Now()
+			ids[i], errs[i] = nodesync.Claim(ctx, nodesync.Params{Client: c, Name: fmt.Sprintf("node-%03d", i+1), MaxID: maxID})
+			took[i] = time.Since(t0)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, fmt.Errorf("nodesync: %w", err)
+	}
+	return ids, took, nil
+}

@@ -1,0 +1,303 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// nplParams configure the network programming latency figure.
+type nplParams struct {
+	n        int
+	duration time.Duration
+	rate     float64
+	fastEtcd bool
+	// logOut receives the agent's logs (warnings and errors).
+	logOut io.Writer
+}
+
+// nplRun is the network programming latency of the writes of one run.
+type nplRun struct {
+	// lat is, per write, the time from just before the etcd put to the
+	// simulated VPP's acknowledgement of the last call it caused.
+	lat []time.Duration
+	// late counts writes sent after their slot because the change before
+	// was still being programmed.
+	late int
+	// acks counts the simulated VPP's acknowledged writes during the
+	// measured changes.
+	acks int64
+	// startup is the time from agent.New to ready with W(n) programmed;
+	// startupWrites the simulated VPP's writes until then.
+	startup       time.Duration
+	startupWrites int
+}
+
+// ackCounter counts the simulated VPP's acknowledgements (sim.Options.OnAck).
+type ackCounter struct{ n atomic.Int64 }
+
+func (a *ackCounter) onAck(string, time.Time) { a.n.Add(1) }
+
+// measureNPL loads W(n) into a fresh embedded etcd, starts the real agent
+// for node 1 against it and a simulated VPP, waits until W(n) is
+// programmed, then writes churn changes of EndpointSlices to etcd at the
+// given rate and, for each, waits until the agent has applied it.
+//
+// The latency of a write is LastAck − t0: t0 is read just before the put;
+// LastAck is the time the simulated VPP answered its last state-changing
+// call (the time it also passes to OnAck). It is read once the controller
+// has applied a batch at or after the put's revision and the simulated
+// VPP translates every frontend of the changed service to exactly the new
+// endpoints. Between two writes the agent has nothing else to do, so that
+// last call is the last call of the change.
+func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error) {
+	m, cli, closeEtcd, err := embeddedEtcd(ctx, p.fastEtcd)
+	if err != nil {
+		return nil, fmt.Errorf("npl: %w", err)
+	}
+	defer closeEtcd()
+	w := workload.New(p.n)
+	if err := load(ctx, cli, w); err != nil {
+		return nil, fmt.Errorf("npl: loading W(%d) into etcd: %w", p.n, err)
+	}
+
+	dir, err := os.MkdirTemp("", "contiv-bench-agent-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := env.cfg
+	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
+	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("npl: agent configuration: %w", err)
+	}
+	acks := &ackCounter{}
+	v := sim.New(sim.Options{OnAck: acks.onAck})
+	out := &nplRun{}
+	t0 := time.Now()
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Sim: v, LogOutput: p.logOut})
+	if err != nil {
+		return nil, fmt.Errorf("npl: agent: %w", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	if a.NodeID() != workload.ThisNode {
+		return nil, fmt.Errorf("npl: the agent claimed node ID %d, W(N) is seen from node %d", a.NodeID(), workload.ThisNode)
+	}
+	if err := waitUntil(ctx, 5*time.Minute, func() bool { return a.Ready() }); err != nil {
+		return nil, fmt.Errorf("npl: agent not ready: %w", err)
+	}
+	if err := quiesce(ctx, a, v); err != nil {
+		return nil, err
+	}
+	out.startup, out.startupWrites = time.Since(t0), v.Writes()
+	fronts, err := frontends(v, env, w)
+	if err != nil {
+		return nil, err
+	}
+
+	evs := newEvents(w)
+	seq := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)
+	svcOf := func(i int) int {
+		i %= len(seq)
+		if i < len(evs.churn) {
+			return evs.churnSvc[i]
+		}
+		return evs.churnSvc[len(seq)-1-i]
+	}
+	interval := time.Duration(float64(time.Second) / p.rate)
+	writes := max(int(p.duration.Seconds()*p.rate), 1)
+	out.lat = make([]time.Duration, 0, writes)
+	ack0 := acks.n.Load()
+	start := time.Now()
+	for k := range writes {
+		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+			if err := sleep(ctx, d); err != nil {
+				return nil, err
+			}
+		} else if k > 0 && -d > time.Millisecond {
+			out.late++
+		}
+		ev := seq[k%len(seq)]
+		lat, err := programOne(ctx, cli, a, v, ev.New.(*kubestate.EndpointSlice), fronts[svcOf(k)])
+		if err != nil {
+			return nil, fmt.Errorf("npl: write %d (%s): %w", k, ev.Key, err)
+		}
+		out.lat = append(out.lat, lat)
+	}
+	out.acks = acks.n.Load() - ack0
+	return out, nil
+}
+
+// load writes W(N) into etcd as the reflector and NodeSync would have:
+// every object through kubestate.Writer (batched transactions), and the
+// NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
+// agent, which claims ID 1, the lowest free one.
+func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error {
+	ops := make([]kubestate.Op, 0, len(w.Nodes)+len(w.VppNodes)+2*w.N+len(w.Pods))
+	for _, n := range w.Nodes {
+		ops = append(ops, kubestate.PutOp(n))
+	}
+	ids := make([]clientv3.Op, 0, len(w.VppNodes))
+	for _, vn := range w.VppNodes {
+		if vn.ID == workload.ThisNode {
+			continue
+		}
+		ops = append(ops, kubestate.PutOp(vn))
+		ids = append(ids, clientv3.OpPut(nodesync.IDPrefix+strconv.FormatUint(uint64(vn.ID), 10), vn.Name))
+	}
+	for _, p := range w.Pods {
+		ops = append(ops, kubestate.PutOp(p))
+	}
+	for i := range w.Services {
+		ops = append(ops, kubestate.PutOp(w.Services[i]), kubestate.PutOp(w.Slices[i]))
+	}
+	if err := kubestate.NewWriter(cli, nil).Apply(ctx, ops); err != nil {
+		return err
+	}
+	if _, err := cli.Txn(ctx).Then(ids...).Commit(); err != nil {
+		return fmt.Errorf("node IDs: %w", err)
+	}
+	return nil
+}
+
+// quiesce waits until the agent has stopped writing to the simulated VPP
+// for a second with nothing queued: the startup is over.
+func quiesce(ctx context.Context, a *agent.Agent, v *sim.VPP) error {
+	last, since := v.Writes(), time.Now()
+	return waitUntil(ctx, 2*time.Minute, func() bool {
+		if n := v.Writes(); n != last || a.Controller().Status().QueueDepth > 0 {
+			last, since = n, time.Now()
+			return false
+		}
+		return time.Since(since) >= time.Second
+	})
+}
+
+// frontends finds, in the simulated VPP, the mapping keys of every
+// service of W(N): the frontends a change of its endpoints must reach.
+func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]nat44.MappingKey, error) {
+	byTag := map[string][]nat44.MappingKey{}
+	for k, m := range v.Snapshot().Mappings {
+		byTag[m.Tag] = append(byTag[m.Tag], k)
+	}
+	prefix := env.rendererConfig().TagPrefix
+	out := make([][]nat44.MappingKey, w.N)
+	for i, s := range w.Services {
+		out[i] = byTag[nat44.ServiceTag(prefix, sr.ServiceID{Namespace: s.Namespace, Name: s.Name})]
+		if len(out[i]) == 0 {
+			return nil, fmt.Errorf("npl: service %s/%s was not programmed at startup", s.Namespace, s.Name)
+		}
+	}
+	return out, nil
+}
+
+// client is the source of the packets the oracle is asked about: outside
+// the cluster, so no twice-NAT applies.
+var client = netip.AddrFrom4([4]byte{192, 0, 2, 7})
+
+// programOne writes one slice and returns its network programming latency.
+func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *sim.VPP, s *kubestate.EndpointSlice, fronts []nat44.MappingKey) (time.Duration, error) {
+	val, err := kubestate.Encode(s)
+	if err != nil {
+		return 0, err
+	}
+	want := make([]netip.Addr, 0, len(s.Endpoints))
+	for _, e := range s.Endpoints {
+		ip, err := netip.ParseAddr(e.Addresses[0])
+		if err != nil {
+			return 0, err
+		}
+		want = append(want, ip)
+	}
+	slices.SortFunc(want, netip.Addr.Compare)
+	ctl := a.Controller()
+	batches := ctl.Status().Batches
+	t0 := time.Now()
+	resp, err := cli.Put(ctx, s.Key().String(), string(val))
+	if err != nil {
+		return 0, fmt.Errorf("etcd put: %w", err)
+	}
+	rev := resp.Header.Revision
+	err = waitUntil(ctx, 10*time.Second, func() bool {
+		st := ctl.Status()
+		return st.Batches > batches && st.Revision >= rev && translatesTo(v, fronts, want)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("not programmed: %w", err)
+	}
+	last := v.LastAck()
+	if !last.After(t0) {
+		return 0, errors.New("programmed without a call to VPP")
+	}
+	return last.Sub(t0), nil
+}
+
+// translatesTo tells whether every frontend translates to exactly want.
+func translatesTo(v *sim.VPP, fronts []nat44.MappingKey, want []netip.Addr) bool {
+	for _, f := range fronts {
+		res := v.Translate(sim.Packet{Src: client, Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: mainNIC})
+		if res.Verdict != sim.Translated || len(res.Backends) != len(want) {
+			return false
+		}
+		for i, b := range res.Backends {
+			if b.IP != want[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitUntil polls cond every 200µs until it holds, ctx ends or timeout
+// passes. The poll only decides when to stop waiting: no figure is read
+// from its timing.
+func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		if err := sleep(ctx, 200*time.Microsecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

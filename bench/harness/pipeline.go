@@ -1,0 +1,126 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"contiv.dev/vpp/bench/workload"
+)
+
+// sizeRun is one run of the in-process figures at one N.
+type sizeRun struct {
+	resync     cost
+	heap       uint64 // bytes retained by processor and renderer
+	snapHeap   uint64 // bytes of the decoded snapshot
+	resyncOps  int    // VPP operations of the full apply
+	changeCPU  time.Duration
+	changeWall []time.Duration
+	changeMall uint64
+	changeOps  int
+	joinCPU    time.Duration
+	joinOps    int
+}
+
+// runSize measures, on a fresh pipeline over W(n): the full resync, the
+// 1000 churn changes one at a time, then node 101 joining. The workload and
+// its decoded events are built before anything is measured.
+func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
+	base := heapAfterGC()
+	w := workload.New(n)
+	evs := newEvents(w)
+	table := env.podTable(w)
+	withSnap := heapAfterGC()
+
+	vpp := &countingVPP{}
+	p, err := env.newPipeline(vpp, table)
+	if err != nil {
+		return nil, err
+	}
+	out := &sizeRun{snapHeap: withSnap - min(base, withSnap)}
+	runtime.GC()
+	m := startMark()
+	if err := p.resync(ctx, evs.snap); err != nil {
+		return nil, fmt.Errorf("N=%d: resync: %w", n, err)
+	}
+	out.resync = m.since()
+	out.resyncOps = vpp.calls
+	if heap := heapAfterGC(); heap > withSnap {
+		out.heap = heap - withSnap
+	}
+
+	vpp.calls = 0
+	out.changeWall = make([]time.Duration, 0, len(evs.churn))
+	runtime.GC()
+	m = startMark()
+	for _, ev := range evs.churn {
+		t0 := time.Now()
+		if err := p.batch(ctx, ev); err != nil {
+			return nil, fmt.Errorf("N=%d: change %s: %w", n, ev.Key, err)
+		}
+		out.changeWall = append(out.changeWall, time.Since(t0))
+	}
+	c := m.since()
+	out.changeCPU = c.cpu / time.Duration(len(evs.churn))
+	out.changeMall = c.mallocs
+	out.changeOps = vpp.calls
+
+	vpp.calls = 0
+	cpu0 := cpuTime()
+	if err := p.batch(ctx, evs.join...); err != nil {
+		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
+	}
+	out.joinCPU = cpuTime() - cpu0
+	out.joinOps = vpp.calls
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(evs)
+	return out, nil
+}
+
+// profile writes CPU profiles of W(n)'s resync (repeated resyncs of one
+// pipeline) and of its per-change path (the churn and its undoing, cycled)
+// to dir/resync.pprof and dir/change.pprof. Each runs for about d.
+func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Duration) error {
+	w := workload.New(n)
+	evs := newEvents(w)
+	p, err := env.newPipeline(&countingVPP{}, env.podTable(w))
+	if err != nil {
+		return err
+	}
+	run := func(name string, step func() error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := run("resync.pprof", func() error { return p.resync(ctx, evs.snap) }); err != nil {
+		return fmt.Errorf("profile resync: %w", err)
+	}
+	cycle := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)
+	if err := run("change.pprof", func() error {
+		for _, ev := range cycle {
+			if err := p.batch(ctx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("profile changes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Results are the figures of one benchmark run. Its JSON is the shape of
+// bench/results.json; fields without a JSON name are shown in the table
+// only.
+type Results struct {
+	// N holds the figures of each size, keyed by N in decimal.
+	N map[string]*SizeResult `json:"n"`
+	// DecodeUS is the CPU time to decode one stored EndpointSlice, µs.
+	DecodeUS     float64         `json:"decode_us"`
+	NodeSync     *NodeSyncResult `json:"nodesync"`
+	NPL          *NPLResult      `json:"npl"`
+	DecodeAllocs float64         `json:"-"`
+	DecodeBytes  int             `json:"-"`
+	// Runs is the number of runs each median is taken over.
+	Runs int `json:"-"`
+	// Figures are the figure groups measured; empty means all.
+	Figures []Figure `json:"-"`
+	sizes   []int
+}
+
+func (r *Results) has(f Figure) bool { return len(r.Figures) == 0 || slices.Contains(r.Figures, f) }
+
+// SizeResult are the figures at one N, each the median over the runs.
+type SizeResult struct {
+	ResyncCPUMS       float64 `json:"resync_cpu_ms"`
+	ResyncWallMS      float64 `json:"resync_wall_ms"`
+	ResyncAllocs      float64 `json:"resync_allocs"`
+	HeapMiB           float64 `json:"heap_mib"`
+	ChangeCPUUS       float64 `json:"change_cpu_us"`
+	ChangeP50US       float64 `json:"change_p50_us"`
+	ChangeP99US       float64 `json:"change_p99_us"`
+	ChangeAllocs      float64 `json:"change_allocs"`
+	VPPCallsPerChange float64 `json:"vpp_calls_per_change"`
+	NodeJoinCPUUS     float64 `json:"node_join_cpu_us"`
+	// SnapshotMiB is the heap of the decoded snapshot itself (held by the
+	// controller's view in the agent), not counted in HeapMiB.
+	SnapshotMiB float64 `json:"-"`
+	// ResyncOps, ChangeOps and JoinOps are the VPP operations the
+	// pipeline issued: all of the full apply, per change, for the join.
+	ResyncOps int     `json:"-"`
+	ChangeOps float64 `json:"-"`
+	JoinOps   int     `json:"-"`
+	// Calls breaks the calls per change down (nil when not measured).
+	Calls *callsRun `json:"-"`
+}
+
+// NodeSyncResult is K agents claiming IDs at once.
+type NodeSyncResult struct {
+	Joiners  int     `json:"joiners"`
+	Distinct bool    `json:"distinct"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	MaxMS    float64 `json:"-"`
+	Rounds   int     `json:"-"`
+}
+
+// NPLResult is the network programming latency through the agent.
+type NPLResult struct {
+	P50MS         float64 `json:"p50_ms"`
+	P99MS         float64 `json:"p99_ms"`
+	MaxMS         float64 `json:"-"`
+	N             int     `json:"-"`
+	Writes        int     `json:"-"`
+	Late          int     `json:"-"`
+	Rate          float64 `json:"-"`
+	CallsPerWrite float64 `json:"-"`
+	StartupS      float64 `json:"-"`
+	StartupWrites int     `json:"-"`
+}
+
+// WriteJSON writes the results in the shape of bench/results.json.
+func (r *Results) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Targets of BENCH.md, for a 2-core machine.
+const (
+	targetSize         = 10000
+	targetGrowthFrom   = 1000
+	targetChangeCPUUS  = 10
+	targetGrowth       = 1.5
+	targetChangeAllocs = 60
+	targetResyncCPUMS  = 150
+	targetHeapMiB      = 40
+	targetJoinCPUUS    = 1000
+	targetNodeSyncP99  = 1000
+	targetNPLP99MS     = 50
+)
+
+// WriteTable prints the BENCH.md table in Markdown: one column per N, the
+// target and whether it is met (targets apply at N = 10000).
+func (r *Results) WriteTable(w io.Writer) error {
+	sizes := r.sizes
+	if len(sizes) == 0 {
+		for k := range r.N {
+			if n, err := strconv.Atoi(k); err == nil {
+				sizes = append(sizes, n)
+			}
+		}
+		slices.Sort(sizes)
+	}
+	t := &table{sizes: sizes}
+	at := func(n int) *SizeResult { return r.N[strconv.Itoa(n)] }
+	big := at(targetSize)
+	perN := func(name, format string, get func(*SizeResult) float64, target string, met func(*SizeResult) bool) {
+		cells := make([]string, len(sizes))
+		for i, n := range sizes {
+			cells[i] = fmt.Sprintf(format, get(at(n)))
+		}
+		m := ""
+		if target != "" {
+			m = verdict(big != nil, func() bool { return met(big) })
+		}
+		t.add(name, cells, target, m)
+	}
+	if r.has(FigPipeline) {
+		perN("resync CPU (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncCPUMS }, "≤ 150",
+			func(s *SizeResult) bool { return s.ResyncCPUMS <= targetResyncCPUMS })
+		perN("resync wall (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncWallMS }, "", nil)
+		perN("resync allocations", "%.0f", func(s *SizeResult) float64 { return s.ResyncAllocs }, "", nil)
+		perN("resync VPP operations", "%.0f", func(s *SizeResult) float64 { return float64(s.ResyncOps) }, "", nil)
+		perN("heap retained after resync (MiB)", "%.1f", func(s *SizeResult) float64 { return s.HeapMiB }, "≤ 40",
+			func(s *SizeResult) bool { return s.HeapMiB <= targetHeapMiB })
+		perN("decoded snapshot, not in the above (MiB)", "%.1f", func(s *SizeResult) float64 { return s.SnapshotMiB }, "", nil)
+		perN("per-change CPU (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeCPUUS }, "≤ 10",
+			func(s *SizeResult) bool { return s.ChangeCPUUS <= targetChangeCPUUS })
+		perN("per-change wall p50 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP50US }, "", nil)
+		perN("per-change wall p99 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP99US }, "", nil)
+		allAllocsOK := true
+		for _, n := range sizes {
+			allAllocsOK = allAllocsOK && at(n).ChangeAllocs <= targetChangeAllocs
+		}
+		perN("allocations per change", "%.1f", func(s *SizeResult) float64 { return s.ChangeAllocs }, "≤ 60 (every N)",
+			func(*SizeResult) bool { return allAllocsOK })
+		perN("VPP operations per change (pipeline)", "%.3f", func(s *SizeResult) float64 { return s.ChangeOps }, "", nil)
+		perN("node-join CPU (µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinCPUUS }, "≤ 1000",
+			func(s *SizeResult) bool { return s.NodeJoinCPUUS <= targetJoinCPUUS })
+	}
+	calls := func(name string, get func(c *callsRun) float64, target string, met func(c *callsRun) bool) {
+		perN(name, "%.3f", func(s *SizeResult) float64 {
+			if s.Calls == nil {
+				return 0
+			}
+			return get(s.Calls)
+		}, target, func(s *SizeResult) bool { return s.Calls != nil && met(s.Calls) })
+	}
+	if r.has(FigCalls) {
+		calls("VPP calls per change, all 1000 (binary API, simulated VPP)", func(c *callsRun) float64 { return c.perChange }, "", nil)
+		calls("… of a ClusterIP service (1 frontend mapping)", func(c *callsRun) float64 { return c.clusterIP }, "1",
+			func(c *callsRun) bool { return c.clusterIP == 1 })
+		calls("… of a NodePort service (3 frontend mappings)", func(c *callsRun) float64 { return c.nodePort }, "1 per mapping",
+			func(c *callsRun) bool { return c.nodePort == 3 })
+		calls("… giving a local pod its first service or taking its last", func(c *callsRun) float64 { return c.podRole }, "", nil)
+	}
+
+	single := func(name, value, target, met string) {
+		cells := make([]string, len(sizes))
+		for i := range cells {
+			cells[i] = "—"
+		}
+		if len(cells) > 0 {
+			cells[len(cells)-1] = value
+		}
+		t.add(name, cells, target, met)
+	}
+	small, large := at(targetGrowthFrom), big
+	switch {
+	case !r.has(FigPipeline):
+	case small != nil && large != nil && small.ChangeCPUUS > 0:
+		g := large.ChangeCPUUS / small.ChangeCPUUS
+		single("growth: per-change CPU N=10000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+	default:
+		single("growth: per-change CPU N=10000 / N=1000", "n/a", "≤ 1.5", "n/a")
+	}
+	if r.DecodeUS > 0 {
+		single("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
+	}
+	if ns := r.NodeSync; ns != nil {
+		single(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
+		single(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "p99 ≤ 1000", verdict(true, func() bool { return ns.P99MS <= targetNodeSyncP99 }))
+	}
+	if l := r.NPL; l != nil {
+		single(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
+			fmt.Sprintf("%.2f / %.2f / %.2f", l.P50MS, l.P99MS, l.MaxMS), "p99 ≤ 50",
+			verdict(l.N == targetSize, func() bool { return l.P99MS <= targetNPLP99MS }))
+		single("… writes sent late (the change before still in flight)", strconv.Itoa(l.Late), "", "")
+		single("… simulated VPP writes per change, in the agent", fmt.Sprintf("%.3f", l.CallsPerWrite), "", "")
+		single(fmt.Sprintf("agent start to W(%d) programmed (s; VPP writes)", l.N), fmt.Sprintf("%.1f (%d)", l.StartupS, l.StartupWrites), "", "")
+	}
+	return t.write(w)
+}
+
+// verdict is "yes" or "NO" when the target can be judged, else "n/a".
+func verdict(judged bool, met func() bool) string {
+	switch {
+	case !judged:
+		return "n/a"
+	case met():
+		return "yes"
+	}
+	return "NO"
+}
+
+type table struct {
+	sizes []int
+	rows  [][]string
+}
+
+func (t *table) add(name string, cells []string, target, met string) {
+	t.rows = append(t.rows, append(append([]string{name}, cells...), target, met))
+}
+
+func (t *table) write(w io.Writer) error {
+	head := []string{"figure"}
+	for _, n := range t.sizes {
+		head = append(head, "N="+strconv.Itoa(n))
+	}
+	head = append(head, "target", "met?")
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	line(head)
+	sep := make([]string, len(head))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	line(sep)
+	for _, r := range t.rows {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
