@@ -108,8 +108,9 @@ func TestAgentEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if live := run("trace", "10.96.10.30:8080/TCP", "--agent", url); !strings.Contains(live, "10.1.3.4:8080") {
-		t.Errorf("live trace:\n%s", live)
+	code, live, errs := contivctl(t, "", "trace", "10.96.10.30:8080/TCP", "--agent", url)
+	if code != 0 || !strings.Contains(live, "10.1.3.4:8080") || errs != "" {
+		t.Errorf("live trace: exit %d\n%s%s", code, live, errs)
 	}
 
 	nodes := fields(run("nodes", "--agent", url))

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,11 @@ func cannedViews() map[string]any {
 		Mappings:   map[nat44.MappingKey]*nat44.Mapping{mapping.MappingKey: mapping},
 		Identities: map[nat44.IdentityKey]*nat44.Identity{},
 	}
+	// The agent wants a third backend for the cart that VPP does not hold yet.
+	desired := state.Clone()
+	wanted := *mapping
+	wanted.Locals = append(slices.Clone(mapping.Locals), nat44.Local{IP: addr("10.1.2.9"), Port: 8080, VRF: 1, Probability: 1})
+	desired.Mappings[wanted.MappingKey] = &wanted
 	return map[string]any{
 		"services": []*sr.ContivService{
 			{
@@ -74,7 +80,7 @@ func cannedViews() map[string]any {
 			}},
 			Conflicts: []nat44.Conflict{{Key: webKey, Winner: web, Losers: []sr.ServiceID{cart}}},
 		},
-		"nat44/mappings": agent.NAT44MappingsView{Desired: agent.NewNAT44Objects(state), Applied: agent.NewNAT44Objects(state)},
+		"nat44/mappings": agent.NAT44MappingsView{Desired: agent.NewNAT44Objects(desired), Applied: agent.NewNAT44Objects(state)},
 		"nodes": []*kubestate.VppNode{
 			{Name: "node-2", ID: 2, VppIPs: []string{"192.168.16.2/24"}, MgmtIPs: []string{"192.168.56.102"}},
 			{Name: "node-1", ID: 1, VppIPs: []string{"192.168.16.1/24"}, MgmtIPs: []string{"192.168.56.101"}},
@@ -227,9 +233,13 @@ func TestTraceAgainstCannedAgent(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, _ = contivctl(t, "", "trace", "10.96.10.31:8080/TCP", "--agent", url)
-	if code != 0 || !strings.Contains(out, "not translated (no mapping; forwarding passes it)") {
-		t.Errorf("no mapping: exit %d\n%s", code, out)
+	if !strings.Contains(errs, "note: VPP does not hold the mapping the agent wants for 10.96.10.30:8080/TCP") ||
+		!strings.Contains(errs, "10.1.2.9:8080") {
+		t.Errorf("no note on the pending change: %s", errs)
+	}
+	code, out, errs = contivctl(t, "", "trace", "10.96.10.31:8080/TCP", "--agent", url)
+	if code != 0 || !strings.Contains(out, "not translated (no mapping; forwarding passes it)") || errs != "" {
+		t.Errorf("no mapping: exit %d\n%s%s", code, out, errs)
 	}
 }
 

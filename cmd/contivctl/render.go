@@ -280,13 +280,36 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 		if v.Applied == nil {
 			return fmt.Errorf("agent at %s: /v1/nat44/mappings holds no applied state", c.base)
 		}
-		res = agent.TraceState(v.Applied.State(), p)
+		applied := v.Applied.State()
+		res = agent.TraceState(applied, p)
+		if v.Desired != nil {
+			if note := pendingNote(v.Desired.State(), applied, t); note != "" {
+				fmt.Fprintln(s.err, note)
+			}
+		}
 	}
 	out := newTraceOutput(t, src, res)
 	if of.json() {
 		return writeJSON(s.out, out)
 	}
 	return printTrace(s.out, out)
+}
+
+// pendingNote warns when VPP does not hold what the agent wants for the
+// traced frontend: the answer, from the applied state, may then change.
+func pendingNote(desired, applied *nat44.State, t target) string {
+	key := nat44.MappingKey{IP: t.ip, Port: t.port, Proto: t.proto}
+	d, a := desired.Mappings[key], applied.Mappings[key]
+	str := func(m *nat44.Mapping) string {
+		if m == nil {
+			return "none"
+		}
+		return m.String()
+	}
+	if str(d) == str(a) {
+		return ""
+	}
+	return fmt.Sprintf("note: VPP does not hold the mapping the agent wants for %s (see contivctl nat44 and contivctl status); this answer is from what VPP holds\n  wanted: %s\n  held:   %s", t, str(d), str(a))
 }
 
 // parseOneArg parses args into fs, allowing flags before and after exactly
