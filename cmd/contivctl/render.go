@@ -70,7 +70,11 @@ func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, e
 func (f *renderFlags) describe(r *agent.Rendered) string {
 	how := "from --node-id"
 	if f.nodeID == 0 {
-		how = "its position among the Nodes of " + f.file + " sorted by name"
+		file := f.file
+		if file == "-" {
+			file = "standard input"
+		}
+		how = "its position among the Nodes of " + file + " sorted by name"
 	}
 	mgmt := "none"
 	if len(r.MgmtIPs) > 0 {
