@@ -484,29 +484,35 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer cancel()
 	a.conn.Start(ctx)
 	defer a.conn.Close()
-	// The first resync needs VPP's interface table to find pod interfaces.
-	if err := a.conn.WaitConnected(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	if err := a.ifaces.Refresh(ctx); err != nil {
-		a.log.Warn("reading VPP's interfaces", "err", err)
-	}
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	errs := make(chan error, 2)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		a.watchInterfaces(ctx)
-	}()
+	// Probes are served from the start: the agent is alive (and not ready)
+	// while it waits for VPP.
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if err := a.http.Run(ctx); err != nil {
 			errs <- fmt.Errorf("http: %w", err)
 			cancel()
 		}
+	}()
+	// The first resync needs VPP's interface table to find pod interfaces.
+	if err := a.conn.WaitConnected(ctx); err != nil {
+		stopped := ctx.Err() != nil
+		cancel()
+		if stopped {
+			return nil // stopped before VPP came
+		}
+		return err // VPP is incompatible: say so and exit
+	}
+	if err := a.ifaces.Refresh(ctx); err != nil {
+		a.log.Warn("reading VPP's interfaces", "err", err)
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		a.watchInterfaces(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -516,6 +522,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.sim != nil)
+	<-ctx.Done()
 	wg.Wait()
 	close(errs)
 	var all []error

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -200,5 +201,47 @@ func TestTagParser(t *testing.T) {
 		if ns != c.ns || pod != c.pod || ok != c.ok {
 			t.Errorf("format %q tag %q: got %q %q %v", c.format, c.tag, ns, pod, ok)
 		}
+	}
+}
+
+// TestAgentWaitsForVPPAlive checks that an agent whose VPP is not there yet
+// serves its probes (alive, not ready) and stops cleanly.
+func TestAgentWaitsForVPPAlive(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	cfg := testConfig(t, srv.Endpoint(), dir)
+	cfg.VPP.Simulate = contivconf.SimulateNever
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock") // no VPP listens there
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTP.Address = ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, Options{Config: cfg, LogOutput: io.Discard})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	get := func(path string) int {
+		resp, err := http.Get("http://" + cfg.HTTP.Address + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "/healthz served", func() bool { return get("/healthz") == http.StatusOK })
+	if code := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz without VPP = %d, want 503", code)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
