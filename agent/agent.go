@@ -459,9 +459,10 @@ func (a *Agent) ready() bool { return a.ctl.Ready() && a.conn.Status().Connected
 
 func (a *Agent) buildHTTP() {
 	a.http = rest.New(rest.Params{
-		Logger: a.log.With("part", "http"),
-		Addr:   a.cfg.HTTP.Address,
-		Ready:  a.ready,
+		Logger:   a.log.With("part", "http"),
+		Addr:     a.cfg.HTTP.Address,
+		Ready:    a.ready,
+		NotReady: "not ready: waiting for VPP or the first full sync",
 		Views: map[string]rest.Source{
 			"services":       func() any { return a.proc.Services() },
 			"skipped":        func() any { return a.proc.Skipped() },

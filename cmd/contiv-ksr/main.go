@@ -102,7 +102,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx) })
-	err = ksr.Serve(ctx, ln, r.Handler(reg))
+	err = r.HTTP(o.httpAddr, reg).Serve(ctx, ln)
 	cancel()
 	wg.Wait()
 	if err != nil {

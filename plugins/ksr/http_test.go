@@ -26,7 +26,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
 	r := f.start(Params{Identity: "ksr-0", EtcdTimeout: 300 * time.Millisecond})
 	r.waitSynced(t, 1)
-	h := r.r.Handler(r.reg)
+	h := r.r.HTTP("", r.reg).Handler()
 
 	code, body := get(t, h, "/healthz")
 	require.Equal(t, http.StatusOK, code, body)
@@ -61,7 +61,7 @@ func TestServeStopsWithTheContext(t *testing.T) {
 	done := make(chan error, 1)
 	f := newFixture(t)
 	r := f.start(Params{})
-	go func() { done <- Serve(ctx, ln, r.r.Handler(nil)) }()
+	go func() { done <- r.r.HTTP("", nil).Serve(ctx, ln) }()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)

@@ -23,8 +23,12 @@ type Params struct {
 	Addr string
 	// Views maps a path under /v1/ (e.g. "services") to its source.
 	Views map[string]Source
-	// Ready tells /readyz whether the agent has applied its first full sync.
+	// Ready tells /readyz whether the program is ready; nil means always.
 	Ready func() bool
+	// NotReady is /readyz's answer while not ready; default "not ready".
+	NotReady string
+	// Healthy, when set, decides /healthz: an error makes it answer 500.
+	Healthy func(*http.Request) error
 	// Gatherer serves /metrics; nil means no metrics endpoint.
 	Gatherer prometheus.Gatherer
 }
@@ -38,12 +42,21 @@ type Server struct {
 // New builds a server; Run starts it.
 func New(p Params) *Server {
 	s := &Server{p: p, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	if p.NotReady == "" {
+		p.NotReady = "not ready"
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if p.Healthy != nil {
+			if err := p.Healthy(r); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if p.Ready != nil && !p.Ready() {
-			http.Error(w, "not ready: first full sync not applied", http.StatusServiceUnavailable)
+			http.Error(w, p.NotReady, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

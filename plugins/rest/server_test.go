@@ -35,6 +35,7 @@ func TestViewsProbesAndMetrics(t *testing.T) {
 			"services": func() any { return []string{"default/web"} },
 		},
 		Ready:    ready.Load,
+		NotReady: "not ready: first full sync not applied",
 		Gatherer: reg,
 	})
 	h := s.Handler()
