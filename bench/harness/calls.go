@@ -37,7 +37,10 @@ type callsRun struct {
 // simulated VPP's state-changing requests for each.
 func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	w := workload.New(n)
-	evs := newEvents(w)
+	evs, err := allEvents(w)
+	if err != nil {
+		return nil, err
+	}
 	quiet := slog.New(slog.DiscardHandler)
 	v := sim.New(sim.Options{})
 	for _, name := range []string{mainNIC, agent.HostInterconnectName, agent.VXLANBVIName} {
@@ -72,6 +75,9 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	if err := p.resync(ctx, evs.snap); err != nil {
 		return nil, fmt.Errorf("N=%d: resync through the VPP client: %w", n, err)
 	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("N=%d: resync through the VPP client: %w", n, err)
+	}
 	out := &callsRun{resyncWrites: v.Writes()}
 	var all, cip, np, role meanOf
 	for i, ev := range evs.churn {
@@ -91,6 +97,9 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 		default:
 			cip.add(d)
 		}
+	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("N=%d: churn through the VPP client: %w", n, err)
 	}
 	out.perChange, out.clusterIP, out.nodePort, out.podRole = all.mean(), cip.mean(), np.mean(), role.mean()
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -165,17 +166,21 @@ func (p *pipeline) batch(ctx context.Context, evs ...controller.Event) error {
 }
 
 func (p *pipeline) apply(ctx context.Context, full bool) error {
-	if err := p.rend.Apply(ctx, full); err != nil {
-		return err
-	}
+	return p.rend.Apply(ctx, full)
+}
+
+// check fails when VPP refused objects: the figures would then describe
+// less work than W(N) asks for. It is called outside measured sections.
+func (p *pipeline) check() error {
 	if fs := p.rend.Failures(); len(fs) > 0 {
 		return fmt.Errorf("NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 	}
 	return nil
 }
 
-// events are W(N)'s inputs as the controller hands them over: the base
-// snapshot, the churn as changes, and node 101 joining.
+// events are W(N)'s inputs as the controller hands them over, every
+// object decoded from its stored bytes: the base snapshot, the churn as
+// changes, and node 101 joining.
 type events struct {
 	snap  *controller.Snapshot
 	churn []*controller.ChangeEvent
@@ -186,24 +191,93 @@ type events struct {
 	join []controller.Event
 }
 
-func newEvents(w *workload.Workload) *events {
-	ev := &events{snap: &controller.Snapshot{Revision: 1, Objects: w.Objects()}}
-	rev := int64(2)
-	cs := w.Churn()
-	for _, c := range cs {
-		ev.churn = append(ev.churn, &controller.ChangeEvent{Key: c.New.Key(), Revision: rev, Prev: c.Prev, New: c.New})
-		ev.churnSvc = append(ev.churnSvc, c.S)
-		rev++
+// decoded is o as the controller's watcher delivers it: decoded from its
+// stored bytes, with none of its memory shared with o.
+func decoded[T kubestate.Object](o T) (T, error) {
+	var zero T
+	b, err := kubestate.Encode(o)
+	if err != nil {
+		return zero, err
 	}
-	for i := len(cs) - 1; i >= 0; i-- {
-		c := cs[i]
-		ev.undo = append(ev.undo, &controller.ChangeEvent{Key: c.New.Key(), Prev: c.New, New: c.Prev})
+	d, err := kubestate.Decode(o.Key(), b)
+	if err != nil {
+		return zero, err
 	}
-	n, vn := workload.JoinNode()
+	return d.(T), nil
+}
+
+// newEvents decodes W(N)'s base snapshot and node 101's join; the churn is
+// decoded apart (decodeChurn), so that a measurement can decode it just
+// before it runs, as the watcher would.
+func newEvents(w *workload.Workload) (*events, error) {
+	objs := w.Objects()
+	for k, o := range objs {
+		d, err := decoded(o)
+		if err != nil {
+			return nil, err
+		}
+		objs[k] = d
+	}
+	ev := &events{snap: &controller.Snapshot{Revision: 1, Objects: objs}}
+	node, rec := workload.JoinNode()
+	n, err := decoded(node)
+	if err != nil {
+		return nil, err
+	}
+	vn, err := decoded(rec)
+	if err != nil {
+		return nil, err
+	}
 	ev.join = []controller.Event{
-		&controller.ChangeEvent{Key: n.Key(), Revision: rev, New: n},
-		&controller.ChangeEvent{Key: vn.Key(), Revision: rev + 1, New: vn},
+		&controller.ChangeEvent{Key: n.Key(), New: n},
+		&controller.ChangeEvent{Key: vn.Key(), New: vn},
 		&controller.NodeUpdate{Name: vn.Name, New: vn},
 	}
-	return ev
+	return ev, nil
+}
+
+// decodeChurn decodes the churn and its undoing; each change's Prev is the
+// object the change before left under its key.
+func (ev *events) decodeChurn(w *workload.Workload) error {
+	cur := map[kubestate.Key]kubestate.Object{}
+	step := func(next *kubestate.EndpointSlice) (*controller.ChangeEvent, error) {
+		k := next.Key()
+		prev, ok := cur[k]
+		if !ok {
+			prev = ev.snap.Objects[k]
+		}
+		d, err := decoded(next)
+		if err != nil {
+			return nil, err
+		}
+		cur[k] = d
+		return &controller.ChangeEvent{Key: k, Prev: prev, New: d}, nil
+	}
+	cs := w.Churn()
+	ev.churn, ev.churnSvc, ev.undo = make([]*controller.ChangeEvent, 0, len(cs)), make([]int, 0, len(cs)), make([]*controller.ChangeEvent, 0, len(cs))
+	for _, c := range cs {
+		ch, err := step(c.New)
+		if err != nil {
+			return err
+		}
+		ev.churn = append(ev.churn, ch)
+		ev.churnSvc = append(ev.churnSvc, c.S)
+	}
+	for i := len(cs) - 1; i >= 0; i-- {
+		ch, err := step(cs[i].Prev)
+		if err != nil {
+			return err
+		}
+		ev.undo = append(ev.undo, ch)
+	}
+	return nil
+}
+
+// allEvents is newEvents and decodeChurn.
+func allEvents(w *workload.Workload) (*events, error) {
+	ev, err := newEvents(w)
+	if err != nil {
+		return nil, err
+	}
+	return ev, ev.decodeChurn(w)
 }

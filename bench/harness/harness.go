@@ -141,10 +141,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	res.sizes = sizes
 	if o.wants(FigPipeline) {
-		for _, n := range sizes {
-			if err := pipelineFigures(ctx, env, n, o, res.N[strconv.Itoa(n)]); err != nil {
-				return nil, err
-			}
+		if err := pipelineFigures(ctx, env, sizes, o, res); err != nil {
+			return nil, err
 		}
 		if o.ProfileDir != "" {
 			n := sizes[len(sizes)-1]
@@ -199,6 +197,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		res.NPL = &NPLResult{
 			P50MS: ms(percentile(r.lat, 0.50)), P99MS: ms(percentile(r.lat, 0.99)), MaxMS: ms(percentile(r.lat, 1)),
+			PutP50MS: ms(percentile(r.put, 0.50)), PutP99MS: ms(percentile(r.put, 0.99)),
 			N: o.NPLSize, Writes: len(r.lat), Late: r.late, Rate: o.NPLRate,
 			CallsPerWrite: float64(r.acks) / float64(max(len(r.lat), 1)),
 			StartupS:      r.startup.Seconds(), StartupWrites: r.startupWrites,
@@ -207,31 +206,58 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	return res, nil
 }
 
-// pipelineFigures runs the in-process figures o.Runs times at size n and
-// keeps the medians.
-func pipelineFigures(ctx context.Context, env *nodeEnv, n int, o Options, out *SizeResult) error {
-	var resCPU, resWall, resAllocs, heap, snap, chCPU, chP50, chP99, chAllocs, join []float64
+// pipelineFigures runs the in-process figures o.Runs times at every size
+// and keeps the medians. The sizes take turns, run after run, so that a
+// change in the machine's load weighs on all of them alike (the growth
+// figure compares two sizes).
+func pipelineFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res *Results) error {
+	runs := make(map[int][]*sizeRun, len(sizes))
 	for run := range o.Runs {
-		r, err := runSize(ctx, env, n)
-		if err != nil {
-			return err
+		for _, n := range sizes {
+			r, err := runSize(ctx, env, n)
+			if err != nil {
+				return err
+			}
+			o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+			runs[n] = append(runs[n], r)
 		}
-		o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
-		resCPU = append(resCPU, ms(r.resync.cpu))
-		resWall = append(resWall, ms(r.resync.wall))
-		resAllocs = append(resAllocs, float64(r.resync.mallocs))
-		heap = append(heap, float64(r.heap)/(1<<20))
-		snap = append(snap, float64(r.snapHeap)/(1<<20))
-		chCPU = append(chCPU, us(r.changeCPU))
-		chP50 = append(chP50, us(percentile(r.changeWall, 0.50)))
-		chP99 = append(chP99, us(percentile(r.changeWall, 0.99)))
-		chAllocs = append(chAllocs, float64(r.changeMall)/float64(len(r.changeWall)))
-		join = append(join, us(r.joinCPU))
-		out.ResyncOps, out.ChangeOps, out.JoinOps = r.resyncOps, float64(r.changeOps)/float64(len(r.changeWall)), r.joinOps
 	}
-	out.ResyncCPUMS, out.ResyncWallMS, out.ResyncAllocs = median(resCPU), median(resWall), median(resAllocs)
-	out.HeapMiB, out.SnapshotMiB = median(heap), median(snap)
-	out.ChangeCPUUS, out.ChangeP50US, out.ChangeP99US, out.ChangeAllocs = median(chCPU), median(chP50), median(chP99), median(chAllocs)
-	out.NodeJoinCPUUS = median(join)
+	for _, n := range sizes {
+		summarize(runs[n], res.N[strconv.Itoa(n)])
+	}
 	return nil
+}
+
+// summarize keeps the median of each figure over the runs.
+func summarize(runs []*sizeRun, out *SizeResult) {
+	med := func(f func(r *sizeRun) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = f(r)
+		}
+		return median(xs)
+	}
+	out.ResyncCPUMS = med(func(r *sizeRun) float64 { return ms(r.resync.cpu) })
+	out.ResyncWallMS = med(func(r *sizeRun) float64 { return ms(r.resync.wall) })
+	out.ResyncAllocs = med(func(r *sizeRun) float64 { return float64(r.resync.mallocs) })
+	out.HeapMiB = med(func(r *sizeRun) float64 { return float64(r.heap) / (1 << 20) })
+	out.SnapshotMiB = med(func(r *sizeRun) float64 { return float64(r.snapHeap) / (1 << 20) })
+	out.ChangeCPUUS = med(func(r *sizeRun) float64 { return us(r.changeCPU) })
+	out.ChangeP50US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.50)) })
+	out.ChangeP99US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.99)) })
+	out.ChangeAllocs = med(func(r *sizeRun) float64 { return float64(r.changeMall) / float64(len(r.changeWall)) })
+	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return us(r.joinCPU) })
+	out.ResyncOps = med2int(runs, func(r *sizeRun) int { return r.resyncOps })
+	out.ChangeOps = med(func(r *sizeRun) float64 { return float64(r.changeOps) / float64(len(r.changeWall)) })
+	out.JoinOps = med2int(runs, func(r *sizeRun) int { return r.joinOps })
+}
+
+// med2int is the median of an integer figure (the runs agree on it: the
+// operations of a run do not depend on timing).
+func med2int(runs []*sizeRun, f func(r *sizeRun) int) int {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = float64(f(r))
+	}
+	return int(median(xs))
 }

@@ -39,14 +39,18 @@ type nplRun struct {
 	// lat is, per write, the time from just before the etcd put to the
 	// simulated VPP's acknowledgement of the last call it caused.
 	lat []time.Duration
+	// put is, per write, how long the etcd put took to return (the
+	// write committed): the part of lat spent before the agent can know.
+	put []time.Duration
 	// late counts writes sent after their slot because the change before
 	// was still being programmed.
 	late int
 	// acks counts the simulated VPP's acknowledged writes during the
 	// measured changes.
 	acks int64
-	// startup is the time from agent.New to ready with W(n) programmed;
-	// startupWrites the simulated VPP's writes until then.
+	// startup is the time from agent.New to ready: W(n) listed, resynced
+	// and programmed; startupWrites the simulated VPP's writes of the
+	// startup.
 	startup       time.Duration
 	startupWrites int
 }
@@ -113,16 +117,20 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 	if err := waitUntil(ctx, 5*time.Minute, func() bool { return a.Ready() }); err != nil {
 		return nil, fmt.Errorf("npl: agent not ready: %w", err)
 	}
+	out.startup = time.Since(t0)
 	if err := quiesce(ctx, a, v); err != nil {
 		return nil, err
 	}
-	out.startup, out.startupWrites = time.Since(t0), v.Writes()
+	out.startupWrites = v.Writes()
 	fronts, err := frontends(v, env, w)
 	if err != nil {
 		return nil, err
 	}
 
-	evs := newEvents(w)
+	evs, err := allEvents(w)
+	if err != nil {
+		return nil, err
+	}
 	seq := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)
 	svcOf := func(i int) int {
 		i %= len(seq)
@@ -145,11 +153,11 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 			out.late++
 		}
 		ev := seq[k%len(seq)]
-		lat, err := programOne(ctx, cli, a, v, ev.New.(*kubestate.EndpointSlice), fronts[svcOf(k)])
+		lat, put, err := programOne(ctx, cli, a, v, ev.New.(*kubestate.EndpointSlice), fronts[svcOf(k)])
 		if err != nil {
 			return nil, fmt.Errorf("npl: write %d (%s): %w", k, ev.Key, err)
 		}
-		out.lat = append(out.lat, lat)
+		out.lat, out.put = append(out.lat, lat), append(out.put, put)
 	}
 	out.acks = acks.n.Load() - ack0
 	return out, nil
@@ -222,17 +230,18 @@ func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]nat44.Mappin
 // the cluster, so no twice-NAT applies.
 var client = netip.AddrFrom4([4]byte{192, 0, 2, 7})
 
-// programOne writes one slice and returns its network programming latency.
-func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *sim.VPP, s *kubestate.EndpointSlice, fronts []nat44.MappingKey) (time.Duration, error) {
+// programOne writes one slice and returns its network programming latency
+// and how long the put took.
+func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *sim.VPP, s *kubestate.EndpointSlice, fronts []nat44.MappingKey) (lat, put time.Duration, err error) {
 	val, err := kubestate.Encode(s)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	want := make([]netip.Addr, 0, len(s.Endpoints))
 	for _, e := range s.Endpoints {
 		ip, err := netip.ParseAddr(e.Addresses[0])
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		want = append(want, ip)
 	}
@@ -241,8 +250,9 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 	batches := ctl.Status().Batches
 	t0 := time.Now()
 	resp, err := cli.Put(ctx, s.Key().String(), string(val))
+	put = time.Since(t0)
 	if err != nil {
-		return 0, fmt.Errorf("etcd put: %w", err)
+		return 0, 0, fmt.Errorf("etcd put: %w", err)
 	}
 	rev := resp.Header.Revision
 	err = waitUntil(ctx, 10*time.Second, func() bool {
@@ -250,13 +260,13 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 		return st.Batches > batches && st.Revision >= rev && translatesTo(v, fronts, want)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("not programmed: %w", err)
+		return 0, 0, fmt.Errorf("not programmed: %w", err)
 	}
 	last := v.LastAck()
 	if !last.After(t0) {
-		return 0, errors.New("programmed without a call to VPP")
+		return 0, 0, errors.New("programmed without a call to VPP")
 	}
-	return last.Sub(t0), nil
+	return last.Sub(t0), put, nil
 }
 
 // translatesTo tells whether every frontend translates to exactly want.

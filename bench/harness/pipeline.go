@@ -32,7 +32,10 @@ type sizeRun struct {
 func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 	base := heapAfterGC()
 	w := workload.New(n)
-	evs := newEvents(w)
+	evs, err := newEvents(w)
+	if err != nil {
+		return nil, err
+	}
 	table := env.podTable(w)
 	withSnap := heapAfterGC()
 
@@ -49,10 +52,18 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 	}
 	out.resync = m.since()
 	out.resyncOps = vpp.calls
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("N=%d: resync: %w", n, err)
+	}
 	if heap := heapAfterGC(); heap > withSnap {
 		out.heap = heap - withSnap
 	}
 
+	// The changes are decoded now, as the watcher would just before
+	// handing each over: fresh objects, not ones built before the resync.
+	if err := evs.decodeChurn(w); err != nil {
+		return nil, err
+	}
 	vpp.calls = 0
 	out.changeWall = make([]time.Duration, 0, len(evs.churn))
 	runtime.GC()
@@ -65,6 +76,9 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 		out.changeWall = append(out.changeWall, time.Since(t0))
 	}
 	c := m.since()
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("N=%d: churn: %w", n, err)
+	}
 	out.changeCPU = c.cpu / time.Duration(len(evs.churn))
 	out.changeMall = c.mallocs
 	out.changeOps = vpp.calls
@@ -76,6 +90,9 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 	}
 	out.joinCPU = cpuTime() - cpu0
 	out.joinOps = vpp.calls
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
+	}
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(evs)
 	return out, nil
@@ -86,7 +103,10 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 // to dir/resync.pprof and dir/change.pprof. Each runs for about d.
 func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Duration) error {
 	w := workload.New(n)
-	evs := newEvents(w)
+	evs, err := allEvents(w)
+	if err != nil {
+		return err
+	}
 	p, err := env.newPipeline(&countingVPP{}, env.podTable(w))
 	if err != nil {
 		return err
