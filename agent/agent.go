@@ -32,6 +32,9 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
+// relistJitter spreads the agents' re-listing of etcd after it comes back.
+const relistJitter = 2 * time.Second
+
 // Names of the VPP interfaces the agent expects besides the main NIC: the
 // host interconnect (a tap to the host stack) and the VXLAN overlay's BVI.
 const (
@@ -447,6 +450,7 @@ func (a *Agent) buildHandlers() error {
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
+		RelistJitter:     relistJitter,
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a),

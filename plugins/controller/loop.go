@@ -54,6 +54,10 @@ type Params struct {
 	PeriodicResync time.Duration
 	// Resources are the kinds of objects watched (default kubestate.Resources).
 	Resources []kubestate.Resource
+	// RelistJitter spreads the re-listing after etcd comes back over a
+	// random delay below it, so that thousands of agents do not all list
+	// at once after an etcd restart; 0 re-lists at once.
+	RelistJitter time.Duration
 }
 
 // Controller is the agent's event loop: one goroutine takes queued events
@@ -117,7 +121,7 @@ func New(p Params) *Controller {
 	if p.Client != nil {
 		c.w = newWatcher(watcherParams{
 			log: p.Logger, cli: p.Client, resources: p.Resources,
-			backoff: p.HealingBackoff, q: c.q, st: c.st,
+			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter,
 		})
 	}
 	return c

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ type watcherParams struct {
 	backoff   Backoff
 	q         *queue
 	st        *status
+	jitter    time.Duration
 }
 
 // watcher lists the watched resources at one revision, queues the listing
@@ -115,6 +117,9 @@ func (w *watcher) run(ctx context.Context) {
 		if healthy {
 			bo.reset()
 			w.log.Info("etcd watch ended; re-listing", "reason", err)
+			if errors.Is(err, errReconnected) && w.jitter > 0 && !sleep(ctx, rand.N(w.jitter)) {
+				return
+			}
 			continue
 		}
 		d := bo.delay()

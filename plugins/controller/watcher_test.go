@@ -74,8 +74,10 @@ func TestEtcdRestartRelistsAndLosesNothing(t *testing.T) {
 	put(t, cli, ns("a", "1"))
 	put(t, cli, ns("b", "1"))
 	rec := newRecorder("rec", nil)
+	// Agents spread their re-listing after etcd comes back (jitter).
 	ctl := New(Params{Client: cli, Handlers: []Handler{rec},
-		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
+		RelistJitter:   300 * time.Millisecond})
 	start(t, ctl)
 	eventually(t, "ready", ctl.Ready)
 
