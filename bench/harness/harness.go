@@ -247,6 +247,7 @@ func summarize(runs []*sizeRun, out *SizeResult) {
 	out.ChangeP99US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.99)) })
 	out.ChangeAllocs = med(func(r *sizeRun) float64 { return float64(r.changeMall) / float64(len(r.changeWall)) })
 	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return us(r.joinCPU) })
+	out.NodeJoinWallUS = med(func(r *sizeRun) float64 { return us(r.joinWall) })
 	out.ResyncOps = med2int(runs, func(r *sizeRun) int { return r.resyncOps })
 	out.ChangeOps = med(func(r *sizeRun) float64 { return float64(r.changeOps) / float64(len(r.changeWall)) })
 	out.JoinOps = med2int(runs, func(r *sizeRun) int { return r.joinOps })

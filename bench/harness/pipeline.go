@@ -23,6 +23,7 @@ type sizeRun struct {
 	changeMall uint64
 	changeOps  int
 	joinCPU    time.Duration
+	joinWall   time.Duration
 	joinOps    int
 }
 
@@ -84,11 +85,11 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 	out.changeOps = vpp.calls
 
 	vpp.calls = 0
-	cpu0 := cpuTime()
+	cpu0, wall0 := cpuTime(), time.Now()
 	if err := p.batch(ctx, evs.join...); err != nil {
 		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
 	}
-	out.joinCPU = cpuTime() - cpu0
+	out.joinWall, out.joinCPU = time.Since(wall0), cpuTime()-cpu0
 	out.joinOps = vpp.calls
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
