@@ -246,6 +246,7 @@ func summarize(runs []*sizeRun, out *SizeResult) {
 	out.ChangeP50US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.50)) })
 	out.ChangeP99US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.99)) })
 	out.ChangeAllocs = med(func(r *sizeRun) float64 { return float64(r.changeMall) / float64(len(r.changeWall)) })
+	out.ChangeBytes = med(func(r *sizeRun) float64 { return float64(r.changeByte) / float64(len(r.changeWall)) })
 	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return us(r.joinCPU) })
 	out.NodeJoinWallUS = med(func(r *sizeRun) float64 { return us(r.joinWall) })
 	out.ResyncOps = med2int(runs, func(r *sizeRun) int { return r.resyncOps })

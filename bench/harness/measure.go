@@ -27,12 +27,14 @@ type mark struct {
 	cpu     time.Duration
 	wall    time.Time
 	mallocs uint64
+	bytes   uint64
 }
 
 // cost is what a measured section took.
 type cost struct {
 	cpu, wall time.Duration
 	mallocs   uint64
+	bytes     uint64 // allocated
 }
 
 // startMark reads the counters. ReadMemStats stops the world briefly, so
@@ -40,7 +42,7 @@ type cost struct {
 func startMark() mark {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return mark{cpu: cpuTime(), wall: time.Now(), mallocs: ms.Mallocs}
+	return mark{cpu: cpuTime(), wall: time.Now(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc}
 }
 
 // since is the cost from m to now.
@@ -49,7 +51,7 @@ func (m mark) since() cost {
 	cpu := cpuTime() - m.cpu
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return cost{cpu: cpu, wall: wall, mallocs: ms.Mallocs - m.mallocs}
+	return cost{cpu: cpu, wall: wall, mallocs: ms.Mallocs - m.mallocs, bytes: ms.TotalAlloc - m.bytes}
 }
 
 // heapAfterGC is the live heap after a full collection.

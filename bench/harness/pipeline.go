@@ -21,6 +21,7 @@ type sizeRun struct {
 	changeCPU  time.Duration
 	changeWall []time.Duration
 	changeMall uint64
+	changeByte uint64
 	changeOps  int
 	joinCPU    time.Duration
 	joinWall   time.Duration
@@ -81,7 +82,7 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 		return nil, fmt.Errorf("N=%d: churn: %w", n, err)
 	}
 	out.changeCPU = c.cpu / time.Duration(len(evs.churn))
-	out.changeMall = c.mallocs
+	out.changeMall, out.changeByte = c.mallocs, c.bytes
 	out.changeOps = vpp.calls
 
 	vpp.calls = 0

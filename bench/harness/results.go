@@ -42,6 +42,8 @@ type SizeResult struct {
 	ChangeAllocs      float64 `json:"change_allocs"`
 	VPPCallsPerChange float64 `json:"vpp_calls_per_change"`
 	NodeJoinCPUUS     float64 `json:"node_join_cpu_us"`
+	// ChangeBytes are the bytes allocated per change.
+	ChangeBytes float64 `json:"-"`
 	// NodeJoinWallUS is the node join's wall time: getrusage counts in
 	// whole microseconds, too coarse for the join alone.
 	NodeJoinWallUS float64 `json:"-"`
@@ -150,6 +152,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		perN("allocations per change", "%.1f", func(s *SizeResult) float64 { return s.ChangeAllocs }, "≤ 60 (every N)",
 			func(*SizeResult) bool { return allAllocsOK })
+		perN("bytes allocated per change", "%.0f", func(s *SizeResult) float64 { return s.ChangeBytes }, "", nil)
 		perN("VPP operations per change (pipeline)", "%.3f", func(s *SizeResult) float64 { return s.ChangeOps }, "", nil)
 		perN("node-join CPU (µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinCPUUS }, "≤ 1000",
 			func(s *SizeResult) bool { return s.NodeJoinCPUUS <= targetJoinCPUUS })
