@@ -29,7 +29,9 @@ const (
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
-var AllFigures = []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNPL}
+func AllFigures() []Figure {
+	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNPL}
+}
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
 type Options struct {
@@ -73,7 +75,7 @@ func (o *Options) setDefaults() {
 		o.Runs = 5
 	}
 	if len(o.Figures) == 0 {
-		o.Figures = AllFigures
+		o.Figures = AllFigures()
 	}
 	if o.DecodeIters <= 0 {
 		o.DecodeIters = 20000
@@ -112,8 +114,8 @@ func (o *Options) validate() error {
 		}
 	}
 	for _, f := range o.Figures {
-		if !slices.Contains(AllFigures, f) {
-			errs = append(errs, fmt.Errorf("%w: figure %q: want one of %v", ErrOptions, f, AllFigures))
+		if !slices.Contains(AllFigures(), f) {
+			errs = append(errs, fmt.Errorf("%w: figure %q: want one of %v", ErrOptions, f, AllFigures()))
 		}
 	}
 	return errors.Join(errs...)

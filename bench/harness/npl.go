@@ -228,7 +228,7 @@ func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]nat44.Mappin
 
 // client is the source of the packets the oracle is asked about: outside
 // the cluster, so no twice-NAT applies.
-var client = netip.AddrFrom4([4]byte{192, 0, 2, 7})
+func client() netip.Addr { return netip.AddrFrom4([4]byte{192, 0, 2, 7}) }
 
 // programOne writes one slice and returns its network programming latency
 // and how long the put took.
@@ -272,7 +272,7 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 // translatesTo tells whether every frontend translates to exactly want.
 func translatesTo(v *sim.VPP, fronts []nat44.MappingKey, want []netip.Addr) bool {
 	for _, f := range fronts {
-		res := v.Translate(sim.Packet{Src: client, Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: mainNIC})
+		res := v.Translate(sim.Packet{Src: client(), Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: mainNIC})
 		if res.Verdict != sim.Translated || len(res.Backends) != len(want) {
 			return false
 		}
