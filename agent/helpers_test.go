@@ -1,0 +1,311 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.fd.io/govpp/api"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// tb is what the harness needs of a test; *testing.T and *rapid.T have it.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// How the harness waits. The state counts as settled when the agent has
+// taken in every write the test made, has nothing queued or scheduled, is
+// connected to the simulated VPP's current process and has resynced since
+// connecting, and the simulated VPP's state and write count have not
+// changed for quietFor. Deadlines are generous: they are only reached when
+// something is wrong.
+const (
+	quietFor    = 250 * time.Millisecond
+	pollEvery   = 15 * time.Millisecond
+	settleLimit = 60 * time.Second
+)
+
+// harness runs node-1's agent against a real etcd and a simulated VPP that
+// outlives the agent's restarts, and writes cluster objects into etcd the
+// way contivctl load does.
+type harness struct {
+	t    tb
+	cfg  contivconf.Config
+	vpp  *sim.VPP
+	cli  *clientv3.Client
+	kv   *revKV
+	w    *kubestate.Writer
+	logs *tailBuffer
+
+	agent *Agent
+	stop  func() error
+
+	// injected counts the calls failed by setFaults.
+	injected atomic.Int64
+}
+
+// newHarness connects to etcd at endpoint and starts an agent configured
+// by cfg against a new simulated VPP. close must be called.
+func newHarness(t tb, endpoint string, cfg contivconf.Config) *harness {
+	t.Helper()
+	cli, err := etcd.NewClient(context.Background(), etcd.ClientParams{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	kv := &revKV{KV: cli}
+	h := &harness{t: t, cfg: cfg, vpp: sim.New(sim.Options{}), cli: cli, kv: kv, w: kubestate.NewWriter(kv, nil), logs: &tailBuffer{max: 16 << 10}}
+	h.startAgent()
+	return h
+}
+
+// close stops the agent and closes the etcd client.
+func (h *harness) close() {
+	if h.stop != nil {
+		_ = h.stop()
+		h.stop = nil
+	}
+	_ = h.cli.Close()
+}
+
+// startAgent starts an agent against the harness's simulated VPP and waits
+// until it is ready.
+func (h *harness) startAgent() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, Options{Config: h.cfg, Sim: h.vpp, LogOutput: h.logs})
+	if err != nil {
+		cancel()
+		h.t.Fatalf("agent: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	h.agent = a
+	h.stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	deadline := time.Now().Add(settleLimit)
+	for !a.Ready() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("agent not ready after %v; status %+v\nlog tail:\n%s", settleLimit, a.ctl.Status(), h.logs)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// stopAgent stops the agent and checks that it stopped cleanly.
+func (h *harness) stopAgent() {
+	h.t.Helper()
+	err := h.stop()
+	h.stop = nil
+	if err != nil {
+		h.t.Fatalf("agent stopped with %v", err)
+	}
+}
+
+// restartAgent stops the agent and starts a new one; the call counters
+// are reset in between, so that Writes counts the new agent's writes.
+func (h *harness) restartAgent() {
+	h.t.Helper()
+	h.stopAgent()
+	h.vpp.ResetCalls()
+	h.startAgent()
+}
+
+// apply writes ops into etcd through kubestate's Writer.
+func (h *harness) apply(ops []kubestate.Op) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.w.Apply(ctx, ops); err != nil {
+		h.t.Fatalf("writing %d objects into etcd: %v", len(ops), err)
+	}
+}
+
+// setFaults makes the simulated VPP fail the given fraction of its
+// state-changing calls with a transient error, counting them in injected.
+// The choice is deterministic for a seed and a sequence of calls.
+func (h *harness) setFaults(rate float64, seed uint64) {
+	if rate <= 0 {
+		h.vpp.SetFaults(sim.Faults{})
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	h.vpp.SetFaults(sim.Faults{Rate: 1, Match: func(api.Message) bool {
+		// Called for every state-changing call, under the simulated
+		// VPP's lock: rng needs no lock of its own.
+		if rng.Float64() >= rate {
+			return false
+		}
+		h.injected.Add(1)
+		return true
+	}})
+}
+
+// fingerprint is what must stay still for the state to count as quiet.
+type fingerprint struct {
+	lines   string
+	writes  int
+	batches uint64
+}
+
+// settled tells whether the agent is idle and caught up; the fingerprint
+// is read either way.
+func (h *harness) settled() (fingerprint, bool, string) {
+	a := h.agent
+	st := a.ctl.Status()
+	vs := a.conn.Status()
+	fp := fingerprint{lines: strings.Join(h.vpp.Snapshot().Lines(), "\n"), writes: h.vpp.Writes(), batches: st.Batches}
+	var why string
+	switch {
+	case !st.Ready:
+		why = "controller not ready"
+	case st.WatchRevision < h.kv.rev():
+		why = fmt.Sprintf("watch at revision %d, test wrote revision %d", st.WatchRevision, h.kv.rev())
+	case st.QueueDepth > 0:
+		why = fmt.Sprintf("%d events queued", st.QueueDepth)
+	case st.HealingPending:
+		why = "healing resync pending"
+	case !vs.Connected || vs.PID != h.vpp.PID():
+		why = fmt.Sprintf("not connected to VPP pid %d (connected %v to pid %d)", h.vpp.PID(), vs.Connected, vs.PID)
+	case !st.LastResync.After(vs.Since):
+		why = "no resync since VPP connected"
+	}
+	return fp, why == "", why
+}
+
+// waitQuiet waits until the agent has settled and the simulated VPP's
+// state has stopped changing.
+func (h *harness) waitQuiet() {
+	h.t.Helper()
+	deadline := time.Now().Add(settleLimit)
+	var last fingerprint
+	var since time.Time
+	for {
+		fp, ok, why := h.settled()
+		now := time.Now()
+		switch {
+		case !ok:
+			since = time.Time{}
+		case since.IsZero() || fp != last:
+			since, last = now, fp
+		case now.Sub(since) >= quietFor:
+			return
+		}
+		if now.After(deadline) {
+			if why == "" {
+				why = "the simulated VPP's state kept changing"
+			}
+			h.t.Fatalf("not quiet after %v: %s; controller %+v\nlog tail:\n%s", settleLimit, why, h.agent.ctl.Status(), h.logs)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// eventually waits until cond holds (false if it does not within limit),
+// then until the state is quiet, and reports whether cond still holds.
+func (h *harness) eventually(limit time.Duration, cond func() bool) bool {
+	h.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pollEvery)
+	}
+	h.waitQuiet()
+	return cond()
+}
+
+// lines is the simulated VPP's NAT44 state, one line per object.
+func (h *harness) lines() []string { return h.vpp.Snapshot().Lines() }
+
+// revKV records the etcd revision of the last transaction that changed
+// something, so that the harness can wait for the agent's watch to reach
+// it. Only the Writer's transactions go through it.
+type revKV struct {
+	clientv3.KV
+	last atomic.Int64
+}
+
+func (k *revKV) rev() int64 { return k.last.Load() }
+
+func (k *revKV) Txn(ctx context.Context) clientv3.Txn { return &revTxn{Txn: k.KV.Txn(ctx), kv: k} }
+
+type revTxn struct {
+	clientv3.Txn
+	kv *revKV
+}
+
+func (t *revTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *revTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+func (t *revTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+// Commit commits and notes the revision when the transaction wrote: a
+// transaction that only deleted absent keys leaves the revision alone.
+func (t *revTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err != nil || resp.Header == nil {
+		return resp, err
+	}
+	wrote := false
+	for _, r := range resp.Responses {
+		if r.GetResponsePut() != nil || r.GetResponseDeleteRange().GetDeleted() > 0 {
+			wrote = true
+		}
+	}
+	if wrote {
+		for {
+			old := t.kv.last.Load()
+			if resp.Header.Revision <= old || t.kv.last.CompareAndSwap(old, resp.Header.Revision) {
+				break
+			}
+		}
+	}
+	return resp, err
+}
+
+// tailBuffer keeps the last max bytes written to it (the agent's log, shown
+// when a wait fails).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if over := b.buf.Len() - b.max; over > 0 {
+		b.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,519 @@
+package agent
+
+// Scenario tests in text: testdata/scenarios/*.txt drive the whole agent
+// (real etcd, the controller, NodeSync, IPAM, the service processor, the
+// NAT44 renderer and the simulated VPP) through a sequence of steps and
+// hold it to expected NAT44 dumps and packet traces.
+//
+// File format (txtar-like). Text before the first step is a free-form
+// description. Each step starts with a header line "-- VERB ARGS --" and
+// runs to the next header:
+//
+//	-- apply --              Kubernetes YAML documents, converted by
+//	                         kubestate.LoadYAML and written into etcd with
+//	                         kubestate.Writer (as contivctl load does)
+//	-- delete --             one object a line: "KIND NAMESPACE/NAME", or
+//	                         "KIND NAME" for cluster-scoped kinds (Service,
+//	                         EndpointSlice, Pod, Node, Namespace)
+//	-- restart-agent --      stop the agent, start a new one against the
+//	                         same etcd and the same simulated VPP
+//	-- restart-vpp --        restart the simulated VPP: its NAT44 state is lost
+//	-- faults RATE --        from now on the simulated VPP fails RATE (0 to 1)
+//	                         of the state-changing calls with a transient
+//	                         error; healing must converge regardless
+//	-- expect [KIND...] --   the simulated VPP's NAT44 dump
+//	                         (sim.Snapshot().Lines()), only the lines of the
+//	                         given kinds (global, pool, interface, identity,
+//	                         mapping) when kinds are named
+//	-- trace DST:PORT/PROTO [from SRC] [via IFACE] --
+//	                         what the translation oracle answers for one
+//	                         packet (default source 192.168.56.200 arriving
+//	                         on the main NIC GigabitEthernet0/8/0): the line
+//	                         "translated [affinity=N] tag=T" then one line
+//	                         per backend "-> IP:PORT vrf=V p=P [src=S]"
+//	                         (src: the source the backend sees when it is
+//	                         rewritten), or "not translated", or
+//	                         "dropped: REASON"
+//	-- expect-reported --    what the agent reports as left out or refused:
+//	                         "skipped KIND NAMESPACE/NAME [port=P] REASON: DETAIL"
+//	                         (service processor), "conflict FRONTEND
+//	                         winner=ID losers=ID,..." and "failure OBJECT
+//	                         OP: REASON" (NAT44 renderer)
+//	-- expect-writes N --    the previous apply, delete or restart step made
+//	                         exactly N state-changing calls to VPP
+//
+// Every action step (apply, delete, restart-*) is followed by a wait until
+// the agent has taken in the change and the simulated VPP's state has
+// stopped changing (see harness.waitQuiet); call counters are reset when
+// the step starts. Expectations are then compared, after waiting for them
+// to hold within a deadline. In expect and trace bodies, leading lines
+// starting with "#" are comments; blank lines are ignored.
+//
+// go test ./agent -run TestScenarios -update rewrites the expect and trace
+// bodies (keeping their comments) from what the agent did. The goldens are
+// the specification: read every changed line before committing.
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected blocks of testdata/scenarios from the agent's results")
+
+// Defaults of a trace step.
+const (
+	traceSource  = "192.168.56.200"
+	traceIngress = simulatedMainNIC
+	// expectLimit bounds the wait for an expectation to hold once the
+	// state is quiet.
+	expectLimit = 10 * time.Second
+)
+
+// step is one step of a scenario file.
+type step struct {
+	line int      // of the header, counted from 1
+	verb string   // apply, delete, restart-agent, ...
+	args []string // the rest of the header
+	body string   // the raw text up to the next header
+}
+
+// scenario is a parsed scenario file.
+type scenario struct {
+	preamble string
+	steps    []*step
+}
+
+var headerRE = regexp.MustCompile(`^-- (.+) --$`)
+
+func parseScenario(text string) (*scenario, error) {
+	sc := &scenario{}
+	var cur *step
+	var body strings.Builder
+	flush := func() {
+		if cur != nil {
+			cur.body = body.String()
+		} else {
+			sc.preamble = body.String()
+		}
+		body.Reset()
+	}
+	for i, line := range strings.SplitAfter(text, "\n") {
+		if m := headerRE.FindStringSubmatch(strings.TrimRight(line, "\n")); m != nil {
+			flush()
+			f := strings.Fields(m[1])
+			cur = &step{line: i + 1, verb: f[0], args: f[1:]}
+			sc.steps = append(sc.steps, cur)
+			continue
+		}
+		body.WriteString(line)
+	}
+	flush()
+	if len(sc.steps) == 0 {
+		return nil, fmt.Errorf("no steps")
+	}
+	return sc, nil
+}
+
+// format writes the scenario back, header lines included.
+func (sc *scenario) format() string {
+	var b strings.Builder
+	b.WriteString(sc.preamble)
+	for _, s := range sc.steps {
+		fmt.Fprintf(&b, "-- %s --\n", strings.Join(append([]string{s.verb}, s.args...), " "))
+		b.WriteString(s.body)
+	}
+	return b.String()
+}
+
+// splitBody separates an expectation's leading comment lines from the
+// expected lines (blank lines dropped).
+func splitBody(body string) (comments, want []string) {
+	inComments := true
+	for _, l := range strings.Split(body, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case inComments && strings.HasPrefix(t, "#"):
+			comments = append(comments, l)
+		case t == "":
+		default:
+			inComments = false
+			want = append(want, t)
+		}
+	}
+	return comments, want
+}
+
+// setBody replaces an expectation's lines, keeping its comments; a blank
+// line separates it from the next step.
+func (s *step) setBody(lines []string) {
+	comments, _ := splitBody(s.body)
+	s.body = strings.Join(append(comments, lines...), "\n") + "\n\n"
+}
+
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, file)
+		})
+	}
+}
+
+// runner runs one scenario.
+type runner struct {
+	t    *testing.T
+	file string
+	h    *harness
+	// changed is set when an expectation was rewritten (-update).
+	changed bool
+	// faults is the faults step in force, if any.
+	faults *step
+}
+
+// endFaults checks that the faults step in force, if any, made some call
+// fail: otherwise the steps under it proved nothing about healing.
+func (r *runner) endFaults() {
+	r.t.Helper()
+	if r.faults == nil {
+		return
+	}
+	n := r.h.injected.Swap(0)
+	if rate, _ := oneFloat(r.faults.args); rate > 0 {
+		if n == 0 {
+			r.fatalf(r.faults, "no call failed while it was in force")
+		}
+		r.t.Logf("%s:%d: %d calls failed by injection", r.file, r.faults.line, n)
+	}
+	r.faults = nil
+}
+
+func runScenario(t *testing.T, file string) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := parseScenario(string(text))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	srv := etcdtest.Start(t)
+	cfg := testConfig(t, srv.Endpoint(), t.TempDir())
+	r := &runner{t: t, file: file, h: newHarness(t, srv.Endpoint(), cfg)}
+	defer r.h.close()
+	r.h.waitQuiet()
+	for _, s := range sc.steps {
+		r.run(s)
+	}
+	r.endFaults()
+	if *update && r.changed {
+		if err := os.WriteFile(file, []byte(sc.format()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s rewritten", file)
+	}
+}
+
+func (r *runner) fatalf(s *step, format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("%s:%d (%s): %s", r.file, s.line, s.verb, fmt.Sprintf(format, args...))
+}
+
+func (r *runner) run(s *step) {
+	r.t.Helper()
+	h := r.h
+	noBody := func() {
+		if strings.TrimSpace(s.body) != "" {
+			r.fatalf(s, "takes no body")
+		}
+	}
+	noArgs := func() {
+		if len(s.args) != 0 {
+			r.fatalf(s, "takes no arguments")
+		}
+	}
+	switch s.verb {
+	case "apply":
+		objs, err := kubestate.LoadYAML(strings.NewReader(s.body))
+		if err != nil || len(objs) == 0 {
+			r.fatalf(s, "YAML: %d objects, %v", len(objs), err)
+		}
+		ops := make([]kubestate.Op, len(objs))
+		for i, o := range objs {
+			ops[i] = kubestate.PutOp(o)
+		}
+		h.vpp.ResetCalls()
+		h.apply(ops)
+		h.waitQuiet()
+	case "delete":
+		ops, err := parseDeletes(s.body)
+		if err != nil {
+			r.fatalf(s, "%v", err)
+		}
+		h.vpp.ResetCalls()
+		h.apply(ops)
+		h.waitQuiet()
+	case "restart-agent":
+		noBody()
+		noArgs()
+		h.restartAgent()
+		h.waitQuiet()
+	case "restart-vpp":
+		noBody()
+		noArgs()
+		h.vpp.ResetCalls()
+		h.vpp.Restart()
+		h.waitQuiet()
+	case "faults":
+		noBody()
+		rate, err := oneFloat(s.args)
+		if err != nil || rate < 0 || rate > 1 {
+			r.fatalf(s, "want one rate from 0 to 1: %v", s.args)
+		}
+		r.endFaults()
+		fh := fnv.New64a()
+		fh.Write([]byte(r.file))
+		h.setFaults(rate, fh.Sum64())
+		r.faults = s
+	case "expect-writes":
+		noBody()
+		n, err := strconv.Atoi(strings.Join(s.args, " "))
+		if err != nil {
+			r.fatalf(s, "want a number of writes: %v", s.args)
+		}
+		if got := h.vpp.Writes(); got != n {
+			// Later steps still mean something: go on.
+			r.t.Errorf("%s:%d (%s): %d writes, want %d: %v", r.file, s.line, s.verb, got, n, h.vpp.CallCounts())
+		}
+	case "expect":
+		kinds := map[string]bool{}
+		for _, k := range s.args {
+			if !slices.Contains([]string{"global", "pool", "interface", "identity", "mapping"}, k) {
+				r.fatalf(s, "unknown line kind %q", k)
+			}
+			kinds[k] = true
+		}
+		r.expect(s, func() []string { return filterLines(h.lines(), kinds) })
+	case "expect-reported":
+		noArgs()
+		r.expect(s, func() []string { return reported(h.agent) })
+	case "trace":
+		p, err := parseTrace(s.args)
+		if err != nil {
+			r.fatalf(s, "%v", err)
+		}
+		r.expect(s, func() []string { return traceLines(h.vpp.Translate(p), p) })
+	default:
+		r.fatalf(s, "unknown step")
+	}
+}
+
+// expect holds the step's expected lines to what got returns once quiet.
+func (r *runner) expect(s *step, read func() []string) {
+	r.t.Helper()
+	_, want := splitBody(s.body)
+	// Compared as the body is read: trimmed, blank lines dropped.
+	got := func() []string {
+		_, lines := splitBody(strings.Join(read(), "\n"))
+		return lines
+	}
+	if *update {
+		r.h.waitQuiet()
+		if lines := got(); !slices.Equal(lines, want) {
+			s.setBody(lines)
+			r.changed = true
+		}
+		return
+	}
+	if r.h.eventually(expectLimit, func() bool { return slices.Equal(got(), want) }) {
+		return
+	}
+	r.fatalf(s, "mismatch:\n%s", diffLines(want, got()))
+}
+
+// parseDeletes reads "KIND NAMESPACE/NAME" lines into delete operations.
+func parseDeletes(body string) ([]kubestate.Op, error) {
+	kinds := map[string]kubestate.Resource{
+		"Service": kubestate.ResService, "EndpointSlice": kubestate.ResEndpointSlice, "Pod": kubestate.ResPod,
+		"Node": kubestate.ResNode, "Namespace": kubestate.ResNamespace,
+	}
+	var ops []kubestate.Op
+	for l := range strings.SplitSeq(body, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		res, ok := kinds[f[0]]
+		if len(f) != 2 || !ok {
+			return nil, fmt.Errorf("want \"KIND NAMESPACE/NAME\" with a kind of %v: %q", slices.Sorted(maps.Keys(kinds)), l)
+		}
+		k := kubestate.Key{Resource: res, Name: f[1]}
+		if res.Namespaced() {
+			ns, name, ok := strings.Cut(f[1], "/")
+			if !ok {
+				return nil, fmt.Errorf("%s needs NAMESPACE/NAME: %q", f[0], l)
+			}
+			k.Namespace, k.Name = ns, name
+		}
+		ops = append(ops, kubestate.DeleteOp(k))
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("nothing to delete")
+	}
+	return ops, nil
+}
+
+func oneFloat(args []string) (float64, error) {
+	if len(args) != 1 {
+		return 0, fmt.Errorf("want one number")
+	}
+	return strconv.ParseFloat(args[0], 64)
+}
+
+// parseTrace reads "DST:PORT/PROTO [from SRC] [via IFACE]".
+func parseTrace(args []string) (sim.Packet, error) {
+	p := sim.Packet{Src: netip.MustParseAddr(traceSource), Ingress: traceIngress}
+	if len(args) == 0 {
+		return p, fmt.Errorf("want DST:PORT/PROTO")
+	}
+	dst, proto, ok := strings.Cut(args[0], "/")
+	if !ok {
+		return p, fmt.Errorf("%q: want DST:PORT/PROTO", args[0])
+	}
+	ap, err := netip.ParseAddrPort(dst)
+	if err != nil {
+		return p, fmt.Errorf("%q: %w", args[0], err)
+	}
+	p.Dst, p.DstPort = ap.Addr(), ap.Port()
+	switch strings.ToUpper(proto) {
+	case "TCP":
+		p.Proto = sr.TCP
+	case "UDP":
+		p.Proto = sr.UDP
+	default:
+		return p, fmt.Errorf("%q: protocol TCP or UDP", args[0])
+	}
+	rest := args[1:]
+	for len(rest) >= 2 {
+		switch rest[0] {
+		case "from":
+			if p.Src, err = netip.ParseAddr(rest[1]); err != nil {
+				return p, err
+			}
+		case "via":
+			p.Ingress = rest[1]
+		default:
+			return p, fmt.Errorf("unknown %q: want [from SRC] [via IFACE]", rest[0])
+		}
+		rest = rest[2:]
+	}
+	if len(rest) != 0 {
+		return p, fmt.Errorf("dangling %q", rest)
+	}
+	return p, nil
+}
+
+// traceLines writes the oracle's answer as a trace step's lines.
+func traceLines(res sim.Result, p sim.Packet) []string {
+	switch res.Verdict {
+	case sim.NotTranslated:
+		return []string{"not translated"}
+	case sim.Dropped:
+		return []string{"dropped: " + res.Reason}
+	}
+	head := "translated"
+	if res.Affinity != 0 {
+		head += " affinity=" + strconv.FormatUint(uint64(res.Affinity), 10)
+	}
+	out := []string{head + " tag=" + res.Tag}
+	for _, b := range res.Backends {
+		l := fmt.Sprintf("-> %s vrf=%d p=%.3g", netip.AddrPortFrom(b.IP, b.Port), b.VRF, b.Probability)
+		if b.Src != p.Src {
+			l += " src=" + b.Src.String()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// reported lists what the agent reports as left out, contested or refused.
+func reported(a *Agent) []string {
+	var out []string
+	for _, sk := range a.Processor().Skipped() {
+		l := fmt.Sprintf("skipped %s %s", sk.Object.Resource, sk.Object.ID())
+		if sk.Port != "" {
+			l += " port=" + sk.Port
+		}
+		l += " " + sk.Reason.String()
+		if sk.Detail != "" {
+			l += ": " + sk.Detail
+		}
+		out = append(out, l)
+	}
+	for _, c := range a.Renderer().Conflicts() {
+		losers := make([]string, len(c.Losers))
+		for i, id := range c.Losers {
+			losers[i] = id.String()
+		}
+		out = append(out, fmt.Sprintf("conflict %s winner=%s losers=%s", c.Key, c.Winner, strings.Join(losers, ",")))
+	}
+	for _, f := range a.Renderer().Failures() {
+		out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
+	}
+	return out
+}
+
+// filterLines keeps the lines whose first word is one of kinds (all lines
+// when kinds is empty).
+func filterLines(lines []string, kinds map[string]bool) []string {
+	if len(kinds) == 0 {
+		return lines
+	}
+	var out []string
+	for _, l := range lines {
+		kind, _, _ := strings.Cut(l, " ")
+		if kinds[kind] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// diffLines shows the lines only one side has.
+func diffLines(want, got []string) string {
+	var b bytes.Buffer
+	for _, l := range want {
+		if !slices.Contains(got, l) {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range got {
+		if !slices.Contains(want, l) {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	if b.Len() == 0 {
+		fmt.Fprintf(&b, "same lines in another order:\n%s", strings.Join(got, "\n"))
+	}
+	return b.String()
+}
