@@ -30,12 +30,16 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 	if svc == nil {
 		return nil
 	}
-	return buildService(svc, node, &cfg, ServiceTag(cfg.TagPrefix, svc.ID))
+	ms := appendService(nil, svc, node, &cfg, ServiceTag(cfg.TagPrefix, svc.ID))
+	out := make([]*Mapping, len(ms))
+	for i := range ms {
+		out[i] = &ms[i]
+	}
+	return out
 }
 
-// buildService is BuildService with the service's tag.
-func buildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []*Mapping {
-	// All mappings of a service are allocated at once.
+// appendService appends the mappings of BuildService, tagged tag, to dst.
+func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
 	most := 0
 	for i := range svc.Ports {
 		most += len(svc.ClusterIPs) + len(svc.ExternalIPs)
@@ -43,20 +47,19 @@ func buildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 			most += len(node.IPs)
 		}
 	}
-	slab := make([]Mapping, 0, most)
-	out := make([]*Mapping, 0, most)
+	dst = slices.Grow(dst, most)
+	start := len(dst)
 	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT) {
 		if len(locals) == 0 {
 			return
 		}
 		key := MappingKey{IP: ip, Port: port, Proto: proto}
-		for _, m := range out {
-			if m.MappingKey == key {
+		for i := start; i < len(dst); i++ {
+			if dst[i].MappingKey == key {
 				return
 			}
 		}
-		slab = append(slab, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
-		out = append(out, &slab[len(slab)-1])
+		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
 	}
 	for i := range svc.Ports {
 		p := &svc.Ports[i]
@@ -94,7 +97,7 @@ func buildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 			}
 		}
 	}
-	return out
+	return dst
 }
 
 // frontendIPv4 returns ip when NAT44 can translate traffic to it.
@@ -124,12 +127,17 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	return sortLocals(out)
 }
 
-// sortLocals sorts locals and drops duplicates.
+// sortLocals sorts locals and drops duplicates (same IP, port and VRF).
+// Locals built from sorted backends usually are sorted already: that is
+// checked first, with the comparison inlined.
 func sortLocals(ls []Local) []Local {
-	if !slices.IsSortedFunc(ls, compareLocals) {
-		slices.SortFunc(ls, compareLocals)
+	for i := 1; i < len(ls); i++ {
+		if compareLocals(ls[i-1], ls[i]) >= 0 {
+			slices.SortFunc(ls, compareLocals)
+			return slices.CompactFunc(ls, func(a, b Local) bool { return compareLocals(a, b) == 0 })
+		}
 	}
-	return slices.CompactFunc(ls, func(a, b Local) bool { return compareLocals(a, b) == 0 })
+	return ls
 }
 
 // localVRF is where VPP routes to a backend: the main VRF for this node's

@@ -201,8 +201,10 @@ func diffMapping(ops []Op, desired, applied *Mapping, owned func(string) bool) (
 }
 
 // inPlace tells whether applied can become desired by adding and removing
-// locals: both are load-balanced, have the same attributes, and locals
-// present in both (same IP and port) agree on VRF and probability.
+// locals: both are load-balanced, have the same attributes, neither holds
+// one IP and port twice (in different VRFs: they could not be matched one
+// to one), and locals present in both (same IP and port) agree on VRF and
+// probability.
 func inPlace(desired, applied *Mapping) bool {
 	if len(desired.Locals) < 2 || len(applied.Locals) < 2 ||
 		desired.TwiceNAT != applied.TwiceNAT || desired.Affinity != applied.Affinity || desired.Tag != applied.Tag {
@@ -211,20 +213,28 @@ func inPlace(desired, applied *Mapping) bool {
 	if dupAddr(desired.Locals) || dupAddr(applied.Locals) {
 		return false
 	}
-	ok := true
-	mergeLocals(desired.Locals, applied.Locals, func(d, a *Local) {
-		if d != nil && a != nil && *d != *a {
-			ok = false
+	d, a := desired.Locals, applied.Locals
+	for i, j := 0, 0; i < len(d) && j < len(a); {
+		switch c := compareLocalAddr(d[i], a[j]); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			if d[i] != a[j] {
+				return false
+			}
+			i++
+			j++
 		}
-	})
-	return ok
+	}
+	return true
 }
 
-// dupAddr tells whether sorted locals hold one IP and port twice (in
-// different VRFs): they cannot be matched one to one.
+// dupAddr tells whether sorted locals hold one IP and port twice.
 func dupAddr(ls []Local) bool {
 	for i := 1; i < len(ls); i++ {
-		if compareLocalAddr(ls[i-1], ls[i]) == 0 {
+		if ls[i-1].IP == ls[i].IP && ls[i-1].Port == ls[i].Port {
 			return true
 		}
 	}
@@ -378,31 +388,65 @@ func (s *State) Apply(op Op) {
 		s.Identities[op.Identity.IdentityKey] = op.Identity
 	case OpDelIdentity:
 		delete(s.Identities, op.Identity.IdentityKey)
-	case OpAddMapping:
-		s.Mappings[op.Mapping.MappingKey] = op.Mapping
-	case OpDelMapping:
-		delete(s.Mappings, op.Mapping.MappingKey)
-	case OpAddLocal, OpDelLocal:
-		m := s.Mappings[op.Mapping.MappingKey]
-		if m == nil {
-			return
+	case OpAddMapping, OpDelMapping, OpAddLocal, OpDelLocal:
+		key := op.Mapping.MappingKey
+		if m := afterOp(s.Mappings[key], &op); m != nil {
+			s.Mappings[key] = m
+		} else {
+			delete(s.Mappings, key)
 		}
-		i, found := slices.BinarySearchFunc(m.Locals, op.Local, compareLocals)
-		var locals []Local
-		switch {
-		case op.Kind == OpAddLocal && !found:
-			locals = make([]Local, 0, len(m.Locals)+1)
-			locals = append(append(append(locals, m.Locals[:i]...), op.Local), m.Locals[i:]...)
-		case op.Kind == OpDelLocal && found:
-			locals = make([]Local, 0, len(m.Locals)-1)
-			locals = append(append(locals, m.Locals[:i]...), m.Locals[i+1:]...)
-		default:
-			return
-		}
-		c := *m
-		c.Locals = locals
-		s.Mappings[c.MappingKey] = &c
 	}
+}
+
+// afterOp is the mapping on the key of mapping operation op once op
+// succeeded, given m, the mapping there before (nil: none). A local
+// operation on a missing mapping, or one that changes nothing, leaves m.
+// Mappings are never mutated: a changed mapping is a new value, or op's
+// own mapping (the desired one) when that is what the result equals, as
+// it is after the last local operation of a change.
+func afterOp(m *Mapping, op *Op) *Mapping {
+	switch op.Kind {
+	case OpAddMapping:
+		return op.Mapping
+	case OpDelMapping:
+		return nil
+	case OpAddLocal, OpDelLocal:
+	default:
+		return m
+	}
+	if m == nil {
+		return nil
+	}
+	add := op.Kind == OpAddLocal
+	i, found := slices.BinarySearchFunc(m.Locals, op.Local, compareLocals)
+	if add == found {
+		return m
+	}
+	if d := op.Mapping; d.MappingKey == m.MappingKey && d.TwiceNAT == m.TwiceNAT &&
+		d.Affinity == m.Affinity && d.Tag == m.Tag && localsAfter(d.Locals, m.Locals, i, op.Local, add) {
+		return d
+	}
+	var locals []Local
+	if add {
+		locals = make([]Local, 0, len(m.Locals)+1)
+		locals = append(append(append(locals, m.Locals[:i]...), op.Local), m.Locals[i:]...)
+	} else {
+		locals = make([]Local, 0, len(m.Locals)-1)
+		locals = append(append(locals, m.Locals[:i]...), m.Locals[i+1:]...)
+	}
+	c := *m
+	c.Locals = locals
+	return &c
+}
+
+// localsAfter tells whether want equals have with l inserted at i (add),
+// or with have[i] removed.
+func localsAfter(want, have []Local, i int, l Local, add bool) bool {
+	if add {
+		return len(want) == len(have)+1 && slices.Equal(want[:i], have[:i]) &&
+			want[i] == l && slices.Equal(want[i+1:], have[i:])
+	}
+	return len(want) == len(have)-1 && slices.Equal(want[:i], have[:i]) && slices.Equal(want[i:], have[i+1:])
 }
 
 // Clone copies the state's maps and slices; mappings and identities are

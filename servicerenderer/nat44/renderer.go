@@ -28,6 +28,12 @@ type Params struct {
 // state of one change (at a cost proportional to that change), and Apply
 // pushes what changed to VPP (it is the controller's Applier).
 //
+// Everything the renderer knows about one external address:port/protocol
+// (the services claiming it, the mapping wanted there, the mapping VPP
+// holds, whether it waits for Apply) is one frontend, which a service's
+// entry points to: a change of a service reaches its mappings' state with
+// one map lookup, that of the service.
+//
 // Every method but the introspection ones (Desired, Applied, Failures,
 // Conflicts, Stats) must be called from one goroutine, the controller's
 // loop; the introspection methods may be called from any goroutine.
@@ -43,25 +49,56 @@ type Renderer struct {
 	node          servicerenderer.LocalNode
 	services      map[servicerenderer.ServiceID]*serviceEntry
 	nodeDependent map[servicerenderer.ServiceID]struct{}
-	// winner holds the service whose mapping is rendered for a key; losers
-	// the other claimants, oldest first (only keys in conflict).
-	winner map[MappingKey]*serviceEntry
-	losers map[MappingKey][]*serviceEntry
+	// frontends holds every address:port/protocol a service claims or VPP
+	// holds a mapping on.
+	frontends map[MappingKey]*frontendState
 	// reported holds the conflicts already logged; quiet, during a
 	// Resync, those logged before it.
 	reported   map[conflictPair]struct{}
 	quiet      map[conflictPair]struct{}
 	interfaces map[string]servicerenderer.InterfaceRole
-	desired    *State
-	applied    *State
+	// desired and applied hold the state apart from the mappings (those
+	// are in frontends); their Mappings maps stay empty.
+	desired *State
+	applied *State
 	// synced is set once a full apply ran after the last Resync.
-	synced          bool
-	dirtyMappings   map[MappingKey]struct{}
+	synced bool
+	// dirty are the frontends whose desired mapping changed since the last
+	// apply, each once (its dirty flag is set).
+	dirty           []*frontendState
 	dirtyInterfaces map[string]struct{}
 	failures        map[ObjectID]Failure
 	stats           Stats
-	// opsBuf is reused by incremental applies.
-	opsBuf []Op
+	// opsBuf, mappingBuf and changedBuf are scratch buffers of the loop
+	// goroutine, reused from one change to the next; nothing kept or handed
+	// out aliases them.
+	opsBuf     []Op
+	mappingBuf []Mapping
+	changedBuf []MappingKey
+}
+
+// frontendState is one external address:port/protocol: the services claiming
+// it, the mapping wanted there and the one VPP holds. It exists while a
+// service claims it, VPP holds a mapping on it or it waits for Apply.
+type frontendState struct {
+	key MappingKey
+	// winner is the service whose mapping is rendered (nil when none
+	// claims it); losers are the other claimants, oldest first.
+	winner *serviceEntry
+	losers []*serviceEntry
+	// desired is the winner's mapping; nil when none is wanted.
+	desired *Mapping
+	// applied is the mapping VPP holds as far as the renderer knows (it
+	// may be foreign); nil when none. Once an apply made VPP hold the
+	// desired mapping, applied and desired are the same value.
+	applied *Mapping
+	// dirty is set while the frontend is in Renderer.dirty.
+	dirty bool
+}
+
+// unused tells whether nothing refers to the frontend any more.
+func (fe *frontendState) unused() bool {
+	return fe.winner == nil && len(fe.losers) == 0 && fe.applied == nil && !fe.dirty
 }
 
 // serviceEntry is one service and the mappings it claims.
@@ -72,19 +109,25 @@ type serviceEntry struct {
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
-	// mappings are sorted by key.
-	mappings []*Mapping
+	// claims are its mappings, sorted by key, each with its frontend.
+	claims []claim
+}
+
+// claim is one mapping of a service and the frontend it claims.
+type claim struct {
+	m  Mapping
+	fe *frontendState
 }
 
 // mapping is the entry's mapping for key.
 func (e *serviceEntry) mapping(key MappingKey) *Mapping {
-	i, ok := slices.BinarySearchFunc(e.mappings, key, func(m *Mapping, k MappingKey) int {
-		return compareMappingKeys(m.MappingKey, k)
+	i, ok := slices.BinarySearchFunc(e.claims, key, func(c claim, k MappingKey) int {
+		return compareMappingKeys(c.m.MappingKey, k)
 	})
 	if !ok {
 		return nil
 	}
-	return e.mappings[i]
+	return &e.claims[i].m
 }
 
 // before tells whether e wins a frontend over f: the oldest, then the
@@ -134,15 +177,23 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.node = node
 	r.services = map[servicerenderer.ServiceID]*serviceEntry{}
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
-	r.winner = map[MappingKey]*serviceEntry{}
-	r.losers = map[MappingKey][]*serviceEntry{}
+	// What VPP holds stays known; claims and desired mappings go.
+	old := r.frontends
+	r.frontends = make(map[MappingKey]*frontendState, len(old))
+	for k, fe := range old {
+		if fe.applied != nil {
+			*fe = frontendState{key: k, applied: fe.applied}
+			r.frontends[k] = fe
+		}
+	}
+	clear(r.dirty)
+	r.dirty = r.dirty[:0]
 	r.interfaces = maps.Clone(interfaces)
 	if r.interfaces == nil {
 		r.interfaces = map[string]servicerenderer.InterfaceRole{}
 	}
 	r.desired = BuildGlobal(r.cfg, r.interfaces)
 	r.synced = false
-	r.dirtyMappings = map[MappingKey]struct{}{}
 	r.dirtyInterfaces = map[string]struct{}{}
 }
 
@@ -183,18 +234,20 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
 		return nil
 	}
-	for _, m := range e.mappings {
-		r.release(e, m.MappingKey)
+	for i := range e.claims {
+		r.release(e, e.claims[i].fe)
 	}
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
-		r.log.Debug("service removed", "service", svc.ID, "mappings", len(e.mappings))
+		r.log.Debug("service removed", "service", svc.ID, "mappings", len(e.claims))
 	}
 	return nil
 }
 
-// setService renders svc, new or changed; the caller holds mu.
+// setService renders svc, new or changed; the caller holds mu. The
+// service's mappings are matched by key with those it had: a frontend it
+// keeps is reached through its old claim, without a lookup.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
 	var tag string
@@ -203,12 +256,20 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	} else {
 		tag = ServiceTag(r.cfg.TagPrefix, svc.ID)
 	}
-	ms := buildService(svc, r.node, &r.cfg, tag)
-	slices.SortFunc(ms, func(a, b *Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) })
+	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
+	claims := make([]claim, len(ms))
+	for i := range ms {
+		claims[i].m = ms[i]
+	}
+	clear(ms)
+	r.mappingBuf = ms[:0]
+	if len(claims) > 1 {
+		slices.SortFunc(claims, func(a, b claim) int { return compareMappingKeys(a.m.MappingKey, b.m.MappingKey) })
+	}
 	if e != nil && !e.svc.Created.Equal(svc.Created) {
 		// Another incarnation of the service: it may now lose or win frontends.
-		for _, m := range e.mappings {
-			r.release(e, m.MappingKey)
+		for i := range e.claims {
+			r.release(e, e.claims[i].fe)
 		}
 		e = &serviceEntry{svc: svc, mappingTag: tag, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
@@ -217,29 +278,31 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		e = &serviceEntry{svc: svc, mappingTag: tag}
 		r.services[svc.ID] = e
 	}
-	old := e.mappings
-	e.svc, e.mappings = svc, ms
+	old := e.claims
+	e.svc, e.claims = svc, claims
 	i, j := 0, 0
-	for i < len(old) || j < len(ms) {
+	for i < len(old) || j < len(claims) {
 		var c int
 		switch {
 		case i == len(old):
 			c = 1
-		case j == len(ms):
+		case j == len(claims):
 			c = -1
 		default:
-			c = compareMappingKeys(old[i].MappingKey, ms[j].MappingKey)
+			c = compareMappingKeys(old[i].m.MappingKey, claims[j].m.MappingKey)
 		}
 		switch {
 		case c < 0:
-			r.release(e, old[i].MappingKey)
+			r.release(e, old[i].fe)
 			i++
 		case c > 0:
-			r.claim(e, ms[j])
+			r.claim(e, &claims[j])
 			j++
 		default:
-			if r.winner[ms[j].MappingKey] == e {
-				r.setDesired(ms[j].MappingKey, ms[j])
+			fe := old[i].fe
+			claims[j].fe = fe
+			if fe.winner == e {
+				r.setDesired(fe, &claims[j].m)
 			}
 			i++
 			j++
@@ -254,7 +317,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		}
 	}
 	if r.debug() {
-		r.log.Debug("service rendered", "service", svc.ID, "mappings", len(ms))
+		r.log.Debug("service rendered", "service", svc.ID, "mappings", len(claims))
 	}
 }
 
@@ -278,56 +341,70 @@ func dependsOnNode(svc *servicerenderer.ContivService) bool {
 	return false
 }
 
-// claim records that e wants m.
-func (r *Renderer) claim(e *serviceEntry, m *Mapping) {
-	key := m.MappingKey
-	w := r.winner[key]
+// claim records that e wants c's mapping, and which frontend it claims.
+func (r *Renderer) claim(e *serviceEntry, c *claim) {
+	key := c.m.MappingKey
+	fe := r.frontends[key]
+	if fe == nil {
+		fe = &frontendState{key: key}
+		r.frontends[key] = fe
+	}
+	c.fe = fe
+	w := fe.winner
 	switch {
 	case w == nil:
-		r.winner[key] = e
-		r.setDesired(key, m)
+		fe.winner = e
+		r.setDesired(fe, &c.m)
 	case e.before(w):
-		r.winner[key] = e
-		r.addLoser(key, w, e)
-		r.setDesired(key, m)
+		fe.winner = e
+		r.addLoser(fe, w, e)
+		r.setDesired(fe, &c.m)
 	default:
-		r.addLoser(key, e, w)
+		r.addLoser(fe, e, w)
 	}
 }
 
-// release records that e no longer wants key; the oldest loser takes over.
-func (r *Renderer) release(e *serviceEntry, key MappingKey) {
-	if r.winner[key] != e {
-		r.losers[key] = slices.DeleteFunc(r.losers[key], func(f *serviceEntry) bool { return f == e })
-		if len(r.losers[key]) == 0 {
-			delete(r.losers, key)
+// release records that e no longer claims fe; the oldest loser takes over.
+func (r *Renderer) release(e *serviceEntry, fe *frontendState) {
+	key := fe.key
+	if fe.winner != e {
+		fe.losers = slices.DeleteFunc(fe.losers, func(f *serviceEntry) bool { return f == e })
+		if len(fe.losers) == 0 {
+			fe.losers = nil
 		}
 		delete(r.reported, conflictPair{key, e.svc.ID})
+		r.forget(fe)
 		return
 	}
-	ls := r.losers[key]
-	if len(ls) == 0 {
-		delete(r.winner, key)
-		r.setDesired(key, nil)
+	if len(fe.losers) == 0 {
+		fe.winner = nil
+		r.setDesired(fe, nil)
+		r.forget(fe)
 		return
 	}
-	next := ls[0]
-	if len(ls) == 1 {
-		delete(r.losers, key)
+	next := fe.losers[0]
+	if len(fe.losers) == 1 {
+		fe.losers = nil
 	} else {
-		r.losers[key] = ls[1:]
+		fe.losers = fe.losers[1:]
 	}
 	delete(r.reported, conflictPair{key, next.svc.ID})
-	r.winner[key] = next
-	r.setDesired(key, next.mapping(key))
+	fe.winner = next
+	r.setDesired(fe, next.mapping(key))
 	r.log.Info("frontend conflict resolved", "frontend", key.String(), "service", next.svc.ID, "previous", e.svc.ID)
 }
 
-// addLoser records that loser claims key, which winner holds, and logs it
+// forget drops fe once nothing refers to it.
+func (r *Renderer) forget(fe *frontendState) {
+	if fe.unused() {
+		delete(r.frontends, fe.key)
+	}
+}
+
+// addLoser records that loser claims fe, which winner holds, and logs it
 // once.
-func (r *Renderer) addLoser(key MappingKey, loser, winner *serviceEntry) {
-	ls := r.losers[key]
-	i, _ := slices.BinarySearchFunc(ls, loser, func(a, b *serviceEntry) int {
+func (r *Renderer) addLoser(fe *frontendState, loser, winner *serviceEntry) {
+	i, _ := slices.BinarySearchFunc(fe.losers, loser, func(a, b *serviceEntry) int {
 		if a.before(b) {
 			return -1
 		}
@@ -336,35 +413,39 @@ func (r *Renderer) addLoser(key MappingKey, loser, winner *serviceEntry) {
 		}
 		return 0
 	})
-	r.losers[key] = slices.Insert(ls, i, loser)
-	p := conflictPair{key, loser.svc.ID}
+	fe.losers = slices.Insert(fe.losers, i, loser)
+	p := conflictPair{fe.key, loser.svc.ID}
 	if _, ok := r.reported[p]; ok {
 		return
 	}
 	r.reported[p] = struct{}{}
 	if _, ok := r.quiet[p]; !ok {
-		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", key.String(),
+		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", fe.key.String(),
 			"service", winner.svc.ID, "rejected", loser.svc.ID)
 	}
 }
 
-// setDesired makes m (nil: none) the desired mapping for key.
-func (r *Renderer) setDesired(key MappingKey, m *Mapping) {
-	old := r.desired.Mappings[key]
+// setDesired makes m (nil: none) the desired mapping of fe, and queues fe
+// for Apply when that changes anything.
+func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
+	old := fe.desired
 	if identical(old, m) {
 		if m != nil {
-			r.desired.Mappings[key] = m
+			// The newest value is kept, so that the old one can go.
+			if fe.applied == old {
+				fe.applied = m
+			}
+			fe.desired = m
 		}
 		return
 	}
-	if m == nil {
-		delete(r.desired.Mappings, key)
-	} else {
-		r.desired.Mappings[key] = m
+	fe.desired = m
+	if !fe.dirty {
+		fe.dirty = true
+		r.dirty = append(r.dirty, fe)
 	}
-	r.dirtyMappings[key] = struct{}{}
 	if len(r.failures) > 0 {
-		delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: key})
+		delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: fe.key})
 	}
 }
 
@@ -442,8 +523,18 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 		}
 	}
 	r.quiet = nil
-	r.log.Debug("resync rendered", "services", len(r.services), "mappings", len(r.desired.Mappings),
-		"conflicts", len(r.losers))
+	if r.debug() {
+		mappings, conflicts := 0, 0
+		for _, fe := range r.frontends {
+			if fe.desired != nil {
+				mappings++
+			}
+			if len(fe.losers) > 0 {
+				conflicts++
+			}
+		}
+		r.log.Debug("resync rendered", "services", len(r.services), "mappings", mappings, "conflicts", conflicts)
+	}
 	return nil
 }
 
@@ -473,34 +564,77 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			return fmt.Errorf("dump NAT44 state: %w", err)
 		}
 		normalize(dumped)
-		r.applied = dumped
+		r.loadApplied(dumped)
 		r.synced = true
 		clear(r.failures)
-		r.dirtyMappings = emptied(r.dirtyMappings)
 		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
 		ops = diff(r.desired, r.applied, r.owned, r.blocked)
+		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
+		for _, fe := range fes {
+			var b bool
+			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.owned); b {
+				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
+			}
+			fe.dirty = false
+		}
+		clear(r.dirty)
+		r.dirty = r.dirty[:0]
+		sortOps(ops)
 	} else {
 		ops = r.opsBuf[:0]
 		for name := range r.dirtyInterfaces {
 			ops = diffInterface(ops, name, r.desired.Interfaces[name], r.applied.Interfaces[name])
 		}
-		for key := range r.dirtyMappings {
+		for _, fe := range r.dirty {
 			var b bool
-			if ops, b = diffMapping(ops, r.desired.Mappings[key], r.applied.Mappings[key], r.owned); b {
-				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: key}, r.applied.Mappings[key].Tag)
+			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.owned); b {
+				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
 			}
+			fe.dirty = false
 		}
-		r.dirtyMappings = emptied(r.dirtyMappings)
 		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
 		sortOps(ops)
 	}
 	r.mu.Unlock()
 	err := r.run(ctx, ops, full, start)
+	r.mu.Lock()
+	// The frontends of this apply that nothing refers to any more go.
+	if full {
+		for _, fe := range r.frontends {
+			r.forget(fe)
+		}
+	} else {
+		for _, fe := range r.dirty {
+			r.forget(fe)
+		}
+		clear(r.dirty)
+		r.dirty = r.dirty[:0]
+	}
+	r.mu.Unlock()
 	if cap(ops) <= 1024 {
 		clear(ops)
 		r.opsBuf = ops[:0]
 	}
 	return err
+}
+
+// loadApplied makes dumped what VPP holds: its mappings go to the
+// frontends (made for the keys no service claims), the rest to r.applied.
+// The caller holds mu.
+func (r *Renderer) loadApplied(dumped *State) {
+	for _, fe := range r.frontends {
+		fe.applied = nil
+	}
+	for k, m := range dumped.Mappings {
+		fe := r.frontends[k]
+		if fe == nil {
+			fe = &frontendState{key: k}
+			r.frontends[k] = fe
+		}
+		fe.applied = m
+	}
+	dumped.Mappings = map[MappingKey]*Mapping{}
+	r.applied = dumped
 }
 
 // emptied is m without entries. A map keeps the room it once needed, and
@@ -519,8 +653,8 @@ func emptied[K comparable](m map[K]struct{}) map[K]struct{} {
 func (r *Renderer) blocked(id ObjectID, tag string) {
 	f := Failure{Object: id, Reason: fmt.Sprintf("held by a foreign object tagged %q", tag)}
 	if id.Kind == ObjectMapping {
-		if w := r.winner[id.Mapping]; w != nil {
-			f.Service = w.svc.ID
+		if fe := r.frontends[id.Mapping]; fe != nil && fe.winner != nil {
+			f.Service = fe.winner.svc.ID
 		}
 	}
 	if _, ok := r.failures[id]; !ok {
@@ -542,7 +676,7 @@ type batch struct {
 // run issues ops in order. After a failed call the object's remaining
 // operations are skipped; the applied state records only what succeeded.
 func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
-	var b batch
+	b := batch{changed: r.changedBuf[:0]}
 	var failed map[ObjectID]struct{}
 	for i := range ops {
 		op := &ops[i]
@@ -565,7 +699,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 		b.calls++
 		r.stats.Calls++
 		if err == nil {
-			r.applied.Apply(*op)
+			r.record(op)
 			b.count(op)
 			r.mu.Unlock()
 			continue
@@ -578,8 +712,8 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			b.invalid++
 			r.stats.Invalid++
 			f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-			if w := r.winner[id.Mapping]; id.Kind == ObjectMapping && w != nil {
-				f.Service = w.svc.ID
+			if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
+				f.Service = fe.winner.svc.ID
 			}
 			r.failures[id] = f
 			r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
@@ -595,6 +729,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	r.mu.Lock()
 	b.finish(&r.stats)
 	r.mu.Unlock()
+	r.changedBuf = b.changed[:0]
 	level := slog.LevelInfo
 	if !full && b.calls == 0 && b.transient == 0 {
 		level = slog.LevelDebug
@@ -608,6 +743,18 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
 	return nil
+}
+
+// record notes in the applied state that op succeeded; the caller holds mu.
+func (r *Renderer) record(op *Op) {
+	switch op.Kind {
+	case OpAddMapping, OpDelMapping, OpAddLocal, OpDelLocal:
+		if fe := r.frontends[op.Mapping.MappingKey]; fe != nil {
+			fe.applied = afterOp(fe.applied, op)
+		}
+	default:
+		r.applied.Apply(*op)
+	}
 }
 
 // count records one successful operation.
@@ -703,7 +850,13 @@ func normalize(s *State) {
 func (r *Renderer) Desired() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.desired.Clone()
+	s := r.desired.Clone()
+	for k, fe := range r.frontends {
+		if fe.desired != nil {
+			s.Mappings[k] = fe.desired
+		}
+	}
+	return s
 }
 
 // Applied is a copy of what VPP holds as far as the renderer knows (its
@@ -711,7 +864,13 @@ func (r *Renderer) Desired() *State {
 func (r *Renderer) Applied() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.applied.Clone()
+	s := r.applied.Clone()
+	for k, fe := range r.frontends {
+		if fe.applied != nil {
+			s.Mappings[k] = fe.applied
+		}
+	}
+	return s
 }
 
 // Failures lists the objects not applied, sorted.
@@ -727,10 +886,13 @@ func (r *Renderer) Failures() []Failure {
 func (r *Renderer) Conflicts() []Conflict {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	cs := make([]Conflict, 0, len(r.losers))
-	for key, ls := range r.losers {
-		c := Conflict{Key: key, Winner: r.winner[key].svc.ID}
-		for _, e := range ls {
+	cs := []Conflict{}
+	for key, fe := range r.frontends {
+		if len(fe.losers) == 0 {
+			continue
+		}
+		c := Conflict{Key: key, Winner: fe.winner.svc.ID}
+		for _, e := range fe.losers {
 			c.Losers = append(c.Losers, e.svc.ID)
 		}
 		cs = append(cs, c)
