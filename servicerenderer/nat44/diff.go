@@ -120,7 +120,8 @@ func diff(desired, applied *State, owned func(string) bool, blocked func(id Obje
 	}
 	for _, k := range unionKeys(desired.Mappings, applied.Mappings, compareMappingKeys) {
 		var b bool
-		if ops, b = diffMapping(ops, desired.Mappings[k], applied.Mappings[k], owned); b && blocked != nil {
+		a := applied.Mappings[k]
+		if ops, b = diffMapping(ops, desired.Mappings[k], a, a != nil && !owned(a.Tag)); b && blocked != nil {
 			blocked(ObjectID{Kind: ObjectMapping, Mapping: k}, applied.Mappings[k].Tag)
 		}
 	}
@@ -179,10 +180,10 @@ func diffIdentity(ops []Op, desired, applied *Identity, owned func(string) bool)
 }
 
 // diffMapping appends the operations that turn applied into desired for one
-// key (either may be nil). blocked is set when a foreign mapping holds the
-// key the agent wants.
-func diffMapping(ops []Op, desired, applied *Mapping, owned func(string) bool) (_ []Op, blocked bool) {
-	if applied != nil && !owned(applied.Tag) {
+// key (either may be nil). A foreign applied mapping is never touched:
+// blocked is then set when the agent wants the key.
+func diffMapping(ops []Op, desired, applied *Mapping, foreign bool) (_ []Op, blocked bool) {
+	if foreign {
 		return ops, desired != nil
 	}
 	switch {

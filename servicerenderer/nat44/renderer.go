@@ -572,7 +572,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
 		for _, fe := range fes {
 			var b bool
-			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.owned); b {
+			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.foreign(fe)); b {
 				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
 			}
 			fe.dirty = false
@@ -587,7 +587,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		}
 		for _, fe := range r.dirty {
 			var b bool
-			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.owned); b {
+			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.foreign(fe)); b {
 				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
 			}
 			fe.dirty = false
@@ -635,6 +635,14 @@ func (r *Renderer) loadApplied(dumped *State) {
 	}
 	dumped.Mappings = map[MappingKey]*Mapping{}
 	r.applied = dumped
+}
+
+// foreign tells whether VPP holds a mapping on fe that is not the agent's.
+// The renderer tags the mappings it builds itself, always owned: one tagged
+// as the desired mapping is, which spares reading the tag (the same string).
+func (r *Renderer) foreign(fe *frontendState) bool {
+	a := fe.applied
+	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
 }
 
 // emptied is m without entries. A map keeps the room it once needed, and
