@@ -55,6 +55,24 @@ type derived struct {
 	hostNet bool
 }
 
+// sliceEntry is one EndpointSlice of a service. The processor reaches it
+// with one lookup by the slice's key, and through it the entry of the
+// service holding the slice.
+type sliceEntry struct {
+	s *kubestate.EndpointSlice
+	// owner is the entry of the service the slice names.
+	owner *entry
+}
+
+// newSlices wraps slices in entries without an owner.
+func newSlices(ss []*kubestate.EndpointSlice) []*sliceEntry {
+	out := make([]*sliceEntry, len(ss))
+	for i, s := range ss {
+		out[i] = &sliceEntry{s: s}
+	}
+	return out
+}
+
 // maxScratch bounds the candidates a scratch buffer keeps between builds.
 const maxScratch = 4096
 
@@ -71,11 +89,10 @@ func deriveBase(svc *kubestate.Service) base {
 	if svc == nil {
 		return base{}
 	}
-	var d derived
-	b := builder{d: &d, id: sr.ServiceID{Namespace: svc.Namespace, Name: svc.Name}, svc: svc}
+	b := builder{id: sr.ServiceID{Namespace: svc.Namespace, Name: svc.Name}, svc: svc}
 	out := b.service()
-	slices.SortFunc(d.skips, compareSkips)
-	return base{out: out, skips: d.skips}
+	slices.SortFunc(b.d.skips, compareSkips)
+	return base{out: out, skips: b.d.skips}
 }
 
 // derive adds to bs the backends from the service's EndpointSlices, as seen
@@ -83,12 +100,11 @@ func deriveBase(svc *kubestate.Service) base {
 // kept, except immutable values (strings, and bs's IP slices, which the
 // result shares). scratch, when not nil, is a buffer derive may use; it is
 // cleared before derive returns.
-func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
+func derive(bs *base, eps []*sliceEntry, v *nodeView, scratch *[]candidate) derived {
 	if bs.out == nil {
 		return derived{skips: bs.skips}
 	}
-	var d derived
-	b := builder{d: &d, id: bs.out.ID, scratch: scratch}
+	b := builder{id: bs.out.ID, scratch: scratch}
 	out := new(sr.ContivService)
 	*out = *bs.out
 	out.Ports = slices.Clone(bs.out.Ports)
@@ -96,6 +112,7 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 	for i := range out.Ports {
 		b.backends(&out.Ports[i], eps, v, local)
 	}
+	d := b.d
 	d.out = out
 	if len(d.pods) > 1 {
 		slices.SortFunc(d.pods, compareKeys)
@@ -115,12 +132,13 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 // EndpointSlices: deriveBase then derive.
 func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	bs := deriveBase(svc)
-	return derive(&bs, eps, v, scratch)
+	return derive(&bs, newSlices(eps), v, scratch)
 }
 
 // builder holds the state of one derivation.
 type builder struct {
-	d  *derived
+	// d collects the result.
+	d  derived
 	id sr.ServiceID
 	// svc is set while deriving the base.
 	svc     *kubestate.Service
@@ -315,10 +333,10 @@ func boolFirst(b bool) int {
 }
 
 // backends fills in the backends of port p from the slices.
-func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeView, local bool) {
+func (b *builder) backends(p *sr.Port, ss []*sliceEntry, v *nodeView, local bool) {
 	n := 0
-	for _, s := range ss {
-		n += len(s.Endpoints)
+	for _, se := range ss {
+		n += len(se.s.Endpoints)
 	}
 	if n == 0 {
 		return
@@ -329,33 +347,43 @@ func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeVie
 	} else {
 		cands = make([]candidate, 0, n)
 	}
-	defer func() {
-		if b.scratch != nil && cap(cands) <= maxScratch {
-			clear(cands[:cap(cands)])
-			*b.scratch = cands[:0]
-		}
-	}()
-	for _, s := range ss {
-		cands = b.sliceCandidates(cands, p, s, v)
+	for _, se := range ss {
+		cands = b.sliceCandidates(cands, p, se, v)
 	}
-	if len(cands) == 0 {
-		return
-	}
-	slices.SortFunc(cands, compareCandidates)
-	cands = slices.CompactFunc(cands, func(x, y candidate) bool { return x.b.IP == y.b.IP && x.b.Port == y.b.Port })
-	ready, localReady := 0, 0
-	for i := range cands {
-		if c := &cands[i].b; c.Ready {
-			ready++
-			if c.Local {
-				localReady++
+	if len(cands) > 0 {
+		cands = sortCandidates(cands)
+		ready, localReady := 0, 0
+		for i := range cands {
+			if c := &cands[i].b; c.Ready {
+				ready++
+				if c.Local {
+					localReady++
+				}
 			}
 		}
+		p.Backends = b.pick(cands, ready, false)
+		if local {
+			p.LocalBackends = b.pick(cands, localReady, true)
+		}
 	}
-	p.Backends = b.pick(cands, ready, false)
-	if local {
-		p.LocalBackends = b.pick(cands, localReady, true)
+	if b.scratch != nil && cap(cands) <= maxScratch {
+		clear(cands[:cap(cands)])
+		*b.scratch = cands[:0]
 	}
+}
+
+// sortCandidates sorts cands and keeps the best of each IP and port.
+// Candidates of distinct IPs and ports already in order (the usual case)
+// are left as they are.
+func sortCandidates(cands []candidate) []candidate {
+	for i := 1; i < len(cands); i++ {
+		x, y := &cands[i-1].b, &cands[i].b
+		if c := x.IP.Compare(y.IP); c > 0 || c == 0 && x.Port >= y.Port {
+			slices.SortFunc(cands, compareCandidates)
+			return slices.CompactFunc(cands, func(x, y candidate) bool { return x.b.IP == y.b.IP && x.b.Port == y.b.Port })
+		}
+	}
+	return cands
 }
 
 // pick selects the ready candidates (only local ones when onlyLocal), or
@@ -394,8 +422,9 @@ func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backen
 	return out
 }
 
-// sliceCandidates appends the endpoints of slice s that may serve port p.
-func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.EndpointSlice, v *nodeView) []candidate {
+// sliceCandidates appends the endpoints of slice se that may serve port p.
+func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, se *sliceEntry, v *nodeView) []candidate {
+	s := se.s
 	key := s.Key()
 	var want4, want6 bool
 	switch s.AddressType {

@@ -117,8 +117,10 @@ type Processor struct {
 	mu       sync.RWMutex
 	view     nodeView
 	services map[sr.ServiceID]*entry
-	// owner maps an EndpointSlice to the entry of the service holding it.
-	owner map[kubestate.Key]*entry
+	// slices maps an EndpointSlice to its entry, which points to the
+	// entry of the service holding it: a slice change reaches everything
+	// it touches with this one lookup.
+	slices map[kubestate.Key]*sliceEntry
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -144,9 +146,25 @@ type entry struct {
 	svc *kubestate.Service
 	// base is derived from svc alone, when svc changes.
 	base base
-	// slices are sorted by name.
-	slices []*kubestate.EndpointSlice
+	// slices are the service's EndpointSlices, sorted by name.
+	slices []*sliceEntry
 	derived
+}
+
+// insertSlice adds se to e's slices, or replaces the slice of its name.
+func (e *entry) insertSlice(se *sliceEntry) {
+	if i, ok := slices.BinarySearchFunc(e.slices, se.s.Name, sliceByName); ok {
+		e.slices[i] = se
+	} else {
+		e.slices = slices.Insert(e.slices, i, se)
+	}
+}
+
+// removeSlice removes the slice named name from e's slices.
+func (e *entry) removeSlice(name string) {
+	if i, ok := slices.BinarySearchFunc(e.slices, name, sliceByName); ok {
+		e.slices = slices.Delete(e.slices, i, i+1)
+	}
 }
 
 // localPod is a pod of this node.
@@ -224,7 +242,7 @@ func staticRoles(c Config) map[string]sr.InterfaceRole {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.owner = make(map[kubestate.Key]*entry, n)
+	p.slices = make(map[kubestate.Key]*sliceEntry, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
 	p.users = map[kubestate.Key]map[sr.ServiceID]struct{}{}
@@ -307,7 +325,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 			p.errs = append(p.errs, fmt.Errorf("renderer %d: resync: %w", i, err))
 		}
 	}
-	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.owner), "localPods", len(p.pods))
+	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
 	return p.flush()
 }
 
@@ -317,14 +335,14 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		switch k.Resource {
 		case kubestate.ResService:
 			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				p.entry(serviceID(k)).svc = s
+				p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.Name}).svc = s
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
-				id := sr.ServiceID{Namespace: k.Namespace, Name: s.ServiceName}
-				e := p.entry(id)
-				e.slices = append(e.slices, s)
-				p.owner[k] = e
+				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+				se := &sliceEntry{s: s, owner: e}
+				e.slices = append(e.slices, se)
+				p.slices[k] = se
 			}
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
@@ -366,7 +384,11 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 		switch e.Key.Resource {
 		case kubestate.ResService:
 			if s, ok := as[*kubestate.Service](p, e.Key, e.New); ok {
-				p.serviceChanged(serviceID(e.Key), s)
+				id := serviceID(e.Key)
+				if s != nil {
+					id = sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
+				}
+				p.serviceChanged(id, s)
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, e.Key, e.New); ok {
@@ -420,34 +442,34 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 	p.refresh(id, e)
 }
 
-// sliceChanged moves slice k to the service it now names (nil s: deleted).
+// sliceChanged takes in slice k, new or changed (nil s: deleted), and
+// moves it to the service it now names.
 func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
-	e := p.owner[k]
+	se := p.slices[k]
 	has := s != nil && s.ServiceName != ""
-	id := sr.ServiceID{Namespace: k.Namespace}
+	var id sr.ServiceID
 	if has {
-		id.Name = s.ServiceName
+		id = sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}
 	}
-	if e != nil && (!has || e.id != id) {
-		delete(p.owner, k)
-		if i, ok := slices.BinarySearchFunc(e.slices, k.Name, sliceByName); ok {
-			e.slices = slices.Delete(e.slices, i, i+1)
-		}
+	// The slice's namespace is its service's: only the name can differ.
+	if se != nil && (!has || se.owner.id.Name != s.ServiceName) {
+		e := se.owner
+		delete(p.slices, k)
+		e.removeSlice(k.Name)
 		p.refresh(e.id, e)
-		e = nil
+		se = nil
 	}
-	if has {
-		if e == nil {
-			e = p.entry(id)
-			p.owner[k] = e
-		}
-		if i, ok := slices.BinarySearchFunc(e.slices, k.Name, sliceByName); ok {
-			e.slices[i] = s
-		} else {
-			e.slices = slices.Insert(e.slices, i, s)
-		}
-		p.refresh(id, e)
+	if !has {
+		return
 	}
+	if se != nil {
+		se.s = s
+	} else {
+		se = &sliceEntry{s: s, owner: p.entry(id)}
+		se.owner.insertSlice(se)
+		p.slices[k] = se
+	}
+	p.refresh(se.owner.id, se.owner)
 }
 
 // refresh derives service id again and tells renderers what changed.
@@ -755,6 +777,6 @@ func compareIDs(a, b sr.ServiceID) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
+func compareSlices(a, b *sliceEntry) int { return cmp.Compare(a.s.Name, b.s.Name) }
 
-func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
+func sliceByName(se *sliceEntry, name string) int { return cmp.Compare(se.s.Name, name) }
