@@ -45,7 +45,8 @@ func New(r Resource) (Object, error) {
 
 // Decode decodes the value stored under key k. Decoding is strict about
 // types and tolerant of unknown fields; the decoded object must carry the
-// key it is stored under.
+// key it is stored under. The object is compacted (see compact): the
+// strings many objects repeat are shared, which does not change its value.
 func Decode(k Key, value []byte) (Object, error) {
 	if len(value) > MaxValueSize {
 		return nil, fmt.Errorf("decode %s: %d bytes: %w", k, len(value), ErrTooLarge)
@@ -60,5 +61,6 @@ func Decode(k Key, value []byte) (Object, error) {
 	if got := o.Key(); got != k {
 		return nil, fmt.Errorf("decode %s: value names %s", k, got)
 	}
+	compact(o)
 	return o, nil
 }
