@@ -20,7 +20,10 @@ package agent
 //	-- restart-vpp --        restart the simulated VPP: its NAT44 state is lost
 //	-- faults RATE --        from now on the simulated VPP fails RATE (0 to 1)
 //	                         of the state-changing calls with a transient
-//	                         error; healing must converge regardless
+//	                         error; healing must converge regardless, and
+//	                         some call must fail before the next faults step
+//	                         or the end (else the steps under it prove
+//	                         nothing)
 //	-- expect [KIND...] --   the simulated VPP's NAT44 dump
 //	                         (sim.Snapshot().Lines()), only the lines of the
 //	                         given kinds (global, pool, interface, identity,
@@ -35,7 +38,7 @@ package agent
 //	                         rewritten), or "not translated", or
 //	                         "dropped: REASON"
 //	-- expect-reported --    what the agent reports as left out or refused:
-//	                         "skipped KIND NAMESPACE/NAME [port=P] REASON: DETAIL"
+//	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
 //	                         winner=ID losers=ID,..." and "failure OBJECT
 //	                         OP: REASON" (NAT44 renderer)
