@@ -306,25 +306,28 @@ func equalMapping(a, b *Mapping) bool {
 
 // sortOps orders operations by kind, then object.
 func sortOps(ops []Op) {
-	slices.SortStableFunc(ops, func(a, b Op) int {
-		if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+	slices.SortStableFunc(ops, func(a, b Op) int { return compareOps(&a, &b) })
+}
+
+// compareOps orders operations by kind, then object, then local.
+func compareOps(a, b *Op) int {
+	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	switch a.Kind {
+	case OpDelPool, OpAddPool:
+		return comparePool(a.Pool, b.Pool)
+	case OpSetInterface:
+		return cmp.Compare(a.Interface, b.Interface)
+	case OpDelIdentity, OpAddIdentity:
+		return compareIdentityKeys(a.Identity.IdentityKey, b.Identity.IdentityKey)
+	case OpDelMapping, OpAddMapping, OpAddLocal, OpDelLocal:
+		if c := compareMappingKeys(a.Mapping.MappingKey, b.Mapping.MappingKey); c != 0 {
 			return c
 		}
-		switch a.Kind {
-		case OpDelPool, OpAddPool:
-			return comparePool(a.Pool, b.Pool)
-		case OpSetInterface:
-			return cmp.Compare(a.Interface, b.Interface)
-		case OpDelIdentity, OpAddIdentity:
-			return compareIdentityKeys(a.Identity.IdentityKey, b.Identity.IdentityKey)
-		case OpDelMapping, OpAddMapping, OpAddLocal, OpDelLocal:
-			if c := compareMappingKeys(a.Mapping.MappingKey, b.Mapping.MappingKey); c != 0 {
-				return c
-			}
-			return compareLocals(a.Local, b.Local)
-		}
-		return 0
-	})
+		return compareLocals(a.Local, b.Local)
+	}
+	return 0
 }
 
 func compareMappingKeys(a, b MappingKey) int {

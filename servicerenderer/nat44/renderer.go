@@ -69,9 +69,10 @@ type Renderer struct {
 	dirtyInterfaces map[string]struct{}
 	failures        map[ObjectID]Failure
 	stats           Stats
-	// opsBuf, mappingBuf and changedBuf are scratch buffers of the loop
-	// goroutine, reused from one change to the next; nothing kept or handed
-	// out aliases them.
+	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
+	// the loop goroutine, reused from one change to the next; nothing kept
+	// or handed out aliases them.
+	stepsBuf   []step
 	opsBuf     []Op
 	mappingBuf []Mapping
 	changedBuf []MappingKey
@@ -549,7 +550,22 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	start := time.Now()
 	full = full || !r.synced
-	var ops []Op
+	steps := r.stepsBuf[:0]
+	add := func(ops []Op, fe *frontendState) {
+		for i := range ops {
+			steps = append(steps, step{Op: ops[i], fe: fe})
+		}
+	}
+	mapping := func(fe *frontendState) {
+		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
+		if b {
+			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
+		}
+		add(ops, fe)
+		clear(ops)
+		r.opsBuf = ops[:0]
+		fe.dirty = false
+	}
 	r.mu.Lock()
 	r.stats.Applies++
 	if full {
@@ -568,35 +584,25 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.synced = true
 		clear(r.failures)
 		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
-		ops = diff(r.desired, r.applied, r.owned, r.blocked)
+		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
 		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
 		for _, fe := range fes {
-			var b bool
-			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.foreign(fe)); b {
-				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
-			}
-			fe.dirty = false
+			mapping(fe)
 		}
 		clear(r.dirty)
 		r.dirty = r.dirty[:0]
-		sortOps(ops)
 	} else {
-		ops = r.opsBuf[:0]
 		for name := range r.dirtyInterfaces {
-			ops = diffInterface(ops, name, r.desired.Interfaces[name], r.applied.Interfaces[name])
+			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
 		}
 		for _, fe := range r.dirty {
-			var b bool
-			if ops, b = diffMapping(ops, fe.desired, fe.applied, r.foreign(fe)); b {
-				r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
-			}
-			fe.dirty = false
+			mapping(fe)
 		}
 		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
-		sortOps(ops)
 	}
+	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
 	r.mu.Unlock()
-	err := r.run(ctx, ops, full, start)
+	err := r.run(ctx, steps, full, start)
 	r.mu.Lock()
 	// The frontends of this apply that nothing refers to any more go.
 	if full {
@@ -611,11 +617,18 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.dirty = r.dirty[:0]
 	}
 	r.mu.Unlock()
-	if cap(ops) <= 1024 {
-		clear(ops)
-		r.opsBuf = ops[:0]
+	if cap(steps) <= 1024 {
+		clear(steps)
+		r.stepsBuf = steps[:0]
 	}
 	return err
+}
+
+// step is one operation of an apply with, for a mapping operation, the
+// frontend it changes.
+type step struct {
+	Op
+	fe *frontendState
 }
 
 // loadApplied makes dumped what VPP holds: its mappings go to the
@@ -683,11 +696,11 @@ type batch struct {
 
 // run issues ops in order. After a failed call the object's remaining
 // operations are skipped; the applied state records only what succeeded.
-func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
+func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time) error {
 	b := batch{changed: r.changedBuf[:0]}
 	var failed map[ObjectID]struct{}
 	for i := range ops {
-		op := &ops[i]
+		op := &ops[i].Op
 		id := op.Object()
 		if _, skip := failed[id]; skip {
 			continue
@@ -707,7 +720,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 		b.calls++
 		r.stats.Calls++
 		if err == nil {
-			r.record(op)
+			r.record(&ops[i])
 			b.count(op)
 			r.mu.Unlock()
 			continue
@@ -753,16 +766,13 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	return nil
 }
 
-// record notes in the applied state that op succeeded; the caller holds mu.
-func (r *Renderer) record(op *Op) {
-	switch op.Kind {
-	case OpAddMapping, OpDelMapping, OpAddLocal, OpDelLocal:
-		if fe := r.frontends[op.Mapping.MappingKey]; fe != nil {
-			fe.applied = afterOp(fe.applied, op)
-		}
-	default:
-		r.applied.Apply(*op)
+// record notes in the applied state that s succeeded; the caller holds mu.
+func (r *Renderer) record(s *step) {
+	if s.fe != nil {
+		s.fe.applied = afterOp(s.fe.applied, &s.Op)
+		return
 	}
+	r.applied.Apply(s.Op)
 }
 
 // count records one successful operation.
