@@ -299,7 +299,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 			continue
 		}
 		e.base = deriveBase(e.svc)
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		e.derived = derive(&e.base, nil, e.slices, &p.view, &p.scratch)
 		p.builds++
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -477,7 +477,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 	old := e.derived
 	e.derived = derived{}
 	if e.svc != nil {
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		e.derived = derive(&e.base, &old, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
@@ -486,7 +486,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
 	case e.out == nil:
 		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
-	case old.out.Equal(e.out):
+	case sameOutput(&old, &e.derived):
 		e.out = old.out // renderers hold this one
 	default:
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
@@ -519,6 +519,25 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
 	}
+}
+
+// sameOutput tells whether two derivations of a service give the same
+// ContivService. Outputs derived from the same base differ in their
+// backends only: just those are compared.
+func sameOutput(a, b *derived) bool {
+	if a.from != b.from || a.from == nil {
+		return a.out.Equal(b.out)
+	}
+	if len(a.out.Ports) != len(b.out.Ports) {
+		return false
+	}
+	for i := range a.out.Ports {
+		x, y := &a.out.Ports[i], &b.out.Ports[i]
+		if !slices.Equal(x.Backends, y.Backends) || !slices.Equal(x.LocalBackends, y.LocalBackends) {
+			return false
+		}
+	}
+	return true
 }
 
 // call calls every renderer, collecting errors.
