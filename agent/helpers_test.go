@@ -31,10 +31,13 @@ type tb interface {
 // scheduled, the agent is connected to the simulated VPP's current process
 // and has resynced since connecting, and the simulated VPP's state and
 // write count have not changed for quietFor (which also covers the
-// moments between a batch being taken from the queue and applied).
-// Deadlines are generous: they are only reached when something is wrong.
+// moments between a batch being taken from the queue and applied), or
+// for lagQuietFor when the last write cannot be seen taken in (see
+// settled). Deadlines are generous: they are only reached when something
+// is wrong.
 const (
 	quietFor    = 250 * time.Millisecond
+	lagQuietFor = 3 * time.Second
 	pollEvery   = 15 * time.Millisecond
 	settleLimit = 60 * time.Second
 )
@@ -56,6 +59,8 @@ type harness struct {
 
 	// injected counts the calls failed by setFaults.
 	injected atomic.Int64
+	// watchSeen is the newest revision seen queued by the agent's watcher.
+	watchSeen int64
 }
 
 // newHarness connects to etcd at endpoint and starts an agent configured
@@ -184,21 +189,24 @@ type fingerprint struct {
 	batches uint64
 }
 
-// settled tells whether the agent is idle and caught up; the fingerprint
-// is read either way.
-func (h *harness) settled() (fingerprint, bool, string) {
+// settled tells whether the agent is idle, and whether it has caught up
+// with the test's last write; the fingerprint is read either way.
+//
+// Catching up is judged from two revisions, neither enough alone: the
+// handlers' (which stays behind when the last changes to a key coalesce
+// into a no-op) and the last one the watcher queued (which can go back,
+// as the watcher merges one watch per resource); the newest the harness
+// saw of the latter counts.
+func (h *harness) settled() (fp fingerprint, idle, caughtUp bool, why string) {
 	a := h.agent
 	st := a.ctl.Status()
 	vs := a.conn.Status()
-	fp := fingerprint{lines: strings.Join(h.vpp.Snapshot().Lines(), "\n"), writes: h.vpp.Writes(), batches: st.Batches}
-	var why string
+	fp = fingerprint{lines: strings.Join(h.vpp.Snapshot().Lines(), "\n"), writes: h.vpp.Writes(), batches: st.Batches}
+	h.watchSeen = max(h.watchSeen, st.WatchRevision)
+	caughtUp = st.Revision >= h.kv.rev() || h.watchSeen >= h.kv.rev()
 	switch {
 	case !st.Ready:
 		why = "controller not ready"
-	case st.Revision < h.kv.rev():
-		// Not WatchRevision: the watcher merges one watch per resource,
-		// and the last revision it queued may be an older one.
-		why = fmt.Sprintf("handlers at revision %d, test wrote revision %d", st.Revision, h.kv.rev())
 	case st.QueueDepth > 0:
 		why = fmt.Sprintf("%d events queued", st.QueueDepth)
 	case st.HealingPending:
@@ -208,25 +216,35 @@ func (h *harness) settled() (fingerprint, bool, string) {
 	case !st.LastResync.After(vs.Since):
 		why = "no resync since VPP connected"
 	}
-	return fp, why == "", why
+	idle = why == ""
+	if idle && !caughtUp {
+		why = fmt.Sprintf("handlers at revision %d, watcher at %d, test wrote revision %d", st.Revision, h.watchSeen, h.kv.rev())
+	}
+	return fp, idle, caughtUp, why
 }
 
-// waitQuiet waits until the agent has settled and the simulated VPP's
-// state has stopped changing.
+// waitQuiet waits until the agent is idle and the simulated VPP's state
+// has stopped changing for quietFor, or for lagQuietFor when the agent
+// does not seem to have caught up with the test's last write (see
+// settled: the revisions can miss it when it coalesced into a no-op).
 func (h *harness) waitQuiet() {
 	h.t.Helper()
 	deadline := time.Now().Add(settleLimit)
 	var last fingerprint
 	var since time.Time
 	for {
-		fp, ok, why := h.settled()
+		fp, idle, caughtUp, why := h.settled()
 		now := time.Now()
+		need := quietFor
+		if !caughtUp {
+			need = lagQuietFor
+		}
 		switch {
-		case !ok:
+		case !idle:
 			since = time.Time{}
 		case since.IsZero() || fp != last:
 			since, last = now, fp
-		case now.Sub(since) >= quietFor:
+		case now.Sub(since) >= need:
 			return
 		}
 		if now.After(deadline) {
