@@ -78,15 +78,16 @@ type MappingKey struct {
 	Proto Protocol
 }
 
-// Local is one backend of a mapping.
+// Local is one backend of a mapping. (Probability comes before VRF so that
+// a Local takes 32 bytes rather than 40.)
 type Local struct {
 	IP   netip.Addr
 	Port uint16
-	VRF  uint32
 	// Probability is the weight of this local among the mapping's locals;
 	// a plain static mapping (one local) has none in VPP, and it is not
 	// compared there.
 	Probability uint8
+	VRF         uint32
 }
 
 // Mapping is a static mapping (one local) or a load-balanced static
