@@ -53,8 +53,6 @@ type derived struct {
 	// hostNet is set when an endpoint is outside the pod range: its
 	// locality depends on this node's own addresses.
 	hostNet bool
-	// from is the base's ContivService out was derived from.
-	from *sr.ContivService
 }
 
 // sliceEntry is one EndpointSlice of a service. The processor reaches it
@@ -80,7 +78,10 @@ const maxScratch = 4096
 
 // base is what a Service alone gives: its ContivService without backends
 // (nil when the service is not rendered) and the Service's skips, sorted.
-// A slice change re-derives only the backends on top of it.
+// A slice change re-derives only the backends on top of it. Any output
+// derived from a base can stand for it (derive ignores the backends of
+// out): the processor keeps its current output there, rather than a
+// ContivService of its own.
 type base struct {
 	out   *sr.ContivService
 	skips []Skip
@@ -98,24 +99,19 @@ func deriveBase(svc *kubestate.Service) base {
 }
 
 // derive adds to bs the backends from the service's EndpointSlices, as seen
-// from this node. prev, when not nil, is what the last derivation gave: if
-// it was derived from the same base, its output (which the caller reads
-// anyway, to compare) stands for the base's. It is a pure function: nothing
-// it is given is modified or kept, except immutable values (strings, and
-// bs's IP slices, which the result shares). scratch, when not nil, is a
-// buffer derive may use; it is cleared before derive returns.
-func derive(bs *base, prev *derived, eps []*sliceEntry, v *nodeView, scratch *[]candidate) derived {
+// from this node; the backends bs.out may hold are ignored. It is a pure
+// function: nothing it is given is modified or kept, except immutable
+// values (strings, and bs's IP slices, which the result shares). scratch,
+// when not nil, is a buffer derive may use; it is cleared before derive
+// returns.
+func derive(bs *base, eps []*sliceEntry, v *nodeView, scratch *[]candidate) derived {
 	if bs.out == nil {
 		return derived{skips: bs.skips}
 	}
-	tmpl := bs.out
-	if prev != nil && prev.out != nil && prev.from == bs.out {
-		tmpl = prev.out
-	}
-	b := builder{id: tmpl.ID, scratch: scratch}
+	b := builder{id: bs.out.ID, scratch: scratch}
 	out := new(sr.ContivService)
-	*out = *tmpl
-	out.Ports = slices.Clone(tmpl.Ports)
+	*out = *bs.out
+	out.Ports = slices.Clone(bs.out.Ports)
 	for i := range out.Ports {
 		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
 	}
@@ -124,7 +120,7 @@ func derive(bs *base, prev *derived, eps []*sliceEntry, v *nodeView, scratch *[]
 		b.backends(&out.Ports[i], eps, v, local)
 	}
 	d := b.d
-	d.out, d.from = out, bs.out
+	d.out = out
 	if len(d.pods) > 1 {
 		slices.SortFunc(d.pods, compareKeys)
 		d.pods = slices.Compact(d.pods)
@@ -143,7 +139,7 @@ func derive(bs *base, prev *derived, eps []*sliceEntry, v *nodeView, scratch *[]
 // EndpointSlices: deriveBase then derive.
 func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	bs := deriveBase(svc)
-	return derive(&bs, nil, newSlices(eps), v, scratch)
+	return derive(&bs, newSlices(eps), v, scratch)
 }
 
 // builder holds the state of one derivation.

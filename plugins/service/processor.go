@@ -144,7 +144,8 @@ type Processor struct {
 type entry struct {
 	id  sr.ServiceID
 	svc *kubestate.Service
-	// base is derived from svc alone, when svc changes.
+	// base is derived from svc alone, when svc changes; once a derivation
+	// from it gave an output, base.out is that output (see base).
 	base base
 	// slices are the service's EndpointSlices, sorted by name.
 	slices []*sliceEntry
@@ -299,7 +300,10 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 			continue
 		}
 		e.base = deriveBase(e.svc)
-		e.derived = derive(&e.base, nil, e.slices, &p.view, &p.scratch)
+		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		if e.out != nil {
+			e.base.out = e.out
+		}
 		p.builds++
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -475,9 +479,11 @@ func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
 // refresh derives service id again and tells renderers what changed.
 func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 	old := e.derived
+	// The previous output stands for the base unless the service changed.
+	sameBase := old.out != nil && old.out == e.base.out
 	e.derived = derived{}
 	if e.svc != nil {
-		e.derived = derive(&e.base, &old, e.slices, &p.view, &p.scratch)
+		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
@@ -486,10 +492,13 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
 	case e.out == nil:
 		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
-	case sameOutput(&old, &e.derived):
+	case sameBase && sameBackends(old.out, e.out) || !sameBase && old.out.Equal(e.out):
 		e.out = old.out // renderers hold this one
 	default:
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
+	}
+	if e.out != nil {
+		e.base.out = e.out
 	}
 	if e.hostNet != old.hostNet {
 		if e.hostNet {
@@ -521,18 +530,11 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 	}
 }
 
-// sameOutput tells whether two derivations of a service give the same
-// ContivService. Outputs derived from the same base differ in their
-// backends only: just those are compared.
-func sameOutput(a, b *derived) bool {
-	if a.from != b.from || a.from == nil {
-		return a.out.Equal(b.out)
-	}
-	if len(a.out.Ports) != len(b.out.Ports) {
-		return false
-	}
-	for i := range a.out.Ports {
-		x, y := &a.out.Ports[i], &b.out.Ports[i]
+// sameBackends tells whether two outputs of one base, which differ in
+// their backends only, have the same backends.
+func sameBackends(a, b *sr.ContivService) bool {
+	for i := range a.Ports {
+		x, y := &a.Ports[i], &b.Ports[i]
 		if !slices.Equal(x.Backends, y.Backends) || !slices.Equal(x.LocalBackends, y.LocalBackends) {
 			return false
 		}
