@@ -109,12 +109,7 @@ func derive(bs *base, eps []*sliceEntry, v *nodeView, scratch *[]candidate) deri
 		return derived{skips: bs.skips}
 	}
 	b := builder{id: bs.out.ID, scratch: scratch}
-	out := new(sr.ContivService)
-	*out = *bs.out
-	out.Ports = slices.Clone(bs.out.Ports)
-	for i := range out.Ports {
-		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
-	}
+	out := newOutput(bs.out)
 	local := out.ExternalPolicy == sr.PolicyLocal || out.InternalPolicy == sr.PolicyLocal
 	for i := range out.Ports {
 		b.backends(&out.Ports[i], eps, v, local)
@@ -133,6 +128,30 @@ func derive(bs *base, eps []*sliceEntry, v *nodeView, scratch *[]candidate) deri
 		d.skips = slices.Compact(d.skips)
 	}
 	return d
+}
+
+// newOutput copies tmpl without its backends. A service with one port, as
+// most have, gets its ContivService and its port in one allocation, side by
+// side in memory.
+func newOutput(tmpl *sr.ContivService) *sr.ContivService {
+	var out *sr.ContivService
+	if len(tmpl.Ports) == 1 {
+		one := new(struct {
+			svc  sr.ContivService
+			port [1]sr.Port
+		})
+		one.svc, one.port[0] = *tmpl, tmpl.Ports[0]
+		out = &one.svc
+		out.Ports = one.port[:]
+	} else {
+		out = new(sr.ContivService)
+		*out = *tmpl
+		out.Ports = slices.Clone(tmpl.Ports)
+	}
+	for i := range out.Ports {
+		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
+	}
+	return out
 }
 
 // build derives the ContivService of one Service from the service and its
@@ -406,14 +425,16 @@ func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backen
 		}
 		return c.b.Serving && c.b.Terminating
 	}
-	n := 0
-	for i := range cands {
-		if take(&cands[i]) {
-			n++
-		}
-	}
+	n := ready
 	if n == 0 {
-		return nil
+		for i := range cands {
+			if take(&cands[i]) {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
 	}
 	out := make([]sr.Backend, 0, n)
 	for i := range cands {
