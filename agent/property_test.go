@@ -59,6 +59,7 @@ func TestPropertyAgentConverges(t *testing.T) {
 			}
 		}
 		h.apply(ops)
+		steps = append(steps, fmt.Sprintf("put %d services, slices and pods", len(ops)))
 
 		for range rapid.IntRange(4, 12).Draw(rt, "actions") {
 			steps = append(steps, propertyAction(rt, h))
