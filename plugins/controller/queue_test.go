@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,3 +191,13 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestStoreMaxNeverGoesBack(t *testing.T) {
+	var a atomic.Int64
+	for _, v := range []int64{5, 3, 9, 9, 1} {
+		storeMax(&a, v)
+	}
+	if got := a.Load(); got != 9 {
+		t.Errorf("storeMax kept %d, want 9", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -288,7 +289,7 @@ func (w *watcher) take(ev *clientv3.Event) {
 	if !w.watched(kv.Key) {
 		return
 	}
-	defer w.st.watchRevision.Store(kv.ModRevision)
+	defer storeMax(&w.st.watchRevision, kv.ModRevision)
 	if ev.Type == clientv3.EventTypeDelete {
 		k, err := kubestate.ParseKey(string(kv.Key))
 		if err != nil {
@@ -330,5 +331,16 @@ func (w *watcher) monitor(ctx context.Context, reconnected chan<- struct{}) {
 			}
 		}
 		wasReady = true
+	}
+}
+
+// storeMax raises a to v unless it is already higher: the per-resource
+// watches deliver their revisions independently.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return
+		}
 	}
 }
