@@ -66,6 +66,8 @@ type Renderer struct {
 	// dirty are the frontends whose desired mapping changed since the last
 	// apply, each once (its dirty flag is set).
 	dirty           []*frontendState
+	// dirtyInterfaces are the interfaces whose features changed since the
+	// last apply; nil when none did (as most applies find it).
 	dirtyInterfaces map[string]struct{}
 	failures        map[ObjectID]Failure
 	stats           Stats
@@ -195,7 +197,7 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	}
 	r.desired = BuildGlobal(r.cfg, r.interfaces)
 	r.synced = false
-	r.dirtyInterfaces = map[string]struct{}{}
+	r.dirtyInterfaces = nil
 }
 
 // errNilService is the error of a call without its service.
@@ -478,6 +480,9 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	} else {
 		r.desired.Interfaces[name] = f
 	}
+	if r.dirtyInterfaces == nil {
+		r.dirtyInterfaces = map[string]struct{}{}
+	}
 	r.dirtyInterfaces[name] = struct{}{}
 	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
 	return nil
@@ -583,7 +588,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.loadApplied(dumped)
 		r.synced = true
 		clear(r.failures)
-		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
+		r.dirtyInterfaces = nil
 		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
 		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
 		for _, fe := range fes {
@@ -598,7 +603,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		for _, fe := range r.dirty {
 			mapping(fe)
 		}
-		r.dirtyInterfaces = emptied(r.dirtyInterfaces)
+		r.dirtyInterfaces = nil
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
 	r.mu.Unlock()
@@ -656,17 +661,6 @@ func (r *Renderer) loadApplied(dumped *State) {
 func (r *Renderer) foreign(fe *frontendState) bool {
 	a := fe.applied
 	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
-}
-
-// emptied is m without entries. A map keeps the room it once needed, and
-// iterating or clearing it costs that much: a big one is replaced, so that
-// a small batch after a big one stays cheap.
-func emptied[K comparable](m map[K]struct{}) map[K]struct{} {
-	if len(m) > 64 {
-		return make(map[K]struct{})
-	}
-	clear(m)
-	return m
 }
 
 // blocked records that a foreign object holds what the agent wants; the
