@@ -561,7 +561,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			steps = append(steps, step{Op: ops[i], fe: fe})
 		}
 	}
-	mapping := func(fe *frontendState) {
+	diffFrontend := func(fe *frontendState) {
 		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
 		if b {
 			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
@@ -592,7 +592,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
 		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
 		for _, fe := range fes {
-			mapping(fe)
+			diffFrontend(fe)
 		}
 		clear(r.dirty)
 		r.dirty = r.dirty[:0]
@@ -601,7 +601,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
 		}
 		for _, fe := range r.dirty {
-			mapping(fe)
+			diffFrontend(fe)
 		}
 		r.dirtyInterfaces = nil
 	}
