@@ -65,7 +65,7 @@ type Renderer struct {
 	synced bool
 	// dirty are the frontends whose desired mapping changed since the last
 	// apply, each once (its dirty flag is set).
-	dirty           []*frontendState
+	dirty []*frontendState
 	// dirtyInterfaces are the interfaces whose features changed since the
 	// last apply; nil when none did (as most applies find it).
 	dirtyInterfaces map[string]struct{}
