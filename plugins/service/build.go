@@ -55,24 +55,6 @@ type derived struct {
 	hostNet bool
 }
 
-// sliceEntry is one EndpointSlice of a service. The processor reaches it
-// with one lookup by the slice's key, and through it the entry of the
-// service holding the slice.
-type sliceEntry struct {
-	s *kubestate.EndpointSlice
-	// owner is the entry of the service the slice names.
-	owner *entry
-}
-
-// newSlices wraps slices in entries without an owner.
-func newSlices(ss []*kubestate.EndpointSlice) []*sliceEntry {
-	out := make([]*sliceEntry, len(ss))
-	for i, s := range ss {
-		out[i] = &sliceEntry{s: s}
-	}
-	return out
-}
-
 // maxScratch bounds the candidates a scratch buffer keeps between builds.
 const maxScratch = 4096
 
@@ -104,7 +86,7 @@ func deriveBase(svc *kubestate.Service) base {
 // values (strings, and bs's IP slices, which the result shares). scratch,
 // when not nil, is a buffer derive may use; it is cleared before derive
 // returns.
-func derive(bs *base, eps []*sliceEntry, v *nodeView, scratch *[]candidate) derived {
+func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	if bs.out == nil {
 		return derived{skips: bs.skips}
 	}
@@ -158,7 +140,7 @@ func newOutput(tmpl *sr.ContivService) *sr.ContivService {
 // EndpointSlices: deriveBase then derive.
 func build(svc *kubestate.Service, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	bs := deriveBase(svc)
-	return derive(&bs, newSlices(eps), v, scratch)
+	return derive(&bs, eps, v, scratch)
 }
 
 // builder holds the state of one derivation.
@@ -359,10 +341,10 @@ func boolFirst(b bool) int {
 }
 
 // backends fills in the backends of port p from the slices.
-func (b *builder) backends(p *sr.Port, ss []*sliceEntry, v *nodeView, local bool) {
+func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeView, local bool) {
 	n := 0
-	for _, se := range ss {
-		n += len(se.s.Endpoints)
+	for _, s := range ss {
+		n += len(s.Endpoints)
 	}
 	if n == 0 {
 		return
@@ -373,8 +355,8 @@ func (b *builder) backends(p *sr.Port, ss []*sliceEntry, v *nodeView, local bool
 	} else {
 		cands = make([]candidate, 0, n)
 	}
-	for _, se := range ss {
-		cands = b.sliceCandidates(cands, p, se, v)
+	for _, s := range ss {
+		cands = b.sliceCandidates(cands, p, s, v)
 	}
 	if len(cands) > 0 {
 		cands = sortCandidates(cands)
@@ -450,9 +432,8 @@ func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backen
 	return out
 }
 
-// sliceCandidates appends the endpoints of slice se that may serve port p.
-func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, se *sliceEntry, v *nodeView) []candidate {
-	s := se.s
+// sliceCandidates appends the endpoints of slice s that may serve port p.
+func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.EndpointSlice, v *nodeView) []candidate {
 	key := s.Key()
 	var want4, want6 bool
 	switch s.AddressType {

@@ -117,10 +117,9 @@ type Processor struct {
 	mu       sync.RWMutex
 	view     nodeView
 	services map[sr.ServiceID]*entry
-	// slices maps an EndpointSlice to its entry, which points to the
-	// entry of the service holding it: a slice change reaches everything
-	// it touches with this one lookup.
-	slices map[kubestate.Key]*sliceEntry
+	// slices tells where an EndpointSlice is: a change of a slice reaches
+	// everything it touches with this one lookup.
+	slices map[kubestate.Key]sliceRef
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -142,29 +141,45 @@ type Processor struct {
 
 // entry is the state of one service: its inputs and what was derived.
 type entry struct {
+	// id holds the strings of the Service, when there is one, as the ID of
+	// its output does: reading one brings the other into the cache.
 	id  sr.ServiceID
 	svc *kubestate.Service
 	// base is derived from svc alone, when svc changes; once a derivation
 	// from it gave an output, base.out is that output (see base).
 	base base
 	// slices are the service's EndpointSlices, sorted by name.
-	slices []*sliceEntry
+	slices []*kubestate.EndpointSlice
 	derived
 }
 
-// insertSlice adds se to e's slices, or replaces the slice of its name.
-func (e *entry) insertSlice(se *sliceEntry) {
-	if i, ok := slices.BinarySearchFunc(e.slices, se.s.Name, sliceByName); ok {
-		e.slices[i] = se
-	} else {
-		e.slices = slices.Insert(e.slices, i, se)
-	}
+// sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
+// the entry of the service the slice names.
+type sliceRef struct {
+	owner *entry
+	i     int
 }
 
-// removeSlice removes the slice named name from e's slices.
-func (e *entry) removeSlice(name string) {
-	if i, ok := slices.BinarySearchFunc(e.slices, name, sliceByName); ok {
-		e.slices = slices.Delete(e.slices, i, i+1)
+// insertSlice puts slice s, stored under k, in e's slices.
+func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.EndpointSlice) {
+	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
+	e.slices = slices.Insert(e.slices, i, s)
+	p.slices[k] = sliceRef{owner: e, i: i}
+	p.reindex(e, i+1)
+}
+
+// removeSlice takes the slice ref points to out of its owner's slices.
+func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
+	e := ref.owner
+	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
+	delete(p.slices, k)
+	p.reindex(e, ref.i)
+}
+
+// reindex records the places of e's slices from the i-th on.
+func (p *Processor) reindex(e *entry, i int) {
+	for ; i < len(e.slices); i++ {
+		p.slices[e.slices[i].Key()] = sliceRef{owner: e, i: i}
 	}
 }
 
@@ -243,7 +258,7 @@ func staticRoles(c Config) map[string]sr.InterfaceRole {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.slices = make(map[kubestate.Key]*sliceEntry, n)
+	p.slices = make(map[kubestate.Key]sliceRef, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
 	p.users = map[kubestate.Key]map[sr.ServiceID]struct{}{}
@@ -339,14 +354,14 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		switch k.Resource {
 		case kubestate.ResService:
 			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.Name}).svc = s
+				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
+				e := p.entry(id)
+				e.id, e.svc = id, s
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				se := &sliceEntry{s: s, owner: e}
-				e.slices = append(e.slices, se)
-				p.slices[k] = se
+				e.slices = append(e.slices, s)
 			}
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
@@ -360,6 +375,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 	}
 	for _, e := range p.services {
 		slices.SortFunc(e.slices, compareSlices)
+		p.reindex(e, 0)
 	}
 }
 
@@ -441,6 +457,9 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		}
 		e = p.entry(id)
 	}
+	if s != nil {
+		e.id = id
+	}
 	e.svc = s
 	e.base = deriveBase(s)
 	p.refresh(id, e)
@@ -449,31 +468,24 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
 // moves it to the service it now names.
 func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
-	se := p.slices[k]
+	ref, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
-	var id sr.ServiceID
-	if has {
-		id = sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}
-	}
 	// The slice's namespace is its service's: only the name can differ.
-	if se != nil && (!has || se.owner.id.Name != s.ServiceName) {
-		e := se.owner
-		delete(p.slices, k)
-		e.removeSlice(k.Name)
-		p.refresh(e.id, e)
-		se = nil
+	if known && (!has || ref.owner.id.Name != s.ServiceName) {
+		p.removeSlice(k, ref)
+		p.refresh(ref.owner.id, ref.owner)
+		known = false
 	}
 	if !has {
 		return
 	}
-	if se != nil {
-		se.s = s
+	if known {
+		ref.owner.slices[ref.i] = s
 	} else {
-		se = &sliceEntry{s: s, owner: p.entry(id)}
-		se.owner.insertSlice(se)
-		p.slices[k] = se
+		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		p.insertSlice(ref.owner, k, s)
 	}
-	p.refresh(se.owner.id, se.owner)
+	p.refresh(ref.owner.id, ref.owner)
 }
 
 // refresh derives service id again and tells renderers what changed.
@@ -798,6 +810,6 @@ func compareIDs(a, b sr.ServiceID) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-func compareSlices(a, b *sliceEntry) int { return cmp.Compare(a.s.Name, b.s.Name) }
+func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
 
-func sliceByName(se *sliceEntry, name string) int { return cmp.Compare(se.s.Name, name) }
+func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
