@@ -490,8 +490,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.conn.Start(ctx)
 	defer a.conn.Close()
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	errs := make(chan error, 2)
+	// stop ends every goroutine and returns what failed.
+	stop := func(more ...error) error {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			more = append(more, err)
+		}
+		a.log.Info("agent stopped")
+		return errors.Join(more...)
+	}
 	// Probes are served from the start: the agent is alive (and not ready)
 	// while it waits for VPP.
 	wg.Add(1)
@@ -504,12 +514,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	// The first resync needs VPP's interface table to find pod interfaces.
 	if err := a.conn.WaitConnected(ctx); err != nil {
-		stopped := ctx.Err() != nil
-		cancel()
-		if stopped {
-			return nil // stopped before VPP came
+		if ctx.Err() != nil {
+			return stop() // stopped (or the HTTP server failed) before VPP came
 		}
-		return err // VPP is incompatible: say so and exit
+		return stop(err) // VPP is incompatible: say so and exit
 	}
 	if err := a.ifaces.Refresh(ctx); err != nil {
 		a.log.Warn("reading VPP's interfaces", "err", err)
@@ -528,14 +536,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.sim != nil)
 	<-ctx.Done()
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	a.log.Info("agent stopped")
-	return errors.Join(all...)
+	return stop()
 }
 
 // close releases etcd; safe to call more than once.

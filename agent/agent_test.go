@@ -256,3 +256,26 @@ func TestAgentWaitsForVPPAlive(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestAgentReportsBusyHTTPAddress checks that a failure to serve is not
+// lost while the agent waits for VPP.
+func TestAgentReportsBusyHTTPAddress(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	cfg := testConfig(t, srv.Endpoint(), dir)
+	cfg.VPP.Simulate = contivconf.SimulateNever
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg.HTTP.Address = busy.Addr().String()
+	a, err := New(context.Background(), Options{Config: cfg, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "http") {
+		t.Errorf("Run with a busy HTTP address: %v", err)
+	}
+}
