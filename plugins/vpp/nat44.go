@@ -1,7 +1,6 @@
 package vpp
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -415,18 +414,7 @@ func (n *NAT44) dumpPool(ctx context.Context, st *nat44.State) error {
 		})
 		return nil
 	})
-	slices.SortFunc(st.Pool, func(a, b nat44.PoolAddress) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
-			return c
-		}
-		if a.TwiceNAT != b.TwiceNAT {
-			if a.TwiceNAT {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.VRF, b.VRF)
-	})
+	slices.SortFunc(st.Pool, nat44.PoolAddress.Compare)
 	return err
 }
 
@@ -523,15 +511,7 @@ func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
 		for _, l := range d.Locals {
 			out.Locals = append(out.Locals, nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability})
 		}
-		slices.SortFunc(out.Locals, func(a, b nat44.Local) int {
-			if c := a.IP.Compare(b.IP); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.Port, b.Port); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.VRF, b.VRF)
-		})
+		slices.SortFunc(out.Locals, nat44.Local.Compare)
 		st.Mappings[k] = out
 		return nil
 	})

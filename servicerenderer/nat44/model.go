@@ -147,3 +147,10 @@ type VPP interface {
 	// Dump reads the whole NAT44 state VPP holds.
 	Dump(ctx context.Context) (*State, error)
 }
+
+// Compare orders pool addresses as the model keeps them: by IP, VRF, plain
+// before twice-NAT. Dumps of VPP use it too, so states compare as slices.
+func (a PoolAddress) Compare(b PoolAddress) int { return comparePool(a, b) }
+
+// Compare orders locals as the model keeps them: by IP, port, VRF.
+func (l Local) Compare(o Local) int { return compareLocals(l, o) }

@@ -862,13 +862,7 @@ func normalize(s *State) {
 func (r *Renderer) Desired() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	s := r.desired.Clone()
-	for k, fe := range r.frontends {
-		if fe.desired != nil {
-			s.Mappings[k] = fe.desired
-		}
-	}
-	return s
+	return withMappings(r.desired, r.frontends, func(fe *frontendState) *Mapping { return fe.desired })
 }
 
 // Applied is a copy of what VPP holds as far as the renderer knows (its
@@ -876,10 +870,16 @@ func (r *Renderer) Desired() *State {
 func (r *Renderer) Applied() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	s := r.applied.Clone()
-	for k, fe := range r.frontends {
-		if fe.applied != nil {
-			s.Mappings[k] = fe.applied
+	return withMappings(r.applied, r.frontends, func(fe *frontendState) *Mapping { return fe.applied })
+}
+
+// withMappings is a copy of base with the frontends' mappings (desired or
+// applied, as pick says) filled in.
+func withMappings(base *State, frontends map[MappingKey]*frontendState, pick func(*frontendState) *Mapping) *State {
+	s := base.Clone()
+	for k, fe := range frontends {
+		if m := pick(fe); m != nil {
+			s.Mappings[k] = m
 		}
 	}
 	return s

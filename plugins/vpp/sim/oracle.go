@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/netip"
+	"slices"
 
 	"go.fd.io/govpp/binapi/nat_types"
 
@@ -131,7 +132,7 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 	for _, l := range m.locals {
 		locals = append(locals, nat44.Local{IP: l.addr, Port: l.port, VRF: l.vrf, Probability: l.prob})
 	}
-	sortLocals(locals)
+	slices.SortFunc(locals, nat44.Local.Compare)
 	for _, l := range locals {
 		src := p.Src
 		if twice || (self && l.IP == p.Src) {

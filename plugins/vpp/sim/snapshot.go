@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"slices"
 
 	"go.fd.io/govpp/binapi/nat_types"
@@ -40,7 +39,7 @@ func (v *VPP) Snapshot() *nat44.State {
 	for _, p := range n.twicePool {
 		st.Pool = append(st.Pool, nat44.PoolAddress{IP: p.addr, VRF: p.vrf, TwiceNAT: true})
 	}
-	sortPool(st.Pool)
+	slices.SortFunc(st.Pool, nat44.PoolAddress.Compare)
 	for idx, f := range n.ifaces {
 		var feat nat44.Features
 		if f&featIn != 0 {
@@ -67,7 +66,7 @@ func (v *VPP) Snapshot() *nat44.State {
 		if m.lb {
 			out.Affinity = m.affinity
 		}
-		sortLocals(out.Locals)
+		slices.SortFunc(out.Locals, nat44.Local.Compare)
 		st.Mappings[mk] = out
 	}
 	for _, id := range n.identities {
@@ -88,33 +87,4 @@ func twiceNATMode(f nat_types.NatConfigFlags) nat44.TwiceNAT {
 		return nat44.TwiceNATSelf
 	}
 	return nat44.TwiceNATOff
-}
-
-// sortLocals sorts locals by IP, port and VRF, the model's order.
-func sortLocals(ls []nat44.Local) {
-	slices.SortFunc(ls, func(a, b nat44.Local) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Port, b.Port); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.VRF, b.VRF)
-	})
-}
-
-// sortPool sorts pool addresses by IP, plain before twice-NAT, then VRF.
-func sortPool(p []nat44.PoolAddress) {
-	slices.SortFunc(p, func(a, b nat44.PoolAddress) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
-			return c
-		}
-		if a.TwiceNAT != b.TwiceNAT {
-			if a.TwiceNAT {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.VRF, b.VRF)
-	})
 }
