@@ -3,9 +3,10 @@ PKGS := ./...
 
 .PHONY: run test bench lint build
 
-## run: the agent on embedded etcd with the example cluster loaded (simulated VPP without a VPP socket)
+## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
+## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never)
 run:
-	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 \
+	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --vpp-simulate auto \
 		--etcd-data-dir $(CURDIR)/.run/etcd --node-id-file $(CURDIR)/.run/node-id \
 		--load deploy/examples/cluster.yaml
 

@@ -35,15 +35,9 @@ import (
 // relistJitter spreads the agents' re-listing of etcd after it comes back.
 const relistJitter = 2 * time.Second
 
-// Names of the VPP interfaces the agent expects besides the main NIC: the
-// host interconnect (a tap to the host stack) and the VXLAN overlay's BVI.
-const (
-	HostInterconnectName = "tap0"
-	VXLANBVIName         = "vxlanBVI"
-	// simulatedMainNIC is the main NIC of the simulated VPP when the
-	// configuration names none.
-	simulatedMainNIC = "GigabitEthernet0/8/0"
-)
+// simulatedMainNIC is the main NIC of the simulated VPP when the
+// configuration names none.
+const simulatedMainNIC = "GigabitEthernet0/8/0"
 
 // Options are what newAgent needs besides the configuration.
 type Options struct {
@@ -269,9 +263,10 @@ func (a *Agent) buildVPP(given *sim.VPP, simOpts sim.Options) error {
 
 // addSimNICs gives the simulated VPP the interfaces a real node's VPP has.
 func (a *Agent) addSimNICs() error {
-	names := []string{a.mainInterface(), HostInterconnectName}
+	nc := a.cfg.ForNode(a.cfg.NodeName)
+	names := []string{a.mainInterface(), nc.HostInterconnectInterface}
 	if a.overlay() {
-		names = append(names, VXLANBVIName)
+		names = append(names, nc.VXLANBVIInterface)
 	}
 	for _, o := range a.cfg.ForNode(a.cfg.NodeName).OtherInterfaces {
 		names = append(names, o.Name)
@@ -385,11 +380,11 @@ func (a *Agent) serviceConfig() service.Config {
 	sc := service.Config{
 		MainInterface:    a.mainInterface(),
 		OtherInterfaces:  other,
-		HostInterconnect: HostInterconnectName,
+		HostInterconnect: cfg.ForNode(cfg.NodeName).HostInterconnectInterface,
 		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
 	}
 	if a.overlay() {
-		sc.VXLANBVI = VXLANBVIName
+		sc.VXLANBVI = cfg.ForNode(cfg.NodeName).VXLANBVIInterface
 	}
 	return sc
 }

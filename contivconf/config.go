@@ -170,8 +170,12 @@ type VPPConfig struct {
 	ConnectTimeout Duration `json:"connectTimeout"`
 	// ReconnectBackoff spaces reconnection attempts after VPP goes away.
 	ReconnectBackoff Backoff `json:"reconnectBackoff"`
-	// Simulate is auto, always or never.
+	// Simulate is never (the default: wait for a real VPP), auto (simulate
+	// when the socket is absent at start) or always.
 	Simulate SimulateMode `json:"simulate"`
+	// PendingInterfaceGrace is how long a NAT44 interface feature may wait
+	// for its interface to appear in VPP before the agent reports not ready.
+	PendingInterfaceGrace Duration `json:"pendingInterfaceGrace"`
 }
 
 // Simulated reports whether the agent should use the simulated VPP, given
@@ -207,6 +211,11 @@ type NAT44Config struct {
 	// NATExternalTraffic source-NATs traffic leaving the cluster through the
 	// default interface; nodeConfig can override it per node.
 	NATExternalTraffic bool `json:"natExternalTraffic"`
+	// ExternalIPTenantVRF is an otherwise unused VRF: with NATExternalTraffic,
+	// every ExternalIP and LoadBalancer IP served by the node is added to the
+	// NAT pool in this VRF, which keeps pod-to-external-IP traffic working
+	// and is never used to source-NAT anything (see docs/vpp-nat44.md).
+	ExternalIPTenantVRF uint32 `json:"externalIPTenantVRF"`
 	// PodInterfaceTag is the format of the tag the CNI gives a pod's VPP
 	// interface: text with the placeholders {{namespace}} and {{pod}}, both
 	// required, separated by a character that cannot appear in Kubernetes
@@ -256,6 +265,13 @@ type RoutingConfig struct {
 	PodVRFID uint32 `json:"podVRFID"`
 	// NodeToNodeTransport is vxlan or nooverlay.
 	NodeToNodeTransport Transport `json:"nodeToNodeTransport"`
+	// HostInterconnectInterface is the VPP name of the interface to the
+	// host's network stack (a tap VPP names tapN); nodeConfig can override it.
+	HostInterconnectInterface string `json:"hostInterconnectInterface"`
+	// VXLANBVIInterface is the VPP name of the VXLAN overlay's BVI (VPP names
+	// it bviN or loopN); used with the vxlan transport; nodeConfig can
+	// override it.
+	VXLANBVIInterface string `json:"vxlanBVIInterface"`
 }
 
 // IPAMConfig is the cluster's IPv4 address plan. Every node takes one
@@ -310,7 +326,8 @@ type NodeOverride struct {
 	// NodeName is the node's Kubernetes name; required and unique.
 	NodeName string `json:"nodeName"`
 	// MainInterface is the interface to the node network; unset lets the
-	// agent choose the first NIC and IPAM its address.
+	// agent use the VPP interface that holds the node's IP (and say which),
+	// and IPAM choose that IP.
 	MainInterface *InterfaceConfig `json:"mainInterface,omitempty"`
 	// OtherInterfaces are further NICs VPP owns.
 	OtherInterfaces []InterfaceConfig `json:"otherInterfaces,omitempty"`
@@ -318,6 +335,10 @@ type NodeOverride struct {
 	Gateway netip.Addr `json:"gateway,omitzero"`
 	// NATExternalTraffic replaces nat44.natExternalTraffic.
 	NATExternalTraffic *bool `json:"natExternalTraffic,omitempty"`
+	// HostInterconnectInterface replaces routing.hostInterconnectInterface.
+	HostInterconnectInterface string `json:"hostInterconnectInterface,omitempty"`
+	// VXLANBVIInterface replaces routing.vxlanBVIInterface.
+	VXLANBVIInterface string `json:"vxlanBVIInterface,omitempty"`
 }
 
 // NodeConfig is the effective configuration of one node: the cluster-wide
@@ -335,6 +356,10 @@ type NodeConfig struct {
 	Gateway netip.Addr
 	// NATExternalTraffic source-NATs traffic leaving the cluster.
 	NATExternalTraffic bool
+	// HostInterconnectInterface and VXLANBVIInterface are the VPP names of
+	// the host interconnect and of the VXLAN BVI.
+	HostInterconnectInterface string
+	VXLANBVIInterface         string
 }
 
 // ForNode returns the configuration of node name: the cluster-wide settings
@@ -345,6 +370,9 @@ func (c Config) ForNode(name string) NodeConfig {
 		NodeName:           name,
 		Gateway:            c.IPAM.DefaultGateway,
 		NATExternalTraffic: c.NAT44.NATExternalTraffic,
+
+		HostInterconnectInterface: c.Routing.HostInterconnectInterface,
+		VXLANBVIInterface:         c.Routing.VXLANBVIInterface,
 	}
 	i := slices.IndexFunc(c.NodeConfig, func(o NodeOverride) bool { return o.NodeName == name })
 	if i < 0 {
@@ -363,6 +391,12 @@ func (c Config) ForNode(name string) NodeConfig {
 	}
 	if o.NATExternalTraffic != nil {
 		n.NATExternalTraffic = *o.NATExternalTraffic
+	}
+	if o.HostInterconnectInterface != "" {
+		n.HostInterconnectInterface = o.HostInterconnectInterface
+	}
+	if o.VXLANBVIInterface != "" {
+		n.VXLANBVIInterface = o.VXLANBVIInterface
 	}
 	return n
 }

@@ -22,22 +22,27 @@ func TestForNode(t *testing.T) {
 			Gateway:         addr("192.168.16.254"),
 		},
 		{NodeName: "dhcp", MainInterface: &InterfaceConfig{Name: "eth0", UseDHCP: true}, NATExternalTraffic: &no},
-		{NodeName: "nat-only", NATExternalTraffic: &no},
+		{NodeName: "nat-only", NATExternalTraffic: &no, HostInterconnectInterface: "tap3", VXLANBVIInterface: "bvi2"},
 	}
 	tests := []struct {
 		node string
 		want NodeConfig
 	}{
-		{"other", NodeConfig{NodeName: "other", Gateway: addr("192.168.16.100"), NATExternalTraffic: true}},
+		{"other", NodeConfig{NodeName: "other", Gateway: addr("192.168.16.100"), NATExternalTraffic: true,
+			HostInterconnectInterface: "tap0", VXLANBVIInterface: "loop1"}},
 		{"static", NodeConfig{
 			NodeName:           "static",
 			MainInterface:      InterfaceConfig{Name: "GigabitEthernet0/8/0", IPCIDR: pfx("192.168.16.1/24")},
 			OtherInterfaces:    []InterfaceConfig{{Name: "GigabitEthernet0/9/0", UseDHCP: true}},
 			Gateway:            addr("192.168.16.254"),
 			NATExternalTraffic: true,
+
+			HostInterconnectInterface: "tap0", VXLANBVIInterface: "loop1",
 		}},
-		{"dhcp", NodeConfig{NodeName: "dhcp", MainInterface: InterfaceConfig{Name: "eth0", UseDHCP: true}}},
-		{"nat-only", NodeConfig{NodeName: "nat-only", Gateway: addr("192.168.16.100")}},
+		{"dhcp", NodeConfig{NodeName: "dhcp", MainInterface: InterfaceConfig{Name: "eth0", UseDHCP: true},
+			HostInterconnectInterface: "tap0", VXLANBVIInterface: "loop1"}},
+		{"nat-only", NodeConfig{NodeName: "nat-only", Gateway: addr("192.168.16.100"),
+			HostInterconnectInterface: "tap3", VXLANBVIInterface: "bvi2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.node, func(t *testing.T) {

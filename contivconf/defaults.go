@@ -28,8 +28,10 @@ func Defaults() Config {
 		VPP: VPPConfig{
 			Socket:           "/run/vpp/api.sock",
 			ConnectTimeout:   Duration(10 * time.Second),
-			ReconnectBackoff: Backoff{Initial: Duration(500 * time.Millisecond), Max: Duration(15 * time.Second)},
-			Simulate:         SimulateAuto,
+			ReconnectBackoff: Backoff{Initial: Duration(100 * time.Millisecond), Max: Duration(15 * time.Second)},
+			Simulate:         SimulateNever,
+
+			PendingInterfaceGrace: Duration(3 * time.Second),
 		},
 		HTTP: HTTPConfig{Address: ":9999"},
 		NAT44: NAT44Config{
@@ -42,9 +44,13 @@ func Defaults() Config {
 			},
 			ServiceLocalEndpointWeight: 1,
 			NATExternalTraffic:         true,
+			ExternalIPTenantVRF:        4094,
 			PodInterfaceTag:            TagNamespace + "/" + TagPod,
 		},
-		Routing: RoutingConfig{MainVRFID: 0, PodVRFID: 1, NodeToNodeTransport: TransportVXLAN},
+		Routing: RoutingConfig{
+			MainVRFID: 0, PodVRFID: 1, NodeToNodeTransport: TransportVXLAN,
+			HostInterconnectInterface: "tap0", VXLANBVIInterface: "loop1",
+		},
 		IPAM: IPAMConfig{
 			PodSubnetCIDR:                 netip.MustParsePrefix("10.1.0.0/16"),
 			PodSubnetNodePrefixLength:     24,

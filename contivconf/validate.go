@@ -34,6 +34,9 @@ func (c Config) Validate() error {
 	checkHostPort(&p, "http.address", c.HTTP.Address)
 	c.NAT44.validate(&p)
 	c.Routing.validate(&p)
+	if v := c.NAT44.ExternalIPTenantVRF; v == invalidVRF || v == c.Routing.MainVRFID || v == c.Routing.PodVRFID {
+		p.add("nat44.externalIPTenantVRF", v, "must be a VRF used for nothing else (not ~0, routing.mainVRFID or routing.podVRFID)")
+	}
 	c.IPAM.validate(&p)
 	c.NodeSync.validate(&p)
 	seen := map[string]int{}
@@ -187,6 +190,7 @@ func (v VPPConfig) validate(p *problems) {
 		p.add("vpp.socket", v.Socket, "contains a NUL byte")
 	}
 	positive(p, "vpp.connectTimeout", v.ConnectTimeout)
+	nonNegative(p, "vpp.pendingInterfaceGrace", v.PendingInterfaceGrace)
 	v.ReconnectBackoff.validate(p, "vpp.reconnectBackoff")
 	switch v.Simulate {
 	case SimulateAuto, SimulateAlways, SimulateNever:
@@ -307,6 +311,15 @@ func (r RoutingConfig) validate(p *problems) {
 	case TransportVXLAN, TransportNoOverlay:
 	default:
 		p.add("routing.nodeToNodeTransport", string(r.NodeToNodeTransport), "want vxlan or nooverlay")
+	}
+	if r.HostInterconnectInterface == "" {
+		p.add("routing.hostInterconnectInterface", nil, "required (the VPP name of the tap to the host, e.g. tap0)")
+	}
+	if r.VXLANBVIInterface == "" && r.NodeToNodeTransport == TransportVXLAN {
+		p.add("routing.vxlanBVIInterface", nil, "required with the vxlan transport (the VPP name of the overlay's BVI, e.g. loop1)")
+	}
+	if r.HostInterconnectInterface != "" && r.HostInterconnectInterface == r.VXLANBVIInterface {
+		p.add("routing.vxlanBVIInterface", r.VXLANBVIInterface, "is also routing.hostInterconnectInterface")
 	}
 }
 

@@ -58,7 +58,7 @@ func TestValidateBadValues(t *testing.T) {
 		{"socket dir", func(c *Config) { c.VPP.Socket = "/run/vpp/" }, `vpp.socket: invalid value "/run/vpp/": is a directory`},
 		{"socket too long", func(c *Config) { c.VPP.Socket = "/" + strings.Repeat("s", 120) }, `vpp.socket: invalid value "/sss`},
 		{"zero connect timeout", func(c *Config) { c.VPP.ConnectTimeout = 0 }, `vpp.connectTimeout: invalid value "0s": must be positive`},
-		{"reconnect cap under initial", func(c *Config) { c.VPP.ReconnectBackoff.Max = Duration(time.Millisecond) }, `vpp.reconnectBackoff.max: invalid value "1ms": must be at least vpp.reconnectBackoff.initial (500ms)`},
+		{"reconnect cap under initial", func(c *Config) { c.VPP.ReconnectBackoff.Max = Duration(time.Millisecond) }, `vpp.reconnectBackoff.max: invalid value "1ms": must be at least vpp.reconnectBackoff.initial (100ms)`},
 		{"simulate", func(c *Config) { c.VPP.Simulate = "sometimes" }, `vpp.simulate: invalid value "sometimes": want auto, always or never`},
 		// HTTP
 		{"no http address", func(c *Config) { c.HTTP.Address = "" }, `http.address: required`},
@@ -82,6 +82,11 @@ func TestValidateBadValues(t *testing.T) {
 		{"same VRFs", func(c *Config) { c.Routing.PodVRFID = 0 }, `routing.podVRFID: invalid value 0: must differ from routing.mainVRFID`},
 		{"no-VRF main", func(c *Config) { c.Routing.MainVRFID = 1<<32 - 1 }, `routing.mainVRFID: invalid value 4294967295: is VPP's "no VRF"`},
 		{"transport", func(c *Config) { c.Routing.NodeToNodeTransport = "srv6" }, `routing.nodeToNodeTransport: invalid value "srv6": want vxlan or nooverlay`},
+		{"no host interconnect", func(c *Config) { c.Routing.HostInterconnectInterface = "" }, `routing.hostInterconnectInterface: required`},
+		{"no BVI with vxlan", func(c *Config) { c.Routing.VXLANBVIInterface = "" }, `routing.vxlanBVIInterface: required with the vxlan transport`},
+		{"BVI is the tap", func(c *Config) { c.Routing.VXLANBVIInterface = "tap0" }, `routing.vxlanBVIInterface: invalid value "tap0": is also routing.hostInterconnectInterface`},
+		{"tenant VRF is the pod VRF", func(c *Config) { c.NAT44.ExternalIPTenantVRF = 1 }, `nat44.externalIPTenantVRF: invalid value 1: must be a VRF used for nothing else`},
+		{"negative grace", func(c *Config) { c.VPP.PendingInterfaceGrace = -1 }, `vpp.pendingInterfaceGrace`},
 		// IPAM
 		{"no pod subnet", func(c *Config) { c.IPAM.PodSubnetCIDR = netip.Prefix{} }, `ipam.podSubnetCIDR: required`},
 		{"IPv6 service range", func(c *Config) { c.IPAM.ServiceCIDR = pfx("fd00::/108") }, `ipam.serviceCIDR: invalid value fd00::/108: must be IPv4`},

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"time"
 
-	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -43,7 +42,7 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	v := sim.New(sim.Options{})
-	for _, name := range []string{mainNIC, agent.HostInterconnectName, agent.VXLANBVIName} {
+	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
 		if _, err := v.AddInterface(name, ""); err != nil {
 			return nil, err
 		}

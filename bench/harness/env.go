@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
@@ -78,8 +77,8 @@ func (e *nodeEnv) rendererConfig() nat44.Config {
 func (e *nodeEnv) processorConfig() service.Config {
 	return service.Config{
 		MainInterface:    mainNIC,
-		HostInterconnect: agent.HostInterconnectName,
-		VXLANBVI:         agent.VXLANBVIName,
+		HostInterconnect: e.cfg.Routing.HostInterconnectInterface,
+		VXLANBVI:         e.cfg.Routing.VXLANBVIInterface,
 		PodInterfaceTag:  e.cfg.NAT44.InterfaceTag,
 	}
 }
