@@ -195,6 +195,7 @@ func statusView(a *Agent) StatusView {
 		Node:       a.cfg.NodeName,
 		NodeID:     a.nodeID,
 		Ready:      a.ready(),
+		NotReady:   a.notReady(),
 		Controller: a.ctl.Status(),
 		VPP:        a.conn.Status(),
 		NAT44:      a.renderer.Stats(),

@@ -74,6 +74,7 @@ type Agent struct {
 	http     *rest.Server
 	registry *prometheus.Registry
 	latency  *latencyTracker
+	rd       *readiness
 }
 
 // New connects to etcd, claims the node ID and builds every part. On
@@ -84,7 +85,8 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	if out == nil {
 		out = os.Stderr
 	}
-	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry()}
+	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
+		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -292,6 +294,11 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 	case vpp.Connected:
 		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
 		if ctl := a.ctl; ctl != nil && a.conn.Status().Connects > 1 {
+			why := "reconnected"
+			if e.Restarted {
+				why = "restarted"
+			}
+			a.rd.vppLost(why)
 			go func() {
 				// The interface table changes with VPP: read it before
 				// the resync looks pod interfaces up.
@@ -304,6 +311,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 			}()
 		}
 	case vpp.Disconnected:
+		a.rd.vppLost("disconnected")
 		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
 	case vpp.Incompatible:
 		a.log.Error("VPP is incompatible with this agent", "err", e.Err)
@@ -431,7 +439,7 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.latency = newLatencyTracker(r)
+	a.latency = newLatencyTracker(readyApplier{inner: r, r: a.rd})
 	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
 	if a.sim != nil {
 		cni := &simCNI{vpp: a.sim, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: a.ifaces.Refresh}
@@ -453,15 +461,22 @@ func (a *Agent) buildHandlers() error {
 	return nil
 }
 
-// ready is true once the first full sync is applied and VPP is connected.
-func (a *Agent) ready() bool { return a.ctl.Ready() && a.conn.Status().Connected }
+// ready is true once the first full sync is applied, VPP is connected and
+// holds what the agent programmed, and no interface waits too long.
+func (a *Agent) ready() bool { return len(a.notReady()) == 0 }
+
+// notReady says why the agent is not ready; empty when it is.
+func (a *Agent) notReady() []string {
+	return a.rd.reasons(a.ctl.Ready(), a.conn.Status().Connected, time.Now())
+}
 
 func (a *Agent) buildHTTP() {
 	a.http = rest.New(rest.Params{
 		Logger:   a.log.With("part", "http"),
 		Addr:     a.cfg.HTTP.Address,
 		Ready:    a.ready,
-		NotReady: "not ready: waiting for VPP or the first full sync",
+		NotReady: "not ready:",
+		Why:      a.notReady,
 		Views: map[string]rest.Source{
 			"services":       func() any { return a.proc.Services() },
 			"skipped":        func() any { return a.proc.Skipped() },
@@ -546,7 +561,8 @@ func (a *Agent) close() {
 	}
 }
 
-// Ready is true once the first full sync is applied and VPP is connected.
+// Ready is true once the first full sync is applied, VPP is connected and
+// holds what the agent programmed, and no interface waits too long.
 func (a *Agent) Ready() bool { return a.ready() }
 
 // Sim is the simulated VPP, nil when the agent talks to a real VPP.

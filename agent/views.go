@@ -128,6 +128,7 @@ type StatusView struct {
 	Node       string            `json:"node"`
 	NodeID     uint32            `json:"nodeID"`
 	Ready      bool              `json:"ready"`
+	NotReady   []string          `json:"notReady,omitempty"`
 	Controller controller.Status `json:"controller"`
 	VPP        vpp.Status        `json:"vpp"`
 	NAT44      nat44.Stats       `json:"nat44"`

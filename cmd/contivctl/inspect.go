@@ -286,9 +286,10 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 // statusRow is the /v1/status view (agent.StatusView) as contivctl reads
 // it: the resync kind arrives as its name.
 type statusRow struct {
-	Node       string `json:"node"`
-	NodeID     uint32 `json:"nodeID"`
-	Ready      bool   `json:"ready"`
+	Node       string   `json:"node"`
+	NodeID     uint32   `json:"nodeID"`
+	Ready      bool     `json:"ready"`
+	NotReady   []string `json:"notReady"`
 	Controller struct {
 		Ready          bool      `json:"ready"`
 		LastResync     time.Time `json:"lastResync"`
@@ -348,6 +349,9 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 	t := newTable(s.out)
 	t.row("NODE", fmt.Sprintf("%s (ID %d)", v.Node, v.NodeID))
 	t.row("READY", yesNo(v.Ready)+" (first full sync applied: "+yesNo(v.Controller.Ready)+", VPP connected: "+yesNo(v.VPP.Connected)+")")
+	for _, why := range v.NotReady {
+		t.row("NOT READY", why)
+	}
 	vpp := "not connected"
 	if v.VPP.Connected {
 		vpp = fmt.Sprintf("connected to %s, pid %d, since %s", orDash(v.VPP.Version), v.VPP.PID, when(v.VPP.Since))

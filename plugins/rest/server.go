@@ -27,6 +27,9 @@ type Params struct {
 	Ready func() bool
 	// NotReady is /readyz's answer while not ready; default "not ready".
 	NotReady string
+	// Why, when set, says why the program is not ready: its lines follow
+	// NotReady in /readyz's answer.
+	Why func() []string
 	// Healthy, when set, decides /healthz: an error makes it answer 500.
 	Healthy func(*http.Request) error
 	// Gatherer serves /metrics; nil means no metrics endpoint.
@@ -56,7 +59,13 @@ func New(p Params) *Server {
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if p.Ready != nil && !p.Ready() {
-			http.Error(w, p.NotReady, http.StatusServiceUnavailable)
+			msg := p.NotReady
+			if p.Why != nil {
+				for _, why := range p.Why() {
+					msg += "\n" + why
+				}
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -36,6 +36,7 @@ func TestViewsProbesAndMetrics(t *testing.T) {
 		},
 		Ready:    ready.Load,
 		NotReady: "not ready: first full sync not applied",
+		Why:      func() []string { return []string{"waiting for interface tap0 for 4s"} },
 		Gatherer: reg,
 	})
 	h := s.Handler()
@@ -43,7 +44,8 @@ func TestViewsProbesAndMetrics(t *testing.T) {
 	if code, _ := get(t, h, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d", code)
 	}
-	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "first full sync") {
+	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "first full sync") ||
+		!strings.Contains(body, "\nwaiting for interface tap0 for 4s") {
 		t.Errorf("/readyz before sync = %d %q", code, body)
 	}
 	ready.Store(true)

@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"contiv.dev/vpp/plugins/controller"
+)
+
+// readiness tells whether the agent's view of VPP is what VPP holds, and
+// why not. The agent is ready when the controller has applied its first
+// full snapshot, VPP is connected, no full reprogram is owed to a VPP that
+// was lost (disconnected, restarted or reconnected), and no interface
+// feature has waited longer than the grace for its interface.
+type readiness struct {
+	grace time.Duration
+	// pending lists the interfaces whose NAT44 features wait for VPP to
+	// create them, with since when.
+	pending func() []waiting
+
+	mu sync.Mutex
+	// gen counts the times VPP was lost; an apply that started in an
+	// older generation cannot clear lost.
+	gen  uint64
+	lost bool
+	// lostWhy says how VPP was lost.
+	lostWhy string
+}
+
+// waiting is one interface whose features wait for it.
+type waiting struct {
+	Name  string
+	Since time.Time
+}
+
+// vppLost records that VPP's state can no longer be trusted until a full
+// reprogram has been applied: it disconnected, restarted or reconnected.
+func (r *readiness) vppLost(why string) {
+	r.mu.Lock()
+	r.gen++
+	r.lost = true
+	r.lostWhy = why
+	r.mu.Unlock()
+}
+
+// generation is the current loss generation, taken before an apply.
+func (r *readiness) generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+// applied records a finished apply: a full one that succeeded, started
+// after VPP was last lost, makes VPP trusted again.
+func (r *readiness) applied(gen uint64, full bool, err error) {
+	if !full || err != nil {
+		return
+	}
+	r.mu.Lock()
+	if gen == r.gen {
+		r.lost = false
+		r.lostWhy = ""
+	}
+	r.mu.Unlock()
+}
+
+// reasons lists why the agent is not ready (none: ready), given whether the
+// controller has applied its first snapshot and VPP is connected.
+func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
+	var out []string
+	if !ctlReady {
+		out = append(out, "waiting for the first full sync")
+	}
+	if !connected {
+		out = append(out, "VPP not connected")
+	}
+	r.mu.Lock()
+	if r.lost && connected {
+		out = append(out, "VPP "+r.lostWhy+": waiting for the full reprogram to be applied")
+	}
+	r.mu.Unlock()
+	if r.pending != nil {
+		for _, w := range r.pending() {
+			if d := now.Sub(w.Since); d > r.grace {
+				out = append(out, fmt.Sprintf("waiting for interface %s for %s", w.Name, d.Round(100*time.Millisecond)))
+			}
+		}
+	}
+	return out
+}
+
+// readyApplier runs the renderer's apply step and tells readiness how it
+// went.
+type readyApplier struct {
+	inner controller.Applier
+	r     *readiness
+}
+
+// Apply implements controller.Applier.
+func (a readyApplier) Apply(ctx context.Context, full bool) error {
+	gen := a.r.generation()
+	err := a.inner.Apply(ctx, full)
+	a.r.applied(gen, full, err)
+	return err
+}
