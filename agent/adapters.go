@@ -188,8 +188,8 @@ func ipamView(a *Agent) IPAMView {
 
 func statusView(a *Agent) StatusView {
 	note := ""
-	if a.sim != nil {
-		note = "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets"
+	if a.dp != nil {
+		note = a.dp.Name()
 	}
 	return StatusView{
 		Node:       a.cfg.NodeName,

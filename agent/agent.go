@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,7 +28,6 @@ import (
 	"contiv.dev/vpp/plugins/rest"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
-	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -47,12 +47,10 @@ type Options struct {
 	LoadFile string
 	// LogOutput receives the logs.
 	LogOutput io.Writer
-	// SimOptions configure the simulated VPP, when one is created.
-	SimOptions sim.Options
-	// Sim, when set, is the simulated VPP to use (tests and benchmarks
-	// keep it across agent restarts); the configuration's simulate mode is
-	// then ignored.
-	Sim *sim.VPP
+	// Dataplane, when set, replaces VPP's socket (Simulated: the simulated
+	// VPP). The configuration's vpp.simulate is the caller's to apply
+	// (cmd/contiv-agent does); the agent itself never falls back to it.
+	Dataplane Dataplane
 }
 
 // Agent is one contiv-agent: every part, wired.
@@ -63,7 +61,7 @@ type Agent struct {
 	etcd     *clientv3.Client
 	nodeID   uint32
 	plan     *ipam.Plan
-	sim      *sim.VPP
+	dp       Dataplane
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
 	renderer *nat44.Renderer
@@ -103,7 +101,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	if err := a.claimNodeID(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.buildVPP(o.Sim, o.SimOptions); err != nil {
+	if err := a.buildVPP(o.Dataplane); err != nil {
 		return nil, err
 	}
 	if err := a.buildHandlers(); err != nil {
@@ -213,7 +211,7 @@ func (a *Agent) mainInterface() string {
 	if n := a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name; n != "" {
 		return n
 	}
-	if a.sim != nil {
+	if a.dp != nil {
 		return simulatedMainNIC
 	}
 	return ""
@@ -231,10 +229,9 @@ func (a *Agent) overlay() bool {
 	return a.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
 }
 
-// buildVPP sets up the VPP connection: the real VPP when its socket exists
-// (or simulation is off), else the simulated one.
-func (a *Agent) buildVPP(given *sim.VPP, simOpts sim.Options) error {
-	_, statErr := os.Stat(a.cfg.VPP.Socket)
+// buildVPP sets up the VPP connection: VPP's socket, or the dataplane
+// given in its place.
+func (a *Agent) buildVPP(dp Dataplane) error {
 	vc := vpp.Config{
 		Socket:   a.cfg.VPP.Socket,
 		Logger:   a.log.With("part", "vpp"),
@@ -243,48 +240,30 @@ func (a *Agent) buildVPP(given *sim.VPP, simOpts sim.Options) error {
 		OnEvent:  a.onVPPEvent,
 		OnCall:   a.observeCall(),
 	}
-	if given != nil || a.cfg.VPP.Simulated(statErr == nil) {
-		if simOpts.Logger == nil {
-			simOpts.Logger = a.log.With("part", "sim")
+	if dp != nil {
+		a.dp = dp
+		if err := dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
+			return fmt.Errorf("%s: %w", dp.Name(), err)
 		}
-		a.sim = given
-		if a.sim == nil {
-			a.sim = sim.New(simOpts)
-		}
-		if err := a.addSimNICs(); err != nil {
-			return fmt.Errorf("simulated VPP: %w", err)
-		}
-		vc.Adapter = a.sim
-		a.log.Warn("NO VPP SOCKET: running against the SIMULATED VPP; NAT44 state is kept in memory and NOTHING FORWARDS PACKETS",
-			"socket", a.cfg.VPP.Socket)
+		vc.Adapter = dp.Adapter()
+		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
 	}
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn)
 	return nil
 }
 
-// addSimNICs gives the simulated VPP the interfaces a real node's VPP has.
-func (a *Agent) addSimNICs() error {
+// nodeInterfaces names the interfaces a node's VPP has besides pods'.
+func (a *Agent) nodeInterfaces() []string {
 	nc := a.cfg.ForNode(a.cfg.NodeName)
 	names := []string{a.mainInterface(), nc.HostInterconnectInterface}
 	if a.overlay() {
 		names = append(names, nc.VXLANBVIInterface)
 	}
-	for _, o := range a.cfg.ForNode(a.cfg.NodeName).OtherInterfaces {
+	for _, o := range nc.OtherInterfaces {
 		names = append(names, o.Name)
 	}
-	have := map[string]bool{}
-	for _, i := range a.sim.Interfaces() {
-		have[i.Name] = true
-	}
-	for _, name := range names {
-		if !have[name] {
-			if _, err := a.sim.AddInterface(name, ""); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return names
 }
 
 // onVPPEvent reacts to the VPP connection: every (re)connection after the
@@ -441,9 +420,9 @@ func (a *Agent) buildHandlers() error {
 	}
 	a.latency = newLatencyTracker(readyApplier{inner: r, r: a.rd})
 	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
-	if a.sim != nil {
-		cni := &simCNI{vpp: a.sim, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: a.ifaces.Refresh}
-		handlers = []controller.Handler{a.nodes, a.ipamH, cni, a.proc, a.latency}
+	if a.dp != nil {
+		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh})
+		handlers = slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc, a.latency})
 	}
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
@@ -544,7 +523,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			cancel()
 		}
 	}()
-	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.sim != nil)
+	a.log.Info("agent running", "nodeID", a.nodeID, "http", a.cfg.HTTP.Address, "simulatedVPP", a.dp != nil)
 	<-ctx.Done()
 	return stop()
 }
@@ -564,9 +543,6 @@ func (a *Agent) close() {
 // Ready is true once the first full sync is applied, VPP is connected and
 // holds what the agent programmed, and no interface waits too long.
 func (a *Agent) Ready() bool { return a.ready() }
-
-// Sim is the simulated VPP, nil when the agent talks to a real VPP.
-func (a *Agent) Sim() *sim.VPP { return a.sim }
 
 // Renderer is the NAT44 renderer.
 func (a *Agent) Renderer() *nat44.Renderer { return a.renderer }

@@ -49,7 +49,7 @@ func testConfig(t *testing.T, etcdURL string, dir string) contivconf.Config {
 func start(t *testing.T, cfg contivconf.Config, vpp *sim.VPP, load string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{Config: cfg, Sim: vpp, LoadFile: load, LogOutput: io.Discard})
+	a, err := New(ctx, Options{Config: cfg, Dataplane: Simulated(vpp), LoadFile: load, LogOutput: io.Discard})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func (h *harness) close() {
 func (h *harness) startAgent() {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{Config: h.cfg, Sim: h.vpp, LogOutput: h.logs})
+	a, err := New(ctx, Options{Config: h.cfg, Dataplane: Simulated(h.vpp), LogOutput: h.logs})
 	if err != nil {
 		cancel()
 		h.t.Fatalf("agent: %v", err)

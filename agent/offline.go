@@ -125,8 +125,9 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	// The parts of an agent this render needs: its configuration and plan,
 	// and the simulated VPP with the NICs a node's VPP has.
 	// The simulator's warnings that it forwards nothing are no news here.
-	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, sim: sim.New(sim.Options{})}
-	if err := a.addSimNICs(); err != nil {
+	v := sim.New(sim.Options{})
+	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, dp: Simulated(v)}
+	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
 	ips := slices.Clone(mgmt)
@@ -134,7 +135,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		ips = append(ips, ip.Addr())
 	}
 
-	conn := vpp.New(vpp.Config{Adapter: a.sim})
+	conn := vpp.New(vpp.Config{Adapter: v})
 	conn.Start(ctx)
 	defer conn.Close()
 	if err := conn.WaitConnected(ctx); err != nil {
@@ -157,7 +158,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
-	cni := &simCNI{vpp: a.sim, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh}
+	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh}
 	if err := cni.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: pod interfaces: %w", err)
 	}
@@ -180,7 +181,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		Applied:       r.Applied(),
 		Failures:      r.Failures(),
 		Conflicts:     r.Conflicts(),
-		vpp:           a.sim,
+		vpp:           v,
 	}, nil
 }
 

@@ -100,7 +100,7 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 	v := sim.New(sim.Options{OnAck: acks.onAck})
 	out := &nplRun{}
 	t0 := time.Now()
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Sim: v, LogOutput: p.logOut})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.Simulated(v), LogOutput: p.logOut})
 	if err != nil {
 		return nil, fmt.Errorf("npl: agent: %w", err)
 	}

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
 func main() {
@@ -39,7 +41,13 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := agent.New(ctx, agent.Options{Config: cfg, LoadFile: *load, LogOutput: stderr})
+	opts := agent.Options{Config: cfg, LoadFile: *load, LogOutput: stderr}
+	if _, err := os.Stat(cfg.VPP.Socket); cfg.VPP.Simulated(err == nil) {
+		// Only by choice (vpp.simulate auto or always): the default, never,
+		// waits for a real VPP and is not ready meanwhile.
+		opts.Dataplane = agent.Simulated(sim.New(sim.Options{Logger: slog.New(cfg.Log.NewHandler(stderr)).With("part", "sim")}))
+	}
+	a, err := agent.New(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "contiv-agent: %v\n", err)
 		return 1

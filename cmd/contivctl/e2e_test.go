@@ -31,7 +31,7 @@ func startAgent(t *testing.T) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Sim: sim.New(sim.Options{}), LoadFile: clusterYAML, LogOutput: io.Discard})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.Simulated(sim.New(sim.Options{})), LoadFile: clusterYAML, LogOutput: io.Discard})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

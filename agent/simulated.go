@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"go.fd.io/govpp/adapter"
+
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// Simulated is the simulated VPP as the agent's dataplane, with a simulated
+// CNI that gives every local pod a tagged interface. NOTHING FORWARDS
+// PACKETS: it is for demos (make run) and tests.
+func Simulated(v *sim.VPP) Dataplane { return simulated{v} }
+
+type simulated struct{ vpp *sim.VPP }
+
+func (s simulated) Adapter() adapter.VppAPI { return s.vpp }
+
+func (s simulated) Name() string {
+	return "SIMULATED VPP: NAT44 state is kept in memory and NOTHING FORWARDS PACKETS"
+}
+
+func (s simulated) EnsureInterfaces(names []string) error {
+	have := map[string]bool{}
+	for _, i := range s.vpp.Interfaces() {
+		have[i.Name] = true
+	}
+	for _, name := range names {
+		if name != "" && !have[name] {
+			if _, err := s.vpp.AddInterface(name, ""); err != nil {
+				return err
+			}
+			have[name] = true
+		}
+	}
+	return nil
+}
+
+func (s simulated) Handlers(b Beside) []controller.Handler {
+	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh}}
+}
