@@ -191,14 +191,16 @@ func statusView(a *Agent) StatusView {
 	if a.dp != nil {
 		note = a.dp.Name()
 	}
-	return StatusView{
-		Node:       a.cfg.NodeName,
-		NodeID:     a.nodeID,
-		Ready:      a.ready(),
-		NotReady:   a.notReady(),
-		Controller: a.ctl.Status(),
-		VPP:        a.conn.Status(),
-		NAT44:      a.renderer.Stats(),
-		Note:       note,
+	v := StatusView{
+		Node:     a.cfg.NodeName,
+		NodeID:   a.nodeID,
+		Ready:    a.ready(),
+		NotReady: a.notReady(),
+		VPP:      a.conn.Status(),
+		Note:     note,
 	}
+	if a.built.Load() {
+		v.Controller, v.NAT44 = a.ctl.Status(), a.renderer.Stats()
+	}
+	return v
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,11 @@ type Agent struct {
 	registry *prometheus.Registry
 	latency  *latencyTracker
 	rd       *readiness
+	// mainIf is the main NIC's VPP name: configured, or (when not) the
+	// interface holding the node IP, which only VPP can tell: the handlers
+	// are then built once Run has asked it, and built says when.
+	mainIf string
+	built  atomic.Bool
 }
 
 // New connects to etcd, claims the node ID and builds every part. On
@@ -90,6 +96,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 			a.close()
 		}
 	}()
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := a.connectEtcd(ctx); err != nil {
 		return nil, err
 	}
@@ -104,8 +111,10 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	if err := a.buildVPP(o.Dataplane); err != nil {
 		return nil, err
 	}
-	if err := a.buildHandlers(); err != nil {
-		return nil, err
+	if a.mainIf != "" {
+		if err := a.buildHandlers(); err != nil {
+			return nil, err
+		}
 	}
 	a.buildHTTP()
 	return a, nil
@@ -206,8 +215,12 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 	return nil
 }
 
-// mainInterface is the name of this node's main NIC.
-func (a *Agent) mainInterface() string {
+// mainInterface is the name of this node's main NIC ("" until known).
+func (a *Agent) mainInterface() string { return a.mainIf }
+
+// configuredMainInterface is the main NIC's name as far as configuration
+// tells: "" leaves it to VPP (the interface holding the node IP).
+func (a *Agent) configuredMainInterface() string {
 	if n := a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name; n != "" {
 		return n
 	}
@@ -215,6 +228,32 @@ func (a *Agent) mainInterface() string {
 		return simulatedMainNIC
 	}
 	return ""
+}
+
+// findMainInterface asks VPP which interface holds the node IP, once a
+// second until one does (VPP's startup configuration addresses its NICs a
+// few seconds after its API answers).
+func (a *Agent) findMainInterface(ctx context.Context) (string, error) {
+	ip := a.nodeIP().Addr()
+	for {
+		if err := a.ifaces.Refresh(ctx); err == nil {
+			i, ok, err := a.ifaces.HoldingAddress(ctx, ip)
+			switch {
+			case err != nil:
+				a.log.Warn("looking for the VPP interface holding the node IP", "ip", ip, "err", err)
+			case ok:
+				a.log.Info("main interface not configured: using the VPP interface holding the node IP", "interface", i.Name, "ip", ip)
+				return i.Name, nil
+			default:
+				a.log.Warn("no VPP interface holds the node IP yet; waiting (set nodeConfig.mainInterface.name to name it)", "ip", ip)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // nodeIP is this node's VPP address: configured, or derived by IPAM.
@@ -240,8 +279,9 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		OnEvent:  a.onVPPEvent,
 		OnCall:   a.observeCall(),
 	}
+	a.dp = dp
+	a.mainIf = a.configuredMainInterface()
 	if dp != nil {
-		a.dp = dp
 		if err := dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 			return fmt.Errorf("%s: %w", dp.Name(), err)
 		}
@@ -272,7 +312,8 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 	switch e.Kind {
 	case vpp.Connected:
 		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
-		if ctl := a.ctl; ctl != nil && a.conn.Status().Connects > 1 {
+		if a.built.Load() && a.conn.Status().Connects > 1 {
+			ctl := a.ctl
 			why := "reconnected"
 			if e.Restarted {
 				why = "restarted"
@@ -435,8 +476,8 @@ func (a *Agent) buildHandlers() error {
 		RelistJitter:     relistJitter,
 	})
 	a.nodes.SetEvents(a.ctl)
-	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a))
+	a.built.Store(true)
 	return nil
 }
 
@@ -446,7 +487,20 @@ func (a *Agent) ready() bool { return len(a.notReady()) == 0 }
 
 // notReady says why the agent is not ready; empty when it is.
 func (a *Agent) notReady() []string {
+	if !a.built.Load() {
+		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
+	}
 	return a.rd.reasons(a.ctl.Ready(), a.conn.Status().Connected, time.Now())
+}
+
+// view serves src once the handlers are built, null before.
+func (a *Agent) view(src func() any) rest.Source {
+	return func() any {
+		if !a.built.Load() {
+			return nil
+		}
+		return src()
+	}
 }
 
 func (a *Agent) buildHTTP() {
@@ -457,13 +511,13 @@ func (a *Agent) buildHTTP() {
 		NotReady: "not ready:",
 		Why:      a.notReady,
 		Views: map[string]rest.Source{
-			"services":       func() any { return a.proc.Services() },
-			"skipped":        func() any { return a.proc.Skipped() },
-			"interfaces":     func() any { return a.proc.Interfaces() },
-			"nat44":          func() any { return nat44View(a.renderer) },
-			"nat44/mappings": func() any { return nat44MappingsView(a.renderer) },
-			"nodes":          func() any { return a.nodes.AllNodes() },
-			"ipam":           func() any { return ipamView(a) },
+			"services":       a.view(func() any { return a.proc.Services() }),
+			"skipped":        a.view(func() any { return a.proc.Skipped() }),
+			"interfaces":     a.view(func() any { return a.proc.Interfaces() }),
+			"nat44":          a.view(func() any { return nat44View(a.renderer) }),
+			"nat44/mappings": a.view(func() any { return nat44MappingsView(a.renderer) }),
+			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
+			"ipam":           a.view(func() any { return ipamView(a) }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
 		},
@@ -510,6 +564,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err := a.ifaces.Refresh(ctx); err != nil {
 		a.log.Warn("reading VPP's interfaces", "err", err)
+	}
+	if !a.built.Load() {
+		name, err := a.findMainInterface(ctx)
+		if err != nil {
+			return stop()
+		}
+		a.mainIf = name
+		if err := a.buildHandlers(); err != nil {
+			return stop(err)
+		}
 	}
 	wg.Add(2)
 	go func() {
