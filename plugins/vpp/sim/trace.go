@@ -29,6 +29,12 @@ import (
 //     with the output feature) it leaks out of that interface,
 //     source-NATed to a pool address (Leaked).
 //
+// ASSUMPTION: the reply rule applies to every frontend reached through
+// the output-feature interface; it was measured for ExternalIP and
+// LoadBalancer-IP frontends (FACTS.md also says ClusterIPs are reachable
+// from outside with forwarding on, without naming the main NIC's
+// features: under the output feature this model drops their replies).
+//
 // ASSUMPTION: the simulated VPP has no routes to pods or hosts: a
 // destination no route covers follows the default route out of the
 // output-feature interface. Trace is meant for service addresses.
