@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -177,15 +178,7 @@ func (v *VPP) Sessions() []Session {
 	for _, s := range v.sessions.live {
 		out = append(out, s.Session)
 	}
-	slices.SortFunc(out, func(a, b Session) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

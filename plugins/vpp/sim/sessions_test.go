@@ -439,3 +439,64 @@ func TestSessionReplyDropped(t *testing.T) {
 		t.Errorf("with the identity mapping: %v", err)
 	}
 }
+
+// addLocalAllowingZero adds a local that may have probability 0, which
+// VPP 25.02 accepts (FACTS.md §3: the placeholder 0.0.0.0:0).
+// TEMPORARY: while the simulator refuses probability 0, the local is
+// added with 1 and its probability set in the state afterwards.
+func addLocalAllowingZero(t *testing.T, v *VPP, conn *core.Connection, req *nat44_ed.Nat44LbStaticMappingAddDelLocal) {
+	t.Helper()
+	rv := call(t, conn, req, answerOf(t, v, req))
+	if rv == 0 {
+		return
+	}
+	if rv != api.INVALID_VALUE || req.Local.Probability != 0 {
+		t.Fatalf("add local: %v", rv)
+	}
+	one := *req
+	one.Local.Probability = 1
+	send(t, v, conn, &one)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m := v.nat.statics[o2iKey{addr: ip4(req.ExternalAddr), port: req.ExternalPort, proto: req.Protocol}]
+	m.locals[len(m.locals)-1].prob = 0
+}
+
+// TestTwoToOneThroughPlaceholder: going from two backends to one through
+// a probability-0 placeholder local keeps the remaining backend's
+// sessions, cuts only the leaving backend's, and sends every new
+// connection to the remaining backend (FACTS.md §3).
+func TestTwoToOneThroughPlaceholder(t *testing.T) {
+	v, conn := sessionVPP(t, Options{SessionSeed: 9})
+	send(t, v, conn, lbTo("10.96.0.80", "10.1.1.2:8080", "10.1.1.3:8080"))
+	openMany(t, v, "10.96.0.80", 10000, 20)
+	before := v.Sessions()
+	placeholder := nat44_ed.Nat44LbAddrPort{VrfID: 1} // 0.0.0.0:0, probability 0
+	addLocalAllowingZero(t, v, conn, localOp("10.96.0.80", placeholder, true))
+	if v.SessionsCut() != 0 {
+		t.Fatalf("adding the placeholder cut %d", v.SessionsCut())
+	}
+	send(t, v, conn, delLocal("10.96.0.80", "10.1.1.3:8080"))
+	leaving := 0
+	for _, s := range before {
+		gone := s.Backend == ap("10.1.1.3:8080")
+		if gone {
+			leaving++
+		}
+		if v.SessionAlive(s.ID) == gone {
+			t.Errorf("session %+v: alive %v", s, !gone)
+		}
+	}
+	if leaving == 0 || v.SessionsCut() != uint64(leaving) {
+		t.Errorf("cut %d, %d sessions to the leaving backend", v.SessionsCut(), leaving)
+	}
+	for i := range 50 {
+		s, err := v.OpenSession(fromPod("10.96.0.80"), uint16(30000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Backend != ap("10.1.1.2:8080") {
+			t.Fatalf("new session to %v", s.Backend)
+		}
+	}
+}
