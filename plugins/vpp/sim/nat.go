@@ -145,6 +145,7 @@ func (v *VPP) pluginEnableDisable(req *nat44_ed.Nat44EdPluginEnableDisable) []ap
 	}
 	// Disabling frees every mapping, address and interface feature.
 	v.nat = fresh
+	v.loseSessionsLocked() // sessions.go: disabling loses every session
 	return reply(r, 0)
 }
 
@@ -329,7 +330,7 @@ const twiceNATFlags = nat_types.NAT_IS_TWICE_NAT | nat_types.NAT_IS_SELF_TWICE_N
 const kept = twiceNATFlags | nat_types.NAT_IS_OUT2IN_ONLY | nat_types.NAT_IS_ADDR_ONLY
 
 func (v *VPP) addDelStaticMapping(req *nat44_ed.Nat44AddDelStaticMappingV2) []api.Message {
-	return reply(&nat44_ed.Nat44AddDelStaticMappingV2Reply{}, v.nat.addDelStatic(req))
+	return reply(&nat44_ed.Nat44AddDelStaticMappingV2Reply{}, v.cutSessions(v.planStaticCut(req), v.nat.addDelStatic(req))) // sessions.go
 }
 
 func (n *natState) addDelStatic(req *nat44_ed.Nat44AddDelStaticMappingV2) api.VPPApiError {
@@ -422,7 +423,7 @@ func (n *natState) sortedStatics(lb bool) []*staticMapping {
 }
 
 func (v *VPP) addDelLBStaticMapping(req *nat44_ed.Nat44AddDelLbStaticMapping) []api.Message {
-	return reply(&nat44_ed.Nat44AddDelLbStaticMappingReply{}, v.nat.addDelLB(req))
+	return reply(&nat44_ed.Nat44AddDelLbStaticMappingReply{}, v.cutSessions(v.planLBCut(req), v.nat.addDelLB(req))) // sessions.go
 }
 
 func (n *natState) addDelLB(req *nat44_ed.Nat44AddDelLbStaticMapping) api.VPPApiError {
@@ -471,7 +472,7 @@ func (n *natState) addDelLB(req *nat44_ed.Nat44AddDelLbStaticMapping) api.VPPApi
 func (l local) same(o local) bool { return l.addr == o.addr && l.port == o.port && l.vrf == o.vrf }
 
 func (v *VPP) lbStaticMappingAddDelLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) []api.Message {
-	return reply(&nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, v.nat.lbLocal(req))
+	return reply(&nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, v.cutSessions(v.planLocalCut(req), v.nat.lbLocal(req))) // sessions.go
 }
 
 func (n *natState) lbLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) api.VPPApiError {

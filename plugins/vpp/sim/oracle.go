@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -27,8 +28,12 @@ const (
 	NotTranslated Verdict = iota
 	// Translated: the destination is rewritten to one of the backends.
 	Translated
-	// Dropped: NAT44-ED drops the packet.
+	// Dropped: NAT44-ED (or, for Trace, a FIB route) drops the packet.
 	Dropped
+	// Leaked (Trace only): no mapping matched and the packet leaves the
+	// node through the interface with the output feature, source-NATed
+	// to a pool address (Result.Egress, Result.SNAT).
+	Leaked
 )
 
 // String names the verdict.
@@ -38,6 +43,8 @@ func (v Verdict) String() string {
 		return "translated"
 	case Dropped:
 		return "dropped"
+	case Leaked:
+		return "leaked"
 	}
 	return "not translated"
 }
@@ -53,6 +60,20 @@ type Result struct {
 	// Affinity and Tag are those of the matching mapping.
 	Affinity uint32
 	Tag      string
+
+	// The fields below are filled by Trace only; Translate leaves them
+	// zero.
+
+	// Reply is what happens to the backends' replies when Verdict is
+	// Translated: Translated (the session translates them back to the
+	// client) or Dropped if any backend's reply is dropped (each Reach
+	// says its own). ReplyReason says why.
+	Reply       Verdict
+	ReplyReason string
+	// Egress and SNAT are, for a Leaked packet, the interface it leaves
+	// through and the source address it leaves with.
+	Egress string
+	SNAT   netip.Addr
 }
 
 // Reach is one backend a translated packet may reach.
@@ -64,7 +85,14 @@ type Reach struct {
 	// Src is the packet's source address as the backend sees it: the
 	// client's, or a twice-NAT pool address when the source is rewritten.
 	Src netip.Addr
+	// Reply (Trace only) is what happens to this backend's reply:
+	// Translated back to the client or Dropped.
+	Reply Verdict
 }
+
+// zeroProbabilityReason is the oracle's reason for a load-balanced
+// mapping whose locals all have probability 0.
+const zeroProbabilityReason = "load-balanced mapping whose locals all have probability 0: VPP 25.02 crashes (SIGFPE) on the first packet"
 
 // Translate tells what the NAT44-ED configuration the simulated VPP holds
 // does with a packet: it is translated only when it arrives on an
@@ -74,25 +102,48 @@ type Reach struct {
 // pool address; self-twice-NAT does so only towards a backend that is the
 // source itself. Without a mapping, an identity mapping or forwarding
 // lets the packet pass untranslated, and with forwarding off NAT44-ED
-// drops it. Sessions and affinity state are not simulated: the answer is
-// the set of possible backends.
+// drops it. A load-balanced mapping whose locals all have probability 0
+// answers Dropped (a real VPP 25.02 crashes on that packet; the oracle
+// does not). Sessions and affinity state are not consulted: the answer
+// is the set of possible backends. Translate looks at the mapping lookup
+// only; Trace follows the packet and its reply through the measured
+// datapath.
 func (v *VPP) Translate(p Packet) Result {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	res, _, _ := v.translateLocked(p)
+	return res
+}
+
+// lookup says how the forward mapping lookup ended, for Trace.
+type lookup uint8
+
+const (
+	noNAT        lookup = iota // plugin disabled, unknown interface, not IPv4
+	noFeature                  // the ingress interface has no outside/output feature
+	mapped                     // a static or load-balanced mapping matched
+	identityPass               // an identity mapping matched
+	forwarded                  // no mapping; forwarding passes the packet
+	noForwarding               // no mapping; forwarding off drops it
+)
+
+// translateLocked is Translate with mu held; it also says how the lookup
+// ended and which mapping matched.
+func (v *VPP) translateLocked(p Packet) (Result, lookup, *staticMapping) {
 	n := v.nat
 	if !n.enabled {
-		return Result{Reason: "NAT44-ED plugin disabled"}
+		return Result{Reason: "NAT44-ED plugin disabled"}, noNAT, nil
 	}
 	idx, ok := v.ifaceIndex(p.Ingress)
 	if !ok {
-		return Result{Reason: "unknown ingress interface " + p.Ingress}
+		return Result{Reason: "unknown ingress interface " + p.Ingress}, noNAT, nil
 	}
 	if n.ifaces[idx]&featOut == 0 && !n.output[idx] {
 		// The output feature translates arriving traffic too.
-		return Result{Reason: "ingress interface " + p.Ingress + " has neither the NAT44 outside nor the output feature"}
+		return Result{Reason: "ingress interface " + p.Ingress + " has neither the NAT44 outside nor the output feature"}, noFeature, nil
 	}
 	if !p.Dst.Is4() || !p.Src.Is4() {
-		return Result{Reason: "not IPv4"}
+		return Result{Reason: "not IPv4"}, noNAT, nil
 	}
 	key := o2iKey{addr: p.Dst, port: p.DstPort, proto: uint8(p.Proto)}
 	addrOnly := o2iKey{addr: p.Dst}
@@ -101,15 +152,15 @@ func (v *VPP) Translate(p Packet) Result {
 		m = n.statics[addrOnly]
 	}
 	if m != nil {
-		return n.translate(m, p)
+		return n.translate(m, p), mapped, m
 	}
 	if n.identities[key] != nil || n.identities[addrOnly] != nil {
-		return Result{Reason: "identity mapping"}
+		return Result{Reason: "identity mapping"}, identityPass, nil
 	}
 	if n.forwarding {
-		return Result{Reason: "no mapping; forwarding passes it"}
+		return Result{Reason: "no mapping; forwarding passes it"}, forwarded, nil
 	}
-	return Result{Verdict: Dropped, Reason: "no mapping and forwarding off (no translation)"}
+	return Result{Verdict: Dropped, Reason: "no mapping and forwarding off (no translation)"}, noForwarding, nil
 }
 
 func (n *natState) translate(m *staticMapping, p Packet) Result {
@@ -121,6 +172,9 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 	total := 0.0
 	for _, l := range m.locals {
 		total += weight(m, l)
+	}
+	if total == 0 {
+		return Result{Verdict: Dropped, Reason: zeroProbabilityReason, Affinity: res.Affinity, Tag: m.tag}
 	}
 	twice := m.flags&nat_types.NAT_IS_TWICE_NAT != 0
 	self := m.flags&nat_types.NAT_IS_SELF_TWICE_NAT != 0
@@ -166,6 +220,12 @@ func weight(m *staticMapping, l local) float64 {
 	return 1
 }
 
+// allZero tells whether m is a load-balanced mapping whose locals all
+// have probability 0 (VPP 25.02 divides by their sum on the first packet).
+func allZero(m *staticMapping) bool {
+	return m != nil && m.lb && !slices.ContainsFunc(m.locals, func(l local) bool { return l.prob != 0 })
+}
+
 // ifaceIndex finds an interface by name. Called with mu held.
 func (v *VPP) ifaceIndex(name string) (uint32, bool) {
 	for idx, i := range v.ifaces {
@@ -175,3 +235,24 @@ func (v *VPP) ifaceIndex(name string) (uint32, bool) {
 	}
 	return 0, false
 }
+
+// SetInterfaceVRF tells the oracle which VRF (FIB table) an interface is
+// in; interfaces are in VRF 0 until told otherwise. Only Trace uses it
+// (the FIB route lookup for a packet that matches no mapping). The VRF is
+// remembered by interface name.
+func (v *VPP) SetInterfaceVRF(name string, vrf uint32) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.ifaceIndex(name); !ok {
+		return fmt.Errorf("simulated VPP: no interface %q", name)
+	}
+	if v.ifVRF == nil {
+		v.ifVRF = make(map[string]uint32)
+	}
+	v.ifVRF[name] = vrf
+	return nil
+}
+
+// ifaceVRF is an interface's VRF (0 unless SetInterfaceVRF said
+// otherwise). Called with mu held.
+func (v *VPP) ifaceVRF(name string) uint32 { return v.ifVRF[name] }

@@ -178,7 +178,7 @@ func sameResult(a, b Result) bool {
 }
 
 func TestVerdictString(t *testing.T) {
-	for v, want := range map[Verdict]string{NotTranslated: "not translated", Translated: "translated", Dropped: "dropped"} {
+	for v, want := range map[Verdict]string{NotTranslated: "not translated", Translated: "translated", Dropped: "dropped", Leaked: "leaked"} {
 		if v.String() != want {
 			t.Errorf("%d: %q", v, v.String())
 		}

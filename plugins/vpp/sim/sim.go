@@ -30,6 +30,13 @@ type Options struct {
 	// been answered, with the request's name and the time of the answer.
 	// It runs on the caller's goroutine and must not block.
 	OnAck func(msg string, at time.Time)
+	// SessionSeed seeds OpenSession's deterministic choice of backends
+	// (sessions.go).
+	SessionSeed uint64
+	// OnCut, when set, is called with the number of sessions a
+	// configuration change cut (sessions.go), with the simulator's lock
+	// held: it must not block or call the VPP's methods.
+	OnCut func(n int)
 }
 
 // DefaultVersion is the version the simulator reports.
@@ -65,6 +72,8 @@ type VPP struct {
 	faults   Faults
 	rng      *rand.Rand
 	lastAck  time.Time
+	sessions *sessionTable     // sessions.go
+	ifVRF    map[string]uint32 // oracle.go: SetInterfaceVRF
 }
 
 // iface is one simulated VPP interface.
@@ -100,6 +109,7 @@ func New(opts Options) *VPP {
 		nextIf:  1,
 		calls:   make(map[string]int),
 	}
+	v.sessions = newSessionTable(opts) // sessions.go
 	if v.version == "" {
 		v.version = DefaultVersion
 	}
@@ -467,6 +477,7 @@ func (v *VPP) Restart() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.nat = newNATState()
+	v.loseSessionsLocked() // sessions.go
 	v.pid++
 	if v.sess != nil {
 		v.sess.reset = true
