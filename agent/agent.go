@@ -459,7 +459,15 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.latency = newLatencyTracker(readyApplier{inner: r, r: a.rd})
+	ra := readyApplier{inner: r, r: a.rd, log: a.log.With("part", "nat44")}
+	if sc, ok := a.dp.(sessionCounter); ok {
+		ra.cuts = sc
+		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "contiv_nat44_sessions_cut_total",
+			Help: "NAT sessions cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
+		}, func() float64 { return float64(sc.SessionsCut()) }))
+	}
+	a.latency = newLatencyTracker(ra)
 	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
 	if a.dp != nil {
 		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh})

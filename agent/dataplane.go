@@ -35,3 +35,9 @@ type Beside struct {
 	// Refresh re-reads the agent's cache of VPP's interface table.
 	Refresh func(context.Context) error
 }
+
+// sessionCounter is a Dataplane that counts the NAT sessions its
+// configuration changes cut (the simulated VPP keeps sessions).
+type sessionCounter interface {
+	SessionsCut() uint64
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -92,16 +93,28 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 }
 
 // readyApplier runs the renderer's apply step and tells readiness how it
-// went.
+// went; with a dataplane that counts cut sessions, it logs what each apply
+// cut.
 type readyApplier struct {
 	inner controller.Applier
 	r     *readiness
+	cuts  sessionCounter // nil: not counted
+	log   *slog.Logger
 }
 
 // Apply implements controller.Applier.
 func (a readyApplier) Apply(ctx context.Context, full bool) error {
 	gen := a.r.generation()
+	var before uint64
+	if a.cuts != nil {
+		before = a.cuts.SessionsCut()
+	}
 	err := a.inner.Apply(ctx, full)
 	a.r.applied(gen, full, err)
+	if a.cuts != nil {
+		if cut := a.cuts.SessionsCut() - before; cut > 0 {
+			a.log.Warn("NAT44 apply cut established sessions (simulated VPP's accounting)", "sessionsCut", cut, "full", full)
+		}
+	}
 	return err
 }
