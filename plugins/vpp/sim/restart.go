@@ -96,14 +96,15 @@ func (v *VPP) finishStartupLocked() {
 	}
 }
 
-// Close stops the simulated VPP's timers (a pending re-creation of
-// interfaces after RestartWith runs at once). The client connection is
-// left to its owner.
+// Close stops the simulated VPP's timers: interfaces a RestartWith has
+// not re-created yet stay away (later restarts re-create them at once).
+// The client connection is left to its owner.
 func (v *VPP) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.closed = true
 	if v.timer != nil {
-		v.finishStartupLocked()
+		v.timer.Stop()
+		v.timer = nil
 	}
 }
