@@ -50,7 +50,12 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	v.fib.reset()
 	v.ifaces = map[uint32]*iface{0: newLocal0()}
 	v.freeIf = nil
+	// ASSUMPTION: interfaces created before the startup configuration
+	// has run get indices after those it re-creates.
 	v.nextIf = 1
+	for _, i := range pending {
+		v.nextIf = max(v.nextIf, i.index+1)
+	}
 	v.pid++
 	if v.sess != nil {
 		v.sess.reset = true
