@@ -348,10 +348,19 @@ func (r *replayer) replay(rec *corpusRecord) error {
 	if err := r.checkNoEvent(); err != nil {
 		return err
 	}
+	crashes := r.v.Crashes()
 	got, err := r.send(rec.Request)
 	if rec.Error != "" {
-		if err == nil {
-			return fmt.Errorf("VPP failed (%s), the sim answered %d messages", rec.Error, len(got))
+		// VPP died on the request (no reply: the client timed out), or
+		// was dead already (the socket write failed).
+		crashed := strings.Contains(rec.Error, "deadline")
+		switch {
+		case !errors.Is(err, ErrConnectionReset):
+			return fmt.Errorf("VPP failed (%s), the sim answered %d messages (error %v)", rec.Error, len(got), err)
+		case crashed && r.v.Crashes() != crashes+1:
+			return fmt.Errorf("VPP crashed (%s), the sim did not (crashes %d)", rec.Error, r.v.Crashes())
+		case !crashed && r.v.Crashes() != crashes:
+			return fmt.Errorf("VPP was already dead (%s), the sim crashed again", rec.Error)
 		}
 		return nil
 	}
