@@ -30,13 +30,28 @@ type route struct {
 	stats uint32
 }
 
-// fibState holds the routes added through the API.
+// fibState holds the routes and IPv4 tables added through the API.
 type fibState struct {
 	routes    []route
+	tables    map[uint32]bool
 	nextStats uint32
 }
 
-func (f *fibState) reset() { *f = fibState{nextStats: firstRouteStats} }
+func (f *fibState) reset() { *f = fibState{nextStats: firstRouteStats, tables: map[uint32]bool{}} }
+
+func (v *VPP) ipTableAddDel(req *ipapi.IPTableAddDel) []api.Message {
+	// ASSUMPTION: adding an existing table or deleting a missing one
+	// answers 0; IPv6 tables are not modelled.
+	if !req.Table.IsIP6 && req.Table.TableID != 0 {
+		if req.IsAdd {
+			v.fib.tables[req.Table.TableID] = true
+		} else {
+			delete(v.fib.tables, req.Table.TableID)
+			v.fib.routes = slices.DeleteFunc(v.fib.routes, func(r route) bool { return r.VRF == req.Table.TableID })
+		}
+	}
+	return reply(&ipapi.IPTableAddDelReply{}, 0)
+}
 
 func (f *fibState) find(vrf uint32, p netip.Prefix) int {
 	return slices.IndexFunc(f.routes, func(r route) bool { return r.VRF == vrf && r.Prefix == p })
@@ -58,6 +73,12 @@ func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	}
 	pfx = pfx.Masked()
 	vrf := req.Route.TableID
+	// ASSUMPTION: a route in a table the sim does not know (no interface
+	// in it, not added by ip_table_add_del) creates it; the real VPP
+	// probably refuses it (the corpus only uses existing tables).
+	if vrf != 0 && req.IsAdd {
+		v.fib.tables[vrf] = true
+	}
 	i := v.fib.find(vrf, pfx)
 	switch {
 	case req.IsAdd && i >= 0:

@@ -210,10 +210,10 @@ func (v *VPP) setSessionLimit(req *nat44_ed.Nat44SetSessionLimit) []api.Message 
 	return reply(r, 0)
 }
 
-// vrfExists tells whether a FIB table exists: table 0 and those of the
-// interfaces.
+// vrfExists tells whether a FIB table exists: table 0, those of the
+// interfaces and those added through the API.
 func (v *VPP) vrfExists(vrf uint32) bool {
-	if vrf == 0 {
+	if vrf == 0 || v.fib.tables[vrf] {
 		return true
 	}
 	for _, i := range v.ifaces {

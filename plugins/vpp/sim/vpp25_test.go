@@ -257,3 +257,28 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 		t.Errorf("interfaces after the startup configuration %v, want %v", got, before)
 	}
 }
+
+// TestSessionLimitNeedsTable: a per-VRF session limit needs the FIB
+// table: one of an interface, or one added through ip_table_add_del.
+func TestSessionLimitNeedsTable(t *testing.T) {
+	v, conn := connect(t, Options{})
+	if _, err := v.CreateInterface(InterfaceSpec{Name: "host-pod", VRF: 1}); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(vrf uint32) api.VPPApiError {
+		return call(t, conn, &nat44_ed.Nat44SetSessionLimit{SessionLimit: 1000, VrfID: vrf}, &nat44_ed.Nat44SetSessionLimitReply{})
+	}
+	if rv := limit(1); rv != api.UNSUPPORTED {
+		t.Errorf("session limit while disabled: %v", rv)
+	}
+	enable(t, conn)
+	for vrf, want := range map[uint32]api.VPPApiError{0: 0, 1: 0, 5: api.UNSPECIFIED} {
+		if rv := limit(vrf); rv != want {
+			t.Errorf("session limit in VRF %d: %v, want %v", vrf, rv, want)
+		}
+	}
+	call(t, conn, &ipapi.IPTableAddDel{IsAdd: true, Table: ipapi.IPTable{TableID: 5}}, &ipapi.IPTableAddDelReply{})
+	if rv := limit(5); rv != 0 {
+		t.Errorf("session limit in an added table: %v", rv)
+	}
+}
