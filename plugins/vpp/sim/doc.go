@@ -42,7 +42,9 @@
 //     others), every return value the corpus shows.
 //   - FIB routes added by ip_route_add_del (drop or not; idempotent add;
 //     deleting a missing route answers 0): Routes, and the longest-prefix
-//     lookup the translation oracle uses.
+//     lookup the translation oracle uses. IPv4 tables exist for VRF 0,
+//     the interfaces' VRFs and those added by ip_table_add_del (a
+//     per-VRF session limit needs one).
 //
 // # Proof: the corpus replay
 //
@@ -96,7 +98,8 @@
 // interface-address records while disabled -> -126; the stats index of
 // the first API route is 28 (the recorded startup configuration's FIB);
 // the 256-locals crash needs the plugin enabled and happens on delete
-// too; show_threads reports cpu and core 1; address ranges past 65536
+// too; a route into an unknown table creates it (the real VPP probably
+// refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1; address ranges past 65536
 // addresses -> -7.
 //
 // It knows nothing about the agent: only govpp's binary API and the
