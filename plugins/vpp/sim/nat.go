@@ -327,12 +327,13 @@ func (v *VPP) addDelInterfaceAddr(req *nat44_ed.Nat44AddDelInterfaceAddr) []api.
 	r := &nat44_ed.Nat44AddDelInterfaceAddrReply{}
 	n := v.nat
 	idx := uint32(req.SwIfIndex)
+	// ASSUMPTION: the index is checked first; then, as every NAT
+	// configuration call, refused while disabled.
 	switch {
-	case !n.enabled:
-		// ASSUMPTION: refused while disabled, as every NAT config call.
-		return reply(r, api.UNSUPPORTED)
 	case v.ifaces[idx] == nil:
 		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
+		return reply(r, api.UNSUPPORTED)
 	}
 	rec := ifAddr{idx: idx, twice: req.Flags&nat_types.NAT_IS_TWICE_NAT != 0}
 	i := slices.Index(n.ifAddrs, rec)
@@ -376,11 +377,12 @@ func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) 
 	r := &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
 	idx := uint32(req.SwIfIndex)
 	n := v.nat
+	// ASSUMPTION: the index is checked before the plugin's state.
 	switch {
-	case !n.enabled:
-		return reply(r, api.UNSUPPORTED)
 	case v.ifaces[idx] == nil:
 		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
+		return reply(r, api.UNSUPPORTED)
 	}
 	// INSIDE|OUTSIDE means inside; no flag means outside.
 	f := featOut
@@ -433,11 +435,12 @@ func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) 
 	r := &nat44_ed.Nat44EdAddDelOutputInterfaceReply{}
 	idx := uint32(req.SwIfIndex)
 	n := v.nat
+	// ASSUMPTION: the index is checked before the plugin's state.
 	switch {
-	case !n.enabled:
-		return reply(r, api.UNSUPPORTED)
 	case v.ifaces[idx] == nil:
 		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
+		return reply(r, api.UNSUPPORTED)
 	}
 	if req.IsAdd {
 		if _, inOut := n.ifaces[idx]; inOut || n.output[idx] {
