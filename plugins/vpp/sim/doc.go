@@ -1,28 +1,108 @@
-// Package sim is a simulated VPP for tests and for running the agent
-// without VPP (make run).
+// Package sim is a simulated VPP 25.02 for tests and for running the
+// agent without VPP (make run).
 //
 // THE SIMULATED VPP FORWARDS NO PACKETS. It is a govpp transport
 // (adapter.VppAPI) that answers, over real binary-API messages, the
-// requests the agent sends (control_ping, show_version,
-// sw_interface_dump and the nat44_ed messages) from NAT44-ED
-// configuration kept in memory, and enforces the rules of VPP 25.x
-// NAT44-ED: a mapping whose external address:port/protocol exists answers
-// "value exists"; a load-balanced mapping needs at least two locals, each
-// with a probability of 1 to 255 ("invalid value"), and its external
-// address in the NAT pool unless it is out2in-only ("no such entry"); a
-// local cannot be removed while fewer than three remain ("unspecified
-// error"); unknown interface indices are refused; an interface has in/out
-// features or the output feature, never both; the plugin must be enabled
-// first ("unsupported"). Mappings bound to an interface's address are not
-// simulated (refused as unsupported).
+// requests the agent sends, from state kept in memory, exactly as the
+// real VPP 25.02 answered them when it was measured
+// (../shared/vpp/FACTS.md and the recorded corpus).
 //
-// Tests and the agent use it through a few methods: AddInterface to
-// create (tagged) interfaces, Snapshot to read the state in the
-// renderer's model, Translate and Trace (the translation oracle) to
-// ask where a packet would go, OpenSession and SessionsCut to count the
-// connections a change cuts, SetFaults to fail a chosen fraction of calls
-// deterministically, Restart to simulate a VPP restart, and Calls, Writes
-// and LastAck to count and time the binary-API calls.
+// # What is modelled
+//
+//   - The message table: every message of govpp's binapi packages
+//     memclnt, vpe, vlib, interface, ip and nat44_ed (all compatible with
+//     25.02); Options.Without removes some. Only the messages listed in
+//     messages.go are answered; the others fail to send.
+//   - control_ping (vpe_pid = the PID, new after every restart or
+//     crash), show_version, show_threads (one main thread).
+//   - Interfaces: sw_interface_dump (index 0 or ~0 lists all), tags (cut
+//     to 63 bytes; empty -> "invalid value"), sw_interface_set_flags,
+//     create_loopback/delete_loopback, want_interface_events (per
+//     connection; twice -> "invalid registration") with sw_interface_event
+//     delivered to the registered client (context 0: govpp's WatchEvent
+//     gets it): created interfaces send their state (loopback 0,
+//     af_packet 2, CNI-created 3), admin changes send the new flags, a
+//     repeated state or a tag change sends nothing, deletes send
+//     deleted. Freed sw_if_index values are reused, the one freed last
+//     first. AddInterface, DelInterface and RecreateInterface stand for
+//     the CNI.
+//   - NAT44-ED: the plugin (-170 enable when enabled, -169 disable when
+//     disabled, -126 for every configuration call while disabled and
+//     empty dumps; enabling resets forwarding and the timeouts, which
+//     are lost while disabled; show_running_config as recorded,
+//     translation buckets included), session limits, address pools in
+//     VPP's order (appended; a deleted address's place taken by the
+//     last one; normal pool then twice-NAT pool), interface-address pool
+//     records, in/out and output features (pool order, freed slots
+//     reused; the cursor of nat44_ed_output_interface_get is a pool
+//     index), static, load-balanced and identity mappings in one pool
+//     (dumps in pool order; the locals of a load-balanced mapping in
+//     their own pool), mappings bound to an interface's address
+//     (resolved at once when the interface has one, and listed after the
+//     others), every return value the corpus shows.
+//   - FIB routes added by ip_route_add_del (drop or not; idempotent add;
+//     deleting a missing route answers 0): Routes, and the longest-prefix
+//     lookup the translation oracle uses. IPv4 tables exist for VRF 0,
+//     the interfaces' VRFs and those added by ip_table_add_del (a
+//     per-VRF session limit needs one).
+//
+// # Proof: the corpus replay
+//
+// TestCorpus replays every recorded scenario (../shared/vpp/corpus,
+// $CONTIV_VPP_CORPUS to override) against a fresh simulated VPP set up
+// with the recording's interfaces, through a real govpp connection, and
+// compares every reply, details message and event, field by field. What
+// it does not compare is in one skip table with a reason each (cnat, the
+// debug CLI, build dates, VPP's own FIB entries).
+//
+// # Crashes
+//
+// Requests that kill the real VPP 25.02 kill the simulated one: a
+// nat44_add_del_lb_static_mapping with 256 or more locals, an
+// ip_route_add_del with an ICMP_UNREACH path (and, through the oracle,
+// the first packet to a load-balanced mapping whose locals all have
+// probability 0). The request gets no answer (its send fails), the
+// connection is lost, and VPP comes back as after a restart. Crashes and
+// LastCrash count and explain them; each is logged at error level.
+//
+// # Restarts
+//
+// Restart and RestartWith clear NAT44 and FIB state, change the PID and
+// break the connection (calls fail with ErrConnectionReset until the
+// client reconnects; event registrations are lost). The API answers at
+// once; with RestartOptions.InterfacesAfter the interfaces (all but
+// local0) come back only after that delay, with their index, name, tag
+// and MAC, each announced to a client registered on the new connection,
+// as VPP's startup configuration does. Close stops the timer.
+//
+// # Other helpers
+//
+// Snapshot reads the NAT44 state in the renderer's model, Translate and
+// Trace (the translation oracle, Trace with the reply path) tell where a
+// packet would go, OpenSession, SessionsCut and SessionsLost keep and
+// count connections (see Sessions below), SetFaults fails a
+// chosen fraction of calls deterministically, and Calls, Writes and
+// LastAck count and time the binary-API calls.
+//
+// # Assumptions where the record is silent
+//
+// Each is marked ASSUMPTION in the code: af_packet MACs derived from the
+// index (VPP randomises them); interfaces created before a restarted
+// VPP's startup configuration has run get indices after the ones it
+// re-creates; delete_loopback of a non-loopback -> -2; vrf ~0 of a
+// mapping is the inside VRF given at enable; twice-NAT on an
+// address-only static mapping -> -126; a static delete on an identity key
+// deletes the identity local of its VRF; LB delete and add_del_local on
+// an identity key -> -7; an unknown interface for an interface-bound
+// mapping -> -2; pending interface-bound records keep only the
+// address-only flag; the interface-address record of a pool address
+// already present leaves the pool as is; session limits and
+// interface-address records while disabled -> -126; the stats index of
+// the first API route is 28 (the recorded startup configuration's FIB);
+// the 256-locals crash needs the plugin enabled and happens on delete
+// too; a route into an unknown table creates it (the real VPP probably
+// refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
+// address ranges past 65536 addresses -> -7.
 //
 // The translation oracle has two questions. Translate answers the
 // mapping lookup alone: which mapping a packet arriving on an interface

@@ -1,15 +1,42 @@
 package sim
 
 import (
-	"strings"
+	"path"
+	"reflect"
+	"sort"
 
 	"go.fd.io/govpp/api"
 	interfaces "go.fd.io/govpp/binapi/interface"
-	"go.fd.io/govpp/binapi/interface_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/binapi/vlib"
 	"go.fd.io/govpp/binapi/vpe"
 )
+
+// tablePackages are the govpp binapi packages whose messages the
+// simulated VPP's message table lists, as VPP 25.02 with the nat plugin
+// does (all of them pass govpp's compatibility check, connect.jsonl);
+// only those in messageDefs are answered.
+var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed"}
+
+// tableMessages returns the messages of tablePackages, sorted by name.
+func tableMessages() []api.Message {
+	want := make(map[string]bool, len(tablePackages))
+	for _, p := range tablePackages {
+		want[p] = true
+	}
+	var out []api.Message
+	for _, msgs := range api.GetRegisteredMessages() {
+		for _, m := range msgs {
+			if want[path.Base(reflect.TypeOf(m).Elem().PkgPath())] {
+				out = append(out, m)
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return msgKey(out[a]) < msgKey(out[b]) })
+	return out
+}
 
 // msgDef is one request the simulator answers.
 type msgDef struct {
@@ -43,12 +70,23 @@ func messageDefs() []*msgDef {
 	return []*msgDef{
 		def(read, &memclnt.ControlPing{}, (*VPP).controlPing, &memclnt.ControlPingReply{}),
 		def(read, &vpe.ShowVersion{}, (*VPP).showVersion, &vpe.ShowVersionReply{}),
+		def(read, &vlib.ShowThreads{}, (*VPP).showThreads, &vlib.ShowThreadsReply{}),
 		def(read, &interfaces.SwInterfaceDump{}, (*VPP).swInterfaceDump, &interfaces.SwInterfaceDetails{}),
+		def(write, &interfaces.SwInterfaceTagAddDel{}, (*VPP).swInterfaceTagAddDel, &interfaces.SwInterfaceTagAddDelReply{}),
+		def(write, &interfaces.SwInterfaceSetFlags{}, (*VPP).swInterfaceSetFlags, &interfaces.SwInterfaceSetFlagsReply{}),
+		def(write, &interfaces.WantInterfaceEvents{}, (*VPP).wantInterfaceEvents, &interfaces.WantInterfaceEventsReply{}),
+		def(write, &interfaces.CreateLoopback{}, (*VPP).createLoopback, &interfaces.CreateLoopbackReply{}),
+		def(write, &interfaces.DeleteLoopback{}, (*VPP).deleteLoopback, &interfaces.DeleteLoopbackReply{}),
+		def(write, &ipapi.IPTableAddDel{}, (*VPP).ipTableAddDel, &ipapi.IPTableAddDelReply{}),
+		def(write, &ipapi.IPRouteAddDel{}, (*VPP).ipRouteAddDel, &ipapi.IPRouteAddDelReply{}),
 
 		def(write, &nat44_ed.Nat44EdPluginEnableDisable{}, (*VPP).pluginEnableDisable, &nat44_ed.Nat44EdPluginEnableDisableReply{}),
 		def(write, &nat44_ed.Nat44ForwardingEnableDisable{}, (*VPP).forwardingEnableDisable, &nat44_ed.Nat44ForwardingEnableDisableReply{}),
 		def(write, &nat44_ed.NatSetTimeouts{}, (*VPP).setTimeouts, &nat44_ed.NatSetTimeoutsReply{}),
 		def(read, &nat44_ed.Nat44ShowRunningConfig{}, (*VPP).showRunningConfig, &nat44_ed.Nat44ShowRunningConfigReply{}),
+		def(write, &nat44_ed.Nat44SetSessionLimit{}, (*VPP).setSessionLimit, &nat44_ed.Nat44SetSessionLimitReply{}),
+		def(write, &nat44_ed.Nat44AddDelInterfaceAddr{}, (*VPP).addDelInterfaceAddr, &nat44_ed.Nat44AddDelInterfaceAddrReply{}),
+		def(read, &nat44_ed.Nat44InterfaceAddrDump{}, (*VPP).interfaceAddrDump, &nat44_ed.Nat44InterfaceAddrDetails{}),
 
 		def(write, &nat44_ed.Nat44AddDelAddressRange{}, (*VPP).addDelAddressRange, &nat44_ed.Nat44AddDelAddressRangeReply{}),
 		def(read, &nat44_ed.Nat44AddressDump{}, (*VPP).addressDump, &nat44_ed.Nat44AddressDetails{}),
@@ -74,25 +112,16 @@ func (v *VPP) controlPing(*memclnt.ControlPing) []api.Message {
 }
 
 func (v *VPP) showVersion(*vpe.ShowVersion) []api.Message {
-	return []api.Message{&vpe.ShowVersionReply{Program: "vpp", Version: v.version, BuildDate: "simulated"}}
+	return []api.Message{&vpe.ShowVersionReply{
+		Program: "vpe", Version: v.version, BuildDate: "simulated", BuildDirectory: "(simulated VPP)",
+	}}
 }
 
-func (v *VPP) swInterfaceDump(req *interfaces.SwInterfaceDump) []api.Message {
-	var out []api.Message
-	for _, i := range v.interfacesLocked() {
-		if uint32(req.SwIfIndex) != noIndex && uint32(req.SwIfIndex) != i.Index {
-			continue
-		}
-		if req.NameFilterValid && !strings.Contains(i.Name, req.NameFilter) {
-			continue
-		}
-		out = append(out, &interfaces.SwInterfaceDetails{
-			SwIfIndex:     interface_types.InterfaceIndex(i.Index),
-			SupSwIfIndex:  i.Index,
-			Flags:         interface_types.IF_STATUS_API_FLAG_ADMIN_UP | interface_types.IF_STATUS_API_FLAG_LINK_UP,
-			InterfaceName: i.Name,
-			Tag:           i.Tag,
-		})
-	}
-	return out
+// showThreads answers as VPP with one main thread and no workers.
+// ASSUMPTION: cpu and core 1, as recorded.
+func (v *VPP) showThreads(*vlib.ShowThreads) []api.Message {
+	return []api.Message{&vlib.ShowThreadsReply{
+		Count:      1,
+		ThreadData: []vlib.ThreadData{{Name: "vpp_main", PID: v.pid, CPUID: 1, Core: 1}},
+	}}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 
@@ -19,70 +18,23 @@ const noIndex = ^uint32(0)
 const defaultSessions = 63 * 1024
 
 // maxRange bounds the address ranges the simulator accepts.
+// ASSUMPTION: VPP takes any range; the sim refuses ranges past 65536
+// addresses with "invalid value" to bound its memory.
 const maxRange = 1 << 16
 
 // defaultTimeouts are NAT44-ED's timeouts after enable.
 var defaultTimeouts = nat_types.NatTimeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60}
 
-// o2iKey is how NAT44-ED finds a static or identity mapping from the
-// outside: external address, port and protocol (port and protocol 0 for
-// address-only mappings).
-type o2iKey struct {
-	addr  netip.Addr
-	port  uint16
-	proto uint8
-}
-
-func compareO2I(a, b o2iKey) int {
-	if c := a.addr.Compare(b.addr); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.port, b.port); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.proto, b.proto)
-}
-
-// i2oKey is how NAT44-ED finds a static mapping from the inside.
-type i2oKey struct {
-	addr  netip.Addr
-	port  uint16
-	vrf   uint32
-	proto uint8
-}
-
-// local is one backend of a static or load-balanced mapping.
-type local struct {
-	addr netip.Addr
-	port uint16
-	vrf  uint32
-	prob uint8
-}
-
-// staticMapping is a static mapping (one local) or a load-balanced one.
-type staticMapping struct {
-	key      o2iKey
-	flags    nat_types.NatConfigFlags
-	lb       bool
-	locals   []local // in the order VPP received them
-	affinity uint32
-	tag      string
-}
-
-func (m *staticMapping) out2inOnly() bool { return m.flags&nat_types.NAT_IS_OUT2IN_ONLY != 0 }
-
-// identityMapping is an identity mapping with its VRFs (VPP keeps one
-// mapping per key and a "local" per VRF; the tag is the first one's).
-type identityMapping struct {
-	key      o2iKey
-	addrOnly bool
-	tag      string
-	vrfs     []uint32
-}
-
 type poolAddr struct {
 	addr netip.Addr
 	vrf  uint32
+}
+
+// ifAddr is a nat44_add_del_interface_addr record: the interface's
+// address is a pool address (twice-NAT pool if twice).
+type ifAddr struct {
+	idx   uint32
+	twice bool
 }
 
 // features are the in/out features of one interface.
@@ -97,22 +49,37 @@ const (
 type natState struct {
 	enabled    bool
 	sessions   uint32
+	buckets    uint32 // translation hash buckets: kept across disable
 	insideVRF  uint32
 	outsideVRF uint32
 	forwarding bool
 	timeouts   nat_types.NatTimeouts
-	pool       []poolAddr
-	twicePool  []poolAddr
-	ifaces     map[uint32]features
-	output     map[uint32]bool
-	statics    map[o2iKey]*staticMapping
-	identities map[o2iKey]*identityMapping
-	i2o        map[i2oKey]bool
+	// pool and twicePool are the address pools in VPP's order: appended,
+	// and a deleted address's place taken by the last one.
+	pool      []poolAddr
+	twicePool []poolAddr
+	ifAddrs   []ifAddr
+	// ifaces are the in/out features per interface, ifaceSlots their
+	// records in VPP's pool order; output and outputSlots the same for
+	// the output feature.
+	ifaces      map[uint32]features
+	ifaceSlots  slots[uint32]
+	output      map[uint32]bool
+	outputSlots slots[uint32]
+	// Static, load-balanced and identity mappings share one pool
+	// (mappingSlots, by key); statics holds the static and
+	// load-balanced ones, identities the identity ones.
+	statics      map[o2iKey]*staticMapping
+	identities   map[o2iKey]*identityMapping
+	mappingSlots slots[o2iKey]
+	// resolve are the mappings bound to an interface's address
+	// (external_sw_if_index / sw_if_index), in VPP's order.
+	resolve []resolveRecord
+	i2o     map[i2oKey]bool
 }
 
 func newNATState() *natState {
 	return &natState{
-		timeouts:   defaultTimeouts,
 		ifaces:     make(map[uint32]features),
 		output:     make(map[uint32]bool),
 		statics:    make(map[o2iKey]*staticMapping),
@@ -121,54 +88,156 @@ func newNATState() *natState {
 	}
 }
 
+// slots is a VPP pool: freed slots are reused, the one freed last first,
+// and walks go in slot order.
+type slots[T comparable] struct {
+	items []T
+	used  []bool
+	free  []int
+}
+
+func (s *slots[T]) add(x T) {
+	if n := len(s.free); n > 0 {
+		i := s.free[n-1]
+		s.free = s.free[:n-1]
+		s.items[i], s.used[i] = x, true
+		return
+	}
+	s.items = append(s.items, x)
+	s.used = append(s.used, true)
+}
+
+func (s *slots[T]) remove(x T) {
+	for i, it := range s.items {
+		if s.used[i] && it == x {
+			var zero T
+			s.items[i], s.used[i] = zero, false
+			s.free = append(s.free, i)
+			return
+		}
+	}
+}
+
+// from lists the items from slot i on.
+func (s *slots[T]) from(i int) []T {
+	var out []T
+	for ; i < len(s.items); i++ {
+		if s.used[i] {
+			out = append(out, s.items[i])
+		}
+	}
+	return out
+}
+
+func (s *slots[T]) all() []T { return s.from(0) }
+
 func ip4(a ip_types.IP4Address) netip.Addr { return netip.AddrFrom4(a) }
 
 func toIP4(a netip.Addr) ip_types.IP4Address { return a.As4() }
 
-// retvalAlreadyDone is what NAT44-ED answers when asked to enable an
-// enabled plugin or disable a disabled one.
-const retvalAlreadyDone api.VPPApiError = 1
+// buckets is the translation hash size NAT44-ED derives from the session
+// limit: the power of two nearest to sessions/2.5 (the lower one on a
+// tie), as show_running_config reports it (262144 -> 131072,
+// 64512 -> 32768, 5000 -> 2048).
+func buckets(sessions uint32) uint32 {
+	n := float64(sessions) / 2.5
+	lo := uint64(1)
+	for float64(lo*2) < n {
+		lo *= 2
+	}
+	if hi := 2 * lo; float64(hi)-n < n-float64(lo) && hi <= uint64(^uint32(0)) {
+		return uint32(hi)
+	}
+	return uint32(lo)
+}
 
 func (v *VPP) pluginEnableDisable(req *nat44_ed.Nat44EdPluginEnableDisable) []api.Message {
 	r := &nat44_ed.Nat44EdPluginEnableDisableReply{}
-	if req.Enable == v.nat.enabled {
-		return reply(r, retvalAlreadyDone)
+	n := v.nat
+	switch {
+	case req.Enable && n.enabled:
+		return reply(r, api.FEATURE_ALREADY_ENABLED)
+	case !req.Enable && !n.enabled:
+		return reply(r, api.FEATURE_ALREADY_DISABLED)
 	}
 	fresh := newNATState()
+	fresh.buckets, fresh.timeouts = n.buckets, n.timeouts
 	if req.Enable {
+		// Enabling starts from the defaults: forwarding off, default
+		// timeouts.
 		fresh.enabled = true
 		fresh.sessions = req.Sessions
 		if fresh.sessions == 0 {
 			fresh.sessions = defaultSessions
 		}
+		fresh.buckets = buckets(fresh.sessions)
+		fresh.timeouts = defaultTimeouts
 		fresh.insideVRF, fresh.outsideVRF = req.InsideVrf, req.OutsideVrf
 	}
 	// Disabling frees every mapping, address and interface feature.
+	if !req.Enable {
+		v.loseSessionsLocked() // sessions.go: disabling loses every session
+	}
 	v.nat = fresh
-	v.loseSessionsLocked() // sessions.go: disabling loses every session
 	return reply(r, 0)
 }
 
 func (v *VPP) forwardingEnableDisable(req *nat44_ed.Nat44ForwardingEnableDisable) []api.Message {
-	v.nat.forwarding = req.Enable
+	// While the plugin is disabled the call succeeds and is lost.
+	if v.nat.enabled {
+		v.nat.forwarding = req.Enable
+	}
 	return reply(&nat44_ed.Nat44ForwardingEnableDisableReply{}, 0)
 }
 
 func (v *VPP) setTimeouts(req *nat44_ed.NatSetTimeouts) []api.Message {
-	v.nat.timeouts = nat_types.NatTimeouts{
-		UDP: req.UDP, TCPEstablished: req.TCPEstablished, TCPTransitory: req.TCPTransitory, ICMP: req.ICMP,
+	// While the plugin is disabled the call succeeds and is lost.
+	if v.nat.enabled {
+		v.nat.timeouts = nat_types.NatTimeouts{
+			UDP: req.UDP, TCPEstablished: req.TCPEstablished, TCPTransitory: req.TCPTransitory, ICMP: req.ICMP,
+		}
 	}
 	return reply(&nat44_ed.NatSetTimeoutsReply{}, 0)
+}
+
+func (v *VPP) setSessionLimit(req *nat44_ed.Nat44SetSessionLimit) []api.Message {
+	r := &nat44_ed.Nat44SetSessionLimitReply{}
+	switch {
+	case !v.nat.enabled:
+		// ASSUMPTION: refused while disabled, as every NAT config call.
+		return reply(r, api.UNSUPPORTED)
+	case !v.vrfExists(req.VrfID):
+		return reply(r, api.UNSPECIFIED)
+	}
+	// The per-VRF limit is not reported by show_running_config.
+	return reply(r, 0)
+}
+
+// vrfExists tells whether a FIB table exists: table 0, those of the
+// interfaces and those added through the API.
+func (v *VPP) vrfExists(vrf uint32) bool {
+	if vrf == 0 || v.fib.tables[vrf] {
+		return true
+	}
+	for _, i := range v.ifaces {
+		if i.vrf == vrf {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *VPP) showRunningConfig(*nat44_ed.Nat44ShowRunningConfig) []api.Message {
 	n := v.nat
 	return []api.Message{&nat44_ed.Nat44ShowRunningConfigReply{
-		InsideVrf:         n.insideVRF,
-		OutsideVrf:        n.outsideVRF,
-		Sessions:          n.sessions,
-		ForwardingEnabled: n.forwarding,
-		Timeouts:          n.timeouts,
+		InsideVrf:           n.insideVRF,
+		OutsideVrf:          n.outsideVRF,
+		Sessions:            n.sessions,
+		TranslationBuckets:  n.buckets,
+		ForwardingEnabled:   n.forwarding,
+		IpfixLoggingEnabled: true,
+		Timeouts:            n.timeouts,
+		Flags:               nat44_ed.NAT44_IS_ENDPOINT_DEPENDENT,
 	}}
 }
 
@@ -181,32 +250,58 @@ func (n *natState) addDelAddressRange(req *nat44_ed.Nat44AddDelAddressRange) api
 		return api.UNSUPPORTED
 	}
 	first, last := ip4(req.FirstIPAddress), ip4(req.LastIPAddress)
-	if first == netip.IPv4Unspecified() || last.Less(first) {
-		return api.INVALID_VALUE
+	if last.Less(first) {
+		// An empty range: nothing to do.
+		return 0
 	}
 	if count(first, last) > maxRange {
 		return api.INVALID_VALUE
 	}
-	list := &n.pool
-	if req.Flags&nat_types.NAT_IS_TWICE_NAT != 0 {
-		list = &n.twicePool
-	}
+	twice := req.Flags&nat_types.NAT_IS_TWICE_NAT != 0
 	for a := first; ; a = a.Next() {
-		i := slices.IndexFunc(*list, func(p poolAddr) bool { return p.addr == a })
-		switch {
-		case req.IsAdd && i >= 0:
-			return api.VALUE_EXIST
-		case req.IsAdd:
-			*list = append(*list, poolAddr{addr: a, vrf: req.VrfID})
-		case i < 0:
-			return api.NO_SUCH_ENTRY
-		default:
-			*list = slices.Delete(*list, i, i+1)
+		var rv api.VPPApiError
+		if req.IsAdd {
+			rv = n.addPoolAddr(a, req.VrfID, twice)
+		} else {
+			rv = n.delPoolAddr(a, twice)
 		}
-		if a == last {
-			return 0
+		if rv != 0 || a == last {
+			// A failing address stops the range; earlier ones stay done.
+			return rv
 		}
 	}
+}
+
+func (n *natState) poolList(twice bool) *[]poolAddr {
+	if twice {
+		return &n.twicePool
+	}
+	return &n.pool
+}
+
+// addPoolAddr appends an address; one address is in a pool once, in
+// whatever VRF.
+func (n *natState) addPoolAddr(a netip.Addr, vrf uint32, twice bool) api.VPPApiError {
+	list := n.poolList(twice)
+	if slices.ContainsFunc(*list, func(p poolAddr) bool { return p.addr == a }) {
+		return api.VALUE_EXIST
+	}
+	*list = append(*list, poolAddr{addr: a, vrf: vrf})
+	return 0
+}
+
+// delPoolAddr deletes an address whatever its VRF; the last address
+// takes its place.
+func (n *natState) delPoolAddr(a netip.Addr, twice bool) api.VPPApiError {
+	list := n.poolList(twice)
+	i := slices.IndexFunc(*list, func(p poolAddr) bool { return p.addr == a })
+	if i < 0 {
+		return api.NO_SUCH_ENTRY
+	}
+	last := len(*list) - 1
+	(*list)[i] = (*list)[last]
+	*list = (*list)[:last]
+	return 0
 }
 
 // count is the number of addresses from first to last, capped past maxRange.
@@ -231,29 +326,85 @@ func (v *VPP) addressDump(*nat44_ed.Nat44AddressDump) []api.Message {
 	return out
 }
 
+func (v *VPP) addDelInterfaceAddr(req *nat44_ed.Nat44AddDelInterfaceAddr) []api.Message {
+	r := &nat44_ed.Nat44AddDelInterfaceAddrReply{}
+	n := v.nat
+	idx := uint32(req.SwIfIndex)
+	// ASSUMPTION: the index is checked first; then, as every NAT
+	// configuration call, refused while disabled.
+	switch {
+	case v.ifaces[idx] == nil:
+		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
+		return reply(r, api.UNSUPPORTED)
+	}
+	rec := ifAddr{idx: idx, twice: req.Flags&nat_types.NAT_IS_TWICE_NAT != 0}
+	i := slices.Index(n.ifAddrs, rec)
+	addr := v.ifaceAddr(idx)
+	if req.IsAdd {
+		if i >= 0 {
+			return reply(r, api.VALUE_EXIST)
+		}
+		n.ifAddrs = append(n.ifAddrs, rec)
+		if addr.IsValid() {
+			// ASSUMPTION: an address already in the pool stays as is.
+			n.addPoolAddr(addr, noIndex, rec.twice)
+		}
+		return reply(r, 0)
+	}
+	if i < 0 {
+		return reply(r, api.NO_SUCH_ENTRY)
+	}
+	// The record goes first; then the address, which may be gone
+	// already (deleted by address): then the answer is "no such entry".
+	n.ifAddrs = slices.Delete(n.ifAddrs, i, i+1)
+	if addr.IsValid() {
+		return reply(r, n.delPoolAddr(addr, rec.twice))
+	}
+	return reply(r, 0)
+}
+
+func (v *VPP) interfaceAddrDump(*nat44_ed.Nat44InterfaceAddrDump) []api.Message {
+	var out []api.Message
+	for _, rec := range v.nat.ifAddrs {
+		d := &nat44_ed.Nat44InterfaceAddrDetails{SwIfIndex: interface_types.InterfaceIndex(rec.idx)}
+		if rec.twice {
+			d.Flags = nat_types.NAT_IS_TWICE_NAT
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) []api.Message {
 	r := &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
 	idx := uint32(req.SwIfIndex)
-	if _, ok := v.ifaces[idx]; !ok {
-		return reply(r, api.INVALID_SW_IF_INDEX)
-	}
 	n := v.nat
-	if !n.enabled {
+	// ASSUMPTION: the index is checked before the plugin's state.
+	switch {
+	case v.ifaces[idx] == nil:
+		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
 		return reply(r, api.UNSUPPORTED)
 	}
+	// INSIDE|OUTSIDE means inside; no flag means outside.
 	f := featOut
 	if req.Flags&nat_types.NAT_IS_INSIDE != 0 {
 		f = featIn
 	}
+	cur, ok := n.ifaces[idx]
 	if req.IsAdd {
 		if n.output[idx] {
 			// NAT44-ED keeps in/out and output-feature interfaces apart.
 			return reply(r, api.VALUE_EXIST)
 		}
-		n.ifaces[idx] |= f
+		if !ok {
+			n.ifaceSlots.add(idx)
+		}
+		// Adding a feature again is fine.
+		n.ifaces[idx] = cur | f
 		return reply(r, 0)
 	}
-	cur, ok := n.ifaces[idx]
 	switch {
 	case !ok:
 		return reply(r, api.NO_SUCH_ENTRY)
@@ -263,13 +414,14 @@ func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) 
 		// As VPP does: removing either feature of a one-feature
 		// interface removes the interface from NAT.
 		delete(n.ifaces, idx)
+		n.ifaceSlots.remove(idx)
 	}
 	return reply(r, 0)
 }
 
 func (v *VPP) interfaceDump(*nat44_ed.Nat44InterfaceDump) []api.Message {
 	var out []api.Message
-	for _, idx := range sortedKeys(v.nat.ifaces) {
+	for _, idx := range v.nat.ifaceSlots.all() {
 		var flags nat_types.NatConfigFlags
 		if v.nat.ifaces[idx]&featIn != 0 {
 			flags |= nat_types.NAT_IS_INSIDE
@@ -285,11 +437,12 @@ func (v *VPP) interfaceDump(*nat44_ed.Nat44InterfaceDump) []api.Message {
 func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) []api.Message {
 	r := &nat44_ed.Nat44EdAddDelOutputInterfaceReply{}
 	idx := uint32(req.SwIfIndex)
-	if _, ok := v.ifaces[idx]; !ok {
-		return reply(r, api.INVALID_SW_IF_INDEX)
-	}
 	n := v.nat
-	if !n.enabled {
+	// ASSUMPTION: the index is checked before the plugin's state.
+	switch {
+	case v.ifaces[idx] == nil:
+		return reply(r, api.INVALID_SW_IF_INDEX)
+	case !n.enabled:
 		return reply(r, api.UNSUPPORTED)
 	}
 	if req.IsAdd {
@@ -297,319 +450,48 @@ func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) 
 			return reply(r, api.VALUE_EXIST)
 		}
 		n.output[idx] = true
+		n.outputSlots.add(idx)
 		return reply(r, 0)
 	}
 	if !n.output[idx] {
 		return reply(r, api.NO_SUCH_ENTRY)
 	}
 	delete(n.output, idx)
+	n.outputSlots.remove(idx)
 	return reply(r, 0)
 }
 
-func (v *VPP) outputInterfaceGet(*nat44_ed.Nat44EdOutputInterfaceGet) []api.Message {
+// outputInterfaceGet walks the output-feature pool from the cursor (a
+// pool index; ~0 starts over) and answers every remaining interface,
+// then cursor ~0. An empty pool answers cursor 0; a cursor past the pool
+// "invalid value".
+func (v *VPP) outputInterfaceGet(req *nat44_ed.Nat44EdOutputInterfaceGet) []api.Message {
+	s := &v.nat.outputSlots
+	if len(s.items) == 0 {
+		return []api.Message{&nat44_ed.Nat44EdOutputInterfaceGetReply{}}
+	}
+	cursor := req.Cursor
+	if cursor == noIndex {
+		cursor = 0
+	}
+	if cursor >= uint32(len(s.items)) {
+		return []api.Message{withRetval(&nat44_ed.Nat44EdOutputInterfaceGetReply{Cursor: noIndex}, api.INVALID_VALUE)}
+	}
 	var out []api.Message
-	for _, idx := range sortedKeys(v.nat.output) {
+	for _, idx := range s.from(int(cursor)) {
 		out = append(out, &nat44_ed.Nat44EdOutputInterfaceDetails{SwIfIndex: interface_types.InterfaceIndex(idx)})
 	}
 	return append(out, &nat44_ed.Nat44EdOutputInterfaceGetReply{Cursor: noIndex})
 }
 
-func sortedKeys[V any](m map[uint32]V) []uint32 {
-	keys := make([]uint32, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// dropInterface forgets the NAT44 features of a deleted interface.
+func (n *natState) dropInterface(idx uint32) {
+	if _, ok := n.ifaces[idx]; ok {
+		delete(n.ifaces, idx)
+		n.ifaceSlots.remove(idx)
 	}
-	slices.Sort(keys)
-	return keys
-}
-
-// twiceNATFlags are the flags that select a twice-NAT mode.
-const twiceNATFlags = nat_types.NAT_IS_TWICE_NAT | nat_types.NAT_IS_SELF_TWICE_NAT
-
-// kept are the mapping flags the simulator stores.
-const kept = twiceNATFlags | nat_types.NAT_IS_OUT2IN_ONLY | nat_types.NAT_IS_ADDR_ONLY
-
-func (v *VPP) addDelStaticMapping(req *nat44_ed.Nat44AddDelStaticMappingV2) []api.Message {
-	return reply(&nat44_ed.Nat44AddDelStaticMappingV2Reply{}, v.cutSessions(v.planStaticCut(req), v.nat.addDelStatic(req))) // sessions.go
-}
-
-func (n *natState) addDelStatic(req *nat44_ed.Nat44AddDelStaticMappingV2) api.VPPApiError {
-	if !n.enabled {
-		return api.UNSUPPORTED
+	if n.output[idx] {
+		delete(n.output, idx)
+		n.outputSlots.remove(idx)
 	}
-	if uint32(req.ExternalSwIfIndex) != noIndex {
-		// Mappings on an interface's address are not simulated.
-		return api.UNSUPPORTED
-	}
-	flags := req.Flags & kept
-	addrOnly := flags&nat_types.NAT_IS_ADDR_ONLY != 0
-	if addrOnly && flags&twiceNATFlags != 0 {
-		return api.UNSUPPORTED
-	}
-	key := o2iKey{addr: ip4(req.ExternalIPAddress), port: req.ExternalPort, proto: req.Protocol}
-	l := local{addr: ip4(req.LocalIPAddress), port: req.LocalPort, vrf: req.VrfID}
-	if addrOnly {
-		key.port, key.proto, l.port = 0, 0, 0
-	}
-	if l.vrf == noIndex {
-		l.vrf = n.insideVRF
-	}
-	inside := i2oKey{addr: l.addr, port: l.port, vrf: l.vrf, proto: key.proto}
-	if !req.IsAdd {
-		m, ok := n.statics[key]
-		switch {
-		case !ok:
-			return api.NO_SUCH_ENTRY
-		case m.lb:
-			return api.INVALID_VALUE
-		}
-		delete(n.statics, key)
-		if !m.out2inOnly() {
-			ml := m.locals[0]
-			delete(n.i2o, i2oKey{addr: ml.addr, port: ml.port, vrf: ml.vrf, proto: key.proto})
-		}
-		return 0
-	}
-	if n.o2iTaken(key) {
-		return api.VALUE_EXIST
-	}
-	if flags&nat_types.NAT_IS_OUT2IN_ONLY == 0 {
-		if n.i2o[inside] {
-			return api.VALUE_EXIST
-		}
-		n.i2o[inside] = true
-	}
-	n.statics[key] = &staticMapping{key: key, flags: flags, locals: []local{l}, tag: req.Tag}
-	return 0
-}
-
-// o2iTaken tells whether a static, load-balanced or identity mapping
-// already owns an external address:port/protocol.
-func (n *natState) o2iTaken(key o2iKey) bool {
-	_, s := n.statics[key]
-	_, i := n.identities[key]
-	return s || i
-}
-
-func (v *VPP) staticMappingDump(*nat44_ed.Nat44StaticMappingDump) []api.Message {
-	var out []api.Message
-	for _, m := range v.nat.sortedStatics(false) {
-		l := m.locals[0]
-		out = append(out, &nat44_ed.Nat44StaticMappingDetails{
-			Flags:             m.flags,
-			LocalIPAddress:    toIP4(l.addr),
-			ExternalIPAddress: toIP4(m.key.addr),
-			Protocol:          m.key.proto,
-			LocalPort:         l.port,
-			ExternalPort:      m.key.port,
-			ExternalSwIfIndex: interface_types.InterfaceIndex(noIndex),
-			VrfID:             l.vrf,
-			Tag:               m.tag,
-		})
-	}
-	return out
-}
-
-// sortedStatics lists the plain (lb false) or load-balanced mappings.
-func (n *natState) sortedStatics(lb bool) []*staticMapping {
-	var out []*staticMapping
-	for _, m := range n.statics {
-		if m.lb == lb {
-			out = append(out, m)
-		}
-	}
-	slices.SortFunc(out, func(a, b *staticMapping) int { return compareO2I(a.key, b.key) })
-	return out
-}
-
-func (v *VPP) addDelLBStaticMapping(req *nat44_ed.Nat44AddDelLbStaticMapping) []api.Message {
-	return reply(&nat44_ed.Nat44AddDelLbStaticMappingReply{}, v.cutSessions(v.planLBCut(req), v.nat.addDelLB(req))) // sessions.go
-}
-
-func (n *natState) addDelLB(req *nat44_ed.Nat44AddDelLbStaticMapping) api.VPPApiError {
-	if !n.enabled {
-		return api.UNSUPPORTED
-	}
-	key := o2iKey{addr: ip4(req.ExternalAddr), port: req.ExternalPort, proto: req.Protocol}
-	if !req.IsAdd {
-		m, ok := n.statics[key]
-		switch {
-		case !ok:
-			return api.NO_SUCH_ENTRY
-		case !m.lb:
-			return api.INVALID_VALUE
-		}
-		delete(n.statics, key)
-		return 0
-	}
-	if n.o2iTaken(key) {
-		return api.VALUE_EXIST
-	}
-	if len(req.Locals) < 2 {
-		return api.INVALID_VALUE
-	}
-	locals := make([]local, 0, len(req.Locals))
-	for _, rl := range req.Locals {
-		l := local{addr: ip4(rl.Addr), port: rl.Port, vrf: rl.VrfID, prob: rl.Probability}
-		if l.prob == 0 || slices.ContainsFunc(locals, l.same) {
-			return api.INVALID_VALUE
-		}
-		locals = append(locals, l)
-	}
-	flags := req.Flags & kept &^ nat_types.NAT_IS_ADDR_ONLY
-	if flags&nat_types.NAT_IS_OUT2IN_ONLY == 0 &&
-		!slices.ContainsFunc(n.pool, func(p poolAddr) bool { return p.addr == key.addr }) {
-		// Without out2in-only the external address must be in the NAT pool.
-		return api.NO_SUCH_ENTRY
-	}
-	n.statics[key] = &staticMapping{
-		key: key, flags: flags, lb: true, locals: locals, affinity: req.Affinity, tag: req.Tag,
-	}
-	return 0
-}
-
-// same tells whether two locals are the same backend (probability aside).
-func (l local) same(o local) bool { return l.addr == o.addr && l.port == o.port && l.vrf == o.vrf }
-
-func (v *VPP) lbStaticMappingAddDelLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) []api.Message {
-	return reply(&nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, v.cutSessions(v.planLocalCut(req), v.nat.lbLocal(req))) // sessions.go
-}
-
-func (n *natState) lbLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) api.VPPApiError {
-	if !n.enabled {
-		return api.UNSUPPORTED
-	}
-	key := o2iKey{addr: ip4(req.ExternalAddr), port: req.ExternalPort, proto: req.Protocol}
-	m, ok := n.statics[key]
-	switch {
-	case !ok:
-		return api.NO_SUCH_ENTRY
-	case !m.lb:
-		return api.INVALID_VALUE
-	}
-	l := local{addr: ip4(req.Local.Addr), port: req.Local.Port, vrf: req.Local.VrfID, prob: req.Local.Probability}
-	i := slices.IndexFunc(m.locals, l.same)
-	if req.IsAdd {
-		switch {
-		case i >= 0:
-			return api.VALUE_EXIST
-		case l.prob == 0:
-			return api.INVALID_VALUE
-		}
-		m.locals = append(m.locals, l)
-		return 0
-	}
-	switch {
-	case i < 0:
-		return api.NO_SUCH_ENTRY
-	case len(m.locals) < 3:
-		// A load-balanced mapping keeps at least two locals.
-		return api.UNSPECIFIED
-	}
-	m.locals = slices.Delete(m.locals, i, i+1)
-	return 0
-}
-
-func (v *VPP) lbStaticMappingDump(*nat44_ed.Nat44LbStaticMappingDump) []api.Message {
-	var out []api.Message
-	for _, m := range v.nat.sortedStatics(true) {
-		locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.locals))
-		for _, l := range m.locals {
-			locals = append(locals, nat44_ed.Nat44LbAddrPort{
-				Addr: toIP4(l.addr), Port: l.port, Probability: l.prob, VrfID: l.vrf,
-			})
-		}
-		out = append(out, &nat44_ed.Nat44LbStaticMappingDetails{
-			ExternalAddr: toIP4(m.key.addr),
-			ExternalPort: m.key.port,
-			Protocol:     m.key.proto,
-			Flags:        m.flags,
-			Affinity:     m.affinity,
-			Tag:          m.tag,
-			LocalNum:     uint32(len(locals)),
-			Locals:       locals,
-		})
-	}
-	return out
-}
-
-func (v *VPP) addDelIdentityMapping(req *nat44_ed.Nat44AddDelIdentityMapping) []api.Message {
-	return reply(&nat44_ed.Nat44AddDelIdentityMappingReply{}, v.nat.addDelIdentity(req))
-}
-
-func (n *natState) addDelIdentity(req *nat44_ed.Nat44AddDelIdentityMapping) api.VPPApiError {
-	if !n.enabled {
-		return api.UNSUPPORTED
-	}
-	if uint32(req.SwIfIndex) != noIndex {
-		// Identity mappings on an interface's address are not simulated.
-		return api.UNSUPPORTED
-	}
-	addrOnly := req.Flags&nat_types.NAT_IS_ADDR_ONLY != 0
-	key := o2iKey{addr: ip4(req.IPAddress), port: req.Port, proto: req.Protocol}
-	if addrOnly {
-		key.port, key.proto = 0, 0
-	}
-	vrf := req.VrfID
-	if vrf == noIndex {
-		vrf = n.insideVRF
-	}
-	id := n.identities[key]
-	if !req.IsAdd {
-		if id == nil {
-			return api.NO_SUCH_ENTRY
-		}
-		i := slices.Index(id.vrfs, vrf)
-		if i < 0 {
-			return api.NO_SUCH_ENTRY
-		}
-		id.vrfs = slices.Delete(id.vrfs, i, i+1)
-		if len(id.vrfs) == 0 {
-			delete(n.identities, key)
-		}
-		return 0
-	}
-	if _, static := n.statics[key]; static {
-		return api.VALUE_EXIST
-	}
-	if id == nil {
-		n.identities[key] = &identityMapping{key: key, addrOnly: addrOnly, tag: req.Tag, vrfs: []uint32{vrf}}
-		return 0
-	}
-	if slices.Contains(id.vrfs, vrf) {
-		return api.VALUE_EXIST
-	}
-	id.vrfs = append(id.vrfs, vrf)
-	return 0
-}
-
-func (v *VPP) identityMappingDump(*nat44_ed.Nat44IdentityMappingDump) []api.Message {
-	var out []api.Message
-	for _, id := range v.nat.sortedIdentities() {
-		var flags nat_types.NatConfigFlags
-		if id.addrOnly {
-			flags = nat_types.NAT_IS_ADDR_ONLY
-		}
-		for _, vrf := range id.vrfs {
-			out = append(out, &nat44_ed.Nat44IdentityMappingDetails{
-				Flags:     flags,
-				IPAddress: toIP4(id.key.addr),
-				Protocol:  id.key.proto,
-				Port:      id.key.port,
-				SwIfIndex: interface_types.InterfaceIndex(noIndex),
-				VrfID:     vrf,
-				Tag:       id.tag,
-			})
-		}
-	}
-	return out
-}
-
-func (n *natState) sortedIdentities() []*identityMapping {
-	out := make([]*identityMapping, 0, len(n.identities))
-	for _, id := range n.identities {
-		out = append(out, id)
-	}
-	slices.SortFunc(out, func(a, b *identityMapping) int { return compareO2I(a.key, b.key) })
-	return out
 }

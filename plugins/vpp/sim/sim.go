@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
-	"sort"
 	"sync"
 	"time"
 
@@ -68,26 +67,21 @@ type VPP struct {
 	nat      *natState
 	ifaces   map[uint32]*iface
 	nextIf   uint32
+	freeIf   []uint32 // freed sw_if_index values, reused last-freed-first
+	fib      fibState
 	calls    map[string]int
 	faults   Faults
 	rng      *rand.Rand
 	lastAck  time.Time
 	sessions *sessionTable     // sessions.go
 	ifVRF    map[string]uint32 // oracle.go: SetInterfaceVRF
-}
 
-// iface is one simulated VPP interface.
-type iface struct {
-	index uint32
-	name  string
-	tag   string
-}
-
-// Interface describes one interface of the simulated VPP.
-type Interface struct {
-	Index uint32
-	Name  string
-	Tag   string
+	// Restarts and crashes.
+	startup   []*iface    // interfaces the startup configuration re-creates
+	timer     *time.Timer // pending re-creation of startup interfaces
+	closed    bool
+	crashes   int
+	lastCrash string
 }
 
 // New returns a simulated VPP with only the local0 interface and the
@@ -105,11 +99,12 @@ func New(opts Options) *VPP {
 		defs:    make(map[uint16]*msgDef),
 		pid:     firstPID,
 		nat:     newNATState(),
-		ifaces:  map[uint32]*iface{0: {index: 0, name: "local0"}},
+		ifaces:  map[uint32]*iface{0: newLocal0()},
 		nextIf:  1,
 		calls:   make(map[string]int),
 	}
 	v.sessions = newSessionTable(opts) // sessions.go
+	v.fib.reset()
 	if v.version == "" {
 		v.version = DefaultVersion
 	}
@@ -141,6 +136,11 @@ func (v *VPP) buildTable(without []string) {
 		v.ids[k] = next
 		return next
 	}
+	for _, m := range tableMessages() {
+		if !skip[m.GetMessageName()] {
+			assign(m)
+		}
+	}
 	for _, d := range messageDefs() {
 		if skip[d.req.GetMessageName()] {
 			continue
@@ -164,6 +164,10 @@ type session struct {
 	quit  chan struct{}
 	done  chan struct{}
 	reset bool // guarded by VPP.mu: the simulated VPP restarted under it
+	// events is want_interface_events' registration (guarded by VPP.mu):
+	// the client's pid, echoed in every sw_interface_event.
+	events    bool
+	eventsPID uint32
 }
 
 type outMsg struct {
@@ -293,7 +297,7 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 	d, ok := v.defs[id]
 	if !ok {
 		v.mu.Unlock()
-		return fmt.Errorf("simulated VPP: unknown message ID %d", id)
+		return fmt.Errorf("simulated VPP: message ID %d is not simulated", id)
 	}
 	req := newMsg(d.req)
 	if err := codec.DefaultCodec.DecodeMsg(data, req); err != nil {
@@ -313,6 +317,12 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 		withRetval(answers[len(answers)-1], rv)
 	default:
 		answers = d.handle(v, req)
+	}
+	if s.reset {
+		// The request crashed the simulated VPP: no answer.
+		err := fmt.Errorf("simulated VPP crashed (%s): %w", v.lastCrash, ErrConnectionReset)
+		v.mu.Unlock()
+		return err
 	}
 	out := make([]outMsg, 0, len(answers))
 	for _, a := range answers {
@@ -466,85 +476,4 @@ func (v *VPP) PID() uint32 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.pid
-}
-
-// Restart simulates a VPP restart: all NAT44 state is lost, the process
-// ID changes and the current client connection breaks (its calls fail
-// with ErrConnectionReset until it reconnects). Interfaces survive with
-// their indices, as if VPP's startup configuration and the CNI recreated
-// them. Call counters and fault injection are kept.
-func (v *VPP) Restart() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.nat = newNATState()
-	v.loseSessionsLocked() // sessions.go
-	v.pid++
-	if v.sess != nil {
-		v.sess.reset = true
-	}
-	v.log.Warn("simulated VPP restarted: NAT44 state cleared", "pid", v.pid)
-}
-
-// AddInterface adds an interface with a name and a tag (the CNI tags pod
-// interfaces "<namespace>/<pod>") and returns its sw_if_index.
-func (v *VPP) AddInterface(name, tag string) (uint32, error) {
-	if name == "" {
-		return 0, errors.New("simulated VPP: interface name is empty")
-	}
-	if len(name) >= 64 || len(tag) >= 64 {
-		return 0, fmt.Errorf("simulated VPP: interface %q: name and tag must be shorter than 64 bytes", name)
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, i := range v.ifaces {
-		if i.name == name {
-			return 0, fmt.Errorf("simulated VPP: interface %q exists (sw_if_index %d)", name, i.index)
-		}
-	}
-	idx := v.nextIf
-	v.nextIf++
-	v.ifaces[idx] = &iface{index: idx, name: name, tag: tag}
-	return idx, nil
-}
-
-// DelInterface deletes an interface and the NAT44 features on it.
-func (v *VPP) DelInterface(name string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for idx, i := range v.ifaces {
-		if i.name == name {
-			if idx == 0 {
-				return errors.New("simulated VPP: local0 cannot be deleted")
-			}
-			delete(v.ifaces, idx)
-			delete(v.nat.ifaces, idx)
-			delete(v.nat.output, idx)
-			return nil
-		}
-	}
-	return fmt.Errorf("simulated VPP: no interface %q", name)
-}
-
-// Interfaces lists the interfaces, sorted by index.
-func (v *VPP) Interfaces() []Interface {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.interfacesLocked()
-}
-
-func (v *VPP) interfacesLocked() []Interface {
-	out := make([]Interface, 0, len(v.ifaces))
-	for _, i := range v.ifaces {
-		out = append(out, Interface{Index: i.index, Name: i.name, Tag: i.tag})
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
-	return out
-}
-
-// ifaceName returns an interface's name ("" if none). Called with mu held.
-func (v *VPP) ifaceName(idx uint32) string {
-	if i, ok := v.ifaces[idx]; ok {
-		return i.name
-	}
-	return ""
 }

@@ -167,17 +167,17 @@ func TestVPPRules(t *testing.T) {
 	}{
 		{"mapping before the plugin is enabled", static("10.96.0.1", 80, "10.1.1.2", true, o2i), api.UNSUPPORTED},
 		{"enable", &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: 1000}, 0},
-		{"enable again", &nat44_ed.Nat44EdPluginEnableDisable{Enable: true}, 1},
+		{"enable again", &nat44_ed.Nat44EdPluginEnableDisable{Enable: true}, api.FEATURE_ALREADY_ENABLED},
 		{"load-balanced mapping with one local", lb("10.96.0.10", 80, true, o2i, lbLocal("10.1.1.2", 1)), api.INVALID_VALUE},
-		{"local with probability 0", lb("10.96.0.10", 80, true, o2i, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.3", 0)), api.INVALID_VALUE},
-		{"duplicate locals", lb("10.96.0.10", 80, true, o2i, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.2", 1)), api.INVALID_VALUE},
+		{"local with probability 0 (accepted)", lb("10.96.0.20", 80, true, o2i, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.3", 0)), 0},
+		{"duplicate locals (accepted)", lb("10.96.0.21", 80, true, o2i, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.2", 1)), 0},
 		{"without out2in-only and address not in pool", lb("10.96.0.10", 80, true, 0, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.3", 1)), api.NO_SUCH_ENTRY},
 		{"out2in-only load-balanced mapping", lb("10.96.0.10", 80, true, o2i, lbLocal("10.1.1.2", 1), lbLocal("10.1.1.3", 1)), 0},
 		{"same mapping again", lb("10.96.0.10", 80, true, o2i, lbLocal("10.1.1.4", 1), lbLocal("10.1.1.5", 1)), api.VALUE_EXIST},
 		{"static mapping on the same key", static("10.96.0.10", 80, "10.1.1.9", true, o2i), api.VALUE_EXIST},
 		{"remove one of two locals", localOp("10.96.0.10", lbLocal("10.1.1.2", 1), false), api.UNSPECIFIED},
 		{"add a local that exists", localOp("10.96.0.10", lbLocal("10.1.1.2", 1), true), api.VALUE_EXIST},
-		{"add a local with probability 0", localOp("10.96.0.10", lbLocal("10.1.1.4", 0), true), api.INVALID_VALUE},
+		{"add a local with probability 0", localOp("10.96.0.10", lbLocal("10.1.1.6", 0), true), 0},
 		{"add a third local", localOp("10.96.0.10", lbLocal("10.1.1.4", 2), true), 0},
 		{"remove a local of three", localOp("10.96.0.10", lbLocal("10.1.1.2", 1), false), 0},
 		{"remove an unknown local", localOp("10.96.0.10", lbLocal("10.1.1.7", 1), false), api.NO_SUCH_ENTRY},
@@ -185,8 +185,8 @@ func TestVPPRules(t *testing.T) {
 		{"static mapping", static("10.96.0.11", 80, "10.1.1.2", true, o2i), 0},
 		{"local of a static mapping", localOp("10.96.0.11", lbLocal("10.1.1.7", 1), true), api.INVALID_VALUE},
 		{"delete a static mapping as load-balanced", lb("10.96.0.11", 80, false, o2i), api.INVALID_VALUE},
-		{"delete a load-balanced mapping as static", static("10.96.0.10", 80, "10.1.1.3", false, o2i), api.INVALID_VALUE},
-		{"static mapping on an interface address", &nat44_ed.Nat44AddDelStaticMappingV2{IsAdd: true, Flags: o2i, ExternalPort: 80, Protocol: 6}, api.UNSUPPORTED},
+		{"delete a load-balanced mapping as static (no-op)", static("10.96.0.10", 80, "10.1.1.3", false, o2i), 0},
+		{"static mapping on local0's address (pending)", &nat44_ed.Nat44AddDelStaticMappingV2{IsAdd: true, Flags: o2i, ExternalPort: 80, Protocol: 6}, 0},
 		{"delete an unknown static mapping", static("10.96.0.12", 80, "10.1.1.2", false, o2i), api.NO_SUCH_ENTRY},
 		{"twice-NAT on an address-only mapping", static("10.96.0.13", 0, "10.1.1.2", true, nat_types.NAT_IS_ADDR_ONLY|nat_types.NAT_IS_TWICE_NAT), api.UNSUPPORTED},
 		{"inside static mapping", static("10.96.0.14", 80, "10.1.1.2", true, 0), 0},
@@ -232,6 +232,7 @@ func TestVPPRules(t *testing.T) {
 	wantLocals := []nat44.Local{
 		{IP: netip.MustParseAddr("10.1.1.3"), Port: 8080, VRF: 1, Probability: 1},
 		{IP: netip.MustParseAddr("10.1.1.4"), Port: 8080, VRF: 1, Probability: 2},
+		{IP: netip.MustParseAddr("10.1.1.6"), Port: 8080, VRF: 1},
 	}
 	if !reflect.DeepEqual(m.Locals, wantLocals) || m.Tag != "svc" {
 		t.Errorf("mapping %v: locals %v tag %q, want %v", k, m.Locals, m.Tag, wantLocals)

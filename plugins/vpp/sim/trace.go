@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 )
@@ -156,7 +157,7 @@ func (v *VPP) snatConfig(vrf uint32) (egress string, snat netip.Addr, ok bool) {
 	if !n.forwarding || len(n.pool) == 0 || len(n.output) == 0 {
 		return "", netip.Addr{}, false
 	}
-	egress = v.ifaceName(sortedKeys(n.output)[0])
+	egress = v.ifaceName(slices.Min(slices.Collect(maps.Keys(n.output))))
 	snat = n.pool[0].addr
 	if i := slices.IndexFunc(n.pool, func(a poolAddr) bool { return a.vrf == noIndex || a.vrf == vrf }); i >= 0 {
 		snat = n.pool[i].addr

@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
+)
+
+// Route is one route added through ip_route_add_del.
+type Route struct {
+	VRF    uint32
+	Prefix netip.Prefix
+	// Drop: the route drops what it matches (FIB_API_PATH_TYPE_DROP).
+	Drop bool
+}
+
+// firstRouteStats is the stats index of the first route added through
+// the API. ASSUMPTION: VPP numbers FIB entries in creation order, and
+// with the recorded startup configuration (two VRFs, loop0 and host-vcup
+// addressed, pods unnumbered) 28 entries exist before the first API route
+// (fib_unreach.jsonl); the sim does not model the others.
+const firstRouteStats = 28
+
+type route struct {
+	Route
+	stats uint32
+}
+
+// fibState holds the routes and IPv4 tables added through the API.
+type fibState struct {
+	routes    []route
+	tables    map[uint32]bool
+	nextStats uint32
+}
+
+func (f *fibState) reset() { *f = fibState{nextStats: firstRouteStats, tables: map[uint32]bool{}} }
+
+func (v *VPP) ipTableAddDel(req *ipapi.IPTableAddDel) []api.Message {
+	// ASSUMPTION: adding an existing table or deleting a missing one
+	// answers 0; IPv6 tables are not modelled.
+	if !req.Table.IsIP6 && req.Table.TableID != 0 {
+		if req.IsAdd {
+			v.fib.tables[req.Table.TableID] = true
+		} else {
+			delete(v.fib.tables, req.Table.TableID)
+			v.fib.routes = slices.DeleteFunc(v.fib.routes, func(r route) bool { return r.VRF == req.Table.TableID })
+		}
+	}
+	return reply(&ipapi.IPTableAddDelReply{}, 0)
+}
+
+func (f *fibState) find(vrf uint32, p netip.Prefix) int {
+	return slices.IndexFunc(f.routes, func(r route) bool { return r.VRF == vrf && r.Prefix == p })
+}
+
+func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
+	r := &ipapi.IPRouteAddDelReply{StatsIndex: noIndex}
+	drop := len(req.Route.Paths) > 0
+	for _, p := range req.Route.Paths {
+		if p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH {
+			v.crashLocked("ip_route_add_del with an ICMP_UNREACH path (SIGSEGV in VPP 25.02)")
+			return nil
+		}
+		drop = drop && p.Type == fib_types.FIB_API_PATH_TYPE_DROP
+	}
+	pfx, err := netip.ParsePrefix(req.Route.Prefix.String())
+	if err != nil {
+		return reply(r, api.INVALID_VALUE)
+	}
+	pfx = pfx.Masked()
+	vrf := req.Route.TableID
+	// ASSUMPTION: a route in a table the sim does not know (no interface
+	// in it, not added by ip_table_add_del) creates it; the real VPP
+	// probably refuses it (the corpus only uses existing tables).
+	if vrf != 0 && req.IsAdd {
+		v.fib.tables[vrf] = true
+	}
+	i := v.fib.find(vrf, pfx)
+	switch {
+	case req.IsAdd && i >= 0:
+		// Adding an existing route again changes nothing.
+		r.StatsIndex = v.fib.routes[i].stats
+		v.fib.routes[i].Drop = drop
+	case req.IsAdd:
+		r.StatsIndex = v.fib.nextStats
+		v.fib.nextStats++
+		v.fib.routes = append(v.fib.routes, route{Route: Route{VRF: vrf, Prefix: pfx, Drop: drop}, stats: r.StatsIndex})
+	case i >= 0:
+		v.fib.routes = slices.Delete(v.fib.routes, i, i+1)
+	}
+	// Deleting a missing route answers 0 too.
+	return reply(r, 0)
+}
+
+// Routes lists the routes added through the API, by VRF and prefix.
+func (v *VPP) Routes() []Route {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]Route, 0, len(v.fib.routes))
+	for _, r := range v.fib.routes {
+		out = append(out, r.Route)
+	}
+	slices.SortFunc(out, func(a, b Route) int {
+		if c := cmp.Compare(a.VRF, b.VRF); c != 0 {
+			return c
+		}
+		if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits())
+	})
+	return out
+}
+
+// routeLookupLocked finds the longest API-added route of table vrf that
+// covers dst: found tells whether one does, drop whether it drops.
+// Called with v.mu held.
+func (v *VPP) routeLookupLocked(vrf uint32, dst netip.Addr) (drop bool, found bool) {
+	best := -1
+	for _, r := range v.fib.routes {
+		if r.VRF == vrf && r.Prefix.Contains(dst) && r.Prefix.Bits() > best {
+			best, drop, found = r.Prefix.Bits(), r.Drop, true
+		}
+	}
+	return drop, found
+}

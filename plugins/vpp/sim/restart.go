@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"time"
+)
+
+// RestartOptions shape a simulated VPP restart.
+type RestartOptions struct {
+	// InterfacesAfter is how long after the restart VPP's startup
+	// configuration re-creates the interfaces: until then only local0
+	// exists (a real VPP answers the API ~0.3 s after start and creates
+	// its interfaces ~2 s later). Zero re-creates them at once.
+	InterfacesAfter time.Duration
+}
+
+// Restart simulates a VPP restart with the interfaces back at once:
+// RestartWith(RestartOptions{}).
+func (v *VPP) Restart() { v.RestartWith(RestartOptions{}) }
+
+// RestartWith simulates a VPP restart: all NAT44 and FIB state is lost,
+// the process ID changes and the current client connection breaks (its
+// calls fail with ErrConnectionReset until it reconnects; its
+// want_interface_events registration is gone). Every interface but
+// local0 vanishes and is re-created, with the same index, name, tag and
+// MAC, after o.InterfacesAfter; each re-created interface sends an event
+// (admin up, link up) to a client that registered on the new connection.
+// Call counters and fault injection are kept.
+func (v *VPP) RestartWith(o RestartOptions) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.restartLocked(o)
+	v.log.Warn("simulated VPP restarted: NAT44 and FIB state cleared", "pid", v.pid,
+		"interfaces_after", o.InterfacesAfter)
+}
+
+func (v *VPP) restartLocked(o RestartOptions) {
+	// Interfaces still pending from an earlier restart come back too.
+	pending := v.startup
+	v.startup = nil
+	for _, i := range v.sortedIfaces() {
+		if i.index != 0 {
+			pending = append(pending, i)
+		}
+	}
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+	v.nat = newNATState()
+	v.loseSessionsLocked() // sessions.go
+	v.fib.reset()
+	v.ifaces = map[uint32]*iface{0: newLocal0()}
+	v.freeIf = nil
+	// ASSUMPTION: interfaces created before the startup configuration
+	// has run get indices after those it re-creates.
+	v.nextIf = 1
+	for _, i := range pending {
+		v.nextIf = max(v.nextIf, i.index+1)
+	}
+	v.pid++
+	if v.sess != nil {
+		v.sess.reset = true
+	}
+	v.startup = pending
+	if o.InterfacesAfter <= 0 || v.closed {
+		v.finishStartupLocked()
+		return
+	}
+	v.timer = time.AfterFunc(o.InterfacesAfter, v.finishStartup)
+}
+
+// finishStartup runs the rest of the startup configuration: it
+// re-creates the interfaces a restart removed.
+func (v *VPP) finishStartup() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.finishStartupLocked()
+}
+
+func (v *VPP) finishStartupLocked() {
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+	pending := v.startup
+	v.startup = nil
+	for _, i := range pending {
+		if _, taken := v.ifaces[i.index]; taken || v.ifaceByName(i.name) != nil {
+			continue
+		}
+		s := i.spec()
+		// The startup configuration (or the CNI) sets them up.
+		s.AdminDown = false
+		v.createLocked(i.index, s)
+	}
+	// Indices below the highest re-created one that stay unused are free.
+	v.freeIf = v.freeIf[:0]
+	for idx := v.nextIf; idx > 1; idx-- {
+		if _, ok := v.ifaces[idx-1]; !ok {
+			v.freeIf = append(v.freeIf, idx-1)
+		}
+	}
+}
+
+// Close stops the simulated VPP's timers: interfaces a RestartWith has
+// not re-created yet stay away (later restarts re-create them at once).
+// The client connection is left to its owner.
+func (v *VPP) Close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closed = true
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+}

@@ -1,0 +1,284 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib_types"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/memclnt"
+	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/core"
+)
+
+// invoke sends one request and returns govpp's error.
+func invoke(conn *core.Connection, req, reply api.Message) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return conn.Invoke(ctx, req, reply)
+}
+
+// watch registers for interface events on conn.
+func watch(t *testing.T, conn *core.Connection) api.Watcher {
+	t.Helper()
+	w, err := conn.WatchEvent(context.Background(), &interfaces.SwInterfaceEvent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	r := &interfaces.WantInterfaceEventsReply{}
+	if rv := call(t, conn, &interfaces.WantInterfaceEvents{EnableDisable: 1, PID: 77}, r); rv != 0 {
+		t.Fatalf("want_interface_events: %v", rv)
+	}
+	return w
+}
+
+// next waits for the next interface event.
+func next(t *testing.T, w api.Watcher) *interfaces.SwInterfaceEvent {
+	t.Helper()
+	select {
+	case e := <-w.Events():
+		return e.(*interfaces.SwInterfaceEvent)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no interface event")
+		return nil
+	}
+}
+
+func routeReq(vrf uint32, prefix string, add bool, t fib_types.FibPathType) *ipapi.IPRouteAddDel {
+	p, err := ip_types.ParsePrefix(prefix)
+	if err != nil {
+		panic(err)
+	}
+	return &ipapi.IPRouteAddDel{IsAdd: add, Route: ipapi.IPRoute{
+		TableID: vrf, Prefix: p, NPaths: 1,
+		Paths: []fib_types.FibPath{{SwIfIndex: noIndex, Type: t}},
+	}}
+}
+
+func TestCrashes(t *testing.T) {
+	crashers := []struct {
+		name string
+		req  api.Message
+		why  string
+	}{
+		{"256 locals", lb("10.96.0.1", 80, true, 4, make([]nat44_ed.Nat44LbAddrPort, 256)...), "256 or more locals"},
+		{"ICMP_UNREACH path", routeReq(1, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH), "ICMP_UNREACH"},
+	}
+	for _, c := range crashers {
+		t.Run(c.name, func(t *testing.T) {
+			v := New(Options{})
+			idx, _ := v.AddInterface("host-eth0", "")
+			conn, err := core.Connect(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enable(t, conn)
+			pid := v.PID()
+			if err := invoke(conn, c.req, replyFor2(c.req)); !errors.Is(err, ErrConnectionReset) {
+				t.Errorf("crashing request: %v, want %v", err, ErrConnectionReset)
+			}
+			if v.Crashes() != 1 || !strings.Contains(v.LastCrash(), c.why) || v.PID() == pid {
+				t.Errorf("crashes %d, last %q, pid %d (was %d)", v.Crashes(), v.LastCrash(), v.PID(), pid)
+			}
+			if err := invoke(conn, &memclnt.ControlPing{}, &memclnt.ControlPingReply{}); !errors.Is(err, ErrConnectionReset) {
+				t.Errorf("call after the crash: %v", err)
+			}
+			conn.Disconnect()
+			conn, err = core.Connect(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Disconnect()
+			rc := &nat44_ed.Nat44ShowRunningConfigReply{}
+			call(t, conn, &nat44_ed.Nat44ShowRunningConfig{}, rc)
+			if rc.Sessions != 0 {
+				t.Errorf("NAT44 still enabled after the crash: %+v", rc)
+			}
+			if got := v.Interfaces(); len(got) != 2 || got[1].Index != idx {
+				t.Errorf("interfaces after the crash: %v", got)
+			}
+		})
+	}
+}
+
+// replyFor2 extends replyFor to the messages this file sends.
+func replyFor2(req api.Message) api.Message {
+	if _, ok := req.(*ipapi.IPRouteAddDel); ok {
+		return &ipapi.IPRouteAddDelReply{}
+	}
+	return replyFor(req)
+}
+
+func TestRoutes(t *testing.T) {
+	v, conn := connect(t, Options{})
+	drop := fib_types.FIB_API_PATH_TYPE_DROP
+	r := &ipapi.IPRouteAddDelReply{}
+	call(t, conn, routeReq(1, "10.96.0.0/12", true, drop), r)
+	first := r.StatsIndex
+	call(t, conn, routeReq(1, "10.96.0.0/12", true, drop), r)
+	if r.StatsIndex != first {
+		t.Errorf("re-add: stats index %d, first %d", r.StatsIndex, first)
+	}
+	call(t, conn, routeReq(0, "10.96.0.0/12", true, drop), r)
+	call(t, conn, routeReq(0, "10.96.5.0/24", true, fib_types.FIB_API_PATH_TYPE_NORMAL), r)
+	want := []Route{
+		{VRF: 0, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true},
+		{VRF: 0, Prefix: netip.MustParsePrefix("10.96.5.0/24")},
+		{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true},
+	}
+	if got := v.Routes(); !reflect.DeepEqual(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	lookup := func(vrf uint32, dst string) (bool, bool) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.routeLookupLocked(vrf, netip.MustParseAddr(dst))
+	}
+	for _, c := range []struct {
+		vrf         uint32
+		dst         string
+		drop, found bool
+	}{
+		{1, "10.96.0.10", true, true},
+		{0, "10.96.5.1", false, true}, // the longer prefix wins
+		{0, "10.96.6.1", true, true},
+		{1, "10.1.1.1", false, false},
+		{7, "10.96.0.10", false, false},
+	} {
+		if d, f := lookup(c.vrf, c.dst); d != c.drop || f != c.found {
+			t.Errorf("lookup %d %s: drop %v found %v, want %v %v", c.vrf, c.dst, d, f, c.drop, c.found)
+		}
+	}
+	for range 2 { // deleting a missing route answers 0 too
+		if rv := call(t, conn, routeReq(1, "10.96.0.0/12", false, drop), r); rv != 0 || r.StatsIndex != noIndex {
+			t.Errorf("delete: %v, stats index %d", rv, r.StatsIndex)
+		}
+	}
+	if got := v.Routes(); len(got) != 2 {
+		t.Errorf("routes after delete: %v", got)
+	}
+}
+
+func TestInterfaceEvents(t *testing.T) {
+	v, conn := connect(t, Options{})
+	w := watch(t, conn)
+	idx, _ := v.AddInterface("host-a", "default/a")
+	if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(idx) || e.Flags != 3 || e.Deleted || e.PID != 77 {
+		t.Errorf("add: %+v", e)
+	}
+	b, _ := v.AddInterface("host-b", "default/b")
+	next(t, w)
+	if err := v.RecreateInterface("host-a"); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(idx) || !e.Deleted {
+		t.Errorf("re-create, first event: %+v", e)
+	}
+	if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(idx) || e.Flags != 3 {
+		t.Errorf("re-create, second event: %+v", e)
+	}
+	if got := v.Interfaces(); got[1].Index != idx || got[1].Tag != "default/a" {
+		t.Errorf("re-created interface: %v", got)
+	}
+	if err := v.DelInterface("host-b"); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(b) || !e.Deleted {
+		t.Errorf("delete: %+v", e)
+	}
+	if again, _ := v.AddInterface("host-c", ""); again != b {
+		t.Errorf("freed index %d not reused: got %d", b, again)
+	}
+	next(t, w)
+	r := &interfaces.WantInterfaceEventsReply{}
+	if rv := call(t, conn, &interfaces.WantInterfaceEvents{EnableDisable: 1, PID: 77}, r); rv != api.INVALID_REGISTRATION {
+		t.Errorf("registering twice: %v", rv)
+	}
+}
+
+// TestRestartWithDelayedInterfaces: after a restart only local0 exists
+// until the startup configuration has run; then every interface is back
+// with its index, name and tag, and a client registered on the new
+// connection hears of each.
+func TestRestartWithDelayedInterfaces(t *testing.T) {
+	v := New(Options{})
+	defer v.Close()
+	for _, n := range []string{"loop0", "host-a", "host-b"} {
+		if _, err := v.AddInterface(n, "t-"+n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := v.Interfaces()
+	conn, err := core.Connect(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watch(t, conn)
+	v.RestartWith(RestartOptions{InterfacesAfter: 10 * time.Millisecond})
+	conn.Disconnect()
+	conn, err = core.Connect(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { conn.Disconnect() }()
+	w = watch(t, conn)
+	for _, want := range before[1:] {
+		if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(want.Index) || e.Flags != 3 {
+			t.Errorf("event %+v, want index %d up", e, want.Index)
+		}
+	}
+	if got := v.Interfaces(); !reflect.DeepEqual(got, before) {
+		t.Errorf("interfaces after restart %v, want %v", got, before)
+	}
+
+	// The window before the startup configuration ran, held open.
+	v.RestartWith(RestartOptions{InterfacesAfter: time.Hour})
+	conn.Disconnect()
+	conn, err = core.Connect(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs := dump(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: interface_types.InterfaceIndex(noIndex)})
+	if len(ifs) != 1 || ifs[0].(*interfaces.SwInterfaceDetails).InterfaceName != "local0" {
+		t.Errorf("dump right after restart: %v", ifs)
+	}
+	v.finishStartup()
+	if got := v.Interfaces(); !reflect.DeepEqual(got, before) {
+		t.Errorf("interfaces after the startup configuration %v, want %v", got, before)
+	}
+}
+
+// TestSessionLimitNeedsTable: a per-VRF session limit needs the FIB
+// table: one of an interface, or one added through ip_table_add_del.
+func TestSessionLimitNeedsTable(t *testing.T) {
+	v, conn := connect(t, Options{})
+	if _, err := v.CreateInterface(InterfaceSpec{Name: "host-pod", VRF: 1}); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(vrf uint32) api.VPPApiError {
+		return call(t, conn, &nat44_ed.Nat44SetSessionLimit{SessionLimit: 1000, VrfID: vrf}, &nat44_ed.Nat44SetSessionLimitReply{})
+	}
+	if rv := limit(1); rv != api.UNSUPPORTED {
+		t.Errorf("session limit while disabled: %v", rv)
+	}
+	enable(t, conn)
+	for vrf, want := range map[uint32]api.VPPApiError{0: 0, 1: 0, 5: api.UNSPECIFIED} {
+		if rv := limit(vrf); rv != want {
+			t.Errorf("session limit in VRF %d: %v, want %v", vrf, rv, want)
+		}
+	}
+	call(t, conn, &ipapi.IPTableAddDel{IsAdd: true, Table: ipapi.IPTable{TableID: 5}}, &ipapi.IPTableAddDelReply{})
+	if rv := limit(5); rv != 0 {
+		t.Errorf("session limit in an added table: %v", rv)
+	}
+}
