@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -221,13 +222,7 @@ func (a *Agent) mainInterface() string { return a.mainIf }
 // configuredMainInterface is the main NIC's name as far as configuration
 // tells: "" leaves it to VPP (the interface holding the node IP).
 func (a *Agent) configuredMainInterface() string {
-	if n := a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name; n != "" {
-		return n
-	}
-	if a.dp != nil {
-		return simulatedMainNIC
-	}
-	return ""
+	return a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name
 }
 
 // findMainInterface asks VPP which interface holds the node IP, once a
@@ -293,17 +288,20 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 	return nil
 }
 
-// nodeInterfaces names the interfaces a node's VPP has besides pods'.
-func (a *Agent) nodeInterfaces() []string {
+// nodeInterfaces are the interfaces a node's VPP has besides pods', as a
+// dataplane standing in for VPP creates them: the main NIC (named
+// simulatedMainNIC unless configured) holds the node IP.
+func (a *Agent) nodeInterfaces() []NodeInterface {
 	nc := a.cfg.ForNode(a.cfg.NodeName)
-	names := []string{a.mainInterface(), nc.HostInterconnectInterface}
+	main := cmp.Or(a.configuredMainInterface(), simulatedMainNIC)
+	ifs := []NodeInterface{{Name: main, Address: a.nodeIP()}, {Name: nc.HostInterconnectInterface}}
 	if a.overlay() {
-		names = append(names, nc.VXLANBVIInterface)
+		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface})
 	}
 	for _, o := range nc.OtherInterfaces {
-		names = append(names, o.Name)
+		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR})
 	}
-	return names
+	return ifs
 }
 
 // onVPPEvent reacts to the VPP connection: every (re)connection after the
@@ -616,14 +614,29 @@ func (a *Agent) close() {
 // holds what the agent programmed, and no interface waits too long.
 func (a *Agent) Ready() bool { return a.ready() }
 
-// Renderer is the NAT44 renderer.
-func (a *Agent) Renderer() *nat44.Renderer { return a.renderer }
+// Renderer is the NAT44 renderer (nil until the handlers are built: see Run).
+func (a *Agent) Renderer() *nat44.Renderer {
+	if !a.built.Load() {
+		return nil
+	}
+	return a.renderer
+}
 
-// Processor is the service processor.
-func (a *Agent) Processor() *service.Processor { return a.proc }
+// Processor is the service processor (nil until the handlers are built).
+func (a *Agent) Processor() *service.Processor {
+	if !a.built.Load() {
+		return nil
+	}
+	return a.proc
+}
 
-// Controller is the event loop.
-func (a *Agent) Controller() *controller.Controller { return a.ctl }
+// Controller is the event loop (nil until the handlers are built).
+func (a *Agent) Controller() *controller.Controller {
+	if !a.built.Load() {
+		return nil
+	}
+	return a.ctl
+}
 
 // HTTPHandler serves the agent's REST views, metrics and probes.
 func (a *Agent) HTTPHandler() http.Handler { return a.http.Handler() }

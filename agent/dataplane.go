@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net/netip"
 
 	"go.fd.io/govpp/adapter"
 
@@ -16,14 +17,21 @@ import (
 type Dataplane interface {
 	// Adapter is the govpp transport.
 	Adapter() adapter.VppAPI
-	// EnsureInterfaces creates the named interfaces a node's VPP has (its
-	// NICs, host interconnect, BVI) where they are missing.
-	EnsureInterfaces(names []string) error
+	// EnsureInterfaces creates the interfaces a node's VPP has (its NICs,
+	// host interconnect, BVI) where they are missing.
+	EnsureInterfaces(ifs []NodeInterface) error
 	// Handlers are controller handlers standing in for what runs beside a
 	// real VPP (the CNI); they run before the service processor.
 	Handlers(node Beside) []controller.Handler
 	// Name says what the dataplane is, loudly, for logs.
 	Name() string
+}
+
+// NodeInterface is one of a node's VPP interfaces besides pods': its name
+// and, for NICs, its address.
+type NodeInterface struct {
+	Name    string
+	Address netip.Prefix
 }
 
 // Beside is what a Dataplane's handlers know of the agent.

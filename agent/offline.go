@@ -127,7 +127,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	// The simulator's warnings that it forwards nothing are no news here.
 	v := sim.New(sim.Options{})
 	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, dp: Simulated(v)}
-	a.mainIf = a.configuredMainInterface()
+	a.mainIf = a.nodeInterfaces()[0].Name
 	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}

@@ -20,17 +20,17 @@ func (s simulated) Name() string {
 	return "SIMULATED VPP: NAT44 state is kept in memory and NOTHING FORWARDS PACKETS"
 }
 
-func (s simulated) EnsureInterfaces(names []string) error {
+func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 	have := map[string]bool{}
 	for _, i := range s.vpp.Interfaces() {
 		have[i.Name] = true
 	}
-	for _, name := range names {
-		if name != "" && !have[name] {
-			if _, err := s.vpp.AddInterface(name, ""); err != nil {
+	for _, i := range ifs {
+		if i.Name != "" && !have[i.Name] {
+			if _, err := s.vpp.CreateInterface(sim.InterfaceSpec{Name: i.Name, Address: i.Address}); err != nil {
 				return err
 			}
-			have[name] = true
+			have[i.Name] = true
 		}
 	}
 	return nil

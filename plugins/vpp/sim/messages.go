@@ -78,6 +78,7 @@ func messageDefs() []*msgDef {
 		def(write, &interfaces.CreateLoopback{}, (*VPP).createLoopback, &interfaces.CreateLoopbackReply{}),
 		def(write, &interfaces.DeleteLoopback{}, (*VPP).deleteLoopback, &interfaces.DeleteLoopbackReply{}),
 		def(write, &ipapi.IPTableAddDel{}, (*VPP).ipTableAddDel, &ipapi.IPTableAddDelReply{}),
+		def(read, &ipapi.IPAddressDump{}, (*VPP).ipAddressDump, &ipapi.IPAddressDetails{}),
 		def(write, &ipapi.IPRouteAddDel{}, (*VPP).ipRouteAddDel, &ipapi.IPRouteAddDelReply{}),
 
 		def(write, &nat44_ed.Nat44EdPluginEnableDisable{}, (*VPP).pluginEnableDisable, &nat44_ed.Nat44EdPluginEnableDisableReply{}),
