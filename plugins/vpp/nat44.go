@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib_types"
 	"go.fd.io/govpp/binapi/interface_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/nat_types"
@@ -24,15 +26,20 @@ const noIndex = ^uint32(0)
 // maxTag is the longest tag VPP keeps (string[64] with its NUL).
 const maxTag = 63
 
-// retvalAlreadyEnabled is NAT44-ED's answer to enabling an enabled plugin.
-const retvalAlreadyEnabled api.VPPApiError = 1
+// retvalAlreadyEnabled is NAT44-ED's answer to enabling an enabled plugin
+// in VPP 25.02 (corpus plugin.jsonl; disabling a disabled one answers
+// -169): the plugin already is as asked.
+// The client never disables the plugin, so only the first is used.
+const retvalAlreadyEnabled api.VPPApiError = -170
 
 // NAT44 programs VPP's NAT44-ED plugin over the binary API; it is the
 // nat44.VPP the renderer's apply step calls.
 //
 // VPP keeps neither a probability nor an affinity for a static mapping
-// (one local): they are not sent, and Dump reports them as 0. Zero
-// timeouts in SetGlobal keep VPP's current value.
+// (one local): they are not sent, and Dump reports them as 0; VPP 25.02
+// never dumps the affinity of a load-balanced mapping either (the renderer
+// keeps it in the tag). Zero timeouts in SetGlobal keep VPP's current
+// value. Optional interface indexes are always sent as ~0 (0 is local0).
 type NAT44 struct {
 	conn   *Conn
 	ifaces *Interfaces
@@ -106,12 +113,12 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 	var errs []error
 	if rc.Sessions == 0 { // disabled
 		err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: g.SessionLimit}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
-		var rv api.VPPApiError
-		if err != nil && !(errors.As(err, &rv) && rv == retvalAlreadyEnabled) {
+		if err != nil && !isRetval(err, retvalAlreadyEnabled) {
 			return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", g.SessionLimit), false)
 		}
 		n.log.Info("NAT44-ED plugin enabled", "sessions", g.SessionLimit)
-		// Enabling resets forwarding and timeouts: read them again.
+		// Enabling resets forwarding and timeouts (and forwarding or timeouts
+		// set while it was disabled were lost): read them again, then set.
 		if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
 			return classify(err, "reading NAT44 running config", false)
 		}
@@ -131,6 +138,12 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 		errs = append(errs, classify(err, fmt.Sprintf("setting NAT44 timeouts %+v", want), false))
 	}
 	return errors.Join(errs...)
+}
+
+// isRetval tells whether err is VPP's answer rv.
+func isRetval(err error, rv api.VPPApiError) bool {
+	var got api.VPPApiError
+	return errors.As(err, &got) && got == rv
 }
 
 // mergeTimeouts overlays the non-zero wanted timeouts on VPP's.
@@ -259,6 +272,12 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
 	case len(m.Locals) == 0:
 		return invalid(what, "no locals")
+	case add && len(m.Locals) > nat44.MaxLocalsPerAdd:
+		// 256 or more locals in one add abort VPP 25.02 (FACTS §1).
+		return invalid(what, fmt.Sprintf("%d locals: at most %d in one add", len(m.Locals), nat44.MaxLocalsPerAdd))
+	case add && len(m.Locals) > 1 && !slices.ContainsFunc(m.Locals, func(l nat44.Local) bool { return l.Probability > 0 }):
+		// Only probability-0 locals crash VPP 25.02 on the first packet.
+		return invalid(what, "every local has probability 0")
 	}
 	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
 	for _, l := range m.Locals {
@@ -285,17 +304,20 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		}
 		reply = &nat44_ed.Nat44AddDelStaticMappingV2Reply{}
 	} else {
-		req = &nat44_ed.Nat44AddDelLbStaticMapping{
+		lb := &nat44_ed.Nat44AddDelLbStaticMapping{
 			IsAdd:        add,
 			Flags:        mappingFlags(m.TwiceNAT),
 			ExternalAddr: ext,
 			ExternalPort: m.Port,
 			Protocol:     uint8(m.Proto),
-			Affinity:     m.Affinity,
-			Tag:          m.Tag,
-			LocalNum:     uint32(len(locals)),
-			Locals:       locals,
 		}
+		if add {
+			// A delete ignores locals, affinity and tag (corpus lb.jsonl), and
+			// must not carry 256 or more locals: it carries none.
+			lb.Affinity, lb.Tag = m.Affinity, m.Tag
+			lb.LocalNum, lb.Locals = uint32(len(locals)), locals
+		}
+		req = lb
 		reply = &nat44_ed.Nat44AddDelLbStaticMappingReply{}
 	}
 	err := n.conn.invoke(ctx, req, reply)
@@ -398,6 +420,64 @@ func (n *NAT44) Dump(ctx context.Context) (*nat44.State, error) {
 		}
 	}
 	return st, nil
+}
+
+// AddDelRoute adds or deletes a drop route exactly as the corpus records
+// it (fib_unreach.jsonl): table_id = VRF, one path of type DROP with
+// sw_if_index ~0. Never the ICMP_UNREACH path type: it crashes VPP 25.02.
+// VPP answers 0 to adding an existing route and to deleting a missing one.
+func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
+	what := fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), r.Prefix, r.VRF)
+	if !r.Prefix.IsValid() || !r.Prefix.Addr().Is4() {
+		return invalid(what, "not an IPv4 prefix")
+	}
+	p := r.Prefix.Masked()
+	req := &ipapi.IPRouteAddDel{
+		IsAdd: add,
+		Route: ipapi.IPRoute{
+			TableID: r.VRF,
+			Prefix: ip_types.Prefix{
+				Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(p.Addr().As4())},
+				Len:     uint8(p.Bits()),
+			},
+			NPaths: 1,
+			Paths:  []fib_types.FibPath{{SwIfIndex: noIndex, Type: fib_types.FIB_API_PATH_TYPE_DROP}},
+		},
+	}
+	err := n.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
+	n.log.Debug("drop route", "op", addDel(add), "prefix", p, "vrf", r.VRF, "error", err)
+	return classify(err, what, false)
+}
+
+// DumpRoutes reads the IPv4 routes of the given VRFs (ip_route_v2_dump per
+// table) and returns those whose only path drops: the agent's service-CIDR
+// routes among them, and VPP's own (such as 240.0.0.0/4), which the
+// renderer tells apart by prefix.
+func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, error) {
+	var out []nat44.Route
+	for _, vrf := range vrfs {
+		err := n.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf}}, func(m api.Message) error {
+			d, ok := m.(*ipapi.IPRouteV2Details)
+			if !ok {
+				return unexpected(m)
+			}
+			rt := d.Route
+			if len(rt.Paths) != 1 || rt.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP || rt.Prefix.Address.Af != ip_types.ADDRESS_IP4 {
+				return nil
+			}
+			addr := netip.AddrFrom4(rt.Prefix.Address.Un.GetIP4())
+			p, err := addr.Prefix(int(rt.Prefix.Len))
+			if err != nil {
+				return nil
+			}
+			out = append(out, nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}})
+			return nil
+		})
+		if err != nil {
+			return nil, classify(err, fmt.Sprintf("dumping routes of VRF %d", vrf), false)
+		}
+	}
+	return out, nil
 }
 
 // unexpected is the error for a message a dump should not carry.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -69,8 +70,17 @@ type Renderer struct {
 	// dirtyInterfaces are the interfaces whose features changed since the
 	// last apply; nil when none did (as most applies find it).
 	dirtyInterfaces map[string]struct{}
-	failures        map[ObjectID]Failure
-	stats           Stats
+	// pending are the interfaces whose features wait for VPP to have the
+	// interface.
+	pending map[string]PendingInterface
+	// extRefs counts, per external or LoadBalancer IP with source-NAT
+	// objects (ExternalIPObjects), the frontends on it with a desired
+	// mapping; dirtyExt are the IPs whose objects changed since the last
+	// apply (nil when none did).
+	extRefs  map[netip.Addr]int
+	dirtyExt map[netip.Addr]struct{}
+	failures map[ObjectID]Failure
+	stats    Stats
 	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
 	// the loop goroutine, reused from one change to the next; nothing kept
 	// or handed out aliases them.
@@ -107,8 +117,9 @@ func (fe *frontendState) unused() bool {
 // serviceEntry is one service and the mappings it claims.
 type serviceEntry struct {
 	svc *servicerenderer.ContivService
-	// mappingTag is the tag of its mappings.
+	// mappingTag is the tag of its mappings, made for affinity.
 	mappingTag string
+	affinity   uint32
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
@@ -169,6 +180,7 @@ func New(p Params) (*Renderer, error) {
 		owned:    p.Config.Owned,
 		reported: map[conflictPair]struct{}{},
 		failures: map[ObjectID]Failure{},
+		pending:  map[string]PendingInterface{},
 		applied:  NewState(),
 	}
 	r.reset(servicerenderer.LocalNode{}, nil)
@@ -198,6 +210,8 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.desired = BuildGlobal(r.cfg, r.interfaces)
 	r.synced = false
 	r.dirtyInterfaces = nil
+	r.extRefs = map[netip.Addr]int{}
+	r.dirtyExt = nil
 }
 
 // errNilService is the error of a call without its service.
@@ -254,10 +268,10 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
 	var tag string
-	if e != nil {
+	if e != nil && e.affinity == svc.AffinityTimeout {
 		tag = e.mappingTag
 	} else {
-		tag = ServiceTag(r.cfg.TagPrefix, svc.ID)
+		tag = AffinityTag(r.cfg.TagPrefix, svc.ID, svc.AffinityTimeout)
 	}
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
 	claims := make([]claim, len(ms))
@@ -274,13 +288,14 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		for i := range e.claims {
 			r.release(e, e.claims[i].fe)
 		}
-		e = &serviceEntry{svc: svc, mappingTag: tag, nodeDependent: e.nodeDependent}
+		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
 	}
 	if e == nil {
-		e = &serviceEntry{svc: svc, mappingTag: tag}
+		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout}
 		r.services[svc.ID] = e
 	}
+	e.mappingTag, e.affinity = tag, svc.AffinityTimeout
 	old := e.claims
 	e.svc, e.claims = svc, claims
 	i, j := 0, 0
@@ -432,6 +447,12 @@ func (r *Renderer) addLoser(fe *frontendState, loser, winner *serviceEntry) {
 // for Apply when that changes anything.
 func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
 	old := fe.desired
+	if old != nil && old.external {
+		r.extRef(old.IP, -1)
+	}
+	if m != nil && m.external {
+		r.extRef(m.IP, 1)
+	}
 	if identical(old, m) {
 		if m != nil {
 			// The newest value is kept, so that the old one can go.
@@ -450,6 +471,65 @@ func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
 	if len(r.failures) > 0 {
 		delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: fe.key})
 	}
+}
+
+// extRef counts one more (delta 1) or one fewer (-1) frontend with a
+// desired mapping on external IP ip; the IP's source-NAT objects are
+// wanted from the first to the last.
+func (r *Renderer) extRef(ip netip.Addr, delta int) {
+	pool, id, ok := ExternalIPObjects(&r.cfg, ip)
+	if !ok {
+		return
+	}
+	n := r.extRefs[ip] + delta
+	if n > 0 {
+		r.extRefs[ip] = n
+	} else {
+		delete(r.extRefs, ip)
+	}
+	switch {
+	case n == 1 && delta > 0:
+		i, found := slices.BinarySearchFunc(r.desired.Pool, pool, comparePool)
+		if !found {
+			r.desired.Pool = slices.Insert(r.desired.Pool, i, pool)
+		}
+		r.desired.Identities[id.IdentityKey] = id
+	case n == 0:
+		r.desired.Pool = slices.DeleteFunc(r.desired.Pool, func(p PoolAddress) bool { return p == pool })
+		delete(r.desired.Identities, id.IdentityKey)
+	default:
+		return
+	}
+	if r.dirtyExt == nil {
+		r.dirtyExt = map[netip.Addr]struct{}{}
+	}
+	r.dirtyExt[ip] = struct{}{}
+	delete(r.failures, ObjectID{Kind: ObjectPool, Pool: pool})
+	delete(r.failures, ObjectID{Kind: ObjectIdentity, Identity: id.IdentityKey})
+}
+
+// diffExternal appends the operations on the source-NAT objects of
+// external IP ip.
+func (r *Renderer) diffExternal(ops []Op, ip netip.Addr) []Op {
+	_, id, ok := ExternalIPObjects(&r.cfg, ip)
+	if !ok {
+		return ops
+	}
+	ofIP := func(ps []PoolAddress) []PoolAddress {
+		var out []PoolAddress
+		for _, p := range ps {
+			if p.IP == ip {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	ops = diffPool(ops, ofIP(r.desired.Pool), ofIP(r.applied.Pool))
+	ops, blocked := diffIdentity(ops, r.desired.Identities[id.IdentityKey], r.applied.Identities[id.IdentityKey], r.owned)
+	if blocked {
+		r.blocked(ObjectID{Kind: ObjectIdentity, Identity: id.IdentityKey}, r.applied.Identities[id.IdentityKey].Tag)
+	}
+	return ops
 }
 
 // identical tells whether two mappings (either may be nil) are equal in
@@ -473,19 +553,29 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	}
 	f := InterfaceFeatures(name, role, r.cfg)
 	if r.desired.Interfaces[name] == f {
+		if _, ok := r.pending[name]; ok {
+			// The interface may exist now: the next Apply tries again.
+			r.markInterface(name)
+		}
 		return nil
 	}
 	if f == 0 {
 		delete(r.desired.Interfaces, name)
+		delete(r.pending, name)
 	} else {
 		r.desired.Interfaces[name] = f
 	}
+	r.markInterface(name)
+	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
+	return nil
+}
+
+// markInterface queues an interface for the next Apply; the caller holds mu.
+func (r *Renderer) markInterface(name string) {
 	if r.dirtyInterfaces == nil {
 		r.dirtyInterfaces = map[string]struct{}{}
 	}
 	r.dirtyInterfaces[name] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
-	return nil
 }
 
 // UpdateLocalNode implements servicerenderer.Renderer: the services with
@@ -585,10 +675,32 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			return fmt.Errorf("dump NAT44 state: %w", err)
 		}
 		normalize(dumped)
+		if r.cfg.ServiceCIDR.IsValid() {
+			r.stats.Calls++
+			r.mu.Unlock()
+			routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
+			r.mu.Lock()
+			if err != nil {
+				r.stats.Transient++
+				r.mu.Unlock()
+				return fmt.Errorf("dump routes: %w", err)
+			}
+			for _, rt := range routes {
+				if r.ownedRoute(rt.RouteKey) {
+					dumped.Routes[rt.RouteKey] = &rt
+				}
+			}
+		}
 		r.loadApplied(dumped)
 		r.synced = true
 		clear(r.failures)
 		r.dirtyInterfaces = nil
+		r.dirtyExt = nil
+		for name := range r.pending {
+			if r.desired.Interfaces[name] == 0 {
+				delete(r.pending, name)
+			}
+		}
 		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
 		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
 		for _, fe := range fes {
@@ -600,10 +712,14 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		for name := range r.dirtyInterfaces {
 			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
 		}
+		for ip := range r.dirtyExt {
+			add(r.diffExternal(nil, ip), nil)
+		}
 		for _, fe := range r.dirty {
 			diffFrontend(fe)
 		}
 		r.dirtyInterfaces = nil
+		r.dirtyExt = nil
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
 	r.mu.Unlock()
@@ -644,6 +760,14 @@ func (r *Renderer) loadApplied(dumped *State) {
 		fe.applied = nil
 	}
 	for k, m := range dumped.Mappings {
+		if len(m.Locals) > 1 && m.Affinity == 0 && r.owned(m.Tag) {
+			// VPP's dump never returns the affinity: the tag holds it.
+			if a := TagAffinity(m.Tag); a != 0 {
+				c := *m
+				c.Affinity = a
+				m = &c
+			}
+		}
 		fe := r.frontends[k]
 		if fe == nil {
 			fe = &frontendState{key: k}
@@ -653,6 +777,13 @@ func (r *Renderer) loadApplied(dumped *State) {
 	}
 	dumped.Mappings = map[MappingKey]*Mapping{}
 	r.applied = dumped
+}
+
+// ownedRoute tells whether a route is the agent's: the service CIDR in the
+// pod or the main VRF.
+func (r *Renderer) ownedRoute(k RouteKey) bool {
+	return r.cfg.ServiceCIDR.IsValid() && k.Prefix == r.cfg.ServiceCIDR.Masked() &&
+		(k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)
 }
 
 // foreign tells whether VPP holds a mapping on fe that is not the agent's.
@@ -713,6 +844,15 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 		r.mu.Lock()
 		b.calls++
 		r.stats.Calls++
+		if op.Kind == OpSetInterface {
+			if err == nil {
+				delete(r.pending, op.Interface)
+			} else if errors.Is(err, ErrNoInterface) {
+				r.waitFor(op)
+				r.mu.Unlock()
+				continue
+			}
+		}
 		if err == nil {
 			r.record(&ops[i])
 			b.count(op)
@@ -758,6 +898,31 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
 	return nil
+}
+
+// waitFor records that the features of op's interface wait for VPP to
+// have it: VPP has none of them now (it drops an interface's features with
+// it). Not a failure; every full apply and every UpdateInterface of that
+// name retries. The caller holds mu.
+func (r *Renderer) waitFor(op *Op) {
+	delete(r.applied.Interfaces, op.Interface)
+	p, ok := r.pending[op.Interface]
+	if !ok {
+		p = PendingInterface{Name: op.Interface, Since: time.Now()}
+		r.log.Info("NAT44 features wait for the interface", "interface", op.Interface, "features", op.NewFeatures.String())
+	}
+	p.Features = op.NewFeatures
+	r.pending[op.Interface] = p
+}
+
+// Pending lists the interfaces whose features wait for VPP to have the
+// interface, sorted by name.
+func (r *Renderer) Pending() []PendingInterface {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ps := slices.Collect(maps.Values(r.pending))
+	slices.SortFunc(ps, func(a, b PendingInterface) int { return cmp.Compare(a.Name, b.Name) })
+	return ps
 }
 
 // record notes in the applied state that s succeeded; the caller holds mu.
@@ -819,6 +984,8 @@ func (r *Renderer) call(ctx context.Context, op *Op) error {
 		return r.vpp.AddDelMapping(ctx, op.Mapping, op.Kind == OpAddMapping)
 	case OpAddLocal, OpDelLocal:
 		return r.vpp.AddDelLBLocal(ctx, op.Mapping.MappingKey, op.Local, op.Kind == OpAddLocal)
+	case OpAddRoute, OpDelRoute:
+		return r.vpp.AddDelRoute(ctx, op.Route, op.Kind == OpAddRoute)
 	}
 	return fmt.Errorf("unknown NAT44 operation %d", op.Kind)
 }
@@ -834,6 +1001,9 @@ func normalize(s *State) {
 	}
 	if s.Identities == nil {
 		s.Identities = map[IdentityKey]*Identity{}
+	}
+	if s.Routes == nil {
+		s.Routes = map[RouteKey]*Route{}
 	}
 	for name, f := range s.Interfaces {
 		if f == 0 {
