@@ -28,7 +28,8 @@ type fakeVPP struct {
 	state *State
 	// calls logs every call but Dump, as Op strings.
 	calls []string
-	dumps int
+	// dumps counts Dump calls, routeDumps DumpRoutes calls.
+	dumps, routeDumps int
 	// failRate is the fraction of calls (dumps included) failing
 	// transiently; rng decides.
 	failRate float64
@@ -162,7 +163,7 @@ func (f *fakeVPP) AddDelMapping(_ context.Context, m *Mapping, add bool) error {
 			return invalid("mapping %s: value exists", m.MappingKey)
 		case len(m.Locals) == 0:
 			return invalid("mapping %s: no locals", m.MappingKey)
-		case m.Port == 0 || m.Locals[0].Port == 0:
+		case m.Port == 0 || (len(m.Locals) == 1 && m.Locals[0].Port == 0):
 			return invalid("mapping %s: port 0", m.MappingKey)
 		case f.reject != nil && f.reject(m):
 			return invalid("mapping %s: rejected", m.MappingKey)
@@ -239,7 +240,7 @@ func (f *fakeVPP) AddDelRoute(_ context.Context, r Route, add bool) error {
 func (f *fakeVPP) DumpRoutes(_ context.Context, vrfs []uint32) ([]Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.dumps++
+	f.routeDumps++
 	if f.failRate > 0 && f.rng.Float64() < f.failRate {
 		return nil, errTransient
 	}
