@@ -56,7 +56,7 @@ func newSimEnv(t *testing.T) *simEnv {
 		NATLoopback: addr("10.1.1.254"), PodSubnet: netip.MustParsePrefix("10.1.1.0/24"),
 		SNAT:         nat44.SNAT{Interface: "GbE", IP: addr("192.168.16.10")},
 		SessionLimit: 10000, Timeouts: nat44.Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60},
-		TagPrefix: nat44.DefaultTagPrefix,
+		TagPrefix: nat44.DefaultTagPrefix, ExternalIPTenantVRF: nat44.DefaultExternalIPTenantVRF,
 	}
 	return e
 }

@@ -36,7 +36,7 @@ type Params struct {
 // one map lookup, that of the service.
 //
 // Every method but the introspection ones (Desired, Applied, Failures,
-// Conflicts, Stats) must be called from one goroutine, the controller's
+// Pending, Conflicts, Stats) must be called from one goroutine, the controller's
 // loop; the introspection methods may be called from any goroutine.
 type Renderer struct {
 	cfg   Config
@@ -635,10 +635,12 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 }
 
 // Apply pushes the desired state to VPP. With full set (after a resync),
-// or before the first full apply, it dumps VPP's state and issues only the
+// or before the first full apply, it dumps VPP's state (and, with a
+// service CIDR, the routes of the pod and main VRF) and issues only the
 // differences; otherwise it issues the calls for what changed since the
 // last apply. Calls VPP refuses as invalid are reported per object (see
 // Failures) and not retried until the object changes or a full apply runs;
+// features of an interface VPP lacks wait for it (see Pending);
 // the rest of the batch is still applied. Other failures make Apply return
 // an error after applying what it can: the controller then heals with a
 // full resync.
