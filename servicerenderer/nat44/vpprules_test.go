@@ -158,7 +158,9 @@ func TestRestartWithAffinityMakesNoCalls(t *testing.T) {
 // desired, converted when the backends change.
 func TestOlderAgentsMappings(t *testing.T) {
 	fake := newFakeVPP()
-	key := func(ip string) MappingKey { return MappingKey{IP: netip.MustParseAddr(ip), Port: 80, Proto: servicerenderer.TCP} }
+	key := func(ip string) MappingKey {
+		return MappingKey{IP: netip.MustParseAddr(ip), Port: 80, Proto: servicerenderer.TCP}
+	}
 	static := &Mapping{MappingKey: key("10.96.0.1"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/one",
 		Locals: []Local{{IP: netip.MustParseAddr("10.2.0.2"), Port: 8080, VRF: 2}}}
 	lb := &Mapping{MappingKey: key("10.96.0.2"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/two",
