@@ -9,9 +9,7 @@ import (
 	"slices"
 
 	"go.fd.io/govpp/api"
-	"go.fd.io/govpp/binapi/fib_types"
 	"go.fd.io/govpp/binapi/interface_types"
-	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/nat_types"
@@ -260,34 +258,47 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		kind = "static mapping"
 	}
 	what := fmt.Sprintf("%s %s %s (tag %q)", addDel(add), kind, describe(m.MappingKey), m.Tag)
+	req, reply, err := mappingRequest(m, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, reply)
+	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
+	return classify(err, what, false)
+}
+
+// mappingRequest is the request (and its reply) that adds or deletes m: a
+// static_mapping_v2 for one local, an lb_static_mapping for more, as the
+// corpus records them (static.jsonl, lb.jsonl, agent_flow.jsonl). The error
+// says why m cannot be sent.
+func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error) {
 	ext, ok := ip4(m.IP)
 	switch {
 	case !ok:
-		return invalid(what, "external address is not IPv4")
+		return nil, nil, errors.New("external address is not IPv4")
 	case m.Port == 0:
-		return invalid(what, "port 0")
+		return nil, nil, errors.New("port 0")
 	case !checkProto(m.Proto):
-		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", m.Proto))
+		return nil, nil, fmt.Errorf("protocol %d is neither TCP nor UDP", m.Proto)
 	case len(m.Tag) > maxTag:
-		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+		return nil, nil, fmt.Errorf("tag longer than %d bytes", maxTag)
 	case len(m.Locals) == 0:
-		return invalid(what, "no locals")
+		return nil, nil, errors.New("no locals")
 	case add && len(m.Locals) > nat44.MaxLocalsPerAdd:
 		// 256 or more locals in one add abort VPP 25.02 (FACTS §1).
-		return invalid(what, fmt.Sprintf("%d locals: at most %d in one add", len(m.Locals), nat44.MaxLocalsPerAdd))
+		return nil, nil, fmt.Errorf("%d locals: at most %d in one add", len(m.Locals), nat44.MaxLocalsPerAdd)
 	case add && len(m.Locals) > 1 && !slices.ContainsFunc(m.Locals, func(l nat44.Local) bool { return l.Probability > 0 }):
 		// Only probability-0 locals crash VPP 25.02 on the first packet.
-		return invalid(what, "every local has probability 0")
+		return nil, nil, errors.New("every local has probability 0")
 	}
 	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
 	for _, l := range m.Locals {
 		ip, ok := ip4(l.IP)
 		if !ok {
-			return invalid(what, fmt.Sprintf("local %v is not IPv4", l.IP))
+			return nil, nil, fmt.Errorf("local %v is not IPv4", l.IP)
 		}
 		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
 	}
-	var req, reply api.Message
 	if len(locals) == 1 {
 		l := locals[0]
 		req = &nat44_ed.Nat44AddDelStaticMappingV2{
@@ -320,32 +331,39 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		req = lb
 		reply = &nat44_ed.Nat44AddDelLbStaticMappingReply{}
 	}
-	err := n.conn.invoke(ctx, req, reply)
-	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
-	return classify(err, what, false)
+	return req, reply, nil
 }
 
 // AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
 	what := fmt.Sprintf("%s local %v:%d (vrf %d) of load-balanced mapping %s", addDel(add), l.IP, l.Port, l.VRF, describe(key))
+	req, err := localRequest(key, l, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
+	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
+	return classify(err, what, !add)
+}
+
+// localRequest is the request that adds or removes local l of the
+// load-balanced mapping on key (corpus lb_local.jsonl, agent_flow.jsonl).
+func localRequest(key nat44.MappingKey, l nat44.Local, add bool) (*nat44_ed.Nat44LbStaticMappingAddDelLocal, error) {
 	ext, ok := ip4(key.IP)
 	if !ok {
-		return invalid(what, "external address is not IPv4")
+		return nil, errors.New("external address is not IPv4")
 	}
 	lip, ok := ip4(l.IP)
 	if !ok {
-		return invalid(what, "local address is not IPv4")
+		return nil, errors.New("local address is not IPv4")
 	}
-	req := &nat44_ed.Nat44LbStaticMappingAddDelLocal{
+	return &nat44_ed.Nat44LbStaticMappingAddDelLocal{
 		IsAdd:        add,
 		ExternalAddr: ext,
 		ExternalPort: key.Port,
 		Protocol:     uint8(key.Proto),
 		Local:        nat44_ed.Nat44LbAddrPort{Addr: lip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
-	}
-	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
-	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
-	return classify(err, what, !add)
+	}, nil
 }
 
 // AddDelIdentity adds or deletes an identity mapping (port 0: address only).
@@ -355,14 +373,27 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 		target = fmt.Sprintf("%v (address only)", id.IP)
 	}
 	what := fmt.Sprintf("%s identity mapping %s (vrf %d, tag %q)", addDel(add), target, id.VRF, id.Tag)
+	req, err := identityRequest(id, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
+	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
+	return classify(err, what, false)
+}
+
+// identityRequest is the request that adds or deletes identity mapping id
+// (corpus identity.jsonl, agent_flow.jsonl): sw_if_index always ~0 (0 would
+// make a pending record on local0).
+func identityRequest(id *nat44.Identity, add bool) (*nat44_ed.Nat44AddDelIdentityMapping, error) {
 	ip, ok := ip4(id.IP)
 	switch {
 	case !ok:
-		return invalid(what, "not an IPv4 address")
+		return nil, errors.New("not an IPv4 address")
 	case len(id.Tag) > maxTag:
-		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+		return nil, fmt.Errorf("tag longer than %d bytes", maxTag)
 	case id.Port != 0 && !checkProto(id.Proto):
-		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", id.Proto))
+		return nil, fmt.Errorf("protocol %d is neither TCP nor UDP", id.Proto)
 	}
 	req := &nat44_ed.Nat44AddDelIdentityMapping{
 		IsAdd:     add,
@@ -377,9 +408,7 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 		req.Flags = nat_types.NAT_IS_ADDR_ONLY
 		req.Protocol = 0
 	}
-	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
-	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
-	return classify(err, what, false)
+	return req, nil
 }
 
 // Dump reads the whole NAT44 state VPP holds: global settings (session
@@ -420,64 +449,6 @@ func (n *NAT44) Dump(ctx context.Context) (*nat44.State, error) {
 		}
 	}
 	return st, nil
-}
-
-// AddDelRoute adds or deletes a drop route exactly as the corpus records
-// it (fib_unreach.jsonl): table_id = VRF, one path of type DROP with
-// sw_if_index ~0. Never the ICMP_UNREACH path type: it crashes VPP 25.02.
-// VPP answers 0 to adding an existing route and to deleting a missing one.
-func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
-	what := fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), r.Prefix, r.VRF)
-	if !r.Prefix.IsValid() || !r.Prefix.Addr().Is4() {
-		return invalid(what, "not an IPv4 prefix")
-	}
-	p := r.Prefix.Masked()
-	req := &ipapi.IPRouteAddDel{
-		IsAdd: add,
-		Route: ipapi.IPRoute{
-			TableID: r.VRF,
-			Prefix: ip_types.Prefix{
-				Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(p.Addr().As4())},
-				Len:     uint8(p.Bits()),
-			},
-			NPaths: 1,
-			Paths:  []fib_types.FibPath{{SwIfIndex: noIndex, Type: fib_types.FIB_API_PATH_TYPE_DROP}},
-		},
-	}
-	err := n.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
-	n.log.Debug("drop route", "op", addDel(add), "prefix", p, "vrf", r.VRF, "error", err)
-	return classify(err, what, false)
-}
-
-// DumpRoutes reads the IPv4 routes of the given VRFs (ip_route_v2_dump per
-// table) and returns those whose only path drops: the agent's service-CIDR
-// routes among them, and VPP's own (such as 240.0.0.0/4), which the
-// renderer tells apart by prefix.
-func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, error) {
-	var out []nat44.Route
-	for _, vrf := range vrfs {
-		err := n.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf}}, func(m api.Message) error {
-			d, ok := m.(*ipapi.IPRouteV2Details)
-			if !ok {
-				return unexpected(m)
-			}
-			rt := d.Route
-			if len(rt.Paths) != 1 || rt.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP || rt.Prefix.Address.Af != ip_types.ADDRESS_IP4 {
-				return nil
-			}
-			addr := netip.AddrFrom4(rt.Prefix.Address.Un.GetIP4())
-			p, err := addr.Prefix(int(rt.Prefix.Len))
-			if err != nil {
-				return nil
-			}
-			out = append(out, nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}})
-			return nil
-		})
-		if err != nil {
-			return nil, classify(err, fmt.Sprintf("dumping routes of VRF %d", vrf), false)
-		}
-	}
-	return out, nil
 }
 
 // unexpected is the error for a message a dump should not carry.
