@@ -108,6 +108,11 @@ type PendingInterface struct {
 	Since time.Time
 }
 
+// String is "waiting for interface NAME (features F)".
+func (p PendingInterface) String() string {
+	return "waiting for interface " + p.Name + " (features " + p.Features.String() + ")"
+}
+
 // Conflict is a frontend address:port/protocol claimed by more than one
 // service: Winner's mapping is rendered, the Losers' are not.
 type Conflict struct {

@@ -385,6 +385,9 @@ func TestPendingInterfaces(t *testing.T) {
 	if len(p) != 1 || p[0].Name != "tap1" || p[0].Features != FeatureIn || p[0].Since.IsZero() {
 		t.Fatalf("pending %+v", p)
 	}
+	if got := p[0].String(); got != "waiting for interface tap1 (features in)" {
+		t.Errorf("pending says %q", got)
+	}
 	if fs := r.Failures(); len(fs) != 0 {
 		t.Errorf("a missing interface is a failure: %+v", fs)
 	}
