@@ -73,7 +73,9 @@
 // Session affinity: VPP's dump never returns it, so the affinity is part
 // of the tag (AffinityTag: the service tag, then "|a<seconds>", the whole
 // within VPP's 63 bytes), and read back from there (TagAffinity); tags
-// without it, as older agents wrote, are owned and mean no affinity.
+// without it, as older agents wrote, are owned and mean no affinity (so
+// after an upgrade, a multi-backend mapping of a service with affinity is
+// replaced once: what affinity VPP holds cannot be known).
 //
 // Terminating endpoints: NAT44-ED cannot drain a backend while keeping its
 // connections (a probability cannot change in place, and removing the
