@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	ipapi "go.fd.io/govpp/binapi/ip"
 
 	"contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -49,6 +52,29 @@ func TestRequestsAsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameJSON(t, req, `{"route":{"prefix":"10.96.0.0/12","paths":[{"sw_if_index":4294967295,"type":2,`+zeroNH+`}]}}`)
+	})
+	t.Run("route dump of VRF 1 (fib_unreach step 6)", func(t *testing.T) {
+		sameJSON(t, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 1}}, `{"table":{"table_id":1}}`)
+		// The recorded details: only the drop routes are returned.
+		recorded := []string{
+			`{"route":{"table_id":1,"stats_index":8,"prefix":"0.0.0.0/0","src":9,"paths":[{"sw_if_index":4294967295,"weight":1,` + zeroNH + `}]}}`,
+			`{"route":{"table_id":1,"stats_index":10,"prefix":"240.0.0.0/4","src":1,"paths":[{"sw_if_index":4294967295,"weight":1,"type":2,` + zeroNH + `}]}}`,
+			`{"route":{"table_id":1,"stats_index":28,"prefix":"10.96.0.0/12","src":8,"paths":[{"sw_if_index":4294967295,"weight":1,"type":2,` + zeroNH + `}]}}`,
+			`{"route":{"table_id":1,"stats_index":19,"prefix":"10.1.1.12/32","src":9,"paths":[{"sw_if_index":4,"weight":1,"nh":{"address":{"XXX_UnionData":[10,1,1,12,0,0,0,0,0,0,0,0,0,0,0,0]}},"label_stack":[{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}]}]}}`,
+		}
+		var got []string
+		for _, r := range recorded {
+			var d ipapi.IPRouteV2Details
+			if err := json.Unmarshal([]byte(r), &d); err != nil {
+				t.Fatal(err)
+			}
+			if rt, ok := dropRoute(&d); ok {
+				got = append(got, rt.RouteKey.String())
+			}
+		}
+		if want := []string{"240.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1"}; !slices.Equal(got, want) {
+			t.Errorf("drop routes %q, want %q", got, want)
+		}
 	})
 	t.Run("route prefix not IPv4", func(t *testing.T) {
 		if _, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("fd00::/108")}}, true); err == nil {

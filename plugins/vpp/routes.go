@@ -61,16 +61,9 @@ func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, e
 			if !ok {
 				return unexpected(m)
 			}
-			rt := d.Route
-			if len(rt.Paths) != 1 || rt.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP || rt.Prefix.Address.Af != ip_types.ADDRESS_IP4 {
-				return nil
+			if r, ok := dropRoute(d); ok {
+				out = append(out, r)
 			}
-			addr := netip.AddrFrom4(rt.Prefix.Address.Un.GetIP4())
-			p, err := addr.Prefix(int(rt.Prefix.Len))
-			if err != nil {
-				return nil
-			}
-			out = append(out, nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}})
 			return nil
 		})
 		if err != nil {
@@ -78,4 +71,18 @@ func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, e
 		}
 	}
 	return out, nil
+}
+
+// dropRoute is the route of d when it is an IPv4 route whose only path
+// drops.
+func dropRoute(d *ipapi.IPRouteV2Details) (nat44.Route, bool) {
+	rt := d.Route
+	if len(rt.Paths) != 1 || rt.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP || rt.Prefix.Address.Af != ip_types.ADDRESS_IP4 {
+		return nat44.Route{}, false
+	}
+	p, err := netip.AddrFrom4(rt.Prefix.Address.Un.GetIP4()).Prefix(int(rt.Prefix.Len))
+	if err != nil {
+		return nat44.Route{}, false
+	}
+	return nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}}, true
 }
