@@ -520,12 +520,13 @@ func (s *State) Apply(op Op) {
 	case OpSetGlobal:
 		s.Global = op.Global
 	case OpAddPool:
-		if !slices.Contains(s.Pool, op.Pool) {
-			s.Pool = append(slices.Clip(s.Pool), op.Pool)
-			slices.SortFunc(s.Pool, comparePool)
+		if i, found := slices.BinarySearchFunc(s.Pool, op.Pool, comparePool); !found {
+			s.Pool = slices.Insert(slices.Clip(s.Pool), i, op.Pool)
 		}
 	case OpDelPool:
-		s.Pool = slices.DeleteFunc(slices.Clone(s.Pool), func(p PoolAddress) bool { return p == op.Pool })
+		if i, found := slices.BinarySearchFunc(s.Pool, op.Pool, comparePool); found {
+			s.Pool = slices.Delete(slices.Clone(s.Pool), i, i+1)
+		}
 	case OpSetInterface:
 		if op.NewFeatures == 0 {
 			delete(s.Interfaces, op.Interface)

@@ -27,7 +27,9 @@ func (r *Renderer) extRef(ip netip.Addr, delta int) {
 		}
 		r.desired.Identities[id.IdentityKey] = id
 	case n == 0:
-		r.desired.Pool = slices.DeleteFunc(r.desired.Pool, func(p PoolAddress) bool { return p == pool })
+		if i, found := slices.BinarySearchFunc(r.desired.Pool, pool, comparePool); found {
+			r.desired.Pool = slices.Delete(r.desired.Pool, i, i+1)
+		}
 		delete(r.desired.Identities, id.IdentityKey)
 	default:
 		return
@@ -47,14 +49,14 @@ func (r *Renderer) diffExternal(ops []Op, ip netip.Addr) []Op {
 	if !ok {
 		return ops
 	}
+	// Pools are sorted by IP first: ip's addresses are one run.
 	ofIP := func(ps []PoolAddress) []PoolAddress {
-		var out []PoolAddress
-		for _, p := range ps {
-			if p.IP == ip {
-				out = append(out, p)
-			}
+		i, _ := slices.BinarySearchFunc(ps, ip, func(p PoolAddress, ip netip.Addr) int { return p.IP.Compare(ip) })
+		j := i
+		for j < len(ps) && ps[j].IP == ip {
+			j++
 		}
-		return out
+		return ps[i:j]
 	}
 	ops = diffPool(ops, ofIP(r.desired.Pool), ofIP(r.applied.Pool))
 	ops, blocked := diffIdentity(ops, r.desired.Identities[id.IdentityKey], r.applied.Identities[id.IdentityKey], r.owned)

@@ -154,7 +154,8 @@ type Route struct {
 // State is a complete NAT44 configuration: what the agent wants (desired)
 // or what VPP holds (dumped).
 type State struct {
-	Global     Global
+	Global Global
+	// Pool is sorted (PoolAddress.Compare).
 	Pool       []PoolAddress
 	Interfaces map[string]Features
 	Mappings   map[MappingKey]*Mapping
