@@ -159,7 +159,9 @@ func (r *Renderer) loadApplied(dumped *State) {
 }
 
 // ownedRoute tells whether a route is the agent's: the service CIDR in the
-// pod or the main VRF.
+// pod or the main VRF. ASSUMPTION: routes have no tag, so a drop route on exactly
+// that prefix and VRF is taken for the agent's, whoever made it; one for
+// a service CIDR of an earlier configuration is left in place.
 func (r *Renderer) ownedRoute(k RouteKey) bool {
 	return r.cfg.ServiceCIDR.IsValid() && k.Prefix == r.cfg.ServiceCIDR.Masked() &&
 		(k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)

@@ -31,6 +31,8 @@ const DefaultTagPrefix = "contiv:"
 
 // DefaultExternalIPTenantVRF is the default Config.ExternalIPTenantVRF:
 // ~0 - 1, a VRF nothing else uses (~0 itself means "any VRF").
+// ASSUMPTION: VPP 25.02 takes it as a pool address's tenant VRF as it
+// takes VRF 77, which no table had (corpus pools.jsonl).
 const DefaultExternalIPTenantVRF uint32 = 0xFFFFFFFE
 
 // affinityMark starts the affinity part of a tag: "|a" and the timeout in

@@ -93,6 +93,8 @@ type Local struct {
 // Placeholder is the probability-0 local 0.0.0.0:0 (VRF 0) that keeps a
 // frontend with one backend a load-balanced mapping: VPP never picks it,
 // and it lets the mapping go 2→1→2 backends by local operations only.
+// ASSUMPTION: its VRF is 0; FACTS §3 measured 0.0.0.0:0 without naming
+// the VRF, and VPP accepts locals in any VRF (FACTS §2).
 var Placeholder = Local{IP: netip.IPv4Unspecified()}
 
 // IsPlaceholder tells whether l is the placeholder local.
