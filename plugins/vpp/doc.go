@@ -18,7 +18,10 @@
 //     over the nat44_ed binary API. VPP refusing a call as invalid (value
 //     exists, no such entry, invalid value, unknown interface, removing
 //     one of the last two locals of a load-balanced mapping) wraps
-//     nat44.ErrInvalid; every other failure is transient.
+//     nat44.ErrInvalid; every other failure is transient. It also adds,
+//     deletes and reads back the drop routes of the service CIDR
+//     (ip_route_add_del with the DROP path type, ip_route_v2_dump). Every
+//     request is built as the corpus of a real VPP 25.02 records it.
 //
 // This package knows nothing about Kubernetes objects, etcd, the
 // controller or how the desired NAT44 state is computed.

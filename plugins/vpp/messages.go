@@ -3,6 +3,7 @@ package vpp
 import (
 	"go.fd.io/govpp/api"
 	interfaces "go.fd.io/govpp/binapi/interface"
+	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/vpe"
@@ -33,5 +34,9 @@ func messages() []api.Message {
 		&nat44_ed.Nat44LbStaticMappingDump{}, &nat44_ed.Nat44LbStaticMappingDetails{},
 		&nat44_ed.Nat44AddDelIdentityMapping{}, &nat44_ed.Nat44AddDelIdentityMappingReply{},
 		&nat44_ed.Nat44IdentityMappingDump{}, &nat44_ed.Nat44IdentityMappingDetails{},
+
+		// Drop routes for the service CIDR (corpus fib_unreach.jsonl).
+		&ipapi.IPRouteAddDel{}, &ipapi.IPRouteAddDelReply{},
+		&ipapi.IPRouteV2Dump{}, &ipapi.IPRouteV2Details{},
 	}
 }

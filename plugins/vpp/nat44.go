@@ -24,15 +24,20 @@ const noIndex = ^uint32(0)
 // maxTag is the longest tag VPP keeps (string[64] with its NUL).
 const maxTag = 63
 
-// retvalAlreadyEnabled is NAT44-ED's answer to enabling an enabled plugin.
-const retvalAlreadyEnabled api.VPPApiError = 1
+// retvalAlreadyEnabled is NAT44-ED's answer to enabling an enabled plugin
+// in VPP 25.02 (corpus plugin.jsonl; disabling a disabled one answers
+// -169): the plugin already is as asked.
+// The client never disables the plugin, so only the first is used.
+const retvalAlreadyEnabled api.VPPApiError = -170
 
 // NAT44 programs VPP's NAT44-ED plugin over the binary API; it is the
 // nat44.VPP the renderer's apply step calls.
 //
 // VPP keeps neither a probability nor an affinity for a static mapping
-// (one local): they are not sent, and Dump reports them as 0. Zero
-// timeouts in SetGlobal keep VPP's current value.
+// (one local): they are not sent, and Dump reports them as 0; VPP 25.02
+// never dumps the affinity of a load-balanced mapping either (the renderer
+// keeps it in the tag). Zero timeouts in SetGlobal keep VPP's current
+// value. Optional interface indexes are always sent as ~0 (0 is local0).
 type NAT44 struct {
 	conn   *Conn
 	ifaces *Interfaces
@@ -106,12 +111,12 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 	var errs []error
 	if rc.Sessions == 0 { // disabled
 		err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: g.SessionLimit}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
-		var rv api.VPPApiError
-		if err != nil && !(errors.As(err, &rv) && rv == retvalAlreadyEnabled) {
+		if err != nil && !isRetval(err, retvalAlreadyEnabled) {
 			return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", g.SessionLimit), false)
 		}
 		n.log.Info("NAT44-ED plugin enabled", "sessions", g.SessionLimit)
-		// Enabling resets forwarding and timeouts: read them again.
+		// Enabling resets forwarding and timeouts (and forwarding or timeouts
+		// set while it was disabled were lost): read them again, then set.
 		if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
 			return classify(err, "reading NAT44 running config", false)
 		}
@@ -131,6 +136,12 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 		errs = append(errs, classify(err, fmt.Sprintf("setting NAT44 timeouts %+v", want), false))
 	}
 	return errors.Join(errs...)
+}
+
+// isRetval tells whether err is VPP's answer rv.
+func isRetval(err error, rv api.VPPApiError) bool {
+	var got api.VPPApiError
+	return errors.As(err, &got) && got == rv
 }
 
 // mergeTimeouts overlays the non-zero wanted timeouts on VPP's.
@@ -247,28 +258,47 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		kind = "static mapping"
 	}
 	what := fmt.Sprintf("%s %s %s (tag %q)", addDel(add), kind, describe(m.MappingKey), m.Tag)
+	req, reply, err := mappingRequest(m, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, reply)
+	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
+	return classify(err, what, false)
+}
+
+// mappingRequest is the request (and its reply) that adds or deletes m: a
+// static_mapping_v2 for one local, an lb_static_mapping for more, as the
+// corpus records them (static.jsonl, lb.jsonl, agent_flow.jsonl). The error
+// says why m cannot be sent.
+func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error) {
 	ext, ok := ip4(m.IP)
 	switch {
 	case !ok:
-		return invalid(what, "external address is not IPv4")
+		return nil, nil, errors.New("external address is not IPv4")
 	case m.Port == 0:
-		return invalid(what, "port 0")
+		return nil, nil, errors.New("port 0")
 	case !checkProto(m.Proto):
-		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", m.Proto))
+		return nil, nil, fmt.Errorf("protocol %d is neither TCP nor UDP", m.Proto)
 	case len(m.Tag) > maxTag:
-		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+		return nil, nil, fmt.Errorf("tag longer than %d bytes", maxTag)
 	case len(m.Locals) == 0:
-		return invalid(what, "no locals")
+		return nil, nil, errors.New("no locals")
+	case add && len(m.Locals) > nat44.MaxLocalsPerAdd:
+		// 256 or more locals in one add abort VPP 25.02 (FACTS §1).
+		return nil, nil, fmt.Errorf("%d locals: at most %d in one add", len(m.Locals), nat44.MaxLocalsPerAdd)
+	case add && len(m.Locals) > 1 && !slices.ContainsFunc(m.Locals, func(l nat44.Local) bool { return l.Probability > 0 }):
+		// Only probability-0 locals crash VPP 25.02 on the first packet.
+		return nil, nil, errors.New("every local has probability 0")
 	}
 	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
 	for _, l := range m.Locals {
 		ip, ok := ip4(l.IP)
 		if !ok {
-			return invalid(what, fmt.Sprintf("local %v is not IPv4", l.IP))
+			return nil, nil, fmt.Errorf("local %v is not IPv4", l.IP)
 		}
 		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
 	}
-	var req, reply api.Message
 	if len(locals) == 1 {
 		l := locals[0]
 		req = &nat44_ed.Nat44AddDelStaticMappingV2{
@@ -285,45 +315,55 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		}
 		reply = &nat44_ed.Nat44AddDelStaticMappingV2Reply{}
 	} else {
-		req = &nat44_ed.Nat44AddDelLbStaticMapping{
+		lb := &nat44_ed.Nat44AddDelLbStaticMapping{
 			IsAdd:        add,
 			Flags:        mappingFlags(m.TwiceNAT),
 			ExternalAddr: ext,
 			ExternalPort: m.Port,
 			Protocol:     uint8(m.Proto),
-			Affinity:     m.Affinity,
-			Tag:          m.Tag,
-			LocalNum:     uint32(len(locals)),
-			Locals:       locals,
 		}
+		if add {
+			// A delete ignores locals, affinity and tag (corpus lb.jsonl), and
+			// must not carry 256 or more locals: it carries none.
+			lb.Affinity, lb.Tag = m.Affinity, m.Tag
+			lb.LocalNum, lb.Locals = uint32(len(locals)), locals
+		}
+		req = lb
 		reply = &nat44_ed.Nat44AddDelLbStaticMappingReply{}
 	}
-	err := n.conn.invoke(ctx, req, reply)
-	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
-	return classify(err, what, false)
+	return req, reply, nil
 }
 
 // AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
 	what := fmt.Sprintf("%s local %v:%d (vrf %d) of load-balanced mapping %s", addDel(add), l.IP, l.Port, l.VRF, describe(key))
+	req, err := localRequest(key, l, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
+	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
+	return classify(err, what, !add)
+}
+
+// localRequest is the request that adds or removes local l of the
+// load-balanced mapping on key (corpus lb_local.jsonl, agent_flow.jsonl).
+func localRequest(key nat44.MappingKey, l nat44.Local, add bool) (*nat44_ed.Nat44LbStaticMappingAddDelLocal, error) {
 	ext, ok := ip4(key.IP)
 	if !ok {
-		return invalid(what, "external address is not IPv4")
+		return nil, errors.New("external address is not IPv4")
 	}
 	lip, ok := ip4(l.IP)
 	if !ok {
-		return invalid(what, "local address is not IPv4")
+		return nil, errors.New("local address is not IPv4")
 	}
-	req := &nat44_ed.Nat44LbStaticMappingAddDelLocal{
+	return &nat44_ed.Nat44LbStaticMappingAddDelLocal{
 		IsAdd:        add,
 		ExternalAddr: ext,
 		ExternalPort: key.Port,
 		Protocol:     uint8(key.Proto),
 		Local:        nat44_ed.Nat44LbAddrPort{Addr: lip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
-	}
-	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
-	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
-	return classify(err, what, !add)
+	}, nil
 }
 
 // AddDelIdentity adds or deletes an identity mapping (port 0: address only).
@@ -333,14 +373,27 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 		target = fmt.Sprintf("%v (address only)", id.IP)
 	}
 	what := fmt.Sprintf("%s identity mapping %s (vrf %d, tag %q)", addDel(add), target, id.VRF, id.Tag)
+	req, err := identityRequest(id, add)
+	if err != nil {
+		return invalid(what, err.Error())
+	}
+	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
+	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
+	return classify(err, what, false)
+}
+
+// identityRequest is the request that adds or deletes identity mapping id
+// (corpus identity.jsonl, agent_flow.jsonl): sw_if_index always ~0 (0 would
+// make a pending record on local0).
+func identityRequest(id *nat44.Identity, add bool) (*nat44_ed.Nat44AddDelIdentityMapping, error) {
 	ip, ok := ip4(id.IP)
 	switch {
 	case !ok:
-		return invalid(what, "not an IPv4 address")
+		return nil, errors.New("not an IPv4 address")
 	case len(id.Tag) > maxTag:
-		return invalid(what, fmt.Sprintf("tag longer than %d bytes", maxTag))
+		return nil, fmt.Errorf("tag longer than %d bytes", maxTag)
 	case id.Port != 0 && !checkProto(id.Proto):
-		return invalid(what, fmt.Sprintf("protocol %d is neither TCP nor UDP", id.Proto))
+		return nil, fmt.Errorf("protocol %d is neither TCP nor UDP", id.Proto)
 	}
 	req := &nat44_ed.Nat44AddDelIdentityMapping{
 		IsAdd:     add,
@@ -355,9 +408,7 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 		req.Flags = nat_types.NAT_IS_ADDR_ONLY
 		req.Protocol = 0
 	}
-	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
-	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
-	return classify(err, what, false)
+	return req, nil
 }
 
 // Dump reads the whole NAT44 state VPP holds: global settings (session

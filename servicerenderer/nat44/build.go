@@ -19,8 +19,10 @@ import (
 //     self-twice-NAT, so the client's address is kept.
 //   - NodePorts are rendered on this node's own addresses only.
 //   - NAT44 is IPv4 only: IPv6 frontends and backends are skipped.
-//   - A frontend without backends gets no mapping: with forwarding on, its
-//     traffic then passes untranslated (see the package documentation).
+//   - A frontend without backends gets no mapping (see the package
+//     documentation for where its traffic goes).
+//   - Every mapping is load-balanced: one backend is paired with the
+//     probability-0 Placeholder local, which VPP never picks.
 //
 // When the service claims one address:port/protocol twice (for example an
 // external IP equal to a cluster IP), the first in the order above wins.
@@ -30,7 +32,7 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 	if svc == nil {
 		return nil
 	}
-	ms := appendService(nil, svc, node, &cfg, ServiceTag(cfg.TagPrefix, svc.ID))
+	ms := appendService(nil, svc, node, &cfg, AffinityTag(cfg.TagPrefix, svc.ID, svc.AffinityTimeout))
 	out := make([]*Mapping, len(ms))
 	for i := range ms {
 		out[i] = &ms[i]
@@ -49,7 +51,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 	}
 	dst = slices.Grow(dst, most)
 	start := len(dst)
-	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT) {
+	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT, external bool) {
 		if len(locals) == 0 {
 			return
 		}
@@ -59,7 +61,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 				return
 			}
 		}
-		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag})
+		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag, external: external})
 	}
 	for i := range svc.Ports {
 		p := &svc.Ports[i]
@@ -71,6 +73,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 		if svc.InternalPolicy == servicerenderer.PolicyLocal || svc.ExternalPolicy == servicerenderer.PolicyLocal {
 			local = buildLocals(p.BackendsFor(servicerenderer.PolicyLocal), node, cfg)
 		}
+		all, local = withPlaceholder(all), withPlaceholder(local)
 		clusterLocals := all
 		if svc.InternalPolicy == servicerenderer.PolicyLocal {
 			clusterLocals = local
@@ -81,18 +84,18 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 		}
 		for _, ip := range svc.ClusterIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, clusterLocals, TwiceNATSelf)
+				add(ip, p.Port, p.Protocol, clusterLocals, TwiceNATSelf, false)
 			}
 		}
 		for _, ip := range svc.ExternalIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, extLocals, extTwice)
+				add(ip, p.Port, p.Protocol, extLocals, extTwice, true)
 			}
 		}
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
 				if ip, ok := frontendIPv4(ip); ok {
-					add(ip, p.NodePort, p.Protocol, extLocals, extTwice)
+					add(ip, p.NodePort, p.Protocol, extLocals, extTwice, false)
 				}
 			}
 		}
@@ -125,6 +128,15 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 		out = append(out, l)
 	}
 	return sortLocals(out)
+}
+
+// withPlaceholder pairs a lone local with the Placeholder, so that the
+// mapping is load-balanced (sorted: the placeholder's 0.0.0.0 comes first).
+func withPlaceholder(ls []Local) []Local {
+	if len(ls) != 1 {
+		return ls
+	}
+	return []Local{Placeholder, ls[0]}
 }
 
 // sortLocals sorts locals and drops duplicates (same IP, port and VRF).
@@ -184,10 +196,12 @@ func InterfaceFeatures(name string, role servicerenderer.InterfaceRole, cfg Conf
 
 // BuildGlobal is the desired state apart from the services' mappings:
 // plugin settings with forwarding on, the twice-NAT pool holding the NAT
-// loopback, the interfaces' features and, when external traffic is
-// source-NATed, the default interface's pool address, output feature and
-// identity mappings (UDP 4789 in the main VRF; the address alone in the main
-// and the pod VRF). Its Mappings map is empty.
+// loopback, the interfaces' features, the drop routes of the service CIDR
+// (pod and main VRF) and, when external traffic is source-NATed, the
+// default interface's pool address, output feature and identity mappings
+// (UDP 4789 in the main VRF; the address alone in the main and the pod
+// VRF). Its Mappings map is empty; the objects of external IPs
+// (ExternalIPObjects) follow the services and are not included.
 func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) *State {
 	st := NewState()
 	st.Global = Global{SessionLimit: cfg.SessionLimit, Forwarding: true, Timeouts: cfg.Timeouts}
@@ -212,8 +226,29 @@ func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole
 			st.Identities[k] = &Identity{IdentityKey: k, Tag: tag}
 		}
 	}
+	if p := cfg.ServiceCIDR; p.IsValid() && p.Addr().Is4() {
+		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
+			k := RouteKey{Prefix: p.Masked(), VRF: vrf}
+			st.Routes[k] = &Route{RouteKey: k}
+		}
+	}
 	slices.SortFunc(st.Pool, comparePool)
 	return st
+}
+
+// ExternalIPObjects are the source-NAT objects of one external or
+// LoadBalancer IP this node serves (FACTS §4): an address-only identity
+// mapping in the pod VRF, which lets replies pass the output feature, and
+// a pool address in the unused Config.ExternalIPTenantVRF, which keeps
+// pod→external-IP traffic working. ok is false when there are none: source
+// NAT is off, or ip is the node's or the NAT loopback's address (which
+// have theirs already).
+func ExternalIPObjects(cfg *Config, ip netip.Addr) (PoolAddress, *Identity, bool) {
+	if !cfg.SNAT.Enabled() || ip == cfg.SNAT.IP || ip == cfg.NATLoopback || !ip.Is4() {
+		return PoolAddress{}, nil, false
+	}
+	k := IdentityKey{IP: ip, VRF: cfg.PodVRF}
+	return PoolAddress{IP: ip, VRF: cfg.ExternalIPTenantVRF}, &Identity{IdentityKey: k, Tag: IdentityTag(cfg.TagPrefix)}, true
 }
 
 // NewState is an empty state with its maps made.
@@ -222,5 +257,6 @@ func NewState() *State {
 		Interfaces: map[string]Features{},
 		Mappings:   map[MappingKey]*Mapping{},
 		Identities: map[IdentityKey]*Identity{},
+		Routes:     map[RouteKey]*Route{},
 	}
 }

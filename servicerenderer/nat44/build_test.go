@@ -67,8 +67,8 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
-			"20.20.20.20:80/TCP static twice-nat=self " + tag + " -> 10.1.1.4:8080 vrf=2",
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
+			"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.1.1.4:8080 vrf=2 p=1",
 		},
 	}, {
 		name: "external IPs under Cluster: all backends, full twice-NAT",
@@ -97,7 +97,7 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
 		name: "NodePort under Cluster: on this node's own IPs only, full twice-NAT",
@@ -134,13 +134,13 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP lb twice-nat=self affinity=10800 " + tag + " -> 10.1.1.3:8080 vrf=2 p=1, 10.2.1.1:8080 vrf=2 p=1",
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=10800 " + tag + "|a10800 -> 10.1.1.3:8080 vrf=2 p=1, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
-		name: "one backend: plain static mapping",
+		name: "one backend: load-balanced with the probability-0 placeholder",
 		svc:  web(port("http", 80, 0, pod3)),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.2.1.1:8080 vrf=2",
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
 		name:   "no backends: no mapping",
@@ -154,8 +154,8 @@ func TestBuildService(t *testing.T) {
 			return s
 		}(),
 		expect: []string{
-			"10.96.0.1:80/TCP static twice-nat=self " + tag + " -> 10.1.1.3:8080 vrf=2",
-			"20.20.20.20:80/TCP static twice-nat=on " + tag + " -> 10.1.1.3:8080 vrf=2",
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.1.1.3:8080 vrf=2 p=1",
+			"20.20.20.20:80/TCP lb twice-nat=on affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.1.1.3:8080 vrf=2 p=1",
 		},
 	}, {
 		name: "VRFs with overlay: pods in the pod VRF, host-network and own addresses in the main VRF",
@@ -271,10 +271,12 @@ func TestBuildGlobal(t *testing.T) {
 			"identity 192.168.16.10 vrf=1 tag=contiv:snat",
 			"identity 192.168.16.10:4789/UDP vrf=1 tag=contiv:snat",
 			"identity 192.168.16.10 vrf=2 tag=contiv:snat",
+			"route 10.96.0.0/12 vrf=1 drop",
+			"route 10.96.0.0/12 vrf=2 drop",
 		},
 	}, {
-		name: "overlay without source NAT",
-		cfg:  func(c *Config) { c.SNAT = SNAT{} },
+		name: "overlay without source NAT, no service CIDR: no route",
+		cfg:  func(c *Config) { c.SNAT = SNAT{}; c.ServiceCIDR = netip.Prefix{} },
 		roles: map[string]servicerenderer.InterfaceRole{
 			"GbE": frontend, "VXLAN-BVI": frontend | backend, "VPP-Host": frontend | backend,
 		},
@@ -305,6 +307,8 @@ func TestBuildGlobal(t *testing.T) {
 			"identity 192.168.17.10 vrf=1 tag=contiv:snat",
 			"identity 192.168.17.10:4789/UDP vrf=1 tag=contiv:snat",
 			"identity 192.168.17.10 vrf=2 tag=contiv:snat",
+			"route 10.96.0.0/12 vrf=1 drop",
+			"route 10.96.0.0/12 vrf=2 drop",
 		},
 	}}
 	for _, tc := range tests {
@@ -342,6 +346,9 @@ func TestConfigValidate(t *testing.T) {
 		{"sessionLimit", func(c *Config) { c.SessionLimit = 0 }},
 		{"tagPrefix", func(c *Config) { c.TagPrefix = "" }},
 		{"tagPrefix", func(c *Config) { c.TagPrefix = "a/b" }},
+		{"serviceCIDR", func(c *Config) { c.ServiceCIDR = netip.MustParsePrefix("fd00::/108") }},
+		{"externalIPTenantVRF", func(c *Config) { c.ExternalIPTenantVRF = c.PodVRF }},
+		{"externalIPTenantVRF", func(c *Config) { c.ExternalIPTenantVRF = AnyVRF }},
 	}
 	for _, tc := range tests {
 		c := testConfig()

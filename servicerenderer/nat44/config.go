@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"contiv.dev/vpp/servicerenderer"
@@ -27,6 +28,19 @@ const tagHashLen = 17
 
 // DefaultTagPrefix is the tag prefix of the mappings the agent owns.
 const DefaultTagPrefix = "contiv:"
+
+// DefaultExternalIPTenantVRF is the default Config.ExternalIPTenantVRF:
+// ~0 - 1, a VRF nothing else uses (~0 itself means "any VRF").
+// ASSUMPTION: VPP 25.02 takes it as a pool address's tenant VRF as it
+// takes VRF 77, which no table had (corpus pools.jsonl).
+const DefaultExternalIPTenantVRF uint32 = 0xFFFFFFFE
+
+// affinityMark starts the affinity part of a tag: "|a" and the timeout in
+// decimal. Kubernetes names never hold '|', and a hashed tag ends in hex.
+const affinityMark = "|a"
+
+// maxAffinityLen is the longest affinity part: the mark and 10 digits.
+const maxAffinityLen = len(affinityMark) + 10
 
 // SNAT is the source NAT of traffic leaving the cluster through the
 // default interface. The zero value disables it.
@@ -69,6 +83,16 @@ type Config struct {
 	// TagPrefix starts the tag of every mapping the agent owns; mappings
 	// whose tag does not start with it are never touched.
 	TagPrefix string
+	// ServiceCIDR is the cluster's service CIDR (IPv4). When set, a drop
+	// route for it in the pod VRF and the main VRF makes traffic to a
+	// frontend with no usable endpoint drop instead of leaking out of the
+	// node; the zero value programs no route.
+	ServiceCIDR netip.Prefix
+	// ExternalIPTenantVRF is the tenant VRF of the pool address each
+	// external and LoadBalancer IP gets under source NAT (FACTS §4): a VRF
+	// no pod or interface uses, so that the address never serves for
+	// source NAT. DefaultConfig sets DefaultExternalIPTenantVRF.
+	ExternalIPTenantVRF uint32
 }
 
 // DefaultConfig is a configuration with VPP's default timeouts and the
@@ -82,6 +106,7 @@ func DefaultConfig() Config {
 		SessionLimit:        63 * 1024,
 		Timeouts:            Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60},
 		TagPrefix:           DefaultTagPrefix,
+		ExternalIPTenantVRF: DefaultExternalIPTenantVRF,
 	}
 }
 
@@ -119,6 +144,15 @@ func (c *Config) Validate() error {
 	if c.TagPrefix == "" || len(c.TagPrefix) > maxTagPrefixLen || strings.Contains(c.TagPrefix, "/") {
 		bad("tagPrefix", fmt.Sprintf("%q", c.TagPrefix), fmt.Sprintf("must be 1 to %d bytes without '/'", maxTagPrefixLen))
 	}
+	if c.ServiceCIDR.IsValid() && !c.ServiceCIDR.Addr().Is4() {
+		bad("serviceCIDR", c.ServiceCIDR, "must be an IPv4 prefix")
+	}
+	if c.SNAT.Enabled() {
+		switch c.ExternalIPTenantVRF {
+		case c.MainVRF, c.PodVRF, AnyVRF:
+			bad("externalIPTenantVRF", c.ExternalIPTenantVRF, "must be a VRF nothing else uses (not mainVRF, podVRF or ~0)")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -133,6 +167,51 @@ func ServiceTag(prefix string, id servicerenderer.ServiceID) string {
 	sum := sha256.Sum256([]byte(name))
 	keep := max(MaxTagLen-len(prefix)-tagHashLen, 0)
 	return prefix + name[:keep] + "~" + hex.EncodeToString(sum[:8])
+}
+
+// AffinityTag is the tag of a service's mappings with session affinity
+// timeout seconds: ServiceTag when affinity is 0 (as older agents tagged
+// every mapping), else ServiceTag with "|a<seconds>" appended, the service
+// part shortened with a hashed suffix so that the whole fits MaxTagLen.
+// VPP's dump never returns the affinity; TagAffinity reads it back.
+func AffinityTag(prefix string, id servicerenderer.ServiceID, affinity uint32) string {
+	if affinity == 0 {
+		return ServiceTag(prefix, id)
+	}
+	mark := affinityMark + strconv.FormatUint(uint64(affinity), 10)
+	name := id.String()
+	if len(prefix)+len(name)+len(mark) <= MaxTagLen {
+		return prefix + name + mark
+	}
+	sum := sha256.Sum256([]byte(name))
+	keep := max(MaxTagLen-len(prefix)-tagHashLen-len(mark), 0)
+	return prefix + name[:keep] + "~" + hex.EncodeToString(sum[:8]) + mark
+}
+
+// TagAffinity is the affinity a tag made by AffinityTag records; 0 for a
+// tag without one (older agents' tags included).
+func TagAffinity(tag string) uint32 {
+	i := strings.LastIndex(tag, affinityMark)
+	if i < 0 {
+		return 0
+	}
+	digits := tag[i+len(affinityMark):]
+	if digits == "" || digits[0] == '0' || len(digits) > 10 {
+		return 0
+	}
+	v, err := strconv.ParseUint(digits, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(v)
+}
+
+// tagOwner is a tag without its affinity part.
+func tagOwner(tag string) string {
+	if TagAffinity(tag) == 0 {
+		return tag
+	}
+	return tag[:strings.LastIndex(tag, affinityMark)]
 }
 
 // IdentityTag is the tag of the identity mappings of source NAT. It holds

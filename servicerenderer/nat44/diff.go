@@ -8,12 +8,14 @@ import (
 )
 
 // OpKind is what one operation does. Operations run in the order of their
-// kinds: the plugin first, then pool, interfaces, identities, and mappings
-// (deletes before adds; within a mapping, locals are added before any is
-// removed, so no removal leaves fewer than 2).
+// kinds: the plugin first, then pool, interfaces, identities, routes, and
+// mappings. The operations of one mapping (whatever their kinds) run in
+// the order Diff planned them, mapping by mapping: that order keeps every
+// load-balanced mapping within VPP's rules (see diffMapping).
 type OpKind uint8
 
-// The operation kinds, in the order they run.
+// The operation kinds, in the order they run (the mapping kinds, from
+// OpDelMapping on, share one place).
 const (
 	OpSetGlobal OpKind = iota
 	OpDelPool
@@ -21,6 +23,8 @@ const (
 	OpSetInterface
 	OpDelIdentity
 	OpAddIdentity
+	OpDelRoute
+	OpAddRoute
 	OpDelMapping
 	OpAddLocal
 	OpDelLocal
@@ -42,6 +46,10 @@ func (k OpKind) String() string {
 		return "del-identity"
 	case OpAddIdentity:
 		return "add-identity"
+	case OpDelRoute:
+		return "del-route"
+	case OpAddRoute:
+		return "add-route"
 	case OpDelMapping:
 		return "del-mapping"
 	case OpAddLocal:
@@ -67,6 +75,8 @@ type Op struct {
 	NewFeatures Features
 	// Identity is added or deleted by OpAddIdentity and OpDelIdentity.
 	Identity *Identity
+	// Route is added or deleted by OpAddRoute and OpDelRoute.
+	Route Route
 	// Mapping is added or deleted by OpAddMapping and OpDelMapping; for
 	// OpAddLocal and OpDelLocal it is the mapping the local belongs to.
 	Mapping *Mapping
@@ -85,6 +95,8 @@ func (op *Op) Object() ObjectID {
 		return ObjectID{Kind: ObjectInterface, Interface: op.Interface}
 	case OpDelIdentity, OpAddIdentity:
 		return ObjectID{Kind: ObjectIdentity, Identity: op.Identity.IdentityKey}
+	case OpDelRoute, OpAddRoute:
+		return ObjectID{Kind: ObjectRoute, Route: op.Route.RouteKey}
 	}
 	return ObjectID{Kind: ObjectMapping, Mapping: op.Mapping.MappingKey}
 }
@@ -94,9 +106,11 @@ func (op *Op) Object() ObjectID {
 // not owned are foreign: never changed or deleted, and a desired mapping
 // whose key a foreign one holds is left out (the renderer reports it).
 // Pool addresses, interface features and the plugin settings belong to the
-// agent. On a load-balanced mapping whose other attributes are unchanged,
-// endpoint changes become per-local operations; every other change to a
-// mapping replaces it (delete, then add).
+// agent, and so are the routes given (the caller keeps only its own). On a
+// load-balanced mapping whose other attributes are unchanged, endpoint
+// changes become per-local operations; a change of twice-NAT, affinity or
+// owner replaces it (delete, then add), as does any change of a plain
+// static mapping an older agent made (which is otherwise left alone).
 func Diff(desired, applied *State, owned func(tag string) bool) []Op {
 	return diff(desired, applied, owned, nil)
 }
@@ -117,6 +131,9 @@ func diff(desired, applied *State, owned func(string) bool, blocked func(id Obje
 		if ops, b = diffIdentity(ops, desired.Identities[k], applied.Identities[k], owned); b && blocked != nil {
 			blocked(ObjectID{Kind: ObjectIdentity, Identity: k}, applied.Identities[k].Tag)
 		}
+	}
+	for _, k := range unionKeys(desired.Routes, applied.Routes, compareRouteKeys) {
+		ops = diffRoute(ops, desired.Routes[k], applied.Routes[k])
 	}
 	for _, k := range unionKeys(desired.Mappings, applied.Mappings, compareMappingKeys) {
 		var b bool
@@ -162,6 +179,18 @@ func diffInterface(ops []Op, name string, desired, applied Features) []Op {
 	return append(ops, Op{Kind: OpSetInterface, Interface: name, OldFeatures: applied, NewFeatures: desired})
 }
 
+// diffRoute appends the operations that turn applied into desired for one
+// route key (either may be nil).
+func diffRoute(ops []Op, desired, applied *Route) []Op {
+	switch {
+	case desired != nil && applied == nil:
+		return append(ops, Op{Kind: OpAddRoute, Route: *desired})
+	case desired == nil && applied != nil:
+		return append(ops, Op{Kind: OpDelRoute, Route: *applied})
+	}
+	return ops
+}
+
 // diffIdentity is diffMapping for an identity mapping.
 func diffIdentity(ops []Op, desired, applied *Identity, owned func(string) bool) (_ []Op, blocked bool) {
 	if applied != nil && !owned(applied.Tag) {
@@ -182,6 +211,16 @@ func diffIdentity(ops []Op, desired, applied *Identity, owned func(string) bool)
 // diffMapping appends the operations that turn applied into desired for one
 // key (either may be nil). A foreign applied mapping is never touched:
 // blocked is then set when the agent wants the key.
+//
+// The operations keep the mapping within what VPP 25.02 accepts and
+// survives (FACTS §1, §3): a load-balanced mapping is created with at most
+// MaxLocalsPerAdd locals and grown one local at a time; it never holds
+// only probability-0 locals; a local is removed only while at least 3
+// remain. In place, new locals are added first (those that carry traffic
+// before the placeholder), then locals whose probability changed are
+// removed and re-added (VPP cannot change a probability in place; the
+// placeholder is added for the time when only 2 locals would remain), then
+// the leaving locals are removed.
 func diffMapping(ops []Op, desired, applied *Mapping, foreign bool) (_ []Op, blocked bool) {
 	if foreign {
 		return ops, desired != nil
@@ -192,44 +231,57 @@ func diffMapping(ops []Op, desired, applied *Mapping, foreign bool) (_ []Op, blo
 	case desired == nil:
 		return append(ops, Op{Kind: OpDelMapping, Mapping: applied}), false
 	case applied == nil:
-		return append(ops, Op{Kind: OpAddMapping, Mapping: desired}), false
+		return addMapping(ops, desired), false
 	case equalMapping(desired, applied):
 		return ops, false
-	case inPlace(desired, applied):
-		return diffLocals(ops, desired, applied), false
 	}
-	return append(ops, Op{Kind: OpDelMapping, Mapping: applied}, Op{Kind: OpAddMapping, Mapping: desired}), false
+	if inPlace(desired, applied) {
+		if out, ok := diffLocals(ops, desired, applied); ok {
+			return out, false
+		}
+	}
+	return addMapping(append(ops, Op{Kind: OpDelMapping, Mapping: applied}), desired), false
+}
+
+// addMapping appends the creation of m: one add with at most
+// MaxLocalsPerAdd locals (those with a probability first), then one
+// add-local per remaining local.
+func addMapping(ops []Op, m *Mapping) []Op {
+	if len(m.Locals) <= MaxLocalsPerAdd {
+		return append(ops, Op{Kind: OpAddMapping, Mapping: m})
+	}
+	first := make([]Local, 0, MaxLocalsPerAdd)
+	var rest []Local
+	for _, l := range m.Locals {
+		if l.Probability > 0 && len(first) < MaxLocalsPerAdd {
+			first = append(first, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	for len(first) < MaxLocalsPerAdd && len(rest) > 0 {
+		first, rest = append(first, rest[0]), rest[1:]
+	}
+	slices.SortFunc(first, compareLocals)
+	c := *m
+	c.Locals = first
+	ops = append(ops, Op{Kind: OpAddMapping, Mapping: &c})
+	for _, l := range rest {
+		ops = append(ops, Op{Kind: OpAddLocal, Mapping: m, Local: l})
+	}
+	return ops
 }
 
 // inPlace tells whether applied can become desired by adding and removing
-// locals: both are load-balanced, have the same attributes, neither holds
-// one IP and port twice (in different VRFs: they could not be matched one
-// to one), and locals present in both (same IP and port) agree on VRF and
-// probability.
+// locals: both are load-balanced, have the same attributes, and neither
+// holds one IP and port twice (in different VRFs: kept as before, such a
+// mapping is replaced).
 func inPlace(desired, applied *Mapping) bool {
 	if len(desired.Locals) < 2 || len(applied.Locals) < 2 ||
 		desired.TwiceNAT != applied.TwiceNAT || desired.Affinity != applied.Affinity || desired.Tag != applied.Tag {
 		return false
 	}
-	if dupAddr(desired.Locals) || dupAddr(applied.Locals) {
-		return false
-	}
-	d, a := desired.Locals, applied.Locals
-	for i, j := 0, 0; i < len(d) && j < len(a); {
-		switch c := compareLocalAddr(d[i], a[j]); {
-		case c < 0:
-			i++
-		case c > 0:
-			j++
-		default:
-			if d[i] != a[j] {
-				return false
-			}
-			i++
-			j++
-		}
-	}
-	return true
+	return !dupAddr(desired.Locals) && !dupAddr(applied.Locals)
 }
 
 // dupAddr tells whether sorted locals hold one IP and port twice.
@@ -242,21 +294,89 @@ func dupAddr(ls []Local) bool {
 	return false
 }
 
-// diffLocals appends the per-local operations of an in-place change.
-func diffLocals(ops []Op, desired, applied *Mapping) []Op {
+// diffLocals appends the per-local operations of an in-place change, in
+// the order diffMapping describes. ok is false when no such order exists
+// (the probability of a mapping's only carrying local changes, or desired
+// has no local with a probability): the mapping is then replaced.
+func diffLocals(ops []Op, desired, applied *Mapping) (_ []Op, ok bool) {
+	var adds, dels, changed []Local // changed: the desired value
 	mergeLocals(desired.Locals, applied.Locals, func(d, a *Local) {
 		switch {
 		case a == nil:
-			ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: *d})
+			adds = append(adds, *d)
 		case d == nil:
-			ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: *a})
+			dels = append(dels, *a)
+		case d.Probability != a.Probability:
+			changed = append(changed, *d)
 		}
 	})
-	return ops
+	if !slices.ContainsFunc(desired.Locals, func(l Local) bool { return l.Probability > 0 }) {
+		return ops, false
+	}
+	n := len(applied.Locals)
+	carrying := 0 // locals with a probability, in VPP as the ops run
+	hasPlaceholder := false
+	for _, l := range applied.Locals {
+		if l.Probability > 0 {
+			carrying++
+		}
+		hasPlaceholder = hasPlaceholder || l.IsPlaceholder()
+	}
+	start := len(ops)
+	slices.SortStableFunc(adds, func(a, b Local) int { return cmp.Compare(b.Probability, a.Probability) })
+	for _, l := range adds {
+		ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: l})
+		n++
+		if l.Probability > 0 {
+			carrying++
+		}
+		hasPlaceholder = hasPlaceholder || l.IsPlaceholder()
+	}
+	tempPlaceholder := false
+	for _, l := range changed {
+		old, _ := findLocal(applied.Locals, l)
+		if n < 3 {
+			if hasPlaceholder {
+				return ops[:start], false
+			}
+			ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: Placeholder})
+			n++
+			hasPlaceholder, tempPlaceholder = true, true
+		}
+		if old.Probability > 0 && carrying == 1 {
+			return ops[:start], false
+		}
+		ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: old}, Op{Kind: OpAddLocal, Mapping: desired, Local: l})
+		if old.Probability > 0 {
+			carrying--
+		}
+		if l.Probability > 0 {
+			carrying++
+		}
+	}
+	for _, l := range dels {
+		ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: l})
+	}
+	if tempPlaceholder {
+		if _, in := findLocal(desired.Locals, Placeholder); !in {
+			ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: Placeholder})
+		}
+	}
+	return ops, true
 }
 
-// mergeLocals walks two sorted lists of locals, matching them by IP and
-// port, and calls f for each pair (nil when one side lacks it).
+// findLocal is the local of sorted ls with l's IP, port and VRF.
+func findLocal(ls []Local, l Local) (Local, bool) {
+	i, ok := slices.BinarySearchFunc(ls, l, compareLocals)
+	if !ok {
+		return Local{}, false
+	}
+	return ls[i], true
+}
+
+// mergeLocals walks two sorted lists of locals, matching them by IP, port
+// and VRF (as VPP matches a local), and calls f for each pair (nil when one
+// side lacks it).
 func mergeLocals(desired, applied []Local, f func(d, a *Local)) {
 	i, j := 0, 0
 	for i < len(desired) || j < len(applied) {
@@ -267,7 +387,7 @@ func mergeLocals(desired, applied []Local, f func(d, a *Local)) {
 		case j == len(applied):
 			c = -1
 		default:
-			c = compareLocalAddr(desired[i], applied[j])
+			c = compareLocals(desired[i], applied[j])
 		}
 		switch {
 		case c < 0:
@@ -284,34 +404,49 @@ func mergeLocals(desired, applied []Local, f func(d, a *Local)) {
 	}
 }
 
-func compareLocalAddr(a, b Local) int {
-	if c := a.IP.Compare(b.IP); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Port, b.Port)
-}
-
-// equalMapping tells whether two mappings are the same in VPP. A plain
-// static mapping (one local) has neither probability nor affinity.
-func equalMapping(a, b *Mapping) bool {
-	if a.MappingKey != b.MappingKey || a.TwiceNAT != b.TwiceNAT || a.Tag != b.Tag || len(a.Locals) != len(b.Locals) {
+// equalMapping tells whether applied already is desired in VPP. A plain
+// static mapping an older agent made (one local) counts as equal to a
+// desired load-balanced mapping of that one backend and the placeholder
+// with the same twice-NAT and owner: it translates alike (affinity and
+// probability mean nothing with one backend), so it is converted only
+// when the backends change.
+func equalMapping(desired, applied *Mapping) bool {
+	if desired.MappingKey != applied.MappingKey || desired.TwiceNAT != applied.TwiceNAT {
 		return false
 	}
-	if len(a.Locals) == 1 {
-		x, y := a.Locals[0], b.Locals[0]
-		return x.IP == y.IP && x.Port == y.Port && x.VRF == y.VRF
+	if len(applied.Locals) == 1 || len(desired.Locals) == 1 {
+		one := func(m *Mapping) (Local, bool) {
+			var out Local
+			n := 0
+			for _, l := range m.Locals {
+				if !l.IsPlaceholder() {
+					out, n = l, n+1
+				}
+			}
+			return out, n == 1
+		}
+		x, okx := one(desired)
+		y, oky := one(applied)
+		return okx && oky && x.IP == y.IP && x.Port == y.Port && x.VRF == y.VRF &&
+			tagOwner(desired.Tag) == tagOwner(applied.Tag)
 	}
-	return a.Affinity == b.Affinity && slices.Equal(a.Locals, b.Locals)
+	return desired.Tag == applied.Tag && desired.Affinity == applied.Affinity && slices.Equal(desired.Locals, applied.Locals)
 }
 
-// sortOps orders operations by kind, then object.
+// sortOps orders operations by kind, then object; it is stable, which
+// keeps the planned order of one mapping's operations.
 func sortOps(ops []Op) {
 	slices.SortStableFunc(ops, func(a, b Op) int { return compareOps(&a, &b) })
 }
 
-// compareOps orders operations by kind, then object, then local.
+// opClass is the place of an operation kind in the run order: every
+// mapping kind shares one.
+func opClass(k OpKind) OpKind { return min(k, OpDelMapping) }
+
+// compareOps orders operations by kind (mapping kinds as one), then
+// object; operations on one mapping compare equal.
 func compareOps(a, b *Op) int {
-	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+	if c := cmp.Compare(opClass(a.Kind), opClass(b.Kind)); c != 0 {
 		return c
 	}
 	switch a.Kind {
@@ -321,13 +456,22 @@ func compareOps(a, b *Op) int {
 		return cmp.Compare(a.Interface, b.Interface)
 	case OpDelIdentity, OpAddIdentity:
 		return compareIdentityKeys(a.Identity.IdentityKey, b.Identity.IdentityKey)
+	case OpDelRoute, OpAddRoute:
+		return compareRouteKeys(a.Route.RouteKey, b.Route.RouteKey)
 	case OpDelMapping, OpAddMapping, OpAddLocal, OpDelLocal:
-		if c := compareMappingKeys(a.Mapping.MappingKey, b.Mapping.MappingKey); c != 0 {
-			return c
-		}
-		return compareLocals(a.Local, b.Local)
+		return compareMappingKeys(a.Mapping.MappingKey, b.Mapping.MappingKey)
 	}
 	return 0
+}
+
+func compareRouteKeys(a, b RouteKey) int {
+	if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.VRF, b.VRF)
 }
 
 func compareMappingKeys(a, b MappingKey) int {
@@ -376,12 +520,13 @@ func (s *State) Apply(op Op) {
 	case OpSetGlobal:
 		s.Global = op.Global
 	case OpAddPool:
-		if !slices.Contains(s.Pool, op.Pool) {
-			s.Pool = append(slices.Clip(s.Pool), op.Pool)
-			slices.SortFunc(s.Pool, comparePool)
+		if i, found := slices.BinarySearchFunc(s.Pool, op.Pool, comparePool); !found {
+			s.Pool = slices.Insert(slices.Clip(s.Pool), i, op.Pool)
 		}
 	case OpDelPool:
-		s.Pool = slices.DeleteFunc(slices.Clone(s.Pool), func(p PoolAddress) bool { return p == op.Pool })
+		if i, found := slices.BinarySearchFunc(s.Pool, op.Pool, comparePool); found {
+			s.Pool = slices.Delete(slices.Clone(s.Pool), i, i+1)
+		}
 	case OpSetInterface:
 		if op.NewFeatures == 0 {
 			delete(s.Interfaces, op.Interface)
@@ -392,6 +537,11 @@ func (s *State) Apply(op Op) {
 		s.Identities[op.Identity.IdentityKey] = op.Identity
 	case OpDelIdentity:
 		delete(s.Identities, op.Identity.IdentityKey)
+	case OpAddRoute:
+		r := op.Route
+		s.Routes[r.RouteKey] = &r
+	case OpDelRoute:
+		delete(s.Routes, op.Route.RouteKey)
 	case OpAddMapping, OpDelMapping, OpAddLocal, OpDelLocal:
 		key := op.Mapping.MappingKey
 		if m := afterOp(s.Mappings[key], &op); m != nil {
@@ -462,6 +612,7 @@ func (s *State) Clone() *State {
 		Interfaces: maps.Clone(s.Interfaces),
 		Mappings:   maps.Clone(s.Mappings),
 		Identities: maps.Clone(s.Identities),
+		Routes:     maps.Clone(s.Routes),
 	}
 	if c.Interfaces == nil {
 		c.Interfaces = map[string]Features{}
@@ -471,6 +622,9 @@ func (s *State) Clone() *State {
 	}
 	if c.Identities == nil {
 		c.Identities = map[IdentityKey]*Identity{}
+	}
+	if c.Routes == nil {
+		c.Routes = map[RouteKey]*Route{}
 	}
 	return c
 }

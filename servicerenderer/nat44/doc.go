@@ -4,7 +4,8 @@
 //
 //   - Build (pure): BuildService turns one ContivService into its mappings
 //     on this node; BuildGlobal the plugin settings, pools, interface
-//     features and the identity mappings of source NAT.
+//     features, drop routes and the identity mappings of source NAT;
+//     ExternalIPObjects the source-NAT objects of one external IP.
 //   - Diff (pure): Diff compares a desired with an applied State and yields
 //     the ordered operations that turn one into the other, with endpoint
 //     changes of a load-balanced mapping done in place, one local per call.
@@ -14,20 +15,100 @@
 //     VPP and issues only the differences, through the small VPP interface
 //     (plugins/vpp implements it over govpp and a simulated VPP).
 //
-// Ownership: the agent owns the plugin settings, the pool addresses and the
-// interface features of the VPP it runs beside; mappings and identity
-// mappings are its own only when their tag starts with Config.TagPrefix.
-// Foreign mappings are never changed or deleted; a frontend a foreign
-// mapping holds is reported as a failure.
+// # What is programmed
 //
-// Frontends without backends: a frontend with no backend to send to (no
-// endpoints, or none on this node under a Local policy) gets no mapping, so
-// with forwarding on its traffic passes untranslated. For a NodePort that
-// means the node's own stack answers (nothing listens there: a reset or an
-// ICMP port-unreachable, close to kube-proxy's reject); for cluster,
-// external and LoadBalancer IPs the packet is routed by its destination.
-// kube-proxy drops such traffic instead; doing so needs a drop route
-// outside NAT44, which this package does not program (a known gap).
+// The rules come from a measured VPP 25.02 (vpp/FACTS.md): what crashes it
+// is never sent, and what cuts live connections is done only when the
+// change itself requires it. Per service port, frontend and node:
+//
+//	frontend                       locals                         twice-NAT  VPP calls
+//	ClusterIP                      all backends (Local internal   self       nat44_add_del_lb_static_mapping (out2in-only)
+//	                               policy: this node's)
+//	NodePort on each own node IP   Cluster: all backends          on         the same
+//	                               Local: this node's only        self       the same; none without a local backend
+//	ExternalIP / LoadBalancer IP   Cluster: all backends          on         the same, and under source NAT (first
+//	                               Local: this node's only        self       frontend on that IP): identity extIP
+//	                                                                         vrf podVRF + pool extIP tenant-vrf
+//	                                                                         ExternalIPTenantVRF
+//	source NAT (Config.SNAT)       -                              -          pool nodeIP; output feature on the main
+//	                                                                         NIC; identity nodeIP udp 4789 vrf mainVRF,
+//	                                                                         nodeIP vrf mainVRF, nodeIP vrf podVRF
+//	service CIDR (ServiceCIDR)     -                              -          ip_route_add_del DROP in podVRF and mainVRF
+//	plugin                         -                              -          enable (sessions), forwarding on, timeouts
+//	                                                                         (set after every enable), twice-NAT pool
+//	                                                                         NAT loopback; inside/outside features
+//
+// Every frontend is one load-balanced mapping for its whole life (locals
+// with probability serviceLocalEndpointWeight for this node's backends, 1
+// for the others): with one backend it is [backend, Placeholder], the
+// probability-0 local 0.0.0.0:0 that VPP never picks. Endpoint changes
+// are nat44_lb_static_mapping_add_del_local calls, ordered so that no call
+// leaves fewer than 2 locals or only probability-0 ones: 2→1 adds the
+// placeholder, then removes the leaving backend; 1→2 adds the new backend,
+// then removes the placeholder; 0→1 creates [backend, placeholder]; 1→0
+// deletes the mapping. A mapping is created with at most 255 locals
+// (MaxLocalsPerAdd: 256 abort VPP) and grown one local at a time.
+//
+// # What cuts connections
+//
+// Deleting a local cuts every load-balanced session to that backend
+// address:port, in every mapping; deleting a mapping cuts those of all its
+// locals. So only these replace or remove what carries traffic:
+//
+//   - a backend leaving (its own sessions);
+//   - the last backend leaving (the mapping goes);
+//   - a change of session affinity, twice-NAT mode or owning service:
+//     VPP changes none in place, so the mapping is deleted and re-added;
+//   - a change of a backend's probability (the local-endpoint weight of a
+//     backend that became local or remote): VPP cannot change it in place
+//     (re-adding answers "exists"), so that local is removed and re-added,
+//     cutting its sessions; when it is the mapping's only backend, the
+//     mapping is replaced;
+//   - a plain static mapping an older agent made for one backend is left as
+//     it is while it translates as desired, and converted (delete + add)
+//     when the backends change;
+//   - a mapping holding one backend address:port in two VRFs is replaced
+//     on any change (as before).
+//
+// Session affinity: VPP's dump never returns it, so the affinity is part
+// of the tag (AffinityTag: the service tag, then "|a<seconds>", the whole
+// within VPP's 63 bytes), and read back from there (TagAffinity); tags
+// without it, as older agents wrote, are owned and mean no affinity (so
+// after an upgrade, a multi-backend mapping of a service with affinity is
+// replaced once: what affinity VPP holds cannot be known).
+//
+// Terminating endpoints: NAT44-ED cannot drain a backend while keeping its
+// connections (a probability cannot change in place, and removing the
+// local cuts its sessions). So a terminating endpoint is used, as before,
+// only when a port has no ready one (the processor's serving-terminating
+// fallback), and removed like any other when it goes.
+//
+// # Frontends without endpoints
+//
+// A frontend with no usable endpoint (none, or none on this node under a
+// Local policy) gets no mapping. Its traffic then reaches the FIB: for a
+// cluster IP the drop route of the service CIDR (in the pod and the main
+// VRF; NAT runs before the FIB lookup, so mapped traffic never sees it)
+// drops it, so clients time out instead of being refused as kube-proxy
+// does: the route that would answer ICMP unreachable
+// (FIB_API_PATH_TYPE_ICMP_UNREACH) crashes VPP 25.02, only DROP is safe. A
+// NodePort without mapping is dropped by VPP's ip4-local. An external or
+// LoadBalancer IP without endpoints gets nothing (no mapping, no
+// source-NAT objects, no route): its traffic is routed by destination like
+// any address the node does not serve. Without Config.ServiceCIDR no route
+// is programmed, and unmapped cluster-IP traffic leaks out of the main NIC
+// (source-NATed when source NAT is on).
+//
+// # Ownership and waiting
+//
+// The agent owns the plugin settings, the pool addresses and the interface
+// features of the VPP it runs beside, and the drop routes of its service
+// CIDR in the pod and main VRF; mappings and identity mappings are its own
+// only when their tag starts with Config.TagPrefix. Foreign mappings are
+// never changed or deleted; a frontend a foreign mapping holds is reported
+// as a failure. An interface VPP does not have yet is not a failure: its
+// features are pending (Pending) and retried on every full apply and on
+// every UpdateInterface of that name.
 //
 // Two services claiming one frontend address:port/protocol: the oldest
 // (then the lower ID) wins, the other is logged once and listed by

@@ -43,14 +43,18 @@ func ExampleDiff() {
 }
 
 // VPP cannot remove a local from a load-balanced mapping with two: going
-// from two backends to one replaces it by a plain static mapping.
+// from two backends to one, the probability-0 placeholder local comes in
+// first, then the leaving backend goes. The mapping, and the sessions of
+// the backend that stays, live on.
 func ExampleDiff_twoToOne() {
-	for _, op := range nat44.Diff(state(webMapping(1)), state(webMapping(2)), owned) {
+	one := webMapping(1)
+	one.Locals = append([]nat44.Local{nat44.Placeholder}, one.Locals...)
+	for _, op := range nat44.Diff(state(one), state(webMapping(2)), owned) {
 		fmt.Println(op)
 	}
 	// Output:
-	// del-mapping 10.96.0.1:80/TCP lb twice-nat=self affinity=0 tag=contiv:default/web -> 10.1.1.10:8080 vrf=1 p=1, 10.1.1.11:8080 vrf=1 p=1
-	// add-mapping 10.96.0.1:80/TCP static twice-nat=self tag=contiv:default/web -> 10.1.1.10:8080 vrf=1
+	// add-local 10.96.0.1:80/TCP 0.0.0.0:0 vrf=0 p=0
+	// del-local 10.96.0.1:80/TCP 10.1.1.11:8080 vrf=1 p=1
 }
 
 // Mappings whose tag the agent does not own are never touched.

@@ -13,17 +13,23 @@ import (
 var errTransient = errors.New("fake VPP: connection reset")
 
 // fakeVPP is a stateful fake of VPP's NAT44-ED configuration enforcing the
-// rules of SPEC 6: a load-balanced mapping needs at least 2 locals, a local
-// cannot be removed while fewer than 3 remain, duplicates answer "value
-// exists", deletes of missing objects "no such entry". It can fail a chosen
-// fraction of calls transiently, before or after taking effect (a lost
-// reply), and reject chosen mappings as invalid.
+// measured rules of VPP 25.02 (FACTS §1, §2) the renderer relies on: a
+// load-balanced mapping needs at least 2 locals at creation; 256 or more
+// locals in one add, or a mapping left with only probability-0 locals,
+// crash VPP (the fake panics: a test failure); a local cannot be removed
+// while fewer than 3 remain (-1); re-adding an existing local (whatever
+// its probability) answers "value exists"; deletes of missing objects "no
+// such entry"; tags are cut to 63 bytes; the dump never returns affinity;
+// drop routes are idempotent (add twice, delete missing: 0). It can fail a
+// chosen fraction of calls transiently, before or after taking effect (a
+// lost reply), and reject chosen mappings as invalid.
 type fakeVPP struct {
 	mu    sync.Mutex
 	state *State
 	// calls logs every call but Dump, as Op strings.
 	calls []string
-	dumps int
+	// dumps counts Dump calls, routeDumps DumpRoutes calls.
+	dumps, routeDumps int
 	// failRate is the fraction of calls (dumps included) failing
 	// transiently; rng decides.
 	failRate float64
@@ -32,6 +38,9 @@ type fakeVPP struct {
 	reject func(m *Mapping) bool
 	// missing names interfaces VPP does not have.
 	missing map[string]bool
+	// otherRoutes are routes VPP holds that are not the agent's (dumped by
+	// DumpRoutes along with the agent's).
+	otherRoutes []Route
 }
 
 func newFakeVPP() *fakeVPP {
@@ -125,6 +134,7 @@ func (f *fakeVPP) AddDelIdentity(_ context.Context, id *Identity, add bool) erro
 			return invalid("identity %s: no such entry", id.IdentityKey)
 		}
 		c := *id
+		c.Tag = cutTag(c.Tag)
 		op.Identity = &c
 		f.state.Apply(op)
 		return nil
@@ -153,21 +163,25 @@ func (f *fakeVPP) AddDelMapping(_ context.Context, m *Mapping, add bool) error {
 			return invalid("mapping %s: value exists", m.MappingKey)
 		case len(m.Locals) == 0:
 			return invalid("mapping %s: no locals", m.MappingKey)
-		case m.Port == 0 || m.Locals[0].Port == 0:
+		case m.Port == 0 || (len(m.Locals) == 1 && m.Locals[0].Port == 0):
 			return invalid("mapping %s: port 0", m.MappingKey)
 		case f.reject != nil && f.reject(m):
 			return invalid("mapping %s: rejected", m.MappingKey)
 		}
+		if len(m.Locals) > MaxLocalsPerAdd {
+			panic(fmt.Sprintf("fake VPP crashed (SIGABRT): mapping %s added with %d locals", m.MappingKey, len(m.Locals)))
+		}
+		if len(m.Locals) > 1 && allZero(m.Locals) {
+			panic(fmt.Sprintf("fake VPP crashes on the first packet (SIGFPE): mapping %s has only probability-0 locals", m.MappingKey))
+		}
 		for i, l := range m.Locals {
-			if len(m.Locals) > 1 && l.Probability == 0 {
-				return invalid("mapping %s: local %s: probability 0", m.MappingKey, l)
-			}
 			if i > 0 && compareLocals(m.Locals[i-1], l) >= 0 {
 				return invalid("mapping %s: locals duplicate or unsorted", m.MappingKey)
 			}
 		}
 		c := *m
 		c.Locals = slices.Clone(m.Locals)
+		c.Tag = cutTag(c.Tag)
 		op.Mapping = &c
 		f.state.Apply(op)
 		return nil
@@ -191,16 +205,57 @@ func (f *fakeVPP) AddDelLBLocal(_ context.Context, key MappingKey, l Local, add 
 		switch {
 		case add && found:
 			return invalid("mapping %s: local %s: value exists", key, l)
-		case add && l.Probability == 0:
-			return invalid("mapping %s: local %s: probability 0", key, l)
 		case !add && !found:
 			return invalid("mapping %s: local %s: no such entry", key, l)
 		case !add && len(cur.Locals) < 3:
-			return invalid("mapping %s: cannot remove a local from %d", key, len(cur.Locals))
+			return fmt.Errorf("fake VPP: mapping %s: cannot remove a local from %d (-1): %w", key, len(cur.Locals), ErrInvalid)
 		}
 		f.state.Apply(op)
+		if m := f.state.Mappings[key]; allZero(m.Locals) {
+			panic(fmt.Sprintf("fake VPP crashes on the first packet (SIGFPE): mapping %s left with only probability-0 locals", key))
+		}
 		return nil
 	})
+}
+
+// allZero tells whether no local has a probability.
+func allZero(ls []Local) bool {
+	return !slices.ContainsFunc(ls, func(l Local) bool { return l.Probability > 0 })
+}
+
+// cutTag is a tag as VPP keeps it.
+func cutTag(tag string) string { return tag[:min(len(tag), MaxTagLen)] }
+
+func (f *fakeVPP) AddDelRoute(_ context.Context, r Route, add bool) error {
+	op := Op{Kind: OpDelRoute, Route: r}
+	if add {
+		op.Kind = OpAddRoute
+	}
+	return f.do(op, func() error {
+		f.state.Apply(op) // idempotent both ways, as VPP answers 0
+		return nil
+	})
+}
+
+func (f *fakeVPP) DumpRoutes(_ context.Context, vrfs []uint32) ([]Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.routeDumps++
+	if f.failRate > 0 && f.rng.Float64() < f.failRate {
+		return nil, errTransient
+	}
+	var out []Route
+	for _, r := range f.otherRoutes {
+		if slices.Contains(vrfs, r.VRF) {
+			out = append(out, r)
+		}
+	}
+	for _, r := range f.state.Routes {
+		if slices.Contains(vrfs, r.VRF) {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeVPP) Dump(context.Context) (*State, error) {
@@ -211,9 +266,11 @@ func (f *fakeVPP) Dump(context.Context) (*State, error) {
 		return nil, errTransient
 	}
 	c := f.state.Clone()
+	c.Routes = nil
 	for k, m := range c.Mappings {
 		mc := *m
 		mc.Locals = slices.Clone(m.Locals)
+		mc.Affinity = 0 // VPP's dump never returns it
 		c.Mappings[k] = &mc
 	}
 	for k, id := range c.Identities {
@@ -258,4 +315,6 @@ func (c *countingVPP) AddDelLBLocal(context.Context, MappingKey, Local, bool) er
 	return nil
 }
 func (c *countingVPP) AddDelIdentity(context.Context, *Identity, bool) error { c.calls++; return nil }
+func (c *countingVPP) AddDelRoute(context.Context, Route, bool) error        { c.calls++; return nil }
+func (c *countingVPP) DumpRoutes(context.Context, []uint32) ([]Route, error) { return nil, nil }
 func (c *countingVPP) Dump(context.Context) (*State, error)                  { return NewState(), nil }

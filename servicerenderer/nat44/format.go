@@ -22,6 +22,11 @@ func (k IdentityKey) String() string {
 	return s + " vrf=" + strconv.FormatUint(uint64(k.VRF), 10)
 }
 
+// String is "prefix vrf=N".
+func (k RouteKey) String() string {
+	return k.Prefix.String() + " vrf=" + strconv.FormatUint(uint64(k.VRF), 10)
+}
+
 // String is "ip vrf=N", with "twice-nat" for a twice-NAT pool address.
 func (a PoolAddress) String() string {
 	s := a.IP.String() + " vrf=" + vrfString(a.VRF)
@@ -116,6 +121,8 @@ func (op Op) String() string {
 		return fmt.Sprintf("%s %s %s -> %s", op.Kind, op.Interface, op.OldFeatures, op.NewFeatures)
 	case OpAddIdentity, OpDelIdentity:
 		return op.Kind.String() + " " + op.Identity.IdentityKey.String() + " tag=" + op.Identity.Tag
+	case OpAddRoute, OpDelRoute:
+		return op.Kind.String() + " " + op.Route.RouteKey.String() + " drop"
 	case OpAddMapping, OpDelMapping:
 		return op.Kind.String() + " " + op.Mapping.String()
 	case OpAddLocal, OpDelLocal:
@@ -135,7 +142,8 @@ func (g Global) String() string {
 }
 
 // Lines is the state as sorted text, one line per object: the plugin
-// settings, pool addresses, interfaces, identity mappings, then mappings.
+// settings, pool addresses, interfaces, identity mappings, routes, then
+// mappings.
 // Tests compare it with golden files; contivctl prints it.
 func (s *State) Lines() []string {
 	lines := []string{"global " + s.Global.String()}
@@ -151,6 +159,11 @@ func (s *State) Lines() []string {
 	slices.SortFunc(ids, compareIdentityKeys)
 	for _, k := range ids {
 		lines = append(lines, "identity "+k.String()+" tag="+s.Identities[k].Tag)
+	}
+	routes := slices.Collect(maps.Keys(s.Routes))
+	slices.SortFunc(routes, compareRouteKeys)
+	for _, k := range routes {
+		lines = append(lines, "route "+k.String()+" drop")
 	}
 	keys := slices.Collect(maps.Keys(s.Mappings))
 	slices.SortFunc(keys, compareMappingKeys)

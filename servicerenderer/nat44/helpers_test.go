@@ -14,7 +14,7 @@ import (
 // The fixture of the reference scenarios: main VRF 1, pod VRF 2, this
 // node's pod subnet 10.1.1.0/24 with NAT loopback 10.1.1.254, the main NIC
 // GbE with 192.168.16.10 (source NAT of external traffic), management IP
-// 172.30.1.1.
+// 172.30.1.1, service CIDR 10.96.0.0/12, external IPs' tenant VRF 77.
 const (
 	tagPrefix = "contiv:"
 	nodeIP    = "192.168.16.10"
@@ -37,6 +37,8 @@ func testConfig() Config {
 		SessionLimit:        10000,
 		Timeouts:            Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60},
 		TagPrefix:           tagPrefix,
+		ServiceCIDR:         netip.MustParsePrefix("10.96.0.0/12"),
+		ExternalIPTenantVRF: 77,
 	}
 }
 

@@ -85,23 +85,44 @@ type Local struct {
 	Port uint16
 	// Probability is the weight of this local among the mapping's locals;
 	// a plain static mapping (one local) has none in VPP, and it is not
-	// compared there.
+	// compared there. VPP never picks a local with probability 0.
 	Probability uint8
 	VRF         uint32
 }
 
-// Mapping is a static mapping (one local) or a load-balanced static
-// mapping (two or more locals); always out2in-only.
+// Placeholder is the probability-0 local 0.0.0.0:0 (VRF 0) that keeps a
+// frontend with one backend a load-balanced mapping: VPP never picks it,
+// and it lets the mapping go 2→1→2 backends by local operations only.
+// ASSUMPTION: its VRF is 0; FACTS §3 measured 0.0.0.0:0 without naming
+// the VRF, and VPP accepts locals in any VRF (FACTS §2).
+var Placeholder = Local{IP: netip.IPv4Unspecified()}
+
+// IsPlaceholder tells whether l is the placeholder local.
+func (l Local) IsPlaceholder() bool { return l == Placeholder }
+
+// MaxLocalsPerAdd is the most locals one nat44_add_del_lb_static_mapping
+// may carry: VPP 25.02 aborts on 256 or more (FACTS §1). A bigger mapping
+// is created with this many and grown one local at a time.
+const MaxLocalsPerAdd = 255
+
+// Mapping is a load-balanced static mapping (two or more locals), as the
+// agent builds them, or a plain static mapping (one local), as an older
+// agent made them and a dump may still show; always out2in-only.
 type Mapping struct {
 	MappingKey
 	// Locals are sorted by IP, port, VRF.
 	Locals   []Local
 	TwiceNAT TwiceNAT
-	// Affinity is the session-affinity timeout in seconds; 0 = none. A
-	// plain static mapping has none in VPP, and it is not compared there.
+	// Affinity is the session-affinity timeout in seconds; 0 = none. VPP's
+	// dump never returns it: the agent records it in the tag (AffinityTag)
+	// and reads it back from there. A plain static mapping has none.
 	Affinity uint32
-	// Tag names the owner; the agent only touches mappings it tagged.
+	// Tag names the owner (and the affinity); the agent only touches
+	// mappings it tagged.
 	Tag string
+	// external is set on a built mapping of an external or LoadBalancer IP
+	// (it drives the source-NAT objects of that IP); never compared.
+	external bool
 }
 
 // IdentityKey identifies an identity mapping (port 0 = address only, and
@@ -119,14 +140,31 @@ type Identity struct {
 	Tag string
 }
 
+// RouteKey identifies a FIB route: its prefix in one VRF (FIB table).
+type RouteKey struct {
+	Prefix netip.Prefix
+	VRF    uint32
+}
+
+// Route is a FIB route the agent owns. Every such route drops what it
+// matches (FIB_API_PATH_TYPE_DROP): the service CIDR, so that a frontend
+// with no usable endpoint drops its traffic instead of leaking it.
+type Route struct {
+	RouteKey
+}
+
 // State is a complete NAT44 configuration: what the agent wants (desired)
 // or what VPP holds (dumped).
 type State struct {
-	Global     Global
+	Global Global
+	// Pool is sorted (PoolAddress.Compare).
 	Pool       []PoolAddress
 	Interfaces map[string]Features
 	Mappings   map[MappingKey]*Mapping
 	Identities map[IdentityKey]*Identity
+	// Routes are the agent's drop routes (Dump leaves it empty: routes are
+	// read by DumpRoutes).
+	Routes map[RouteKey]*Route
 }
 
 // VPP is what the apply step needs from VPP. plugins/vpp implements it over
@@ -139,13 +177,20 @@ type VPP interface {
 	// SetInterfaceFeatures changes the features of one interface from old to new.
 	SetInterfaceFeatures(ctx context.Context, ifName string, old, new Features) error
 	// AddDelMapping adds or deletes a whole mapping: a static mapping when it
-	// has one local, a load-balanced one when it has more.
+	// has one local, a load-balanced one when it has more. A load-balanced
+	// add carries 2 to MaxLocalsPerAdd locals, not all of probability 0.
 	AddDelMapping(ctx context.Context, m *Mapping, add bool) error
 	// AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 	AddDelLBLocal(ctx context.Context, key MappingKey, l Local, add bool) error
 	AddDelIdentity(ctx context.Context, id *Identity, add bool) error
-	// Dump reads the whole NAT44 state VPP holds.
+	// AddDelRoute adds or deletes a drop route (path type DROP, never
+	// ICMP_UNREACH, which crashes VPP 25.02).
+	AddDelRoute(ctx context.Context, r Route, add bool) error
+	// Dump reads the whole NAT44 state VPP holds (Routes left empty).
 	Dump(ctx context.Context) (*State, error)
+	// DumpRoutes reads the drop routes (routes whose only path drops) of
+	// the given VRFs.
+	DumpRoutes(ctx context.Context, vrfs []uint32) ([]Route, error)
 }
 
 // Compare orders pool addresses as the model keeps them: by IP, VRF, plain

@@ -4,12 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
-	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
@@ -35,7 +34,7 @@ type Params struct {
 // one map lookup, that of the service.
 //
 // Every method but the introspection ones (Desired, Applied, Failures,
-// Conflicts, Stats) must be called from one goroutine, the controller's
+// Pending, Conflicts, Stats) must be called from one goroutine, the controller's
 // loop; the introspection methods may be called from any goroutine.
 type Renderer struct {
 	cfg   Config
@@ -69,8 +68,17 @@ type Renderer struct {
 	// dirtyInterfaces are the interfaces whose features changed since the
 	// last apply; nil when none did (as most applies find it).
 	dirtyInterfaces map[string]struct{}
-	failures        map[ObjectID]Failure
-	stats           Stats
+	// pending are the interfaces whose features wait for VPP to have the
+	// interface.
+	pending map[string]PendingInterface
+	// extRefs counts, per external or LoadBalancer IP with source-NAT
+	// objects (ExternalIPObjects), the frontends on it with a desired
+	// mapping; dirtyExt are the IPs whose objects changed since the last
+	// apply (nil when none did).
+	extRefs  map[netip.Addr]int
+	dirtyExt map[netip.Addr]struct{}
+	failures map[ObjectID]Failure
+	stats    Stats
 	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
 	// the loop goroutine, reused from one change to the next; nothing kept
 	// or handed out aliases them.
@@ -107,8 +115,9 @@ func (fe *frontendState) unused() bool {
 // serviceEntry is one service and the mappings it claims.
 type serviceEntry struct {
 	svc *servicerenderer.ContivService
-	// mappingTag is the tag of its mappings.
+	// mappingTag is the tag of its mappings, made for affinity.
 	mappingTag string
+	affinity   uint32
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
@@ -169,6 +178,7 @@ func New(p Params) (*Renderer, error) {
 		owned:    p.Config.Owned,
 		reported: map[conflictPair]struct{}{},
 		failures: map[ObjectID]Failure{},
+		pending:  map[string]PendingInterface{},
 		applied:  NewState(),
 	}
 	r.reset(servicerenderer.LocalNode{}, nil)
@@ -198,6 +208,8 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.desired = BuildGlobal(r.cfg, r.interfaces)
 	r.synced = false
 	r.dirtyInterfaces = nil
+	r.extRefs = map[netip.Addr]int{}
+	r.dirtyExt = nil
 }
 
 // errNilService is the error of a call without its service.
@@ -254,10 +266,10 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
 	var tag string
-	if e != nil {
+	if e != nil && e.affinity == svc.AffinityTimeout {
 		tag = e.mappingTag
 	} else {
-		tag = ServiceTag(r.cfg.TagPrefix, svc.ID)
+		tag = AffinityTag(r.cfg.TagPrefix, svc.ID, svc.AffinityTimeout)
 	}
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
 	claims := make([]claim, len(ms))
@@ -274,13 +286,14 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		for i := range e.claims {
 			r.release(e, e.claims[i].fe)
 		}
-		e = &serviceEntry{svc: svc, mappingTag: tag, nodeDependent: e.nodeDependent}
+		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
 	}
 	if e == nil {
-		e = &serviceEntry{svc: svc, mappingTag: tag}
+		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout}
 		r.services[svc.ID] = e
 	}
+	e.mappingTag, e.affinity = tag, svc.AffinityTimeout
 	old := e.claims
 	e.svc, e.claims = svc, claims
 	i, j := 0, 0
@@ -432,6 +445,12 @@ func (r *Renderer) addLoser(fe *frontendState, loser, winner *serviceEntry) {
 // for Apply when that changes anything.
 func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
 	old := fe.desired
+	if old != nil && old.external {
+		r.extRef(old.IP, -1)
+	}
+	if m != nil && m.external {
+		r.extRef(m.IP, 1)
+	}
 	if identical(old, m) {
 		if m != nil {
 			// The newest value is kept, so that the old one can go.
@@ -473,19 +492,29 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	}
 	f := InterfaceFeatures(name, role, r.cfg)
 	if r.desired.Interfaces[name] == f {
+		if _, ok := r.pending[name]; ok {
+			// The interface may exist now: the next Apply tries again.
+			r.markInterface(name)
+		}
 		return nil
 	}
 	if f == 0 {
 		delete(r.desired.Interfaces, name)
+		delete(r.pending, name)
 	} else {
 		r.desired.Interfaces[name] = f
 	}
+	r.markInterface(name)
+	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
+	return nil
+}
+
+// markInterface queues an interface for the next Apply; the caller holds mu.
+func (r *Renderer) markInterface(name string) {
 	if r.dirtyInterfaces == nil {
 		r.dirtyInterfaces = map[string]struct{}{}
 	}
 	r.dirtyInterfaces[name] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
-	return nil
 }
 
 // UpdateLocalNode implements servicerenderer.Renderer: the services with
@@ -542,319 +571,6 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 		r.log.Debug("resync rendered", "services", len(r.services), "mappings", mappings, "conflicts", conflicts)
 	}
 	return nil
-}
-
-// Apply pushes the desired state to VPP. With full set (after a resync),
-// or before the first full apply, it dumps VPP's state and issues only the
-// differences; otherwise it issues the calls for what changed since the
-// last apply. Calls VPP refuses as invalid are reported per object (see
-// Failures) and not retried until the object changes or a full apply runs;
-// the rest of the batch is still applied. Other failures make Apply return
-// an error after applying what it can: the controller then heals with a
-// full resync.
-func (r *Renderer) Apply(ctx context.Context, full bool) error {
-	start := time.Now()
-	full = full || !r.synced
-	steps := r.stepsBuf[:0]
-	add := func(ops []Op, fe *frontendState) {
-		for i := range ops {
-			steps = append(steps, step{Op: ops[i], fe: fe})
-		}
-	}
-	diffFrontend := func(fe *frontendState) {
-		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
-		if b {
-			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
-		}
-		add(ops, fe)
-		clear(ops)
-		r.opsBuf = ops[:0]
-		fe.dirty = false
-	}
-	r.mu.Lock()
-	r.stats.Applies++
-	if full {
-		r.stats.FullApplies++
-		r.stats.Calls++
-		r.mu.Unlock()
-		dumped, err := r.vpp.Dump(ctx)
-		r.mu.Lock()
-		if err != nil {
-			r.stats.Transient++
-			r.mu.Unlock()
-			return fmt.Errorf("dump NAT44 state: %w", err)
-		}
-		normalize(dumped)
-		r.loadApplied(dumped)
-		r.synced = true
-		clear(r.failures)
-		r.dirtyInterfaces = nil
-		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
-		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
-		for _, fe := range fes {
-			diffFrontend(fe)
-		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
-	} else {
-		for name := range r.dirtyInterfaces {
-			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
-		}
-		for _, fe := range r.dirty {
-			diffFrontend(fe)
-		}
-		r.dirtyInterfaces = nil
-	}
-	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
-	r.mu.Unlock()
-	err := r.run(ctx, steps, full, start)
-	r.mu.Lock()
-	// The frontends of this apply that nothing refers to any more go.
-	if full {
-		for _, fe := range r.frontends {
-			r.forget(fe)
-		}
-	} else {
-		for _, fe := range r.dirty {
-			r.forget(fe)
-		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
-	}
-	r.mu.Unlock()
-	if cap(steps) <= 1024 {
-		clear(steps)
-		r.stepsBuf = steps[:0]
-	}
-	return err
-}
-
-// step is one operation of an apply with, for a mapping operation, the
-// frontend it changes.
-type step struct {
-	Op
-	fe *frontendState
-}
-
-// loadApplied makes dumped what VPP holds: its mappings go to the
-// frontends (made for the keys no service claims), the rest to r.applied.
-// The caller holds mu.
-func (r *Renderer) loadApplied(dumped *State) {
-	for _, fe := range r.frontends {
-		fe.applied = nil
-	}
-	for k, m := range dumped.Mappings {
-		fe := r.frontends[k]
-		if fe == nil {
-			fe = &frontendState{key: k}
-			r.frontends[k] = fe
-		}
-		fe.applied = m
-	}
-	dumped.Mappings = map[MappingKey]*Mapping{}
-	r.applied = dumped
-}
-
-// foreign tells whether VPP holds a mapping on fe that is not the agent's.
-// The renderer tags the mappings it builds itself, always owned: one tagged
-// as the desired mapping is, which spares reading the tag (the same string).
-func (r *Renderer) foreign(fe *frontendState) bool {
-	a := fe.applied
-	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
-}
-
-// blocked records that a foreign object holds what the agent wants; the
-// caller holds mu.
-func (r *Renderer) blocked(id ObjectID, tag string) {
-	f := Failure{Object: id, Reason: fmt.Sprintf("held by a foreign object tagged %q", tag)}
-	if id.Kind == ObjectMapping {
-		if fe := r.frontends[id.Mapping]; fe != nil && fe.winner != nil {
-			f.Service = fe.winner.svc.ID
-		}
-	}
-	if _, ok := r.failures[id]; !ok {
-		r.log.Warn("NAT44 object not applied", "object", id.String(), "service", f.Service, "reason", f.Reason)
-	}
-	r.failures[id] = f
-}
-
-// batch counts what one apply did.
-type batch struct {
-	calls, invalid, transient       int
-	added, removed, updated, locals int
-	deleted                         map[MappingKey]struct{}
-	// changed holds the keys of the mappings whose locals changed.
-	changed  []MappingKey
-	firstErr error
-}
-
-// run issues ops in order. After a failed call the object's remaining
-// operations are skipped; the applied state records only what succeeded.
-func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time) error {
-	b := batch{changed: r.changedBuf[:0]}
-	var failed map[ObjectID]struct{}
-	for i := range ops {
-		op := &ops[i].Op
-		id := op.Object()
-		if _, skip := failed[id]; skip {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			b.transient += len(ops) - i
-			if b.firstErr == nil {
-				b.firstErr = err
-			}
-			break
-		}
-		err := r.call(ctx, op)
-		if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
-			err = nil // the interface is gone, and its features with it
-		}
-		r.mu.Lock()
-		b.calls++
-		r.stats.Calls++
-		if err == nil {
-			r.record(&ops[i])
-			b.count(op)
-			r.mu.Unlock()
-			continue
-		}
-		if failed == nil {
-			failed = map[ObjectID]struct{}{}
-		}
-		failed[id] = struct{}{}
-		if errors.Is(err, ErrInvalid) {
-			b.invalid++
-			r.stats.Invalid++
-			f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-			if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
-				f.Service = fe.winner.svc.ID
-			}
-			r.failures[id] = f
-			r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
-		} else {
-			b.transient++
-			r.stats.Transient++
-			if b.firstErr == nil {
-				b.firstErr = fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		r.mu.Unlock()
-	}
-	r.mu.Lock()
-	b.finish(&r.stats)
-	r.mu.Unlock()
-	r.changedBuf = b.changed[:0]
-	level := slog.LevelInfo
-	if !full && b.calls == 0 && b.transient == 0 {
-		level = slog.LevelDebug
-	}
-	if r.log.Enabled(ctx, level) {
-		r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
-			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
-			"transient", b.transient, "duration", time.Since(start))
-	}
-	if b.transient > 0 {
-		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
-	}
-	return nil
-}
-
-// record notes in the applied state that s succeeded; the caller holds mu.
-func (r *Renderer) record(s *step) {
-	if s.fe != nil {
-		s.fe.applied = afterOp(s.fe.applied, &s.Op)
-		return
-	}
-	r.applied.Apply(s.Op)
-}
-
-// count records one successful operation.
-func (b *batch) count(op *Op) {
-	switch op.Kind {
-	case OpDelMapping:
-		if b.deleted == nil {
-			b.deleted = map[MappingKey]struct{}{}
-		}
-		b.deleted[op.Mapping.MappingKey] = struct{}{}
-		b.removed++
-	case OpAddMapping:
-		if _, ok := b.deleted[op.Mapping.MappingKey]; ok {
-			b.removed--
-			b.updated++
-		} else {
-			b.added++
-		}
-	case OpAddLocal, OpDelLocal:
-		b.locals++
-		// Operations on one mapping's locals are adjacent within a kind.
-		if n := len(b.changed); n == 0 || b.changed[n-1] != op.Mapping.MappingKey {
-			b.changed = append(b.changed, op.Mapping.MappingKey)
-		}
-	}
-}
-
-// finish adds the batch to the cumulative counters.
-func (b *batch) finish(s *Stats) {
-	slices.SortFunc(b.changed, compareMappingKeys)
-	b.updated += len(slices.Compact(b.changed))
-	s.MappingsAdded += uint64(b.added)
-	s.MappingsRemoved += uint64(b.removed)
-	s.MappingsUpdated += uint64(b.updated)
-	s.LocalsChanged += uint64(b.locals)
-}
-
-// call issues one operation.
-func (r *Renderer) call(ctx context.Context, op *Op) error {
-	switch op.Kind {
-	case OpSetGlobal:
-		return r.vpp.SetGlobal(ctx, op.Global)
-	case OpAddPool, OpDelPool:
-		return r.vpp.AddDelPoolAddress(ctx, op.Pool, op.Kind == OpAddPool)
-	case OpSetInterface:
-		return r.vpp.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
-	case OpAddIdentity, OpDelIdentity:
-		return r.vpp.AddDelIdentity(ctx, op.Identity, op.Kind == OpAddIdentity)
-	case OpAddMapping, OpDelMapping:
-		return r.vpp.AddDelMapping(ctx, op.Mapping, op.Kind == OpAddMapping)
-	case OpAddLocal, OpDelLocal:
-		return r.vpp.AddDelLBLocal(ctx, op.Mapping.MappingKey, op.Local, op.Kind == OpAddLocal)
-	}
-	return fmt.Errorf("unknown NAT44 operation %d", op.Kind)
-}
-
-// normalize makes a dumped state comparable with a built one: maps made,
-// locals and pool sorted, address-only identities without protocol.
-func normalize(s *State) {
-	if s.Interfaces == nil {
-		s.Interfaces = map[string]Features{}
-	}
-	if s.Mappings == nil {
-		s.Mappings = map[MappingKey]*Mapping{}
-	}
-	if s.Identities == nil {
-		s.Identities = map[IdentityKey]*Identity{}
-	}
-	for name, f := range s.Interfaces {
-		if f == 0 {
-			delete(s.Interfaces, name)
-		}
-	}
-	slices.SortFunc(s.Pool, comparePool)
-	for _, m := range s.Mappings {
-		if !slices.IsSortedFunc(m.Locals, compareLocals) {
-			m.Locals = slices.Clone(m.Locals)
-			slices.SortFunc(m.Locals, compareLocals)
-		}
-	}
-	for k, id := range s.Identities {
-		if k.Port == 0 && k.Proto != 0 {
-			delete(s.Identities, k)
-			c := *id
-			c.Proto = 0
-			s.Identities[c.IdentityKey] = &c
-		}
-	}
 }
 
 // Desired is a copy of the desired state (its mappings are shared and must

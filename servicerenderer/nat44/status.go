@@ -2,6 +2,7 @@ package nat44
 
 import (
 	"cmp"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
@@ -15,6 +16,7 @@ const (
 	ObjectPool
 	ObjectInterface
 	ObjectIdentity
+	ObjectRoute
 	ObjectMapping
 )
 
@@ -29,6 +31,8 @@ func (k ObjectKind) String() string {
 		return "interface"
 	case ObjectIdentity:
 		return "identity"
+	case ObjectRoute:
+		return "route"
 	case ObjectMapping:
 		return "mapping"
 	}
@@ -41,6 +45,7 @@ type ObjectID struct {
 	Pool      PoolAddress
 	Interface string
 	Identity  IdentityKey
+	Route     RouteKey
 	Mapping   MappingKey
 }
 
@@ -53,6 +58,8 @@ func (id ObjectID) String() string {
 		return "interface " + id.Interface
 	case ObjectIdentity:
 		return "identity " + id.Identity.String()
+	case ObjectRoute:
+		return "route " + id.Route.String()
 	case ObjectMapping:
 		return "mapping " + id.Mapping.String()
 	}
@@ -70,6 +77,8 @@ func compareObjects(a, b ObjectID) int {
 		return cmp.Compare(a.Interface, b.Interface)
 	case ObjectIdentity:
 		return compareIdentityKeys(a.Identity, b.Identity)
+	case ObjectRoute:
+		return compareRouteKeys(a.Route, b.Route)
 	case ObjectMapping:
 		return compareMappingKeys(a.Mapping, b.Mapping)
 	}
@@ -86,6 +95,22 @@ type Failure struct {
 	// Op is the refused operation (empty when no call was made).
 	Op     OpKind
 	Reason string
+}
+
+// PendingInterface is an interface whose NAT44 features wait for VPP to
+// have it (a pod's interface not yet created, say). It is not a failure:
+// every full apply, and every UpdateInterface of that name, tries again.
+type PendingInterface struct {
+	Name string
+	// Features are the features it is to get.
+	Features Features
+	// Since is when the renderer first found VPP without it.
+	Since time.Time
+}
+
+// String is "waiting for interface NAME (features F)".
+func (p PendingInterface) String() string {
+	return "waiting for interface " + p.Name + " (features " + p.Features.String() + ")"
 }
 
 // Conflict is a frontend address:port/protocol claimed by more than one

@@ -1,0 +1,409 @@
+package nat44
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Apply pushes the desired state to VPP. With full set (after a resync),
+// or before the first full apply, it dumps VPP's state (and, with a
+// service CIDR, the routes of the pod and main VRF) and issues only the
+// differences; otherwise it issues the calls for what changed since the
+// last apply. Calls VPP refuses as invalid are reported per object (see
+// Failures) and not retried until the object changes or a full apply runs;
+// features of an interface VPP lacks wait for it (see Pending);
+// the rest of the batch is still applied. Other failures make Apply return
+// an error after applying what it can: the controller then heals with a
+// full resync.
+func (r *Renderer) Apply(ctx context.Context, full bool) error {
+	start := time.Now()
+	full = full || !r.synced
+	steps := r.stepsBuf[:0]
+	add := func(ops []Op, fe *frontendState) {
+		for i := range ops {
+			steps = append(steps, step{Op: ops[i], fe: fe})
+		}
+	}
+	diffFrontend := func(fe *frontendState) {
+		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
+		if b {
+			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
+		}
+		add(ops, fe)
+		clear(ops)
+		r.opsBuf = ops[:0]
+		fe.dirty = false
+	}
+	r.mu.Lock()
+	r.stats.Applies++
+	if full {
+		r.stats.FullApplies++
+		r.stats.Calls++
+		r.mu.Unlock()
+		dumped, err := r.vpp.Dump(ctx)
+		r.mu.Lock()
+		if err != nil {
+			r.stats.Transient++
+			r.mu.Unlock()
+			return fmt.Errorf("dump NAT44 state: %w", err)
+		}
+		normalize(dumped)
+		if r.cfg.ServiceCIDR.IsValid() {
+			r.stats.Calls++
+			r.mu.Unlock()
+			routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
+			r.mu.Lock()
+			if err != nil {
+				r.stats.Transient++
+				r.mu.Unlock()
+				return fmt.Errorf("dump routes: %w", err)
+			}
+			for _, rt := range routes {
+				if r.ownedRoute(rt.RouteKey) {
+					dumped.Routes[rt.RouteKey] = &rt
+				}
+			}
+		}
+		r.loadApplied(dumped)
+		r.synced = true
+		clear(r.failures)
+		r.dirtyInterfaces = nil
+		r.dirtyExt = nil
+		for name := range r.pending {
+			if r.desired.Interfaces[name] == 0 {
+				delete(r.pending, name)
+			}
+		}
+		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
+		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
+		for _, fe := range fes {
+			diffFrontend(fe)
+		}
+		clear(r.dirty)
+		r.dirty = r.dirty[:0]
+	} else {
+		for name := range r.dirtyInterfaces {
+			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
+		}
+		for ip := range r.dirtyExt {
+			add(r.diffExternal(nil, ip), nil)
+		}
+		for _, fe := range r.dirty {
+			diffFrontend(fe)
+		}
+		r.dirtyInterfaces = nil
+		r.dirtyExt = nil
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
+	r.mu.Unlock()
+	err := r.run(ctx, steps, full, start)
+	r.mu.Lock()
+	// The frontends of this apply that nothing refers to any more go.
+	if full {
+		for _, fe := range r.frontends {
+			r.forget(fe)
+		}
+	} else {
+		for _, fe := range r.dirty {
+			r.forget(fe)
+		}
+		clear(r.dirty)
+		r.dirty = r.dirty[:0]
+	}
+	r.mu.Unlock()
+	if cap(steps) <= 1024 {
+		clear(steps)
+		r.stepsBuf = steps[:0]
+	}
+	return err
+}
+
+// step is one operation of an apply with, for a mapping operation, the
+// frontend it changes.
+type step struct {
+	Op
+	fe *frontendState
+}
+
+// loadApplied makes dumped what VPP holds: its mappings go to the
+// frontends (made for the keys no service claims), the rest to r.applied.
+// The caller holds mu.
+func (r *Renderer) loadApplied(dumped *State) {
+	for _, fe := range r.frontends {
+		fe.applied = nil
+	}
+	for k, m := range dumped.Mappings {
+		if len(m.Locals) > 1 && m.Affinity == 0 && r.owned(m.Tag) {
+			// VPP's dump never returns the affinity: the tag holds it.
+			if a := TagAffinity(m.Tag); a != 0 {
+				c := *m
+				c.Affinity = a
+				m = &c
+			}
+		}
+		fe := r.frontends[k]
+		if fe == nil {
+			fe = &frontendState{key: k}
+			r.frontends[k] = fe
+		}
+		fe.applied = m
+	}
+	dumped.Mappings = map[MappingKey]*Mapping{}
+	r.applied = dumped
+}
+
+// ownedRoute tells whether a route is the agent's: the service CIDR in the
+// pod or the main VRF. ASSUMPTION: routes have no tag, so a drop route on exactly
+// that prefix and VRF is taken for the agent's, whoever made it; one for
+// a service CIDR of an earlier configuration is left in place.
+func (r *Renderer) ownedRoute(k RouteKey) bool {
+	return r.cfg.ServiceCIDR.IsValid() && k.Prefix == r.cfg.ServiceCIDR.Masked() &&
+		(k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)
+}
+
+// foreign tells whether VPP holds a mapping on fe that is not the agent's.
+// The renderer tags the mappings it builds itself, always owned: one tagged
+// as the desired mapping is, which spares reading the tag (the same string).
+func (r *Renderer) foreign(fe *frontendState) bool {
+	a := fe.applied
+	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
+}
+
+// blocked records that a foreign object holds what the agent wants; the
+// caller holds mu.
+func (r *Renderer) blocked(id ObjectID, tag string) {
+	f := Failure{Object: id, Reason: fmt.Sprintf("held by a foreign object tagged %q", tag)}
+	if id.Kind == ObjectMapping {
+		if fe := r.frontends[id.Mapping]; fe != nil && fe.winner != nil {
+			f.Service = fe.winner.svc.ID
+		}
+	}
+	if _, ok := r.failures[id]; !ok {
+		r.log.Warn("NAT44 object not applied", "object", id.String(), "service", f.Service, "reason", f.Reason)
+	}
+	r.failures[id] = f
+}
+
+// batch counts what one apply did.
+type batch struct {
+	calls, invalid, transient       int
+	added, removed, updated, locals int
+	deleted                         map[MappingKey]struct{}
+	// changed holds the keys of the mappings whose locals changed.
+	changed  []MappingKey
+	firstErr error
+}
+
+// run issues ops in order. After a failed call the object's remaining
+// operations are skipped; the applied state records only what succeeded.
+func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time) error {
+	b := batch{changed: r.changedBuf[:0]}
+	var failed map[ObjectID]struct{}
+	for i := range ops {
+		op := &ops[i].Op
+		id := op.Object()
+		if _, skip := failed[id]; skip {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			b.transient += len(ops) - i
+			if b.firstErr == nil {
+				b.firstErr = err
+			}
+			break
+		}
+		err := r.call(ctx, op)
+		if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
+			err = nil // the interface is gone, and its features with it
+		}
+		r.mu.Lock()
+		b.calls++
+		r.stats.Calls++
+		if op.Kind == OpSetInterface {
+			if err == nil {
+				delete(r.pending, op.Interface)
+			} else if errors.Is(err, ErrNoInterface) {
+				r.waitFor(op)
+				r.mu.Unlock()
+				continue
+			}
+		}
+		if err == nil {
+			r.record(&ops[i])
+			b.count(op)
+			r.mu.Unlock()
+			continue
+		}
+		if failed == nil {
+			failed = map[ObjectID]struct{}{}
+		}
+		failed[id] = struct{}{}
+		if errors.Is(err, ErrInvalid) {
+			b.invalid++
+			r.stats.Invalid++
+			f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+			if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
+				f.Service = fe.winner.svc.ID
+			}
+			r.failures[id] = f
+			r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
+		} else {
+			b.transient++
+			r.stats.Transient++
+			if b.firstErr == nil {
+				b.firstErr = fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	b.finish(&r.stats)
+	r.mu.Unlock()
+	r.changedBuf = b.changed[:0]
+	level := slog.LevelInfo
+	if !full && b.calls == 0 && b.transient == 0 {
+		level = slog.LevelDebug
+	}
+	if r.log.Enabled(ctx, level) {
+		r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
+			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
+			"transient", b.transient, "duration", time.Since(start))
+	}
+	if b.transient > 0 {
+		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
+	}
+	return nil
+}
+
+// waitFor records that the features of op's interface wait for VPP to
+// have it: VPP has none of them now (it drops an interface's features with
+// it). Not a failure; every full apply and every UpdateInterface of that
+// name retries. The caller holds mu.
+func (r *Renderer) waitFor(op *Op) {
+	delete(r.applied.Interfaces, op.Interface)
+	p, ok := r.pending[op.Interface]
+	if !ok {
+		p = PendingInterface{Name: op.Interface, Since: time.Now()}
+		r.log.Info("NAT44: waiting for interface", "interface", op.Interface, "features", op.NewFeatures.String())
+	}
+	p.Features = op.NewFeatures
+	r.pending[op.Interface] = p
+}
+
+// Pending lists the interfaces whose features wait for VPP to have the
+// interface, sorted by name.
+func (r *Renderer) Pending() []PendingInterface {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ps := slices.Collect(maps.Values(r.pending))
+	slices.SortFunc(ps, func(a, b PendingInterface) int { return cmp.Compare(a.Name, b.Name) })
+	return ps
+}
+
+// record notes in the applied state that s succeeded; the caller holds mu.
+func (r *Renderer) record(s *step) {
+	if s.fe != nil {
+		s.fe.applied = afterOp(s.fe.applied, &s.Op)
+		return
+	}
+	r.applied.Apply(s.Op)
+}
+
+// count records one successful operation.
+func (b *batch) count(op *Op) {
+	switch op.Kind {
+	case OpDelMapping:
+		if b.deleted == nil {
+			b.deleted = map[MappingKey]struct{}{}
+		}
+		b.deleted[op.Mapping.MappingKey] = struct{}{}
+		b.removed++
+	case OpAddMapping:
+		if _, ok := b.deleted[op.Mapping.MappingKey]; ok {
+			b.removed--
+			b.updated++
+		} else {
+			b.added++
+		}
+	case OpAddLocal, OpDelLocal:
+		b.locals++
+		// Operations on one mapping's locals are adjacent within a kind.
+		if n := len(b.changed); n == 0 || b.changed[n-1] != op.Mapping.MappingKey {
+			b.changed = append(b.changed, op.Mapping.MappingKey)
+		}
+	}
+}
+
+// finish adds the batch to the cumulative counters.
+func (b *batch) finish(s *Stats) {
+	slices.SortFunc(b.changed, compareMappingKeys)
+	b.updated += len(slices.Compact(b.changed))
+	s.MappingsAdded += uint64(b.added)
+	s.MappingsRemoved += uint64(b.removed)
+	s.MappingsUpdated += uint64(b.updated)
+	s.LocalsChanged += uint64(b.locals)
+}
+
+// call issues one operation.
+func (r *Renderer) call(ctx context.Context, op *Op) error {
+	switch op.Kind {
+	case OpSetGlobal:
+		return r.vpp.SetGlobal(ctx, op.Global)
+	case OpAddPool, OpDelPool:
+		return r.vpp.AddDelPoolAddress(ctx, op.Pool, op.Kind == OpAddPool)
+	case OpSetInterface:
+		return r.vpp.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
+	case OpAddIdentity, OpDelIdentity:
+		return r.vpp.AddDelIdentity(ctx, op.Identity, op.Kind == OpAddIdentity)
+	case OpAddMapping, OpDelMapping:
+		return r.vpp.AddDelMapping(ctx, op.Mapping, op.Kind == OpAddMapping)
+	case OpAddLocal, OpDelLocal:
+		return r.vpp.AddDelLBLocal(ctx, op.Mapping.MappingKey, op.Local, op.Kind == OpAddLocal)
+	case OpAddRoute, OpDelRoute:
+		return r.vpp.AddDelRoute(ctx, op.Route, op.Kind == OpAddRoute)
+	}
+	return fmt.Errorf("unknown NAT44 operation %d", op.Kind)
+}
+
+// normalize makes a dumped state comparable with a built one: maps made,
+// locals and pool sorted, address-only identities without protocol.
+func normalize(s *State) {
+	if s.Interfaces == nil {
+		s.Interfaces = map[string]Features{}
+	}
+	if s.Mappings == nil {
+		s.Mappings = map[MappingKey]*Mapping{}
+	}
+	if s.Identities == nil {
+		s.Identities = map[IdentityKey]*Identity{}
+	}
+	if s.Routes == nil {
+		s.Routes = map[RouteKey]*Route{}
+	}
+	for name, f := range s.Interfaces {
+		if f == 0 {
+			delete(s.Interfaces, name)
+		}
+	}
+	slices.SortFunc(s.Pool, comparePool)
+	for _, m := range s.Mappings {
+		if !slices.IsSortedFunc(m.Locals, compareLocals) {
+			m.Locals = slices.Clone(m.Locals)
+			slices.SortFunc(m.Locals, compareLocals)
+		}
+	}
+	for k, id := range s.Identities {
+		if k.Port == 0 && k.Proto != 0 {
+			delete(s.Identities, k)
+			c := *id
+			c.Proto = 0
+			s.Identities[c.IdentityKey] = &c
+		}
+	}
+}
