@@ -390,6 +390,8 @@ func (a *Agent) nat44Config() nat44.Config {
 	nc.NATLoopback = a.plan.NATLoopback
 	nc.PodSubnet = a.plan.PodSubnet
 	nc.SNAT = a.snat()
+	nc.ServiceCIDR = a.plan.ServiceCIDR
+	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
 	nc.SessionLimit = cfg.NAT44.SessionLimit
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
@@ -422,6 +424,13 @@ func (a *Agent) buildHandlers() error {
 		return fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
+	a.rd.pending = func() []waiting {
+		var out []waiting
+		for _, p := range r.Pending() {
+			out = append(out, waiting{Name: p.Name, Since: p.Since})
+		}
+		return out
+	}
 
 	a.nodes, err = nsplugin.New(nsplugin.Params{
 		Client:       a.etcd,

@@ -40,6 +40,8 @@ type NAT44Objects struct {
 	// by address, port and protocol.
 	Identities []*nat44.Identity `json:"identities"`
 	Mappings   []*nat44.Mapping  `json:"mappings"`
+	// Routes are the drop routes, sorted by VRF and prefix.
+	Routes []nat44.RouteKey `json:"routes,omitempty"`
 }
 
 // NewNAT44Objects lists the objects of s. The result shares s's mappings
@@ -57,6 +59,12 @@ func NewNAT44Objects(s *nat44.State) *NAT44Objects {
 		return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.VRF, b.VRF))
 	})
 	slices.SortFunc(o.Mappings, func(a, b *nat44.Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) })
+	for k := range s.Routes {
+		o.Routes = append(o.Routes, k)
+	}
+	slices.SortFunc(o.Routes, func(a, b nat44.RouteKey) int {
+		return cmp.Or(cmp.Compare(a.VRF, b.VRF), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
 	return o
 }
 
@@ -101,6 +109,12 @@ func (o *NAT44Objects) State() *nat44.State {
 	for _, id := range o.Identities {
 		if id != nil {
 			s.Identities[id.IdentityKey] = id
+		}
+	}
+	if len(o.Routes) > 0 {
+		s.Routes = make(map[nat44.RouteKey]*nat44.Route, len(o.Routes))
+		for _, k := range o.Routes {
+			s.Routes[k] = &nat44.Route{RouteKey: k}
 		}
 	}
 	return s
@@ -187,6 +201,9 @@ func traceMapping(s *nat44.State, m *nat44.Mapping, p sim.Packet) sim.Result {
 	for _, l := range m.Locals {
 		total += weight(l)
 	}
+	if total == 0 {
+		return sim.Result{Verdict: sim.Dropped, Reason: "load-balanced mapping whose locals all have probability 0: VPP 25.02 crashes (SIGFPE) on the first packet", Tag: m.Tag, Affinity: res.Affinity}
+	}
 	var pool netip.Addr
 	sorted := slices.Clone(s.Pool)
 	sortPool(sorted)
@@ -201,6 +218,9 @@ func traceMapping(s *nat44.State, m *nat44.Mapping, p sim.Packet) sim.Result {
 		return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.VRF, b.VRF))
 	})
 	for _, l := range locals {
+		if weight(l) == 0 {
+			continue // never picked: the placeholder local of a one-backend mapping
+		}
 		src := p.Src
 		if m.TwiceNAT == nat44.TwiceNATOn || m.TwiceNAT == nat44.TwiceNATSelf && l.IP == p.Src {
 			if !pool.IsValid() {

@@ -44,6 +44,16 @@ func (c *countingVPP) AddDelIdentity(context.Context, *nat44.Identity, bool) err
 	return nil
 }
 
+func (c *countingVPP) AddDelRoute(context.Context, nat44.Route, bool) error {
+	c.calls++
+	return nil
+}
+
+func (c *countingVPP) DumpRoutes(context.Context, []uint32) ([]nat44.Route, error) {
+	c.dumps++
+	return nil, nil
+}
+
 func (c *countingVPP) Dump(context.Context) (*nat44.State, error) {
 	c.dumps++
 	return nat44.NewState(), nil

@@ -85,7 +85,7 @@ nodeConfig:
 	for _, want := range []string{
 		"interface GigabitEthernet0/9/0 out",
 		"mapping 192.168.16.50:30080/TCP",
-		"tag=contiv:shop/cart -> 10.1.1.4:8080 vrf=1 p=3, 10.1.3.4:8080 vrf=1 p=1",
+		"tag=contiv:shop/cart|a3600 -> 10.1.1.4:8080 vrf=1 p=3, 10.1.3.4:8080 vrf=1 p=1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--config: output lacks %q:\n%s", want, out)
@@ -150,7 +150,7 @@ func TestTraceOffline(t *testing.T) {
 		want []string
 	}{
 		{"ClusterIP with affinity", []string{"10.96.10.30:8080/TCP"}, []string{
-			"10.96.10.30:8080/TCP from 192.0.2.1: translated (load-balanced mapping), tag contiv:shop/cart, session affinity 3600s",
+			"10.96.10.30:8080/TCP from 192.0.2.1: translated (load-balanced mapping), tag contiv:shop/cart|a3600, session affinity 3600s",
 			"10.1.1.4:8080 1 50.0% 192.0.2.1 (client's, kept)",
 			"10.1.3.4:8080 1 50.0% 192.0.2.1 (client's, kept)",
 		}},
@@ -168,7 +168,7 @@ func TestTraceOffline(t *testing.T) {
 			"10.1.3.3:8080 1 50.0% 10.1.1.254 (rewritten: twice-NAT)",
 		}},
 		{"ETP=Local NodePort on this node's management IP", []string{"192.168.56.101:30080/TCP", "--from", "198.51.100.7"}, []string{
-			"192.168.56.101:30080/TCP from 198.51.100.7: translated (static mapping), tag contiv:shop/frontend",
+			"192.168.56.101:30080/TCP from 198.51.100.7: translated (load-balanced mapping), tag contiv:shop/frontend",
 			"10.1.1.3:8080 1 100.0% 198.51.100.7 (client's, kept)",
 		}},
 		{"NodePort on another node's IP", []string{"192.168.56.102:30080/TCP"}, []string{

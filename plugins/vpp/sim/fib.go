@@ -8,6 +8,7 @@ import (
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
 )
 
 // Route is one route added through ip_route_add_del.
@@ -127,4 +128,56 @@ func (v *VPP) routeLookupLocked(vrf uint32, dst netip.Addr) (drop bool, found bo
 		}
 	}
 	return drop, found
+}
+
+// ipRouteV2Dump lists a table's routes: VPP's own drop routes for the
+// multicast and reserved ranges, then the routes added through the API
+// with the fields fib_unreach.jsonl shows (source 8 = API, one path of
+// weight 1). ASSUMPTION: VPP's default, connected and unnumbered entries
+// (which the corpus also shows) are left out; the agent reads only drop
+// routes of its own prefixes.
+func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
+	if req.Table.IsIP6 {
+		return nil
+	}
+	vrf := req.Table.TableID
+	if vrf != 0 && !v.fib.tables[vrf] && !v.vrfInUse(vrf) {
+		return nil
+	}
+	var out []api.Message
+	details := func(p netip.Prefix, stats uint32, src uint8, drop bool) *ipapi.IPRouteV2Details {
+		path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
+		if drop {
+			path.Type = fib_types.FIB_API_PATH_TYPE_DROP
+		}
+		return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+			TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},
+		}}
+	}
+	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
+		out = append(out, details(netip.MustParsePrefix(p), 0, 1, true))
+	}
+	for _, r := range v.fib.routes {
+		if r.VRF == vrf {
+			out = append(out, details(r.Prefix, r.stats, 8, r.Drop))
+		}
+	}
+	return out
+}
+
+// vrfInUse tells whether an interface is in table vrf.
+func (v *VPP) vrfInUse(vrf uint32) bool {
+	for _, i := range v.ifaces {
+		if i.vrf == vrf {
+			return true
+		}
+	}
+	return false
+}
+
+func prefix(p netip.Prefix) ip_types.Prefix {
+	return ip_types.Prefix{
+		Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(p.Addr().As4())},
+		Len:     uint8(p.Bits()),
+	}
 }

@@ -199,6 +199,9 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 		if m.lb {
 			w = float64(l.Probability)
 		}
+		if w == 0 {
+			continue // never picked (FACTS §3): the placeholder local, say
+		}
 		res.Backends = append(res.Backends, Reach{
 			IP: l.IP, Port: l.Port, VRF: l.VRF, Probability: w / total, Src: src,
 		})

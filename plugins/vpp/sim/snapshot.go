@@ -13,7 +13,9 @@ import (
 // SessionLimit is 0 while the plugin is disabled; the pool is sorted by
 // address (twice-NAT addresses after the others at equal address); a
 // static mapping's single local has Probability 0 and its Affinity is 0
-// (VPP keeps neither for it); locals are sorted by IP, port and VRF.
+// (VPP keeps neither for it); locals are sorted by IP, port and VRF;
+// Routes holds the drop routes added through the API (nil: none). Unlike
+// a dump, it shows the affinity VPP keeps.
 func (v *VPP) Snapshot() *nat44.State {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -73,6 +75,15 @@ func (v *VPP) Snapshot() *nat44.State {
 		for _, vrf := range id.vrfs {
 			k := nat44.IdentityKey{IP: id.key.addr, Port: id.key.port, Proto: nat44.Protocol(id.key.proto), VRF: vrf}
 			st.Identities[k] = &nat44.Identity{IdentityKey: k, Tag: id.tag}
+		}
+	}
+	for _, r := range v.fib.routes {
+		if r.Drop {
+			if st.Routes == nil {
+				st.Routes = make(map[nat44.RouteKey]*nat44.Route)
+			}
+			k := nat44.RouteKey{Prefix: r.Prefix, VRF: r.VRF}
+			st.Routes[k] = &nat44.Route{RouteKey: k}
 		}
 	}
 	return st
