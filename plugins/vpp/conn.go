@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -49,8 +50,18 @@ type Config struct {
 	// CallTimeout bounds every binary-API call (a dump as a whole); default 30s.
 	CallTimeout time.Duration
 	// RetryMin and RetryMax bound the exponential backoff between
-	// connection attempts; defaults 100ms and 10s.
+	// connection attempts; defaults 100ms and 10s. While the socket exists
+	// (or with an Adapter) the backoff never exceeds RetryPresent: VPP is
+	// starting or restarting and answers within a second or so. Only while
+	// the socket is missing does it grow to RetryMax, and the new socket
+	// is noticed within SocketPoll anyway.
 	RetryMin, RetryMax time.Duration
+	// RetryPresent caps the backoff while the socket exists; default 1s.
+	RetryPresent time.Duration
+	// SocketPoll is how often the socket file is checked (os.Stat): a
+	// socket replaced by a new VPP ends the connection at once, and a
+	// socket appearing ends a backoff wait. Default 100ms.
+	SocketPoll time.Duration
 	// OnEvent, when set, gets every connection event, in order, on the
 	// connection's goroutine; it must not block.
 	OnEvent func(Event)
@@ -81,6 +92,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = max(10*time.Second, c.RetryMin)
+	}
+	if c.RetryPresent <= 0 {
+		c.RetryPresent = time.Second
+	}
+	c.RetryPresent = min(max(c.RetryPresent, c.RetryMin), c.RetryMax)
+	if c.SocketPoll <= 0 {
+		c.SocketPoll = 100 * time.Millisecond
 	}
 }
 
@@ -157,9 +175,12 @@ type Conn struct {
 	log       *slog.Logger
 	simulated bool
 
+	kick chan struct{} // a transport error: probe the connection now
+
 	mu      sync.Mutex
 	conn    *core.Connection
 	gen     uint64 // counts connections established
+	pid     uint32 // VPP's process ID on the current connection
 	status  Status
 	lastErr error
 	changed chan struct{} // closed and replaced on every change
@@ -179,6 +200,7 @@ func New(cfg Config) *Conn {
 		log:       cfg.Logger,
 		simulated: sim != nil && sim.Simulated(),
 		changed:   make(chan struct{}),
+		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -249,6 +271,31 @@ func (c *Conn) current() (*core.Connection, uint64, error) {
 	return c.conn, c.gen, nil
 }
 
+// session is a snapshot of the connection: the live govpp connection (nil
+// while disconnected), its generation, VPP's process ID and a channel
+// closed at the next change of any of them.
+type session struct {
+	conn    *core.Connection
+	gen     uint64
+	pid     uint32
+	changed <-chan struct{}
+}
+
+func (c *Conn) session() session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return session{conn: c.conn, gen: c.gen, pid: c.pid, changed: c.changed}
+}
+
+// poke asks the watcher to probe the connection now: a call failed in the
+// transport (a broken socket), not in VPP.
+func (c *Conn) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
 // generation counts the connections established so far; caches of VPP
 // state (interface indices) are stale once it changes.
 func (c *Conn) generation() uint64 {
@@ -275,13 +322,15 @@ func (c *Conn) emit(e Event) {
 // run connects, watches and reconnects until stopped.
 func (c *Conn) run(ctx context.Context) {
 	defer close(c.done)
-	backoff := c.cfg.RetryMin
+	var backoff time.Duration
 	var lastPID uint32
 	lastFailure := "" // logged once until it changes
 	for {
 		conn, info, err := c.dial()
 		if err != nil {
 			c.setState(func() { c.lastErr = err; c.status.LastError = err.Error() })
+			sock, present := c.socketFile()
+			backoff = retryDelay(backoff, present, c.cfg)
 			repeated := err.Error() == lastFailure
 			lastFailure = err.Error()
 			switch {
@@ -295,20 +344,20 @@ func (c *Conn) run(ctx context.Context) {
 			default:
 				c.log.Warn("connecting to VPP failed; retrying", "error", err, "retryIn", backoff)
 			}
-			if !c.sleep(ctx, backoff) {
+			if !c.sleep(ctx, backoff, sock) {
 				return
 			}
-			backoff = min(2*backoff, c.cfg.RetryMax)
 			continue
 		}
 		lastFailure = ""
-		backoff = c.cfg.RetryMin
+		backoff = 0
 		restarted := lastPID != 0 && info.pid != lastPID
 		lastPID = info.pid
 		now := time.Now()
 		c.setState(func() {
 			c.conn = conn
 			c.gen++
+			c.pid = info.pid
 			c.lastErr = nil
 			c.status.Connected = true
 			c.status.Version = info.version
@@ -323,7 +372,7 @@ func (c *Conn) run(ctx context.Context) {
 		c.log.Info("connected to VPP", "version", info.version, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
 		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version})
 
-		err = c.watch(ctx, conn, info.pid)
+		err = c.watch(ctx, conn, info.pid, info.sock)
 		c.setState(func() {
 			c.conn = nil
 			c.status.Connected = false
@@ -341,35 +390,83 @@ func (c *Conn) run(ctx context.Context) {
 	}
 }
 
-// sleep waits d; false means stop.
-func (c *Conn) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d, or less when VPP's socket appears or is replaced (sock is
+// what the socket path held when the wait began, nil if nothing); false
+// means stop.
+func (c *Conn) sleep(ctx context.Context, d time.Duration, sock os.FileInfo) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.stop:
-		return false
-	case <-t.C:
-		return true
+	var poll <-chan time.Time
+	if c.cfg.Adapter == nil {
+		p := time.NewTicker(c.cfg.SocketPoll)
+		defer p.Stop()
+		poll = p.C
 	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.stop:
+			return false
+		case <-t.C:
+			return true
+		case <-poll:
+			if now, ok := c.socketFile(); ok && (sock == nil || !os.SameFile(now, sock)) {
+				return true // a (new) socket: try it now
+			}
+		}
+	}
+}
+
+// socketFile stats VPP's socket; with an Adapter it reports present.
+func (c *Conn) socketFile() (os.FileInfo, bool) {
+	if c.cfg.Adapter != nil {
+		return nil, true
+	}
+	fi, err := os.Stat(c.cfg.Socket)
+	if err != nil {
+		return nil, false
+	}
+	return fi, true
+}
+
+// retryDelay is the backoff policy: the wait after a failed attempt that
+// followed a wait of prev (0 after a success). It doubles from RetryMin,
+// up to RetryPresent while the socket exists (VPP is there or starting),
+// up to RetryMax while it does not.
+func retryDelay(prev time.Duration, socketPresent bool, cfg Config) time.Duration {
+	limit := cfg.RetryMax
+	if socketPresent {
+		limit = cfg.RetryPresent
+	}
+	d := cfg.RetryMin
+	if prev > 0 {
+		d = 2 * prev
+	}
+	return min(max(d, cfg.RetryMin), limit)
 }
 
 // vppInfo describes a connected VPP.
 type vppInfo struct {
 	pid     uint32
 	version string
+	sock    os.FileInfo // the socket file connected to; nil with an Adapter
 }
 
 // dial makes one connection attempt and checks compatibility.
 func (c *Conn) dial() (*core.Connection, vppInfo, error) {
-	ad := c.cfg.Adapter
+	var ad adapter.VppAPI = c.cfg.Adapter
+	var sock os.FileInfo
 	if ad == nil {
+		var ok bool
+		if sock, ok = c.socketFile(); !ok {
+			return nil, vppInfo{}, fmt.Errorf("connecting to VPP at %s: %w", c.where(), errNoSocket)
+		}
 		sc := socketclient.NewVppClient(c.cfg.Socket)
 		sc.SetClientName("contiv-agent")
 		ad = sc
 	}
-	conn, err := core.Connect(ad)
+	conn, err := core.Connect(&watchedAdapter{VppAPI: ad, failed: c.poke})
 	if err != nil {
 		return nil, vppInfo{}, fmt.Errorf("connecting to VPP at %s: %w", c.where(), err)
 	}
@@ -378,7 +475,27 @@ func (c *Conn) dial() (*core.Connection, vppInfo, error) {
 		conn.Disconnect()
 		return nil, vppInfo{}, err
 	}
+	info.sock = sock
 	return conn, info, nil
+}
+
+// errNoSocket is why a connection attempt failed without a socket file.
+var errNoSocket = errors.New("the API socket does not exist (VPP not running)")
+
+// watchedAdapter passes everything to the transport and reports a failed
+// send (a broken socket) at once, so that a dead VPP is noticed at the
+// next call rather than after probes time out.
+type watchedAdapter struct {
+	adapter.VppAPI
+	failed func()
+}
+
+func (w *watchedAdapter) SendMsg(context uint32, data []byte) error {
+	err := w.VppAPI.SendMsg(context, data)
+	if err != nil {
+		w.failed()
+	}
+	return err
 }
 
 func (c *Conn) where() string {
@@ -423,11 +540,21 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 const probeTimeouts = 3
 
 // watch probes the connection until it breaks (error), VPP's process
-// changes (error) or the connection is stopped (nil).
-func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32) error {
+// changes (error) or the connection is stopped (nil). Besides the
+// periodic control_ping it probes at once when a send failed, and it
+// watches the socket file (sock, nil with an Adapter): a socket replaced
+// by another file means a new VPP; a vanished socket is probed.
+func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32, sock os.FileInfo) error {
 	t := time.NewTicker(c.cfg.HealthInterval)
 	defer t.Stop()
+	var poll <-chan time.Time
+	if sock != nil {
+		p := time.NewTicker(c.cfg.SocketPoll)
+		defer p.Stop()
+		poll = p.C
+	}
 	timeouts := 0
+	gone := false // the socket file vanished and VPP was asked
 	for {
 		select {
 		case <-ctx.Done():
@@ -435,6 +562,20 @@ func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32) err
 		case <-c.stop:
 			return nil
 		case <-t.C:
+		case <-c.kick:
+		case <-poll:
+			now, ok := c.socketFile()
+			switch {
+			case ok && os.SameFile(now, sock):
+				gone = false
+				continue
+			case ok:
+				return fmt.Errorf("VPP's API socket %s was replaced: VPP restarted", c.cfg.Socket)
+			case gone:
+				continue // asked already; the periodic probe goes on
+			}
+			// Gone: VPP is stopping, or someone removed the file; ask VPP.
+			gone = true
 		}
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.HealthTimeout)
 		got, err := c.ping(pctx, conn)

@@ -234,13 +234,13 @@ func TestWatchNoticesNewPID(t *testing.T) {
 	}
 	defer conn.Disconnect()
 	c := New(Config{Adapter: v, HealthInterval: time.Millisecond})
-	err = c.watch(context.Background(), conn, v.PID()+1)
+	err = c.watch(context.Background(), conn, v.PID()+1, nil)
 	if err == nil || !strings.Contains(err.Error(), "restarted") {
 		t.Errorf("watch with a stale process ID: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := c.watch(ctx, conn, v.PID()); err != nil {
+	if err := c.watch(ctx, conn, v.PID(), nil); err != nil {
 		t.Errorf("watch stopped by its context: %v", err)
 	}
 }
