@@ -66,7 +66,7 @@ func setup(t testing.TB, opts sim.Options) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); e.conn.Close() })
 	e.conn.Start(ctx)
-	e.ifaces = NewInterfaces(e.conn)
+	e.ifaces = NewInterfaces(e.conn, nil)
 	e.nat = NewNAT44(e.conn, e.ifaces, nil)
 	return e
 }
@@ -155,7 +155,7 @@ func TestIncompatibleVPP(t *testing.T) {
 func TestNotConnected(t *testing.T) {
 	c := New(Config{Adapter: sim.New(sim.Options{})})
 	defer c.Close()
-	n := NewNAT44(c, NewInterfaces(c), nil)
+	n := NewNAT44(c, NewInterfaces(c, nil), nil)
 	err := n.AddDelPoolAddress(context.Background(), nat44.PoolAddress{IP: ip("10.0.0.1")}, true)
 	if !errors.Is(err, ErrNotConnected) || errors.Is(err, nat44.ErrInvalid) {
 		t.Errorf("call before Start: %v", err)
@@ -211,7 +211,7 @@ func TestOnCall(t *testing.T) {
 	if err := c.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := NewNAT44(c, NewInterfaces(c), nil)
+	n := NewNAT44(c, NewInterfaces(c, nil), nil)
 	_ = n.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("10.0.0.1")}, true) // plugin disabled: fails
 	if _, err := n.Dump(ctx); err != nil {
 		t.Fatal(err)
