@@ -3,6 +3,7 @@ package vpp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,10 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	RouteGovppLogs(slog.New(slog.DiscardHandler)) // govpp complains about replayed breakdowns
+	goleak.VerifyTestMain(m)
+}
 
 // events records connection events.
 type events struct{ ch chan Event }

@@ -28,7 +28,7 @@ func replaySetup(t *testing.T, recs []*corpusRecord, onChange func([]InterfaceCh
 	e := &replayEnv{rp: newReplay(t, recs)}
 	e.conn = New(Config{
 		Adapter:        e.rp,
-		HealthInterval: time.Hour, // no probes between a dump and its control_ping
+		HealthInterval: 20 * time.Millisecond, // notices a replayed restart
 		RetryMin:       time.Millisecond,
 		RetryMax:       20 * time.Millisecond,
 	})

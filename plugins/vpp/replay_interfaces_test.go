@@ -1,0 +1,215 @@
+package vpp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// changeLog collects what Interfaces reports.
+type changeLog struct {
+	mu      sync.Mutex
+	batches [][]InterfaceChange
+	wake    chan struct{}
+}
+
+func newChangeLog() *changeLog { return &changeLog{wake: make(chan struct{}, 1)} }
+
+func (l *changeLog) add(c []InterfaceChange) {
+	l.mu.Lock()
+	l.batches = append(l.batches, slices.Clone(c))
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// since returns the changes after the first n batches, flattened.
+func (l *changeLog) since(n int) []InterfaceChange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []InterfaceChange
+	for _, b := range l.batches[min(n, len(l.batches)):] {
+		out = append(out, b...)
+	}
+	return out
+}
+
+func (l *changeLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.batches)
+}
+
+// waitFor waits until cond holds for the changes after batch n.
+func (l *changeLog) waitFor(t *testing.T, n int, what string, cond func([]InterfaceChange) bool) []InterfaceChange {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c := l.since(n)
+		if cond(c) {
+			return c
+		}
+		select {
+		case <-l.wake:
+		case <-deadline:
+			t.Fatalf("waiting for %s; changes so far: %s", what, describeChanges(c))
+			return nil
+		}
+	}
+}
+
+func describeChanges(cs []InterfaceChange) string {
+	s := ""
+	for _, c := range cs {
+		s += fmt.Sprintf("\n  %s %d %s %q recreated=%v", c.Kind, c.Interface.Index, c.Interface.Name, c.Interface.Tag, c.Recreated)
+	}
+	return s
+}
+
+// kinds maps interface names to the kinds reported for them, in order.
+func kinds(cs []InterfaceChange) map[string][]ChangeKind {
+	m := map[string][]ChangeKind{}
+	for _, c := range cs {
+		m[c.Interface.Name] = append(m[c.Interface.Name], c.Kind)
+	}
+	return m
+}
+
+// startupTable is the interface table of every recorded VPP (corpus
+// README: the startup configuration).
+var startupTable = []Interface{
+	{0, "local0", ""}, {1, "loop0", ""}, {2, "host-vcup", ""},
+	{3, "host-vcw1", "default/web-1"}, {4, "host-vcw2", "default/web-2"}, {5, "host-vcw3", "default/web-3"},
+	{6, "host-vccl", "default/client"}, {7, "host-vco1", "default/one-1"}, {8, "host-vcl1", "default/loc-1"},
+}
+
+// runInterfaces starts Interfaces.Run until the test ends.
+func runInterfaces(t *testing.T, ifs *Interfaces) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ifs.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// allAdded: every interface of the startup table reported Added once.
+func allAdded(cs []InterfaceChange) bool {
+	k := kinds(cs)
+	for _, i := range startupTable {
+		if !slices.Equal(k[i.Name], []ChangeKind{Added}) {
+			return false
+		}
+	}
+	return len(k) == len(startupTable)
+}
+
+// TestReplayInterfacesAcrossRestart replays a VPP restart as recorded: the
+// agent's table (restart.jsonl, before the restart), then the new VPP
+// answering right after its socket appeared (restart_events.jsonl): only
+// local0, then one event per interface of the startup configuration, then
+// the full table. Every interface is reported gone and then added again;
+// local0, there throughout, is reported recreated.
+func TestReplayInterfacesAcrossRestart(t *testing.T) {
+	log := newChangeLog()
+	before := append(pick(t, loadScenario(t, "events"), 1), pick(t, loadScenario(t, "restart"), 1)...)
+	e := replaySetup(t, before, log.add)
+	runInterfaces(t, e.ifaces)
+	log.waitFor(t, 0, "the table before the restart", allAdded)
+	if got := e.ifaces.List(); !slices.Equal(got, startupTable) {
+		t.Fatalf("table %v, want %v", got, startupTable)
+	}
+	e.checkAllUsed(t, 1, 1) // events.jsonl's want, restart.jsonl's dump
+
+	n := log.count()
+	e.rp.restart(loadScenario(t, "restart_events"))
+	cs := log.waitFor(t, n, "the interfaces back after the restart", func(cs []InterfaceChange) bool {
+		k := kinds(cs)
+		for _, i := range startupTable[1:] {
+			if !slices.Equal(k[i.Name], []ChangeKind{Deleted, Added}) {
+				return false
+			}
+		}
+		return len(k) == len(startupTable)
+	})
+	for _, c := range cs {
+		switch {
+		case c.Interface.Name == "local0" && (c.Kind != Changed || !c.Recreated):
+			t.Errorf("local0 after the restart: %+v", c)
+		case c.Kind == Added && c.Interface != startupTable[c.Interface.Index]:
+			t.Errorf("added %+v, want %+v", c.Interface, startupTable[c.Interface.Index])
+		}
+	}
+	if got := e.ifaces.List(); !slices.Equal(got, startupTable) {
+		t.Errorf("table after the restart %v, want %v", got, startupTable)
+	}
+	if name, ok := e.ifaces.InterfaceByTag("default/one-1"); !ok || name != "host-vco1" {
+		t.Errorf("by tag: %q %v", name, ok)
+	}
+	e.checkAllUsed(t, 1, 2, 4) // 3 is the wait whose events arrived
+	if st := e.conn.Status(); st.Restarts != 1 {
+		t.Errorf("status %+v: the restart was not noticed", st)
+	}
+}
+
+// TestReplayInterfacesLateReconnect reconnects after the restarted VPP
+// created its interfaces (restart.jsonl step 19, 2.3 s after start): the
+// same names, indices and tags, each reported Changed and Recreated, so
+// that the agent configures them again.
+func TestReplayInterfacesLateReconnect(t *testing.T) {
+	log := newChangeLog()
+	restart := loadScenario(t, "restart")
+	want := pick(t, loadScenario(t, "events"), 1)
+	e := replaySetup(t, append(want, pick(t, restart, 1)...), log.add)
+	runInterfaces(t, e.ifaces)
+	log.waitFor(t, 0, "the table before the restart", allAdded)
+
+	n := log.count()
+	e.rp.restart(append(want, pick(t, restart, 19)...))
+	cs := log.waitFor(t, n, "every interface recreated", func(cs []InterfaceChange) bool { return len(cs) >= len(startupTable) })
+	for _, c := range cs {
+		if c.Kind != Changed || !c.Recreated || c.Interface != startupTable[c.Interface.Index] || c.Old != c.Interface {
+			t.Errorf("after a restart: %+v", c)
+		}
+	}
+	if len(cs) != len(startupTable) {
+		t.Errorf("%d changes, want %d:%s", len(cs), len(startupTable), describeChanges(cs))
+	}
+	if m := e.rp.missed(); len(m) > 0 {
+		t.Errorf("requests without a recorded answer: %v", m)
+	}
+}
+
+// TestReplayInterfaceDeletedEvent registers when VPP says the connection
+// is registered already (events.jsonl step 2: -31) and still follows the
+// events: host-vco1 deleted (step 13, through the CLI of another client)
+// leaves the cache at once.
+func TestReplayInterfaceDeletedEvent(t *testing.T) {
+	log := newChangeLog()
+	ev := loadScenario(t, "events")
+	e := replaySetup(t, append(pick(t, loadScenario(t, "interfaces"), 1), pick(t, ev, 2, 13)...), log.add)
+	runInterfaces(t, e.ifaces)
+	log.waitFor(t, 0, "the table", allAdded)
+
+	n := log.count()
+	e.rp.perform(13)
+	cs := log.waitFor(t, n, "host-vco1 deleted", func(cs []InterfaceChange) bool { return len(cs) > 0 })
+	if want := (InterfaceChange{Interface: startupTable[7], Kind: Deleted}); len(cs) != 1 || cs[0] != want {
+		t.Errorf("changes %s, want host-vco1 deleted", describeChanges(cs))
+	}
+	if _, ok := e.ifaces.ByName("host-vco1"); ok {
+		t.Error("host-vco1 still cached")
+	}
+	if _, ok := e.ifaces.InterfaceByTag("default/one-1"); ok {
+		t.Error("host-vco1's tag still resolves")
+	}
+	if len(e.ifaces.List()) != len(startupTable)-1 {
+		t.Errorf("table %v", e.ifaces.List())
+	}
+	if m := e.rp.missed(); len(m) > 0 {
+		t.Errorf("requests without a recorded answer: %v", m)
+	}
+}
