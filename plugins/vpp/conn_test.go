@@ -35,6 +35,9 @@ func (e *events) add(ev Event) {
 	}
 }
 
+// pending says whether an event is waiting.
+func (e *events) pending() bool { return len(e.ch) > 0 }
+
 // next waits for the next event.
 func (e *events) next(t testing.TB) Event {
 	t.Helper()
