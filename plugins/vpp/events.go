@@ -8,12 +8,16 @@ import (
 
 	"go.fd.io/govpp/api"
 	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/core"
 )
 
 // ResyncInterval is how often Run re-reads the whole interface table
 // besides following VPP's events: a safety net for changes VPP sends no
 // event for (a tag set on an interface already up).
 const ResyncInterval = 30 * time.Second
+
+// eventBuffer is how many interface events may wait to be read.
+const eventBuffer = 4096
 
 // refreshRetry is how soon a failed re-read is tried again while the
 // connection stays up.
@@ -125,7 +129,10 @@ drain:
 // with want_interface_events. It returns nil when VPP cannot send events:
 // then only the periodic re-reads notice changes.
 func (t *Interfaces) subscribe(ctx context.Context, s session) <-chan api.Message {
-	w, err := s.conn.WatchEvent(ctx, &interfaces.SwInterfaceEvent{})
+	// govpp drops events its buffers cannot take; a burst (a node's pods
+	// coming back) must fit, and one delivered event is enough anyway.
+	w, err := s.conn.WatchEventWithOptions(ctx, &interfaces.SwInterfaceEvent{},
+		core.WithEventBufferSize(eventBuffer), core.WithNotifBufferSize(eventBuffer))
 	if err != nil {
 		t.conn.log.Warn("VPP cannot send interface events; re-reading its interfaces periodically", "error", err, "every", t.resync)
 		return nil

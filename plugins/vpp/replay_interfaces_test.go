@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
 // changeLog collects what Interfaces reports.
@@ -211,5 +213,44 @@ func TestReplayInterfaceDeletedEvent(t *testing.T) {
 	}
 	if m := e.rp.missed(); len(m) > 0 {
 		t.Errorf("requests without a recorded answer: %v", m)
+	}
+}
+
+// TestInterfacesRunOnSim runs the cache on the simulated VPP (with or
+// without interface events): changes are reported once, and a restart
+// reports every interface recreated.
+func TestInterfacesRunOnSim(t *testing.T) {
+	log := newChangeLog()
+	e := setup(t, sim.Options{})
+	if _, err := e.vpp.AddInterface("tap1", "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	e.connected(t)
+	ifs := NewInterfaces(e.conn, log.add)
+	runInterfaces(t, ifs)
+	log.waitFor(t, 0, "the table", func(cs []InterfaceChange) bool { return len(cs) == 2 })
+
+	n := log.count()
+	if _, err := e.vpp.AddInterface("tap2", "default/db"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ifs.Refresh(context.Background()); err != nil { // the simulator may send no event
+		t.Fatal(err)
+	}
+	cs := log.waitFor(t, n, "tap2", func(cs []InterfaceChange) bool { return len(cs) > 0 })
+	if want := (InterfaceChange{Interface: Interface{Index: 2, Name: "tap2", Tag: "default/db"}, Kind: Added}); len(cs) != 1 || cs[0] != want {
+		t.Errorf("changes %s, want tap2 added", describeChanges(cs))
+	}
+
+	n = log.count()
+	e.vpp.Restart()
+	cs = log.waitFor(t, n, "the restart", func(cs []InterfaceChange) bool { return len(cs) >= 3 })
+	for _, c := range cs {
+		if c.Kind != Changed || !c.Recreated {
+			t.Errorf("after a restart: %+v", c)
+		}
+	}
+	if len(cs) != 3 {
+		t.Errorf("changes after the restart: %s", describeChanges(cs))
 	}
 }
