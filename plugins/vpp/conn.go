@@ -329,8 +329,10 @@ func (c *Conn) run(ctx context.Context) {
 		conn, info, err := c.dial()
 		if err != nil {
 			c.setState(func() { c.lastErr = err; c.status.LastError = err.Error() })
+			// An incompatible VPP stays so until it is replaced, which a
+			// new socket file tells: it gets the long backoff.
 			sock, present := c.socketFile()
-			backoff = retryDelay(backoff, present, c.cfg)
+			backoff = retryDelay(backoff, present && !errors.Is(err, ErrIncompatible), c.cfg)
 			repeated := err.Error() == lastFailure
 			lastFailure = err.Error()
 			switch {
