@@ -254,3 +254,35 @@ func TestInterfacesRunOnSim(t *testing.T) {
 		t.Errorf("changes after the restart: %s", describeChanges(cs))
 	}
 }
+
+// TestReplayInterfaceTagChange refreshes the table before and after
+// another client tagged loop0 with host-vcw1's tag (interfaces.jsonl
+// steps 1 and 26: VPP sends no event for a tag, a re-read finds it).
+func TestReplayInterfaceTagChange(t *testing.T) {
+	log := newChangeLog()
+	recs := loadScenario(t, "interfaces")
+	e := replaySetup(t, pick(t, recs, 1, 25, 26), log.add)
+	ctx := context.Background()
+	if err := e.ifaces.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cs := log.since(0); !allAdded(cs) {
+		t.Fatalf("first read: %s", describeChanges(cs))
+	}
+	n := log.count()
+	e.rp.perform(25)
+	if err := e.ifaces.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tagged := Interface{Index: 1, Name: "loop0", Tag: "default/web-1"}
+	if cs := log.since(n); len(cs) != 1 || cs[0] != (InterfaceChange{Interface: tagged, Kind: Changed, Old: startupTable[1]}) {
+		t.Errorf("after tagging loop0: %s", describeChanges(cs))
+	}
+	if i, ok := e.ifaces.ByName("loop0"); !ok || i != tagged {
+		t.Errorf("loop0 cached as %+v", i)
+	}
+	if name, ok := e.ifaces.InterfaceByTag("default/web-2"); !ok || name != "host-vcw2" {
+		t.Errorf("by tag default/web-2: %q %v", name, ok)
+	}
+	e.checkAllUsed(t, 1, 25, 26)
+}
