@@ -276,3 +276,60 @@ func TestReplaySetGlobalEnableResets(t *testing.T) {
 	}
 	e.checkAllUsed(t, 1, 16, 17, 21, 27)
 }
+
+// TestReplayAgentFlowProgramming programs what agent_flow.jsonl recorded
+// (steps 3-29) and checks that every request the client sends is one VPP
+// 25.02 was recorded accepting, field for field, and that each recorded
+// step is sent. (Step 8 sets the timeouts VPP has after enabling, which
+// the client may skip.)
+func TestReplayAgentFlowProgramming(t *testing.T) {
+	recs := loadScenario(t, "agent_flow")
+	var steps []int
+	for n := 3; n <= 29; n++ {
+		steps = append(steps, n)
+	}
+	e := replaySetup(t, pick(t, recs, steps...), nil)
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	check("SetGlobal", e.nat.SetGlobal(ctx, nat44.Global{SessionLimit: 262144, Forwarding: true,
+		Timeouts: nat44.Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60}}))
+	check("pool", e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("192.168.16.1")}, true))
+	check("twice-NAT pool", e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("10.1.1.254"), TwiceNAT: true}, true))
+	for _, name := range []string{"host-vcw1", "host-vcw2", "host-vcw3", "host-vccl", "host-vco1", "host-vcl1"} {
+		check(name, e.nat.SetInterfaceFeatures(ctx, name, 0, nat44.FeatureIn|nat44.FeatureOut))
+	}
+	check("host-vcup", e.nat.SetInterfaceFeatures(ctx, "host-vcup", 0, nat44.FeatureOut))
+	check("identity", e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("192.168.16.1")}, Tag: "contiv:node"}, true))
+	check("static", e.nat.AddDelMapping(ctx, &nat44.Mapping{
+		MappingKey: nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6},
+		Locals:     []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}},
+		TwiceNAT:   nat44.TwiceNATSelf, Tag: "contiv:default/one",
+	}, true))
+	web := []nat44.Local{
+		{IP: ip("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: ip("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: ip("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
+	}
+	webKey := nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6}
+	for _, k := range []nat44.MappingKey{webKey, {IP: ip("192.168.16.1"), Port: 30080, Proto: 6}} {
+		check("LB "+describe(k), e.nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: k, Locals: web,
+			TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"}, true))
+	}
+	check("delete a local", e.nat.AddDelLBLocal(ctx, webKey, web[2], false))
+	check("add a local", e.nat.AddDelLBLocal(ctx, webKey, web[2], true))
+
+	if m := e.rp.missed(); len(m) > 0 {
+		t.Errorf("requests VPP was not recorded answering: %v", m)
+	}
+	used := e.rp.usedSteps()
+	for _, n := range steps {
+		if n != 8 && !slices.Contains(used, n) {
+			t.Errorf("recorded step %d (%s) not sent", n, step(t, recs, n).Note)
+		}
+	}
+}
