@@ -3,6 +3,7 @@ package vpp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"time"
 
@@ -62,7 +63,11 @@ func (t *Interfaces) follow(ctx context.Context, s session) {
 				if ctx.Err() != nil {
 					return
 				}
-				t.conn.log.Warn("reading VPP's interfaces; retrying", "error", err, "retryIn", refreshRetry)
+				level := slog.LevelWarn
+				if errors.Is(err, ErrNotConnected) {
+					level = slog.LevelDebug // the reconnect re-reads anyway
+				}
+				t.conn.log.Log(ctx, level, "reading VPP's interfaces; retrying", "error", err, "retryIn", refreshRetry)
 				retry = time.After(refreshRetry)
 			}
 		}

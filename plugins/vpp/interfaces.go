@@ -179,8 +179,10 @@ func diff(old map[string]Interface, now []Interface, restarted bool) []Interface
 			out = append(out, InterfaceChange{Interface: o, Kind: Deleted})
 		}
 	}
+	// By index; on one index the name that left before the one that came.
+	rank := func(k ChangeKind) int { return map[ChangeKind]int{Deleted: 0, Changed: 1, Added: 2}[k] }
 	slices.SortFunc(out, func(a, b InterfaceChange) int {
-		return cmp.Or(cmp.Compare(a.Interface.Index, b.Interface.Index), cmp.Compare(a.Kind, b.Kind))
+		return cmp.Or(cmp.Compare(a.Interface.Index, b.Interface.Index), cmp.Compare(rank(a.Kind), rank(b.Kind)))
 	})
 	return out
 }

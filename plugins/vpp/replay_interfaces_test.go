@@ -286,3 +286,23 @@ func TestReplayInterfaceTagChange(t *testing.T) {
 	}
 	e.checkAllUsed(t, 1, 25, 26)
 }
+
+func TestInterfaceDiff(t *testing.T) {
+	old := map[string]Interface{
+		"a": {1, "a", ""}, "b": {2, "b", "ns/b"}, "c": {3, "c", ""},
+	}
+	now := []Interface{{1, "a", ""}, {4, "b", "ns/b"}, {3, "d", "ns/d"}}
+	got := diff(old, now, false)
+	want := []InterfaceChange{
+		{Interface: Interface{3, "c", ""}, Kind: Deleted},
+		{Interface: Interface{3, "d", "ns/d"}, Kind: Added},
+		{Interface: Interface{4, "b", "ns/b"}, Kind: Changed, Old: Interface{2, "b", "ns/b"}},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("diff:%s\nwant:%s", describeChanges(got), describeChanges(want))
+	}
+	got = diff(old, now, true)
+	if len(got) != 4 || got[0] != (InterfaceChange{Interface: Interface{1, "a", ""}, Kind: Changed, Old: Interface{1, "a", ""}, Recreated: true}) {
+		t.Errorf("diff after a restart:%s", describeChanges(got))
+	}
+}
