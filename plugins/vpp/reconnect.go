@@ -96,6 +96,9 @@ const probeTimeouts = 3
 // periodic control_ping it probes at once when a send failed, and it
 // watches the socket file (sock, nil with an Adapter): a socket replaced
 // by another file means a new VPP; a vanished socket is probed.
+// ASSUMPTION: a starting VPP creates its socket file anew (another inode),
+// as restart.jsonl's "new API socket appears" suggests; were the file
+// kept, the probes still notice the dead connection.
 func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32, sock os.FileInfo) error {
 	t := time.NewTicker(c.cfg.HealthInterval)
 	defer t.Stop()

@@ -127,8 +127,9 @@ func messageTable(t testing.TB) map[string]uint16 {
 			ids[m[2]] = uint16(id)
 		}
 		// The table names only messages VPP handles; those it only sends
-		// (events) show as "[no handler]". sw_interface_event is the one
-		// just before want_interface_events, as in interface.api.
+		// (events) show as "[no handler]". ASSUMPTION: sw_interface_event
+		// is the one just before want_interface_events, as in
+		// interface.api's order (IDs follow the .api files).
 		if !regexp.MustCompile(`(?m)^162\s+\[no handler\]$`).MatchString(f.Reply) || ids["want_interface_events"] != 163 {
 			t.Fatal("connect.jsonl's message table no longer has sw_interface_event at 162")
 		}
@@ -146,8 +147,9 @@ func messageTable(t testing.TB) map[string]uint16 {
 // its events. Records without a request (waits that collected events)
 // deliver their events once every earlier request record is used. Steps
 // the client does not send can be performed by the test (perform): another
-// client did them, and their events reach this one. A dump asked again
-// with nothing played since gets the same answer (VPP's state is the same).
+// client did them, and their events reach this one. ASSUMPTION: a dump
+// asked again with nothing played since gets the same answer (VPP's state
+// is the same).
 //
 // Two requests are answered without records, as every VPP answers them:
 // control_ping (also the one closing a dump) with the scenario's vpe_pid,
