@@ -80,6 +80,7 @@ type Agent struct {
 	// are then built once Run has asked it, and built says when.
 	mainIf string
 	built  atomic.Bool
+	tags   tagParser
 }
 
 // New connects to etcd, claims the node ID and builds every part. On
@@ -91,7 +92,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		out = os.Stderr
 	}
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
-		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}}
+		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag)}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -283,8 +284,9 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		vc.Adapter = dp.Adapter()
 		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
 	}
+	vpp.RouteGovppLogs(a.log.With("part", "govpp"))
 	a.conn = vpp.New(vc)
-	a.ifaces = vpp.NewInterfaces(a.conn)
+	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)
 	return nil
 }
 
@@ -311,22 +313,16 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 	case vpp.Connected:
 		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
 		if a.built.Load() && a.conn.Status().Connects > 1 {
-			ctl := a.ctl
 			why := "reconnected"
 			if e.Restarted {
 				why = "restarted"
 			}
 			a.rd.vppLost(why)
-			go func() {
-				// The interface table changes with VPP: read it before
-				// the resync looks pod interfaces up.
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := a.ifaces.Refresh(ctx); err != nil {
-					a.log.Warn("reading VPP's interfaces after reconnect", "err", err)
-				}
-				ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
-			}()
+			// Everything is reconciled against what VPP holds now; the
+			// interface cache re-reads VPP's table on its own, and
+			// features of interfaces VPP has not re-created yet wait for
+			// them (pending).
+			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
 		}
 	case vpp.Disconnected:
 		a.rd.vppLost("disconnected")
@@ -593,7 +589,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		a.watchInterfaces(ctx)
+		a.ifaces.Run(ctx)
 	}()
 	go func() {
 		defer wg.Done()

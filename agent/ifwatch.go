@@ -1,18 +1,13 @@
 package agent
 
 import (
-	"context"
 	"regexp"
 	"strings"
-	"time"
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
 )
-
-// ifacePoll is how often the interface table is re-read to notice pod
-// interfaces the CNI created or removed after their pod was reflected.
-const ifacePoll = 2 * time.Second
 
 // tagParser turns a pod interface tag back into the pod's namespace and
 // name, following the configured tag format.
@@ -54,45 +49,28 @@ func (p tagParser) parse(tag string) (ns, pod string, ok bool) {
 	return m[p.re.SubexpIndex("ns")], m[p.re.SubexpIndex("pod")], true
 }
 
-// watchInterfaces re-reads VPP's interface table periodically and queues a
-// PodInterfaceEvent for every pod whose interface appeared, changed or
-// disappeared, so the service processor looks it up again.
-func (a *Agent) watchInterfaces(ctx context.Context) {
-	parser := newTagParser(a.cfg.NAT44.PodInterfaceTag)
-	seen := a.podInterfaces(parser)
-	t := time.NewTicker(ifacePoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := a.ifaces.Refresh(ctx); err != nil {
-			continue // VPP away: the reconnect resyncs everything
-		}
-		now := a.podInterfaces(parser)
-		for pod, name := range now {
-			if seen[pod] != name {
-				a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
+// onInterfaces turns VPP's interface changes (reported by vpp.Interfaces
+// from VPP's interface events and its re-reads of the table) into controller
+// events: a pod's interface, known by its tag, makes the service processor
+// look the pod up again; an interface that appeared or was re-created by a
+// restarted VPP gets its NAT44 features, which may have been pending on
+// it. It runs on the interface cache's goroutine and never blocks.
+func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
+	if !a.built.Load() {
+		return // the first resync, still to come, reads the table
+	}
+	for _, c := range changes {
+		pods := map[[2]string]bool{}
+		for _, i := range []vpp.Interface{c.Interface, c.Old} {
+			if ns, pod, ok := a.tags.parse(i.Tag); ok {
+				pods[[2]string{ns, pod}] = true
 			}
 		}
-		for pod := range seen {
-			if _, ok := now[pod]; !ok {
-				a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
-			}
+		for pod := range pods {
+			a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
 		}
-		seen = now
-	}
-}
-
-// podInterfaces maps each pod with a tagged interface to the interface name.
-func (a *Agent) podInterfaces(p tagParser) map[[2]string]string {
-	m := map[[2]string]string{}
-	for _, i := range a.ifaces.List() {
-		if ns, pod, ok := p.parse(i.Tag); ok {
-			m[[2]string{ns, pod}] = i.Name
+		if c.Kind == vpp.Added || c.Kind == vpp.Changed {
+			a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name})
 		}
 	}
-	return m
 }

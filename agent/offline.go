@@ -142,7 +142,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := conn.WaitConnected(ctx); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	ifaces := vpp.NewInterfaces(conn)
+	ifaces := vpp.NewInterfaces(conn, nil)
 	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)

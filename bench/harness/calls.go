@@ -63,7 +63,7 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	if err := conn.WaitConnected(wctx); err != nil {
 		return nil, fmt.Errorf("simulated VPP: %w", err)
 	}
-	ifaces := vpp.NewInterfaces(conn)
+	ifaces := vpp.NewInterfaces(conn, nil)
 	if err := ifaces.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("simulated VPP interfaces: %w", err)
 	}

@@ -86,6 +86,16 @@ type PodInterfaceEvent struct {
 // EventName implements controller.Event.
 func (e *PodInterfaceEvent) EventName() string { return "pod-interface" }
 
+// InterfaceEvent tells that VPP created (or re-created, after a restart)
+// interface Name: renderers are told its role again, so that what waits
+// for the interface (NAT44 features pending on it) is applied now.
+type InterfaceEvent struct {
+	Name string
+}
+
+// EventName implements controller.Event.
+func (e *InterfaceEvent) EventName() string { return "interface" }
+
 // Errors callers branch on.
 var (
 	// ErrMissingDependency is returned by New when Params lacks a dependency.
@@ -274,7 +284,7 @@ func (p *Processor) Name() string { return "service" }
 // other nodes and other nodes' updates are turned away here, cheaply.
 func (p *Processor) HandlesEvent(ev controller.Event) bool {
 	switch e := ev.(type) {
-	case *controller.ResyncEvent, *PodInterfaceEvent:
+	case *controller.ResyncEvent, *PodInterfaceEvent, *InterfaceEvent:
 		return true
 	case *controller.ChangeEvent:
 		switch e.Key.Resource {
@@ -425,6 +435,14 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 		k := kubestate.Key{Resource: kubestate.ResPod, Namespace: e.Namespace, Name: e.Name}
 		if lp, ok := p.pods[k]; ok && !lp.hostNet {
 			p.setPod(k, p.lookup(k, false))
+		}
+	case *InterfaceEvent:
+		if r, ok := p.roles[e.Name]; ok {
+			for i, rd := range p.renderers {
+				if err := rd.UpdateInterface(e.Name, r); err != nil {
+					p.errs = append(p.errs, fmt.Errorf("renderer %d: interface %s: %w", i, e.Name, err))
+				}
+			}
 		}
 	}
 	return p.flush()

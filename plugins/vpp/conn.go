@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +13,6 @@ import (
 	"go.fd.io/govpp/adapter"
 	"go.fd.io/govpp/adapter/socketclient"
 	"go.fd.io/govpp/api"
-	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/vpe"
 	"go.fd.io/govpp/core"
 )
@@ -49,8 +48,18 @@ type Config struct {
 	// CallTimeout bounds every binary-API call (a dump as a whole); default 30s.
 	CallTimeout time.Duration
 	// RetryMin and RetryMax bound the exponential backoff between
-	// connection attempts; defaults 100ms and 10s.
+	// connection attempts; defaults 100ms and 10s. While the socket exists
+	// (or with an Adapter) the backoff never exceeds RetryPresent: VPP is
+	// starting or restarting and answers within a second or so. Only while
+	// the socket is missing does it grow to RetryMax, and the new socket
+	// is noticed within SocketPoll anyway.
 	RetryMin, RetryMax time.Duration
+	// RetryPresent caps the backoff while the socket exists; default 1s.
+	RetryPresent time.Duration
+	// SocketPoll is how often the socket file is checked (os.Stat): a
+	// socket replaced by a new VPP ends the connection at once, and a
+	// socket appearing ends a backoff wait. Default 100ms.
+	SocketPoll time.Duration
 	// OnEvent, when set, gets every connection event, in order, on the
 	// connection's goroutine; it must not block.
 	OnEvent func(Event)
@@ -81,6 +90,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = max(10*time.Second, c.RetryMin)
+	}
+	if c.RetryPresent <= 0 {
+		c.RetryPresent = time.Second
+	}
+	c.RetryPresent = min(max(c.RetryPresent, c.RetryMin), c.RetryMax)
+	if c.SocketPoll <= 0 {
+		c.SocketPoll = 100 * time.Millisecond
 	}
 }
 
@@ -157,9 +173,12 @@ type Conn struct {
 	log       *slog.Logger
 	simulated bool
 
+	kick chan struct{} // a transport error: probe the connection now
+
 	mu      sync.Mutex
 	conn    *core.Connection
 	gen     uint64 // counts connections established
+	pid     uint32 // VPP's process ID on the current connection
 	status  Status
 	lastErr error
 	changed chan struct{} // closed and replaced on every change
@@ -179,6 +198,7 @@ func New(cfg Config) *Conn {
 		log:       cfg.Logger,
 		simulated: sim != nil && sim.Simulated(),
 		changed:   make(chan struct{}),
+		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -249,6 +269,31 @@ func (c *Conn) current() (*core.Connection, uint64, error) {
 	return c.conn, c.gen, nil
 }
 
+// session is a snapshot of the connection: the live govpp connection (nil
+// while disconnected), its generation, VPP's process ID and a channel
+// closed at the next change of any of them.
+type session struct {
+	conn    *core.Connection
+	gen     uint64
+	pid     uint32
+	changed <-chan struct{}
+}
+
+func (c *Conn) session() session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return session{conn: c.conn, gen: c.gen, pid: c.pid, changed: c.changed}
+}
+
+// poke asks the watcher to probe the connection now: a call failed in the
+// transport (a broken socket), not in VPP.
+func (c *Conn) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
 // generation counts the connections established so far; caches of VPP
 // state (interface indices) are stale once it changes.
 func (c *Conn) generation() uint64 {
@@ -275,13 +320,17 @@ func (c *Conn) emit(e Event) {
 // run connects, watches and reconnects until stopped.
 func (c *Conn) run(ctx context.Context) {
 	defer close(c.done)
-	backoff := c.cfg.RetryMin
+	var backoff time.Duration
 	var lastPID uint32
 	lastFailure := "" // logged once until it changes
 	for {
 		conn, info, err := c.dial()
 		if err != nil {
 			c.setState(func() { c.lastErr = err; c.status.LastError = err.Error() })
+			// An incompatible VPP stays so until it is replaced, which a
+			// new socket file tells: it gets the long backoff.
+			sock, present := c.socketFile()
+			backoff = retryDelay(backoff, present && !errors.Is(err, ErrIncompatible), c.cfg)
 			repeated := err.Error() == lastFailure
 			lastFailure = err.Error()
 			switch {
@@ -295,20 +344,20 @@ func (c *Conn) run(ctx context.Context) {
 			default:
 				c.log.Warn("connecting to VPP failed; retrying", "error", err, "retryIn", backoff)
 			}
-			if !c.sleep(ctx, backoff) {
+			if !c.sleep(ctx, backoff, sock) {
 				return
 			}
-			backoff = min(2*backoff, c.cfg.RetryMax)
 			continue
 		}
 		lastFailure = ""
-		backoff = c.cfg.RetryMin
+		backoff = 0
 		restarted := lastPID != 0 && info.pid != lastPID
 		lastPID = info.pid
 		now := time.Now()
 		c.setState(func() {
 			c.conn = conn
 			c.gen++
+			c.pid = info.pid
 			c.lastErr = nil
 			c.status.Connected = true
 			c.status.Version = info.version
@@ -323,7 +372,7 @@ func (c *Conn) run(ctx context.Context) {
 		c.log.Info("connected to VPP", "version", info.version, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
 		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version})
 
-		err = c.watch(ctx, conn, info.pid)
+		err = c.watch(ctx, conn, info.pid, info.sock)
 		c.setState(func() {
 			c.conn = nil
 			c.status.Connected = false
@@ -341,35 +390,27 @@ func (c *Conn) run(ctx context.Context) {
 	}
 }
 
-// sleep waits d; false means stop.
-func (c *Conn) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.stop:
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // vppInfo describes a connected VPP.
 type vppInfo struct {
 	pid     uint32
 	version string
+	sock    os.FileInfo // the socket file connected to; nil with an Adapter
 }
 
 // dial makes one connection attempt and checks compatibility.
 func (c *Conn) dial() (*core.Connection, vppInfo, error) {
-	ad := c.cfg.Adapter
+	var ad adapter.VppAPI = c.cfg.Adapter
+	var sock os.FileInfo
 	if ad == nil {
+		var ok bool
+		if sock, ok = c.socketFile(); !ok {
+			return nil, vppInfo{}, fmt.Errorf("connecting to VPP at %s: %w", c.where(), errNoSocket)
+		}
 		sc := socketclient.NewVppClient(c.cfg.Socket)
 		sc.SetClientName("contiv-agent")
 		ad = sc
 	}
-	conn, err := core.Connect(ad)
+	conn, err := core.Connect(&watchedAdapter{VppAPI: ad, failed: c.poke})
 	if err != nil {
 		return nil, vppInfo{}, fmt.Errorf("connecting to VPP at %s: %w", c.where(), err)
 	}
@@ -378,6 +419,7 @@ func (c *Conn) dial() (*core.Connection, vppInfo, error) {
 		conn.Disconnect()
 		return nil, vppInfo{}, err
 	}
+	info.sock = sock
 	return conn, info, nil
 }
 
@@ -416,138 +458,4 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 		return vppInfo{}, err
 	}
 	return vppInfo{pid: pid, version: ver.Version}, nil
-}
-
-// probeTimeouts is how many health probes in a row may time out before
-// the connection counts as lost.
-const probeTimeouts = 3
-
-// watch probes the connection until it breaks (error), VPP's process
-// changes (error) or the connection is stopped (nil).
-func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32) error {
-	t := time.NewTicker(c.cfg.HealthInterval)
-	defer t.Stop()
-	timeouts := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.stop:
-			return nil
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.cfg.HealthTimeout)
-		got, err := c.ping(pctx, conn)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, context.DeadlineExceeded):
-			timeouts++
-			if timeouts >= probeTimeouts {
-				return fmt.Errorf("VPP did not answer %d health probes in a row: %w", timeouts, err)
-			}
-		case err != nil:
-			return fmt.Errorf("VPP health probe: %w", err)
-		case got != pid:
-			return fmt.Errorf("VPP restarted: process ID %d became %d", pid, got)
-		default:
-			timeouts = 0
-		}
-	}
-}
-
-// ping sends a control_ping and returns VPP's process ID.
-func (c *Conn) ping(ctx context.Context, conn *core.Connection) (uint32, error) {
-	r := &memclnt.ControlPingReply{}
-	if err := call(ctx, conn, &memclnt.ControlPing{}, r); err != nil {
-		return 0, err
-	}
-	return r.VpePID, nil
-}
-
-// invoke sends one request on the live connection and decodes its reply.
-// A non-zero Retval comes back as an api.VPPApiError.
-func (c *Conn) invoke(ctx context.Context, req, reply api.Message) error {
-	conn, _, err := c.current()
-	if err != nil {
-		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	defer cancel()
-	return c.invokeOn(ctx, conn, req, reply)
-}
-
-func (c *Conn) invokeOn(ctx context.Context, conn *core.Connection, req, reply api.Message) (err error) {
-	defer c.observe(req.GetMessageName(), time.Now(), &err)
-	return call(ctx, conn, req, reply)
-}
-
-// call is invokeOn without observation (health probes).
-func call(ctx context.Context, conn *core.Connection, req, reply api.Message) error {
-	if err := conn.Invoke(ctx, req, reply); err != nil {
-		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
-	}
-	if rv := retval(reply); rv != 0 {
-		return fmt.Errorf("%s: %w", req.GetMessageName(), api.VPPApiError(rv))
-	}
-	return nil
-}
-
-// observe reports a finished call to OnCall.
-func (c *Conn) observe(msg string, start time.Time, err *error) {
-	if c.cfg.OnCall != nil {
-		c.cfg.OnCall(msg, time.Since(start), *err)
-	}
-}
-
-// retval reads the Retval field every VPP reply has.
-func retval(m api.Message) int32 {
-	if f := reflect.Indirect(reflect.ValueOf(m)).FieldByName("Retval"); f.IsValid() && f.CanInt() {
-		return int32(f.Int())
-	}
-	return 0
-}
-
-// stream sends requests on one stream and hands every answer to each
-// until each says the stream is done.
-func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Message) (done bool, err error)) (err error) {
-	name := reqs[0].GetMessageName()
-	conn, _, err := c.current()
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer c.observe(name, time.Now(), &err)
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	defer cancel()
-	s, err := conn.NewStream(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer func() { _ = s.Close() }()
-	for _, r := range reqs {
-		if err := s.SendMsg(r); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	for {
-		m, err := s.RecvMsg()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		done, err := each(m)
-		if err != nil || done {
-			return err
-		}
-	}
-}
-
-// dump runs a dump request and hands every details message to each.
-func (c *Conn) dump(ctx context.Context, req api.Message, each func(api.Message) error) error {
-	return c.stream(ctx, []api.Message{req, &memclnt.ControlPing{}}, func(m api.Message) (bool, error) {
-		if _, end := m.(*memclnt.ControlPingReply); end {
-			return true, nil
-		}
-		return false, each(m)
-	})
 }

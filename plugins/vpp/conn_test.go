@@ -3,6 +3,7 @@ package vpp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,10 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	RouteGovppLogs(slog.New(slog.DiscardHandler)) // govpp complains about replayed breakdowns
+	goleak.VerifyTestMain(m)
+}
 
 // events records connection events.
 type events struct{ ch chan Event }
@@ -30,6 +34,9 @@ func (e *events) add(ev Event) {
 	default: // a test not reading events must not block the connection
 	}
 }
+
+// pending says whether an event is waiting.
+func (e *events) pending() bool { return len(e.ch) > 0 }
 
 // next waits for the next event.
 func (e *events) next(t testing.TB) Event {
@@ -66,7 +73,7 @@ func setup(t testing.TB, opts sim.Options) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); e.conn.Close() })
 	e.conn.Start(ctx)
-	e.ifaces = NewInterfaces(e.conn)
+	e.ifaces = NewInterfaces(e.conn, nil)
 	e.nat = NewNAT44(e.conn, e.ifaces, nil)
 	return e
 }
@@ -155,7 +162,7 @@ func TestIncompatibleVPP(t *testing.T) {
 func TestNotConnected(t *testing.T) {
 	c := New(Config{Adapter: sim.New(sim.Options{})})
 	defer c.Close()
-	n := NewNAT44(c, NewInterfaces(c), nil)
+	n := NewNAT44(c, NewInterfaces(c, nil), nil)
 	err := n.AddDelPoolAddress(context.Background(), nat44.PoolAddress{IP: ip("10.0.0.1")}, true)
 	if !errors.Is(err, ErrNotConnected) || errors.Is(err, nat44.ErrInvalid) {
 		t.Errorf("call before Start: %v", err)
@@ -211,7 +218,7 @@ func TestOnCall(t *testing.T) {
 	if err := c.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := NewNAT44(c, NewInterfaces(c), nil)
+	n := NewNAT44(c, NewInterfaces(c, nil), nil)
 	_ = n.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("10.0.0.1")}, true) // plugin disabled: fails
 	if _, err := n.Dump(ctx); err != nil {
 		t.Fatal(err)
@@ -234,13 +241,13 @@ func TestWatchNoticesNewPID(t *testing.T) {
 	}
 	defer conn.Disconnect()
 	c := New(Config{Adapter: v, HealthInterval: time.Millisecond})
-	err = c.watch(context.Background(), conn, v.PID()+1)
+	err = c.watch(context.Background(), conn, v.PID()+1, nil)
 	if err == nil || !strings.Contains(err.Error(), "restarted") {
 		t.Errorf("watch with a stale process ID: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := c.watch(ctx, conn, v.PID()); err != nil {
+	if err := c.watch(ctx, conn, v.PID(), nil); err != nil {
 		t.Errorf("watch stopped by its context: %v", err)
 	}
 }

@@ -3,17 +3,17 @@
 //
 //   - Conn: a govpp connection over VPP's socket (default
 //     /run/vpp/api.sock) or any govpp transport, such as the simulated VPP
-//     of package sim. It reconnects with exponential backoff, checks at
-//     every connect that VPP speaks every message the agent uses (failing
-//     with ErrIncompatible naming the missing ones), probes VPP with
-//     control_ping and reports through Config.OnEvent when VPP comes back,
+//     of package sim. It checks at every connect that VPP speaks every
+//     message the agent uses (failing with ErrIncompatible naming the
+//     missing ones), reports through Config.OnEvent when VPP comes back,
 //     flagging a restart (a changed VPP process ID): its configuration is
 //     then empty and the agent must reprogram everything. Status says
 //     whether it is connected, to which VPP version, and whether the VPP is
 //     simulated, which the agent says loudly because the simulator forwards
 //     no packets.
 //   - Interfaces: a cache of VPP's interface table (name, sw_if_index,
-//     tag), resolving pod interfaces by the CNI's "<namespace>/<pod>" tag.
+//     tag), resolving pod interfaces by the CNI's "<namespace>/<pod>" tag
+//     and reporting every change to a callback.
 //   - NAT44: the nat44.VPP interface of the NAT44 renderer's apply step,
 //     over the nat44_ed binary API. VPP refusing a call as invalid (value
 //     exists, no such entry, invalid value, unknown interface, removing
@@ -22,6 +22,48 @@
 //     deletes and reads back the drop routes of the service CIDR
 //     (ip_route_add_del with the DROP path type, ip_route_v2_dump). Every
 //     request is built as the corpus of a real VPP 25.02 records it.
+//   - RouteGovppLogs: govpp logs through logrus; this sends its lines to
+//     the agent's slog logger (attribute part=govpp).
+//
+// # Losing and finding VPP
+//
+// A VPP restart must cost as little traffic as possible, so the connection
+// notices a lost VPP fast and comes back as soon as the new one answers
+// (VPP 25.02 answers on its new socket about 0.33 s after it starts):
+//
+//   - A call whose send fails (a broken socket: VPP died) makes the watcher
+//     probe at once instead of at the next health probe; otherwise a
+//     control_ping every HealthInterval (1 s) checks the connection and
+//     VPP's process ID, three timed-out probes in a row counting as lost.
+//   - The socket file is checked every SocketPoll (100 ms): replaced by
+//     another file means a new VPP (the connection ends at once); gone
+//     means VPP is stopping (probed once).
+//   - Reconnecting backs off from RetryMin doubling, capped at RetryPresent
+//     (1 s) while the socket file exists, growing to RetryMax only while it
+//     does not; a socket appearing or being replaced during a wait ends
+//     the wait. A restarted VPP is thus connected within about a second of
+//     its socket answering.
+//
+// # Interfaces and their events
+//
+// VPP creates the interfaces of its startup configuration about 2 s after
+// its API answers (the table shows only local0 before), with the same
+// index, name and tag as before a restart. Interfaces.Run follows this:
+// at every (re)connection it registers with want_interface_events
+// (registration belongs to the connection; -31, registered already, is
+// fine) and re-reads the whole table; every sw_interface_event then makes
+// it re-read the table (events carry only index, flags and deleted, are
+// coalesced, and none comes for a tag change), a deleted event removes the
+// interface at once, and the table is re-read every ResyncInterval (30 s)
+// regardless. A VPP without interface events gets the periodic re-reads
+// only.
+//
+// Every change is reported as InterfaceChange values, by name (the name
+// is what the agent configures): Added, Changed (another index or tag)
+// and Deleted. After a restart (another process ID) every interface found
+// again is Changed with Recreated set: it lost all configuration. Found
+// early, a restarted VPP shows only local0: the other interfaces are
+// reported Deleted, then Added as their events come.
 //
 // This package knows nothing about Kubernetes objects, etcd, the
 // controller or how the desired NAT44 state is computed.

@@ -50,7 +50,7 @@ func newSimEnv(t *testing.T) *simEnv {
 	t.Cleanup(func() { cancel(); e.conn.Close() })
 	e.conn.Start(ctx)
 	e.waitConnected()
-	e.nat = vpp.NewNAT44(e.conn, vpp.NewInterfaces(e.conn), nil)
+	e.nat = vpp.NewNAT44(e.conn, vpp.NewInterfaces(e.conn, nil), nil)
 	e.cfg = nat44.Config{
 		MainVRF: 0, PodVRF: 1, Overlay: true, LocalEndpointWeight: 2,
 		NATLoopback: addr("10.1.1.254"), PodSubnet: netip.MustParsePrefix("10.1.1.0/24"),

@@ -26,7 +26,7 @@ func Example() {
 	if err := conn.WaitConnected(ctx); err != nil {
 		panic(err)
 	}
-	nat := vpp.NewNAT44(conn, vpp.NewInterfaces(conn), nil)
+	nat := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), nil)
 
 	addr := netip.MustParseAddr
 	must := func(err error) {

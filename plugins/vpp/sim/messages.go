@@ -74,7 +74,8 @@ func messageDefs() []*msgDef {
 		def(read, &interfaces.SwInterfaceDump{}, (*VPP).swInterfaceDump, &interfaces.SwInterfaceDetails{}),
 		def(write, &interfaces.SwInterfaceTagAddDel{}, (*VPP).swInterfaceTagAddDel, &interfaces.SwInterfaceTagAddDelReply{}),
 		def(write, &interfaces.SwInterfaceSetFlags{}, (*VPP).swInterfaceSetFlags, &interfaces.SwInterfaceSetFlagsReply{}),
-		def(write, &interfaces.WantInterfaceEvents{}, (*VPP).wantInterfaceEvents, &interfaces.WantInterfaceEventsReply{}),
+		// A registration for events is not configuration: not a write.
+		def(read, &interfaces.WantInterfaceEvents{}, (*VPP).wantInterfaceEvents, &interfaces.WantInterfaceEventsReply{}),
 		def(write, &interfaces.CreateLoopback{}, (*VPP).createLoopback, &interfaces.CreateLoopbackReply{}),
 		def(write, &interfaces.DeleteLoopback{}, (*VPP).deleteLoopback, &interfaces.DeleteLoopbackReply{}),
 		def(write, &ipapi.IPTableAddDel{}, (*VPP).ipTableAddDel, &ipapi.IPTableAddDelReply{}),

@@ -26,7 +26,7 @@ func ExampleVPP_OpenSession() {
 	if err := conn.WaitConnected(ctx); err != nil {
 		panic(err)
 	}
-	nat := vpp.NewNAT44(conn, vpp.NewInterfaces(conn), nil)
+	nat := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), nil)
 	must := func(err error) {
 		if err != nil {
 			panic(err)

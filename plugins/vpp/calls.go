@@ -1,0 +1,98 @@
+package vpp
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/memclnt"
+	"go.fd.io/govpp/core"
+)
+
+// invoke sends one request on the live connection and decodes its reply.
+// A non-zero Retval comes back as an api.VPPApiError.
+func (c *Conn) invoke(ctx context.Context, req, reply api.Message) error {
+	conn, _, err := c.current()
+	if err != nil {
+		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	return c.invokeOn(ctx, conn, req, reply)
+}
+
+func (c *Conn) invokeOn(ctx context.Context, conn *core.Connection, req, reply api.Message) (err error) {
+	defer c.observe(req.GetMessageName(), time.Now(), &err)
+	return call(ctx, conn, req, reply)
+}
+
+// call is invokeOn without observation (health probes).
+func call(ctx context.Context, conn *core.Connection, req, reply api.Message) error {
+	if err := conn.Invoke(ctx, req, reply); err != nil {
+		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
+	}
+	if rv := retval(reply); rv != 0 {
+		return fmt.Errorf("%s: %w", req.GetMessageName(), api.VPPApiError(rv))
+	}
+	return nil
+}
+
+// observe reports a finished call to OnCall.
+func (c *Conn) observe(msg string, start time.Time, err *error) {
+	if c.cfg.OnCall != nil {
+		c.cfg.OnCall(msg, time.Since(start), *err)
+	}
+}
+
+// retval reads the Retval field every VPP reply has.
+func retval(m api.Message) int32 {
+	if f := reflect.Indirect(reflect.ValueOf(m)).FieldByName("Retval"); f.IsValid() && f.CanInt() {
+		return int32(f.Int())
+	}
+	return 0
+}
+
+// stream sends requests on one stream and hands every answer to each
+// until each says the stream is done.
+func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Message) (done bool, err error)) (err error) {
+	name := reqs[0].GetMessageName()
+	conn, _, err := c.current()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer c.observe(name, time.Now(), &err)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	s, err := conn.NewStream(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer func() { _ = s.Close() }()
+	for _, r := range reqs {
+		if err := s.SendMsg(r); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for {
+		m, err := s.RecvMsg()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		done, err := each(m)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// dump runs a dump request and hands every details message to each.
+func (c *Conn) dump(ctx context.Context, req api.Message, each func(api.Message) error) error {
+	return c.stream(ctx, []api.Message{req, &memclnt.ControlPing{}}, func(m api.Message) (bool, error) {
+		if _, end := m.(*memclnt.ControlPingReply); end {
+			return true, nil
+		}
+		return false, each(m)
+	})
+}
