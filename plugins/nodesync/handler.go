@@ -10,13 +10,18 @@ import (
 	"sync"
 	"time"
 
+	"contiv.dev/vpp/internal/retryloop"
 	"contiv.dev/vpp/kubestate"
 	nsync "contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 )
 
-// DefaultClaimTimeout bounds the claim of this node's ID in one resync.
+// DefaultClaimTimeout bounds one claim of this node's ID by the background
+// writer.
 const DefaultClaimTimeout = time.Minute
+
+// DefaultWriteTimeout bounds one etcd request of the background writer.
+const DefaultWriteTimeout = 5 * time.Second
 
 // Params configures the handler.
 type Params struct {
@@ -28,8 +33,17 @@ type Params struct {
 	StateFile string
 	// MaxID is the largest ID the address plan fits (0: no bound).
 	MaxID uint32
+	// ID is this node's ID as claimed at agent start (nodesync.Claim,
+	// before the controller runs); 0 means none: the background writer
+	// claims it after the first resync.
+	ID uint32
 	// ClaimTimeout bounds one claim (default DefaultClaimTimeout).
 	ClaimTimeout time.Duration
+	// WriteTimeout bounds one etcd request (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// RetryMin and RetryMax bound the background writer's backoff
+	// (defaults retryloop.DefaultMin and retryloop.DefaultMax).
+	RetryMin, RetryMax time.Duration
 	// Events receives the NodeUpdates (the controller); SetEvents may set
 	// it later, before the controller runs.
 	Events controller.FollowUpper
@@ -38,17 +52,23 @@ type Params struct {
 }
 
 // Handler is NodeSync's controller handler. Its getters are safe from any
-// goroutine; the controller calls the rest from its loop.
+// goroutine; the controller calls the rest from its loop. Its etcd writes
+// (claims, publishes) run on its background writer, never on the caller's
+// goroutine.
 type Handler struct {
 	p      Params
 	log    *slog.Logger
 	events controller.FollowUpper
+	w      *retryloop.Loop
 
 	mu     sync.RWMutex
 	table  *nsync.Nodes
 	id     uint32
 	vppIPs []netip.Prefix // as last given to PublishVppIPs; nil: keep the record's
 	synced bool
+	// The writer's work: gen counts the requests, done is the last one
+	// written; claimGen is the request that asked for a claim (0: none).
+	gen, done, claimGen uint64
 }
 
 var (
@@ -67,10 +87,15 @@ func New(p Params) (*Handler, error) {
 	if p.ClaimTimeout <= 0 {
 		p.ClaimTimeout = DefaultClaimTimeout
 	}
+	if p.WriteTimeout <= 0 {
+		p.WriteTimeout = DefaultWriteTimeout
+	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{p: p, log: p.Logger, events: p.Events, table: nsync.NewNodes()}, nil
+	h := &Handler{p: p, log: p.Logger, events: p.Events, table: nsync.NewNodes(), id: p.ID}
+	h.w = retryloop.New(retryloop.Params{Work: h.write, Min: p.RetryMin, Max: p.RetryMax})
+	return h, nil
 }
 
 // SetEvents sets where NodeUpdates go; call it before the controller runs.
@@ -80,10 +105,15 @@ func (h *Handler) SetEvents(f controller.FollowUpper) { h.events = f }
 func (h *Handler) Name() string { return "nodesync" }
 
 // HandlesEvent implements controller.Handler: changes of node records and
-// Kubernetes Nodes.
+// Kubernetes Nodes, and the shutdown (which stops the background writer).
 func (h *Handler) HandlesEvent(ev controller.Event) bool {
-	ce, ok := ev.(*controller.ChangeEvent)
-	return ok && (ce.Key.Resource == kubestate.ResVppNode || ce.Key.Resource == kubestate.ResNode)
+	switch ev := ev.(type) {
+	case *controller.ChangeEvent:
+		return ev.Key.Resource == kubestate.ResVppNode || ev.Key.Resource == kubestate.ResNode
+	case *controller.ShutdownEvent:
+		return true
+	}
+	return false
 }
 
 // Ready implements controller.ReadyHandler: this node has its ID and the
@@ -95,11 +125,11 @@ func (h *Handler) Ready() bool {
 }
 
 // Resync implements controller.Handler: it rebuilds the table from the
-// snapshot, claims this node's ID if it has none (or its record is lost
-// while its Kubernetes Node exists) and republishes the management
-// addresses if they changed. No NodeUpdate is emitted: every handler
-// resyncs.
-func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
+// snapshot and asks the background writer to claim this node's ID if it has
+// none (or its record is lost while its Kubernetes Node exists) and to
+// republish its addresses if they changed. It does no etcd I/O. No
+// NodeUpdate is emitted: every handler resyncs.
+func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	var records []*kubestate.VppNode
 	var nodes []*kubestate.Node
 	if ev.State != nil {
@@ -119,11 +149,21 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	if err != nil {
 		h.log.Warn("nodesync: bad values left out", "error", err)
 	}
-	return h.ensureSelf(ctx, true)
+	h.ensureSelf(true)
+	return nil
 }
 
-// Update implements controller.Handler.
+// Update implements controller.Handler. It does no etcd I/O but on
+// ShutdownEvent, when it lets the writer finish within ctx, then stops it.
 func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*controller.ShutdownEvent); ok {
+		err := h.Flush(ctx)
+		h.Close()
+		if err != nil {
+			h.log.Warn("nodesync: stopped with writes pending", "error", err)
+		}
+		return nil
+	}
 	ce, ok := ev.(*controller.ChangeEvent)
 	if !ok {
 		return nil
@@ -153,57 +193,97 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		}
 	}
 	if ce.Key.Resource == kubestate.ResNode && ce.Key.Name == h.p.NodeName {
-		return h.ensureSelf(ctx, false)
+		h.ensureSelf(false)
 	}
 	return nil
 }
 
-// ensureSelf claims this node's ID if needed and republishes its
-// management addresses if they changed.
-func (h *Handler) ensureSelf(ctx context.Context, startup bool) error {
-	h.mu.RLock()
+// ensureSelf asks the writer to claim this node's ID if needed and to
+// republish its addresses.
+func (h *Handler) ensureSelf(startup bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	id := h.id
 	_, haveRecord := h.table.Record(h.p.NodeName)
 	_, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
-	h.mu.RUnlock()
 	switch {
 	case id == 0 && startup, id != 0 && !haveRecord && haveK8sNode:
 		if id != 0 {
 			h.log.Warn("nodesync: this node's record is missing: claiming its ID again", "node", h.p.NodeName, "id", id)
 		}
-		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
-		defer cancel()
-		got, err := nsync.Claim(cctx, nsync.Params{
-			Client: h.p.Client, Name: h.p.NodeName, StateFile: h.p.StateFile,
-			WantID: id, MaxID: h.p.MaxID, Logger: h.log,
-		})
-		if err != nil {
-			return fmt.Errorf("nodesync: %w", err)
-		}
-		h.mu.Lock()
-		h.id = got
-		h.mu.Unlock()
-		id = got
+		h.gen++
+		h.claimGen = h.gen
 	case id == 0:
-		return nil
+		return
 	case !haveRecord:
 		h.log.Warn("nodesync: this node's record is missing and its Kubernetes Node is gone: not claiming again",
 			"node", h.p.NodeName, "id", id)
-		return nil
+		return
+	default:
+		h.gen++
 	}
-	return h.publish(ctx)
+	h.w.Kick()
 }
 
-// PublishVppIPs publishes this node's VPP addresses (with the management
-// addresses of its Kubernetes Node). It writes only what changed.
-func (h *Handler) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
-	h.mu.Lock()
-	h.vppIPs = slices.Clone(ips)
-	if h.vppIPs == nil {
-		h.vppIPs = []netip.Prefix{}
+// PublishVppIPs has this node's VPP addresses published (with the
+// management addresses of its Kubernetes Node). It only records them and
+// returns: the background writer writes them, if they changed, once etcd
+// answers. The error is always nil.
+func (h *Handler) PublishVppIPs(_ context.Context, ips []netip.Prefix) error {
+	ips = slices.Clone(ips)
+	if ips == nil {
+		ips = []netip.Prefix{}
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.vppIPs != nil && slices.Equal(h.vppIPs, ips) && h.done == h.gen {
+		return nil
+	}
+	h.vppIPs = ips
+	h.gen++
+	h.w.Kick()
+	return nil
+}
+
+// write is the background writer's job: it claims this node's ID if asked
+// to, then makes its record carry the wanted addresses.
+func (h *Handler) write(ctx context.Context) error {
+	h.mu.RLock()
+	gen, id, claim := h.gen, h.id, h.claimGen != 0
+	h.mu.RUnlock()
+	if claim {
+		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
+		got, err := nsync.Claim(cctx, nsync.Params{
+			Client: h.p.Client, Name: h.p.NodeName, StateFile: h.p.StateFile,
+			WantID: id, MaxID: h.p.MaxID, AttemptTimeout: h.p.WriteTimeout, Logger: h.log,
+		})
+		cancel()
+		if err != nil {
+			if errors.Is(err, nsync.ErrIDTaken) || errors.Is(err, nsync.ErrIDConflict) || errors.Is(err, nsync.ErrInvalid) {
+				h.log.Error("nodesync: claim refused", "node", h.p.NodeName, "error", err)
+				err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
+			}
+			return fmt.Errorf("nodesync: %w", err)
+		}
+		h.mu.Lock()
+		first := h.id == 0
+		h.id = got
+		if h.claimGen <= gen {
+			h.claimGen = 0
+		}
+		h.mu.Unlock()
+		if first && h.events != nil {
+			// The handlers after this one (IPAM) wait for the ID.
+			h.events.FollowUp(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+		}
+	}
+	if err := h.publish(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.done = max(h.done, gen)
 	h.mu.Unlock()
-	return h.publish(ctx)
+	return nil
 }
 
 // publish makes this node's record carry the wanted addresses.
@@ -224,16 +304,17 @@ func (h *Handler) publish(ctx context.Context) error {
 		addrs.MgmtIPs = mgmt
 	}
 	h.mu.RUnlock()
-	if id == 0 {
-		return fmt.Errorf("nodesync: publish: this node has no ID yet")
+	if id == 0 || (!haveVppIPs && !haveK8sNode) {
+		return nil // no ID yet (a claim will come), or nothing of ours to publish yet
 	}
-	if !haveVppIPs && !haveK8sNode {
-		return nil // nothing of ours to publish yet
-	}
-	wrote, err := nsync.Publish(ctx, h.p.Client, h.p.NodeName, id, addrs)
+	wctx, cancel := context.WithTimeout(ctx, h.p.WriteTimeout)
+	defer cancel()
+	wrote, err := nsync.Publish(wctx, h.p.Client, h.p.NodeName, id, addrs)
 	if err != nil {
 		if errors.Is(err, nsync.ErrReleased) {
+			// A resync or this node's Kubernetes Node decides whether to claim again.
 			h.log.Warn("nodesync: this node's ID was released", "node", h.p.NodeName, "id", id)
+			err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
 		}
 		return fmt.Errorf("nodesync: %w", err)
 	}
@@ -243,6 +324,46 @@ func (h *Handler) publish(ctx context.Context) error {
 	}
 	return nil
 }
+
+// WriteStatus is the state of the handler's background etcd writer.
+type WriteStatus struct {
+	// Pending is set while a claim or a publish waits to reach etcd.
+	Pending bool `json:"pending"`
+	// Claiming is set while this node's ID waits to be claimed.
+	Claiming bool `json:"claiming"`
+	retryloop.Status
+}
+
+// WriteStatus returns the background writer's state (for /v1/status).
+func (h *Handler) WriteStatus() WriteStatus {
+	h.mu.RLock()
+	st := WriteStatus{Pending: h.done != h.gen, Claiming: h.claimGen != 0}
+	h.mu.RUnlock()
+	st.Status = h.w.Status()
+	return st
+}
+
+// Flush waits until nothing waits to be written, or ctx ends.
+func (h *Handler) Flush(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st := h.WriteStatus()
+		if !st.Pending {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodesync: writes pending (last error: %q): %w", st.LastError, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the background writer; what it had not written stays
+// unwritten. Safe to call more than once; the controller's ShutdownEvent
+// calls it.
+func (h *Handler) Close() { h.w.Close() }
 
 // ID is this node's ID, 0 before it is claimed.
 func (h *Handler) ID() uint32 {
