@@ -284,3 +284,35 @@ func TestLoadWaitsForEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoopDoesNotWaitForEtcd runs NodeSync and IPAM in a real controller:
+// with etcd stopped, a healing resync (as after a VPP restart) completes,
+// a pod gets an address, and its record lands once etcd is back.
+func TestLoopDoesNotWaitForEtcd(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	h, ctl, _ := startAgentCtl(t, cli, t.TempDir())
+	putPod(t, cli, "late", "a") // reflected; its sandbox comes while etcd is down
+	eventually(t, "the pod in the cluster state", func() bool {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		return h.live[ipam.PodID{Namespace: "default", Name: "late"}]
+	})
+	resyncs := ctl.Status().Resyncs
+	s.Stop()
+	ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+	deadline := time.Now().Add(guard)
+	for ctl.Status().Resyncs == resyncs {
+		if time.Now().After(deadline) {
+			t.Fatal("the healing resync did not complete with etcd down")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ip netip.Addr
+	returns(t, "allocate", func(ctx context.Context) (err error) {
+		ip, err = h.Allocator().Allocate(ctx, ipam.PodID{Namespace: "default", Name: "late"})
+		return err
+	})
+	s.Restart()
+	eventually(t, "the pod's record", func() bool { return stored(t, cli)["default/late"] == ip.String() })
+}

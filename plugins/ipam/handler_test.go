@@ -57,6 +57,13 @@ func (w testWriter) Write(b []byte) (int, error) {
 // until the test ends or stop is called.
 func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler, stop func()) {
 	t.Helper()
+	h, _, stop = startAgentCtl(t, cli, stateDir)
+	return h, stop
+}
+
+// startAgentCtl is startAgent, with the controller.
+func startAgentCtl(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler, ctl *controller.Controller, stop func()) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ns, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "a", StateFile: filepath.Join(stateDir, "a.json"), Logger: log})
 	if err != nil {
@@ -66,7 +73,7 @@ func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := controller.New(controller.Params{Client: cli, Handlers: []controller.Handler{ns, h}, Logger: log})
+	ctl = controller.New(controller.Params{Client: cli, Handlers: []controller.Handler{ns, h}, Logger: log})
 	ns.SetEvents(ctl)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -81,7 +88,7 @@ func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler
 	t.Cleanup(stop)
 	eventually(t, "controller ready", ctl.Ready)
 	eventually(t, "allocations loaded", func() bool { return h.Allocator() != nil })
-	return h, stop
+	return h, ctl, stop
 }
 
 func putPod(t *testing.T, cli *clientv3.Client, name, node string) {
