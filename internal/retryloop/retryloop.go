@@ -45,6 +45,9 @@ type Status struct {
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 	// LastSuccess is when a run last succeeded.
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// Stalled is set when the last run failed with ErrNoRetry: the loop
+	// waits for the next Kick.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // Loop is one background worker. Its methods are safe from any goroutine.
@@ -78,6 +81,7 @@ func (l *Loop) Kick() {
 		l.mu.Unlock()
 		return
 	}
+	l.st.Stalled = false // the next run may mend it
 	if !l.started {
 		l.started = true
 		ctx, cancel := context.WithCancel(context.Background())
@@ -147,7 +151,8 @@ func (l *Loop) run(ctx context.Context) {
 			l.st.Failures++
 			l.st.LastError, l.st.LastErrorAt = err.Error(), now
 			fails = l.st.Failures
-			if errors.Is(err, ErrNoRetry) {
+			l.st.Stalled = errors.Is(err, ErrNoRetry)
+			if l.st.Stalled {
 				fails = 0
 			}
 		}

@@ -66,7 +66,7 @@ func TestNoRetryWaitsForTheNextKick(t *testing.T) {
 	if got := runs.Load(); got != 1 {
 		t.Fatalf("%d runs, want 1", got)
 	}
-	if st := l.Status(); !strings.Contains(st.LastError, "released") {
+	if st := l.Status(); !strings.Contains(st.LastError, "released") || !st.Stalled {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -311,7 +311,8 @@ func (h *Handler) WriteStatus() WriteStatus {
 }
 
 // Flush waits until the allocations are loaded and nothing waits to be
-// written or checked, or ctx ends. Without an etcd client it returns at once.
+// written or checked, or ctx ends, or the writer stalled on a failure
+// retrying cannot mend. Without an etcd client it returns at once.
 func (h *Handler) Flush(ctx context.Context) error {
 	if h.store == nil {
 		return nil
@@ -325,6 +326,9 @@ func (h *Handler) Flush(ctx context.Context) error {
 		st := h.WriteStatus()
 		if noPlan || (st.Loaded && st.Pending == 0 && !st.Checking) {
 			return nil
+		}
+		if st.Stalled {
+			return fmt.Errorf("ipam: writes pending, not retried until asked again: %s", st.LastError)
 		}
 		select {
 		case <-ctx.Done():

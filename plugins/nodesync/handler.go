@@ -343,7 +343,8 @@ func (h *Handler) WriteStatus() WriteStatus {
 	return st
 }
 
-// Flush waits until nothing waits to be written, or ctx ends.
+// Flush waits until nothing waits to be written, or ctx ends, or the writer
+// stalled on a failure retrying cannot mend (see WriteStatus).
 func (h *Handler) Flush(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
@@ -351,6 +352,9 @@ func (h *Handler) Flush(ctx context.Context) error {
 		st := h.WriteStatus()
 		if !st.Pending {
 			return nil
+		}
+		if st.Stalled {
+			return fmt.Errorf("nodesync: writes pending, not retried until asked again: %s", st.LastError)
 		}
 		select {
 		case <-ctx.Done():
