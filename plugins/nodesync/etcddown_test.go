@@ -100,7 +100,9 @@ func TestEtcdDownHandlerDoesNotBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
 	h := fastHandler(t, cli, "a", id)
 	rec := &kubestate.VppNode{Name: "a", ID: id}
 	node := k8sNode("a", "10.0.0.1")
