@@ -237,15 +237,7 @@ func (a *Allocator) release(ctx context.Context, pod PodID) error {
 func (a *Allocator) Sync(ctx context.Context, live func(PodID) bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var errs []error
-	now := a.now()
-	for _, pod := range slices.SortedFunc(maps.Keys(a.byPod), PodID.Compare) {
-		if !live(pod) && now.Sub(a.byPod[pod].since) >= a.grace {
-			if err := a.release(ctx, pod); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
+	errs := a.prune(ctx, live)
 	stored, err := a.store.List(ctx)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("ipam: list allocations: %w", err))...)
@@ -265,4 +257,26 @@ func (a *Allocator) Sync(ctx context.Context, live func(PodID) bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Prune releases the addresses of pods for which live is false, unless they
+// were allocated less than the grace period ago: Sync without the store's
+// repair (it reads nothing from the store). It returns every failure.
+func (a *Allocator) Prune(ctx context.Context, live func(PodID) bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return errors.Join(a.prune(ctx, live)...)
+}
+
+func (a *Allocator) prune(ctx context.Context, live func(PodID) bool) []error {
+	var errs []error
+	now := a.now()
+	for _, pod := range slices.SortedFunc(maps.Keys(a.byPod), PodID.Compare) {
+		if !live(pod) && now.Sub(a.byPod[pod].since) >= a.grace {
+			if err := a.release(ctx, pod); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
 }

@@ -231,3 +231,38 @@ func TestConcurrentAllocate(t *testing.T) {
 		t.Fatalf("%d distinct addresses for 100 pods", len(seen))
 	}
 }
+
+// listFails is a store whose List always fails: Prune must not need it.
+type listFails struct{ *memStore }
+
+func (listFails) List(context.Context) (map[PodID]string, error) {
+	return nil, errors.New("list: unreachable")
+}
+
+func TestPruneReleasesGonePodsWithoutListing(t *testing.T) {
+	ctx := t.Context()
+	now := time.Unix(1000, 0)
+	st := newMemStore()
+	a, err := NewAllocator(ctx, AllocatorParams{
+		Subnet: pfx("10.1.1.0/24"), Store: st, Grace: time.Minute, Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.store = listFails{st}
+	for _, p := range []string{"gone", "live", "young"} {
+		if _, err := a.Allocate(ctx, PodID{"ns", p}); err != nil {
+			t.Fatal(err)
+		}
+		if p == "live" {
+			now = now.Add(2 * time.Minute)
+		}
+	}
+	if err := a.Prune(ctx, func(p PodID) bool { return p.Name == "live" }); err != nil {
+		t.Fatal(err)
+	}
+	want := map[PodID]string{{"ns", "live"}: "10.1.1.3", {"ns", "young"}: "10.1.1.4"}
+	if !maps.Equal(st.recs, want) || len(a.Allocations()) != 2 {
+		t.Fatalf("store %v, allocations %v: want %v", st.recs, a.Allocations(), want)
+	}
+}

@@ -10,7 +10,9 @@
 //
 // Allocator hands out pod IPs from the node's pod subnet: idempotent per pod,
 // written through a small Store (the agent stores allocations in etcd, so a
-// restart keeps every pod's IP), released when the pod is gone.
+// restart keeps every pod's IP), released when the pod is gone (Sync
+// releases gone pods and repairs the store; Prune only releases, reading
+// nothing from the store).
 //
 // The package imports nothing of the project: it knows neither etcd's key
 // layout, nor the controller, nor NodeSync, nor VPP. The agent maps its

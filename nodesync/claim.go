@@ -145,6 +145,19 @@ type claimer struct {
 	lease    clientv3.LeaseID // of the queue entry, once granted
 	attempts int
 	warned   bool // about keys that are not NodeSync's
+
+	hooks claimHooks // tests only
+}
+
+// claimHooks let tests force races the joiners' queue makes rare; zero in
+// production.
+type claimHooks struct {
+	// noQueue makes a joiner claim the lowest free ID without queueing,
+	// as if it were first in the queue.
+	noQueue bool
+	// beforeCommit runs between the read of a view and the transaction
+	// claiming id on it; rev is the view's revision.
+	beforeCommit func(id uint32, rev int64)
 }
 
 // errLostRace marks a claim transaction whose comparisons failed.
@@ -183,6 +196,9 @@ func (c *claimer) run(ctx context.Context) (id uint32, err error) {
 			case s.enqueue:
 				v, err = c.enqueue(ctx)
 			default:
+				if c.hooks.beforeCommit != nil {
+					c.hooks.beforeCommit(s.id, v.rev)
+				}
 				var ok bool
 				ok, v, err = c.commit(ctx, s)
 				if ok {
@@ -250,7 +266,7 @@ func (c *claimer) read(ctx context.Context) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read node IDs: %w", err)
 	}
-	return parseView(c.name, resp.Responses)
+	return parseView(c.name, resp.Header.GetRevision(), resp.Responses)
 }
 
 // enqueue puts this node in the joiners' queue and reads the view.
@@ -273,7 +289,7 @@ func (c *claimer) enqueue(ctx context.Context) (*view, error) {
 		}
 		return nil, fmt.Errorf("join the queue: %w", err)
 	}
-	return parseView(c.name, resp.Responses[1:])
+	return parseView(c.name, resp.Header.GetRevision(), resp.Responses[1:])
 }
 
 func isLeaseGone(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }
@@ -290,7 +306,7 @@ func (c *claimer) commit(ctx context.Context, s step) (bool, *view, error) {
 	if resp.Succeeded {
 		return true, nil, nil
 	}
-	v, err := parseView(c.name, resp.Responses)
+	v, err := parseView(c.name, resp.Header.GetRevision(), resp.Responses)
 	return false, v, err
 }
 
@@ -308,6 +324,7 @@ func (c *claimer) leaveQueue(ctx context.Context) {
 
 // view is what a claim decides on, read at one revision.
 type view struct {
+	rev    int64            // etcd's revision when read
 	record *entry           // this node's record
 	owners map[uint32]entry // ID key → holder's name
 	tombs  map[uint32]entry // released ID → tombstone
@@ -334,11 +351,11 @@ func viewOps(name string) []clientv3.Op {
 	}
 }
 
-func parseView(name string, rs []*pb.ResponseOp) (*view, error) {
+func parseView(name string, rev int64, rs []*pb.ResponseOp) (*view, error) {
 	if len(rs) != 4 {
 		return nil, fmt.Errorf("read node IDs: %d answers to 4 reads", len(rs))
 	}
-	v := &view{owners: map[uint32]entry{}, tombs: map[uint32]entry{}}
+	v := &view{rev: rev, owners: map[uint32]entry{}, tombs: map[uint32]entry{}}
 	for _, kv := range rs[0].GetResponseRange().GetKvs() {
 		v.record = &entry{value: kv.Value, create: kv.CreateRevision, mod: kv.ModRevision}
 	}
@@ -431,6 +448,9 @@ func decide(v *view, c *claimer) (step, error) {
 		return reclaim(v, name, want, rec)
 	}
 	r := v.rank(name)
+	if r < 0 && c.hooks.noQueue {
+		r = 0
+	}
 	if r < 0 {
 		return step{enqueue: true}, nil
 	}

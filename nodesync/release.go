@@ -36,7 +36,7 @@ func releaseOnce(ctx context.Context, cli Etcd, name string, quarantine time.Dur
 	if err != nil {
 		return false, fmt.Errorf("node %s: release: %w", name, err)
 	}
-	v, err := parseView(name, resp.Responses)
+	v, err := parseView(name, resp.Header.GetRevision(), resp.Responses)
 	if err != nil {
 		return false, fmt.Errorf("node %s: release: %w", name, err)
 	}

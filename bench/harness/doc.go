@@ -3,7 +3,8 @@
 // node 1's service pipeline (the service processor and the NAT44 renderer
 // wired as the agent wires them), binary-API calls per endpoint change
 // through the real VPP client and the simulated VPP, decode cost, NodeSync
-// with many joiners against embedded etcd, and network programming latency
+// with many joiners against embedded etcd (K, and 1000 in the nodesync-many
+// figure), and network programming latency
 // through the whole agent. Run returns the figures; Results prints the
 // table and the JSON of results.json.
 //

@@ -24,13 +24,16 @@ const (
 	FigDecode Figure = "decode"
 	// FigNodeSync: K agents claiming IDs at once.
 	FigNodeSync Figure = "nodesync"
+	// FigNodeSyncMany: the same with ManyJoiners agents (1000), without
+	// the address plan's bound on IDs.
+	FigNodeSyncMany Figure = "nodesync-many"
 	// FigNPL: network programming latency through the agent.
 	FigNPL Figure = "npl"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNPL}
+	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
@@ -45,6 +48,8 @@ type Options struct {
 	DecodeIters int
 	// Joiners is K, the number of agents claiming IDs at once; default 100.
 	Joiners int
+	// ManyJoiners is K of the nodesync-many figure; default 1000.
+	ManyJoiners int
 	// NPLSize is the N of the latency figure; default 10000.
 	NPLSize int
 	// NPLDuration and NPLRate: how long and how many changes per second
@@ -82,6 +87,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Joiners <= 0 {
 		o.Joiners = 100
+	}
+	if o.ManyJoiners <= 0 {
+		o.ManyJoiners = 1000
 	}
 	if o.NPLSize <= 0 {
 		o.NPLSize = 10000
@@ -180,13 +188,26 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		res.DecodeUS = median(cpu)
 		res.DecodeAllocs, res.DecodeBytes = median(allocs), d.bytes
 	}
-	if o.wants(FigNodeSync) {
-		o.Log.Info("nodesync", "joiners", o.Joiners, "rounds", o.Runs)
-		ns, err := measureNodeSync(ctx, o.Joiners, o.Runs, ipamConfig(env.cfg).MaxNodeID(), o.FastEtcd)
+	// The many joiners claim without the address plan's bound: W(N)'s plan
+	// fits 254 nodes.
+	for _, f := range []struct {
+		fig   Figure
+		k     int
+		maxID uint32
+		out   **NodeSyncResult
+	}{
+		{FigNodeSync, o.Joiners, ipamConfig(env.cfg).MaxNodeID(), &res.NodeSync},
+		{FigNodeSyncMany, o.ManyJoiners, 0, &res.NodeSyncMany},
+	} {
+		if !o.wants(f.fig) {
+			continue
+		}
+		o.Log.Info("nodesync", "joiners", f.k, "rounds", o.Runs)
+		ns, err := measureNodeSync(ctx, f.k, o.Runs, f.maxID, o.FastEtcd)
 		if err != nil {
 			return nil, err
 		}
-		res.NodeSync = &NodeSyncResult{
+		*f.out = &NodeSyncResult{
 			Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
 			P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
 		}

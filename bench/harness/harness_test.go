@@ -54,7 +54,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 // call, NodeSync IDs are distinct, every latency write was programmed.
 func TestQuickRun(t *testing.T) {
 	res, err := Run(t.Context(), Options{
-		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8,
+		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
 		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true,
 	})
 	if err != nil {
@@ -86,6 +86,9 @@ func TestQuickRun(t *testing.T) {
 	}
 	if ns := res.NodeSync; ns == nil || !ns.Distinct || ns.Joiners != 8 || ns.P99MS < ns.P50MS {
 		t.Errorf("nodesync %+v", ns)
+	}
+	if ns := res.NodeSyncMany; ns == nil || !ns.Distinct || ns.Joiners != 12 || ns.P99MS < ns.P50MS {
+		t.Errorf("nodesync-many %+v", ns)
 	}
 	if l := res.NPL; l == nil || l.Writes != 20 || l.P50MS <= 0 || l.P99MS < l.P50MS || l.CallsPerWrite < 1 {
 		t.Errorf("npl %+v", l)

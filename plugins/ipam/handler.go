@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/retryloop"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
@@ -20,6 +21,9 @@ import (
 // the cluster state (the CNI allocates before the reflector mirrors the pod).
 const DefaultGrace = time.Minute
 
+// DefaultWriteTimeout bounds one etcd request of the background writer.
+const DefaultWriteTimeout = 5 * time.Second
+
 // NodeIDs gives this node's ID (NodeSync's handler).
 type NodeIDs interface {
 	// ID is this node's ID, 0 while unknown.
@@ -28,6 +32,8 @@ type NodeIDs interface {
 
 // VppIPPublisher publishes this node's VPP addresses (NodeSync's handler).
 type VppIPPublisher interface {
+	// PublishVppIPs is called on the controller loop: it must not wait
+	// for etcd (NodeSync's only records the addresses).
 	PublishVppIPs(ctx context.Context, ips []netip.Prefix) error
 }
 
@@ -50,19 +56,31 @@ type Params struct {
 	// Grace keeps fresh allocations of pods not yet reflected (default
 	// DefaultGrace).
 	Grace time.Duration
+	// WriteTimeout bounds one etcd request (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// RetryMin and RetryMax bound the background writer's backoff
+	// (defaults retryloop.DefaultMin and retryloop.DefaultMax).
+	RetryMin, RetryMax time.Duration
 	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 }
 
 // Handler is IPAM's controller handler. Its getters are safe from any
-// goroutine.
+// goroutine. Its etcd I/O (loading the allocations, writing them) runs on
+// its background writer, never on the caller's goroutine.
 type Handler struct {
-	p   Params
-	log *slog.Logger
+	p     Params
+	log   *slog.Logger
+	w     *retryloop.Loop
+	store *persister // nil without Client
 
 	mu    sync.RWMutex
 	plan  *ipam.Plan
 	alloc *ipam.Allocator
+	live  map[ipam.PodID]bool // this node's pods in the cluster state
+	// recheck asks the writer to compare etcd with the allocations; it is
+	// the resync that asked (0: none), checked the last one checked.
+	recheck, checked uint64
 }
 
 var (
@@ -82,19 +100,33 @@ func New(p Params) (*Handler, error) {
 	if p.Grace <= 0 {
 		p.Grace = DefaultGrace
 	}
+	if p.WriteTimeout <= 0 {
+		p.WriteTimeout = DefaultWriteTimeout
+	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{p: p, log: p.Logger}, nil
+	h := &Handler{p: p, log: p.Logger, live: map[ipam.PodID]bool{}}
+	h.w = retryloop.New(retryloop.Params{Work: h.write, Min: p.RetryMin, Max: p.RetryMax})
+	if p.Client != nil {
+		h.store = newPersister(NewStore(p.Client, p.NodeName, h.log), p.WriteTimeout, h.w.Kick)
+	}
+	return h, nil
 }
 
 // Name implements controller.Handler.
 func (h *Handler) Name() string { return "ipam" }
 
-// HandlesEvent implements controller.Handler: pod changes.
+// HandlesEvent implements controller.Handler: pod changes, and the shutdown
+// (which stops the background writer).
 func (h *Handler) HandlesEvent(ev controller.Event) bool {
-	ce, ok := ev.(*controller.ChangeEvent)
-	return ok && ce.Key.Resource == kubestate.ResPod
+	switch ev := ev.(type) {
+	case *controller.ChangeEvent:
+		return ev.Key.Resource == kubestate.ResPod
+	case *controller.ShutdownEvent:
+		return true
+	}
+	return false
 }
 
 // Ready implements controller.ReadyHandler: the plan is derived.
@@ -104,47 +136,46 @@ func (h *Handler) Ready() bool {
 	return h.plan != nil
 }
 
-// Resync implements controller.Handler.
+// Resync implements controller.Handler: it derives the plan (once the
+// node has its ID), releases the addresses of pods gone from the cluster
+// state, has the background writer make etcd's records equal to the
+// allocations (and load them first, after the plan is derived) and has this
+// node's VPP address published. It does no etcd I/O.
 func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
 	id := h.p.NodeIDs.ID()
 	if id == 0 {
 		return errors.New("ipam: this node has no ID yet")
 	}
-	h.mu.RLock()
+	live := map[ipam.PodID]bool{}
+	if ev.State != nil {
+		for _, o := range ev.State.Objects {
+			if p, ok := o.(*kubestate.Pod); ok && p.NodeName == h.p.NodeName {
+				live[ipam.PodID{Namespace: p.Namespace, Name: p.Name}] = true
+			}
+		}
+	}
+	h.mu.Lock()
 	plan, alloc := h.plan, h.alloc
-	h.mu.RUnlock()
 	if plan == nil || plan.NodeID != id {
 		var err error
 		if plan, err = ipam.NewPlan(h.p.Config, id); err != nil {
+			h.mu.Unlock()
 			return fmt.Errorf("ipam: %w", err)
 		}
-		alloc = nil
-		if h.p.Client != nil {
-			alloc, err = ipam.NewAllocator(ctx, ipam.AllocatorParams{
-				Subnet: plan.PodSubnet, Store: NewStore(h.p.Client, h.p.NodeName, h.log),
-				Grace: h.p.Grace, Logger: h.log,
-			})
-			if err != nil {
-				return fmt.Errorf("ipam: %w", err)
-			}
-		}
-		h.mu.Lock()
-		h.plan, h.alloc = plan, alloc
-		h.mu.Unlock()
+		h.plan, h.alloc, alloc = plan, nil, nil
 		h.log.Info("ipam: address plan", "node", h.p.NodeName, "id", id, "podSubnet", plan.PodSubnet,
 			"nodeIP", plan.NodeInterconnectIP, "hostInterconnect", plan.HostInterconnect)
 	}
+	h.live = live
+	if h.store != nil {
+		h.recheck++
+		h.w.Kick()
+	}
+	h.mu.Unlock()
 	var errs []error
 	if alloc != nil {
-		live := map[ipam.PodID]bool{}
-		if ev.State != nil {
-			for _, o := range ev.State.Objects {
-				if p, ok := o.(*kubestate.Pod); ok && p.NodeName == h.p.NodeName {
-					live[ipam.PodID{Namespace: p.Namespace, Name: p.Name}] = true
-				}
-			}
-		}
-		if err := alloc.Sync(ctx, func(p ipam.PodID) bool { return live[p] }); err != nil {
+		// Releases are recorded for the writer: no etcd I/O here.
+		if err := alloc.Prune(ctx, func(p ipam.PodID) bool { return live[p] }); err != nil {
 			errs = append(errs, fmt.Errorf("ipam: %w", err))
 		}
 	}
@@ -162,19 +193,37 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	return errors.Join(errs...)
 }
 
-// Update implements controller.Handler: a deleted pod's address is released.
+// Update implements controller.Handler: it keeps track of this node's pods;
+// a deleted pod's address is released (recorded for the writer: no etcd
+// I/O). On ShutdownEvent it lets the writer finish within ctx, then stops
+// it.
 func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*controller.ShutdownEvent); ok {
+		err := h.Flush(ctx)
+		h.Close()
+		if err != nil {
+			h.log.Warn("ipam: stopped with writes pending", "error", err)
+		}
+		return nil
+	}
 	ce, ok := ev.(*controller.ChangeEvent)
-	if !ok || ce.New != nil {
+	if !ok {
 		return nil
 	}
-	h.mu.RLock()
+	pod := ipam.PodID{Namespace: ce.Key.Namespace, Name: ce.Key.Name}
+	p, _ := ce.New.(*kubestate.Pod)
+	h.mu.Lock()
+	if p != nil && p.NodeName == h.p.NodeName {
+		h.live[pod] = true
+	} else {
+		delete(h.live, pod)
+	}
 	alloc := h.alloc
-	h.mu.RUnlock()
-	if alloc == nil {
+	h.mu.Unlock()
+	if alloc == nil || ce.New != nil {
 		return nil
 	}
-	if err := alloc.Release(ctx, ipam.PodID{Namespace: ce.Key.Namespace, Name: ce.Key.Name}); err != nil {
+	if err := alloc.Release(ctx, pod); err != nil {
 		return fmt.Errorf("ipam: %w", err)
 	}
 	return nil
@@ -192,8 +241,11 @@ func (h *Handler) Plan() *ipam.Plan {
 	return &p
 }
 
-// Allocator hands out this node's pod IPs; nil before the first resync or
-// without an etcd client.
+// Allocator hands out this node's pod IPs; nil until the writer loaded the
+// allocations from etcd after the first resync, or without an etcd client.
+// Its allocations and releases are local at once and reach etcd through the
+// writer (an allocation made while etcd is down is persisted when it is
+// back).
 func (h *Handler) Allocator() *ipam.Allocator {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,19 +53,27 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// startAgent runs NodeSync and IPAM in a real controller watching etcd.
-func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) *Handler {
+// startAgent runs NodeSync and IPAM in a real controller watching etcd,
+// until the test ends or stop is called.
+func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler, stop func()) {
+	t.Helper()
+	h, _, stop = startAgentCtl(t, cli, stateDir)
+	return h, stop
+}
+
+// startAgentCtl is startAgent, with the controller.
+func startAgentCtl(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler, ctl *controller.Controller, stop func()) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ns, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "a", StateFile: filepath.Join(stateDir, "a.json"), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Params{Config: config(), NodeName: "a", NodeIDs: ns, Client: cli, Publisher: ns, Grace: time.Nanosecond, Logger: log})
+	h, err = New(Params{Config: config(), NodeName: "a", NodeIDs: ns, Client: cli, Publisher: ns, Grace: time.Nanosecond, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := controller.New(controller.Params{Client: cli, Handlers: []controller.Handler{ns, h}, Logger: log})
+	ctl = controller.New(controller.Params{Client: cli, Handlers: []controller.Handler{ns, h}, Logger: log})
 	ns.SetEvents(ctl)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -72,12 +81,14 @@ func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) *Handler {
 		defer close(done)
 		_ = ctl.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 	})
+	t.Cleanup(stop)
 	eventually(t, "controller ready", ctl.Ready)
-	return h
+	eventually(t, "allocations loaded", func() bool { return h.Allocator() != nil })
+	return h, ctl, stop
 }
 
 func putPod(t *testing.T, cli *clientv3.Client, name, node string) {
@@ -114,11 +125,13 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(other.Close)
 	if err := other.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the other node's ID", func() bool { return other.ID() == 1 })
 
-	h := startAgent(t, cli, state)
+	h, stop := startAgent(t, cli, state)
 	p := h.Plan()
 	if p.NodeID != 2 || p.PodSubnet != netip.MustParsePrefix("10.1.2.0/24") {
 		t.Fatalf("plan %+v", p)
@@ -138,9 +151,7 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 		}
 		want["default/"+pod] = ip.String()
 	}
-	if got := stored(t, cli); !maps.Equal(got, want) {
-		t.Fatalf("stored %v, want %v", got, want)
-	}
+	eventually(t, "allocations stored", func() bool { return maps.Equal(stored(t, cli), want) })
 	putPod(t, cli, "p1", "a")
 	putPod(t, cli, "p2", "a")
 	putPod(t, cli, "elsewhere", "b")
@@ -148,7 +159,8 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 	// A restarted agent keeps every live pod's address; p3 never appeared
 	// in the cluster state and is released.
 	time.Sleep(time.Millisecond) // past the grace
-	h2 := startAgent(t, cli, state)
+	stop()
+	h2, _ := startAgent(t, cli, state)
 	delete(want, "default/p3")
 	got := map[string]string{}
 	for pod, ip := range h2.Allocator().Allocations() {

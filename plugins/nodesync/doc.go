@@ -1,16 +1,34 @@
-// Package nodesync is NodeSync's controller handler: it gets this node its
-// cluster-wide ID during the startup resync (so that IPAM, the next handler,
-// can derive the address plan from it), keeps the table of all nodes from
-// the node records and Kubernetes Nodes the controller watches, and turns
-// each change of a node into a controller.NodeUpdate (previous and new
-// state) for the handlers after it. It republishes this node's management
-// addresses when its Kubernetes Node's addresses change, and publishes the
-// VPP addresses it is given.
+// Package nodesync is NodeSync's controller handler: it keeps the table of
+// all nodes from the node records and Kubernetes Nodes the controller
+// watches, and turns each change of a node into a controller.NodeUpdate
+// (previous and new state) for the handlers after it. It republishes this
+// node's management addresses when its Kubernetes Node's addresses change,
+// and publishes the VPP addresses it is given.
 //
-// It claims this node's ID again when the node's record is missing (lost
-// with etcd's data) while its Kubernetes Node exists; a node whose
-// Kubernetes Node was deleted is left released. (The reflector therefore
-// deletes a node's Kubernetes Node before releasing its NodeSync record.)
+// This node's ID is normally claimed by the agent before the controller
+// runs (nodesync.Claim, bounded by its claim timeout) and handed over in
+// Params.ID. Without it, the first resync asks for a claim and the handler
+// is not ready until it has the ID; it then asks the controller for a
+// resync so that IPAM, the next handler, derives the address plan. It
+// claims the ID again when the node's record is missing (lost with etcd's
+// data) while its Kubernetes Node exists; a node whose Kubernetes Node was
+// deleted is left released. (The reflector therefore deletes a node's
+// Kubernetes Node before releasing its NodeSync record.)
+//
+// # etcd down
+//
+// The handler never talks to etcd on the controller's goroutine: Resync,
+// Update and PublishVppIPs only record what this node's record should hold
+// and kick a background writer (package internal/retryloop), which claims
+// and publishes with a deadline per request, retrying with a jittered
+// backoff while etcd does not answer. Requests coalesce: the writer always
+// writes the latest wanted addresses, once, and nsync.Publish writes only
+// when the stored record differs. With etcd down, resyncs therefore
+// succeed from what the handler holds, and the data plane can be
+// reprogrammed; the record catches up when etcd is back. WriteStatus tells
+// whether anything waits and the last error; the writer starts with the
+// first request and stops with Close or the controller's ShutdownEvent
+// (which first lets it finish, within the shutdown's deadline).
 //
 // The etcd work is the nodesync library's; this package adds the controller
 // wiring and knows nothing of VPP, IPAM or services.

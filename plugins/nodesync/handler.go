@@ -2,7 +2,6 @@ package nodesync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -10,13 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"contiv.dev/vpp/internal/retryloop"
 	"contiv.dev/vpp/kubestate"
 	nsync "contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 )
 
-// DefaultClaimTimeout bounds the claim of this node's ID in one resync.
+// DefaultClaimTimeout bounds one claim of this node's ID by the background
+// writer.
 const DefaultClaimTimeout = time.Minute
+
+// DefaultWriteTimeout bounds one etcd request of the background writer.
+const DefaultWriteTimeout = 5 * time.Second
 
 // Params configures the handler.
 type Params struct {
@@ -28,8 +32,17 @@ type Params struct {
 	StateFile string
 	// MaxID is the largest ID the address plan fits (0: no bound).
 	MaxID uint32
+	// ID is this node's ID as claimed at agent start (nodesync.Claim,
+	// before the controller runs); 0 means none: the background writer
+	// claims it after the first resync.
+	ID uint32
 	// ClaimTimeout bounds one claim (default DefaultClaimTimeout).
 	ClaimTimeout time.Duration
+	// WriteTimeout bounds one etcd request (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// RetryMin and RetryMax bound the background writer's backoff
+	// (defaults retryloop.DefaultMin and retryloop.DefaultMax).
+	RetryMin, RetryMax time.Duration
 	// Events receives the NodeUpdates (the controller); SetEvents may set
 	// it later, before the controller runs.
 	Events controller.FollowUpper
@@ -38,17 +51,23 @@ type Params struct {
 }
 
 // Handler is NodeSync's controller handler. Its getters are safe from any
-// goroutine; the controller calls the rest from its loop.
+// goroutine; the controller calls the rest from its loop. Its etcd writes
+// (claims, publishes) run on its background writer, never on the caller's
+// goroutine.
 type Handler struct {
 	p      Params
 	log    *slog.Logger
 	events controller.FollowUpper
+	w      *retryloop.Loop
 
 	mu     sync.RWMutex
 	table  *nsync.Nodes
 	id     uint32
 	vppIPs []netip.Prefix // as last given to PublishVppIPs; nil: keep the record's
 	synced bool
+	// The writer's work: gen counts the requests, done is the last one
+	// written; claimGen is the request that asked for a claim (0: none).
+	gen, done, claimGen uint64
 }
 
 var (
@@ -67,10 +86,15 @@ func New(p Params) (*Handler, error) {
 	if p.ClaimTimeout <= 0 {
 		p.ClaimTimeout = DefaultClaimTimeout
 	}
+	if p.WriteTimeout <= 0 {
+		p.WriteTimeout = DefaultWriteTimeout
+	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{p: p, log: p.Logger, events: p.Events, table: nsync.NewNodes()}, nil
+	h := &Handler{p: p, log: p.Logger, events: p.Events, table: nsync.NewNodes(), id: p.ID}
+	h.w = retryloop.New(retryloop.Params{Work: h.write, Min: p.RetryMin, Max: p.RetryMax})
+	return h, nil
 }
 
 // SetEvents sets where NodeUpdates go; call it before the controller runs.
@@ -80,10 +104,15 @@ func (h *Handler) SetEvents(f controller.FollowUpper) { h.events = f }
 func (h *Handler) Name() string { return "nodesync" }
 
 // HandlesEvent implements controller.Handler: changes of node records and
-// Kubernetes Nodes.
+// Kubernetes Nodes, and the shutdown (which stops the background writer).
 func (h *Handler) HandlesEvent(ev controller.Event) bool {
-	ce, ok := ev.(*controller.ChangeEvent)
-	return ok && (ce.Key.Resource == kubestate.ResVppNode || ce.Key.Resource == kubestate.ResNode)
+	switch ev := ev.(type) {
+	case *controller.ChangeEvent:
+		return ev.Key.Resource == kubestate.ResVppNode || ev.Key.Resource == kubestate.ResNode
+	case *controller.ShutdownEvent:
+		return true
+	}
+	return false
 }
 
 // Ready implements controller.ReadyHandler: this node has its ID and the
@@ -95,11 +124,11 @@ func (h *Handler) Ready() bool {
 }
 
 // Resync implements controller.Handler: it rebuilds the table from the
-// snapshot, claims this node's ID if it has none (or its record is lost
-// while its Kubernetes Node exists) and republishes the management
-// addresses if they changed. No NodeUpdate is emitted: every handler
-// resyncs.
-func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
+// snapshot and asks the background writer to claim this node's ID if it has
+// none (or its record is lost while its Kubernetes Node exists) and to
+// republish its addresses if they changed. It does no etcd I/O. No
+// NodeUpdate is emitted: every handler resyncs.
+func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	var records []*kubestate.VppNode
 	var nodes []*kubestate.Node
 	if ev.State != nil {
@@ -119,11 +148,21 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	if err != nil {
 		h.log.Warn("nodesync: bad values left out", "error", err)
 	}
-	return h.ensureSelf(ctx, true)
+	h.ensureSelf(true)
+	return nil
 }
 
-// Update implements controller.Handler.
+// Update implements controller.Handler. It does no etcd I/O but on
+// ShutdownEvent, when it lets the writer finish within ctx, then stops it.
 func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*controller.ShutdownEvent); ok {
+		err := h.Flush(ctx)
+		h.Close()
+		if err != nil {
+			h.log.Warn("nodesync: stopped with writes pending", "error", err)
+		}
+		return nil
+	}
 	ce, ok := ev.(*controller.ChangeEvent)
 	if !ok {
 		return nil
@@ -153,94 +192,55 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		}
 	}
 	if ce.Key.Resource == kubestate.ResNode && ce.Key.Name == h.p.NodeName {
-		return h.ensureSelf(ctx, false)
+		h.ensureSelf(false)
 	}
 	return nil
 }
 
-// ensureSelf claims this node's ID if needed and republishes its
-// management addresses if they changed.
-func (h *Handler) ensureSelf(ctx context.Context, startup bool) error {
-	h.mu.RLock()
+// ensureSelf asks the writer to claim this node's ID if needed and to
+// republish its addresses.
+func (h *Handler) ensureSelf(startup bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	id := h.id
 	_, haveRecord := h.table.Record(h.p.NodeName)
 	_, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
-	h.mu.RUnlock()
 	switch {
 	case id == 0 && startup, id != 0 && !haveRecord && haveK8sNode:
 		if id != 0 {
 			h.log.Warn("nodesync: this node's record is missing: claiming its ID again", "node", h.p.NodeName, "id", id)
 		}
-		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
-		defer cancel()
-		got, err := nsync.Claim(cctx, nsync.Params{
-			Client: h.p.Client, Name: h.p.NodeName, StateFile: h.p.StateFile,
-			WantID: id, MaxID: h.p.MaxID, Logger: h.log,
-		})
-		if err != nil {
-			return fmt.Errorf("nodesync: %w", err)
-		}
-		h.mu.Lock()
-		h.id = got
-		h.mu.Unlock()
-		id = got
+		h.gen++
+		h.claimGen = h.gen
 	case id == 0:
-		return nil
+		return
 	case !haveRecord:
 		h.log.Warn("nodesync: this node's record is missing and its Kubernetes Node is gone: not claiming again",
 			"node", h.p.NodeName, "id", id)
+		return
+	default:
+		h.gen++
+	}
+	h.w.Kick()
+}
+
+// PublishVppIPs has this node's VPP addresses published (with the
+// management addresses of its Kubernetes Node). It only records them and
+// returns: the background writer writes them, if they changed, once etcd
+// answers. The error is always nil.
+func (h *Handler) PublishVppIPs(_ context.Context, ips []netip.Prefix) error {
+	ips = slices.Clone(ips)
+	if ips == nil {
+		ips = []netip.Prefix{}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.vppIPs != nil && slices.Equal(h.vppIPs, ips) && h.done == h.gen {
 		return nil
 	}
-	return h.publish(ctx)
-}
-
-// PublishVppIPs publishes this node's VPP addresses (with the management
-// addresses of its Kubernetes Node). It writes only what changed.
-func (h *Handler) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
-	h.mu.Lock()
-	h.vppIPs = slices.Clone(ips)
-	if h.vppIPs == nil {
-		h.vppIPs = []netip.Prefix{}
-	}
-	h.mu.Unlock()
-	return h.publish(ctx)
-}
-
-// publish makes this node's record carry the wanted addresses.
-func (h *Handler) publish(ctx context.Context) error {
-	h.mu.RLock()
-	id := h.id
-	var addrs nsync.Addresses
-	rec, haveRecord := h.table.Record(h.p.NodeName)
-	if haveRecord {
-		addrs, _ = nsync.RecordAddresses(rec) // canonical already
-	}
-	haveVppIPs := h.vppIPs != nil
-	if haveVppIPs {
-		addrs.VppIPs = slices.Clone(h.vppIPs)
-	}
-	mgmt, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
-	if haveK8sNode {
-		addrs.MgmtIPs = mgmt
-	}
-	h.mu.RUnlock()
-	if id == 0 {
-		return fmt.Errorf("nodesync: publish: this node has no ID yet")
-	}
-	if !haveVppIPs && !haveK8sNode {
-		return nil // nothing of ours to publish yet
-	}
-	wrote, err := nsync.Publish(ctx, h.p.Client, h.p.NodeName, id, addrs)
-	if err != nil {
-		if errors.Is(err, nsync.ErrReleased) {
-			h.log.Warn("nodesync: this node's ID was released", "node", h.p.NodeName, "id", id)
-		}
-		return fmt.Errorf("nodesync: %w", err)
-	}
-	if wrote {
-		h.log.Info("nodesync: addresses published", "node", h.p.NodeName, "id", id,
-			"vppIPs", addrs.VppIPs, "mgmtIPs", addrs.MgmtIPs)
-	}
+	h.vppIPs = ips
+	h.gen++
+	h.w.Kick()
 	return nil
 }
 

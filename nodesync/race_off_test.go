@@ -1,0 +1,5 @@
+//go:build !race
+
+package nodesync
+
+const raceEnabled = false

@@ -1,0 +1,137 @@
+package nodesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"contiv.dev/vpp/internal/retryloop"
+	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/plugins/controller"
+)
+
+// write is the background writer's job: it claims this node's ID if asked
+// to, then makes its record carry the wanted addresses.
+func (h *Handler) write(ctx context.Context) error {
+	h.mu.RLock()
+	gen, id, claim := h.gen, h.id, h.claimGen != 0
+	h.mu.RUnlock()
+	if claim {
+		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
+		got, err := nsync.Claim(cctx, nsync.Params{
+			Client: h.p.Client, Name: h.p.NodeName, StateFile: h.p.StateFile,
+			WantID: id, MaxID: h.p.MaxID, AttemptTimeout: h.p.WriteTimeout, Logger: h.log,
+		})
+		cancel()
+		if err != nil {
+			if errors.Is(err, nsync.ErrIDTaken) || errors.Is(err, nsync.ErrIDConflict) || errors.Is(err, nsync.ErrInvalid) {
+				h.log.Error("nodesync: claim refused", "node", h.p.NodeName, "error", err)
+				err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
+			}
+			return fmt.Errorf("nodesync: %w", err)
+		}
+		h.mu.Lock()
+		first := h.id == 0
+		h.id = got
+		if h.claimGen <= gen {
+			h.claimGen = 0
+		}
+		h.mu.Unlock()
+		if first && h.events != nil {
+			// The handlers after this one (IPAM) wait for the ID.
+			h.events.FollowUp(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+		}
+	}
+	if err := h.publish(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.done = max(h.done, gen)
+	h.mu.Unlock()
+	return nil
+}
+
+// publish makes this node's record carry the wanted addresses.
+func (h *Handler) publish(ctx context.Context) error {
+	h.mu.RLock()
+	id := h.id
+	var addrs nsync.Addresses
+	rec, haveRecord := h.table.Record(h.p.NodeName)
+	if haveRecord {
+		addrs, _ = nsync.RecordAddresses(rec) // canonical already
+	}
+	haveVppIPs := h.vppIPs != nil
+	if haveVppIPs {
+		addrs.VppIPs = slices.Clone(h.vppIPs)
+	}
+	mgmt, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
+	if haveK8sNode {
+		addrs.MgmtIPs = mgmt
+	}
+	h.mu.RUnlock()
+	if id == 0 || (!haveVppIPs && !haveK8sNode) {
+		return nil // no ID yet (a claim will come), or nothing of ours to publish yet
+	}
+	wctx, cancel := context.WithTimeout(ctx, h.p.WriteTimeout)
+	defer cancel()
+	wrote, err := nsync.Publish(wctx, h.p.Client, h.p.NodeName, id, addrs)
+	if err != nil {
+		if errors.Is(err, nsync.ErrReleased) {
+			// A resync or this node's Kubernetes Node decides whether to claim again.
+			h.log.Warn("nodesync: this node's ID was released", "node", h.p.NodeName, "id", id)
+			err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
+		}
+		return fmt.Errorf("nodesync: %w", err)
+	}
+	if wrote {
+		h.log.Info("nodesync: addresses published", "node", h.p.NodeName, "id", id,
+			"vppIPs", addrs.VppIPs, "mgmtIPs", addrs.MgmtIPs)
+	}
+	return nil
+}
+
+// WriteStatus is the state of the handler's background etcd writer.
+type WriteStatus struct {
+	// Pending is set while a claim or a publish waits to reach etcd.
+	Pending bool `json:"pending"`
+	// Claiming is set while this node's ID waits to be claimed.
+	Claiming bool `json:"claiming"`
+	retryloop.Status
+}
+
+// WriteStatus returns the background writer's state (for /v1/status).
+func (h *Handler) WriteStatus() WriteStatus {
+	h.mu.RLock()
+	st := WriteStatus{Pending: h.done != h.gen, Claiming: h.claimGen != 0}
+	h.mu.RUnlock()
+	st.Status = h.w.Status()
+	return st
+}
+
+// Flush waits until nothing waits to be written, or ctx ends, or the writer
+// stalled on a failure retrying cannot mend (see WriteStatus).
+func (h *Handler) Flush(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st := h.WriteStatus()
+		if !st.Pending {
+			return nil
+		}
+		if st.Stalled {
+			return fmt.Errorf("nodesync: writes pending, not retried until asked again: %s", st.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodesync: writes pending (last error: %q): %w", st.LastError, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the background writer; what it had not written stays
+// unwritten. Safe to call more than once; the controller's ShutdownEvent
+// calls it.
+func (h *Handler) Close() { h.w.Close() }
