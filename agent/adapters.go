@@ -200,7 +200,8 @@ func statusView(a *Agent) StatusView {
 		Note:     note,
 	}
 	if a.built.Load() {
-		v.Controller, v.NAT44 = a.ctl.Status(), a.renderer.Stats()
+		v.Controller, v.NAT44, v.Pending = a.ctl.Status(), a.renderer.Stats(), a.renderer.Pending()
+		v.NodeSync, v.IPAM = a.nodes.WriteStatus(), a.ipamH.WriteStatus()
 	}
 	return v
 }

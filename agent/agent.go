@@ -434,6 +434,7 @@ func (a *Agent) buildHandlers() error {
 		StateFile:    cfg.NodeSync.StateFile,
 		MaxID:        ipamConfig(cfg).MaxNodeID(),
 		ClaimTimeout: cfg.NodeSync.ClaimTimeout.Std(),
+		ID:           a.nodeID,
 		Logger:       a.log.With("part", "nodesync"),
 	})
 	if err != nil {

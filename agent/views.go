@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"contiv.dev/vpp/plugins/controller"
+	ipamplugin "contiv.dev/vpp/plugins/ipam"
+	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -146,7 +148,13 @@ type StatusView struct {
 	Controller controller.Status `json:"controller"`
 	VPP        vpp.Status        `json:"vpp"`
 	NAT44      nat44.Stats       `json:"nat44"`
-	Note       string            `json:"note"`
+	// Pending lists the NAT44 interface features waiting for VPP to
+	// create their interface.
+	Pending []nat44.PendingInterface `json:"pending,omitempty"`
+	// NodeSync and IPAM say what the agent still owes etcd.
+	NodeSync nsplugin.WriteStatus   `json:"nodesync"`
+	IPAM     ipamplugin.WriteStatus `json:"ipam"`
+	Note     string                 `json:"note"`
 }
 
 // TraceState answers, from a NAT44 state alone, what NAT44-ED does with a
