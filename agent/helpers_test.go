@@ -108,7 +108,7 @@ func (h *harness) startAgent() {
 	deadline := time.Now().Add(settleLimit)
 	for !a.Ready() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("agent not ready after %v; status %+v\nlog tail:\n%s", settleLimit, a.ctl.Status(), h.logs)
+			h.t.Fatalf("agent not ready after %v: %v\nlog tail:\n%s", settleLimit, a.notReady(), h.logs)
 		}
 		time.Sleep(pollEvery)
 	}

@@ -69,8 +69,11 @@ func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 		for pod := range pods {
 			a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
 		}
-		if c.Kind == vpp.Added || c.Kind == vpp.Changed {
-			a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name})
-		}
+		// A deleted interface took its features with it, and so did one
+		// that another interface replaced under the same name (another
+		// index) outside a VPP restart (after one, the full resync reads
+		// what VPP holds).
+		lost := c.Kind == vpp.Deleted || c.Kind == vpp.Changed && !c.Recreated && c.Old.Index != c.Interface.Index
+		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost})
 	}
 }

@@ -13,8 +13,11 @@ import (
 // readiness tells whether the agent's view of VPP is what VPP holds, and
 // why not. The agent is ready when the controller has applied its first
 // full snapshot, VPP is connected, no full reprogram is owed to a VPP that
-// was lost (disconnected, restarted or reconnected), and no interface
-// feature has waited longer than the grace for its interface.
+// was lost (disconnected, restarted or reconnected) — the reprogram counts
+// as done once applied and once every interface feature it left pending
+// has been applied too (a restarted VPP re-creates its interfaces late) —
+// and no interface feature has waited longer than the grace for its
+// interface.
 type readiness struct {
 	grace time.Duration
 	// pending lists the interfaces whose NAT44 features wait for VPP to
@@ -28,6 +31,9 @@ type readiness struct {
 	lost bool
 	// lostWhy says how VPP was lost.
 	lostWhy string
+	// reprogrammed is set once a full apply succeeded after the loss;
+	// lost clears when nothing is pending any more.
+	reprogrammed bool
 }
 
 // waiting is one interface whose features wait for it.
@@ -41,7 +47,7 @@ type waiting struct {
 func (r *readiness) vppLost(why string) {
 	r.mu.Lock()
 	r.gen++
-	r.lost = true
+	r.lost, r.reprogrammed = true, false
 	r.lostWhy = why
 	r.mu.Unlock()
 }
@@ -60,9 +66,8 @@ func (r *readiness) applied(gen uint64, full bool, err error) {
 		return
 	}
 	r.mu.Lock()
-	if gen == r.gen {
-		r.lost = false
-		r.lostWhy = ""
+	if gen == r.gen && r.lost {
+		r.reprogrammed = true
 	}
 	r.mu.Unlock()
 }
@@ -77,17 +82,27 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 	if !connected {
 		out = append(out, "VPP not connected")
 	}
-	r.mu.Lock()
-	if r.lost && connected {
-		out = append(out, "VPP "+r.lostWhy+": waiting for the full reprogram to be applied")
-	}
-	r.mu.Unlock()
+	var pending []waiting
 	if r.pending != nil {
-		for _, w := range r.pending() {
-			if d := now.Sub(w.Since); d > r.grace {
-				out = append(out, fmt.Sprintf("waiting for interface %s for %s", w.Name, d.Round(100*time.Millisecond)))
-			}
+		pending = r.pending()
+	}
+	r.mu.Lock()
+	if r.lost && r.reprogrammed && len(pending) == 0 {
+		r.lost, r.lostWhy = false, ""
+	}
+	lost, why, reprogrammed := r.lost, r.lostWhy, r.reprogrammed
+	r.mu.Unlock()
+	for _, w := range pending {
+		d := now.Sub(w.Since)
+		switch {
+		case lost && reprogrammed:
+			out = append(out, fmt.Sprintf("VPP %s: waiting for it to re-create interface %s (%s)", why, w.Name, d.Round(100*time.Millisecond)))
+		case d > r.grace:
+			out = append(out, fmt.Sprintf("waiting for interface %s for %s", w.Name, d.Round(100*time.Millisecond)))
 		}
+	}
+	if lost && !reprogrammed && connected {
+		out = append(out, "VPP "+why+": waiting for the full reprogram to be applied")
 	}
 	return out
 }

@@ -67,4 +67,21 @@ func TestReadinessFollowsVPP(t *testing.T) {
 	if got := ready(); len(got) != 1 || !strings.Contains(got[0], "waiting for interface GigabitEthernet0/8/0 for 5s") {
 		t.Errorf("an interface pending past the grace: %v", got)
 	}
+
+	// After a VPP restart, the reprogram is done only once the interfaces
+	// it left pending are back, grace or not.
+	waits = []waiting{{Name: "tap0", Since: now.Add(-time.Second)}}
+	r.vppLost("restarted")
+	_ = app.Apply(context.Background(), true)
+	if got := ready(); len(got) != 1 || !strings.Contains(got[0], "VPP restarted: waiting for it to re-create interface tap0") {
+		t.Errorf("reprogrammed with an interface pending: %v", got)
+	}
+	waits = nil
+	if got := ready(); len(got) != 0 {
+		t.Errorf("reprogrammed, nothing pending: %v", got)
+	}
+	waits = []waiting{{Name: "tap0", Since: now.Add(-time.Second)}}
+	if got := ready(); len(got) != 0 {
+		t.Errorf("an interface pending within the grace after the reprogram was complete: %v", got)
+	}
 }

@@ -15,9 +15,33 @@ package agent
 //	-- delete --             one object a line: "KIND NAMESPACE/NAME", or
 //	                         "KIND NAME" for cluster-scoped kinds (Service,
 //	                         EndpointSlice, Pod, Node, Namespace)
+//	-- resync --             a periodic full resync (what the controller runs
+//	                         every controller.resyncInterval)
 //	-- restart-agent --      stop the agent, start a new one against the
 //	                         same etcd and the same simulated VPP
-//	-- restart-vpp --        restart the simulated VPP: its NAT44 state is lost
+//	-- restart-vpp [interfaces-after DURATION] --
+//	                         restart the simulated VPP: its NAT44 state is
+//	                         lost; its interfaces come back at once, or
+//	                         DURATION later (as VPP's startup configuration
+//	                         and the CNI re-create them)
+//	-- delete-interface NAME --, -- recreate-interface NAME --,
+//	-- create-interface NAME [ADDRESS/LEN] --
+//	                         the CNI or an operator deletes, re-creates
+//	                         (same name, the index VPP gives) or creates a
+//	                         VPP interface
+//	-- connect NAME DST:PORT/PROTO [from SRC] [via IFACE] [count N] --
+//	                         open N (default 1) connections from distinct
+//	                         source ports through the simulated VPP's NAT
+//	                         sessions (sim.OpenSession: backends picked by
+//	                         probability, seeded), kept as group NAME
+//	-- expect-sessions --    per connection group, sorted: "NAME alive=A/N"
+//	                         then "NAME -> IP:PORT alive=K" per backend the
+//	                         group was opened to
+//	-- expect-cut N --       the previous action step cut exactly N sessions
+//	                         (what VPP 25.02 deletes, FACTS §3)
+//	-- expect-ready --       the agent is (eventually) ready
+//	-- expect-not-ready --   the agent is (eventually) not ready, and each
+//	                         body line is part of one of its reasons
 //	-- faults RATE --        from now on the simulated VPP fails RATE (0 to 1)
 //	                         of the state-changing calls with a transient
 //	                         error; healing must converge regardless, and
@@ -74,6 +98,7 @@ import (
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 )
@@ -192,6 +217,11 @@ type runner struct {
 	changed bool
 	// faults is the faults step in force, if any.
 	faults *step
+	// cutBase is the simulated VPP's count of cut sessions when the last
+	// action step started.
+	cutBase uint64
+	// conns are the connection groups, by name.
+	conns map[string][]sim.Session
 }
 
 // endFaults checks that the faults step in force, if any, made some call
@@ -255,6 +285,10 @@ func (r *runner) run(s *step) {
 			r.fatalf(s, "takes no arguments")
 		}
 	}
+	action := func() {
+		h.vpp.ResetCalls()
+		r.cutBase = h.vpp.SessionsCut()
+	}
 	switch s.verb {
 	case "apply":
 		objs, err := kubestate.LoadYAML(strings.NewReader(s.body))
@@ -265,7 +299,7 @@ func (r *runner) run(s *step) {
 		for i, o := range objs {
 			ops[i] = kubestate.PutOp(o)
 		}
-		h.vpp.ResetCalls()
+		action()
 		h.apply(ops)
 		h.waitQuiet()
 	case "delete":
@@ -273,20 +307,88 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "%v", err)
 		}
-		h.vpp.ResetCalls()
+		action()
 		h.apply(ops)
 		h.waitQuiet()
+	case "resync":
+		noBody()
+		noArgs()
+		action()
+		ctl := h.agent.Controller()
+		before := ctl.Status().Resyncs
+		ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncPeriodic})
+		if !h.eventually(settleLimit, func() bool { return ctl.Status().Resyncs > before }) {
+			r.fatalf(s, "the resync did not run")
+		}
 	case "restart-agent":
 		noBody()
 		noArgs()
+		r.cutBase = h.vpp.SessionsCut()
 		h.restartAgent()
 		h.waitQuiet()
 	case "restart-vpp":
 		noBody()
-		noArgs()
-		h.vpp.ResetCalls()
-		h.vpp.Restart()
+		var o sim.RestartOptions
+		switch {
+		case len(s.args) == 2 && s.args[0] == "interfaces-after":
+			d, err := time.ParseDuration(s.args[1])
+			if err != nil {
+				r.fatalf(s, "%v", err)
+			}
+			o.InterfacesAfter = d
+		case len(s.args) != 0:
+			r.fatalf(s, "want no argument or interfaces-after DURATION")
+		}
+		action()
+		h.vpp.RestartWith(o)
 		h.waitQuiet()
+	case "delete-interface", "recreate-interface", "create-interface":
+		noBody()
+		r.interfaceStep(s)
+		h.waitQuiet()
+	case "connect":
+		noBody()
+		r.connect(s)
+	case "expect-sessions":
+		noArgs()
+		r.expect(s, r.sessionLines)
+	case "expect-cut":
+		noBody()
+		n, err := strconv.ParseUint(strings.Join(s.args, " "), 10, 64)
+		if err != nil {
+			r.fatalf(s, "want a number of sessions: %v", s.args)
+		}
+		if got := h.vpp.SessionsCut() - r.cutBase; got != n {
+			r.t.Errorf("%s:%d (%s): %d sessions cut, want %d", r.file, s.line, s.verb, got, n)
+		}
+	case "expect-ready":
+		noArgs()
+		noBody()
+		if !h.eventually(expectLimit, h.agent.Ready) {
+			r.fatalf(s, "not ready: %v", h.agent.notReady())
+		}
+	case "expect-not-ready":
+		noArgs()
+		_, want := splitBody(s.body)
+		holds := func() bool {
+			why := strings.Join(h.agent.notReady(), "\n")
+			if why == "" {
+				return false
+			}
+			for _, w := range want {
+				if !strings.Contains(why, w) {
+					return false
+				}
+			}
+			return true
+		}
+		deadline := time.Now().Add(expectLimit)
+		for !holds() {
+			if time.Now().After(deadline) {
+				r.fatalf(s, "reasons %q lack %q", h.agent.notReady(), want)
+			}
+			time.Sleep(pollEvery)
+		}
 	case "faults":
 		noBody()
 		rate, err := oneFloat(s.args)
@@ -519,4 +621,96 @@ func diffLines(want, got []string) string {
 		fmt.Fprintf(&b, "same lines in another order:\n%s", strings.Join(got, "\n"))
 	}
 	return b.String()
+}
+
+// interfaceStep deletes, re-creates or creates a VPP interface as the CNI
+// or an operator would.
+func (r *runner) interfaceStep(s *step) {
+	r.t.Helper()
+	if len(s.args) == 0 || len(s.args) > 2 || len(s.args) == 2 && s.verb != "create-interface" {
+		r.fatalf(s, "want NAME (create-interface: NAME [ADDRESS/LEN])")
+	}
+	v := r.h.vpp
+	v.ResetCalls()
+	r.cutBase = v.SessionsCut()
+	var err error
+	switch s.verb {
+	case "delete-interface":
+		err = v.DelInterface(s.args[0])
+	case "recreate-interface":
+		err = v.RecreateInterface(s.args[0])
+	default:
+		spec := sim.InterfaceSpec{Name: s.args[0]}
+		if len(s.args) == 2 {
+			if spec.Address, err = netip.ParsePrefix(s.args[1]); err != nil {
+				r.fatalf(s, "%v", err)
+			}
+		}
+		_, err = v.CreateInterface(spec)
+	}
+	if err != nil {
+		r.fatalf(s, "%v", err)
+	}
+}
+
+// connect opens a group of connections through the simulated VPP.
+func (r *runner) connect(s *step) {
+	r.t.Helper()
+	if len(s.args) < 2 {
+		r.fatalf(s, "want NAME DST:PORT/PROTO [from SRC] [via IFACE] [count N]")
+	}
+	name, args := s.args[0], s.args[1:]
+	count := 1
+	if n := len(args); n >= 2 && args[n-2] == "count" {
+		c, err := strconv.Atoi(args[n-1])
+		if err != nil || c < 1 {
+			r.fatalf(s, "count: want a positive number: %q", args[n-1])
+		}
+		count, args = c, args[:n-2]
+	}
+	p, err := parseTrace(args)
+	if err != nil {
+		r.fatalf(s, "%v", err)
+	}
+	if r.conns == nil {
+		r.conns = map[string][]sim.Session{}
+	}
+	if _, dup := r.conns[name]; dup {
+		r.fatalf(s, "connection group %q exists", name)
+	}
+	for i := range count {
+		sess, err := r.h.vpp.OpenSession(p, uint16(40000+i))
+		if err != nil {
+			r.fatalf(s, "connection %d: %v", i, err)
+		}
+		r.conns[name] = append(r.conns[name], sess)
+	}
+}
+
+// sessionLines says, per connection group, how many connections are alive
+// and to which backends.
+func (r *runner) sessionLines() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(r.conns)) {
+		group := r.conns[name]
+		alive := map[netip.AddrPort]int{}
+		var backends []netip.AddrPort
+		total := 0
+		for _, sess := range group {
+			if _, seen := alive[sess.Backend]; !seen {
+				backends = append(backends, sess.Backend)
+				alive[sess.Backend] = 0
+			}
+			if r.h.vpp.SessionAlive(sess.ID) {
+				alive[sess.Backend]++
+				total++
+			}
+		}
+		out = append(out, fmt.Sprintf("%s alive=%d/%d", name, total, len(group)))
+		slices.SortFunc(backends, netip.AddrPort.Compare)
+		for _, b := range backends {
+			out = append(out, fmt.Sprintf("%s -> %s alive=%d", name, b, alive[b]))
+		}
+	}
+	return out
 }

@@ -188,3 +188,11 @@ type Renderer interface {
 	// Resync replaces everything with a full snapshot.
 	Resync(data *ResyncData) error
 }
+
+// InterfaceLoser is a Renderer told when the data plane lost what was
+// configured on an interface (VPP deleted it, or re-created it under the
+// same name): it forgets having configured it, so that its configuration
+// is made again once the interface is back.
+type InterfaceLoser interface {
+	InterfaceLost(name string)
+}

@@ -86,11 +86,15 @@ type PodInterfaceEvent struct {
 // EventName implements controller.Event.
 func (e *PodInterfaceEvent) EventName() string { return "pod-interface" }
 
-// InterfaceEvent tells that VPP created (or re-created, after a restart)
-// interface Name: renderers are told its role again, so that what waits
-// for the interface (NAT44 features pending on it) is applied now.
+// InterfaceEvent tells that VPP's interface Name appeared, changed or
+// went: renderers are told its role again, so that what waits for the
+// interface (NAT44 features pending on it) is applied now. Lost says that
+// what was configured on it is gone (VPP deleted it, or another interface
+// took its name): renderers that can (servicerenderer.InterfaceLoser)
+// forget it first, to configure it again.
 type InterfaceEvent struct {
 	Name string
+	Lost bool
 }
 
 // EventName implements controller.Event.
@@ -439,6 +443,9 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 	case *InterfaceEvent:
 		if r, ok := p.roles[e.Name]; ok {
 			for i, rd := range p.renderers {
+				if l, ok := rd.(sr.InterfaceLoser); ok && e.Lost {
+					l.InterfaceLost(e.Name)
+				}
 				if err := rd.UpdateInterface(e.Name, r); err != nil {
 					p.errs = append(p.errs, fmt.Errorf("renderer %d: interface %s: %w", i, e.Name, err))
 				}

@@ -509,6 +509,22 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	return nil
 }
 
+// InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
+// interface's NAT44 features (it deleted the interface, or a new one took
+// its name). The applied state forgets them, and the next Apply adds them
+// again: pending until VPP has the interface.
+func (r *Renderer) InterfaceLost(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.applied.Interfaces[name]; !ok {
+		return
+	}
+	delete(r.applied.Interfaces, name)
+	if _, want := r.desired.Interfaces[name]; want {
+		r.markInterface(name)
+	}
+}
+
 // markInterface queues an interface for the next Apply; the caller holds mu.
 func (r *Renderer) markInterface(name string) {
 	if r.dirtyInterfaces == nil {
