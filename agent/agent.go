@@ -296,12 +296,13 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 func (a *Agent) nodeInterfaces() []NodeInterface {
 	nc := a.cfg.ForNode(a.cfg.NodeName)
 	main := cmp.Or(a.configuredMainInterface(), simulatedMainNIC)
-	ifs := []NodeInterface{{Name: main, Address: a.nodeIP()}, {Name: nc.HostInterconnectInterface}}
+	mainVRF, podVRF := a.cfg.Routing.MainVRFID, a.cfg.Routing.PodVRFID
+	ifs := []NodeInterface{{Name: main, Address: a.nodeIP(), VRF: mainVRF}, {Name: nc.HostInterconnectInterface, VRF: mainVRF}}
 	if a.overlay() {
-		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface})
+		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface, VRF: podVRF})
 	}
 	for _, o := range nc.OtherInterfaces {
-		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR})
+		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR, VRF: mainVRF})
 	}
 	return ifs
 }
@@ -474,7 +475,7 @@ func (a *Agent) buildHandlers() error {
 	a.latency = newLatencyTracker(ra)
 	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
 	if a.dp != nil {
-		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh})
+		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 		handlers = slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc, a.latency})
 	}
 	a.ctl = controller.New(controller.Params{

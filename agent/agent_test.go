@@ -32,7 +32,13 @@ type running struct {
 
 func testConfig(t *testing.T, etcdURL string, dir string) contivconf.Config {
 	t.Helper()
-	cfg := contivconf.Defaults()
+	return testConfigFrom(t, contivconf.Defaults(), etcdURL, dir)
+}
+
+// testConfigFrom is cfg with what every test agent needs: node-1, the
+// test's etcd and directory, short backoffs, a free port, quiet logs.
+func testConfigFrom(t *testing.T, cfg contivconf.Config, etcdURL string, dir string) contivconf.Config {
+	t.Helper()
 	cfg.NodeName = "node-1"
 	cfg.Etcd.Endpoints = []string{etcdURL}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")

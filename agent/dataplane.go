@@ -32,6 +32,7 @@ type Dataplane interface {
 type NodeInterface struct {
 	Name    string
 	Address netip.Prefix
+	VRF     uint32
 }
 
 // Beside is what a Dataplane's handlers know of the agent.
@@ -42,6 +43,8 @@ type Beside struct {
 	Tag func(namespace, pod string) string
 	// Refresh re-reads the agent's cache of VPP's interface table.
 	Refresh func(context.Context) error
+	// PodVRF is the VRF of pod interfaces.
+	PodVRF uint32
 }
 
 // sessionCounter is a Dataplane that counts the NAT sessions its

@@ -159,7 +159,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
-	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh}
+	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh, vrf: cfg.Routing.PodVRFID}
 	if err := cni.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: pod interfaces: %w", err)
 	}

@@ -9,6 +9,10 @@ package agent
 // description. Each step starts with a header line "-- VERB ARGS --" and
 // runs to the next header:
 //
+//	-- config --             (first step only) the agent's configuration
+//	                         file, YAML as deploy/examples/agent.yaml; the
+//	                         test's etcd, node name, directories and
+//	                         backoffs are set over it
 //	-- apply --              Kubernetes YAML documents, converted by
 //	                         kubestate.LoadYAML and written into etcd with
 //	                         kubestate.Writer (as contivctl load does)
@@ -60,7 +64,11 @@ package agent
 //	                         per backend "-> IP:PORT vrf=V p=P [src=S]"
 //	                         (src: the source the backend sees when it is
 //	                         rewritten), or "not translated", or
-//	                         "dropped: REASON"
+//	                         "dropped: REASON", or "leaked out of IFACE
+//	                         source-NATed to IP"; a backend line ends with
+//	                         "reply dropped" when its reply does not make
+//	                         it back (the oracle follows both directions:
+//	                         sim.VPP.Trace)
 //	-- expect-reported --    what the agent reports as left out or refused:
 //	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
@@ -96,6 +104,7 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
@@ -251,11 +260,23 @@ func runScenario(t *testing.T, file string) {
 		t.Fatalf("%s: %v", file, err)
 	}
 	srv := etcdtest.Start(t)
-	cfg := testConfig(t, srv.Endpoint(), t.TempDir())
+	base := contivconf.Defaults()
+	if first := sc.steps[0]; first.verb == "config" {
+		if base, err = contivconf.Parse([]byte(first.body)); err != nil {
+			t.Fatalf("%s:%d (config): %v", file, first.line, err)
+		}
+	}
+	cfg := testConfigFrom(t, base, srv.Endpoint(), t.TempDir())
 	r := &runner{t: t, file: file, h: newHarness(t, srv.Endpoint(), cfg)}
 	defer r.h.close()
 	r.h.waitQuiet()
-	for _, s := range sc.steps {
+	for i, s := range sc.steps {
+		if s.verb == "config" {
+			if i != 0 {
+				r.fatalf(s, "config must be the first step")
+			}
+			continue
+		}
 		r.run(s)
 	}
 	r.endFaults()
@@ -413,7 +434,7 @@ func (r *runner) run(s *step) {
 	case "expect":
 		kinds := map[string]bool{}
 		for _, k := range s.args {
-			if !slices.Contains([]string{"global", "pool", "interface", "identity", "mapping"}, k) {
+			if !slices.Contains([]string{"global", "pool", "interface", "identity", "route", "mapping"}, k) {
 				r.fatalf(s, "unknown line kind %q", k)
 			}
 			kinds[k] = true
@@ -427,7 +448,7 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "%v", err)
 		}
-		r.expect(s, func() []string { return traceLines(h.vpp.Translate(p), p) })
+		r.expect(s, func() []string { return traceLines(h.vpp.Trace(p), p) })
 	default:
 		r.fatalf(s, "unknown step")
 	}
@@ -538,13 +559,16 @@ func parseTrace(args []string) (sim.Packet, error) {
 	return p, nil
 }
 
-// traceLines writes the oracle's answer as a trace step's lines.
+// traceLines writes the oracle's answer (both directions) as a trace
+// step's lines.
 func traceLines(res sim.Result, p sim.Packet) []string {
 	switch res.Verdict {
 	case sim.NotTranslated:
 		return []string{"not translated"}
 	case sim.Dropped:
 		return []string{"dropped: " + res.Reason}
+	case sim.Leaked:
+		return []string{fmt.Sprintf("leaked out of %s source-NATed to %s", res.Egress, res.SNAT)}
 	}
 	head := "translated"
 	if res.Affinity != 0 {
@@ -555,6 +579,9 @@ func traceLines(res sim.Result, p sim.Packet) []string {
 		l := fmt.Sprintf("-> %s vrf=%d p=%.3g", netip.AddrPortFrom(b.IP, b.Port), b.VRF, b.Probability)
 		if b.Src != p.Src {
 			l += " src=" + b.Src.String()
+		}
+		if b.Reply == sim.Dropped {
+			l += " reply dropped"
 		}
 		out = append(out, l)
 	}

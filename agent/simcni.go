@@ -20,6 +20,8 @@ type simCNI struct {
 	tag  func(namespace, pod string) string
 	// refresh re-reads the agent's interface table after a change.
 	refresh func(context.Context) error
+	// vrf is the pod VRF, where pod interfaces are.
+	vrf uint32
 }
 
 func (c *simCNI) Name() string { return "sim-cni" }
@@ -56,7 +58,7 @@ func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
 	}
 	for name, tag := range want {
 		if !have[name] {
-			_, err := c.vpp.AddInterface(name, tag)
+			_, err := c.vpp.CreateInterface(sim.InterfaceSpec{Name: name, Tag: tag, VRF: c.vrf})
 			errs = append(errs, err)
 		}
 	}
@@ -71,7 +73,7 @@ func (c *simCNI) Update(ctx context.Context, ev controller.Event) error {
 	var err error
 	switch {
 	case is && !was:
-		_, err = c.vpp.AddInterface(name, c.tag(ch.Key.Namespace, ch.Key.Name))
+		_, err = c.vpp.CreateInterface(sim.InterfaceSpec{Name: name, Tag: c.tag(ch.Key.Namespace, ch.Key.Name), VRF: c.vrf})
 	case was && !is:
 		err = c.vpp.DelInterface(name)
 	default:

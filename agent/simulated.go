@@ -27,7 +27,7 @@ func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 	}
 	for _, i := range ifs {
 		if i.Name != "" && !have[i.Name] {
-			if _, err := s.vpp.CreateInterface(sim.InterfaceSpec{Name: i.Name, Address: i.Address}); err != nil {
+			if _, err := s.vpp.CreateInterface(sim.InterfaceSpec{Name: i.Name, Address: i.Address, VRF: i.VRF}); err != nil {
 				return err
 			}
 			have[i.Name] = true
@@ -37,7 +37,7 @@ func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 }
 
 func (s simulated) Handlers(b Beside) []controller.Handler {
-	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh}}
+	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh, vrf: b.PodVRF}}
 }
 
 // SessionsCut is how many NAT sessions the simulated VPP's configuration

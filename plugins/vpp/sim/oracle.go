@@ -239,23 +239,26 @@ func (v *VPP) ifaceIndex(name string) (uint32, bool) {
 	return 0, false
 }
 
-// SetInterfaceVRF tells the oracle which VRF (FIB table) an interface is
-// in; interfaces are in VRF 0 until told otherwise. Only Trace uses it
-// (the FIB route lookup for a packet that matches no mapping). The VRF is
-// remembered by interface name.
+// SetInterfaceVRF puts an interface in a VRF (FIB table), as
+// "set interface ip table" does; interfaces are in the VRF they were
+// created with (InterfaceSpec.VRF, 0 by default). Trace uses it: the FIB
+// route lookup of a packet that matches no mapping, and the VRF of a reply.
 func (v *VPP) SetInterfaceVRF(name string, vrf uint32) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.ifaceIndex(name); !ok {
+	idx, ok := v.ifaceIndex(name)
+	if !ok {
 		return fmt.Errorf("simulated VPP: no interface %q", name)
 	}
-	if v.ifVRF == nil {
-		v.ifVRF = make(map[string]uint32)
-	}
-	v.ifVRF[name] = vrf
+	v.ifaces[idx].vrf = vrf
 	return nil
 }
 
-// ifaceVRF is an interface's VRF (0 unless SetInterfaceVRF said
-// otherwise). Called with mu held.
-func (v *VPP) ifaceVRF(name string) uint32 { return v.ifVRF[name] }
+// ifaceVRF is an interface's VRF (0 for an unknown one). Called with mu
+// held.
+func (v *VPP) ifaceVRF(name string) uint32 {
+	if idx, ok := v.ifaceIndex(name); ok {
+		return v.ifaces[idx].vrf
+	}
+	return 0
+}

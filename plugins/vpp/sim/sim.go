@@ -74,7 +74,6 @@ type VPP struct {
 	rng      *rand.Rand
 	lastAck  time.Time
 	sessions *sessionTable     // sessions.go
-	ifVRF    map[string]uint32 // oracle.go: SetInterfaceVRF
 
 	// Restarts and crashes.
 	startup   []*iface    // interfaces the startup configuration re-creates
