@@ -68,6 +68,9 @@ func TestPropertyAgentConverges(t *testing.T) {
 			}
 		}
 		h.waitQuiet()
+		if n := h.vpp.Crashes(); n != 0 {
+			rt.Fatalf("the agent crashed the simulated VPP 25.02 (%d times; last: %s) after %s", n, h.vpp.LastCrash(), strings.Join(steps, "; "))
+		}
 		got := h.lines()
 		runs++
 		mappings += len(filterLines(got, map[string]bool{"mapping": true}))

@@ -57,6 +57,7 @@ func newSimEnv(t *testing.T) *simEnv {
 		SNAT:         nat44.SNAT{Interface: "GbE", IP: addr("192.168.16.10")},
 		SessionLimit: 10000, Timeouts: nat44.Timeouts{UDP: 300, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60},
 		TagPrefix: nat44.DefaultTagPrefix, ExternalIPTenantVRF: nat44.DefaultExternalIPTenantVRF,
+		ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 	}
 	return e
 }
@@ -350,5 +351,63 @@ func TestSimulatedVPPFaultsConverge(t *testing.T) {
 				t.Errorf("converged state still wrote %d times", w)
 			}
 		})
+	}
+}
+
+// TestSimulatedVPPManyBackends walks one service through backend counts
+// that cross every limit of VPP 25.02 (at most 255 locals in one call, at
+// least 2 locals in a load-balanced mapping, never only probability-0
+// ones): the simulated VPP crashes where the real one does, and it must
+// never crash; what it holds is always what the renderer wants, and a full
+// apply afterwards writes nothing.
+func TestSimulatedVPPManyBackends(t *testing.T) {
+	e := newSimEnv(t)
+	r := e.renderer()
+	data := cluster()
+	data.Services = nil
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	var prev *servicerenderer.ContivService
+	for _, n := range []int{0, 1000, 1, 600, 2, 256, 255, 3, 1, 0, 300} {
+		var ips []string
+		for i := range n {
+			ips = append(ips, fmt.Sprintf("10.2.%d.%d", i/250, 1+i%250))
+		}
+		s := svc("big", "10.96.0.100", ips...)
+		var err error
+		if prev == nil {
+			err = r.AddService(s)
+		} else {
+			err = r.UpdateService(prev, s)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = s
+		e.apply(r, false)
+		if c := e.vpp.Crashes(); c != 0 {
+			t.Fatalf("%d backends: the simulated VPP 25.02 crashed: %s", n, e.vpp.LastCrash())
+		}
+		e.inSync(r)
+		want := 0
+		if n > 0 {
+			want = max(n, 2) // one backend rides with the placeholder
+		}
+		got := 0
+		for _, m := range e.vpp.Snapshot().Mappings {
+			if m.IP == addr("10.96.0.100") {
+				got = len(m.Locals)
+			}
+		}
+		if got != want {
+			t.Errorf("%d backends: VPP holds a mapping with %d locals, want %d", n, got, want)
+		}
+	}
+	e.vpp.ResetCalls()
+	e.apply(r, true)
+	if w := e.vpp.Writes(); w != 0 {
+		t.Errorf("a full apply after the walk made %d writes: %v", w, e.vpp.CallCounts())
 	}
 }
