@@ -29,11 +29,14 @@ const (
 	FigNodeSyncMany Figure = "nodesync-many"
 	// FigNPL: network programming latency through the agent.
 	FigNPL Figure = "npl"
+	// FigRestart: an agent restart against a programmed VPP (writes), and
+	// a VPP restart whose interfaces come late (time to all back, ready).
+	FigRestart Figure = "restart"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL}
+	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
@@ -210,6 +213,23 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		*f.out = &NodeSyncResult{
 			Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
 			P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
+		}
+	}
+	if o.wants(FigRestart) {
+		for _, n := range restartSizes(sizes) {
+			o.Log.Info("restarts", "n", n)
+			r, err := measureRestart(ctx, env, n, o.FastEtcd, o.AgentLog)
+			if err != nil {
+				return nil, err
+			}
+			if res.Restart == nil {
+				res.Restart = map[string]*RestartResult{}
+			}
+			res.Restart[strconv.Itoa(n)] = &RestartResult{
+				AgentWrites: r.agentWrites, AgentReadyS: r.agentReady.Seconds(),
+				RecoveryS: r.recovery.Seconds(), TotalS: r.total.Seconds(), NotReadySeen: r.notReadySeen, ReprogramWrites: r.reprogramWrites,
+				InterfacesAfterS: lateInterfaces.Seconds(),
+			}
 		}
 	}
 	if o.wants(FigNPL) {

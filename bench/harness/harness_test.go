@@ -93,6 +93,9 @@ func TestQuickRun(t *testing.T) {
 	if l := res.NPL; l == nil || l.Writes != 20 || l.P50MS <= 0 || l.P99MS < l.P50MS || l.CallsPerWrite < 1 {
 		t.Errorf("npl %+v", l)
 	}
+	if rs := res.Restart["100"]; rs == nil || rs.AgentWrites != 0 || !rs.NotReadySeen || rs.ReprogramWrites < r.ResyncOps || rs.RecoveryS <= 0 {
+		t.Errorf("restart %+v", rs)
+	}
 
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {

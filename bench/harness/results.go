@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Results are the figures of one benchmark run. Its JSON is the shape of
@@ -21,8 +23,10 @@ type Results struct {
 	// NodeSyncMany is the NodeSync figure with ManyJoiners agents.
 	NodeSyncMany *NodeSyncResult `json:"nodesync_many,omitempty"`
 	NPL          *NPLResult      `json:"npl"`
-	DecodeAllocs float64         `json:"-"`
-	DecodeBytes  int             `json:"-"`
+	// Restart holds the restart figures, keyed by N in decimal.
+	Restart      map[string]*RestartResult `json:"restart,omitempty"`
+	DecodeAllocs float64                   `json:"-"`
+	DecodeBytes  int                       `json:"-"`
 	// Runs is the number of runs each median is taken over.
 	Runs int `json:"-"`
 	// Figures are the figure groups measured; empty means all.
@@ -31,6 +35,23 @@ type Results struct {
 }
 
 func (r *Results) has(f Figure) bool { return len(r.Figures) == 0 || slices.Contains(r.Figures, f) }
+
+// RestartResult is the restart figure at one N.
+type RestartResult struct {
+	// AgentWrites are the VPP writes of an agent restarted against a VPP
+	// that holds W(N); AgentReadyS its start to ready.
+	AgentWrites int     `json:"agent_restart_writes"`
+	AgentReadyS float64 `json:"agent_restart_ready_s"`
+	// RecoveryS is the time from a restarted VPP's interfaces appearing
+	// (InterfacesAfterS after its restart) to W(N) all back in VPP and the
+	// agent ready; NotReadySeen that readiness was false in between.
+	RecoveryS float64 `json:"vpp_restart_recovery_s"`
+	// TotalS is the same counted from the restart.
+	TotalS           float64 `json:"vpp_restart_total_s"`
+	InterfacesAfterS float64 `json:"vpp_restart_interfaces_after_s"`
+	NotReadySeen     bool    `json:"vpp_restart_not_ready_seen"`
+	ReprogramWrites  int     `json:"vpp_restart_writes"`
+}
 
 // SizeResult are the figures at one N, each the median over the runs.
 type SizeResult struct {
@@ -209,6 +230,17 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),
 			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "", "")
 	}
+	for _, n := range slices.Sorted(maps.Keys(r.Restart)) {
+		x := r.Restart[n]
+		single(fmt.Sprintf("agent restart against W(%s) programmed: VPP writes (start to ready, s)", n),
+			fmt.Sprintf("%d (%.2f)", x.AgentWrites, x.AgentReadyS), "0", verdict(true, func() bool { return x.AgentWrites == 0 }))
+		limit := restartTarget(n)
+		single(fmt.Sprintf("VPP restart, interfaces %.1f s late, W(%s): all back and ready after they appear (s; writes)", x.InterfacesAfterS, n),
+			fmt.Sprintf("%.2f (%d)", x.RecoveryS, x.ReprogramWrites), fmt.Sprintf("≤ %g", limit.Seconds()),
+			verdict(limit > 0, func() bool { return x.RecoveryS <= limit.Seconds() }))
+		single("… counted from the VPP restart (s)", fmt.Sprintf("%.2f", x.TotalS), "", "")
+		single("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", verdict(true, func() bool { return x.NotReadySeen }))
+	}
 	if l := r.NPL; l != nil {
 		single(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
 			fmt.Sprintf("%.2f / %.2f / %.2f", l.P50MS, l.P99MS, l.MaxMS), "p99 ≤ 50",
@@ -219,6 +251,18 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single(fmt.Sprintf("agent start to ready with W(%d) programmed (s; VPP writes)", l.N), fmt.Sprintf("%.1f (%d)", l.StartupS, l.StartupWrites), "", "")
 	}
 	return t.write(w)
+}
+
+// restartTarget is the issue's target for the VPP restart recovery at N
+// (0: none).
+func restartTarget(n string) time.Duration {
+	switch n {
+	case "1000":
+		return time.Second
+	case "10000":
+		return 3 * time.Second
+	}
+	return 0
 }
 
 // verdict is "yes" or "NO" when the target can be judged, else "n/a".

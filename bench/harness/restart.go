@@ -1,0 +1,146 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// lateInterfaces is how long after a restart the simulated VPP re-creates
+// its interfaces in the restart figure (a real VPP 25.02: ~2.2 s after its
+// API answers; the target is counted from their appearance).
+const lateInterfaces = 500 * time.Millisecond
+
+// restartRun is what one restart measurement found at one N.
+type restartRun struct {
+	// agentWrites are the VPP writes of an agent restarted against a VPP
+	// that holds W(N) already; agentReady its time from start to ready.
+	agentWrites int
+	agentReady  time.Duration
+	// recovery is the time from the restarted VPP's interfaces appearing
+	// to VPP holding all of W(N) again and the agent ready; notReadySeen
+	// tells that readiness was false in between; reprogramWrites are the
+	// writes of the reprogram.
+	recovery        time.Duration
+	total           time.Duration
+	notReadySeen    bool
+	reprogramWrites int
+}
+
+// measureRestart programs W(n) through the real agent into a simulated
+// VPP, then restarts the agent (counting its writes), then restarts the
+// simulated VPP with its interfaces re-created lateInterfaces later and
+// measures when everything is back.
+func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
+	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	defer closeEtcd()
+	w := workload.New(n)
+	if err := load(ctx, cli, w); err != nil {
+		return nil, fmt.Errorf("restart: loading W(%d) into etcd: %w", n, err)
+	}
+	dir, err := os.MkdirTemp("", "contiv-bench-restart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := env.cfg
+	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
+	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("restart: agent configuration: %w", err)
+	}
+	v := sim.New(sim.Options{})
+	defer v.Close()
+	start := func() (*agent.Agent, func(), time.Duration, error) {
+		t0 := time.Now()
+		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.Simulated(v), LogOutput: logOut})
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("restart: agent: %w", err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx) }()
+		stop := func() { cancel(); <-done }
+		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
+			stop()
+			return nil, nil, 0, fmt.Errorf("restart: agent not ready: %w", err)
+		}
+		took := time.Since(t0)
+		if err := quiesce(ctx, a, v); err != nil {
+			stop()
+			return nil, nil, 0, err
+		}
+		return a, stop, took, nil
+	}
+	_, stop, _, err := start()
+	if err != nil {
+		return nil, err
+	}
+	want := strings.Join(v.Snapshot().Lines(), "\n")
+	stop()
+
+	out := &restartRun{}
+	v.ResetCalls()
+	a, stop, took, err := start()
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	out.agentWrites, out.agentReady = v.Writes(), took
+
+	have := len(v.Interfaces())
+	v.ResetCalls()
+	restarted := time.Now()
+	v.RestartWith(sim.RestartOptions{InterfacesAfter: lateInterfaces})
+	var appeared time.Time
+	err = waitUntil(ctx, 5*time.Minute, func() bool {
+		if !a.Ready() {
+			out.notReadySeen = true
+		}
+		if appeared.IsZero() {
+			if len(v.Interfaces()) < have {
+				return false
+			}
+			appeared = time.Now()
+		}
+		return a.Ready() && strings.Join(v.Snapshot().Lines(), "\n") == want
+	})
+	if err != nil {
+		return nil, fmt.Errorf("restart: W(%d) not back after a VPP restart: %w", n, err)
+	}
+	out.recovery, out.total = time.Since(appeared), time.Since(restarted)
+	out.reprogramWrites = v.Writes()
+	if c := v.Crashes(); c != 0 {
+		return nil, fmt.Errorf("restart: the simulated VPP crashed: %s", v.LastCrash())
+	}
+	return out, nil
+}
+
+// restartSizes are the N of the restart figure: those of BENCH's
+// targets that the run measures.
+func restartSizes(sizes []int) []int {
+	var out []int
+	for _, n := range []int{1000, 10000} {
+		if slices.Contains(sizes, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		out = sizes[:1]
+	}
+	return out
+}
