@@ -100,7 +100,7 @@ func cannedViews() map[string]any {
 				Resyncs: 1, Batches: 7, Events: 49, Revision: 120, EtcdConnected: true,
 				LastError: "apply: VPP not connected", LastErrorTime: time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC), Errors: 2,
 			},
-			VPP:   vpp.Status{Connected: true, Simulated: true, Version: "25.10-simulated", PID: 4242, Connects: 1, Note: "SIMULATED VPP"},
+			VPP:   vpp.Status{Connected: true, Simulated: true, Version: "25.02-simulated", PID: 4242, Connects: 1, Note: "SIMULATED VPP"},
 			NAT44: nat44.Stats{Applies: 7, FullApplies: 1, Calls: 61},
 			Note:  "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
 		},
@@ -171,7 +171,7 @@ func TestInspectCommands(t *testing.T) {
 		{[]string{"status"}, []string{
 			"NODE node-1 (ID 1)",
 			"READY yes (first full sync applied: yes, VPP connected: yes)",
-			"VPP connected to 25.10-simulated, pid 4242, since never, SIMULATED; 1 connects, 0 restarts seen",
+			"VPP connected to 25.02-simulated, pid 4242, since never, SIMULATED; 1 connects, 0 restarts seen",
 			"LAST RESYNC 2025-01-02T03:04:05Z (startup); 1 resyncs",
 			"ERRORS 2; last at 2025-01-02T03:00:00Z: apply: VPP not connected",
 			"NOTE SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",

@@ -39,7 +39,7 @@ type Options struct {
 }
 
 // DefaultVersion is the version the simulator reports.
-const DefaultVersion = "25.10-simulated"
+const DefaultVersion = "25.02-simulated"
 
 // firstPID is the process ID the simulated VPP starts with; every
 // Restart gives it a new one, as a real restart does.
