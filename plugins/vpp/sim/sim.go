@@ -73,7 +73,7 @@ type VPP struct {
 	faults   Faults
 	rng      *rand.Rand
 	lastAck  time.Time
-	sessions *sessionTable     // sessions.go
+	sessions *sessionTable // sessions.go
 
 	// Restarts and crashes.
 	startup   []*iface    // interfaces the startup configuration re-creates
