@@ -284,7 +284,6 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		vc.Adapter = dp.Adapter()
 		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
 	}
-	vpp.RouteGovppLogs(a.log.With("part", "govpp"))
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)
 	return nil

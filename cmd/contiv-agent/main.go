@@ -13,6 +13,7 @@ import (
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -41,6 +42,8 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// govpp logs through process-wide loggers: set once, before any use.
+	vpp.RouteGovppLogs(slog.New(cfg.Log.NewHandler(stderr)).With("node", cfg.NodeName))
 	opts := agent.Options{Config: cfg, LoadFile: *load, LogOutput: stderr}
 	if _, err := os.Stat(cfg.VPP.Socket); cfg.VPP.Simulated(err == nil) {
 		// Only by choice (vpp.simulate auto or always): the default, never,

@@ -15,8 +15,10 @@ import (
 
 // RouteGovppLogs sends the log lines of govpp (which logs with logrus,
 // through package-global loggers) to log, with the attribute
-// part=govpp and logrus' fields as attributes. Call it once, before the
-// first connection: govpp copies its logger into every new connection.
+// part=govpp and logrus' fields as attributes. It sets process-wide state
+// without a lock: call it once, at program start, before anything uses
+// govpp (cmd/contiv-agent does). govpp copies its logger into every new
+// connection.
 // govpp's debug lines (one per message) stay off unless DEBUG_GOVPP is
 // set, as govpp itself does.
 func RouteGovppLogs(log *slog.Logger) {

@@ -1,13 +1,10 @@
 package vpp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -22,75 +19,24 @@ import (
 	_ "go.fd.io/govpp/binapi/nat44_ed"
 	_ "go.fd.io/govpp/binapi/vpe"
 	"go.fd.io/govpp/codec"
+
+	"contiv.dev/vpp/internal/vppcorpus"
 )
 
 // This file is a govpp transport (adapter.VppAPI) that answers from the
 // recorded corpus of a real VPP 25.02 (../shared/vpp/corpus, format in its
 // README.md): the client under test talks to what VPP really answered.
 
-// corpusMsg is one recorded message.
-type corpusMsg struct {
-	Name   string          `json:"name"`
-	CRC    string          `json:"crc"`
-	Fields json.RawMessage `json:"fields"`
-}
-
-// corpusRecord is one line of a scenario.
-type corpusRecord struct {
-	Scenario string          `json:"scenario"`
-	Step     int             `json:"step"`
-	Note     string          `json:"note"`
-	Request  *corpusMsg      `json:"request"`
-	Replies  []corpusMsg     `json:"replies"`
-	Events   []corpusMsg     `json:"events"`
-	Error    string          `json:"error"`
-	Compat   json.RawMessage `json:"compat"`
-}
-
-// corpusDir finds the corpus: ../shared/vpp/corpus from the module root
-// (the directory holding go.mod, found by walking up).
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatalf("no go.mod above the test's directory: cannot locate the recorded VPP corpus")
-		}
-		dir = up
-	}
-	c := filepath.Join(dir, "..", "shared", "vpp", "corpus")
-	if _, err := os.Stat(filepath.Join(c, "README.md")); err != nil {
-		t.Fatalf("the recorded VPP corpus is missing (expected at %s): %v", c, err)
-	}
-	return c
-}
+type (
+	corpusMsg    = vppcorpus.Msg
+	corpusRecord = vppcorpus.Record
+)
 
 // loadScenario reads corpus/<name>.jsonl.
 func loadScenario(t testing.TB, name string) []*corpusRecord {
 	t.Helper()
-	f, err := os.Open(filepath.Join(corpusDir(t), name+".jsonl"))
+	recs, err := vppcorpus.Scenario(name)
 	if err != nil {
-		t.Fatalf("corpus scenario %s: %v", name, err)
-	}
-	defer f.Close()
-	var recs []*corpusRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		r := &corpusRecord{}
-		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
-			t.Fatalf("corpus scenario %s: %v", name, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatalf("corpus scenario %s: %v", name, err)
 	}
 	return recs

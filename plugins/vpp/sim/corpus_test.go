@@ -1,13 +1,11 @@
 package sim
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -19,6 +17,8 @@ import (
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/core"
+
+	"contiv.dev/vpp/internal/vppcorpus"
 )
 
 // The corpus (../shared/vpp/corpus, see its README.md) records what a
@@ -96,48 +96,10 @@ func mac(s string) [6]byte {
 	return m
 }
 
-type corpusMsg struct {
-	Name   string          `json:"name"`
-	CRC    string          `json:"crc"`
-	Fields json.RawMessage `json:"fields"`
-}
-
-type corpusRecord struct {
-	Scenario string     `json:"scenario"`
-	Step     int        `json:"step"`
-	Note     string     `json:"note"`
-	Request  *corpusMsg `json:"request"`
-	Replies  []corpusMsg
-	Events   []corpusMsg
-	Error    string
-	Compat   *struct {
-		Checked      int      `json:"checked"`
-		Incompatible []string `json:"incompatible"`
-	}
-}
-
-// corpusDir finds the corpus: $CONTIV_VPP_CORPUS, or ../shared/vpp/corpus
-// next to the module root.
-func corpusDir(t *testing.T) string {
-	if d := os.Getenv("CONTIV_VPP_CORPUS"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("corpus: no go.mod above the package directory; set CONTIV_VPP_CORPUS")
-		}
-		dir = up
-	}
-	return filepath.Join(dir, "..", "shared", "vpp", "corpus")
-}
+type (
+	corpusMsg    = vppcorpus.Msg
+	corpusRecord = vppcorpus.Record
+)
 
 // corpusCount tallies the replay.
 type corpusCount struct {
@@ -146,7 +108,10 @@ type corpusCount struct {
 }
 
 func TestCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir, err := vppcorpus.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if len(files) == 0 {
 		t.Fatalf("corpus: no *.jsonl in %s (the recorded VPP 25.02 corpus is required; set CONTIV_VPP_CORPUS)", dir)
@@ -168,26 +133,12 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-func readCorpus(t *testing.T, path string) []corpusRecord {
-	f, err := os.Open(path)
+func readCorpus(t *testing.T, path string) []*corpusRecord {
+	recs, err := vppcorpus.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []corpusRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var r corpusRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return recs
 }
 
 func skipReason(file string, r *corpusRecord) string {
@@ -241,7 +192,7 @@ func replayFile(t *testing.T, path string, cnt *corpusCount) {
 	r.connect()
 	t.Cleanup(func() { r.disconnect() })
 	for i := range recs {
-		rec := &recs[i]
+		rec := recs[i]
 		cnt.records++
 		if why := skipReason(file, rec); why != "" {
 			cnt.skipped++
