@@ -181,7 +181,9 @@ type Renderer interface {
 	UpdateService(old, new *ContivService) error
 	// DeleteService removes a service.
 	DeleteService(svc *ContivService) error
-	// UpdateInterface sets the role of one interface; 0 removes it.
+	// UpdateInterface sets the role of one interface; 0 removes it. The
+	// role the renderer has already says the data plane (re)created the
+	// interface: what waited for it may be applied now.
 	UpdateInterface(name string, role InterfaceRole) error
 	// UpdateLocalNode tells that this node's own addresses changed.
 	UpdateLocalNode(node LocalNode) error

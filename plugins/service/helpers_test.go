@@ -64,7 +64,15 @@ type recorder struct {
 	violations []string
 	// fail, when set, is returned by every call (after recording it).
 	fail error
+	// lost lists the interfaces InterfaceLost was told about.
+	lost []string
+	// reannounced allows an update to the role an interface has (how an
+	// InterfaceEvent asks to apply what waited for it).
+	reannounced map[string]bool
 }
+
+// InterfaceLost implements servicerenderer.InterfaceLoser.
+func (r *recorder) InterfaceLost(name string) { r.lost = append(r.lost, name) }
 
 func newRecorder() *recorder {
 	return &recorder{services: map[sr.ServiceID]*sr.ContivService{}, ifs: map[string]sr.InterfaceRole{}}
@@ -108,7 +116,7 @@ func (r *recorder) DeleteService(s *sr.ContivService) error {
 
 func (r *recorder) UpdateInterface(name string, role sr.InterfaceRole) error {
 	r.calls++
-	if r.ifs[name] == role {
+	if r.ifs[name] == role && !r.reannounced[name] {
 		r.violate("no-op interface update of " + name)
 	}
 	if role == 0 {

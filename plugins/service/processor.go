@@ -441,11 +441,16 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 			p.setPod(k, p.lookup(k, false))
 		}
 	case *InterfaceEvent:
+		// What VPP lost is forgotten whether or not the interface has a
+		// role now: a pod's role may be gone for the moment (its
+		// interface was looked up while VPP re-created it) and come back.
+		for _, rd := range p.renderers {
+			if l, ok := rd.(sr.InterfaceLoser); ok && e.Lost {
+				l.InterfaceLost(e.Name)
+			}
+		}
 		if r, ok := p.roles[e.Name]; ok {
 			for i, rd := range p.renderers {
-				if l, ok := rd.(sr.InterfaceLoser); ok && e.Lost {
-					l.InterfaceLost(e.Name)
-				}
 				if err := rd.UpdateInterface(e.Name, r); err != nil {
 					p.errs = append(p.errs, fmt.Errorf("renderer %d: interface %s: %w", i, e.Name, err))
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -322,6 +323,25 @@ func TestPodInterfaces(t *testing.T) {
 		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
 		if got := ifLines(r); got != "" {
 			t.Fatalf("interface gone: %q", got)
+		}
+	})
+	t.Run("an interface VPP lost is reported lost, role or not", func(t *testing.T) {
+		r := base(t)
+		r.put(podM("web-1", "node-1", "10.1.1.5"), slice())
+		// The CNI re-creates the interface: while it is gone the pod has
+		// no interface, and its role is gone too.
+		delete(r.ifaces, "default/web-1")
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		r.apply(&InterfaceEvent{Name: "tap-web-1", Lost: true})
+		r.ifaces["default/web-1"] = "tap-web-1"
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		r.rec.reannounced = map[string]bool{"tap-web-1": true}
+		r.apply(&InterfaceEvent{Name: "tap-web-1"})
+		if got := ifLines(r); got != both {
+			t.Fatalf("interface back: %q, want %q", got, both)
+		}
+		if rec := r.rec; !slices.Equal(rec.lost, []string{"tap-web-1"}) {
+			t.Errorf("renderer told of lost interfaces %q, want [tap-web-1]", rec.lost)
 		}
 	})
 	t.Run("host-network pods have no interface", func(t *testing.T) {
