@@ -6,7 +6,7 @@ PKGS := ./...
 ## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
 ## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never)
 run:
-	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --vpp-simulate auto \
+	$(GO) run ./cmd/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --vpp-simulate auto --etcd-embedded \
 		--etcd-data-dir $(CURDIR)/.run/etcd --node-id-file $(CURDIR)/.run/node-id \
 		--load deploy/examples/cluster.yaml
 

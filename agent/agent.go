@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,10 @@ type Agent struct {
 	mainIf string
 	built  atomic.Bool
 	tags   tagParser
+	// startedAt is when Run started (unix ns); everReady is set once the
+	// agent was ready: controller.startupTimeout bounds the time between.
+	startedAt atomic.Int64
+	everReady atomic.Bool
 }
 
 // New connects to etcd, claims the node ID and builds every part. On
@@ -99,15 +104,19 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		}
 	}()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// ctx lives as long as the etcd client; controller.startupTimeout
+	// bounds what start asks of etcd (Run bounds the rest: startupWatch).
 	if err := a.connectEtcd(ctx); err != nil {
 		return nil, err
 	}
+	sctx, cancel := context.WithTimeout(ctx, cfg.Controller.StartupTimeout.Std())
+	defer cancel()
 	if o.LoadFile != "" {
-		if err := a.load(ctx, o.LoadFile); err != nil {
+		if err := a.load(sctx, o.LoadFile); err != nil {
 			return nil, err
 		}
 	}
-	if err := a.claimNodeID(ctx); err != nil {
+	if err := a.claimNodeID(sctx); err != nil {
 		return nil, err
 	}
 	if err := a.buildVPP(o.Dataplane); err != nil {
@@ -272,8 +281,10 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		Logger:   a.log.With("part", "vpp"),
 		RetryMin: a.cfg.VPP.ReconnectBackoff.Initial.Std(),
 		RetryMax: a.cfg.VPP.ReconnectBackoff.Max.Std(),
-		OnEvent:  a.onVPPEvent,
-		OnCall:   a.observeCall(),
+		// One connection attempt, socket and handshake.
+		ConnectTimeout: a.cfg.VPP.ConnectTimeout.Std(),
+		OnEvent:        a.onVPPEvent,
+		OnCall:         a.observeCall(),
 	}
 	a.dp = dp
 	a.mainIf = a.configuredMainInterface()
@@ -434,6 +445,7 @@ func (a *Agent) buildHandlers() error {
 		StateFile:    cfg.NodeSync.StateFile,
 		MaxID:        ipamConfig(cfg).MaxNodeID(),
 		ClaimTimeout: cfg.NodeSync.ClaimTimeout.Std(),
+		WriteTimeout: cfg.Etcd.RequestTimeout.Std(),
 		ID:           a.nodeID,
 		Logger:       a.log.With("part", "nodesync"),
 	})
@@ -448,6 +460,8 @@ func (a *Agent) buildHandlers() error {
 		Publisher: a.nodes,
 		NodeIP:    a.nodeIP(),
 		Logger:    a.log.With("part", "ipam"),
+		// One etcd request of IPAM's background writer.
+		WriteTimeout: cfg.Etcd.RequestTimeout.Std(),
 	})
 	if err != nil {
 		return err
@@ -497,6 +511,25 @@ func (a *Agent) buildHandlers() error {
 // holds what the agent programmed, and no interface waits too long.
 func (a *Agent) ready() bool { return len(a.notReady()) == 0 }
 
+// startupHealth fails /healthz once the agent has not been ready within
+// controller.startupTimeout of its start, so that its DaemonSet restarts
+// it (the log says why); once ready, the start is over for good.
+func (a *Agent) startupHealth(now time.Time) error {
+	if a.everReady.Load() {
+		return nil
+	}
+	if a.ready() {
+		a.everReady.Store(true)
+		return nil
+	}
+	started := a.startedAt.Load()
+	limit := a.cfg.Controller.StartupTimeout.Std()
+	if started == 0 || now.Sub(time.Unix(0, started)) <= limit {
+		return nil
+	}
+	return fmt.Errorf("not ready %s after start (controller.startupTimeout): %s", limit, strings.Join(a.notReady(), "; "))
+}
+
 // notReady says why the agent is not ready; empty when it is.
 func (a *Agent) notReady() []string {
 	if !a.built.Load() {
@@ -522,6 +555,7 @@ func (a *Agent) buildHTTP() {
 		Ready:    a.ready,
 		NotReady: "not ready:",
 		Why:      a.notReady,
+		Healthy:  func(*http.Request) error { return a.startupHealth(time.Now()) },
 		Views: map[string]rest.Source{
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
@@ -539,6 +573,7 @@ func (a *Agent) buildHTTP() {
 
 // Run runs the agent until ctx is cancelled and everything has stopped.
 func (a *Agent) Run(ctx context.Context) error {
+	a.startedAt.Store(time.Now().UnixNano())
 	defer a.close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -3,9 +3,13 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
 )
 
 type applyFunc func(context.Context, bool) error
@@ -83,5 +87,28 @@ func TestReadinessFollowsVPP(t *testing.T) {
 	waits = []waiting{{Name: "tap0", Since: now.Add(-time.Second)}}
 	if got := ready(); len(got) != 0 {
 		t.Errorf("an interface pending within the grace after the reprogram was complete: %v", got)
+	}
+}
+
+func TestStartupTimeoutFailsHealth(t *testing.T) {
+	cfg := contivconf.Defaults()
+	cfg.Controller.StartupTimeout = contivconf.Duration(time.Minute)
+	a := &Agent{cfg: cfg, plan: &ipam.Plan{NodeInterconnectIP: netip.MustParsePrefix("192.168.16.1/24")}, rd: &readiness{}}
+	now := time.Now()
+	if err := a.startupHealth(now); err != nil {
+		t.Errorf("before Run: %v", err)
+	}
+	a.startedAt.Store(now.Add(-30 * time.Second).UnixNano())
+	if err := a.startupHealth(now); err != nil {
+		t.Errorf("within the startup timeout: %v", err)
+	}
+	a.startedAt.Store(now.Add(-2 * time.Minute).UnixNano())
+	err := a.startupHealth(now)
+	if err == nil || !strings.Contains(err.Error(), "controller.startupTimeout") || !strings.Contains(err.Error(), "192.168.16.1") {
+		t.Errorf("past the startup timeout, not ready: %v", err)
+	}
+	a.everReady.Store(true)
+	if err := a.startupHealth(now); err != nil {
+		t.Errorf("once ready, the start is over: %v", err)
 	}
 }

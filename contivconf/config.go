@@ -106,9 +106,9 @@ type ControllerConfig struct {
 // EtcdConfig says where the cluster state is kept.
 type EtcdConfig struct {
 	// Endpoints of an etcd cluster ("http://host:port", "https://host:port"
-	// or "host:port"). Empty starts an embedded single-member etcd.
+	// or "host:port"); required unless Embedded.Enabled.
 	Endpoints []string `json:"endpoints"`
-	// Embedded configures the embedded etcd (used when Endpoints is empty).
+	// Embedded configures an embedded etcd, run only when enabled.
 	Embedded EmbeddedEtcdConfig `json:"embedded"`
 	// DialTimeout bounds connecting to etcd.
 	DialTimeout Duration `json:"dialTimeout"`
@@ -125,10 +125,14 @@ type EtcdConfig struct {
 }
 
 // UseEmbedded reports whether the agent runs its own embedded etcd.
-func (e EtcdConfig) UseEmbedded() bool { return len(e.Endpoints) == 0 }
+func (e EtcdConfig) UseEmbedded() bool { return e.Embedded.Enabled }
 
 // EmbeddedEtcdConfig configures the embedded etcd.
 type EmbeddedEtcdConfig struct {
+	// Enabled runs a single-member etcd inside the agent (development,
+	// make run): an explicit choice, never a fallback, as a DaemonSet's
+	// agents must share one etcd.
+	Enabled bool `json:"enabled"`
 	// DataDir holds the embedded etcd's data.
 	DataDir string `json:"dataDir"`
 	// ClientURL is where it serves clients, "http://IP:port"; empty picks a

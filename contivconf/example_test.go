@@ -25,6 +25,8 @@ vpp:
 // Validate names the field and the bad value of every problem.
 func ExampleConfig_Validate() {
 	c, err := contivconf.Parse([]byte(`
+etcd:
+  endpoints: [http://10.0.0.5:2379]
 nat44:
   serviceLocalEndpointWeight: 0
 ipam:

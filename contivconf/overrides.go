@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -14,7 +15,7 @@ type option struct {
 	flag  string // command-line flag; "" for none (secrets)
 	path  string // field path in the file
 	usage string
-	field func(*Config) any // pointer to the field: *string, *[]string, *Duration or *SimulateMode
+	field func(*Config) any // pointer to the field: *string, *bool, *[]string, *Duration or *SimulateMode
 }
 
 // options lists the overridable settings; docs and the usage of each flag
@@ -24,7 +25,8 @@ func options() []option {
 		{"CONTIV_NODE_NAME", "node-name", "nodeName", "this node's Kubernetes name (default: the host name)", func(c *Config) any { return &c.NodeName }},
 		{"CONTIV_LOG_LEVEL", "log-level", "log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"CONTIV_LOG_FORMAT", "log-format", "log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
-		{"CONTIV_ETCD_ENDPOINTS", "etcd-endpoints", "etcd.endpoints", "comma-separated etcd endpoints; empty runs an embedded etcd", func(c *Config) any { return &c.Etcd.Endpoints }},
+		{"CONTIV_ETCD_ENDPOINTS", "etcd-endpoints", "etcd.endpoints", "comma-separated etcd endpoints (required unless etcd.embedded.enabled)", func(c *Config) any { return &c.Etcd.Endpoints }},
+		{"CONTIV_ETCD_EMBEDDED", "etcd-embedded", "etcd.embedded.enabled", "run an embedded single-member etcd inside the agent (development: true or false)", func(c *Config) any { return &c.Etcd.Embedded.Enabled }},
 		{"CONTIV_ETCD_DATA_DIR", "etcd-data-dir", "etcd.embedded.dataDir", "data directory of the embedded etcd", func(c *Config) any { return &c.Etcd.Embedded.DataDir }},
 		{"CONTIV_ETCD_CLIENT_URL", "etcd-client-url", "etcd.embedded.clientURL", "client URL of the embedded etcd, http://IP:port", func(c *Config) any { return &c.Etcd.Embedded.ClientURL }},
 		{"CONTIV_ETCD_CA_FILE", "etcd-ca-file", "etcd.tls.caFile", "PEM file of the CAs trusted for etcd", func(c *Config) any { return &c.Etcd.TLS.CAFile }},
@@ -47,6 +49,12 @@ func set(ptr any, s string) error {
 		*f = s
 	case *SimulateMode:
 		*f = SimulateMode(s)
+	case *bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		*f = b
 	case *[]string:
 		var list []string
 		for e := range strings.SplitSeq(s, ",") {
@@ -70,6 +78,8 @@ func get(ptr any) string {
 		return *f
 	case *SimulateMode:
 		return string(*f)
+	case *bool:
+		return strconv.FormatBool(*f)
 	case *[]string:
 		return strings.Join(*f, ",")
 	case *Duration:

@@ -48,6 +48,7 @@ func TestApplyEnvEveryOption(t *testing.T) {
 		"CONTIV_HTTP_ADDR":       ":1",
 		"CONTIV_NODE_ID_FILE":    "/id",
 		"CONTIV_RESYNC_INTERVAL": "90s",
+		"CONTIV_ETCD_EMBEDDED":   "false",
 		"CONTIV_UNRELATED":       "x",
 	}
 	c := Defaults()
@@ -75,6 +76,15 @@ func TestApplyEnvEveryOption(t *testing.T) {
 	if len(e)-1 != len(options()) {
 		t.Errorf("the test sets %d variables; there are %d options", len(e)-1, len(options()))
 	}
+}
+
+func TestApplyEnvBool(t *testing.T) {
+	c := Defaults()
+	if err := c.ApplyEnv(env{"CONTIV_ETCD_EMBEDDED": "true"}.lookup); err != nil || !c.Etcd.Embedded.Enabled {
+		t.Errorf("CONTIV_ETCD_EMBEDDED=true: enabled %v, %v", c.Etcd.Embedded.Enabled, err)
+	}
+	err := c.ApplyEnv(env{"CONTIV_ETCD_EMBEDDED": "sometimes"}.lookup)
+	wantErrs(t, err, `etcd.embedded.enabled`, `sometimes`, `want true or false`)
 }
 
 func TestApplyEnvEmptyIsUnset(t *testing.T) {
@@ -161,7 +171,7 @@ func TestFlagsHelp(t *testing.T) {
 func TestPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "agent.yaml")
-	yaml := "log:\n  level: warn\n  format: json\nhttp:\n  address: :1111\nvpp:\n  socket: /file.sock\n"
+	yaml := "log:\n  level: warn\n  format: json\nhttp:\n  address: :1111\nvpp:\n  socket: /file.sock\netcd:\n  embedded:\n    enabled: true\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +197,7 @@ func TestPrecedence(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	t.Run("explicit name beats the host name", func(t *testing.T) {
-		c, err := Resolve(Sources{Env: env{"CONTIV_NODE_NAME": "n1"}.lookup, Hostname: func() (string, error) { return "h", nil }})
+		c, err := Resolve(Sources{Env: env{"CONTIV_NODE_NAME": "n1", "CONTIV_ETCD_ENDPOINTS": "http://10.0.0.5:2379"}.lookup, Hostname: func() (string, error) { return "h", nil }})
 		if err != nil || c.NodeName != "n1" {
 			t.Errorf("Resolve = %q, %v", c.NodeName, err)
 		}

@@ -95,6 +95,12 @@ func (e EtcdConfig) validate(p *problems) {
 		seen[ep] = i
 		checkEndpoint(p, path, ep)
 	}
+	switch {
+	case len(e.Endpoints) == 0 && !e.Embedded.Enabled:
+		p.add("etcd.endpoints", nil, "required: the etcd cluster every agent shares (or set etcd.embedded.enabled for a development etcd inside this agent)")
+	case len(e.Endpoints) > 0 && e.Embedded.Enabled:
+		p.add("etcd.embedded.enabled", true, "set together with etcd.endpoints: choose one")
+	}
 	if e.Embedded.DataDir == "" {
 		p.add("etcd.embedded.dataDir", nil, "required")
 	}
@@ -111,7 +117,7 @@ func (e EtcdConfig) validate(p *problems) {
 		p.add("etcd.tls.certFile", nil, "required with etcd.tls.keyFile (%q)", t.KeyFile)
 	}
 	if t.Enabled() && e.UseEmbedded() {
-		p.add("etcd.tls", nil, "set, but etcd.endpoints is empty and the embedded etcd serves plain HTTP")
+		p.add("etcd.tls", nil, "set, but the embedded etcd (etcd.embedded.enabled) serves plain HTTP")
 	}
 	if e.Password != "" && e.Username == "" {
 		p.add("etcd.username", nil, "required with etcd.password")

@@ -8,9 +8,30 @@ import (
 	"time"
 )
 
+// validDefaults are the defaults with the one choice they leave open made:
+// where etcd is.
+func validDefaults() Config {
+	c := Defaults()
+	c.Etcd.Endpoints = []string{"http://127.0.0.1:2379"}
+	return c
+}
+
 func TestDefaultsAreValid(t *testing.T) {
-	if err := Defaults().Validate(); err != nil {
-		t.Fatalf("Defaults().Validate() = %v", err)
+	err := Defaults().Validate()
+	if err == nil || !strings.Contains(err.Error(), "etcd.endpoints: required") {
+		t.Errorf("Defaults().Validate() = %v, want etcd.endpoints required (no silent embedded etcd)", err)
+	}
+	if err := validDefaults().Validate(); err != nil {
+		t.Fatalf("the defaults with etcd endpoints: %v", err)
+	}
+	c := Defaults()
+	c.Etcd.Embedded.Enabled = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the defaults with the embedded etcd: %v", err)
+	}
+	c.Etcd.Endpoints = []string{"http://127.0.0.1:2379"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "etcd.embedded.enabled: invalid value true: set together with etcd.endpoints") {
+		t.Errorf("both etcd choices: %v", err)
 	}
 }
 
@@ -50,7 +71,9 @@ func TestValidateBadValues(t *testing.T) {
 		{"negative request timeout", func(c *Config) { c.Etcd.RequestTimeout = Duration(-time.Second) }, `etcd.requestTimeout: invalid value "-1s": must be positive`},
 		{"cert without key", func(c *Config) { c.Etcd.Endpoints = []string{"https://a:1"}; c.Etcd.TLS.CertFile = "/c.pem" }, `etcd.tls.keyFile: required with etcd.tls.certFile ("/c.pem")`},
 		{"key without cert", func(c *Config) { c.Etcd.Endpoints = []string{"https://a:1"}; c.Etcd.TLS.KeyFile = "/k.pem" }, `etcd.tls.certFile: required with etcd.tls.keyFile ("/k.pem")`},
-		{"TLS with embedded", func(c *Config) { c.Etcd.TLS.CAFile = "/ca.pem" }, `etcd.tls: set, but etcd.endpoints is empty`},
+		{"TLS with embedded", func(c *Config) {
+			c.Etcd.Endpoints, c.Etcd.Embedded.Enabled, c.Etcd.TLS.CAFile = nil, true, "/ca.pem"
+		}, `etcd.tls: set, but the embedded etcd (etcd.embedded.enabled) serves plain HTTP`},
 		{"password without user", func(c *Config) { c.Etcd.Password = "s" }, `etcd.username: required with etcd.password`},
 		// VPP
 		{"no socket", func(c *Config) { c.VPP.Socket = "" }, `vpp.socket: required`},
@@ -136,7 +159,7 @@ func TestValidateBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Defaults()
+			c := validDefaults()
 			tt.change(&c)
 			err := c.Validate()
 			wantErrs(t, err, tt.want)
@@ -160,7 +183,9 @@ func TestValidateGoodVariants(t *testing.T) {
 			c.Etcd.TLS = TLSConfig{CAFile: "/ca", CertFile: "/c", KeyFile: "/k"}
 			c.Etcd.Username, c.Etcd.Password = "agent", "secret"
 		}},
-		{"embedded on a free port", func(c *Config) { c.Etcd.Embedded.ClientURL = "" }},
+		{"embedded on a free port", func(c *Config) {
+			c.Etcd.Endpoints, c.Etcd.Embedded.Enabled, c.Etcd.Embedded.ClientURL = nil, true, ""
+		}},
 		{"no periodic resync", func(c *Config) { c.Controller.ResyncInterval = 0 }},
 		{"http on one address", func(c *Config) { c.HTTP.Address = "127.0.0.1:0" }},
 		{"http on IPv6", func(c *Config) { c.HTTP.Address = "[::1]:9999" }},
@@ -176,7 +201,7 @@ func TestValidateGoodVariants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Defaults()
+			c := validDefaults()
 			tt.change(&c)
 			if err := c.Validate(); err != nil {
 				t.Errorf("Validate: %v", err)
@@ -186,7 +211,7 @@ func TestValidateGoodVariants(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	c := Defaults()
+	c := validDefaults()
 	c.Log.Level = "loud"
 	c.NAT44.ServiceLocalEndpointWeight = 0
 	c.IPAM.ServiceCIDR = netip.MustParsePrefix("10.96.0.1/12")

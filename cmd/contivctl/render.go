@@ -48,6 +48,10 @@ func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, e
 		}
 	}
 	cfg.NodeName = f.node
+	if len(cfg.Etcd.Endpoints) == 0 {
+		// An offline render reads no etcd: any choice of one will do.
+		cfg.Etcd.Embedded.Enabled = true
+	}
 	if err := cfg.Validate(); err != nil {
 		where := "the default configuration"
 		if f.config != "" {

@@ -47,6 +47,10 @@ type Config struct {
 	HealthTimeout time.Duration
 	// CallTimeout bounds every binary-API call (a dump as a whole); default 30s.
 	CallTimeout time.Duration
+	// ConnectTimeout bounds one connection attempt: the socket's connect
+	// and the handshake (compatibility check, first ping, version); default
+	// 10s.
+	ConnectTimeout time.Duration
 	// RetryMin and RetryMax bound the exponential backoff between
 	// connection attempts; defaults 100ms and 10s. While the socket exists
 	// (or with an Adapter) the backoff never exceeds RetryPresent: VPP is
@@ -84,6 +88,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 30 * time.Second
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 10 * time.Second
 	}
 	if c.RetryMin <= 0 {
 		c.RetryMin = 100 * time.Millisecond
@@ -408,6 +415,7 @@ func (c *Conn) dial() (*core.Connection, vppInfo, error) {
 		}
 		sc := socketclient.NewVppClient(c.cfg.Socket)
 		sc.SetClientName("contiv-agent")
+		sc.SetConnectTimeout(c.cfg.ConnectTimeout)
 		ad = sc
 	}
 	conn, err := core.Connect(&watchedAdapter{VppAPI: ad, failed: c.poke})
@@ -447,7 +455,7 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	case err != nil:
 		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ConnectTimeout)
 	defer cancel()
 	pid, err := c.ping(ctx, conn)
 	if err != nil {

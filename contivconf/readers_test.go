@@ -1,0 +1,121 @@
+package contivconf
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// readers says, for every option of the configuration file, where the code
+// reads it: a file of the module (from its root) and a regular expression
+// that must match there. An option nothing reads is a promise the program
+// does not keep: TestEveryOptionIsRead fails for it, and for an option
+// missing from this table.
+var readers = map[string]struct{ file, re string }{
+	"nodeName":                           {"agent/agent.go", `cfg\.NodeName`},
+	"log.level":                          {"contivconf/config.go", `l\.Level`},
+	"log.format":                         {"contivconf/config.go", `l\.Format == LogFormatJSON`},
+	"controller.minBatchInterval":        {"agent/agent.go", `Controller\.MinBatchInterval`},
+	"controller.healingBackoff.initial":  {"agent/agent.go", `HealingBackoff\.Initial`},
+	"controller.healingBackoff.max":      {"agent/agent.go", `HealingBackoff\.Max`},
+	"controller.resyncInterval":          {"agent/agent.go", `Controller\.ResyncInterval`},
+	"controller.startupTimeout":          {"agent/agent.go", `Controller\.StartupTimeout`},
+	"etcd.endpoints":                     {"agent/agent.go", `c\.Endpoints`},
+	"etcd.embedded.enabled":              {"contivconf/config.go", `e\.Embedded\.Enabled`},
+	"etcd.embedded.dataDir":              {"agent/agent.go", `Embedded\.DataDir`},
+	"etcd.embedded.clientURL":            {"agent/agent.go", `Embedded\.ClientURL`},
+	"etcd.dialTimeout":                   {"agent/agent.go", `c\.DialTimeout`},
+	"etcd.requestTimeout":                {"agent/agent.go", `Etcd\.RequestTimeout`},
+	"etcd.tls.caFile":                    {"agent/agent.go", `TLS\.CAFile`},
+	"etcd.tls.certFile":                  {"agent/agent.go", `TLS\.CertFile`},
+	"etcd.tls.keyFile":                   {"agent/agent.go", `TLS\.KeyFile`},
+	"etcd.username":                      {"agent/agent.go", `c\.Username`},
+	"etcd.password":                      {"agent/agent.go", `c\.Password`},
+	"vpp.socket":                         {"agent/agent.go", `VPP\.Socket`},
+	"vpp.connectTimeout":                 {"agent/agent.go", `VPP\.ConnectTimeout`},
+	"vpp.reconnectBackoff.initial":       {"agent/agent.go", `ReconnectBackoff\.Initial`},
+	"vpp.reconnectBackoff.max":           {"agent/agent.go", `ReconnectBackoff\.Max`},
+	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
+	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
+	"http.address":                       {"agent/agent.go", `HTTP\.Address`},
+	"nat44.sessionLimit":                 {"agent/agent.go", `NAT44\.SessionLimit`},
+	"nat44.timeouts.udp":                 {"agent/agent.go", `t\.UDP`},
+	"nat44.timeouts.tcpEstablished":      {"agent/agent.go", `t\.TCPEstablished`},
+	"nat44.timeouts.tcpTransitory":       {"agent/agent.go", `t\.TCPTransitory`},
+	"nat44.timeouts.icmp":                {"agent/agent.go", `t\.ICMP`},
+	"nat44.serviceLocalEndpointWeight":   {"agent/agent.go", `NAT44\.ServiceLocalEndpointWeight`},
+	"nat44.natExternalTraffic":           {"contivconf/config.go", `c\.NAT44\.NATExternalTraffic`},
+	"nat44.externalIPTenantVRF":          {"agent/agent.go", `NAT44\.ExternalIPTenantVRF`},
+	"nat44.podInterfaceTag":              {"agent/agent.go", `NAT44\.PodInterfaceTag`},
+	"routing.mainVRFID":                  {"agent/agent.go", `Routing\.MainVRFID`},
+	"routing.podVRFID":                   {"agent/agent.go", `Routing\.PodVRFID`},
+	"routing.nodeToNodeTransport":        {"agent/agent.go", `Routing\.NodeToNodeTransport`},
+	"routing.hostInterconnectInterface":  {"contivconf/config.go", `c\.Routing\.HostInterconnectInterface`},
+	"routing.vxlanBVIInterface":          {"contivconf/config.go", `c\.Routing\.VXLANBVIInterface`},
+	"ipam.podSubnetCIDR":                 {"agent/agent.go", `c\.PodSubnetCIDR`},
+	"ipam.podSubnetNodePrefixLength":     {"agent/agent.go", `c\.PodSubnetNodePrefixLength`},
+	"ipam.vppHostSubnetCIDR":             {"agent/agent.go", `c\.VPPHostSubnetCIDR`},
+	"ipam.vppHostSubnetNodePrefixLength": {"agent/agent.go", `c\.VPPHostSubnetNodePrefixLength`},
+	"ipam.nodeInterconnectCIDR":          {"agent/agent.go", `c\.NodeInterconnectCIDR`},
+	"ipam.vxlanCIDR":                     {"agent/agent.go", `c\.VXLANCIDR`},
+	"ipam.serviceCIDR":                   {"agent/agent.go", `c\.ServiceCIDR`},
+	"ipam.defaultGateway":                {"contivconf/config.go", `c\.IPAM\.DefaultGateway`},
+	"nodeSync.stateFile":                 {"agent/agent.go", `NodeSync\.StateFile`},
+	"nodeSync.claimTimeout":              {"agent/agent.go", `NodeSync\.ClaimTimeout`},
+	"nodeConfig":                         {"contivconf/config.go", `c\.NodeConfig`},
+}
+
+// leafPaths lists the file paths of t's options; a slice of structs
+// (nodeConfig) counts as one option, checked by the code that merges it.
+func leafPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if f.Type.Kind() == reflect.Struct && !isLeaf(f.Type) {
+			out = append(out, leafPaths(f.Type, path)...)
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
+}
+
+func TestEveryOptionIsRead(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := leafPaths(reflect.TypeFor[Config](), "")
+	for _, p := range paths {
+		r, ok := readers[p]
+		if !ok {
+			t.Errorf("option %s: not in the readers table (say where the code reads it)", p)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, r.file))
+		if err != nil {
+			t.Errorf("option %s: %v", p, err)
+			continue
+		}
+		if !regexp.MustCompile(r.re).Match(src) {
+			t.Errorf("option %s: %s does not read it (no match for %q)", p, r.file, r.re)
+		}
+	}
+	for p := range readers {
+		if !slices.Contains(paths, p) {
+			t.Errorf("readers table names %s, which is no option", p)
+		}
+	}
+}
