@@ -500,6 +500,7 @@ func (a *Agent) buildHandlers() error {
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
 		RelistJitter:     relistJitter,
+		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a))

@@ -56,8 +56,12 @@ type Params struct {
 	Resources []kubestate.Resource
 	// RelistJitter spreads the re-listing after etcd comes back over a
 	// random delay below it, so that thousands of agents do not all list
-	// at once after an etcd restart; 0 re-lists at once.
+	// at once after an etcd restart; 0 re-lists at once. Most reconnections
+	// need no re-list at all: the watch resumes when etcd kept its history.
 	RelistJitter time.Duration
+	// ClusterSize, when set, is the number of nodes: the re-listing
+	// spreads over one RelistJitter per 500 nodes.
+	ClusterSize func() int
 }
 
 // Controller is the agent's event loop: one goroutine takes queued events
@@ -121,7 +125,7 @@ func New(p Params) *Controller {
 	if p.Client != nil {
 		c.w = newWatcher(watcherParams{
 			log: p.Logger, cli: p.Client, resources: p.Resources,
-			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter,
+			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter, clusterSize: p.ClusterSize,
 		})
 	}
 	return c

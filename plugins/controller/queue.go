@@ -23,6 +23,8 @@ type listing struct {
 	// bad holds the keys whose stored value could not be decoded: the
 	// controller keeps their last good value.
 	bad map[kubestate.Key]bool
+	// cluster is the etcd cluster the listing was read from.
+	cluster uint64
 }
 
 // pendingResync is the one resync a queue holds: queued resyncs merge.

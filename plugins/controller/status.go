@@ -30,6 +30,9 @@ type Status struct {
 	WatchRevision int64 `json:"watchRevision"`
 	// Relists counts the times etcd was listed again after a lost watch.
 	Relists uint64 `json:"relists"`
+	// Resumes counts the watches resumed after a reconnection to etcd
+	// without listing again.
+	Resumes uint64 `json:"resumes"`
 	// EtcdConnected tells whether the client's connection to etcd is up.
 	EtcdConnected bool `json:"etcdConnected"`
 	// DecodeErrors counts stored values skipped as undecodable, oversized
@@ -49,6 +52,7 @@ type Status struct {
 type status struct {
 	decodeErrors  atomic.Uint64
 	relists       atomic.Uint64
+	resumes       atomic.Uint64
 	watchRevision atomic.Int64
 	connected     atomic.Bool
 	ready         atomic.Bool
@@ -90,6 +94,7 @@ func (c *Controller) Status() Status {
 	s.QueueDepth = c.q.depth()
 	s.WatchRevision = c.st.watchRevision.Load()
 	s.Relists = c.st.relists.Load()
+	s.Resumes = c.st.resumes.Load()
 	s.EtcdConnected = c.st.connected.Load()
 	s.DecodeErrors = c.st.decodeErrors.Load()
 	return s
@@ -114,6 +119,8 @@ func (c *Controller) Collector() prometheus.Collector {
 			func(s Status) uint64 { return s.Resyncs }),
 		counter("contiv_controller_relists_total", "Re-lists of etcd after a lost watch.",
 			func(s Status) uint64 { return s.Relists }),
+		counter("contiv_controller_watch_resumes_total", "Watches resumed after a reconnection to etcd, without a re-list.",
+			func(s Status) uint64 { return s.Resumes }),
 		counter("contiv_controller_errors_total", "Handler and apply errors.",
 			func(s Status) uint64 { return s.Errors }),
 		counter("contiv_controller_decode_errors_total",

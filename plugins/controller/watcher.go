@@ -39,14 +39,19 @@ type watcherParams struct {
 	q         *queue
 	st        *status
 	jitter    time.Duration
+	// clusterSize, when set, tells how many nodes the cluster has: the
+	// re-listing after an outage spreads with it.
+	clusterSize func() int
 }
 
 // watcher lists the watched resources at one revision, queues the listing
 // as a resync, then watches from the next revision and queues every change.
-// When the watch is lost (error, compaction, closed channel, reconnection
-// to etcd) it lists again: the listing supersedes whatever the lost watch
-// may have missed, and the revision it was taken at is where the next
-// watch starts, so no change is lost or delivered twice.
+// After a reconnection to an etcd that kept its history, each watch resumes
+// after the last revision it delivered. When the watch is lost otherwise
+// (error, compaction, closed channel, a reconnection to an etcd restored or
+// wiped) it lists again: the listing supersedes whatever the lost watch may
+// have missed, and the revision it was taken at is where the next watch
+// starts, so no change is lost or delivered twice.
 //
 // Values that cannot be decoded are logged with their key, counted and
 // skipped: the controller keeps the key's last good value.
@@ -99,7 +104,7 @@ func (w *watcher) run(ctx context.Context) {
 			continue
 		}
 		// Once queued, the listing is the loop's.
-		rev := l.snap.Revision
+		rev, cluster := l.snap.Revision, l.cluster
 		w.log.Info("listed etcd", "kind", kind, "rev", rev, "objects", len(l.snap.Objects), "skipped", len(l.bad))
 		w.q.pushResync(kind, l)
 		if kind == ResyncRelist {
@@ -111,14 +116,31 @@ func (w *watcher) run(ctx context.Context) {
 			w.afterList()
 		}
 
-		healthy, err := w.watch(ctx, rev, reconnected)
-		if ctx.Err() != nil {
-			return
+		next := make(map[string]int64, len(w.prefixes))
+		for _, p := range w.prefixes {
+			next[p] = rev + 1
+		}
+		var healthy bool
+		for {
+			healthy, err = w.watch(ctx, next, reconnected)
+			if ctx.Err() != nil {
+				return
+			}
+			// Back from an etcd outage: when etcd kept its history, each
+			// watch resumes where it stopped and nothing is listed again
+			// (a herd of agents re-listing is what an outage must not
+			// cause); a compacted revision fails the watch, and then the
+			// watcher lists.
+			if !errors.Is(err, errReconnected) || !w.resumable(ctx, cluster, next) {
+				break
+			}
+			w.st.resumes.Add(1)
+			w.log.Info("etcd is back with its history; resuming the watch", "from", next)
 		}
 		if healthy {
 			bo.reset()
 			w.log.Info("etcd watch ended; re-listing", "reason", err)
-			if errors.Is(err, errReconnected) && w.jitter > 0 && !sleep(ctx, rand.N(w.jitter)) {
+			if errors.Is(err, errReconnected) && !sleep(ctx, w.relistDelay()) {
 				return
 			}
 			continue
@@ -170,6 +192,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 		}
 		if l.snap.Revision == 0 {
 			l.snap.Revision = resp.Header.Revision
+			l.cluster = resp.Header.ClusterId
 		}
 		for _, kv := range resp.Kvs {
 			k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
@@ -215,12 +238,12 @@ func (w *watcher) watched(key []byte) bool {
 // watch queues the changes after revision rev until the watch is lost or
 // ctx is done. healthy tells that the watch worked (it delivered, or it
 // ended for a reason that is no failure of its own).
-func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struct{}) (healthy bool, err error) {
+func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected <-chan struct{}) (healthy bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wch := w.watchAll(wctx, &wg, rev+1)
+	wch := w.watchAll(wctx, &wg, next)
 	for {
 		select {
 		case <-ctx.Done():
@@ -235,41 +258,85 @@ func (w *watcher) watch(ctx context.Context, rev int64, reconnected <-chan struc
 			}
 			resp := r.resp
 			if err := resp.Err(); err != nil {
-				return healthy, fmt.Errorf("watch after revision %d: %w", rev, err)
+				return healthy, fmt.Errorf("watch of %s from revision %d: %w", r.prefix, next[r.prefix], err)
 			}
 			if resp.Canceled {
-				return healthy, fmt.Errorf("watch after revision %d: cancelled by etcd", rev)
+				return healthy, fmt.Errorf("watch of %s from revision %d: cancelled by etcd", r.prefix, next[r.prefix])
 			}
 			healthy = true
 			for _, ev := range resp.Events {
 				w.take(ev)
+				next[r.prefix] = max(next[r.prefix], ev.Kv.ModRevision+1)
+			}
+			if resp.IsProgressNotify() {
+				// Every change of the prefix up to the header's
+				// revision has been delivered.
+				next[r.prefix] = max(next[r.prefix], resp.Header.Revision+1)
 			}
 		}
 	}
 }
 
-// watchAll watches every resource prefix from revision from and merges
+// resumable tells whether, after a reconnection, etcd still holds the
+// history the watches were following: the same cluster, and a revision no
+// older than what they delivered (a restore from a backup or a wiped etcd
+// goes back; then only a listing is right).
+func (w *watcher) resumable(ctx context.Context, cluster uint64, next map[string]int64) bool {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := w.cli.Get(rctx, w.prefixes[0], clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return false
+	}
+	for _, n := range next {
+		if resp.Header.Revision < n-1 {
+			return false
+		}
+	}
+	return resp.Header.ClusterId == cluster
+}
+
+// relistDelay spreads the agents' re-listing after etcd comes back: a
+// random delay below the jitter, scaled by the cluster's size (one jitter
+// per relistNodesPerJitter nodes), so that thousands of agents do not list
+// etcd at once.
+func (w *watcher) relistDelay() time.Duration {
+	if w.jitter <= 0 {
+		return 0
+	}
+	span := w.jitter
+	if w.clusterSize != nil {
+		span *= time.Duration(max(1, w.clusterSize()/relistNodesPerJitter))
+	}
+	return rand.N(span)
+}
+
+// relistNodesPerJitter is how many nodes share one RelistJitter of the
+// spread: 5000 nodes re-list over 10 jitters.
+const relistNodesPerJitter = 500
+
+// watchAll watches every resource prefix from its next revision and merges
 // the responses into one channel; a response with ok unset tells that one
 // watch ended. One watch per resource (multiplexed by the client on one
 // stream) keeps the agent from receiving keys under the prefix that are not
 // cluster state, such as every node's pod IP allocations. The goroutines
 // end with ctx.
-func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, from int64) <-chan watchResp {
+func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, next map[string]int64) <-chan watchResp {
 	out := make(chan watchResp)
 	for _, p := range w.prefixes {
-		wch := w.cli.Watch(ctx, p, clientv3.WithPrefix(), clientv3.WithRev(from))
+		wch := w.cli.Watch(ctx, p, clientv3.WithPrefix(), clientv3.WithRev(next[p]), clientv3.WithProgressNotify())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for resp := range wch {
 				select {
-				case out <- watchResp{resp: resp, ok: true}:
+				case out <- watchResp{prefix: p, resp: resp, ok: true}:
 				case <-ctx.Done():
 					return
 				}
 			}
 			select {
-			case out <- watchResp{}:
+			case out <- watchResp{prefix: p}:
 			case <-ctx.Done():
 			}
 		}()
@@ -279,8 +346,9 @@ func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, from int64) 
 
 // watchResp is one response of one of the merged watches.
 type watchResp struct {
-	resp clientv3.WatchResponse
-	ok   bool
+	prefix string
+	resp   clientv3.WatchResponse
+	ok     bool
 }
 
 // take queues one watched change.

@@ -69,12 +69,11 @@ func TestUndecodableValuesAreLoggedCountedAndSkipped(t *testing.T) {
 	rec.checkConsistent(t)
 }
 
-func TestEtcdRestartRelistsAndLosesNothing(t *testing.T) {
+func TestEtcdRestartResumesAndLosesNothing(t *testing.T) {
 	srv, cli := testEtcd(t)
 	put(t, cli, ns("a", "1"))
 	put(t, cli, ns("b", "1"))
 	rec := newRecorder("rec", nil)
-	// Agents spread their re-listing after etcd comes back (jitter).
 	ctl := New(Params{Client: cli, Handlers: []Handler{rec},
 		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
 		RelistJitter:   300 * time.Millisecond})
@@ -89,16 +88,42 @@ func TestEtcdRestartRelistsAndLosesNothing(t *testing.T) {
 	put(t, cli, ns("b", "2"))
 	put(t, cli, ns("d", "1"))
 
-	eventually(t, "relist after the restart", func() bool { return rec.sawResync(ResyncRelist) })
+	// etcd kept its history: the watches resume, nothing is listed again
+	// (thousands of agents re-listing at once is what an outage must not
+	// cause).
+	eventually(t, "watch resumed after the restart", func() bool { return ctl.Status().Resumes > 0 })
 	eventually(t, "view equals etcd", func() bool { return rec.viewEquals(t, cli) })
 	want := map[kubestate.Key]kubestate.Object{nsKey("b"): ns("b", "2"), nsKey("c"): ns("c", "1"), nsKey("d"): ns("d", "1")}
 	if view, _, _ := rec.snapshot(); !reflect.DeepEqual(view, want) {
 		t.Errorf("view %v, want %v", view, want)
 	}
-	if st := ctl.Status(); st.Relists == 0 {
-		t.Errorf("status %+v: no relist counted", st)
+	if st := ctl.Status(); st.Relists != 0 || rec.sawResync(ResyncRelist) {
+		t.Errorf("status %+v: re-listed an etcd that kept its history", st)
 	}
 	// Every change was delivered once, on top of what the handler held.
+	rec.checkConsistent(t)
+}
+
+func TestEtcdWipedRelists(t *testing.T) {
+	srv, cli := testEtcd(t)
+	put(t, cli, ns("a", "1"))
+	put(t, cli, ns("b", "1"))
+	put(t, cli, ns("c", "1"))
+	rec := newRecorder("rec", nil)
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec},
+		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	// etcd comes back empty (data lost, or restored from an old backup):
+	// its history is not the one the watch followed; only a listing is
+	// right.
+	srv.Wipe()
+	put(t, cli, ns("d", "1"))
+	eventually(t, "relist after the wipe", func() bool { return rec.sawResync(ResyncRelist) })
+	eventually(t, "view equals etcd", func() bool { return rec.viewEquals(t, cli) })
+	if st := ctl.Status(); st.Resumes != 0 {
+		t.Errorf("status %+v: resumed a watch on a wiped etcd", st)
+	}
 	rec.checkConsistent(t)
 }
 
