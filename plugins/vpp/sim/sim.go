@@ -74,6 +74,8 @@ type VPP struct {
 	rng      *rand.Rand
 	lastAck  time.Time
 	sessions *sessionTable // sessions.go
+	cnat     *cnatState    // cnat.go
+	cnatSess *cnatSessions // cnat_sessions.go
 
 	// Restarts and crashes.
 	startup   []*iface    // interfaces the startup configuration re-creates
@@ -103,6 +105,8 @@ func New(opts Options) *VPP {
 		calls:   make(map[string]int),
 	}
 	v.sessions = newSessionTable(opts) // sessions.go
+	v.cnat = newCnatState()
+	v.cnatSess = newCnatSessions(opts)
 	v.fib.reset()
 	if v.version == "" {
 		v.version = DefaultVersion
