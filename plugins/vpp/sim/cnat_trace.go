@@ -60,8 +60,9 @@ type CnatReach struct {
 //     with ALLOC_PORT) makes the backend see that address.
 //   - Under the K8S policy with an SNAT address of the packet's family:
 //     a hairpin (the backend is the client) and a remote backend reached
-//     from outside (the ingress interface is not in the POD table) see
-//     the SNAT address; every other backend sees the client.
+//     from outside (the ingress interface is not in the POD table, which
+//     is not empty) see the SNAT address; every other backend sees the
+//     client.
 //   - Under another policy (NONE, IF_PFX) or without an SNAT address,
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
 //
@@ -98,15 +99,20 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		return res
 	}
 	seen := map[netip.AddrPort]int{}
+	var count []int
 	for _, rp := range paths {
 		if i, ok := seen[rp.dst]; ok {
-			res.Backends[i].Weight += 1 / float64(len(paths))
+			count[i]++
 			continue
 		}
 		seen[rp.dst] = len(res.Backends)
-		r := CnatReach{Backend: rp.dst, Weight: 1 / float64(len(paths)), Local: v.cnatLocal(rp.dst.Addr())}
+		count = append(count, 1)
+		r := CnatReach{Backend: rp.dst, Local: v.cnatLocal(rp.dst.Addr())}
 		r.Src, r.Verdict, r.Reason = v.cnatSource(p, rp, r.Local)
 		res.Backends = append(res.Backends, r)
+	}
+	for i := range res.Backends {
+		res.Backends[i].Weight = float64(count[i]) / float64(len(paths))
 	}
 	slices.SortFunc(res.Backends, func(a, b CnatReach) int { return a.Backend.Compare(b.Backend) })
 	return res
@@ -149,11 +155,14 @@ func (v *VPP) cnatLocal(a netip.Addr) bool {
 	return false
 }
 
-// fromPod tells whether a packet arrives on an interface of the POD
-// table.
-func (v *VPP) fromPod(p Packet) bool {
+// fromOutside tells whether a packet comes from outside the node's pods:
+// it arrives on an interface that is not in the POD table.
+// ASSUMPTION: with an empty POD table (no node SNAT configuration) every
+// client counts as a pod's.
+func (v *VPP) fromOutside(p Packet) bool {
+	pods := v.cnat.tables[cnat.CNAT_POLICY_POD]
 	idx, ok := v.ifaceIndex(p.Ingress)
-	return ok && v.cnat.tables[cnat.CNAT_POLICY_POD][idx]
+	return len(pods) > 0 && (!ok || !pods[idx])
 }
 
 // snatAddr is the SNAT address of an address's family (invalid if none
@@ -177,7 +186,7 @@ func (v *VPP) cnatSource(p Packet, rp resolvedPath, local bool) (netip.Addr, Ver
 		return rp.src, Translated, "the path's source endpoint"
 	}
 	hairpin := rp.dst.Addr() == p.Src
-	outside := !local && !v.fromPod(p)
+	outside := !local && v.fromOutside(p)
 	if !hairpin && !outside {
 		return p.Src, Translated, "the client's own address"
 	}
