@@ -151,6 +151,8 @@ func (v *VPP) cnatTranslationUpdate(req *cnat.CnatTranslationUpdate) []api.Messa
 		return reply(r, 0)
 	}
 	c := v.cnat
+	// ASSUMPTION: the key is the VIP address as given (an interface-based
+	// VIP is not resolved for it).
 	key := cnatKey{vip: anyAddr(t.Vip.Addr), port: t.Vip.Port, proto: uint8(t.IPProto)}
 	paths := make([]cnatPath, len(t.Paths))
 	for i, p := range t.Paths {

@@ -224,3 +224,18 @@ func (c *cnatState) excluded(a netip.Addr) bool {
 	}
 	return false
 }
+
+// dropInterface forgets a deleted interface's cnat nodes and SNAT policy
+// table entries.
+// ASSUMPTION: VPP drops them with the interface (unrecorded); a new
+// interface that gets the freed index starts without them.
+func (c *cnatState) dropInterface(idx uint32) {
+	for k := range c.features {
+		if k.swIf == idx {
+			delete(c.features, k)
+		}
+	}
+	for _, t := range c.tables {
+		delete(t, idx)
+	}
+}

@@ -387,6 +387,21 @@ func TestCnatFeatures(t *testing.T) {
 	if n := v.CnatFeatureCount("host-vcw2", "cnat-input-ip4"); n != 0 {
 		t.Errorf("host-vcw2: %d", n)
 	}
+	// Deleting an interface drops its cnat nodes and policy tables; the
+	// interface that gets its index starts without them.
+	send(t, v, conn, &cnat.CnatSnatPolicyAddDelIf{SwIfIndex: 8, IsAdd: 1, Table: cnat.CNAT_POLICY_POD})
+	if rv := fe(8, true, "ip4-unicast", "cnat-input-ip4"); rv != 0 {
+		t.Fatal(rv)
+	}
+	if err := v.DelInterface("host-vcl1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.AddInterface("host-new", "default/new"); err != nil {
+		t.Fatal(err)
+	}
+	if n, pod := v.CnatFeatureCount("host-new", "cnat-input-ip4"), v.CnatSnatState().Pod; n != 0 || len(pod) != 0 {
+		t.Errorf("the interface re-using index 8 has cnat-input-ip4 %d times, POD table %v", n, pod)
+	}
 	v.Restart()
 	if n := v.CnatFeatureCount("host-vcw1", "cnat-output-ip4"); n != 0 {
 		t.Errorf("after a restart cnat-output-ip4 is still on host-vcw1 (%d)", n)
