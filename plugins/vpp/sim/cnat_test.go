@@ -402,6 +402,10 @@ func TestCnatFeatures(t *testing.T) {
 	if n, pod := v.CnatFeatureCount("host-new", "cnat-input-ip4"), v.CnatSnatState().Pod; n != 0 || len(pod) != 0 {
 		t.Errorf("the interface re-using index 8 has cnat-input-ip4 %d times, POD table %v", n, pod)
 	}
+	// VPP 25.02 has no feature_is_enabled: nothing reads features back.
+	if _, err := v.GetMsgID("feature_is_enabled", (&featureapi.FeatureIsEnabled{}).GetCrcString()); err == nil {
+		t.Error("feature_is_enabled is in the message table")
+	}
 	v.Restart()
 	if n := v.CnatFeatureCount("host-vcw1", "cnat-output-ip4"); n != 0 {
 		t.Errorf("after a restart cnat-output-ip4 is still on host-vcw1 (%d)", n)
