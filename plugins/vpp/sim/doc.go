@@ -11,7 +11,8 @@
 //
 //   - The message table: every message of govpp's binapi packages
 //     memclnt, vpe, vlib, interface, ip, nat44_ed, cnat and feature (all
-//     compatible with 25.02); Options.Without removes some. Only the messages listed in
+//     compatible with 25.02), but feature_is_enabled, which 25.02 lacks;
+//     Options.Without removes some. Only the messages listed in
 //     messages.go are answered; the others fail to send.
 //   - control_ping (vpe_pid = the PID, new after every restart or
 //     crash), show_version, show_threads (one main thread).
