@@ -201,8 +201,8 @@ func (c *cnatState) lookup(id uint32) *cnatTranslation {
 	return c.pool[id]
 }
 
-// cnatTranslationDel deletes by id: the sessions it made live on
-// (cnat_sessions.go), new connections to its VIP fail.
+// cnatTranslationDel deletes by id (a missing one -> -6): its sessions
+// live on (cnat_sessions.go), new connections to its VIP fail.
 func (v *VPP) cnatTranslationDel(req *cnat.CnatTranslationDel) []api.Message {
 	r := &cnat.CnatTranslationDelReply{}
 	if v.cnat.lookup(req.ID) == nil {
