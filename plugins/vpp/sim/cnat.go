@@ -267,8 +267,8 @@ type CnatTranslation struct {
 	Flags          uint8
 	// Paths are the paths' destinations in request order (a repeated
 	// path weighs more), as resolved: an unresolved interface path is
-	// 0.0.0.0:port. PathSrcs are their source endpoints (0.0.0.0:0 when
-	// the request left them unset).
+	// 0.0.0.0:port. PathSrcs are their source endpoints (the
+	// unspecified address and port 0 when the request left them unset).
 	Paths    []netip.AddrPort
 	PathSrcs []netip.AddrPort
 }
