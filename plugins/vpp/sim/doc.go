@@ -10,8 +10,9 @@
 // # What is modelled
 //
 //   - The message table: every message of govpp's binapi packages
-//     memclnt, vpe, vlib, interface, ip and nat44_ed (all compatible with
-//     25.02); Options.Without removes some. Only the messages listed in
+//     memclnt, vpe, vlib, interface, ip, nat44_ed, cnat and feature (all
+//     compatible with 25.02), but feature_is_enabled, which 25.02 lacks;
+//     Options.Without removes some. Only the messages listed in
 //     messages.go are answered; the others fail to send.
 //   - control_ping (vpe_pid = the PID, new after every restart or
 //     crash), show_version, show_threads (one main thread).
@@ -40,6 +41,23 @@
 //     their own pool), mappings bound to an interface's address
 //     (resolved at once when the interface has one, and listed after the
 //     others), every return value the corpus shows.
+//   - cnat (FACTS.md §6): translations keyed by (VIP, port, protocol)
+//     in a pool (id = pool index, freed ids reused last-freed-first, a
+//     purge frees them in pool order); an update on a key keeps its id,
+//     replaces the paths and flags and ignores lb_type and
+//     flow_hash_config; delete by id (missing -> -6); the dump reads back
+//     VIP, id, protocol, lb_type and the paths (interface paths resolved
+//     from the interface's address; path flags | 1 when resolved), never
+//     flags, is_real_ip or flow_hash_config; 0 paths crash. SNAT
+//     addresses (interface-based ones resolved), policy (3 and up ->
+//     +1), interface tables 0..3 (else -7; unknown interface -2),
+//     exclude prefixes (masked; deleting a missing one -> +1).
+//     feature_enable_disable for the cnat nodes on their arcs, counted
+//     (enabling twice puts the node there twice; bad node or arc -> -7,
+//     bad interface -> -2). cnat_session_dump lists OpenCnatSession's
+//     sessions; cnat_session_purge deletes every session and every
+//     translation. CnatTranslations, CnatSnatState and CnatFeatureCount
+//     read the state.
 //   - FIB routes added by ip_route_add_del (drop or not; idempotent add;
 //     deleting a missing route answers 0): Routes, and the longest-prefix
 //     lookup the translation oracle uses. IPv4 tables exist for VRF 0,
@@ -52,8 +70,13 @@
 // $CONTIV_VPP_CORPUS to override) against a fresh simulated VPP set up
 // with the recording's interfaces, through a real govpp connection, and
 // compares every reply, details message and event, field by field. What
-// it does not compare is in one skip table with a reason each (cnat, the
-// debug CLI, build dates, VPP's own FIB entries).
+// it does not compare is in one skip table with a reason each (the debug
+// CLI, build dates, VPP's own FIB entries, cnat sessions made by the
+// recording's traffic). The cnat files are replayed one request per
+// connection, as recorded; where a file's VPP instance had been sent
+// more than the file holds (other files' requests, an unrecorded
+// capacity probe) or a file spans several instances, corpusInstances
+// rebuilds each instance.
 //
 // # Crashes
 //
@@ -102,7 +125,13 @@
 // the 256-locals crash needs the plugin enabled and happens on delete
 // too; a route into an unknown table creates it (the real VPP probably
 // refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
-// address ranges past 65536 addresses -> -7.
+// address ranges past 65536 addresses -> -7; cnat (each marked in
+// cnat*.go): is_real_ip is overwritten by an update; interface endpoints
+// resolve IPv4 addresses only; SNAT addresses with an interface ignore
+// the given ones; a refused SNAT policy leaves the policy as it was;
+// interfaces are checked before tables and feature names; cnat-snat-ip6
+// is on ip6-unicast; no other feature is known; session dumps list
+// sessions in ID order; sessions never expire.
 //
 // The translation oracle has two questions. Translate answers the
 // mapping lookup alone: which mapping a packet arriving on an interface
@@ -134,6 +163,19 @@
 // as it crashes VPP 25.02. Sessions never expire by time (an assumption:
 // only configuration changes and restarts end them).
 //
+// cnat sessions (OpenCnatSession, CnatSessionAlive, CnatSessionsCut,
+// CnatSessionsLost) follow FACTS.md §6: a new connection hashes its flow
+// (flow_hash_config; SRC_IP keeps a client address on one backend) over
+// the translation's resolved paths (default: modulo, Maglev: a 1009-slot
+// table); a repeated path weighs more. No translation update or delete
+// cuts a session (a removed backend keeps its connections and gets no
+// new ones; a deleted translation's connections finish, new ones fail);
+// cnat_session_purge cuts them all; a restart or crash loses them.
+// CnatTrace is the cnat oracle: the backends, their weights and the
+// source address each sees (the client, the K8S policy's SNAT address
+// for a hairpin or a remote backend reached from outside, a path's
+// source endpoint), documented on CnatTrace.
+//
 // It knows nothing about the agent: only govpp's binary API and the
-// NAT44 model of servicerenderer/nat44.
+// NAT44 model of servicerenderer/nat44 (its Protocol type).
 package sim

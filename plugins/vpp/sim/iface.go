@@ -167,8 +167,8 @@ func (v *VPP) createLocked(idx uint32, s InterfaceSpec) uint32 {
 	return idx
 }
 
-// DelInterface deletes an interface and the NAT44 features on it; a
-// registered client gets a "deleted" event.
+// DelInterface deletes an interface and the NAT44 and cnat features on
+// it; a registered client gets a "deleted" event.
 func (v *VPP) DelInterface(name string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -187,6 +187,7 @@ func (v *VPP) deleteLocked(idx uint32) {
 	delete(v.ifaces, idx)
 	v.freeIf = append(v.freeIf, idx)
 	v.nat.dropInterface(idx)
+	v.cnat.dropInterface(idx)
 	v.eventLocked(idx, 0, true)
 }
 

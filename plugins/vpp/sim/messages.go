@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/cnat"
+	featureapi "go.fd.io/govpp/binapi/feature"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/memclnt"
@@ -15,10 +17,16 @@ import (
 )
 
 // tablePackages are the govpp binapi packages whose messages the
-// simulated VPP's message table lists, as VPP 25.02 with the nat plugin
-// does (all of them pass govpp's compatibility check, connect.jsonl);
-// only those in messageDefs are answered.
-var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed"}
+// simulated VPP's message table lists, as VPP 25.02 with the nat and
+// cnat plugins does (all of them pass govpp's compatibility check,
+// connect.jsonl and cnat_compat.jsonl); only those in messageDefs are
+// answered.
+var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature"}
+
+// tableLacks are messages of tablePackages that VPP 25.02 does not have
+// (connect.jsonl's message table): govpp's binapi is generated from a
+// later VPP.
+var tableLacks = map[string]bool{"feature_is_enabled": true, "feature_is_enabled_reply": true}
 
 // tableMessages returns the messages of tablePackages, sorted by name.
 func tableMessages() []api.Message {
@@ -29,7 +37,7 @@ func tableMessages() []api.Message {
 	var out []api.Message
 	for _, msgs := range api.GetRegisteredMessages() {
 		for _, m := range msgs {
-			if want[path.Base(reflect.TypeOf(m).Elem().PkgPath())] {
+			if want[path.Base(reflect.TypeOf(m).Elem().PkgPath())] && !tableLacks[m.GetMessageName()] {
 				out = append(out, m)
 			}
 		}
@@ -107,6 +115,19 @@ func messageDefs() []*msgDef {
 		def(read, &nat44_ed.Nat44LbStaticMappingDump{}, (*VPP).lbStaticMappingDump, &nat44_ed.Nat44LbStaticMappingDetails{}),
 		def(write, &nat44_ed.Nat44AddDelIdentityMapping{}, (*VPP).addDelIdentityMapping, &nat44_ed.Nat44AddDelIdentityMappingReply{}),
 		def(read, &nat44_ed.Nat44IdentityMappingDump{}, (*VPP).identityMappingDump, &nat44_ed.Nat44IdentityMappingDetails{}),
+
+		// cnat.go, cnat_snat.go, cnat_sessions.go
+		def(write, &cnat.CnatTranslationUpdate{}, (*VPP).cnatTranslationUpdate, &cnat.CnatTranslationUpdateReply{}),
+		def(write, &cnat.CnatTranslationDel{}, (*VPP).cnatTranslationDel, &cnat.CnatTranslationDelReply{}),
+		def(read, &cnat.CnatTranslationDump{}, (*VPP).cnatTranslationDump, &cnat.CnatTranslationDetails{}),
+		def(write, &cnat.CnatSessionPurge{}, (*VPP).cnatSessionPurge, &cnat.CnatSessionPurgeReply{}),
+		def(read, &cnat.CnatSessionDump{}, (*VPP).cnatSessionDump, &cnat.CnatSessionDetails{}),
+		def(write, &cnat.CnatSetSnatAddresses{}, (*VPP).cnatSetSnatAddresses, &cnat.CnatSetSnatAddressesReply{}),
+		def(read, &cnat.CnatGetSnatAddresses{}, (*VPP).cnatGetSnatAddresses, &cnat.CnatGetSnatAddressesReply{}),
+		def(write, &cnat.CnatSetSnatPolicy{}, (*VPP).cnatSetSnatPolicy, &cnat.CnatSetSnatPolicyReply{}),
+		def(write, &cnat.CnatSnatPolicyAddDelIf{}, (*VPP).cnatSnatPolicyAddDelIf, &cnat.CnatSnatPolicyAddDelIfReply{}),
+		def(write, &cnat.CnatSnatPolicyAddDelExcludePfx{}, (*VPP).cnatSnatPolicyAddDelExcludePfx, &cnat.CnatSnatPolicyAddDelExcludePfxReply{}),
+		def(write, &featureapi.FeatureEnableDisable{}, (*VPP).featureEnableDisable, &featureapi.FeatureEnableDisableReply{}),
 	}
 }
 

@@ -17,7 +17,7 @@ type RestartOptions struct {
 // RestartWith(RestartOptions{}).
 func (v *VPP) Restart() { v.RestartWith(RestartOptions{}) }
 
-// RestartWith simulates a VPP restart: all NAT44 and FIB state is lost,
+// RestartWith simulates a VPP restart: all NAT44, cnat and FIB state is lost,
 // the process ID changes and the current client connection breaks (its
 // calls fail with ErrConnectionReset until it reconnects; its
 // want_interface_events registration is gone). Every interface but
@@ -48,6 +48,8 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	}
 	v.nat = newNATState()
 	v.loseSessionsLocked() // sessions.go
+	v.cnat = newCnatState()
+	v.loseCnatSessionsLocked() // cnat_sessions.go
 	v.fib.reset()
 	v.ifaces = map[uint32]*iface{0: newLocal0()}
 	v.freeIf = nil

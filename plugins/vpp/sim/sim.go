@@ -30,10 +30,11 @@ type Options struct {
 	// It runs on the caller's goroutine and must not block.
 	OnAck func(msg string, at time.Time)
 	// SessionSeed seeds OpenSession's deterministic choice of backends
-	// (sessions.go).
+	// (sessions.go) and OpenCnatSession's flow hash (cnat_sessions.go).
 	SessionSeed uint64
 	// OnCut, when set, is called with the number of sessions a
-	// configuration change cut (sessions.go), with the simulator's lock
+	// configuration change cut (sessions.go; cnat_session_purge,
+	// cnat_sessions.go), with the simulator's lock
 	// held: it must not block or call the VPP's methods.
 	OnCut func(n int)
 }
@@ -74,6 +75,8 @@ type VPP struct {
 	rng      *rand.Rand
 	lastAck  time.Time
 	sessions *sessionTable // sessions.go
+	cnat     *cnatState    // cnat.go
+	cnatSess *cnatSessions // cnat_sessions.go
 
 	// Restarts and crashes.
 	startup   []*iface    // interfaces the startup configuration re-creates
@@ -103,6 +106,8 @@ func New(opts Options) *VPP {
 		calls:   make(map[string]int),
 	}
 	v.sessions = newSessionTable(opts) // sessions.go
+	v.cnat = newCnatState()
+	v.cnatSess = newCnatSessions(opts)
 	v.fib.reset()
 	if v.version == "" {
 		v.version = DefaultVersion

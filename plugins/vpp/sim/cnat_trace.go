@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"go.fd.io/govpp/binapi/cnat"
+)
+
+// CnatResult is CnatTrace's answer for one packet.
+type CnatResult struct {
+	// Verdict is Translated (a translation matched and has a resolved
+	// path), Dropped (a translation matched but has no resolved path) or
+	// NotTranslated (no translation of the destination address, port and
+	// protocol).
+	Verdict Verdict
+	Reason  string
+	// TranslationID is the matching translation's id (Translated,
+	// Dropped).
+	TranslationID uint32
+	// Backends are the distinct backends a translated packet may reach,
+	// sorted by address and port, with their weights.
+	Backends []CnatReach
+	// Src is, for a packet no translation matched, the source address it
+	// leaves with: the SNAT address when the SNAT policy source-NATs it
+	// (an INCLUDE_V4/V6 interface, a destination outside every exclude
+	// prefix), else its own.
+	Src netip.Addr
+}
+
+// CnatReach is one backend of a cnat translation.
+type CnatReach struct {
+	Backend netip.AddrPort
+	// Weight is the backend's share of the translation's resolved paths
+	// (a repeated path weighs more: w1 x8, w2, w3 -> 0.8, 0.1, 0.1); the
+	// weights sum to 1.
+	Weight float64
+	// Local tells a backend behind a pod interface of this node (an
+	// interface in the POD table whose address prefix holds the
+	// backend's address) from a remote one.
+	Local bool
+	// Src is the client's address as the backend sees it.
+	Src netip.Addr
+	// Verdict is Translated, or Dropped when the connection fails
+	// (hairpin, or a remote backend reached from outside, without the
+	// K8S policy's source NAT). Reason says why.
+	Verdict Verdict
+	Reason  string
+}
+
+// CnatTrace tells where the cnat configuration the simulated VPP holds
+// sends a packet, and with which source address each backend sees it
+// (FACTS.md §6), in a simple model:
+//
+//   - A translation matches the destination address, port and protocol
+//     exactly (port 0 is no wildcard). Its resolved paths are the
+//     backends; a repeated path weighs more.
+//   - A path with a source endpoint address (src_ep, e.g. the node IP
+//     with ALLOC_PORT) makes the backend see that address.
+//   - Under the K8S policy with an SNAT address of the packet's family:
+//     a hairpin (the backend is the client) and a remote backend reached
+//     from outside (the ingress interface is not in the POD table, which
+//     is not empty) see the SNAT address; every other backend sees the
+//     client.
+//   - Under another policy (NONE, IF_PFX) or without an SNAT address,
+//     those two cases fail (recorded in FIB mode: no SNAT, no answer).
+//
+// ASSUMPTION: translations apply whatever cnat nodes are on the arcs (VPP
+// installs a FIB entry per VIP); exclude prefixes do not stop the K8S
+// policy's SNAT of a remote backend (recorded: the pod CIDR was excluded
+// and NodePort to a remote pod was still SNATed); a pod client reaching
+// a remote backend keeps its address. Like Trace, CnatTrace is a query:
+// it opens no session.
+func (v *VPP) CnatTrace(p Packet) CnatResult {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cnatTraceLocked(p)
+}
+
+func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
+	c := v.cnat
+	id, ok := c.byKey[cnatKey{vip: p.Dst, port: p.DstPort, proto: uint8(p.Proto)}]
+	if !ok {
+		src := p.Src
+		if s, ok := v.cnatOutboundSNAT(p); ok {
+			src = s
+		}
+		return CnatResult{Verdict: NotTranslated, Src: src,
+			Reason: fmt.Sprintf("no cnat translation of %v port %d protocol %d", p.Dst, p.DstPort, p.Proto)}
+	}
+	tr := c.pool[id]
+	paths := v.resolvedPaths(tr)
+	res := CnatResult{Verdict: Translated, TranslationID: id,
+		Reason: fmt.Sprintf("cnat translation %d (%d of %d paths resolved)", id, len(paths), len(tr.paths))}
+	if len(paths) == 0 {
+		res.Verdict = Dropped
+		res.Reason = fmt.Sprintf("cnat translation %d has no resolved path: dropped", id)
+		return res
+	}
+	seen := map[netip.AddrPort]int{}
+	var count []int
+	for _, rp := range paths {
+		if i, ok := seen[rp.dst]; ok {
+			count[i]++
+			continue
+		}
+		seen[rp.dst] = len(res.Backends)
+		count = append(count, 1)
+		r := CnatReach{Backend: rp.dst, Local: v.cnatLocal(rp.dst.Addr())}
+		r.Src, r.Verdict, r.Reason = v.cnatSource(p, rp, r.Local)
+		res.Backends = append(res.Backends, r)
+	}
+	for i := range res.Backends {
+		res.Backends[i].Weight = float64(count[i]) / float64(len(paths))
+	}
+	slices.SortFunc(res.Backends, func(a, b CnatReach) int { return a.Backend.Compare(b.Backend) })
+	return res
+}
+
+// resolvedPath is a path with its addresses resolved.
+type resolvedPath struct {
+	dst netip.AddrPort
+	src netip.Addr // invalid when the path sets no source
+}
+
+// resolvedPaths are a translation's usable paths, in order, repeats
+// kept (an unresolved interface path is not used).
+func (v *VPP) resolvedPaths(tr *cnatTranslation) []resolvedPath {
+	out := make([]resolvedPath, 0, len(tr.paths))
+	for _, p := range tr.paths {
+		d, ok := v.resolve(p.dst)
+		if !ok {
+			continue
+		}
+		rp := resolvedPath{dst: netip.AddrPortFrom(d, p.dst.port)}
+		if s, ok := v.resolve(p.src); ok && !s.IsUnspecified() {
+			rp.src = s
+		}
+		out = append(out, rp)
+	}
+	return out
+}
+
+// cnatLocal tells whether an address is behind a pod interface of this
+// node: an interface in the POD table whose address prefix holds it.
+// ASSUMPTION: the simulated VPP knows pod addresses from the interfaces'
+// addresses only (InterfaceSpec.Address).
+func (v *VPP) cnatLocal(a netip.Addr) bool {
+	for idx := range v.cnat.tables[cnat.CNAT_POLICY_POD] {
+		if i, ok := v.ifaces[idx]; ok && i.addr.IsValid() && i.addr.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromOutside tells whether a packet comes from outside the node's pods:
+// it arrives on an interface that is not in the POD table.
+// ASSUMPTION: with an empty POD table (no node SNAT configuration) every
+// client counts as a pod's.
+func (v *VPP) fromOutside(p Packet) bool {
+	pods := v.cnat.tables[cnat.CNAT_POLICY_POD]
+	idx, ok := v.ifaceIndex(p.Ingress)
+	return len(pods) > 0 && (!ok || !pods[idx])
+}
+
+// snatAddr is the SNAT address of an address's family (invalid if none
+// is set).
+func (v *VPP) snatAddr(family netip.Addr) netip.Addr {
+	ip4, ip6 := v.snatAddrs()
+	a := ip6
+	if family.Is4() {
+		a = ip4
+	}
+	if a.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return a
+}
+
+// cnatSource is the source a backend sees, and whether the connection
+// works, by the rules of CnatTrace.
+func (v *VPP) cnatSource(p Packet, rp resolvedPath, local bool) (netip.Addr, Verdict, string) {
+	if rp.src.IsValid() {
+		return rp.src, Translated, "the path's source endpoint"
+	}
+	hairpin := rp.dst.Addr() == p.Src
+	outside := !local && v.fromOutside(p)
+	if !hairpin && !outside {
+		return p.Src, Translated, "the client's own address"
+	}
+	why := "hairpin (the backend is the client)"
+	if !hairpin {
+		why = "a remote backend reached from outside"
+	}
+	snat := v.snatAddr(p.Src)
+	if v.cnat.policy == cnat.CNAT_POLICY_K8S && snat.IsValid() {
+		return snat, Translated, why + ": source-NATed to the SNAT address by the K8S policy"
+	}
+	return p.Src, Dropped, why + " without the K8S policy's source NAT: the reply does not come back"
+}
+
+// cnatOutboundSNAT is the SNAT of an untranslated packet from an
+// INCLUDE_V4/V6 interface to a destination outside every exclude prefix,
+// under the IF_PFX or K8S policy.
+func (v *VPP) cnatOutboundSNAT(p Packet) (netip.Addr, bool) {
+	c := v.cnat
+	if c.policy == cnat.CNAT_POLICY_NONE {
+		return netip.Addr{}, false
+	}
+	table := cnat.CNAT_POLICY_INCLUDE_V6
+	if p.Src.Is4() {
+		table = cnat.CNAT_POLICY_INCLUDE_V4
+	}
+	idx, ok := v.ifaceIndex(p.Ingress)
+	snat := v.snatAddr(p.Src)
+	if !ok || !c.tables[table][idx] || c.excluded(p.Dst) || !snat.IsValid() {
+		return netip.Addr{}, false
+	}
+	return snat, true
+}
