@@ -36,8 +36,8 @@ type fakeVPP struct {
 }
 
 type fakeTrans struct {
-	id     uint32
-	t      Translation // paths in the order sent
+	id uint32
+	t  Translation // paths in the order sent
 }
 
 func newFake(t testing.TB, ifaces ...string) *fakeVPP {
