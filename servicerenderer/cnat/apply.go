@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 )
 
 // Apply pushes the desired state to VPP. With full set, or before the
@@ -59,6 +60,11 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.loadTranslations(dumped)
 		r.synced = true
 		clear(r.failures)
+		for name := range r.pending {
+			if _, ok := r.desired.Features[name]; !ok {
+				delete(r.pending, name)
+			}
+		}
 		ops = DiffNode(r.desired, r.applied)
 		keys := make([]Key, 0, len(r.frontends))
 		for k := range r.frontends {
@@ -222,6 +228,9 @@ func (r *Renderer) run(ctx context.Context, ops []Op) error {
 			if op.Kind < OpDeleteTranslation {
 				nodeChanged = true
 			}
+			if op.Interface != "" {
+				delete(r.pending, op.Interface)
+			}
 			r.record(op)
 			continue
 		}
@@ -229,6 +238,15 @@ func (r *Renderer) run(ctx context.Context, ops []Op) error {
 			failed = map[ObjectID]struct{}{}
 		}
 		failed[id] = struct{}{}
+		if errors.Is(err, ErrNoInterface) {
+			// Not a failure: the interface is not there yet (a pod's
+			// interface being made); UpdateInterface and full applies try again.
+			if _, ok := r.pending[op.Interface]; !ok {
+				r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
+				r.log.Info("cnat: waiting for interface", "interface", op.Interface)
+			}
+			continue
+		}
 		if errors.Is(err, ErrInvalid) {
 			r.stats.Invalid++
 			r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}

@@ -61,7 +61,10 @@ type Renderer struct {
 	synced   bool
 	dirty    []*frontend
 	failures map[ObjectID]Failure
-	stats    Stats
+	// pending are the interfaces whose configuration waits for VPP to have
+	// the interface.
+	pending map[string]PendingInterface
+	stats   Stats
 }
 
 // entry is one known service and its translations, sorted by key.
@@ -122,7 +125,7 @@ func New(p Params) (*Renderer, error) {
 		log = slog.Default()
 	}
 	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
-		failures: map[ObjectID]Failure{}}
+		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}}
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -315,6 +318,7 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	defer r.mu.Unlock()
 	if role == 0 {
 		delete(r.interfaces, name)
+		delete(r.pending, name)
 		delete(r.desired.Features, name)
 		delete(r.desired.Tables, name)
 	} else {

@@ -173,18 +173,26 @@ func TestIncrementalChanges(t *testing.T) {
 	apply(t, r, false)
 	checkState(t, f, wantState(r))
 
-	// An interface VPP lacks: reported, the rest applied.
-	_ = r.UpdateInterface("nope", sr.RoleFrontend)
+	// An interface VPP lacks yet: pending, not failed; the rest applied;
+	// configured once it is there.
+	_ = r.UpdateInterface("host-late", sr.RoleFrontend)
 	_ = r.AddService(web())
-	if err := r.Apply(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	if fs := r.Failures(); len(fs) != 1 || fs[0].Object.Interface != "nope" {
-		t.Errorf("failures %v", fs)
+	apply(t, r, false)
+	if ps := r.Pending(); len(ps) != 1 || ps[0].Name != "host-late" {
+		t.Errorf("pending %v", ps)
 	}
 	if n := len(f.state().Trans); n != 3 {
 		t.Errorf("%d translations, want 3", n)
 	}
+	f.mu.Lock()
+	f.ifaces["host-late"] = true
+	f.mu.Unlock()
+	_ = r.UpdateInterface("host-late", sr.RoleFrontend)
+	apply(t, r, false)
+	if ps := r.Pending(); len(ps) != 0 {
+		t.Errorf("still pending %v", ps)
+	}
+	checkState(t, f, wantState(r))
 }
 
 // Ids are reused last in, first out: deletes must hit the right key even

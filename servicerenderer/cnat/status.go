@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // ObjectKind names the kinds of cnat objects.
@@ -94,6 +95,24 @@ func compareStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// PendingInterface is an interface whose cnat configuration waits for VPP
+// to have it (a pod's interface not yet created, say). It is not a
+// failure: every full apply, and every UpdateInterface of that name, tries
+// again.
+type PendingInterface struct {
+	Name  string
+	Since time.Time
+}
+
+// Pending lists the interfaces waiting for VPP to have them, sorted by name.
+func (r *Renderer) Pending() []PendingInterface {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := slices.Collect(maps.Values(r.pending))
+	slices.SortFunc(ps, func(a, b PendingInterface) int { return compareStrings(a.Name, b.Name) })
+	return ps
 }
 
 // Stats returns the cumulative counters.
