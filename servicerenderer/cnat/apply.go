@@ -294,7 +294,10 @@ func (r *Renderer) call(ctx context.Context, op *Op) error {
 		id := op.ID
 		if !op.HaveID {
 			// Re-read the key's id: an update of it with the paths VPP
-			// holds changes nothing and returns the id.
+			// holds changes nothing and returns the id (FACTS §6: an
+			// identical update keeps the id and every connection).
+			// ASSUMPTION: should the key be gone, the update re-creates
+			// it for the instant before the delete; harmless.
 			var err error
 			if id, err = r.vpp.UpdateTranslation(ctx, op.Translation); err != nil {
 				return err

@@ -139,6 +139,9 @@ func interfaceConfig(name string, cfg *Config) (Feature, Tables) {
 		f |= FeatureInput6 | FeatureOutput6
 	}
 	if slices.Contains(cfg.HostInterfaces, name) {
+		// ASSUMPTION: the host interconnect and other non-pod interfaces
+		// need no SNAT table (FACTS §6 recorded the uplink with features
+		// only; the host interconnect was not part of the measured node).
 		return f, 0
 	}
 	t := Tables(1<<TableIncludeV4 | 1<<TablePod)
@@ -172,7 +175,8 @@ func comparePrefix(a, b netip.Prefix) int {
 //     the translation also has remote backends.
 //   - Session affinity: Maglev with the source-IP flow hash.
 //   - RealIP (is_real_ip) is set when the VIP is one of node's IPs
-//     (NodePorts; an external IP equal to a node IP too).
+//     (NodePorts; ASSUMPTION: an external IP equal to a node IP too, which
+//     was not recorded).
 //   - Protocols other than TCP and UDP, and port 0, are skipped.
 func BuildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg Config) []Translation {
 	if svc == nil {

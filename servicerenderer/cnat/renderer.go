@@ -267,8 +267,12 @@ func (r *Renderer) claim(e *entry, t *Translation) {
 		r.setDesired(fe, t)
 	}
 	if len(fe.claimants) > 1 {
+		rejected := e
+		if i == 0 {
+			rejected = fe.claimants[1]
+		}
 		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", t.Key.String(),
-			"service", fe.claimants[0].svc.ID, "rejected", fe.claimants[len(fe.claimants)-1].svc.ID)
+			"service", fe.claimants[0].svc.ID, "rejected", rejected.svc.ID)
 	}
 }
 

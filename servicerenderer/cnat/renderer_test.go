@@ -361,3 +361,37 @@ func genService(rt *rapid.T) *sr.ContivService {
 	}
 	return s
 }
+
+// Two services on one key: the oldest wins; when it goes, the other takes
+// over (an update in place).
+func TestConflictOldestWins(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	r := newRenderer(t, f, nil)
+	old, young := web(), web()
+	young.ID.Name, young.Created = "young", t0.Add(time.Hour)
+	young.ExternalIPs, young.Ports[0].NodePort = nil, 0
+	young.Ports[0].Backends = []sr.Backend{be("10.1.2.99", 8080, false)}
+	_ = r.Resync(resyncData(young, old))
+	apply(t, r, false)
+	k := key("10.96.0.10", 80, sr.TCP)
+	if got := f.state().Trans[k].Paths; len(got) != 5 {
+		t.Errorf("the young service won: %v", got)
+	}
+	_ = r.DeleteService(old)
+	apply(t, r, false)
+	if got := f.state().Trans[k].Paths; len(got) != 1 || got[0] != path("10.1.2.99", 8080) {
+		t.Errorf("after the old one left: %v", got)
+	}
+	checkState(t, f, wantState(r))
+}
+
+// The SNAT-address commit marker: a VPP holding another node's address is
+// not taken as configured.
+func TestOtherSNATAddressNotTrusted(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	_ = f.SetSNATAddresses(context.Background(), addr("192.168.16.9"), netip.Addr{})
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(web()))
+	apply(t, r, true)
+	checkState(t, f, wantState(r))
+}
