@@ -119,7 +119,26 @@ func (e *nodeEnv) podTable(w *workload.Workload) tagTable {
 // renderer, which is the apply step, as in the agent.
 type pipeline struct {
 	proc *service.Processor
-	rend *nat44.Renderer
+	rend pipelineRenderer
+}
+
+// pipelineRenderer is the renderer a pipeline applies through: NAT44, or
+// cnat (newCNATPipeline).
+type pipelineRenderer interface {
+	Apply(ctx context.Context, full bool) error
+	// refused counts the objects VPP refused and describes the first.
+	refused() (int, string)
+}
+
+// nat44Renderer adapts the NAT44 renderer.
+type nat44Renderer struct{ *nat44.Renderer }
+
+func (r nat44Renderer) refused() (int, string) {
+	fs := r.Failures()
+	if len(fs) == 0 {
+		return 0, ""
+	}
+	return len(fs), fmt.Sprintf("%+v", fs[0])
 }
 
 func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
@@ -139,7 +158,7 @@ func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*p
 	if err != nil {
 		return nil, fmt.Errorf("service processor: %w", err)
 	}
-	return &pipeline{proc: p, rend: r}, nil
+	return &pipeline{proc: p, rend: nat44Renderer{r}}, nil
 }
 
 // resync takes in a full snapshot and applies it in full.
@@ -171,8 +190,8 @@ func (p *pipeline) apply(ctx context.Context, full bool) error {
 // check fails when VPP refused objects: the figures would then describe
 // less work than W(N) asks for. It is called outside measured sections.
 func (p *pipeline) check() error {
-	if fs := p.rend.Failures(); len(fs) > 0 {
-		return fmt.Errorf("NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
+	if n, first := p.rend.refused(); n > 0 {
+		return fmt.Errorf("objects VPP refused: %d, first %s", n, first)
 	}
 	return nil
 }

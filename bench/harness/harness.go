@@ -32,11 +32,13 @@ const (
 	// FigRestart: an agent restart against a programmed VPP (writes), and
 	// a VPP restart whose interfaces come late (time to all back, ready).
 	FigRestart Figure = "restart"
+	// FigCNAT: the pipeline figures with the cnat renderer at every N.
+	FigCNAT Figure = "cnat"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart}
+	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
@@ -163,6 +165,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			if err := profile(ctx, env, n, o.ProfileDir, o.ProfileTime); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if o.wants(FigCNAT) {
+		if err := cnatFigures(ctx, env, sizes, o, res); err != nil {
+			return nil, err
 		}
 	}
 	if o.wants(FigCalls) {

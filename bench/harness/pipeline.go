@@ -32,6 +32,11 @@ type sizeRun struct {
 // 1000 churn changes one at a time, then node 101 joining. The workload and
 // its decoded events are built before anything is measured.
 func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
+	return runSizeOf(ctx, env, n, func(v *countingVPP, t tagTable) (*pipeline, error) { return env.newPipeline(v, t) })
+}
+
+// runSizeOf is runSize on the pipelines newP makes (NAT44 or cnat).
+func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP, tagTable) (*pipeline, error)) (*sizeRun, error) {
 	base := heapAfterGC()
 	w := workload.New(n)
 	evs, err := newEvents(w)
@@ -42,7 +47,7 @@ func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
 	withSnap := heapAfterGC()
 
 	vpp := &countingVPP{}
-	p, err := env.newPipeline(vpp, table)
+	p, err := newP(vpp, table)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,9 @@ type Results struct {
 	// NodeSyncMany is the NodeSync figure with ManyJoiners agents.
 	NodeSyncMany *NodeSyncResult `json:"nodesync_many,omitempty"`
 	NPL          *NPLResult      `json:"npl"`
+	// CNAT holds the pipeline figures with the cnat renderer, keyed by N
+	// in decimal (vpp_calls_per_change: counted operations, see cnatFigures).
+	CNAT map[string]*SizeResult `json:"cnat,omitempty"`
 	// Restart holds the restart figures, keyed by N in decimal.
 	Restart      map[string]*RestartResult `json:"restart,omitempty"`
 	DecodeAllocs float64                   `json:"-"`

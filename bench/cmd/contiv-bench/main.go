@@ -31,7 +31,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		out        = fs.String("out", "", "write the results as JSON to this file")
 		sizes      = fs.String("n", "1000,5000,10000", "comma-separated sizes N of W(N)")
 		runs       = fs.Int("runs", 5, "runs per figure; medians are reported")
-		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,calls,decode,nodesync,nodesync-many,npl,restart); default all")
+		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart); default all")
 		decode     = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
 		joiners    = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
 		many       = fs.Int("many-joiners", 1000, "NodeSync, the nodesync-many figure: agents claiming an ID at once")

@@ -1,0 +1,137 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/plugins/service"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
+)
+
+// The cnat variant of the pipeline figures: the same processor and W(N)
+// feeding the cnat renderer instead of NAT44, over the counting VPP (whose
+// SNAT addresses read unset and whose dump is empty, as a VPP just started).
+
+var _ cnat.VPP = (*countingVPP)(nil)
+
+func (c *countingVPP) UpdateTranslation(context.Context, *cnat.Translation) (uint32, error) {
+	c.calls++
+	return 0, nil
+}
+
+func (c *countingVPP) DeleteTranslation(context.Context, uint32) error { c.calls++; return nil }
+
+func (c *countingVPP) DumpTranslations(context.Context) ([]cnat.Dumped, error) {
+	c.dumps++
+	return nil, nil
+}
+
+func (c *countingVPP) SNATAddresses(context.Context) (netip.Addr, netip.Addr, error) {
+	c.dumps++
+	return netip.IPv4Unspecified(), netip.IPv6Unspecified(), nil
+}
+
+func (c *countingVPP) SetSNATAddresses(context.Context, netip.Addr, netip.Addr) error {
+	c.calls++
+	return nil
+}
+
+func (c *countingVPP) SetSNATPolicy(context.Context, cnat.SNATPolicy) error { c.calls++; return nil }
+
+func (c *countingVPP) AddDelExcludePrefix(context.Context, netip.Prefix, bool) error {
+	c.calls++
+	return nil
+}
+
+func (c *countingVPP) AddDelSNATInterface(context.Context, string, cnat.SNATTable, bool) error {
+	c.calls++
+	return nil
+}
+
+func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature, bool) error {
+	c.calls++
+	return nil
+}
+
+// cnatConfig is the cnat configuration node 1 would get: its VPP address
+// for source NAT, the pod and service CIDRs, the node network excluded,
+// the configured interfaces as host interfaces.
+func (e *nodeEnv) cnatConfig() cnat.Config {
+	c := cnat.DefaultConfig()
+	c.NodeIP4 = workload.VppIP(workload.ThisNode)
+	c.PodCIDRs = []netip.Prefix{e.cfg.IPAM.PodSubnetCIDR}
+	c.ServiceCIDRs = []netip.Prefix{e.cfg.IPAM.ServiceCIDR}
+	c.NodeNetworks = []netip.Prefix{netip.PrefixFrom(c.NodeIP4, 24).Masked()}
+	pc := e.processorConfig()
+	for _, n := range []string{pc.MainInterface, pc.HostInterconnect, pc.VXLANBVI} {
+		if n != "" {
+			c.HostInterfaces = append(c.HostInterfaces, n)
+		}
+	}
+	c.LocalEndpointWeight = max(e.cfg.NAT44.ServiceLocalEndpointWeight, 1)
+	return c
+}
+
+// cnatRenderer adapts the cnat renderer.
+type cnatRenderer struct{ *cnat.Renderer }
+
+func (r cnatRenderer) refused() (int, string) {
+	fs := r.Failures()
+	if len(fs) == 0 {
+		return 0, ""
+	}
+	return len(fs), fmt.Sprintf("%+v", fs[0])
+}
+
+// newCNATPipeline is node 1's pipeline with the cnat renderer.
+func (e *nodeEnv) newCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
+	quiet := slog.New(slog.DiscardHandler)
+	r, err := cnat.New(cnat.Params{Config: e.cnatConfig(), VPP: vpp, Log: quiet})
+	if err != nil {
+		return nil, fmt.Errorf("cnat renderer: %w", err)
+	}
+	p, err := service.New(service.Params{
+		Logger:     quiet,
+		Renderers:  []sr.Renderer{r},
+		Node:       node1{},
+		Subnets:    e.plan,
+		Interfaces: ifaces,
+		Config:     e.processorConfig(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service processor: %w", err)
+	}
+	return &pipeline{proc: p, rend: cnatRenderer{r}}, nil
+}
+
+// cnatFigures runs the pipeline figures with the cnat renderer o.Runs
+// times at every size and keeps the medians in res.CNAT. Its
+// vpp_calls_per_change are the counted operations per change of the
+// in-process pipeline (no binary API is involved).
+func cnatFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res *Results) error {
+	runs := make(map[int][]*sizeRun, len(sizes))
+	mk := func(v *countingVPP, t tagTable) (*pipeline, error) { return env.newCNATPipeline(v, t) }
+	for run := range o.Runs {
+		for _, n := range sizes {
+			r, err := runSizeOf(ctx, env, n, mk)
+			if err != nil {
+				return fmt.Errorf("cnat: %w", err)
+			}
+			o.Log.Info("cnat pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+			runs[n] = append(runs[n], r)
+		}
+	}
+	res.CNAT = map[string]*SizeResult{}
+	for _, n := range sizes {
+		out := &SizeResult{}
+		summarize(runs[n], out)
+		out.VPPCallsPerChange = out.ChangeOps
+		res.CNAT[strconv.Itoa(n)] = out
+	}
+	return nil
+}

@@ -1,0 +1,371 @@
+package cnat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Apply pushes the desired state to VPP. With full set, or before the
+// first full apply, it reads VPP's translations and SNAT addresses and
+// issues only the differences; otherwise it issues the calls for what
+// changed since the last apply. Calls VPP refuses as invalid are reported
+// per object (Failures) and not retried until the object changes or a full
+// apply runs; the rest is still applied. Other failures make Apply return
+// an error after applying what it can: the controller then heals with a
+// full resync.
+//
+// The node configuration cannot be read back (FACTS §6): a full apply
+// takes as applied what the renderer recorded (in memory, else in the
+// Store), but only while VPP still reports the recorded SNAT addresses,
+// which the renderer sets after the rest of the node configuration. When
+// VPP reports other addresses (a restarted VPP reports none), nothing is
+// taken as applied and everything is configured again. A fresh renderer
+// without a Store record over a VPP reporting the desired SNAT addresses
+// takes the desired node configuration as applied.
+// ASSUMPTION: VPP holding this node's SNAT addresses means a previous
+// agent configured this node's cnat, interfaces included (features
+// cannot be read, and enabling one twice puts it on the arc twice, so the
+// renderer errs towards not enabling); with a Store, interfaces added
+// while the agent was down are configured too.
+//
+// A delete never uses an id kept from an earlier call (VPP reuses ids last
+// in, first out): a full apply deletes by the ids its own dump just read;
+// an incremental one re-reads the id of the key right before deleting,
+// from the reply of an update of the key with the paths VPP holds (an
+// identical update changes nothing and keeps every connection, FACTS §6).
+func (r *Renderer) Apply(ctx context.Context, full bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Applies++
+	full = full || !r.synced
+	var ops []Op
+	if full {
+		r.stats.FullApplies++
+		r.stats.Calls += 2
+		ip4, ip6, err := r.vpp.SNATAddresses(ctx)
+		if err != nil {
+			r.stats.Transient++
+			return fmt.Errorf("read cnat SNAT addresses: %w", err)
+		}
+		dumped, err := r.vpp.DumpTranslations(ctx)
+		if err != nil {
+			r.stats.Transient++
+			return fmt.Errorf("dump cnat translations: %w", err)
+		}
+		r.loadNode(ip4, ip6)
+		r.loadTranslations(dumped)
+		r.synced = true
+		clear(r.failures)
+		for name := range r.pending {
+			if _, ok := r.desired.Features[name]; !ok {
+				delete(r.pending, name)
+			}
+		}
+		ops = DiffNode(r.desired, r.applied)
+		keys := make([]Key, 0, len(r.frontends))
+		for k := range r.frontends {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, Key.Compare)
+		for _, k := range keys {
+			fe := r.frontends[k]
+			ops = appendDiffTranslation(ops, fe.desired, fe.applied, fe.id, fe.haveID)
+			fe.dirty = false
+		}
+		r.dirty = r.dirty[:0]
+		r.dirtyIfs = nil
+	} else {
+		if len(r.dirtyIfs) > 0 {
+			names := make([]string, 0, len(r.dirtyIfs))
+			for n := range r.dirtyIfs {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			ops = diffNode(ops, r.desired, r.applied, names, false)
+			r.dirtyIfs = nil
+		}
+		for _, fe := range r.dirty {
+			ops = appendDiffTranslation(ops, fe.desired, fe.applied, 0, false)
+			fe.dirty = false
+		}
+	}
+	err := r.run(ctx, ops)
+	for _, fe := range r.dirty {
+		if fe.unused() {
+			delete(r.frontends, fe.key)
+		}
+	}
+	r.dirty = r.dirty[:0]
+	if full {
+		for k, fe := range r.frontends {
+			fe.haveID = false
+			if fe.unused() {
+				delete(r.frontends, k)
+			}
+		}
+	}
+	return err
+}
+
+// loadNode decides what node configuration VPP holds, given the SNAT
+// addresses it reports (see Apply).
+func (r *Renderer) loadNode(ip4, ip6 netip.Addr) {
+	cand, from := r.applied, "memory"
+	if cand == nil && r.store != nil {
+		n, err := r.store.Load()
+		if err != nil {
+			r.log.Warn("cnat node record unreadable: ignored", "error", err)
+		}
+		cand, from = n, "record"
+	}
+	if cand == nil {
+		cand, from = r.desired.Clone(), "assumed"
+	}
+	if cand.SNAT4.IsValid() && unspec4(cand.SNAT4) == unspec4(ip4) && unspec6(cand.SNAT6) == unspec6(ip6) {
+		if cand.Tables == nil {
+			cand.Tables = map[string]Tables{}
+		}
+		if cand.Features == nil {
+			cand.Features = map[string]Feature{}
+		}
+		r.applied = cand
+		if from != "memory" {
+			r.log.Info("VPP holds this node's cnat configuration", "source", from, "interfaces", len(cand.Features))
+		}
+		return
+	}
+	if cand.configured() && from != "assumed" {
+		r.log.Info("VPP lost the cnat node configuration (restarted?): configuring it again", "snat4", ip4, "snat6", ip6)
+	}
+	n := &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
+	if ip4.IsValid() && !ip4.IsUnspecified() {
+		n.SNAT4 = ip4
+	}
+	if ip6.IsValid() && !ip6.IsUnspecified() {
+		n.SNAT6 = ip6
+	}
+	r.applied = n
+	r.saveNode()
+}
+
+// loadTranslations makes the dumped translations the renderer owns what
+// VPP holds; the others are foreign and never touched.
+func (r *Renderer) loadTranslations(dumped []Dumped) {
+	for _, fe := range r.frontends {
+		fe.applied, fe.haveID = nil, false
+	}
+	foreign := 0
+	for i := range dumped {
+		d := &dumped[i]
+		if !r.owned(d.Key) {
+			foreign++
+			continue
+		}
+		fe := r.frontends[d.Key]
+		if fe == nil {
+			fe = &frontend{key: d.Key}
+			r.frontends[d.Key] = fe
+		}
+		fe.applied, fe.id, fe.haveID = r.fromDump(d), d.ID, true
+		if fe.applied.Equal(fe.desired) {
+			fe.applied = fe.desired
+		}
+	}
+	r.stats.Foreign = foreign
+	for k, fe := range r.frontends {
+		if fe.unused() {
+			delete(r.frontends, k)
+		}
+	}
+}
+
+// fromDump is the translation a dump shows, with what the dump lacks
+// derived as the renderer builds it: is_real_ip from the VIP being a node
+// IP, the flow hash from the LB type (the renderer makes Maglev only with
+// the source-IP hash). Flags are never set by the renderer.
+// ASSUMPTION: a translation on the renderer's keys was made by the
+// renderer; one made otherwise with another flow hash or is_real_ip is not
+// recognised as different.
+func (r *Renderer) fromDump(d *Dumped) *Translation {
+	t := &Translation{Key: d.Key, Paths: slices.Clone(d.Paths), LB: d.LB, RealIP: slices.Contains(r.node.IPs, d.IP)}
+	if d.LB == LBMaglev {
+		t.FlowHash = FlowHashSrcIP
+	}
+	slices.SortFunc(t.Paths, Path.Compare)
+	return t
+}
+
+// run issues ops in order. After a failed call the object's remaining
+// operations are skipped; the applied state records only what succeeded.
+func (r *Renderer) run(ctx context.Context, ops []Op) error {
+	var failed map[ObjectID]struct{}
+	var firstErr error
+	nodeChanged := false
+	for i := range ops {
+		op := &ops[i]
+		id := objectOf(op)
+		if _, skip := failed[id]; skip {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			r.stats.Transient += len(ops) - i
+			firstErr = cmpErr(firstErr, err)
+			break
+		}
+		err := r.call(ctx, op)
+		switch {
+		case err == nil:
+		case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
+			err = nil // the interface is gone, and its configuration with it
+		case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
+			err = nil
+		}
+		if err == nil {
+			if op.Kind < OpDeleteTranslation {
+				nodeChanged = true
+			}
+			if op.Interface != "" {
+				delete(r.pending, op.Interface)
+			}
+			r.record(op)
+			continue
+		}
+		if failed == nil {
+			failed = map[ObjectID]struct{}{}
+		}
+		failed[id] = struct{}{}
+		if errors.Is(err, ErrNoInterface) {
+			// Not a failure: the interface is not there yet (a pod's
+			// interface being made); UpdateInterface and full applies try again.
+			if _, ok := r.pending[op.Interface]; !ok {
+				r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
+				r.log.Info("cnat: waiting for interface", "interface", op.Interface)
+			}
+			continue
+		}
+		if errors.Is(err, ErrInvalid) {
+			r.stats.Invalid++
+			r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+			r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
+			continue
+		}
+		r.stats.Transient++
+		firstErr = cmpErr(firstErr, err)
+	}
+	if nodeChanged {
+		r.saveNode()
+	}
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// call issues one operation.
+func (r *Renderer) call(ctx context.Context, op *Op) error {
+	r.stats.Calls++
+	r.stats.Writes++
+	switch op.Kind {
+	case OpFeature:
+		return r.vpp.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
+	case OpSNATInterface:
+		return r.vpp.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
+	case OpExcludePrefix:
+		return r.vpp.AddDelExcludePrefix(ctx, op.Prefix, op.Add)
+	case OpPolicy:
+		return r.vpp.SetSNATPolicy(ctx, op.Policy)
+	case OpSNATAddresses:
+		return r.vpp.SetSNATAddresses(ctx, op.IP4, op.IP6)
+	case OpUpdateTranslation:
+		if len(op.Translation.Paths) == 0 {
+			return fmt.Errorf("translation %s: %w: no path", op.Translation.Key, ErrInvalid)
+		}
+		_, err := r.vpp.UpdateTranslation(ctx, op.Translation)
+		return err
+	case OpDeleteTranslation:
+		id := op.ID
+		if !op.HaveID {
+			// Re-read the key's id: an update of it with the paths VPP
+			// holds changes nothing and returns the id (FACTS §6: an
+			// identical update keeps the id and every connection).
+			// ASSUMPTION: should the key be gone, the update re-creates
+			// it for the instant before the delete; harmless.
+			var err error
+			if id, err = r.vpp.UpdateTranslation(ctx, op.Translation); err != nil {
+				return err
+			}
+			r.stats.Calls++
+			r.stats.Writes++
+		}
+		return r.vpp.DeleteTranslation(ctx, id)
+	}
+	return fmt.Errorf("cnat: unknown operation %d", op.Kind)
+}
+
+// record makes the applied state hold what a successful op did.
+func (r *Renderer) record(op *Op) {
+	a := r.applied
+	switch op.Kind {
+	case OpFeature:
+		f := a.Features[op.Interface]
+		if op.Add {
+			f |= op.Feature
+		} else {
+			f &^= op.Feature
+		}
+		if f == 0 {
+			delete(a.Features, op.Interface)
+		} else {
+			a.Features[op.Interface] = f
+		}
+	case OpSNATInterface:
+		t := a.Tables[op.Interface]
+		if op.Add {
+			t |= 1 << op.Table
+		} else {
+			t &^= 1 << op.Table
+		}
+		if t == 0 {
+			delete(a.Tables, op.Interface)
+		} else {
+			a.Tables[op.Interface] = t
+		}
+	case OpExcludePrefix:
+		i, found := slices.BinarySearchFunc(a.Exclude, op.Prefix, comparePrefix)
+		if op.Add && !found {
+			a.Exclude = slices.Insert(a.Exclude, i, op.Prefix)
+		} else if !op.Add && found {
+			a.Exclude = slices.Delete(a.Exclude, i, i+1)
+		}
+	case OpPolicy:
+		a.Policy = op.Policy
+	case OpSNATAddresses:
+		a.SNAT4, a.SNAT6 = op.IP4, op.IP6
+	case OpDeleteTranslation:
+		if fe := r.frontends[op.Translation.Key]; fe != nil {
+			fe.applied, fe.haveID = nil, false
+		}
+	case OpUpdateTranslation:
+		if fe := r.frontends[op.Translation.Key]; fe != nil {
+			fe.applied = op.Translation
+		}
+	}
+}
+
+// saveNode stores the applied node configuration.
+func (r *Renderer) saveNode() {
+	if r.store == nil || r.applied == nil {
+		return
+	}
+	if err := r.store.Save(r.applied); err != nil {
+		r.log.Warn("cnat node record not saved", "error", err)
+	}
+}

@@ -1,0 +1,161 @@
+package cnat
+
+import (
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+func TestBuildService(t *testing.T) {
+	w1, w2, r1 := path("10.1.1.11", 8080), path("10.1.1.12", 8080), path("10.1.2.11", 8080)
+	mixed := []Path{w1, w1, w2, w2, r1} // local ×2 (weight), remote ×1
+	locals := []Path{w1, w2}            // all local: no repetition
+	cases := []struct {
+		name   string
+		mutate func(*sr.ContivService)
+		want   []Translation
+	}{
+		{"every frontend kind, Cluster policies", nil, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: mixed, RealIP: true},
+		}},
+		{"internalTrafficPolicy Local: cluster IP on local backends", func(s *sr.ContivService) {
+			s.InternalPolicy = sr.PolicyLocal
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: locals},
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: mixed, RealIP: true},
+		}},
+		{"externalTrafficPolicy Local: NodePort and external IP on local backends", func(s *sr.ContivService) {
+			s.ExternalPolicy = sr.PolicyLocal
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: locals},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: locals, RealIP: true},
+		}},
+		{"external Local with no local backend: no external translation", func(s *sr.ContivService) {
+			s.ExternalPolicy = sr.PolicyLocal
+			s.Ports[0].LocalBackends = nil
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+		}},
+		{"affinity: Maglev with the source-IP hash", func(s *sr.ContivService) {
+			s.AffinityTimeout = 10800
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed, LB: LBMaglev, FlowHash: FlowHashSrcIP},
+		}},
+		{"no backends: no translation at all", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil
+		}, nil},
+		{"remote only: one path each", func(s *sr.ContivService) {
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+			s.Ports[0].Backends = []sr.Backend{be("10.1.2.11", 8080, false), be("10.1.2.12", 8080, false)}
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: []Path{r1, path("10.1.2.12", 8080)}},
+		}},
+		{"duplicate and port-0 backends skipped; SCTP and port 0 skipped", func(s *sr.ContivService) {
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+			s.Ports[0].Backends = []sr.Backend{be("10.1.2.11", 0, false), be("10.1.2.11", 8080, false), be("10.1.2.11", 8080, false)}
+			s.Ports = append(s.Ports, sr.Port{Name: "sctp", Protocol: 132, Port: 90, Backends: s.Ports[0].Backends},
+				sr.Port{Name: "zero", Protocol: sr.UDP, Port: 0, Backends: s.Ports[0].Backends})
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: []Path{r1}},
+		}},
+		{"a key claimed twice by one service: the cluster IP wins", func(s *sr.ContivService) {
+			s.ExternalIPs = []netip.Addr{addr("10.96.0.10")}
+			s.Ports[0].NodePort = 0
+			s.ExternalPolicy = sr.PolicyLocal
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+		}},
+		{"dual-stack: each family its own backends", func(s *sr.ContivService) {
+			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"))
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+			s.Ports[0].Backends = append(s.Ports[0].Backends, be("fd00:1::11", 8080, true), be("fd00:2::11", 8080, false))
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("fd00:96::10", 80, sr.TCP), Paths: []Path{path("fd00:1::11", 8080), path("fd00:1::11", 8080), path("fd00:2::11", 8080)}},
+		}},
+		{"IPv6 cluster IP with IPv4 backends only: none", func(s *sr.ContivService) {
+			s.ClusterIPs = []netip.Addr{addr("fd00:96::10")}
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+		}, nil},
+		{"UDP port", func(s *sr.ContivService) {
+			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
+			s.Ports[0].Protocol = sr.UDP
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.UDP), Paths: mixed},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			svc := web()
+			if c.mutate != nil {
+				c.mutate(svc)
+			}
+			got := BuildService(svc, testNode(), testConfig())
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got\n%v\nwant\n%v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestBuildServiceIPv6NodePort(t *testing.T) {
+	node := testNode()
+	node.IPs = append(node.IPs, addr("fd00:16::1"))
+	svc := web()
+	svc.ExternalIPs = nil
+	svc.Ports[0].Backends = []sr.Backend{be("fd00:1::11", 8080, true)}
+	got := BuildService(svc, node, testConfig())
+	want := []Translation{{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v want %v", got, want)
+	}
+}
+
+func TestBuildNode(t *testing.T) {
+	n := BuildNode(testConfig(), testInterfaces())
+	pod := Tables(1<<TableIncludeV4 | 1<<TablePod)
+	want := &Node{
+		SNAT4:  nodeIP,
+		Policy: PolicyK8S,
+		Exclude: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.96.0.0/12"),
+			netip.MustParsePrefix("192.168.16.0/24")},
+		Tables: map[string]Tables{"host-vcw1": pod, "host-vcw2": pod, "host-vcw3": pod},
+		Features: map[string]Feature{"host-vcup": FeatureInput4 | FeatureOutput4, "host-vcw1": FeatureInput4 | FeatureOutput4,
+			"host-vcw2": FeatureInput4 | FeatureOutput4, "host-vcw3": FeatureInput4 | FeatureOutput4},
+	}
+	if !reflect.DeepEqual(n, want) {
+		t.Errorf("got %+v\nwant %+v", n, want)
+	}
+
+	cfg := testConfig()
+	cfg.NodeIP6 = addr("fd00:16::1")
+	cfg.ServiceCIDRs = append(cfg.ServiceCIDRs, netip.MustParsePrefix("fd00:96::1/108"))
+	n = BuildNode(cfg, map[string]sr.InterfaceRole{"host-vcw1": sr.RoleFrontend, "host-vcup": sr.RoleFrontend, "gone": 0})
+	if n.SNAT6 != cfg.NodeIP6 || n.Features["host-vcw1"] != FeatureInput4|FeatureOutput4|FeatureInput6|FeatureOutput6 ||
+		n.Tables["host-vcw1"] != pod|1<<TableIncludeV6 || n.Tables["host-vcup"] != 0 || len(n.Features) != 2 {
+		t.Errorf("IPv6 node %+v", n)
+	}
+	if !slices.Contains(n.Exclude, netip.MustParsePrefix("fd00:96::/108")) {
+		t.Errorf("v6 service CIDR not excluded (masked): %v", n.Exclude)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := testConfig()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig()
+	c.NodeIP4, c.LocalEndpointWeight, c.NodePortMin = netip.Addr{}, 0, 40000
+	if err := c.Validate(); err == nil {
+		t.Error("bad config accepted")
+	}
+}

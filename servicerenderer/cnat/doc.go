@@ -1,0 +1,88 @@
+// Package cnat renders ContivServices into VPP's cnat plugin: a second
+// renderer beside nat44, on the same servicerenderer.Renderer API.
+//
+// It has the same three layers as nat44:
+//
+//   - Build (pure): BuildService turns one ContivService into its
+//     translations on this node, one per frontend; BuildNode the node-wide
+//     configuration from the Config and the interfaces with a role.
+//   - Diff (pure): DiffTranslation and DiffNode yield the ordered
+//     operations that turn what VPP holds into what is desired.
+//   - Renderer: records each change at a cost proportional to that change;
+//     Apply (the controller's Applier) issues the calls for what changed,
+//     or after a resync reads VPP and issues only the differences, through
+//     the small VPP interface (plugins/vpp.CNAT implements it over govpp).
+//     Calls VPP refuses as invalid are reported per object (Failures).
+//
+// # What is programmed (FACTS §6, corpus cnat_node.jsonl)
+//
+//	frontend                      paths (dst_ep backend, src_ep 0.0.0.0/::,    is_real_ip  VPP call
+//	                              every sw_if_index ~0)
+//	ClusterIP (v4 and v6)         all backends of its family; internal policy   0           cnat_translation_update
+//	                              Local: this node's only
+//	ExternalIP / LoadBalancer IP  all backends; external policy Local: this     0           the same
+//	                              node's only
+//	NodePort on each node IP      as ExternalIP                                 1           the same
+//	no usable backend             -                                             -           none (delete if there):
+//	                                                                                        0 paths abort VPP 25.02
+//	session affinity              lb_type MAGLEV, flow_hash_config SRC_IP       -           set at creation only: a
+//	                                                                                        change is delete + re-add
+//	node                          -                                             -           cnat_set_snat_policy K8S;
+//	                                                                                        cnat_snat_policy_add_del_exclude_pfx
+//	                                                                                        pod CIDRs, service CIDRs, node
+//	                                                                                        networks; per pod interface
+//	                                                                                        cnat_snat_policy_add_del_if tables
+//	                                                                                        INCLUDE_V4 + POD (+ INCLUDE_V6);
+//	                                                                                        per interface with a role
+//	                                                                                        feature_enable_disable
+//	                                                                                        cnat-input-ip4/ip4-unicast,
+//	                                                                                        cnat-output-ip4/ip4-output (+ ip6
+//	                                                                                        twins with IPv6); last
+//	                                                                                        cnat_set_snat_addresses (node IPs,
+//	                                                                                        ~0 interface)
+//
+// Weights: cnat has no weight field; when a translation has local and
+// remote backends, each local backend's path is repeated
+// serviceLocalEndpointWeight times (VPP spreads over paths, FACTS §6).
+//
+// # What VPP cannot tell, and the renderer's bookkeeping
+//
+//   - Ownership: translations have no tag. The renderer's are those on a
+//     key a service claims, in a service CIDR, on a node IP within the
+//     NodePort range, or on an external IP of a known service; every other
+//     translation is foreign and never touched (Stats.Foreign counts them).
+//   - is_real_ip, flags and flow_hash_config are never dumped: is_real_ip
+//     is derived from the VIP being a node IP, the flow hash from the LB
+//     type (Maglev only with affinity), flags are never set. A restarted
+//     agent over an unchanged VPP makes no write.
+//   - Ids are reused last in, first out: no id is kept. A full apply
+//     deletes by the ids its own dump read; an incremental delete re-reads
+//     the id from the reply of an identical update of the key.
+//   - Node configuration (SNAT policy, tables, exclude prefixes, features)
+//     cannot be read back, and enabling a feature twice puts it on the arc
+//     twice: the renderer records what it applied (in memory and in the
+//     optional Store) and sets the SNAT addresses last; a full apply trusts
+//     the record only while VPP reports those addresses. After a VPP
+//     restart the agent calls VPPRestarted (a full apply also notices it:
+//     a restarted VPP reports no SNAT address).
+//   - cnat_session_purge is never sent: it deletes every session and every
+//     translation.
+//
+// # Differences from nat44
+//
+//   - Affinity: Kubernetes' ClientIP affinity has a timeout; cnat has none.
+//     Maglev with the source-IP hash is stateless stickiness: a client
+//     stays on its backend as long as the backend set does not change;
+//     when a backend leaves only its clients move (Maglev), and the
+//     timeout is ignored.
+//   - Drain: no translation change cuts an established connection. A
+//     removed backend keeps its connections and gets no new ones (graceful
+//     termination by construction); nat44 cuts a leaving backend's
+//     sessions. A deleted translation lets existing connections finish.
+//   - IPv6: cluster IPs, external IPs, NodePorts and backends of both
+//     families are rendered (nat44 is IPv4 only).
+//   - No twice-NAT: local backends see the real client; remote backends and
+//     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
+//   - A frontend with no backend has no translation: its traffic is not
+//     translated (no drop route is programmed).
+package cnat

@@ -1,0 +1,254 @@
+package cnat
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// fakeVPP is a VPP holding cnat state as VPP 25.02 does (FACTS §6), and
+// failing the test on what would crash it or corrupt its state: a
+// translation with 0 paths (SIGABRT), a feature enabled twice (on the arc
+// twice). Ids are pool indexes reused last-in-first-out.
+type fakeVPP struct {
+	t  testing.TB
+	mu sync.Mutex
+	// interfaces VPP has.
+	ifaces map[string]bool
+	trans  map[Key]*fakeTrans
+	byID   map[uint32]Key
+	free   []uint32
+	nextID uint32
+
+	snat4, snat6 netip.Addr
+	policy       SNATPolicy
+	exclude      map[netip.Prefix]bool
+	tables       map[string]Tables
+	features     map[string]map[Feature]int
+
+	writes int
+	// failUpdate makes updates of these keys fail.
+	failUpdate map[Key]error
+}
+
+type fakeTrans struct {
+	id uint32
+	t  Translation // paths in the order sent
+}
+
+func newFake(t testing.TB, ifaces ...string) *fakeVPP {
+	f := &fakeVPP{t: t, ifaces: map[string]bool{}}
+	for _, n := range ifaces {
+		f.ifaces[n] = true
+	}
+	f.restart()
+	return f
+}
+
+// restart is a VPP restart: every cnat object is gone; the interfaces of
+// the startup configuration come back.
+func (f *fakeVPP) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trans, f.byID, f.free, f.nextID = map[Key]*fakeTrans{}, map[uint32]Key{}, nil, 0
+	f.snat4, f.snat6 = netip.IPv4Unspecified(), netip.IPv6Unspecified()
+	f.policy = PolicyNone
+	f.exclude = map[netip.Prefix]bool{}
+	f.tables = map[string]Tables{}
+	f.features = map[string]map[Feature]int{}
+}
+
+// dropInterface is VPP deleting an interface (and re-creating it empty).
+func (f *fakeVPP) dropInterface(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.tables, name)
+	delete(f.features, name)
+}
+
+func (f *fakeVPP) Writes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes
+}
+
+func (f *fakeVPP) UpdateTranslation(_ context.Context, t *Translation) (uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if len(t.Paths) == 0 {
+		f.t.Errorf("VPP crashed: cnat_translation_update with 0 paths on %s", t.Key)
+		return 0, fmt.Errorf("crashed")
+	}
+	if err := f.failUpdate[t.Key]; err != nil {
+		return 0, err
+	}
+	if ex := f.trans[t.Key]; ex != nil {
+		// Same key: id kept, paths replaced, lb_type and flow hash ignored.
+		ex.t.Paths = slices.Clone(t.Paths)
+		ex.t.RealIP = t.RealIP
+		return ex.id, nil
+	}
+	var id uint32
+	if n := len(f.free); n > 0 {
+		id, f.free = f.free[n-1], f.free[:n-1]
+	} else {
+		id = f.nextID
+		f.nextID++
+	}
+	c := *t
+	c.Paths = slices.Clone(t.Paths)
+	f.trans[t.Key] = &fakeTrans{id: id, t: c}
+	f.byID[id] = t.Key
+	return id, nil
+}
+
+func (f *fakeVPP) DeleteTranslation(_ context.Context, id uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	k, ok := f.byID[id]
+	if !ok {
+		return fmt.Errorf("delete translation %d: %w: %w", id, ErrNotFound, ErrInvalid)
+	}
+	delete(f.byID, id)
+	delete(f.trans, k)
+	f.free = append(f.free, id)
+	return nil
+}
+
+func (f *fakeVPP) DumpTranslations(context.Context) ([]Dumped, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(f.byID))
+	out := make([]Dumped, 0, len(ids))
+	for _, id := range ids {
+		tr := f.trans[f.byID[id]]
+		out = append(out, Dumped{ID: id, Key: tr.t.Key, LB: tr.t.LB, Paths: slices.Clone(tr.t.Paths)})
+	}
+	return out, nil
+}
+
+func (f *fakeVPP) SNATAddresses(context.Context) (netip.Addr, netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snat4, f.snat6, nil
+}
+
+func (f *fakeVPP) SetSNATAddresses(_ context.Context, ip4, ip6 netip.Addr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	f.snat4, f.snat6 = unspec4(ip4), unspec6(ip6)
+	return nil
+}
+
+func (f *fakeVPP) SetSNATPolicy(_ context.Context, p SNATPolicy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	f.policy = p
+	return nil
+}
+
+func (f *fakeVPP) AddDelExcludePrefix(_ context.Context, p netip.Prefix, add bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if add {
+		f.exclude[p] = true
+	} else {
+		delete(f.exclude, p)
+	}
+	return nil
+}
+
+func (f *fakeVPP) AddDelSNATInterface(_ context.Context, name string, table SNATTable, add bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if !f.ifaces[name] {
+		return fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
+	}
+	if add {
+		f.tables[name] |= 1 << table
+	} else if f.tables[name] &^= 1 << table; f.tables[name] == 0 {
+		delete(f.tables, name)
+	}
+	return nil
+}
+
+func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feature, enable bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if !f.ifaces[name] {
+		return fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
+	}
+	m := f.features[name]
+	if m == nil {
+		m = map[Feature]int{}
+		f.features[name] = m
+	}
+	if enable {
+		if m[feat] > 0 {
+			f.t.Errorf("feature %s enabled twice on %s: it is on the arc twice", FeatureNode(feat), name)
+		}
+		m[feat]++
+		return nil
+	}
+	if m[feat] > 0 {
+		m[feat]--
+	}
+	if m[feat] == 0 {
+		delete(m, feat)
+	}
+	return nil
+}
+
+// fakeState is what a fake holds, comparable.
+type fakeState struct {
+	SNAT4, SNAT6 netip.Addr
+	Policy       SNATPolicy
+	Exclude      []netip.Prefix
+	Tables       map[string]Tables
+	Features     map[string]Feature
+	Trans        map[Key]Translation
+}
+
+func (f *fakeVPP) state() fakeState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := fakeState{SNAT4: f.snat4, SNAT6: f.snat6, Policy: f.policy, Tables: maps.Clone(f.tables),
+		Features: map[string]Feature{}, Trans: map[Key]Translation{}}
+	s.Exclude = slices.SortedFunc(maps.Keys(f.exclude), comparePrefix)
+	for n, m := range f.features {
+		for feat, c := range m {
+			if c != 1 {
+				f.t.Errorf("feature %s on %s %d times", FeatureNode(feat), n, c)
+			}
+			s.Features[n] |= feat
+		}
+	}
+	for k, tr := range f.trans {
+		c := tr.t
+		c.Paths = slices.Clone(c.Paths)
+		slices.SortFunc(c.Paths, Path.Compare)
+		s.Trans[k] = c
+	}
+	return s
+}
+
+// addForeign puts a translation there as another program would.
+func (f *fakeVPP) addForeign(t Translation) {
+	if _, err := f.UpdateTranslation(context.Background(), &t); err != nil {
+		f.t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.writes--
+	f.mu.Unlock()
+}

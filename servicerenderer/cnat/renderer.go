@@ -1,0 +1,450 @@
+package cnat
+
+import (
+	"errors"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+var (
+	_ servicerenderer.Renderer       = (*Renderer)(nil)
+	_ servicerenderer.InterfaceLoser = (*Renderer)(nil)
+)
+
+// Params are what a Renderer needs.
+type Params struct {
+	Config Config
+	VPP    VPP
+	// Store keeps the node configuration applied to VPP across agent
+	// restarts (VPP cannot read it back); nil keeps it in memory only (see
+	// Renderer.Apply for what a fresh renderer then assumes).
+	Store Store
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+}
+
+// Renderer is the cnat renderer: its Renderer methods record the desired
+// state of one change (at a cost proportional to that change), and Apply
+// pushes what changed to VPP (it is the controller's Applier).
+//
+// All methods may be called from any goroutine; they are serialized (the
+// introspection methods wait for a running Apply).
+type Renderer struct {
+	cfg   Config
+	vpp   VPP
+	store Store
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	node     servicerenderer.LocalNode
+	services map[servicerenderer.ServiceID]*entry
+	// frontends holds every key a service claims or the renderer's
+	// translations in VPP occupy.
+	frontends map[Key]*frontend
+	// extIPs counts the known services per external/LoadBalancer IP:
+	// translations on them are the renderer's.
+	extIPs     map[netip.Addr]int
+	interfaces map[string]servicerenderer.InterfaceRole
+	desired    *Node
+	// applied is the node configuration VPP holds as far as the renderer
+	// knows; nil when unknown (a fresh renderer: the first full Apply
+	// decides).
+	applied *Node
+	// dirtyIfs are the interfaces whose node configuration changed since
+	// the last apply.
+	dirtyIfs map[string]struct{}
+	synced   bool
+	dirty    []*frontend
+	failures map[ObjectID]Failure
+	// pending are the interfaces whose configuration waits for VPP to have
+	// the interface.
+	pending map[string]PendingInterface
+	stats   Stats
+}
+
+// entry is one known service and its translations, sorted by key.
+type entry struct {
+	svc   *servicerenderer.ContivService
+	trans []Translation
+}
+
+// find is the entry's translation on key.
+func (e *entry) find(k Key) *Translation {
+	i, ok := slices.BinarySearchFunc(e.trans, k, func(t Translation, k Key) int { return t.Key.Compare(k) })
+	if !ok {
+		return nil
+	}
+	return &e.trans[i]
+}
+
+// before tells whether e wins a key over f: the oldest, then the lower ID.
+func (e *entry) before(f *entry) bool {
+	if !e.svc.Created.Equal(f.svc.Created) {
+		return e.svc.Created.Before(f.svc.Created)
+	}
+	if e.svc.ID.Namespace != f.svc.ID.Namespace {
+		return e.svc.ID.Namespace < f.svc.ID.Namespace
+	}
+	return e.svc.ID.Name < f.svc.ID.Name
+}
+
+// frontend is one key: the services claiming it (the winner first), the
+// translation wanted there and the one VPP holds.
+type frontend struct {
+	key       Key
+	claimants []*entry
+	desired   *Translation
+	// applied is the renderer's translation VPP holds on the key as far as
+	// the renderer knows; nil when none. id is VPP's id of it when haveID
+	// (set by the dump of a full apply, for that apply only).
+	applied *Translation
+	id      uint32
+	haveID  bool
+	dirty   bool
+}
+
+func (fe *frontend) unused() bool {
+	return len(fe.claimants) == 0 && fe.applied == nil && !fe.dirty
+}
+
+// New validates the configuration and makes a renderer with no service.
+func New(p Params) (*Renderer, error) {
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if p.VPP == nil {
+		return nil, errors.New("cnat: no VPP")
+	}
+	log := p.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
+		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}}
+	r.reset(servicerenderer.LocalNode{}, nil)
+	return r, nil
+}
+
+// reset forgets every service; what VPP holds stays known.
+func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole) {
+	r.node = node
+	r.services = map[servicerenderer.ServiceID]*entry{}
+	r.extIPs = map[netip.Addr]int{}
+	for k, fe := range r.frontends {
+		if fe.applied == nil {
+			delete(r.frontends, k)
+			continue
+		}
+		*fe = frontend{key: k, applied: fe.applied}
+	}
+	r.dirty = r.dirty[:0]
+	r.interfaces = maps.Clone(interfaces)
+	if r.interfaces == nil {
+		r.interfaces = map[string]servicerenderer.InterfaceRole{}
+	}
+	r.desired = BuildNode(r.cfg, r.interfaces)
+	r.dirtyIfs = nil
+	r.synced = false
+}
+
+var errNilService = errors.New("cnat: nil service")
+
+// AddService implements servicerenderer.Renderer.
+func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
+	if svc == nil {
+		return errNilService
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setService(svc)
+	return nil
+}
+
+// UpdateService implements servicerenderer.Renderer.
+func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
+	return r.AddService(svc)
+}
+
+// DeleteService implements servicerenderer.Renderer.
+func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
+	if svc == nil {
+		return errNilService
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removeService(svc.ID)
+	return nil
+}
+
+func (r *Renderer) removeService(id servicerenderer.ServiceID) {
+	e := r.services[id]
+	if e == nil {
+		return
+	}
+	for i := range e.trans {
+		r.release(e, r.frontends[e.trans[i].Key])
+	}
+	r.countExternal(e.svc, -1)
+	delete(r.services, id)
+}
+
+// setService renders svc, new or changed: its translations are matched by
+// key with those it had.
+func (r *Renderer) setService(svc *servicerenderer.ContivService) {
+	e := r.services[svc.ID]
+	if e != nil && !e.svc.Created.Equal(svc.Created) {
+		// Another incarnation: it may now lose or win keys.
+		r.removeService(svc.ID)
+		e = nil
+	}
+	trans := appendService(nil, svc, r.node, &r.cfg)
+	slices.SortFunc(trans, func(a, b Translation) int { return a.Key.Compare(b.Key) })
+	if e == nil {
+		e = &entry{svc: svc}
+		r.services[svc.ID] = e
+	} else {
+		r.countExternal(e.svc, -1)
+	}
+	r.countExternal(svc, 1)
+	old := e.trans
+	e.svc, e.trans = svc, trans
+	i, j := 0, 0
+	for i < len(old) || j < len(trans) {
+		c := 0
+		switch {
+		case i == len(old):
+			c = 1
+		case j == len(trans):
+			c = -1
+		default:
+			c = old[i].Key.Compare(trans[j].Key)
+		}
+		switch {
+		case c < 0:
+			r.release(e, r.frontends[old[i].Key])
+			i++
+		case c > 0:
+			r.claim(e, &trans[j])
+			j++
+		default:
+			if fe := r.frontends[trans[j].Key]; fe.claimants[0] == e {
+				r.setDesired(fe, &trans[j])
+			}
+			i++
+			j++
+		}
+	}
+}
+
+// countExternal adds n to the count of each external IP of svc.
+func (r *Renderer) countExternal(svc *servicerenderer.ContivService, n int) {
+	for _, ip := range svc.ExternalIPs {
+		ip = ip.Unmap()
+		if r.extIPs[ip] += n; r.extIPs[ip] <= 0 {
+			delete(r.extIPs, ip)
+		}
+	}
+}
+
+// claim records that e wants t on its key.
+func (r *Renderer) claim(e *entry, t *Translation) {
+	fe := r.frontends[t.Key]
+	if fe == nil {
+		fe = &frontend{key: t.Key}
+		r.frontends[t.Key] = fe
+	}
+	i := 0
+	for i < len(fe.claimants) && fe.claimants[i].before(e) {
+		i++
+	}
+	fe.claimants = slices.Insert(fe.claimants, i, e)
+	if i == 0 {
+		r.setDesired(fe, t)
+	}
+	if len(fe.claimants) > 1 {
+		rejected := e
+		if i == 0 {
+			rejected = fe.claimants[1]
+		}
+		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", t.Key.String(),
+			"service", fe.claimants[0].svc.ID, "rejected", rejected.svc.ID)
+	}
+}
+
+// release records that e no longer claims fe; the next oldest takes over.
+func (r *Renderer) release(e *entry, fe *frontend) {
+	i := slices.Index(fe.claimants, e)
+	if i < 0 {
+		return
+	}
+	fe.claimants = slices.Delete(fe.claimants, i, i+1)
+	if i == 0 {
+		if len(fe.claimants) == 0 {
+			r.setDesired(fe, nil)
+		} else {
+			r.setDesired(fe, fe.claimants[0].find(fe.key))
+		}
+	}
+	if fe.unused() {
+		delete(r.frontends, fe.key)
+	}
+}
+
+// setDesired makes t (nil: none) the desired translation of fe and queues
+// fe for Apply when that changes anything.
+func (r *Renderer) setDesired(fe *frontend, t *Translation) {
+	if fe.desired.Equal(t) {
+		if t != nil {
+			if fe.applied == fe.desired {
+				fe.applied = t
+			}
+			fe.desired = t
+		}
+		return
+	}
+	fe.desired = t
+	if !fe.dirty {
+		fe.dirty = true
+		r.dirty = append(r.dirty, fe)
+	}
+	delete(r.failures, ObjectID{Kind: ObjectTranslation, Key: fe.key})
+}
+
+// UpdateInterface implements servicerenderer.Renderer: every interface
+// with a role gets the cnat features, a pod interface its SNAT tables.
+func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRole) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if role == 0 {
+		delete(r.interfaces, name)
+		delete(r.pending, name)
+		delete(r.desired.Features, name)
+		delete(r.desired.Tables, name)
+	} else {
+		r.interfaces[name] = role
+		f, t := interfaceConfig(name, &r.cfg)
+		r.desired.Features[name] = f
+		if t != 0 {
+			r.desired.Tables[name] = t
+		}
+	}
+	r.markInterface(name)
+	return nil
+}
+
+func (r *Renderer) markInterface(name string) {
+	if r.dirtyIfs == nil {
+		r.dirtyIfs = map[string]struct{}{}
+	}
+	r.dirtyIfs[name] = struct{}{}
+	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
+}
+
+// InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
+// interface's features and tables (it deleted the interface, or a new one
+// took its name). The next Apply configures it again if it has a role.
+func (r *Renderer) InterfaceLost(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		return
+	}
+	delete(r.applied.Features, name)
+	delete(r.applied.Tables, name)
+	r.markInterface(name)
+}
+
+// VPPRestarted tells the renderer that VPP restarted (the agent calls it
+// when the connection reports a new VPP process): VPP holds no cnat
+// configuration any more, so the next Apply (which must then be full)
+// configures everything again. Without it, a full Apply still notices a
+// restart through the SNAT addresses VPP reports (see Apply).
+func (r *Renderer) VPPRestarted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, fe := range r.frontends {
+		fe.applied = nil
+		if fe.unused() {
+			delete(r.frontends, k)
+		}
+	}
+	r.applied = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
+	r.synced = false
+	r.saveNode()
+}
+
+// UpdateLocalNode implements servicerenderer.Renderer: when this node's
+// addresses change, every service is rendered again (NodePorts and
+// is_real_ip depend on them).
+func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := !slices.Equal(r.node.IPs, node.IPs)
+	r.node = node
+	if !changed {
+		return nil
+	}
+	ids := slices.SortedFunc(maps.Keys(r.services), func(a, b servicerenderer.ServiceID) int {
+		return compareIDs(a, b)
+	})
+	for _, id := range ids {
+		r.setService(r.services[id].svc)
+	}
+	return nil
+}
+
+func compareIDs(a, b servicerenderer.ServiceID) int {
+	if a.Namespace != b.Namespace {
+		if a.Namespace < b.Namespace {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
+
+// Resync implements servicerenderer.Renderer: the desired state is rebuilt
+// from the snapshot; the next Apply is full.
+func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
+	if data == nil {
+		return errors.New("cnat: nil resync data")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reset(data.Node, data.Interfaces)
+	for _, svc := range data.Services {
+		if svc != nil {
+			r.setService(svc)
+		}
+	}
+	return nil
+}
+
+// owned tells whether a translation VPP holds on k is the renderer's: k is
+// claimed by a service, or its VIP is in a service CIDR, or it is one of
+// this node's IPs on a port in the NodePort range, or an external IP of a
+// known service. Anything else is foreign and never touched.
+// ASSUMPTION: cnat has no tags (FACTS §6), so the key decides; a
+// translation another program made on such a key is taken for the
+// renderer's, and one left on the external IP of a service deleted while
+// the agent was down is left in place.
+func (r *Renderer) owned(k Key) bool {
+	if fe := r.frontends[k]; fe != nil && len(fe.claimants) > 0 {
+		return true
+	}
+	if r.cfg.inServiceCIDR(k.IP) || r.extIPs[k.IP] > 0 {
+		return true
+	}
+	return slices.Contains(r.node.IPs, k.IP) && k.Port >= r.cfg.NodePortMin && k.Port <= r.cfg.NodePortMax
+}

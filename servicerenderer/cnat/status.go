@@ -1,0 +1,242 @@
+package cnat
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ObjectKind names the kinds of cnat objects.
+type ObjectKind uint8
+
+// The object kinds.
+const (
+	ObjectNode ObjectKind = iota
+	ObjectPrefix
+	ObjectInterface
+	ObjectTranslation
+)
+
+// ObjectID identifies one cnat object; only the field of its Kind is set.
+type ObjectID struct {
+	Kind      ObjectKind
+	Interface string
+	Prefix    string
+	Key       Key
+}
+
+// String is the kind and the object's key.
+func (id ObjectID) String() string {
+	switch id.Kind {
+	case ObjectPrefix:
+		return "exclude-prefix " + id.Prefix
+	case ObjectInterface:
+		return "interface " + id.Interface
+	case ObjectTranslation:
+		return "translation " + id.Key.String()
+	}
+	return "node"
+}
+
+// objectOf is the object an operation changes.
+func objectOf(op *Op) ObjectID {
+	switch op.Kind {
+	case OpFeature, OpSNATInterface:
+		return ObjectID{Kind: ObjectInterface, Interface: op.Interface}
+	case OpExcludePrefix:
+		return ObjectID{Kind: ObjectPrefix, Prefix: op.Prefix.String()}
+	case OpDeleteTranslation, OpUpdateTranslation:
+		return ObjectID{Kind: ObjectTranslation, Key: op.Translation.Key}
+	}
+	return ObjectID{Kind: ObjectNode}
+}
+
+// Failure is an object VPP refused as invalid; it is not retried until it
+// changes or a full apply runs.
+type Failure struct {
+	Object ObjectID
+	Op     OpKind
+	Reason string
+}
+
+// Stats are the renderer's cumulative counters.
+type Stats struct {
+	Applies, FullApplies int
+	// Calls counts VPP calls (dumps included); Writes the calls that may
+	// change VPP.
+	Calls, Writes int
+	// Invalid and Transient count failed calls.
+	Invalid, Transient int
+	// Foreign is the number of translations the last full apply left alone.
+	Foreign int
+}
+
+// Failures lists the objects not applied, sorted by name.
+func (r *Renderer) Failures() []Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fs := slices.Collect(maps.Values(r.failures))
+	slices.SortFunc(fs, func(a, b Failure) int {
+		return compareStrings(a.Object.String(), b.Object.String())
+	})
+	return fs
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// PendingInterface is an interface whose cnat configuration waits for VPP
+// to have it (a pod's interface not yet created, say). It is not a
+// failure: every full apply, and every UpdateInterface of that name, tries
+// again.
+type PendingInterface struct {
+	Name  string
+	Since time.Time
+}
+
+// Pending lists the interfaces waiting for VPP to have them, sorted by name.
+func (r *Renderer) Pending() []PendingInterface {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := slices.Collect(maps.Values(r.pending))
+	slices.SortFunc(ps, func(a, b PendingInterface) int { return compareStrings(a.Name, b.Name) })
+	return ps
+}
+
+// Stats returns the cumulative counters.
+func (r *Renderer) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Desired is the desired translations, sorted by key (shared: not to be
+// mutated).
+func (r *Renderer) Desired() []*Translation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.collect(func(fe *frontend) *Translation { return fe.desired })
+}
+
+// Applied is the renderer's translations VPP holds as far as it knows,
+// sorted by key (shared: not to be mutated).
+func (r *Renderer) Applied() []*Translation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.collect(func(fe *frontend) *Translation { return fe.applied })
+}
+
+func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
+	var out []*Translation
+	for _, fe := range r.frontends {
+		if t := pick(fe); t != nil {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Translation) int { return a.Key.Compare(b.Key) })
+	return out
+}
+
+// DesiredNode and AppliedNode are copies of the node configuration wanted
+// and held (AppliedNode is nil while unknown).
+func (r *Renderer) DesiredNode() *Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.desired.Clone()
+}
+
+// AppliedNode is a copy of the node configuration VPP holds as far as the
+// renderer knows; nil before the first full Apply of a fresh renderer.
+func (r *Renderer) AppliedNode() *Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		return nil
+	}
+	return r.applied.Clone()
+}
+
+// Store keeps the node configuration applied to VPP (which cannot be read
+// back) across agent restarts.
+type Store interface {
+	// Load returns the stored configuration; nil when none is stored.
+	Load() (*Node, error)
+	Save(n *Node) error
+}
+
+// FileStore is a Store in one JSON file, replaced atomically.
+type FileStore struct{ Path string }
+
+// Load implements Store.
+func (s FileStore) Load() (*Node, error) {
+	b, err := os.ReadFile(s.Path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var n Node
+	if err := json.Unmarshal(b, &n); err != nil {
+		return nil, fmt.Errorf("cnat node record %s: %w", s.Path, err)
+	}
+	return &n, nil
+}
+
+// Save implements Store.
+func (s FileStore) Save(n *Node) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.Path), ".cnat-node-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), s.Path)
+}
+
+// MemStore is a Store in memory (tests, and an agent restarting in process).
+type MemStore struct {
+	mu sync.Mutex
+	n  *Node
+}
+
+// Load implements Store.
+func (s *MemStore) Load() (*Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		return nil, nil
+	}
+	return s.n.Clone(), nil
+}
+
+// Save implements Store.
+func (s *MemStore) Save(n *Node) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n = n.Clone()
+	return nil
+}
