@@ -125,3 +125,27 @@ func TestDeploymentArgumentsParse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, port, c.LivenessProbe.HTTPGet.Port.String(), "the probe reaches the HTTP server")
 }
+
+// --master replaces the API server address of a kubeconfig; without it the
+// kubeconfig's server is used.
+func TestMasterOverridesKubeconfigServer(t *testing.T) {
+	path := t.TempDir() + "/kubeconfig"
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.96.0.1:443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	c, err := kubeConfig(path, "")
+	require.NoError(t, err)
+	require.Equal(t, "https://10.96.0.1:443", c.Host)
+	c, err = kubeConfig(path, "https://192.168.16.10:6443")
+	require.NoError(t, err)
+	require.Equal(t, "https://192.168.16.10:6443", c.Host)
+	require.Equal(t, "t", c.BearerToken, "credentials still come from the kubeconfig")
+
+	o, err := parseOptions([]string{"--etcd-endpoints=e:2379", "--master=https://192.168.16.10:6443"}, testEnv(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "https://192.168.16.10:6443", o.master)
+}
