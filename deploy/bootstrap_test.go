@@ -180,4 +180,3 @@ func listenPort(t *testing.T, args []string, name string) string {
 	}
 	return u.Port()
 }
-
