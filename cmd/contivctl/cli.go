@@ -39,6 +39,7 @@ func commands() []command {
 		{name: "status", summary: "an agent's controller, VPP connection and readiness", run: runStatus},
 		{name: "render", summary: "offline: the NAT44 state an agent on a node would program for manifests", run: runRender},
 		{name: "trace", summary: "which backends a packet to VIP:PORT/PROTO reaches, with probabilities", run: runTrace},
+		{name: "doctor", summary: "names what an agent misses of VPP, the CNI and etcd, with what to do", run: runDoctor},
 		{name: "load", summary: "write Kubernetes YAML into etcd in the reflector's format", run: runLoad},
 	}
 }
