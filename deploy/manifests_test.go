@@ -1,150 +1,111 @@
 package deploy
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"contiv.dev/vpp/contivconf"
 )
 
-// kustomization is the part of kustomization.yaml the test checks.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Resources  []string `json:"resources"`
-	Images     []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName"`
-		NewTag  string `json:"newTag"`
-	} `json:"images"`
-}
-
-// decodeAll strictly decodes every document of a manifest file.
-func decodeAll(t *testing.T, path string) []runtime.Object {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	strict := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []runtime.Object
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: document %d: %v", path, i, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := strict.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: document %d: %v", path, i, err)
-		}
-		objs = append(objs, obj)
-	}
-	return objs
-}
-
-func TestBaseManifestsDecodeStrictly(t *testing.T) {
-	raw, err := os.ReadFile("base/kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k kustomization
-	if err := yaml.UnmarshalStrict(raw, &k); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
-	}
-	files, err := filepath.Glob("base/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if filepath.Base(f) != "kustomization.yaml" && !slices.Contains(k.Resources, filepath.Base(f)) {
-			t.Errorf("%s is not listed in kustomization.yaml", f)
-		}
-	}
-	kinds := map[string]int{}
-	var agent *appsv1.DaemonSet
-	var ksr *appsv1.Deployment
-	var etcd *appsv1.StatefulSet
-	var cm *corev1.ConfigMap
-	for _, res := range k.Resources {
-		for _, obj := range decodeAll(t, filepath.Join("base", res)) {
-			kinds[obj.GetObjectKind().GroupVersionKind().Kind]++
-			switch o := obj.(type) {
-			case *appsv1.DaemonSet:
-				agent = o
-			case *appsv1.Deployment:
-				ksr = o
-			case *appsv1.StatefulSet:
-				etcd = o
-			case *corev1.ConfigMap:
-				cm = o
+// Every file of a kustomization directory is used, and every variant
+// builds and decodes strictly into the Kubernetes API types.
+func TestVariantsDecodeStrictly(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.dir, func(t *testing.T) {
+			k := readKustomization(t, v.dir)
+			used := map[string]bool{"kustomization.yaml": true}
+			for _, r := range k.Resources {
+				used[r] = true
 			}
-		}
+			for _, p := range k.Patches {
+				used[p.Path] = true
+			}
+			files, err := filepath.Glob(filepath.Join(v.dir, "*.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if !used[filepath.Base(f)] {
+					t.Errorf("%s is not listed in kustomization.yaml", f)
+				}
+			}
+			m := render(t, v)
+			kinds := map[string]int{}
+			for _, o := range m.objs {
+				kinds[o.GetObjectKind().GroupVersionKind().Kind]++
+			}
+			for _, want := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "DaemonSet"} {
+				if kinds[want] == 0 {
+					t.Errorf("no %s", want)
+				}
+			}
+			if (m.etcd != nil) != v.etcd {
+				t.Errorf("in-cluster etcd present: %v, want %v", m.etcd != nil, v.etcd)
+			}
+		})
 	}
-	for _, want := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "StatefulSet", "Deployment", "DaemonSet", "Service"} {
-		if kinds[want] == 0 {
-			t.Errorf("no %s in the base", want)
-		}
+}
+
+// The agents run a real VPP unless the variant is a development one, with
+// the variant's transport, and talk to a shared etcd (never an embedded
+// one); the reflector writes into the same etcd.
+func TestAgentConfiguration(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.dir, func(t *testing.T) {
+			m := render(t, v)
+			cfg := m.agentConfig(t)
+			want := contivconf.SimulateNever
+			if v.dev {
+				want = contivconf.SimulateAlways
+			}
+			if cfg.VPP.Simulate != want {
+				t.Errorf("vpp.simulate = %s, want %s", cfg.VPP.Simulate, want)
+			}
+			if cfg.Routing.NodeToNodeTransport != v.transport {
+				t.Errorf("routing.nodeToNodeTransport = %s, want %s", cfg.Routing.NodeToNodeTransport, v.transport)
+			}
+			if cfg.Etcd.UseEmbedded() {
+				t.Fatal("the agent would run an embedded etcd of its own: etcd.endpoints is empty")
+			}
+			ksr := m.resolve(t, m.ksr.Spec.Template.Spec.Containers[0])
+			eps, ok := flagValue(ksr.args, "etcd-endpoints")
+			if !ok {
+				t.Fatal("contiv-ksr has no --etcd-endpoints")
+			}
+			if got := splitList(eps); !slices.Equal(got, cfg.Etcd.Endpoints) {
+				t.Errorf("contiv-ksr writes to etcd %v, the agents read %v", got, cfg.Etcd.Endpoints)
+			}
+			mounts := map[string]string{}
+			for _, vm := range m.agent.Spec.Template.Spec.Containers[0].VolumeMounts {
+				mounts[vm.MountPath] = vm.Name
+			}
+			if mounts[filepath.Dir(cfg.VPP.Socket)] == "" {
+				t.Errorf("VPP's socket %s is not on a mounted directory (mounts %v)", cfg.VPP.Socket, mounts)
+			}
+			if mounts[filepath.Dir(cfg.NodeSync.StateFile)] == "" {
+				t.Errorf("the node-ID state file %s is not on a mounted directory (mounts %v)", cfg.NodeSync.StateFile, mounts)
+			}
+			for _, f := range []string{cfg.Etcd.TLS.CAFile, cfg.Etcd.TLS.CertFile, cfg.Etcd.TLS.KeyFile} {
+				if f != "" && !strings.HasPrefix(f, "/etc/contiv/etcd-tls/") {
+					t.Errorf("etcd TLS file %s is not in the mounted Secret", f)
+				}
+			}
+		})
 	}
-	if agent == nil || ksr == nil || etcd == nil || cm == nil {
-		t.Fatalf("missing workload: agent=%v ksr=%v etcd=%v configmap=%v", agent != nil, ksr != nil, etcd != nil, cm != nil)
-	}
-	spec := agent.Spec.Template.Spec
-	if !spec.HostNetwork {
-		t.Error("agent DaemonSet must use the host network")
-	}
-	c := spec.Containers[0]
-	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
-		t.Error("agent needs a /readyz readiness probe")
-	}
-	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
-		t.Error("agent needs a /healthz liveness probe")
-	}
-	mounted := map[string]string{}
-	for _, m := range c.VolumeMounts {
-		mounted[m.Name] = m.MountPath
-	}
-	if mounted["vpp-api"] != "/run/vpp" {
-		t.Errorf("agent must mount /run/vpp, mounts: %v", mounted)
-	}
-	if got := *ksr.Spec.Replicas; got != 2 {
+}
+
+// The reflector runs two replicas; the in-cluster etcd as many members as
+// its initial cluster names.
+func TestReplicas(t *testing.T) {
+	m := render(t, variants[0])
+	if got := *m.ksr.Spec.Replicas; got != 2 {
 		t.Errorf("reflector replicas = %d, want 2", got)
 	}
-	if got := *etcd.Spec.Replicas; got != 3 {
+	if got := *m.etcd.Spec.Replicas; got != 3 {
 		t.Errorf("etcd members = %d, want 3", got)
-	}
-	agentCfg, ok := cm.Data["agent.yaml"]
-	if !ok {
-		t.Fatal("ConfigMap has no agent.yaml")
-	}
-	cfg, err := contivconf.Parse([]byte(agentCfg))
-	if err != nil {
-		t.Fatalf("ConfigMap agent.yaml: %v", err)
-	}
-	cfg.NodeName = "node-1" // set from spec.nodeName at run time
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("ConfigMap agent.yaml: %v", err)
 	}
 }
 
@@ -154,7 +115,7 @@ func TestDockerfilesBuildEveryProgram(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Contains(b, []byte("./cmd/"+p)) {
+		if !strings.Contains(string(b), "./cmd/"+p) {
 			t.Errorf("%s.Dockerfile does not build ./cmd/%s", p, p)
 		}
 		if _, err := os.Stat(filepath.Join("..", "cmd", p)); err != nil {

@@ -8,6 +8,10 @@
 //
 //	--kubeconfig FILE          kubeconfig to reach the API; default $KUBECONFIG;
 //	                           empty: the in-cluster service account
+//	--master URL               API server address (https://IP:6443); replaces
+//	                           the in-cluster address (the kubernetes
+//	                           Service, which works only once Services do) or
+//	                           the kubeconfig's server
 //	--etcd-endpoints URLS      etcd endpoints, comma-separated (required: the
 //	                           reflector writes for agents that read the same
 //	                           etcd, so there is no embedded default)

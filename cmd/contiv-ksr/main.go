@@ -56,7 +56,7 @@ func run(args []string, env environment, stderr io.Writer) int {
 // serve builds the clients and the reflector, then runs the reflector and
 // its HTTP server until ctx ends.
 func serve(ctx context.Context, o options, log *slog.Logger) error {
-	kcfg, err := kubeConfig(o.kubeconfig)
+	kcfg, err := kubeConfig(o.kubeconfig, o.master)
 	if err != nil {
 		return err
 	}
@@ -111,16 +111,22 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	return nil
 }
 
-// kubeConfig loads path, or the in-cluster configuration when path is empty.
-func kubeConfig(path string) (*rest.Config, error) {
+// kubeConfig loads path, or the in-cluster configuration when path is
+// empty; a non-empty master replaces the API server address of either. In
+// the cluster the in-cluster address is the kubernetes Service's ClusterIP,
+// which only works once Services do: --master names the API server itself.
+func kubeConfig(path, master string) (*rest.Config, error) {
 	if path == "" {
 		c, err := rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("in-cluster kubernetes configuration (or pass --kubeconfig): %w", err)
 		}
+		if master != "" {
+			c.Host = master
+		}
 		return c, nil
 	}
-	c, err := clientcmd.BuildConfigFromFlags("", path)
+	c, err := clientcmd.BuildConfigFromFlags(master, path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}

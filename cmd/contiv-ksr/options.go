@@ -18,6 +18,7 @@ var errUsage = errors.New("usage")
 // options is the parsed command line.
 type options struct {
 	kubeconfig string
+	master     string
 
 	etcdEndpoints        []string
 	etcdCA               string
@@ -58,6 +59,7 @@ func parseOptions(args []string, env environment, out io.Writer) (options, error
 	fs := flag.NewFlagSet("contiv-ksr", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env.getenv("KUBECONFIG"), "kubeconfig `file`; empty: in-cluster configuration")
+	fs.StringVar(&o.master, "master", "", "API server `URL` (https://IP:6443); overrides the in-cluster Service address or the kubeconfig's server, so that the reflector needs no Service")
 	fs.StringVar(&endpoints, "etcd-endpoints", "", "etcd endpoints, comma-separated `URLs` (required)")
 	fs.StringVar(&o.etcdCA, "etcd-ca-file", "", "CA certificate `file` of etcd (TLS)")
 	fs.StringVar(&o.etcdCert, "etcd-cert-file", "", "client certificate `file` for etcd (TLS)")

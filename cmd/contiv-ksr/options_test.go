@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"contiv.dev/vpp/plugins/ksr"
@@ -117,11 +119,64 @@ func TestDeploymentArgumentsParse(t *testing.T) {
 	require.NoError(t, yaml.UnmarshalStrict(b, &d))
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	c := d.Spec.Template.Spec.Containers[0]
-	o, err := parseOptions(c.Args, testEnv(map[string]string{"POD_NAME": "contiv-ksr-0"}), &bytes.Buffer{})
+	// The kubelet expands $(VAR) from the container's environment: the
+	// downward API and the contiv-bootstrap ConfigMap.
+	b, err = os.ReadFile("../../deploy/base/bootstrap.yaml")
+	require.NoError(t, err)
+	var boot corev1.ConfigMap
+	require.NoError(t, yaml.UnmarshalStrict(b, &boot))
+	vars := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			vars[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			vars[e.Name] = d.Namespace
+		case e.ValueFrom.FieldRef != nil:
+			vars[e.Name] = "contiv-ksr-0"
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			require.Equal(t, boot.Name, e.ValueFrom.ConfigMapKeyRef.Name)
+			vars[e.Name] = boot.Data[e.ValueFrom.ConfigMapKeyRef.Key]
+		}
+	}
+	var args []string
+	for _, a := range c.Args {
+		args = append(args, regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(a, func(ref string) string {
+			v, ok := vars[ref[2:len(ref)-1]]
+			require.True(t, ok, "undefined %s", ref)
+			return v
+		}))
+	}
+	o, err := parseOptions(args, testEnv(map[string]string{"POD_NAME": "contiv-ksr-0"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	require.NotNil(t, o.election(), "two replicas need leader election")
 	require.Equal(t, d.Namespace, o.leaseNamespace)
+	require.NotEmpty(t, o.master, "the API server by its address, not the kubernetes Service")
 	_, port, err := net.SplitHostPort(o.httpAddr)
 	require.NoError(t, err)
 	require.Equal(t, port, c.LivenessProbe.HTTPGet.Port.String(), "the probe reaches the HTTP server")
+}
+
+// --master replaces the API server address of a kubeconfig; without it the
+// kubeconfig's server is used.
+func TestMasterOverridesKubeconfigServer(t *testing.T) {
+	path := t.TempDir() + "/kubeconfig"
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.96.0.1:443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	c, err := kubeConfig(path, "")
+	require.NoError(t, err)
+	require.Equal(t, "https://10.96.0.1:443", c.Host)
+	c, err = kubeConfig(path, "https://192.168.16.10:6443")
+	require.NoError(t, err)
+	require.Equal(t, "https://192.168.16.10:6443", c.Host)
+	require.Equal(t, "t", c.BearerToken, "credentials still come from the kubeconfig")
+
+	o, err := parseOptions([]string{"--etcd-endpoints=e:2379", "--master=https://192.168.16.10:6443"}, testEnv(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "https://192.168.16.10:6443", o.master)
 }

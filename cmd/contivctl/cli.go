@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/etcd"
 )
 
@@ -38,6 +39,7 @@ func commands() []command {
 		{name: "status", summary: "an agent's controller, VPP connection and readiness", run: runStatus},
 		{name: "render", summary: "offline: the NAT44 state an agent on a node would program for manifests", run: runRender},
 		{name: "trace", summary: "which backends a packet to VIP:PORT/PROTO reaches, with probabilities", run: runTrace},
+		{name: "doctor", summary: "names what an agent misses of VPP, the CNI and etcd, with what to do", run: runDoctor},
 		{name: "load", summary: "write Kubernetes YAML into etcd in the reflector's format", run: runLoad},
 	}
 }
@@ -126,6 +128,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// defaultEtcd is where --etcd points by default: the client URL of the
+// agent's embedded etcd (make run's agent).
+var defaultEtcd = contivconf.Defaults().Etcd.Embedded.ClientURL
+
 // etcdFlags are the flags of commands that talk to etcd.
 type etcdFlags struct {
 	endpoints   string
@@ -137,7 +143,7 @@ type etcdFlags struct {
 }
 
 func (f *etcdFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoints, "etcd", "127.0.0.1:2379", "etcd endpoints, `host:port,...`")
+	fs.StringVar(&f.endpoints, "etcd", defaultEtcd, "etcd endpoints, `host:port,...` or URLs")
 	fs.DurationVar(&f.dialTimeout, "dial-timeout", 5*time.Second, "how long to wait for etcd to answer at first")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "bound on the whole command's etcd work")
 	fs.StringVar(&f.ca, "etcd-ca", "", "CA certificate `file` of etcd (TLS)")

@@ -16,6 +16,14 @@
 //	ipam                   the address plan and the pod IPs allocated
 //	status                 readiness, VPP connection (SIMULATED when so),
 //	                       controller and NAT44 apply counters
+//	doctor [--allow-simulated]
+//	                       names each missing piece of the node (VPP not
+//	                       connected, main NIC not found, an interface VPP
+//	                       or the CNI has not created — with its role —,
+//	                       NAT44 objects VPP refused, etcd lost, a SIMULATED
+//	                       VPP) with what to do, from /v1/status, /v1/config,
+//	                       /v1/interfaces and /v1/nat44; exit 1 when a check
+//	                       fails (docs/vpp-node.md)
 //
 // Offline, without an agent:
 //
@@ -44,6 +52,8 @@
 // And one that writes:
 //
 //	load -f FILE.yaml [--etcd host:port,...] [--prune]
+//	    (--etcd defaults to the agent's embedded etcd, 127.0.0.1:12379:
+//	    make run's agent answers without flags)
 //	    decode Kubernetes YAML (Services, EndpointSlices, Pods, Nodes,
 //	    Namespaces) and write it into etcd in the reflector's format, through
 //	    the same kubestate.Writer the reflector uses; unchanged keys are not

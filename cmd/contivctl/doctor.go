@@ -1,0 +1,363 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/contivconf"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// The verdicts of a doctor check, worst last.
+const (
+	verdictOK   = "ok"
+	verdictWarn = "warn"
+	verdictFail = "FAIL"
+)
+
+// finding is one check of contivctl doctor: what was found and, unless it
+// is fine, what to do about it.
+type finding struct {
+	Verdict string `json:"verdict"`
+	Check   string `json:"check"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// doctorStatus is the part of /v1/status (agent.StatusView) doctor reads.
+type doctorStatus struct {
+	Node       string   `json:"node"`
+	NodeID     uint32   `json:"nodeID"`
+	Ready      bool     `json:"ready"`
+	NotReady   []string `json:"notReady"`
+	Controller struct {
+		Ready         bool   `json:"ready"`
+		EtcdConnected bool   `json:"etcdConnected"`
+		LastError     string `json:"lastError"`
+	} `json:"controller"`
+	VPP struct {
+		Connected bool   `json:"connected"`
+		Simulated bool   `json:"simulated"`
+		Socket    string `json:"socket"`
+		Version   string `json:"version"`
+		LastError string `json:"lastError"`
+	} `json:"vpp"`
+	Pending  []pendingIf `json:"pending"`
+	NodeSync writeStatus `json:"nodesync"`
+	IPAM     writeStatus `json:"ipam"`
+	Note     string      `json:"note"`
+}
+
+// pendingIf is one nat44.PendingInterface as the agent encodes it.
+type pendingIf struct {
+	Name     string
+	Features nat44.Features
+	Since    time.Time
+}
+
+// writeStatus is what the agent still owes etcd (nodesync, ipam).
+type writeStatus struct {
+	Pending   any    `json:"pending"` // a flag for nodesync, a count for ipam
+	Failures  int    `json:"failures"`
+	LastError string `json:"lastError"`
+	Stalled   bool   `json:"stalled"`
+}
+
+// The notReady reasons the agent gives (agent/readiness.go, agent.go), by
+// a part of their text.
+const (
+	reasonMainNIC   = "which interface holds the node IP"
+	reasonFirstSync = "waiting for the first full sync"
+	reasonVPPDown   = "VPP not connected"
+	reasonReprogram = "waiting for the full reprogram"
+	reasonInterface = "interface "
+)
+
+func runDoctor(ctx context.Context, s streams, args []string) error {
+	var allowSim bool
+	c, of, err := newInspect(s, "doctor", "[--agent URL] [--allow-simulated] [-o table|json]", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&allowSim, "allow-simulated", false, "a simulated VPP is a warning, not a failure (development clusters)")
+	})
+	if err != nil {
+		return err
+	}
+	var d doctor
+	d.allowSim = allowSim
+	if _, err := c.view(ctx, "/v1/status", &d.status); err != nil {
+		return err
+	}
+	// The other views refine the diagnosis; an agent that lacks one is
+	// still diagnosed from the rest.
+	var cfg contivconf.Config
+	if _, err := c.view(ctx, "/v1/config", &cfg); err != nil {
+		d.add(verdictWarn, "config", "cannot read /v1/config: "+err.Error(), "")
+	} else {
+		d.cfg = &cfg
+	}
+	if _, err := c.view(ctx, "/v1/interfaces", &d.roles); err != nil {
+		d.add(verdictWarn, "interfaces", "cannot read /v1/interfaces: "+err.Error(), "")
+	}
+	var n agent.NAT44View
+	if _, err := c.view(ctx, "/v1/nat44", &n); err != nil {
+		d.add(verdictWarn, "nat44", "cannot read /v1/nat44: "+err.Error(), "")
+	} else {
+		d.nat = &n
+	}
+	d.diagnose()
+	if of.json() {
+		if err := writeJSON(s.out, d.findings); err != nil {
+			return err
+		}
+	} else if err := printFindings(s.out, d.findings); err != nil {
+		return err
+	}
+	if n := d.count(verdictFail); n > 0 {
+		return fmt.Errorf("%d problem(s) found on node %s", n, orDash(d.status.Node))
+	}
+	return nil
+}
+
+// doctor diagnoses one agent from its views.
+type doctor struct {
+	allowSim bool
+	status   doctorStatus
+	cfg      *contivconf.Config // nil: not read
+	roles    map[string]sr.InterfaceRole
+	nat      *agent.NAT44View // nil: not read
+	// built is set once the agent found its main NIC and started its
+	// controller.
+	built    bool
+	findings []finding
+}
+
+func (d *doctor) add(verdict, check, detail, fix string) {
+	d.findings = append(d.findings, finding{Verdict: verdict, Check: check, Detail: detail, Fix: fix})
+}
+
+func (d *doctor) count(verdict string) int {
+	n := 0
+	for _, f := range d.findings {
+		if f.Verdict == verdict {
+			n++
+		}
+	}
+	return n
+}
+
+// diagnose runs every check; each reason the agent gives for not being
+// ready is explained by one check or reported as it is.
+func (d *doctor) diagnose() {
+	explained := map[string]bool{}
+	claim := func(part string) []string {
+		var out []string
+		for _, r := range d.status.NotReady {
+			if strings.Contains(r, part) {
+				explained[r] = true
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	claim(reasonVPPDown) // explained by checkVPP
+	d.checkVPP()
+	d.checkSimulated()
+	mainNIC := claim(reasonMainNIC)
+	// Until the main NIC is known the agent builds nothing: no controller,
+	// no NAT44 state; the views of those are empty.
+	d.built = len(mainNIC) == 0
+	d.checkMainNIC(mainNIC)
+	d.checkSync(claim(reasonFirstSync), claim(reasonReprogram))
+	d.checkPending(claim(reasonInterface))
+	d.checkNAT44()
+	d.checkEtcdWrites()
+	for _, r := range d.status.NotReady {
+		if !explained[r] {
+			d.add(verdictFail, "readiness", r, "")
+		}
+	}
+	if d.status.Ready {
+		d.add(verdictOK, "readiness", "the agent is ready: /readyz answers 200", "")
+	}
+}
+
+func (d *doctor) checkVPP() {
+	v := d.status.VPP
+	if v.Connected {
+		d.add(verdictOK, "vpp", fmt.Sprintf("connected to VPP %s at %s", orDash(v.Version), orDash(v.Socket)), "")
+		return
+	}
+	detail := "VPP not connected"
+	if v.Socket != "" {
+		detail += " at " + v.Socket
+	}
+	if v.LastError != "" {
+		detail += ": " + v.LastError
+	}
+	d.add(verdictFail, "vpp", detail, "start VPP with its API socket at vpp.socket (startup configuration: socksvr { socket-name "+
+		cmp.Or(v.Socket, "/run/vpp/api.sock")+" }) and mount its directory into the agent; 'vppctl show version' must answer (docs/vpp-node.md)")
+}
+
+func (d *doctor) checkSimulated() {
+	v := d.status.VPP
+	mode := ""
+	if d.cfg != nil {
+		mode = string(d.cfg.VPP.Simulate)
+	}
+	if v.Simulated || strings.Contains(strings.ToUpper(d.status.Note), "SIMULATED") {
+		verdict := verdictFail
+		if d.allowSim {
+			verdict = verdictWarn
+		}
+		d.add(verdict, "simulated-vpp", fmt.Sprintf("the agent runs a SIMULATED VPP (vpp.simulate: %s): nothing forwards packets", orDash(mode)),
+			"on a real node set vpp.simulate: never and run VPP; only development clusters simulate (--allow-simulated)")
+		return
+	}
+	if mode != "" && mode != string(contivconf.SimulateNever) {
+		d.add(verdictWarn, "simulated-vpp", "vpp.simulate is "+mode+": a restart without VPP's socket would silently simulate VPP",
+			"set vpp.simulate: never on real nodes")
+	}
+}
+
+func (d *doctor) checkMainNIC(reasons []string) {
+	for _, r := range reasons {
+		if !d.status.VPP.Connected {
+			d.add(verdictWarn, "main-nic", "main NIC not known until VPP connects: "+r, "")
+			continue
+		}
+		d.add(verdictFail, "main-nic", "main NIC not found: "+r,
+			"give VPP's uplink the node IP in VPP's startup configuration ('vppctl show interface address' must list it), or name it in nodeConfig[].mainInterface.name")
+	}
+	if len(reasons) > 0 || d.cfg == nil {
+		return
+	}
+	if name := d.nodeConfig().MainInterface.Name; name != "" {
+		d.add(verdictOK, "main-nic", "main NIC configured: "+name, "")
+	} else if d.status.VPP.Connected {
+		d.add(verdictOK, "main-nic", "main NIC found by the node IP (nodeConfig[].mainInterface.name unset)", "")
+	}
+}
+
+func (d *doctor) checkSync(first, reprogram []string) {
+	c := d.status.Controller
+	if d.built && !c.EtcdConnected {
+		d.add(verdictFail, "etcd", "the agent is not connected to etcd", "check etcd.endpoints (CONTIV_ETCD_ENDPOINTS): addresses reachable from the host network, no Service names")
+	}
+	for _, r := range first {
+		fix := ""
+		if c.LastError != "" {
+			fix = "last controller error: " + c.LastError
+		}
+		d.add(verdictFail, "first-sync", r, fix)
+	}
+	for _, r := range reprogram {
+		d.add(verdictWarn, "reprogram", r, "transient after a VPP restart or reconnect; if it stays, see 'contivctl nat44' failures")
+	}
+}
+
+func (d *doctor) checkPending(reasons []string) {
+	pending := slices.Clone(d.status.Pending)
+	slices.SortFunc(pending, func(a, b pendingIf) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range pending {
+		verdict := verdictWarn // within the grace: VPP or the CNI may be about to create it
+		for _, r := range reasons {
+			if strings.Contains(r, "interface "+p.Name+" ") {
+				verdict = verdictFail
+			}
+		}
+		role, fix := d.interfaceRole(p.Name)
+		d.add(verdict, "interface", fmt.Sprintf("%s %s is pending: VPP has no such interface (NAT44 features %s wait, since %s)",
+			role, p.Name, p.Features, p.Since.UTC().Format(time.RFC3339)), fix)
+	}
+	if len(pending) == 0 && d.built && d.status.VPP.Connected {
+		d.add(verdictOK, "interface", "no NAT44 interface feature waits for an interface", "")
+	}
+}
+
+// interfaceRole says what a named interface is to the agent and how VPP
+// comes to have it.
+func (d *doctor) interfaceRole(name string) (role, fix string) {
+	if d.cfg == nil {
+		return "interface", "check 'vppctl show interface' and the CNI"
+	}
+	nc := d.nodeConfig()
+	switch {
+	case name == nc.MainInterface.Name:
+		return "main NIC", "VPP's startup configuration must bring up " + name + " ('vppctl show interface " + name + "')"
+	case name == nc.HostInterconnectInterface:
+		return "host interconnect (routing.hostInterconnectInterface)", "create the tap to the host in VPP's startup configuration (VPP names it tapN: 'create tap id N host-if-name ...'), or set routing.hostInterconnectInterface to the name VPP gave it"
+	case name == nc.VXLANBVIInterface && d.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN:
+		return "VXLAN BVI (routing.vxlanBVIInterface)", "create the loopback that serves as the VXLAN bridge's BVI (VPP names it loopN or bviN), or set routing.vxlanBVIInterface to its name"
+	}
+	for _, o := range nc.OtherInterfaces {
+		if o.Name == name {
+			return "other NIC (nodeConfig[].otherInterfaces)", "VPP's startup configuration must bring up " + name
+		}
+	}
+	return "pod interface", "the CNI creates pod interfaces and tags them \"" + d.cfg.NAT44.PodInterfaceTag + "\"; check 'vppctl show interface' and the CNI's logs"
+}
+
+func (d *doctor) checkNAT44() {
+	if d.nat == nil || !d.built {
+		return
+	}
+	for _, f := range d.nat.Failures {
+		svc := ""
+		if f.Service != (sr.ServiceID{}) {
+			svc = " of " + f.Service.String()
+		}
+		op := ""
+		if f.Op != 0 {
+			op = " (" + f.Op.String() + ")"
+		}
+		d.add(verdictFail, "nat44", fmt.Sprintf("VPP refused %s%s%s: %s", f.Object, svc, op, f.Reason),
+			"not retried until the object changes or a full resync; 'contivctl nat44' lists every failure")
+	}
+	for _, c := range d.nat.Conflicts {
+		d.add(verdictWarn, "nat44", fmt.Sprintf("frontend %s is claimed by %s and %s; %s wins", c.Key, c.Winner, joinStrings(c.Losers, ","), c.Winner), "")
+	}
+	if len(d.nat.Failures) == 0 {
+		d.add(verdictOK, "nat44", "VPP accepted every NAT44 object the agent programmed", "")
+	}
+}
+
+func (d *doctor) checkEtcdWrites() {
+	for _, w := range []struct {
+		name string
+		st   writeStatus
+	}{{"nodesync", d.status.NodeSync}, {"ipam", d.status.IPAM}} {
+		switch {
+		case w.st.Stalled:
+			d.add(verdictFail, w.name, "writes to etcd refused for good: "+orDash(w.st.LastError), "see docs/operations.md, \"etcd down\"")
+		case w.st.Failures > 0:
+			d.add(verdictWarn, w.name, fmt.Sprintf("writes to etcd failing (%d failures): %s", w.st.Failures, orDash(w.st.LastError)), "they are retried; check etcd")
+		}
+	}
+}
+
+// nodeConfig is this node's effective per-node configuration.
+func (d *doctor) nodeConfig() contivconf.NodeConfig {
+	return d.cfg.ForNode(d.status.Node)
+}
+
+// printFindings writes the findings, failures first.
+func printFindings(w io.Writer, fs []finding) error {
+	rank := map[string]int{verdictFail: 0, verdictWarn: 1, verdictOK: 2}
+	fs = slices.Clone(fs)
+	slices.SortStableFunc(fs, func(a, b finding) int { return cmp.Compare(rank[a.Verdict], rank[b.Verdict]) })
+	t := newTable(w, "VERDICT", "CHECK", "DETAIL")
+	for _, f := range fs {
+		t.row(f.Verdict, f.Check, f.Detail)
+		if f.Fix != "" {
+			t.row("", "", "  fix: "+f.Fix)
+		}
+	}
+	return t.flush()
+}

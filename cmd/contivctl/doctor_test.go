@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// recordedViews are the views a real contiv-agent served, recorded into
+// testdata/doctor/NAME (status, config, interfaces, nat44): "no-vpp" is an
+// agent with vpp.simulate never and no VPP socket, "simulated" one running
+// the simulated VPP with deploy/examples/cluster.yaml loaded.
+func recordedViews(t *testing.T, name string) map[string]any {
+	t.Helper()
+	views := map[string]any{}
+	files, err := filepath.Glob(filepath.Join("testdata", "doctor", name, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded views for %s: %v", name, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		views[strings.TrimSuffix(filepath.Base(f), ".json")] = json.RawMessage(b)
+	}
+	return views
+}
+
+// doctorRun runs contivctl doctor against views and returns its exit
+// status and the findings it printed as JSON.
+func doctorRun(t *testing.T, views map[string]any, args ...string) (int, []finding) {
+	t.Helper()
+	url := serveViews(t, views)
+	code, out, errs := contivctl(t, "", append([]string{"doctor", "--agent", url, "-o", "json"}, args...)...)
+	var fs []finding
+	if err := json.Unmarshal([]byte(out), &fs); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s\n%s", err, out, errs)
+	}
+	return code, fs
+}
+
+// has reports whether a finding with verdict and check mentions every part.
+func has(fs []finding, verdict, check string, parts ...string) bool {
+	for _, f := range fs {
+		if f.Verdict != verdict || f.Check != check {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(f.Detail+" "+f.Fix, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func requireFinding(t *testing.T, fs []finding, verdict, check string, parts ...string) {
+	t.Helper()
+	if !has(fs, verdict, check, parts...) {
+		t.Errorf("no %s %s finding with %q among:\n%s", verdict, check, parts, dump(fs))
+	}
+}
+
+func dump(fs []finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Verdict + " " + f.Check + ": " + f.Detail + " | " + f.Fix + "\n")
+	}
+	return b.String()
+}
+
+// An agent without VPP: doctor says VPP is not connected (with the agent's
+// reason), that the main NIC cannot be known before, and blames nothing
+// that merely has not started (etcd, NAT44).
+func TestDoctorRecordedNoVPP(t *testing.T) {
+	code, fs := doctorRun(t, recordedViews(t, "no-vpp"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "vpp", "VPP not connected at", "the API socket does not exist", "socksvr")
+	requireFinding(t, fs, verdictWarn, "main-nic", "not known until VPP connects", "192.168.16.1")
+	for _, f := range fs {
+		if f.Check == "etcd" || f.Check == "nat44" || f.Check == "simulated-vpp" || f.Check == "readiness" {
+			t.Errorf("unexpected finding: %+v", f)
+		}
+	}
+}
+
+// The simulated VPP is a failure on a real node and a warning with
+// --allow-simulated; otherwise that agent is healthy.
+func TestDoctorRecordedSimulated(t *testing.T) {
+	views := recordedViews(t, "simulated")
+	code, fs := doctorRun(t, views)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "simulated-vpp", "SIMULATED VPP", "vpp.simulate: always", "never")
+	code, fs = doctorRun(t, views, "--allow-simulated")
+	if code != 0 {
+		t.Errorf("--allow-simulated: exit %d, want 0:\n%s", code, dump(fs))
+	}
+	requireFinding(t, fs, verdictWarn, "simulated-vpp", "SIMULATED VPP")
+	requireFinding(t, fs, verdictOK, "readiness", "ready")
+	requireFinding(t, fs, verdictOK, "nat44", "accepted")
+}
+
+// realNode is a ready agent on a real VPP, in the agent's own view types.
+func realNode() (agent.StatusView, contivconf.Config) {
+	cfg := contivconf.Defaults()
+	cfg.NodeName = "node-1"
+	cfg.VPP.Simulate = contivconf.SimulateNever
+	return agent.StatusView{
+		Node: "node-1", NodeID: 1, Ready: true,
+		Controller: controller.Status{Ready: true, EtcdConnected: true, Resyncs: 1},
+		VPP:        vpp.Status{Connected: true, Socket: "/run/vpp/api.sock", Version: "25.02-release", PID: 77, Connects: 1},
+	}, cfg
+}
+
+func TestDoctorHealthyNode(t *testing.T) {
+	st, cfg := realNode()
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "nat44": agent.NAT44View{}})
+	if code != 0 {
+		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
+	}
+	for _, f := range fs {
+		if f.Verdict != verdictOK {
+			t.Errorf("finding on a healthy node: %+v", f)
+		}
+	}
+	requireFinding(t, fs, verdictOK, "vpp", "25.02-release")
+	requireFinding(t, fs, verdictOK, "main-nic", "found by the node IP")
+}
+
+// Every missing piece is named with its role and what to do: a main NIC
+// that VPP has not addressed, a host interconnect past the grace, a VXLAN
+// BVI and a pod interface within it, an object VPP refused, etcd lost, a
+// write stalled, and a reason doctor does not know, reported as it is.
+func TestDoctorNamesMissingPieces(t *testing.T) {
+	st, cfg := realNode()
+	cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-1", MainInterface: &contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0"}}}
+	st.Ready = false
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st.Pending = []nat44.PendingInterface{
+		{Name: "tap0", Features: nat44.FeatureIn | nat44.FeatureOut, Since: since},
+		{Name: "loop1", Features: nat44.FeatureIn, Since: since},
+		{Name: "tap7", Features: nat44.FeatureIn, Since: since},
+	}
+	st.NotReady = []string{"waiting for interface tap0 for 12.5s", "something new the agent says"}
+	st.Controller.EtcdConnected = false
+	st.NodeSync.Stalled, st.NodeSync.LastError = true, "node ID released"
+	web := sr.ServiceID{Namespace: "shop", Name: "web"}
+	nat := agent.NAT44View{Failures: []nat44.Failure{{
+		Object:  nat44.ObjectID{Kind: nat44.ObjectMapping, Mapping: nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: sr.TCP}},
+		Service: web, Op: nat44.OpAddMapping, Reason: "VPPApiError: value exists (-81)",
+	}}}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "nat44": nat})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictOK, "main-nic", "GigabitEthernet0/8/0")
+	requireFinding(t, fs, verdictFail, "interface", "host interconnect", "tap0", "create the tap")
+	requireFinding(t, fs, verdictWarn, "interface", "VXLAN BVI", "loop1", "loopback")
+	requireFinding(t, fs, verdictWarn, "interface", "pod interface", "tap7", "{{namespace}}/{{pod}}")
+	requireFinding(t, fs, verdictFail, "nat44", "10.96.0.10:80/TCP", "shop/web", "value exists")
+	requireFinding(t, fs, verdictFail, "etcd", "not connected to etcd", "no Service names")
+	requireFinding(t, fs, verdictFail, "nodesync", "node ID released")
+	requireFinding(t, fs, verdictFail, "readiness", "something new the agent says")
+	if has(fs, verdictFail, "readiness", "waiting for interface tap0") {
+		t.Error("the pending interface reason is reported twice")
+	}
+
+	// With VPP connected but no interface holding the node IP, the main
+	// NIC is a failure.
+	st, cfg = realNode()
+	st.Ready = false
+	st.NotReady = []string{"waiting for VPP to show which interface holds the node IP 192.168.16.1 (nodeConfig.mainInterface.name is not set)"}
+	code, fs = doctorRun(t, map[string]any{"status": st, "config": cfg})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "main-nic", "main NIC not found", "192.168.16.1", "show interface address")
+	requireFinding(t, fs, verdictWarn, "interfaces", "cannot read /v1/interfaces")
+}
+
+// The table names failures first, each with its fix.
+func TestDoctorTable(t *testing.T) {
+	url := serveViews(t, recordedViews(t, "no-vpp"))
+	code, out, _ := contivctl(t, "", "doctor", "--agent", url)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	lines := strings.Split(fields(out), "\n")
+	if len(lines) < 3 || lines[0] != "VERDICT CHECK DETAIL" || !strings.HasPrefix(lines[1], "FAIL vpp VPP not connected") || !strings.HasPrefix(lines[2], "fix: start VPP") {
+		t.Errorf("table:\n%s", out)
+	}
+}

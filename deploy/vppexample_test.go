@@ -1,0 +1,85 @@
+package deploy
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
+)
+
+// The sample node configuration of examples/vpp agrees with the agent's
+// defaults: node 1's address plan, the interface names the agent expects,
+// the pod VRF; and it leaves NAT44 to the agent.
+func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
+	b, err := os.ReadFile("examples/vpp/node-1.cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string // the commands, comments left out
+	for l := range strings.Lines(string(b)) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "comment") {
+			cmds = append(cmds, l)
+		}
+	}
+	cfg := contivconf.Defaults()
+	c := cfg.IPAM
+	plan, err := ipam.NewPlan(ipam.Config{
+		PodSubnetCIDR: c.PodSubnetCIDR, PodSubnetOneNodePrefixLen: c.PodSubnetNodePrefixLength,
+		VPPHostSubnetCIDR: c.VPPHostSubnetCIDR, VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
+		NodeInterconnectCIDR: c.NodeInterconnectCIDR, VXLANCIDR: c.VXLANCIDR, ServiceCIDR: c.ServiceCIDR,
+	}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostIf, bvi := cfg.Routing.HostInterconnectInterface, cfg.Routing.VXLANBVIInterface
+	want := []string{
+		"ip table add " + u32(cfg.Routing.PodVRFID),
+		"set interface ip address host-eth1 " + plan.NodeInterconnectIP.String(),
+		"set interface ip address " + hostIf + " " + plan.HostInterconnectVPP.String(),
+		"host-ip4-addr " + plan.HostInterconnectLinux.String(),
+		"set interface ip table " + bvi + " " + u32(cfg.Routing.PodVRFID),
+		"set interface ip address " + bvi + " " + plan.VXLANIP.String(),
+		"set interface l2 bridge " + bvi + " 1 bvi",
+		"ip route add " + plan.PodSubnet.String() + " via ip4-lookup-in-table " + u32(cfg.Routing.PodVRFID),
+		"ip route add 0.0.0.0/0 table " + u32(cfg.Routing.PodVRFID) + " via ip4-lookup-in-table " + u32(cfg.Routing.MainVRFID),
+	}
+	all := strings.Join(cmds, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("node-1.cli lacks %q", w)
+		}
+	}
+	// VPP names a tap created with id N tapN, a loopback of instance N loopN.
+	if m := regexp.MustCompile(`create tap id (\d+)`).FindStringSubmatch(all); m == nil || "tap"+m[1] != hostIf {
+		t.Errorf("the host interconnect VPP creates is not %s (%v)", hostIf, m)
+	}
+	if m := regexp.MustCompile(`create loopback interface instance (\d+)`).FindStringSubmatch(all); m == nil || "loop"+m[1] != bvi {
+		t.Errorf("the loopback VPP creates is not %s (%v)", bvi, m)
+	}
+	for _, cmd := range cmds {
+		if strings.Contains(cmd, "nat44") || strings.Contains(cmd, "cnat") {
+			t.Errorf("node-1.cli configures NAT (%q): the agent owns it", cmd)
+		}
+		if strings.Contains(cmd, plan.ServiceCIDR.String()) {
+			t.Errorf("node-1.cli routes the service CIDR (%q): the agent installs its drop routes", cmd)
+		}
+	}
+	for _, f := range []string{"examples/vpp/startup.conf", "examples/vpp/startup-dpdk.conf"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "socket-name "+cfg.VPP.Socket) {
+			t.Errorf("%s: the API socket is not at vpp.socket %s", f, cfg.VPP.Socket)
+		}
+		if !strings.Contains(string(b), "plugin nat_plugin.so { enable }") {
+			t.Errorf("%s does not load the NAT plugin", f)
+		}
+	}
+}
+
+func u32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
