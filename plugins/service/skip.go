@@ -40,6 +40,14 @@ const (
 	ReasonInvalidSlice
 	// ReasonInvalidEndpoint: an endpoint without a usable address.
 	ReasonInvalidEndpoint
+	// ReasonIPModeProxy: a LoadBalancer ingress IP with ipMode Proxy; the
+	// load balancer delivers its traffic to node or pod addresses, so the
+	// IP is no frontend (by design, as in kube-proxy).
+	ReasonIPModeProxy
+	// ReasonSourceRangesNotEnforced: spec.loadBalancerSourceRanges, which
+	// NAT44-ED cannot enforce (it has no filter by source address). The
+	// service is rendered; traffic from every source reaches it.
+	ReasonSourceRangesNotEnforced
 )
 
 // String names the reason in logs, REST and metrics.
@@ -71,6 +79,10 @@ func (r Reason) String() string {
 		return "invalid-slice"
 	case ReasonInvalidEndpoint:
 		return "invalid-endpoint"
+	case ReasonIPModeProxy:
+		return "ipmode-proxy"
+	case ReasonSourceRangesNotEnforced:
+		return "source-ranges-not-enforced"
 	}
 	return "unknown"
 }
@@ -79,7 +91,9 @@ func (r Reason) String() string {
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // Ignored tells whether the reason is by design rather than a problem.
-func (r Reason) Ignored() bool { return r >= ReasonHeadless && r <= ReasonOtherProxy }
+func (r Reason) Ignored() bool {
+	return r >= ReasonHeadless && r <= ReasonOtherProxy || r == ReasonIPModeProxy
+}
 
 // level is the log level of a skip for r.
 func (r Reason) level() slog.Level {
