@@ -295,7 +295,7 @@ func TestFromPodNodeNamespace(t *testing.T) {
 		},
 	}, {
 		name: "node with a zone",
-		in: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-3", Labels: map[string]string{LabelTopologyZone: "zone-a"}}},
+		in:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-3", Labels: map[string]string{LabelTopologyZone: "zone-a"}}},
 		want: &Node{Name: "node-3", Zone: "zone-a"},
 	}, {
 		name: "node with podCIDR only",
