@@ -9,13 +9,17 @@
 //	                       per port with its backends (how many local, and
 //	                       how many a Local traffic policy uses), nodePort,
 //	                       traffic policies, session affinity; --skipped
-//	                       lists what was left out, and why
+//	                       lists what was left out, and why; under the
+//	                       table, each health-check NodePort and each
+//	                       service whose source ranges are NOT enforced
 //	nat44 [--applied]      the desired (or applied) NAT44 state, one sorted
 //	                       line per object, then failures and conflicts
 //	nodes                  node names, IDs, VPP and management IPs
 //	ipam                   the address plan and the pod IPs allocated
 //	status                 readiness, VPP connection (SIMULATED when so),
 //	                       controller and NAT44 apply counters
+//	latency                network programming latency (the kube-proxy
+//	                       SLI): p50, p99, max over the latest changes
 //
 // Offline, without an agent:
 //
@@ -27,7 +31,8 @@
 //	    NodeSync gives when nodes join in name order); its VPP IP comes from
 //	    the configuration or the address plan, its management IPs from its
 //	    Node's InternalIP and ExternalIP addresses. A line on standard error
-//	    says which were used.
+//	    says which were used. Then failures, conflicts and what the service
+//	    processor skipped, and why (in -o json: failures, conflicts, skipped).
 //
 // Either way:
 //

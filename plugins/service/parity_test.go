@@ -259,3 +259,17 @@ node node-1 id=1 ips=10.20.0.1,192.168.16.1
 	}
 	r.check()
 }
+
+func TestReasonText(t *testing.T) {
+	for r := ReasonHeadless; r <= ReasonSourceRangesNotEnforced; r++ {
+		b, _ := r.MarshalText()
+		var got Reason
+		if err := got.UnmarshalText(b); err != nil || got != r {
+			t.Errorf("%s: got %v, %v", b, got, err)
+		}
+	}
+	var r Reason
+	if err := r.UnmarshalText([]byte("nonsense")); err == nil {
+		t.Error("unknown name accepted")
+	}
+}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 
 	"contiv.dev/vpp/kubestate"
@@ -89,6 +90,17 @@ func (r Reason) String() string {
 
 // MarshalText makes a reason print as its name in JSON (REST).
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a reason's name (clients of the REST views).
+func (r *Reason) UnmarshalText(b []byte) error {
+	for x := ReasonHeadless; x <= ReasonSourceRangesNotEnforced; x++ {
+		if x.String() == string(b) {
+			*r = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown skip reason %q", b)
+}
 
 // Ignored tells whether the reason is by design rather than a problem.
 func (r Reason) Ignored() bool {
