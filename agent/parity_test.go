@@ -2,16 +2,21 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -102,7 +107,33 @@ endpoints:
 		}
 		return true
 	})
-	if v := a.latency.view(); v.Observed != 0 {
-		t.Errorf("latency observed before any change: %+v", v)
+	rec := httptest.NewRecorder()
+	a.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/latency", nil))
+	var v LatencyView
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil || v.Observed != 0 {
+		t.Errorf("/v1/latency: %d %v %s (nothing observed before any change)", rec.Code, err, rec.Body)
+	}
+
+	// An EndpointSlice change with a trigger time is observed once, after
+	// VPP took it; the same trigger time delivered again is not.
+	slice := &kubestate.EndpointSlice{
+		Namespace: "shop", Name: "gateway-a", ServiceName: "gateway", AddressType: "IPv4",
+		Ports:       []kubestate.EndpointPort{{Name: "http", Protocol: "TCP", Port: 8080}},
+		Endpoints:   []kubestate.Endpoint{{Addresses: []string{"10.1.1.8"}, Ready: true, Serving: true, NodeName: "node-1"}},
+		TriggerTime: time.Now().UTC(),
+	}
+	w := kubestate.NewWriter(a.etcd, nil)
+	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(slice)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "latency observed", func() bool { return a.latency.view().Observed == 1 })
+	again := *slice
+	again.Endpoints = append(slices.Clone(slice.Endpoints), kubestate.Endpoint{Addresses: []string{"10.1.1.9"}, Ready: true, Serving: true, NodeName: "node-1"})
+	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(&again)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "repeated trigger time seen", func() bool { return a.latency.view().Repeated == 1 })
+	if v := a.latency.view(); v.Observed != 1 || v.Window != 1 {
+		t.Errorf("latency after a repeated trigger time: %+v", v)
 	}
 }
