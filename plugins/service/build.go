@@ -425,9 +425,9 @@ func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeVie
 				}
 			}
 		}
-		p.Backends = b.pick(cands, ready, topo.admits)
+		p.Backends = b.pick(cands, ready, false, topo)
 		if local {
-			p.LocalBackends = b.pick(cands, localReady, isLocal)
+			p.LocalBackends = b.pick(cands, localReady, true, topoFilter{})
 		}
 	}
 	if b.scratch != nil && cap(cands) <= maxScratch {
@@ -450,14 +450,13 @@ func sortCandidates(cands []candidate) []candidate {
 	return cands
 }
 
-func isLocal(c *candidate) bool { return c.b.Local }
-
-// pick selects the ready candidates among those consider admits, or the
-// serving-and-terminating ones when none is ready (ready counts the ready
-// ones among those admitted), and records the local pods used.
-func (b *builder) pick(cands []candidate, ready int, consider func(*candidate) bool) []sr.Backend {
+// pick selects the ready candidates (only local ones when onlyLocal, only
+// those topo admits), or the serving-and-terminating ones when none is
+// ready (ready counts the ready ones among those considered), and records
+// the local pods used.
+func (b *builder) pick(cands []candidate, ready int, onlyLocal bool, topo topoFilter) []sr.Backend {
 	take := func(c *candidate) bool {
-		if !consider(c) {
+		if onlyLocal && !c.b.Local || !topo.admits(c) {
 			return false
 		}
 		if ready > 0 {
