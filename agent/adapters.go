@@ -1,15 +1,10 @@
 package agent
 
 import (
-	"context"
 	"net/netip"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/plugins/controller"
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -40,68 +35,6 @@ func (t thisNode) NodeIPs() []netip.Addr {
 		}
 	}
 	return ips
-}
-
-// latencyTracker measures network programming latency, the kube-proxy SLI:
-// from an EndpointSlice's last-change-trigger-time to the moment VPP
-// acknowledged the batch that carried the change. As a handler it notes the
-// trigger times of the slices in a batch; as the applier it runs the
-// renderer's apply step and, when it succeeds, observes them.
-type latencyTracker struct {
-	inner   controller.Applier
-	hist    prometheus.Histogram
-	mu      sync.Mutex
-	pending []time.Time
-}
-
-func newLatencyTracker(inner controller.Applier) *latencyTracker {
-	return &latencyTracker{
-		inner: inner,
-		hist: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "contiv_network_programming_duration_seconds",
-			Help:    "Time from an EndpointSlice's last-change-trigger-time to VPP acknowledging the change.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}),
-	}
-}
-
-func (l *latencyTracker) Name() string { return "latency" }
-
-func (l *latencyTracker) HandlesEvent(ev controller.Event) bool {
-	c, ok := ev.(*controller.ChangeEvent)
-	return ok && c.Key.Resource == kubestate.ResEndpointSlice
-}
-
-// Resync drops pending trigger times: a resync is not a measured change.
-func (l *latencyTracker) Resync(context.Context, *controller.ResyncEvent) error {
-	l.mu.Lock()
-	l.pending = l.pending[:0]
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *latencyTracker) Update(_ context.Context, ev controller.Event) error {
-	c := ev.(*controller.ChangeEvent)
-	if s, ok := c.New.(*kubestate.EndpointSlice); ok && !s.TriggerTime.IsZero() {
-		l.mu.Lock()
-		l.pending = append(l.pending, s.TriggerTime)
-		l.mu.Unlock()
-	}
-	return nil
-}
-
-func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
-	if err := l.inner.Apply(ctx, full); err != nil {
-		return err // pending changes are measured when a later apply succeeds
-	}
-	now := time.Now()
-	l.mu.Lock()
-	for _, t := range l.pending {
-		l.hist.Observe(now.Sub(t).Seconds())
-	}
-	l.pending = l.pending[:0]
-	l.mu.Unlock()
-	return nil
 }
 
 // stateCollector exports object counts at scrape time.

@@ -54,6 +54,13 @@ type Options struct {
 	// VPP). The configuration's vpp.simulate is the caller's to apply
 	// (cmd/contiv-agent does); the agent itself never falls back to it.
 	Dataplane Dataplane
+	// kube-proxy parity (agent/parity.go): ProxyHealthAddress is the listen
+	// address of /healthz and /livez ("" DefaultProxyHealthAddress,
+	// ProxyHealthOff none); HealthCheckAddress is where services'
+	// health-check NodePorts are served (unset: the host end of the host
+	// interconnect, where VPP's NAT44 mapping sends them).
+	ProxyHealthAddress string
+	HealthCheckAddress netip.Addr
 }
 
 // Agent is one contiv-agent: every part, wired.
@@ -82,6 +89,7 @@ type Agent struct {
 	mainIf string
 	built  atomic.Bool
 	tags   tagParser
+	par    parity // kube-proxy parity (agent/parity.go)
 	// startedAt is when Run started (unix ns); everReady is set once the
 	// agent was ready: controller.startupTimeout bounds the time between.
 	startedAt atomic.Int64
@@ -97,7 +105,11 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		out = os.Stderr
 	}
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
-		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag)}
+		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
+		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
+	if !a.par.hcAddr.IsValid() {
+		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
+	}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -400,6 +412,7 @@ func (a *Agent) nat44Config() nat44.Config {
 	nc.ServiceCIDR = a.plan.ServiceCIDR
 	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
 	nc.SessionLimit = cfg.NAT44.SessionLimit
+	nc.HealthCheckTarget = a.healthCheckTarget() // parity wiring
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
 	return nc
@@ -466,9 +479,10 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
+	a.buildServiceHealth() // parity wiring
 	a.proc, err = service.New(service.Params{
 		Logger:     a.log.With("part", "service"),
-		Renderers:  []sr.Renderer{r},
+		Renderers:  []sr.Renderer{r, a.par.hc}, // parity wiring: a.par.hc
 		Node:       thisNode{a.nodes},
 		Subnets:    a.plan,
 		Interfaces: a.ifaces,
@@ -486,16 +500,17 @@ func (a *Agent) buildHandlers() error {
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)
-	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency}
+	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)                         // parity wiring
+	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency, a.par.proxy} // parity wiring: a.par.proxy
 	if a.dp != nil {
 		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
-		handlers = slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc, a.latency})
+		handlers = slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc, a.latency, a.par.proxy}) // parity wiring: a.par.proxy
 	}
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,
 		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.latency},
+		Appliers:         []controller.Applier{a.par.proxy}, // parity wiring: wraps a.latency
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -503,7 +518,7 @@ func (a *Agent) buildHandlers() error {
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 	})
 	a.nodes.SetEvents(a.ctl)
-	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a))
+	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a)) // parity wiring: source ranges
 	a.built.Store(true)
 	return nil
 }
@@ -565,6 +580,7 @@ func (a *Agent) buildHTTP() {
 			"nat44/mappings": a.view(func() any { return nat44MappingsView(a.renderer) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
+			"latency":        a.view(func() any { return a.latency.view() }), // parity wiring
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
 		},
@@ -623,6 +639,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return stop(err)
 		}
 	}
+	a.runParity(ctx, &wg) // parity wiring
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

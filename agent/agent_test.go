@@ -43,6 +43,7 @@ func testConfigFrom(t *testing.T, cfg contivconf.Config, etcdURL string, dir str
 	cfg.Etcd.Endpoints = []string{etcdURL}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.HTTP.ProxyHealthAddress = "127.0.0.1:0"
 	cfg.Log.Level = contivconf.LogLevelWarn
 	cfg.Controller.HealingBackoff = contivconf.Backoff{Initial: contivconf.Duration(20 * time.Millisecond), Max: contivconf.Duration(200 * time.Millisecond)}
 	cfg.VPP.ReconnectBackoff = contivconf.Backoff{Initial: contivconf.Duration(20 * time.Millisecond), Max: contivconf.Duration(200 * time.Millisecond)}

@@ -199,6 +199,14 @@ type HTTPConfig struct {
 	// Address is the listen address of REST, /metrics, /healthz and
 	// /readyz, "host:port" or ":port".
 	Address string `json:"address"`
+	// ProxyHealthAddress is where kube-proxy's node health endpoint
+	// (/healthz, /livez) is served, "host:port" or ":port"; "off" serves
+	// none.
+	ProxyHealthAddress string `json:"proxyHealthAddress"`
+	// ServiceHealthAddress is the IP the health checks of LoadBalancer
+	// services (healthCheckNodePort) are served on; empty: the host end of
+	// the host interconnect, where VPP brings them.
+	ServiceHealthAddress netip.Addr `json:"serviceHealthAddress,omitzero"`
 }
 
 // NAT44Config configures the NAT44-ED rendering of services. NAT44

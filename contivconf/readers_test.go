@@ -42,6 +42,8 @@ var readers = map[string]struct{ file, re string }{
 	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
 	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
 	"http.address":                       {"agent/agent.go", `HTTP\.Address`},
+	"http.proxyHealthAddress":            {"agent/agent.go", `HTTP\.ProxyHealthAddress`},
+	"http.serviceHealthAddress":          {"agent/agent.go", `HTTP\.ServiceHealthAddress`},
 	"nat44.sessionLimit":                 {"agent/agent.go", `NAT44\.SessionLimit`},
 	"nat44.timeouts.udp":                 {"agent/agent.go", `t\.UDP`},
 	"nat44.timeouts.tcpEstablished":      {"agent/agent.go", `t\.TCPEstablished`},

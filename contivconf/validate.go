@@ -32,6 +32,12 @@ func (c Config) Validate() error {
 	c.Etcd.validate(&p)
 	c.VPP.validate(&p)
 	checkHostPort(&p, "http.address", c.HTTP.Address)
+	if a := c.HTTP.ProxyHealthAddress; a != "off" {
+		checkHostPort(&p, "http.proxyHealthAddress", a)
+	}
+	if a := c.HTTP.ServiceHealthAddress; a.IsValid() && !a.Is4() {
+		p.add("http.serviceHealthAddress", a, "must be IPv4 (VPP's NAT44 brings the checks to it)")
+	}
 	c.NAT44.validate(&p)
 	c.Routing.validate(&p)
 	if v := c.NAT44.ExternalIPTenantVRF; v == invalidVRF || v == c.Routing.MainVRFID || v == c.Routing.PodVRFID {

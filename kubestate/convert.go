@@ -33,6 +33,8 @@ const (
 	// AnnotationTriggerTime is when the change that produced an
 	// EndpointSlice happened (RFC 3339).
 	AnnotationTriggerTime = "endpoints.kubernetes.io/last-change-trigger-time"
+	// LabelTopologyZone is a Node's zone (topology-aware routing).
+	LabelTopologyZone = "topology.kubernetes.io/zone"
 )
 
 // DefaultSessionAffinityTimeout is the ClientIP affinity timeout, in
@@ -90,6 +92,14 @@ func FromService(s *corev1.Service) (*Service, error) {
 		SessionAffinity:       string(s.Spec.SessionAffinity),
 		ProxyName:             s.Labels[LabelServiceProxyName],
 		Created:               timeOf(s.CreationTimestamp),
+		HealthCheckNodePort:   s.Spec.HealthCheckNodePort,
+	}
+	// Source ranges apply to LoadBalancer services only (as in kube-proxy).
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		out.LoadBalancerSourceRanges = clone(s.Spec.LoadBalancerSourceRanges)
+	}
+	if d := s.Spec.TrafficDistribution; d != nil {
+		out.TrafficDistribution = *d
 	}
 	if out.Type == "" {
 		out.Type = string(corev1.ServiceTypeClusterIP)
@@ -98,7 +108,11 @@ func FromService(s *corev1.Service) (*Service, error) {
 		out.ClusterIPs = []string{s.Spec.ClusterIP}
 	}
 	for _, in := range s.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
+		switch {
+		case in.IP == "":
+		case in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy:
+			out.LBProxyIPs = append(out.LBProxyIPs, in.IP)
+		default:
 			out.LBIngressIPs = append(out.LBIngressIPs, in.IP)
 		}
 	}
@@ -189,6 +203,14 @@ func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
 		if r := e.TargetRef; r != nil {
 			ep.TargetKind, ep.TargetNamespace, ep.TargetName = r.Kind, r.Namespace, r.Name
 		}
+		if h := e.Hints; h != nil {
+			for _, z := range h.ForZones {
+				ep.HintZones = append(ep.HintZones, z.Name)
+			}
+			for _, n := range h.ForNodes {
+				ep.HintNodes = append(ep.HintNodes, n.Name)
+			}
+		}
 		out.Endpoints = append(out.Endpoints, ep)
 	}
 	return out, nil
@@ -228,7 +250,7 @@ func FromNode(n *corev1.Node) (*Node, error) {
 	if err := checkMeta("Node", &n.ObjectMeta, false); err != nil {
 		return nil, err
 	}
-	out := &Node{Name: n.Name, PodCIDRs: clone(n.Spec.PodCIDRs)}
+	out := &Node{Name: n.Name, PodCIDRs: clone(n.Spec.PodCIDRs), Zone: n.Labels[LabelTopologyZone]}
 	if len(out.PodCIDRs) == 0 && n.Spec.PodCIDR != "" {
 		out.PodCIDRs = []string{n.Spec.PodCIDR}
 	}

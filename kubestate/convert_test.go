@@ -96,6 +96,35 @@ func TestFromService(t *testing.T) {
 			SessionAffinity: "ClientIP", SessionAffinityTimeout: 10800,
 		},
 	}, {
+		name: "load balancer parity fields: health check port, source ranges, ipMode, traffic distribution",
+		in: &corev1.Service{ObjectMeta: objMeta("ns", "lb"), Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.8",
+			ExternalTrafficPolicy:    corev1.ServiceExternalTrafficPolicyLocal,
+			HealthCheckNodePort:      32000,
+			LoadBalancerSourceRanges: []string{"198.51.100.0/24", "203.0.113.7/32"},
+			TrafficDistribution:      ptr(corev1.ServiceTrafficDistributionPreferClose),
+		}, Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{
+			{IP: "203.0.113.1", IPMode: ptr(corev1.LoadBalancerIPModeProxy)},
+			{IP: "203.0.113.2", IPMode: ptr(corev1.LoadBalancerIPModeVIP)},
+			{IP: "203.0.113.3"},
+		}}}},
+		want: &Service{
+			Namespace: "ns", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.8"},
+			LBIngressIPs: []string{"203.0.113.2", "203.0.113.3"}, LBProxyIPs: []string{"203.0.113.1"},
+			HealthCheckNodePort: 32000, LoadBalancerSourceRanges: []string{"198.51.100.0/24", "203.0.113.7/32"},
+			TrafficDistribution:   "PreferClose",
+			ExternalTrafficPolicy: "Local", InternalTrafficPolicy: "Cluster", SessionAffinity: "None",
+		},
+	}, {
+		name: "source ranges of a service that is no LoadBalancer are not kept",
+		in: &corev1.Service{ObjectMeta: objMeta("ns", "np"), Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.9", LoadBalancerSourceRanges: []string{"198.51.100.0/24"},
+		}},
+		want: &Service{
+			Namespace: "ns", Name: "np", Type: "NodePort", ClusterIPs: []string{"10.96.0.9"},
+			ExternalTrafficPolicy: "Cluster", InternalTrafficPolicy: "Cluster", SessionAffinity: "None",
+		},
+	}, {
 		name: "ExternalName",
 		in: &corev1.Service{ObjectMeta: objMeta("ns", "ext"), Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com",
@@ -194,6 +223,19 @@ func TestFromEndpointSlice(t *testing.T) {
 		}},
 		wantTrigger: trigger,
 	}, {
+		name: "topology hints",
+		in: mk(nil, discoveryv1.Endpoint{
+			Addresses: []string{"10.1.1.2"},
+			Hints: &discoveryv1.EndpointHints{
+				ForZones: []discoveryv1.ForZone{{Name: "zone-a"}, {Name: "zone-b"}},
+				ForNodes: []discoveryv1.ForNode{{Name: "node-1"}},
+			},
+		}),
+		wantEPs: []Endpoint{{
+			Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true,
+			HintZones: []string{"zone-a", "zone-b"}, HintNodes: []string{"node-1"},
+		}},
+	}, {
 		name:    "unparsable trigger time is ignored",
 		in:      mk(map[string]string{AnnotationTriggerTime: "yesterday"}, ep(discoveryv1.EndpointConditions{Ready: ptr(true)})),
 		wantEPs: []Endpoint{{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}},
@@ -251,6 +293,10 @@ func TestFromPodNodeNamespace(t *testing.T) {
 			Name: "node-1", PodCIDRs: []string{"10.1.1.0/24", "fd00:1::/64"},
 			Addresses: []NodeAddress{{Type: "InternalIP", Address: "192.168.16.1"}, {Type: "Hostname", Address: "node-1"}},
 		},
+	}, {
+		name: "node with a zone",
+		in:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-3", Labels: map[string]string{LabelTopologyZone: "zone-a"}}},
+		want: &Node{Name: "node-3", Zone: "zone-a"},
 	}, {
 		name: "node with podCIDR only",
 		in:   &corev1.Node{ObjectMeta: objMeta("", "node-2"), Spec: corev1.NodeSpec{PodCIDR: "10.1.2.0/24"}},

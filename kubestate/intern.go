@@ -47,6 +47,12 @@ func compact(o Object) {
 			intern(&e.NodeName)
 			intern(&e.TargetKind)
 			intern(&e.TargetNamespace)
+			for j := range e.HintZones {
+				intern(&e.HintZones[j])
+			}
+			for j := range e.HintNodes {
+				intern(&e.HintNodes[j])
+			}
 		}
 	case *Pod:
 		intern(&o.Namespace)

@@ -17,9 +17,22 @@ type Service struct {
 	// ClusterIPs holds spec.clusterIPs (spec.clusterIP first); "None" for headless.
 	ClusterIPs  []string `json:"clusterIPs,omitempty"`
 	ExternalIPs []string `json:"externalIPs,omitempty"`
-	// LBIngressIPs holds the ip of each status.loadBalancer.ingress entry.
-	LBIngressIPs []string      `json:"lbIngressIPs,omitempty"`
-	Ports        []ServicePort `json:"ports,omitempty"`
+	// LBIngressIPs holds the ip of each status.loadBalancer.ingress entry
+	// whose ipMode is VIP (or unset): traffic to it reaches the node with
+	// the IP as its destination.
+	LBIngressIPs []string `json:"lbIngressIPs,omitempty"`
+	// LBProxyIPs holds the ip of each ingress entry with ipMode Proxy: the
+	// load balancer rewrites the destination, so the IP is not a frontend.
+	LBProxyIPs []string      `json:"lbProxyIPs,omitempty"`
+	Ports      []ServicePort `json:"ports,omitempty"`
+	// HealthCheckNodePort is spec.healthCheckNodePort (LoadBalancer with
+	// externalTrafficPolicy Local); 0 when unset.
+	HealthCheckNodePort int32 `json:"healthCheckNodePort,omitempty"`
+	// LoadBalancerSourceRanges is spec.loadBalancerSourceRanges.
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// TrafficDistribution is spec.trafficDistribution (PreferClose,
+	// PreferSameZone, PreferSameNode); "" when unset.
+	TrafficDistribution string `json:"trafficDistribution,omitempty"`
 	// ExternalTrafficPolicy and InternalTrafficPolicy are "Cluster" or "Local".
 	ExternalTrafficPolicy string `json:"externalTrafficPolicy,omitempty"`
 	InternalTrafficPolicy string `json:"internalTrafficPolicy,omitempty"`
@@ -80,6 +93,10 @@ type Endpoint struct {
 	TargetKind      string `json:"targetKind,omitempty"`
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 	TargetName      string `json:"targetName,omitempty"`
+	// HintZones and HintNodes are hints.forZones and hints.forNodes: the
+	// zones and nodes that should use this endpoint (topology-aware routing).
+	HintZones []string `json:"hintZones,omitempty"`
+	HintNodes []string `json:"hintNodes,omitempty"`
 }
 
 // Key implements Object.
@@ -105,6 +122,8 @@ type Node struct {
 	Name      string        `json:"name"`
 	PodCIDRs  []string      `json:"podCIDRs,omitempty"`
 	Addresses []NodeAddress `json:"addresses,omitempty"`
+	// Zone is the topology.kubernetes.io/zone label.
+	Zone string `json:"zone,omitempty"`
 }
 
 // NodeAddress is one entry of status.addresses.

@@ -74,6 +74,13 @@ type ContivService struct {
 	// Created is the service's creation time: when two services claim the
 	// same frontend address:port/protocol, the oldest wins (then the lower ID).
 	Created time.Time
+	// HealthCheckNodePort is the TCP port on which every node answers the
+	// load balancer's health checks (a LoadBalancer service under the Local
+	// external policy); 0 when the service has none.
+	HealthCheckNodePort uint16
+	// SourceRanges are spec.loadBalancerSourceRanges, sorted. NAT44-ED
+	// cannot filter by source: they are NOT enforced, only reported.
+	SourceRanges []netip.Prefix
 }
 
 // Port is one service port with the backends that serve it.
@@ -113,6 +120,7 @@ func (s *ContivService) Equal(o *ContivService) bool {
 	}
 	if s.ID != o.ID || s.ExternalPolicy != o.ExternalPolicy || s.InternalPolicy != o.InternalPolicy ||
 		s.AffinityTimeout != o.AffinityTimeout || !s.Created.Equal(o.Created) ||
+		s.HealthCheckNodePort != o.HealthCheckNodePort || !slices.Equal(s.SourceRanges, o.SourceRanges) ||
 		!slices.Equal(s.ClusterIPs, o.ClusterIPs) || !slices.Equal(s.ExternalIPs, o.ExternalIPs) ||
 		len(s.Ports) != len(o.Ports) {
 		return false

@@ -44,6 +44,8 @@ func TestEqualSeesEveryField(t *testing.T) {
 		"internal policy": func(s *ContivService) { s.InternalPolicy = PolicyLocal },
 		"affinity":        func(s *ContivService) { s.AffinityTimeout = 0 },
 		"created":         func(s *ContivService) { s.Created = s.Created.Add(time.Second) },
+		"health check":    func(s *ContivService) { s.HealthCheckNodePort = 32000 },
+		"source ranges":   func(s *ContivService) { s.SourceRanges = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")} },
 		"port name":       func(s *ContivService) { s.Ports[0].Name = "web" },
 		"protocol":        func(s *ContivService) { s.Ports[0].Protocol = UDP },
 		"port":            func(s *ContivService) { s.Ports[0].Port = 81 },

@@ -92,6 +92,7 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.HTTP.ProxyHealthAddress = "off"
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("npl: agent configuration: %w", err)

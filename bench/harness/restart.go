@@ -59,6 +59,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.HTTP.ProxyHealthAddress = "off"
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("restart: agent configuration: %w", err)

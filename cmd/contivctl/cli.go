@@ -37,6 +37,7 @@ func commands() []command {
 		{name: "nodes", summary: "the nodes an agent knows: names, IDs, VPP and management IPs", run: runNodes},
 		{name: "ipam", summary: "an agent's address plan and pod IP allocations", run: runIPAM},
 		{name: "status", summary: "an agent's controller, VPP connection and readiness", run: runStatus},
+		{name: "latency", summary: "an agent's network programming latency: p50, p99 and max over its latest changes", run: runLatency},
 		{name: "render", summary: "offline: the NAT44 state an agent on a node would program for manifests", run: runRender},
 		{name: "trace", summary: "which backends a packet to VIP:PORT/PROTO reaches, with probabilities", run: runTrace},
 		{name: "doctor", summary: "names what an agent misses of VPP, the CNI and etcd, with what to do", run: runDoctor},

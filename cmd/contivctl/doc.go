@@ -9,7 +9,9 @@
 //	                       per port with its backends (how many local, and
 //	                       how many a Local traffic policy uses), nodePort,
 //	                       traffic policies, session affinity; --skipped
-//	                       lists what was left out, and why
+//	                       lists what was left out, and why; under the
+//	                       table, each health-check NodePort and each
+//	                       service whose source ranges are NOT enforced
 //	nat44 [--applied]      the desired (or applied) NAT44 state, one sorted
 //	                       line per object, then failures and conflicts
 //	nodes                  node names, IDs, VPP and management IPs
@@ -24,6 +26,8 @@
 //	                       VPP) with what to do, from /v1/status, /v1/config,
 //	                       /v1/interfaces and /v1/nat44; exit 1 when a check
 //	                       fails (docs/vpp-node.md)
+//	latency                network programming latency (the kube-proxy
+//	                       SLI): p50, p99, max over the latest changes
 //
 // Offline, without an agent:
 //
@@ -35,7 +39,8 @@
 //	    NodeSync gives when nodes join in name order); its VPP IP comes from
 //	    the configuration or the address plan, its management IPs from its
 //	    Node's InternalIP and ExternalIP addresses. A line on standard error
-//	    says which were used.
+//	    says which were used. Then failures, conflicts and what the service
+//	    processor skipped, and why (in -o json: failures, conflicts, skipped).
 //
 // Either way:
 //

@@ -91,6 +91,10 @@ func TestAgentEndToEnd(t *testing.T) {
 
 	// What the agent applied is what render says it would program.
 	rendered := run("render", "-f", clusterYAML, "--node", "node-1")
+	rendered, skippedSection, _ := strings.Cut(rendered, "\nSKIPPED (")
+	if !strings.Contains(skippedSection, "headless") {
+		t.Errorf("render does not say what it skipped:\n%s", skippedSection)
+	}
 	if applied := run("nat44", "--applied", "--agent", url); applied != rendered {
 		t.Errorf("the agent applied\n%s\nrender says\n%s", applied, rendered)
 	}

@@ -102,7 +102,34 @@ func printServices(w io.Writer, svcs []*sr.ContivService) error {
 			t.row(append(append(head, port, backendCount(svc, &p), np), tail...)...)
 		}
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printServiceNotes(w, svcs)
+}
+
+// printServiceNotes writes, under the table, what a row cannot say: a
+// service's health-check NodePort, and source ranges the agent does not
+// enforce (said loudly: the operator believes traffic is filtered).
+func printServiceNotes(w io.Writer, svcs []*sr.ContivService) error {
+	var b strings.Builder
+	for _, svc := range svcs {
+		if svc == nil {
+			continue
+		}
+		if svc.HealthCheckNodePort != 0 {
+			fmt.Fprintf(&b, "%s: health-check NodePort %d (answered by the agent on every node)\n", svc.ID, svc.HealthCheckNodePort)
+		}
+		if len(svc.SourceRanges) > 0 {
+			fmt.Fprintf(&b, "%s: source ranges NOT enforced: %s (NAT44-ED cannot filter by source: every client reaches the service)\n",
+				svc.ID, joinStrings(svc.SourceRanges, ","))
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err := io.WriteString(w, "\n"+b.String())
+	return err
 }
 
 // backendCount is "N", with how many are local, and the local set's size

@@ -64,7 +64,8 @@ func cannedViews() map[string]any {
 					{Name: "http", Protocol: sr.TCP, Port: 80, NodePort: 31080, Backends: []sr.Backend{{IP: addr("10.1.2.4"), Port: 8080}}},
 					{Name: "dns", Protocol: sr.UDP, Port: 53, NodePort: 31053},
 				},
-				ExternalPolicy: sr.PolicyLocal,
+				ExternalPolicy: sr.PolicyLocal, HealthCheckNodePort: 32000,
+				SourceRanges: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
 			},
 		},
 		"skipped": []service.Skip{
@@ -93,6 +94,7 @@ func cannedViews() map[string]any {
 			ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 			Pods:        map[string]netip.Addr{"shop/cart-1": addr("10.1.1.4"), "kube-system/dns-1": addr("10.1.1.2")},
 		},
+		"latency": agent.LatencyView{Observed: 250, Window: 200, P50: 0.0123, P99: 0.0456, Max: 1.5, Stale: 3, Repeated: 1},
 		"status": agent.StatusView{
 			Node: "node-1", NodeID: 1, Ready: true,
 			Controller: controller.Status{
@@ -148,6 +150,14 @@ func TestInspectCommands(t *testing.T) {
 			"shop/web 10.96.10.20 203.0.113.10 http 80/TCP 1, Local policy: 0 31080 Local/Cluster -",
 			"\ndns 53/UDP 0, Local policy: 0 31053\n",
 		}},
+		{[]string{"services"}, []string{
+			"shop/web: health-check NodePort 32000",
+			"shop/web: source ranges NOT enforced: 198.51.100.0/24",
+		}},
+		{[]string{"latency"}, []string{
+			"network programming latency over the last 200 of 250 changes: p50 12.3ms, p99 45.6ms, max 1.5s",
+			"not measured: 3 trigger times older than the agent's start, 1 already measured; 0 changes waiting for an apply",
+		}},
 		{[]string{"services", "--skipped"}, []string{
 			"SERVICE OBJECT PORT REASON DETAIL",
 			"shop/orders service shop/orders - headless -",
@@ -197,7 +207,7 @@ func TestInspectCommands(t *testing.T) {
 func TestInspectJSON(t *testing.T) {
 	views := cannedViews()
 	url := serveViews(t, views)
-	for cmd, view := range map[string]string{"services": "services", "nat44": "nat44", "nodes": "nodes", "ipam": "ipam", "status": "status"} {
+	for cmd, view := range map[string]string{"services": "services", "nat44": "nat44", "nodes": "nodes", "ipam": "ipam", "status": "status", "latency": "latency"} {
 		code, out, errs := contivctl(t, "", cmd, "-o", "json", "--agent", url)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", cmd, code, errs)

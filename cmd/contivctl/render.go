@@ -12,6 +12,7 @@ import (
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -97,6 +98,8 @@ type renderOutput struct {
 	Desired   []string         `json:"desired"`
 	Failures  []nat44.Failure  `json:"failures"`
 	Conflicts []nat44.Conflict `json:"conflicts"`
+	// Skipped is what the service processor left out, and why.
+	Skipped []service.Skip `json:"skipped"`
 }
 
 func runRender(ctx context.Context, s streams, args []string) error {
@@ -123,9 +126,34 @@ func runRender(ctx context.Context, s streams, args []string) error {
 		return writeJSON(s.out, renderOutput{
 			Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs,
 			Desired: r.Desired.Lines(), Failures: r.Failures, Conflicts: r.Conflicts,
+			Skipped: nonNil(r.Skipped),
 		})
 	}
-	return printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts)
+	if err := printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts); err != nil {
+		return err
+	}
+	if len(r.Skipped) == 0 {
+		return nil
+	}
+	fmt.Fprintf(s.out, "\nSKIPPED (%d): left out of the rendered state, and why\n", len(r.Skipped))
+	return printSkipped(s.out, skipRows(r.Skipped))
+}
+
+// skipRows are the processor's skips as the REST view gives them.
+func skipRows(skips []service.Skip) []skipRow {
+	out := make([]skipRow, len(skips))
+	for i, k := range skips {
+		out[i] = skipRow{Service: k.Service, Object: k.Object, Port: k.Port, Reason: k.Reason.String(), Detail: k.Detail}
+	}
+	return out
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // defaultFrom is the source of a traced packet when --from gives none: a

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	"contiv.dev/vpp/kubestate"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -21,6 +22,8 @@ type nodeView struct {
 	ips []netip.Addr
 	// podNet is this node's pod subnet, allPods the pod range of the cluster.
 	podNet, allPods netip.Prefix
+	// zone is this node's topology.kubernetes.io/zone label ("" when unset).
+	zone string
 }
 
 // own tells whether ip is one of this node's own addresses.
@@ -53,6 +56,9 @@ type derived struct {
 	// hostNet is set when an endpoint is outside the pod range: its
 	// locality depends on this node's own addresses.
 	hostNet bool
+	// hinted is set when an endpoint has topology hints: the backends then
+	// depend on this node's zone.
+	hinted bool
 }
 
 // maxScratch bounds the candidates a scratch buffer keeps between builds.
@@ -194,6 +200,9 @@ func (b *builder) service() *sr.ContivService {
 	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
 	if lb {
 		ext = b.addrs(ext, s.LBIngressIPs, "loadBalancer ingress IP")
+		for _, ip := range s.LBProxyIPs {
+			b.skipSvc("", ReasonIPModeProxy, "loadBalancer ingress IP "+ip+" (ipMode Proxy: the load balancer delivers to the nodes)")
+		}
 	}
 	out.ExternalIPs = sortAddrs(ext)
 	out.ClusterIPs = sortAddrs(out.ClusterIPs)
@@ -223,7 +232,51 @@ func (b *builder) service() *sr.ContivService {
 		b.skipSvc("", ReasonNoPorts, "")
 		return nil
 	}
+	if lb {
+		b.loadBalancer(out)
+	}
 	return out
+}
+
+// loadBalancer derives the health-check NodePort and the source ranges of
+// a LoadBalancer service. As in kube-proxy, only the Local external policy
+// has a health check. Source ranges are kept for inspection and reported:
+// NAT44-ED cannot filter by source, so they are not enforced.
+func (b *builder) loadBalancer(out *sr.ContivService) {
+	s := b.svc
+	if hc := s.HealthCheckNodePort; hc != 0 && out.ExternalPolicy == sr.PolicyLocal {
+		if hc < 0 || hc > 65535 {
+			b.skipSvc("", ReasonInvalidPort, "healthCheckNodePort "+strconv.Itoa(int(hc)))
+		} else {
+			out.HealthCheckNodePort = uint16(hc)
+		}
+	}
+	for _, r := range s.LoadBalancerSourceRanges {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
+		if err != nil {
+			b.skipSvc("", ReasonInvalidValue, "loadBalancerSourceRanges "+strconv.Quote(r))
+			continue
+		}
+		out.SourceRanges = append(out.SourceRanges, p.Masked())
+	}
+	if len(out.SourceRanges) == 0 {
+		return
+	}
+	slices.SortFunc(out.SourceRanges, comparePrefixes)
+	out.SourceRanges = slices.Compact(out.SourceRanges)
+	var list strings.Builder
+	for i, p := range out.SourceRanges {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		list.WriteString(p.String())
+	}
+	b.skipSvc("", ReasonSourceRangesNotEnforced, "loadBalancerSourceRanges "+list.String()+
+		" NOT enforced: NAT44-ED cannot filter by source; every source reaches the service")
+}
+
+func comparePrefixes(a, b netip.Prefix) int {
+	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
 }
 
 // addrs appends the addresses of ss to dst; invalid ones are skipped.
@@ -360,18 +413,21 @@ func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeVie
 	}
 	if len(cands) > 0 {
 		cands = sortCandidates(cands)
+		topo := b.topology(cands, v)
 		ready, localReady := 0, 0
 		for i := range cands {
-			if c := &cands[i].b; c.Ready {
-				ready++
-				if c.Local {
+			if c := &cands[i]; c.b.Ready {
+				if topo.admits(c) {
+					ready++
+				}
+				if c.b.Local {
 					localReady++
 				}
 			}
 		}
-		p.Backends = b.pick(cands, ready, false)
+		p.Backends = b.pick(cands, ready, false, topo)
 		if local {
-			p.LocalBackends = b.pick(cands, localReady, true)
+			p.LocalBackends = b.pick(cands, localReady, true, topoFilter{})
 		}
 	}
 	if b.scratch != nil && cap(cands) <= maxScratch {
@@ -394,12 +450,13 @@ func sortCandidates(cands []candidate) []candidate {
 	return cands
 }
 
-// pick selects the ready candidates (only local ones when onlyLocal), or
-// the serving-and-terminating ones when none is ready (ready counts the
-// ready ones among those considered), and records the local pods used.
-func (b *builder) pick(cands []candidate, ready int, onlyLocal bool) []sr.Backend {
+// pick selects the ready candidates (only local ones when onlyLocal, only
+// those topo admits), or the serving-and-terminating ones when none is
+// ready (ready counts the ready ones among those considered), and records
+// the local pods used.
+func (b *builder) pick(cands []candidate, ready int, onlyLocal bool, topo topoFilter) []sr.Backend {
 	take := func(c *candidate) bool {
-		if onlyLocal && !c.b.Local {
+		if onlyLocal && !c.b.Local || !topo.admits(c) {
 			return false
 		}
 		if ready > 0 {

@@ -6,8 +6,19 @@
 // backends), maintains the frontend and backend interface sets, and hands
 // every registered renderer only what changed.
 //
+// kube-proxy parity: topology-aware routing from EndpointSlice hints
+// (topology.go: node hints, then zone hints, only when every ready endpoint
+// is hinted and one is for this node or zone; the Local policies ignore
+// them; this node's zone comes from its Node's topology.kubernetes.io/zone
+// label); a LoadBalancer's healthCheckNodePort under the Local policy;
+// status ingress IPs with ipMode Proxy left out (reason ipmode-proxy);
+// loadBalancerSourceRanges kept in the ContivService and reported as NOT
+// enforced (reason source-ranges-not-enforced, a warning): NAT44-ED cannot
+// filter by source.
+//
 // A change costs in proportion to what it touches: one EndpointSlice change
-// derives one service again; another node's update touches nothing. A
+// derives one service again; another node's update touches nothing; a
+// change of this node's zone derives only the services with hints. A
 // resync derives everything once. Output is sorted and deterministic.
 // Input it cannot render is skipped with a reason readable through Skipped.
 //

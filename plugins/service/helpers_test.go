@@ -174,6 +174,7 @@ func dumpState(svcs []*sr.ContivService, ifs map[string]sr.InterfaceRole, node s
 // formatService is the compact text form of one ContivService:
 //
 //	svc <ns>/<name> [cluster=<ips>] [external=<ips>] [etp=Local] [itp=Local] [affinity=<s>] [created=<time>]
+//	    [healthCheckNodePort=<n>] [sourceRanges=<cidrs>]
 //	  port <name|-> <proto> <port> [nodePort=<n>]
 //	    backend <ip:port> [local] [host] [ready] [serving] [terminating]
 //	    localBackend <ip:port> ...      (Port.LocalBackends)
@@ -197,6 +198,16 @@ func formatService(s *sr.ContivService) string {
 	}
 	if !s.Created.IsZero() {
 		b.WriteString(" created=" + s.Created.UTC().Format(time.RFC3339))
+	}
+	if s.HealthCheckNodePort != 0 {
+		b.WriteString(" healthCheckNodePort=" + strconv.Itoa(int(s.HealthCheckNodePort)))
+	}
+	if len(s.SourceRanges) > 0 {
+		r := make([]string, len(s.SourceRanges))
+		for i, p := range s.SourceRanges {
+			r[i] = p.String()
+		}
+		b.WriteString(" sourceRanges=" + strings.Join(r, ","))
 	}
 	b.WriteString("\n")
 	for _, p := range s.Ports {

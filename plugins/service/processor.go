@@ -137,6 +137,9 @@ type Processor struct {
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
+	// hinted holds the services with topology hints: their backends depend
+	// on this node's zone.
+	hinted map[sr.ServiceID]struct{}
 	// pods are this node's pods.
 	pods map[kubestate.Key]localPod
 	// users maps a local pod to the services that have it as a backend.
@@ -274,6 +277,7 @@ func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
 	p.slices = make(map[kubestate.Key]sliceRef, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
+	p.hinted = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
 	p.users = map[kubestate.Key]map[sr.ServiceID]struct{}{}
 	p.ifPods = map[string][]kubestate.Key{}
@@ -284,8 +288,9 @@ func (p *Processor) reset(n int) {
 func (p *Processor) Name() string { return "service" }
 
 // HandlesEvent implements controller.Handler: Services, EndpointSlices,
-// this node's Pods, this node's NodeUpdates and PodInterfaceEvents. Pods of
-// other nodes and other nodes' updates are turned away here, cheaply.
+// this node's Pods, this node's Node (its zone), this node's NodeUpdates
+// and PodInterfaceEvents. Pods of other nodes and other nodes' updates are
+// turned away here, cheaply.
 func (p *Processor) HandlesEvent(ev controller.Event) bool {
 	switch e := ev.(type) {
 	case *controller.ResyncEvent, *PodInterfaceEvent, *InterfaceEvent:
@@ -294,6 +299,8 @@ func (p *Processor) HandlesEvent(ev controller.Event) bool {
 		switch e.Key.Resource {
 		case kubestate.ResService, kubestate.ResEndpointSlice:
 			return true
+		case kubestate.ResNode:
+			return e.Key.Name == p.name
 		case kubestate.ResPod:
 			if _, known := p.pods[e.Key]; known {
 				return true
@@ -337,6 +344,9 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
+		if e.hinted {
+			p.hinted[id] = struct{}{}
+		}
 		for _, k := range e.pods {
 			p.addUser(k, id)
 		}
@@ -376,6 +386,10 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 				e.slices = append(e.slices, s)
+			}
+		case kubestate.ResNode:
+			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
+				p.view.zone = n.Zone
 			}
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
@@ -431,6 +445,10 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, e.Key, e.New); ok {
 				p.podChanged(e.Key, pod)
+			}
+		case kubestate.ResNode:
+			if n, ok := as[*kubestate.Node](p, e.Key, e.New); ok && e.Key.Name == p.name {
+				p.zoneChanged(n)
 			}
 		}
 	case *controller.NodeUpdate:
@@ -547,6 +565,13 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 			p.hostNet[id] = struct{}{}
 		} else {
 			delete(p.hostNet, id)
+		}
+	}
+	if e.hinted != old.hinted {
+		if e.hinted {
+			p.hinted[id] = struct{}{}
+		} else {
+			delete(p.hinted, id)
 		}
 	}
 	if !slices.Equal(old.pods, e.pods) {
@@ -754,6 +779,7 @@ func (p *Processor) nodeChanged(name string) {
 		return
 	}
 	was, now := p.view, p.readNode()
+	now.zone = was.zone
 	sameIPs := slices.Equal(was.ips, now.ips)
 	sameNets := was.podNet == now.podNet && was.allPods == now.allPods
 	if sameIPs && sameNets && was.id == now.id {
@@ -782,6 +808,26 @@ func (p *Processor) nodeChanged(name string) {
 		}
 	}
 	p.log.Info("this node's addresses changed", "node", now.name, "ips", len(now.ips), "servicesDerived", len(ids))
+}
+
+// zoneChanged follows a change of this node's Node object: when its zone
+// changed, only the services with topology hints are derived again.
+func (p *Processor) zoneChanged(n *kubestate.Node) {
+	zone := ""
+	if n != nil {
+		zone = n.Zone
+	}
+	if zone == p.view.zone {
+		return
+	}
+	p.view.zone = zone
+	ids := slices.SortedFunc(maps.Keys(p.hinted), compareIDs)
+	for _, id := range ids {
+		if e := p.services[id]; e != nil {
+			p.refresh(id, e)
+		}
+	}
+	p.log.Info("this node's zone changed", "node", p.name, "zone", zone, "servicesDerived", len(ids))
 }
 
 // Services returns the rendered services, sorted by ID. They must not be

@@ -2,6 +2,7 @@ package service
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 
 	"contiv.dev/vpp/kubestate"
@@ -40,6 +41,14 @@ const (
 	ReasonInvalidSlice
 	// ReasonInvalidEndpoint: an endpoint without a usable address.
 	ReasonInvalidEndpoint
+	// ReasonIPModeProxy: a LoadBalancer ingress IP with ipMode Proxy; the
+	// load balancer delivers its traffic to node or pod addresses, so the
+	// IP is no frontend (by design, as in kube-proxy).
+	ReasonIPModeProxy
+	// ReasonSourceRangesNotEnforced: spec.loadBalancerSourceRanges, which
+	// NAT44-ED cannot enforce (it has no filter by source address). The
+	// service is rendered; traffic from every source reaches it.
+	ReasonSourceRangesNotEnforced
 )
 
 // String names the reason in logs, REST and metrics.
@@ -71,6 +80,10 @@ func (r Reason) String() string {
 		return "invalid-slice"
 	case ReasonInvalidEndpoint:
 		return "invalid-endpoint"
+	case ReasonIPModeProxy:
+		return "ipmode-proxy"
+	case ReasonSourceRangesNotEnforced:
+		return "source-ranges-not-enforced"
 	}
 	return "unknown"
 }
@@ -78,8 +91,21 @@ func (r Reason) String() string {
 // MarshalText makes a reason print as its name in JSON (REST).
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
+// UnmarshalText reads a reason's name (clients of the REST views).
+func (r *Reason) UnmarshalText(b []byte) error {
+	for x := ReasonHeadless; x <= ReasonSourceRangesNotEnforced; x++ {
+		if x.String() == string(b) {
+			*r = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown skip reason %q", b)
+}
+
 // Ignored tells whether the reason is by design rather than a problem.
-func (r Reason) Ignored() bool { return r >= ReasonHeadless && r <= ReasonOtherProxy }
+func (r Reason) Ignored() bool {
+	return r >= ReasonHeadless && r <= ReasonOtherProxy || r == ReasonIPModeProxy
+}
 
 // level is the log level of a skip for r.
 func (r Reason) level() slog.Level {

@@ -10,7 +10,8 @@ import (
 
 // BuildService is the desired NAT44 mappings of one service on this node,
 // in a deterministic order: per port, the cluster IPs, then the external
-// and LoadBalancer IPs, then this node's own IPs for the NodePort.
+// and LoadBalancer IPs, then this node's own IPs for the NodePort; last,
+// the health-check NodePort (see appendHealthCheck).
 //
 //   - Cluster IPs use all backends (only the local ones under the Local
 //     internal policy) with self-twice-NAT.
@@ -43,6 +44,9 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 // appendService appends the mappings of BuildService, tagged tag, to dst.
 func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
 	most := 0
+	if svc.HealthCheckNodePort != 0 {
+		most += len(node.IPs)
+	}
 	for i := range svc.Ports {
 		most += len(svc.ClusterIPs) + len(svc.ExternalIPs)
 		if svc.Ports[i].NodePort != 0 {
@@ -99,6 +103,42 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 				}
 			}
 		}
+	}
+	return appendHealthCheck(dst, start, svc, node, cfg, tag)
+}
+
+// appendHealthCheck appends the mappings of the service's health-check
+// NodePort: on each of this node's own IPv4 addresses, TCP hc →
+// cfg.HealthCheckTarget:hc in the main VRF, where the agent answers (the
+// node IP is VPP's, so the host never sees the check without it). Full
+// twice-NAT, as a Cluster NodePort has, so that the agent's reply comes
+// back through VPP whatever the host's routes to the checker are; the
+// checker's address does not matter to the answer. No affinity. A mapping
+// on a key the service's own ports already use is not added.
+// ASSUMPTION: the host routes the pod subnet (the NAT loopback's) to VPP
+// over the host interconnect, as it must for host→pod traffic.
+func appendHealthCheck(dst []Mapping, start int, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
+	hc := svc.HealthCheckNodePort
+	if hc == 0 || svc.ExternalPolicy != servicerenderer.PolicyLocal || !cfg.HealthCheckTarget.IsValid() {
+		return dst
+	}
+	locals := []Local{Placeholder, {IP: cfg.HealthCheckTarget, Port: hc, VRF: cfg.MainVRF, Probability: 1}}
+	if svc.AffinityTimeout != 0 {
+		tag = ServiceTag(cfg.TagPrefix, svc.ID) // the tag tells VPP's affinity: none here
+	}
+next:
+	for _, ip := range node.IPs {
+		ip, ok := frontendIPv4(ip)
+		if !ok || ip == cfg.HealthCheckTarget {
+			continue
+		}
+		key := MappingKey{IP: ip, Port: hc, Proto: servicerenderer.TCP}
+		for i := start; i < len(dst); i++ {
+			if dst[i].MappingKey == key {
+				continue next
+			}
+		}
+		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: TwiceNATOn, Tag: tag})
 	}
 	return dst
 }

@@ -120,6 +120,29 @@ func TestBuildService(t *testing.T) {
 			"192.168.16.10:30080/TCP lb twice-nat=self affinity=0 " + tag + " -> 10.1.1.3:8080 vrf=2 p=1, 10.1.1.4:8080 vrf=2 p=1",
 		},
 	}, {
+		name: "health-check NodePort under Local: each own IP to the host-side target, full twice-NAT, no affinity",
+		svc: func() *servicerenderer.ContivService {
+			s := web(port("http", 80, 0, pod3))
+			s.ExternalPolicy, s.HealthCheckNodePort, s.AffinityTimeout = servicerenderer.PolicyLocal, 32000, 60
+			return s
+		}(),
+		cfg: func(c *Config) { c.HealthCheckTarget = netip.MustParseAddr("172.30.1.2") },
+		expect: []string{
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=60 " + tag + "|a60 -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
+			"192.168.16.10:32000/TCP lb twice-nat=on affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 172.30.1.2:32000 vrf=1 p=1",
+			"172.30.1.1:32000/TCP lb twice-nat=on affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 172.30.1.2:32000 vrf=1 p=1",
+		},
+	}, {
+		name: "health-check NodePort without a target: none",
+		svc: func() *servicerenderer.ContivService {
+			s := web(port("http", 80, 0, pod3))
+			s.ExternalPolicy, s.HealthCheckNodePort = servicerenderer.PolicyLocal, 32000
+			return s
+		}(),
+		expect: []string{
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
+		},
+	}, {
 		name: "NodePort without node addresses: none",
 		svc:  web(port("http", 80, 30080, pod1, pod3)),
 		node: &servicerenderer.LocalNode{Name: "master"},

@@ -93,6 +93,11 @@ type Config struct {
 	// no pod or interface uses, so that the address never serves for
 	// source NAT. DefaultConfig sets DefaultExternalIPTenantVRF.
 	ExternalIPTenantVRF uint32
+	// HealthCheckTarget is the host-side address (in the main VRF) where
+	// the agent answers load balancers' health checks: each service's
+	// health-check NodePort on this node's own IPs is mapped to
+	// HealthCheckTarget:port. The zero value maps none.
+	HealthCheckTarget netip.Addr
 }
 
 // DefaultConfig is a configuration with VPP's default timeouts and the
@@ -146,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServiceCIDR.IsValid() && !c.ServiceCIDR.Addr().Is4() {
 		bad("serviceCIDR", c.ServiceCIDR, "must be an IPv4 prefix")
+	}
+	if c.HealthCheckTarget.IsValid() && (!c.HealthCheckTarget.Is4() || c.HealthCheckTarget.IsUnspecified()) {
+		bad("healthCheckTarget", c.HealthCheckTarget, "must be a specified IPv4 address")
 	}
 	if c.SNAT.Enabled() {
 		switch c.ExternalIPTenantVRF {

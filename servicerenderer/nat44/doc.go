@@ -33,6 +33,8 @@
 //	source NAT (Config.SNAT)       -                              -          pool nodeIP; output feature on the main
 //	                                                                         NIC; identity nodeIP udp 4789 vrf mainVRF,
 //	                                                                         nodeIP vrf mainVRF, nodeIP vrf podVRF
+//	health-check NodePort on each  HealthCheckTarget:port (the    on         the same (Local external policy with
+//	own node IP (TCP)              agent, host side; main VRF)               a healthCheckNodePort, target set)
 //	service CIDR (ServiceCIDR)     -                              -          ip_route_add_del DROP in podVRF and mainVRF
 //	plugin                         -                              -          enable (sessions), forwarding on, timeouts
 //	                                                                         (set after every enable), twice-NAT pool

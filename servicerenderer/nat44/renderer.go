@@ -342,8 +342,12 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 func (r *Renderer) debug() bool { return r.log.Enabled(context.Background(), slog.LevelDebug) }
 
 // dependsOnNode tells whether a service's mappings depend on this node's
-// addresses: NodePorts, and host-network backends that may be this node's.
+// addresses: NodePorts (health-check ones too), and host-network backends
+// that may be this node's.
 func dependsOnNode(svc *servicerenderer.ContivService) bool {
+	if svc.HealthCheckNodePort != 0 {
+		return true
+	}
 	for i := range svc.Ports {
 		if svc.Ports[i].NodePort != 0 {
 			return true

@@ -744,3 +744,30 @@ func TestIncrementalEqualsResync(t *testing.T) {
 		}
 	})
 }
+
+// TestHealthCheckFollowsNodeAddresses: a service whose only node-dependent
+// mapping is its health-check NodePort follows this node's addresses.
+func TestHealthCheckFollowsNodeAddresses(t *testing.T) {
+	fake := newFakeVPP()
+	cfg := testConfig()
+	cfg.HealthCheckTarget = netip.MustParseAddr("172.30.9.2")
+	r := newTestRenderer(t, cfg, fake)
+	hc := webService("default", "hc", 1, 2)
+	hc.ExternalPolicy, hc.HealthCheckNodePort = servicerenderer.PolicyLocal, 32000
+	if err := r.Resync(resyncData(hc)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	fake.takeCalls()
+	if err := r.UpdateLocalNode(servicerenderer.LocalNode{Name: "master", ID: 1, IPs: ips(nodeIP, "172.30.1.2")}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	want := []string{
+		"del-mapping 172.30.1.1:32000/TCP lb twice-nat=on affinity=0 tag=contiv:default/hc -> 0.0.0.0:0 vrf=0 p=0, 172.30.9.2:32000 vrf=1 p=1",
+		"add-mapping 172.30.1.2:32000/TCP lb twice-nat=on affinity=0 tag=contiv:default/hc -> 0.0.0.0:0 vrf=0 p=0, 172.30.9.2:32000 vrf=1 p=1",
+	}
+	if got := fake.takeCalls(); !slices.Equal(got, want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", join(got), join(want))
+	}
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// parity holds the parts that give the agent kube-proxy's behaviour beyond
+// the NAT44 mappings: the services' health-check server and the node-level
+// proxy health endpoint.
+type parity struct {
+	// proxyAddr and hcAddr are Options.ProxyHealthAddress and
+	// Options.HealthCheckAddress.
+	proxyAddr string
+	hcAddr    netip.Addr
+	hc        *serviceHealth
+	proxy     *proxyHealth
+}
+
+// healthCheckTarget is where VPP sends the health checks of this node's
+// IPs: the host end of the host interconnect.
+func (a *Agent) healthCheckTarget() netip.Addr { return a.plan.HostInterconnectLinux.Addr() }
+
+// buildServiceHealth makes the health-check server: it listens on
+// Options.HealthCheckAddress, or on the health-check target.
+func (a *Agent) buildServiceHealth() {
+	addr := a.par.hcAddr
+	if !addr.IsValid() {
+		addr = a.healthCheckTarget()
+	}
+	a.par.hc = newServiceHealth(a.log.With("part", "healthcheck"), addr, func() bool {
+		return a.par.proxy == nil || a.par.proxy.Healthy()
+	})
+}
+
+// vppConnected tells whether the VPP connection is up.
+func (a *Agent) vppConnected() bool { return a.conn.Status().Connected }
+
+// runParity serves the proxy health endpoint and stops the health-check
+// server when ctx ends.
+func (a *Agent) runParity(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		a.par.hc.Close()
+	}()
+	addr := a.par.proxyAddr
+	if addr == "" {
+		addr = DefaultProxyHealthAddress
+	}
+	if addr == ProxyHealthOff {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.par.proxy.serve(ctx, a.log.With("part", "proxy-health"), addr)
+	}()
+}
+
+// ProxyHealthOff as Options.ProxyHealthAddress serves no proxy health
+// endpoint.
+const ProxyHealthOff = "off"
+
+// sourceRangesCollector exports how many services have
+// loadBalancerSourceRanges the agent cannot enforce.
+type sourceRangesCollector struct {
+	a    *Agent
+	desc *prometheus.Desc
+}
+
+func newSourceRangesCollector(a *Agent) *sourceRangesCollector {
+	return &sourceRangesCollector{a: a, desc: prometheus.NewDesc("contiv_service_source_ranges_not_enforced",
+		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (NAT44-ED cannot filter by source).", nil, nil)}
+}
+
+func (c *sourceRangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *sourceRangesCollector) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	for _, s := range c.a.proc.Services() {
+		if len(s.SourceRanges) > 0 {
+			n++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
+}
