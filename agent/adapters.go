@@ -70,10 +70,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	g(c.services, len(c.a.proc.Services()))
-	g(c.mappings, len(c.a.renderer.Desired().Mappings), "desired")
-	g(c.mappings, len(c.a.renderer.Applied().Mappings), "applied")
-	g(c.failures, len(c.a.renderer.Failures()))
-	g(c.conflicts, len(c.a.renderer.Conflicts()))
+	if r := c.a.renderer; r != nil {
+		g(c.mappings, len(r.Desired().Mappings), "desired")
+		g(c.mappings, len(r.Applied().Mappings), "applied")
+		g(c.failures, len(r.Failures()))
+		g(c.conflicts, len(r.Conflicts()))
+	}
+	if r := c.a.cnat; r != nil {
+		g(c.mappings, len(r.Desired()), "desired")
+		g(c.mappings, len(r.Applied()), "applied")
+		g(c.failures, len(r.Failures()))
+	}
 	for reason, n := range c.a.proc.SkipCounts() {
 		g(c.skp, n, string(reason))
 	}
@@ -133,7 +140,17 @@ func statusView(a *Agent) StatusView {
 		Note:     note,
 	}
 	if a.built.Load() {
-		v.Controller, v.NAT44, v.Pending = a.ctl.Status(), a.renderer.Stats(), a.renderer.Pending()
+		v.Controller = a.ctl.Status()
+		if r := a.renderer; r != nil {
+			v.NAT44, v.Pending = r.Stats(), r.Pending()
+		}
+		if r := a.cnat; r != nil {
+			st := r.Stats()
+			v.CNAT = &st
+			for _, p := range r.Pending() {
+				v.Pending = append(v.Pending, nat44.PendingInterface{Name: p.Name, Since: p.Since})
+			}
+		}
 		v.NodeSync, v.IPAM = a.nodes.WriteStatus(), a.ipamH.WriteStatus()
 	}
 	return v

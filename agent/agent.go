@@ -32,6 +32,7 @@ import (
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -74,7 +75,8 @@ type Agent struct {
 	dp       Dataplane
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
-	renderer *nat44.Renderer
+	renderer *nat44.Renderer // with renderer: nat44
+	cnat     *cnat.Renderer  // with renderer: cnat
 	proc     *service.Processor
 	nodes    *nsplugin.Handler
 	ipamH    *ipamplugin.Handler
@@ -307,6 +309,9 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		vc.Adapter = dp.Adapter()
 		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
 	}
+	if a.cfg.Renderer == contivconf.RendererCNAT {
+		vc.ExtraMessages = vpp.CNATMessages()
+	}
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)
 	return nil
@@ -341,6 +346,9 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 				why = "restarted"
 			}
 			a.rd.vppLost(why)
+			if a.cnat != nil && e.Restarted {
+				a.cnat.VPPRestarted() // its node bookkeeping is gone with VPP's state
+			}
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
@@ -439,17 +447,9 @@ func (a *Agent) serviceConfig() service.Config {
 
 func (a *Agent) buildHandlers() error {
 	cfg := a.cfg
-	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
+	r, err := a.buildRenderer()
 	if err != nil {
-		return fmt.Errorf("nat44 renderer: %w", err)
-	}
-	a.renderer = r
-	a.rd.pending = func() []waiting {
-		var out []waiting
-		for _, p := range r.Pending() {
-			out = append(out, waiting{Name: p.Name, Since: p.Since})
-		}
-		return out
+		return err
 	}
 
 	a.nodes, err = nsplugin.New(nsplugin.Params{
@@ -578,6 +578,7 @@ func (a *Agent) buildHTTP() {
 			"interfaces":     a.view(func() any { return a.proc.Interfaces() }),
 			"nat44":          a.view(func() any { return nat44View(a.renderer) }),
 			"nat44/mappings": a.view(func() any { return nat44MappingsView(a.renderer) }),
+			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
 			"latency":        a.view(func() any { return a.latency.view() }), // parity wiring

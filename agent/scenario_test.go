@@ -36,7 +36,8 @@ package agent
 //	-- connect NAME DST:PORT/PROTO [from SRC] [via IFACE] [count N] --
 //	                         open N (default 1) connections from distinct
 //	                         source ports through the simulated VPP's NAT
-//	                         sessions (sim.OpenSession: backends picked by
+//	                         sessions (sim.OpenSession, or OpenCnatSession
+//	                         with renderer: cnat; backends picked by
 //	                         probability, seeded), kept as group NAME
 //	-- expect-sessions --    per connection group, sorted: "NAME alive=A/N"
 //	                         then "NAME -> IP:PORT alive=K" per backend the
@@ -69,6 +70,8 @@ package agent
 //	                         "reply dropped" when its reply does not make
 //	                         it back (the oracle follows both directions:
 //	                         sim.VPP.Trace)
+//	-- expect-cnat --        the simulated VPP's cnat state (renderer: cnat):
+//	                         its SNAT line, then one line per translation
 //	-- expect-reported --    what the agent reports as left out or refused:
 //	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
@@ -90,6 +93,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -230,7 +234,14 @@ type runner struct {
 	// action step started.
 	cutBase uint64
 	// conns are the connection groups, by name.
-	conns map[string][]sim.Session
+	conns map[string][]conn
+}
+
+// conn is one connection a connect step opened: through NAT44-ED's
+// sessions, or cnat's when the agent runs the cnat renderer.
+type conn struct {
+	id      uint64
+	backend netip.AddrPort
 }
 
 // endFaults checks that the faults step in force, if any, made some call
@@ -308,7 +319,7 @@ func (r *runner) run(s *step) {
 	}
 	action := func() {
 		h.vpp.ResetCalls()
-		r.cutBase = h.vpp.SessionsCut()
+		r.cutBase = r.cut()
 	}
 	switch s.verb {
 	case "apply":
@@ -344,7 +355,7 @@ func (r *runner) run(s *step) {
 	case "restart-agent":
 		noBody()
 		noArgs()
-		r.cutBase = h.vpp.SessionsCut()
+		r.cutBase = r.cut()
 		h.restartAgent()
 		h.waitQuiet()
 	case "restart-vpp":
@@ -379,7 +390,7 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "want a number of sessions: %v", s.args)
 		}
-		if got := h.vpp.SessionsCut() - r.cutBase; got != n {
+		if got := r.cut() - r.cutBase; got != n {
 			r.t.Errorf("%s:%d (%s): %d sessions cut, want %d", r.file, s.line, s.verb, got, n)
 		}
 	case "expect-ready":
@@ -440,6 +451,9 @@ func (r *runner) run(s *step) {
 			kinds[k] = true
 		}
 		r.expect(s, func() []string { return filterLines(h.lines(), kinds) })
+	case "expect-cnat":
+		noArgs()
+		r.expect(s, r.cnatLines)
 	case "expect-reported":
 		noArgs()
 		r.expect(s, func() []string { return reported(h.agent) })
@@ -659,7 +673,7 @@ func (r *runner) interfaceStep(s *step) {
 	}
 	v := r.h.vpp
 	v.ResetCalls()
-	r.cutBase = v.SessionsCut()
+	r.cutBase = r.cut()
 	var err error
 	switch s.verb {
 	case "delete-interface":
@@ -700,18 +714,66 @@ func (r *runner) connect(s *step) {
 		r.fatalf(s, "%v", err)
 	}
 	if r.conns == nil {
-		r.conns = map[string][]sim.Session{}
+		r.conns = map[string][]conn{}
 	}
 	if _, dup := r.conns[name]; dup {
 		r.fatalf(s, "connection group %q exists", name)
 	}
 	for i := range count {
-		sess, err := r.h.vpp.OpenSession(p, uint16(40000+i))
+		c, err := r.open(p, uint16(40000+i))
 		if err != nil {
 			r.fatalf(s, "connection %d: %v", i, err)
 		}
-		r.conns[name] = append(r.conns[name], sess)
+		r.conns[name] = append(r.conns[name], c)
 	}
+}
+
+// cnatRenderer tells whether the agent runs the cnat renderer.
+func (r *runner) cnatRenderer() bool { return r.h.cfg.Renderer == contivconf.RendererCNAT }
+
+// open opens one connection through the sessions of the renderer in use.
+func (r *runner) open(p sim.Packet, port uint16) (conn, error) {
+	if r.cnatRenderer() {
+		s, err := r.h.vpp.OpenCnatSession(p, port)
+		return conn{id: s.ID, backend: s.Backend}, err
+	}
+	s, err := r.h.vpp.OpenSession(p, port)
+	return conn{id: s.ID, backend: s.Backend}, err
+}
+
+func (r *runner) alive(c conn) bool {
+	if r.cnatRenderer() {
+		return r.h.vpp.CnatSessionAlive(c.id)
+	}
+	return r.h.vpp.SessionAlive(c.id)
+}
+
+// cut counts the sessions configuration changes cut.
+func (r *runner) cut() uint64 {
+	if r.cnatRenderer() {
+		return r.h.vpp.CnatSessionsCut()
+	}
+	return r.h.vpp.SessionsCut()
+}
+
+// cnatLines is the simulated VPP's cnat state, one line per object.
+func (r *runner) cnatLines() []string {
+	var out []string
+	snat := r.h.vpp.CnatSnatState()
+	out = append(out, fmt.Sprintf("snat ip4=%v policy=%d exclude=%v", snat.IP4, snat.Policy, snat.Exclude))
+	ts := r.h.vpp.CnatTranslations()
+	slices.SortFunc(ts, func(a, b sim.CnatTranslation) int {
+		return cmp.Or(a.VIP.Compare(b.VIP), cmp.Compare(a.Proto, b.Proto))
+	})
+	for _, t := range ts {
+		paths := make([]string, len(t.Paths))
+		for i, p := range t.Paths {
+			paths[i] = p.String()
+		}
+		slices.Sort(paths)
+		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, t.Proto, t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
+	}
+	return out
 }
 
 // sessionLines says, per connection group, how many connections are alive
@@ -724,12 +786,12 @@ func (r *runner) sessionLines() []string {
 		var backends []netip.AddrPort
 		total := 0
 		for _, sess := range group {
-			if _, seen := alive[sess.Backend]; !seen {
-				backends = append(backends, sess.Backend)
-				alive[sess.Backend] = 0
+			if _, seen := alive[sess.backend]; !seen {
+				backends = append(backends, sess.backend)
+				alive[sess.backend] = 0
 			}
-			if r.h.vpp.SessionAlive(sess.ID) {
-				alive[sess.Backend]++
+			if r.alive(sess) {
+				alive[sess.backend]++
 				total++
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -148,6 +149,8 @@ type StatusView struct {
 	Controller controller.Status `json:"controller"`
 	VPP        vpp.Status        `json:"vpp"`
 	NAT44      nat44.Stats       `json:"nat44"`
+	// CNAT is the cnat renderer's counters (renderer: cnat).
+	CNAT *cnat.Stats `json:"cnat,omitempty"`
 	// Pending lists the NAT44 interface features waiting for VPP to
 	// create their interface.
 	Pending []nat44.PendingInterface `json:"pending,omitempty"`

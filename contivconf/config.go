@@ -25,6 +25,9 @@ type Config struct {
 	VPP VPPConfig `json:"vpp"`
 	// HTTP configures the server of REST, metrics and probes.
 	HTTP HTTPConfig `json:"http"`
+	// Renderer is how services are rendered into VPP: nat44 (the NAT44-ED
+	// plugin, the default) or cnat (VPP's cnat plugin).
+	Renderer string `json:"renderer"`
 	// NAT44 configures how services are rendered into VPP's NAT44-ED plugin.
 	NAT44 NAT44Config `json:"nat44"`
 	// Routing holds the VRFs and the node-to-node transport.
@@ -36,6 +39,12 @@ type Config struct {
 	// NodeConfig lists per-node overrides; see ForNode.
 	NodeConfig []NodeOverride `json:"nodeConfig"`
 }
+
+// Renderers accepted by Config.Renderer.
+const (
+	RendererNAT44 = "nat44"
+	RendererCNAT  = "cnat"
+)
 
 // Log levels and formats accepted by LogConfig.
 const (

@@ -33,7 +33,8 @@ func Defaults() Config {
 
 			PendingInterfaceGrace: Duration(3 * time.Second),
 		},
-		HTTP: HTTPConfig{Address: ":9999", ProxyHealthAddress: ":10256"},
+		HTTP:     HTTPConfig{Address: ":9999", ProxyHealthAddress: ":10256"},
+		Renderer: RendererNAT44,
 		NAT44: NAT44Config{
 			SessionLimit: 262144,
 			Timeouts: NATTimeouts{

@@ -38,6 +38,11 @@ func (c Config) Validate() error {
 	if a := c.HTTP.ServiceHealthAddress; a.IsValid() && !a.Is4() {
 		p.add("http.serviceHealthAddress", a, "must be IPv4 (VPP's NAT44 brings the checks to it)")
 	}
+	switch c.Renderer {
+	case RendererNAT44, RendererCNAT:
+	default:
+		p.add("renderer", c.Renderer, "want nat44 or cnat")
+	}
 	c.NAT44.validate(&p)
 	c.Routing.validate(&p)
 	if v := c.NAT44.ExternalIPTenantVRF; v == invalidVRF || v == c.Routing.MainVRFID || v == c.Routing.PodVRFID {

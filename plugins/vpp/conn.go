@@ -47,6 +47,9 @@ type Config struct {
 	HealthTimeout time.Duration
 	// CallTimeout bounds every binary-API call (a dump as a whole); default 30s.
 	CallTimeout time.Duration
+	// ExtraMessages are checked at connect besides the agent's own, e.g.
+	// CNATMessages when the cnat renderer is used.
+	ExtraMessages []api.Message
 	// ConnectTimeout bounds one connection attempt: the socket's connect
 	// and the handshake (compatibility check, first ping, version); default
 	// 10s.
@@ -445,13 +448,14 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	if err != nil {
 		return vppInfo{}, fmt.Errorf("opening an API channel: %w", err)
 	}
-	err = ch.CheckCompatiblity(messages()...)
+	msgs := append(messages(), c.cfg.ExtraMessages...)
+	err = ch.CheckCompatiblity(msgs...)
 	ch.Close()
 	var ce *api.CompatibilityError
 	switch {
 	case errors.As(err, &ce):
 		return vppInfo{}, fmt.Errorf("%w: VPP lacks %d of the %d binary-API messages the agent uses (name_crc): %s",
-			ErrIncompatible, len(ce.IncompatibleMessages), len(messages()), strings.Join(ce.IncompatibleMessages, ", "))
+			ErrIncompatible, len(ce.IncompatibleMessages), len(msgs), strings.Join(ce.IncompatibleMessages, ", "))
 	case err != nil:
 		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
 	}

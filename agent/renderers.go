@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp"
+	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// servicesRenderer is what the agent needs of the renderer that programs
+// services into VPP: the renderer API, and its apply step.
+type servicesRenderer interface {
+	sr.Renderer
+	controller.Applier
+}
+
+// buildRenderer makes the renderer the configuration names (renderer:
+// nat44, the default, or cnat) and tells readiness which interfaces its
+// configuration waits for.
+func (a *Agent) buildRenderer() (servicesRenderer, error) {
+	if a.cfg.Renderer == contivconf.RendererCNAT {
+		r, err := cnat.New(cnat.Params{
+			Config: a.cnatConfig(),
+			VPP:    vpp.NewCNAT(a.conn, a.ifaces, a.log.With("part", "cnat-client")),
+			// VPP's cnat features cannot be read back: the record of what
+			// was enabled survives agent restarts beside the node ID.
+			Store: cnat.FileStore{Path: filepath.Join(filepath.Dir(a.cfg.NodeSync.StateFile), "cnat-node.json")},
+			Log:   a.log.With("part", "cnat"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cnat renderer: %w", err)
+		}
+		a.cnat = r
+		a.rd.pending = func() []waiting {
+			var out []waiting
+			for _, p := range r.Pending() {
+				out = append(out, waiting{Name: p.Name, Since: p.Since})
+			}
+			return out
+		}
+		return r, nil
+	}
+	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
+	if err != nil {
+		return nil, fmt.Errorf("nat44 renderer: %w", err)
+	}
+	a.renderer = r
+	a.rd.pending = func() []waiting {
+		var out []waiting
+		for _, p := range r.Pending() {
+			out = append(out, waiting{Name: p.Name, Since: p.Since})
+		}
+		return out
+	}
+	return r, nil
+}
+
+// cnatConfig is the cnat renderer's configuration of this node: the node
+// IP source-NATs; pod, service and node networks are excluded from source
+// NAT; the node's own interfaces get the features without a SNAT table.
+func (a *Agent) cnatConfig() cnat.Config {
+	cfg := a.cfg
+	nc := cfg.ForNode(cfg.NodeName)
+	c := cnat.DefaultConfig()
+	c.NodeIP4 = a.nodeIP().Addr()
+	c.PodCIDRs = []netip.Prefix{cfg.IPAM.PodSubnetCIDR}
+	c.ServiceCIDRs = []netip.Prefix{a.plan.ServiceCIDR}
+	c.NodeNetworks = []netip.Prefix{a.nodeIP().Masked()}
+	c.HostInterfaces = []string{a.mainInterface(), nc.HostInterconnectInterface}
+	if a.overlay() {
+		c.HostInterfaces = append(c.HostInterfaces, nc.VXLANBVIInterface)
+	}
+	for _, o := range nc.OtherInterfaces {
+		c.HostInterfaces = append(c.HostInterfaces, o.Name)
+		if o.IPCIDR.IsValid() {
+			c.NodeNetworks = append(c.NodeNetworks, o.IPCIDR.Masked())
+		}
+	}
+	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
+	return c
+}
+
+// CNATView is the /v1/cnat view: the translations desired and applied,
+// and the node configuration (null with renderer nat44).
+type CNATView struct {
+	Desired     []*cnat.Translation     `json:"desired"`
+	Applied     []*cnat.Translation     `json:"applied"`
+	DesiredNode *cnat.Node              `json:"desiredNode"`
+	AppliedNode *cnat.Node              `json:"appliedNode"`
+	Failures    []cnat.Failure          `json:"failures"`
+	Pending     []cnat.PendingInterface `json:"pending"`
+	Stats       cnat.Stats              `json:"stats"`
+}
+
+func cnatView(r *cnat.Renderer) any {
+	if r == nil {
+		return nil
+	}
+	return CNATView{
+		Desired: r.Desired(), Applied: r.Applied(), DesiredNode: r.DesiredNode(), AppliedNode: r.AppliedNode(),
+		Failures: r.Failures(), Pending: r.Pending(), Stats: r.Stats(),
+	}
+}
