@@ -17,8 +17,8 @@ import (
 
 // releaser releases through the real NodeSync with an hour of quarantine.
 func (f *fixture) releaser() NodeReleaser {
-	return NodeReleaserFunc(func(ctx context.Context, name string) error {
-		return nodesync.Release(ctx, f.cli, name, time.Hour)
+	return NodeReleaserFunc(func(ctx context.Context, etcd Etcd, name string) error {
+		return nodesync.Release(ctx, etcd, name, time.Hour)
 	})
 }
 
@@ -111,12 +111,12 @@ func TestFailedReleaseIsRetriedBySweep(t *testing.T) {
 	fail := make(chan struct{}, 1)
 	fail <- struct{}{}
 	rel := f.releaser()
-	r := f.start(Params{Nodes: NodeReleaserFunc(func(ctx context.Context, name string) error {
+	r := f.start(Params{Nodes: NodeReleaserFunc(func(ctx context.Context, etcd Etcd, name string) error {
 		select {
 		case <-fail:
 			return context.DeadlineExceeded
 		default:
-			return rel.ReleaseNode(ctx, name)
+			return rel.ReleaseNode(ctx, etcd, name)
 		}
 	})})
 	r.waitSynced(t, 1)
