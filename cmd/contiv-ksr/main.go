@@ -86,6 +86,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Identity:       o.identity,
 		Election:       o.election(),
 		EtcdTimeout:    o.etcdTimeout,
+		LeaderTTL:      o.leaderKeyTTL,
 		ProbeInterval:  o.probeInterval,
 		ResyncInterval: o.resync(),
 	})
