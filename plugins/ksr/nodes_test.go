@@ -125,3 +125,20 @@ func TestFailedReleaseIsRetriedBySweep(t *testing.T) {
 	r.waitSynced(t, 2)
 	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.writeErrors))
 }
+
+func TestReleaseByDeposedLeaderIsRefused(t *testing.T) {
+	f := newFixture(t)
+	id := f.claim("node-1")
+	r, err := New(Params{Kube: f.kube, Etcd: f.cli, Identity: "a"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	fc := r.acquire(ctx)
+	require.NotNil(t, fc)
+	defer fc.release()
+	_, err = f.cli.Delete(ctx, LeaderKey) // another replica's term began
+	require.NoError(t, err)
+	err = f.releaser().ReleaseNode(ctx, fencedKV{Etcd: f.cli, f: fc}, "node-1")
+	require.ErrorIs(t, err, ErrDeposed)
+	require.True(t, f.hasRecord("node-1"), "the record was deleted")
+	require.False(t, f.quarantined(id), "a tombstone was written")
+}
