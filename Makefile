@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run test bench lint build
+.PHONY: run test bench lint build fuzz
 
 ## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
 ## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never).
@@ -29,3 +29,15 @@ lint:
 
 build:
 	$(GO) build $(PKGS)
+
+## fuzz: every fuzz target for FUZZTIME each, one after the other (FUZZFLAGS=-parallel=1 to use one core)
+FUZZTIME ?= 30s
+FUZZFLAGS ?=
+FUZZ_TARGETS := kubestate:FuzzDecode kubestate:FuzzParseKey kubestate:FuzzLoadYAML contivconf:FuzzParse \
+	agent:FuzzTagParser plugins/rest:FuzzRequestPath
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name (./$$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s $(FUZZFLAGS) ./$$pkg; \
+	done

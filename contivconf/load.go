@@ -163,7 +163,11 @@ func check(v any, t reflect.Type, path string, index map[string][]string, p *pro
 		for _, k := range keys {
 			f, ok := fieldByName(t, k)
 			if !ok {
-				*p = append(*p, &FieldError{Path: join(path, k), Msg: "unknown field" + suggest(k, path, t, index)})
+				name := k
+				if name == "" { // YAML's "! :", "'': 1": the error still names it
+					name = `""`
+				}
+				*p = append(*p, &FieldError{Path: join(path, name), Msg: "unknown field" + suggest(k, path, t, index)})
 				continue
 			}
 			check(obj[k], f.Type, join(path, k), index, p)

@@ -38,6 +38,9 @@ func TestParseUnknownField(t *testing.T) {
 		{"wrong case", "vpp:\n  Socket: /x", []string{"vpp.Socket: unknown field (did you mean vpp.socket?)"}},
 		{"wrong section", "ipam:\n  mainVRFID: 3", []string{"ipam.mainVRFID: unknown field (mainVRFID is a field of routing)"}},
 		{"no suggestion", "colour: blue", []string{"colour: unknown field"}},
+		// Found by FuzzParse: the error of an empty key named no field.
+		{"empty key", "'': 1", []string{`"": unknown field`}},
+		{"nested empty key", "ipam:\n  ! : x", []string{`ipam."": unknown field`}},
 		{"in a list element", "nodeConfig:\n- nodeName: a\n  mainInterface:\n    nam: eth0", []string{"nodeConfig[0].mainInterface.nam: unknown field (did you mean nodeConfig[0].mainInterface.name?)"}},
 		{"deep", "nat44:\n  timeouts:\n    tcp: 5m", []string{"nat44.timeouts.tcp: unknown field"}},
 		{"all of them", "a: 1\nlog:\n  b: 2\n  c: 3", []string{"a: unknown field", "log.b: unknown field", "log.c: unknown field"}},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxSocketPath is the longest path a Unix socket address holds (Linux
@@ -284,10 +286,18 @@ func natTimeout(p *problems, path string, d Duration) {
 
 // checkTagFormat requires exactly one {{namespace}} and one {{pod}}, no
 // other placeholder, and between the two a character that no Kubernetes
-// name holds, so that different pods never get the same tag.
+// name holds, so that different pods never get the same tag. It takes
+// printable UTF-8 only (a tag is text; the placeholders are found below with
+// control characters standing in for them).
 func checkTagFormat(f string) error {
 	if f == "" {
 		return fmt.Errorf("required, e.g. %q", TagNamespace+"/"+TagPod)
+	}
+	if !utf8.ValidString(f) {
+		return fmt.Errorf("not valid UTF-8")
+	}
+	if i := strings.IndexFunc(f, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 {
+		return fmt.Errorf("unprintable character %q at byte %d", []rune(f[i:])[0], i)
 	}
 	rest := strings.NewReplacer(TagNamespace, "\x00", TagPod, "\x01").Replace(f)
 	if i := strings.Index(rest, "{{"); i >= 0 {

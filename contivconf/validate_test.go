@@ -101,6 +101,10 @@ func TestValidateBadValues(t *testing.T) {
 		{"tag unknown placeholder", func(c *Config) { c.NAT44.PodInterfaceTag = "{{node}}/{{namespace}}/{{pod}}" }, `nat44.podInterfaceTag: invalid value "{{node}}/{{namespace}}/{{pod}}": unknown placeholder {{node}}`},
 		{"tag unclosed", func(c *Config) { c.NAT44.PodInterfaceTag = "{{namespace}}/{{pod" }, `unclosed {{`},
 		{"tag ambiguous separator", func(c *Config) { c.NAT44.PodInterfaceTag = "{{namespace}}-{{pod}}" }, `nat44.podInterfaceTag: invalid value "{{namespace}}-{{pod}}": between {{namespace}} and {{pod}} put a character`},
+		// A NUL byte once passed for the {{namespace}} the check stands in for it
+		// (found by FuzzTagParser): the agent's tag parser then had no namespace.
+		{"tag with NUL", func(c *Config) { c.NAT44.PodInterfaceTag = "\x00/{{pod}}" }, `unprintable character '\x00' at byte 0`},
+		{"tag not UTF-8", func(c *Config) { c.NAT44.PodInterfaceTag = "{{namespace}}/{{pod}}\xff" }, `not valid UTF-8`},
 		// routing
 		{"same VRFs", func(c *Config) { c.Routing.PodVRFID = 0 }, `routing.podVRFID: invalid value 0: must differ from routing.mainVRFID`},
 		{"no-VRF main", func(c *Config) { c.Routing.MainVRFID = 1<<32 - 1 }, `routing.mainVRFID: invalid value 4294967295: is VPP's "no VRF"`},

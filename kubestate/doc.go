@@ -8,4 +8,9 @@
 // The reflector (contiv-ksr) and `contivctl load` write through this package;
 // the agent's controller reads through it. It knows nothing about VPP, the
 // controller or the service processor. docs/etcd-layout.md documents the keys.
+//
+// Everything read from etcd or from a manifest is untrusted: Decode,
+// ParseKey and LoadYAML have fuzz targets (fuzz_test.go, `make fuzz`) that
+// check that refused input gets an error naming the key or document, and
+// that accepted input is writable and encodes stably.
 package kubestate

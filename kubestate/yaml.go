@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,11 +30,10 @@ const DefaultNamespace = "default"
 // an error naming the document (counted from 1) and its kind and name, and
 // nothing is returned. Empty documents are skipped.
 func LoadYAML(r io.Reader) ([]Object, error) {
-	sch := runtime.NewScheme()
-	if err := errors.Join(corev1.AddToScheme(sch), discoveryv1.AddToScheme(sch)); err != nil {
-		return nil, fmt.Errorf("yaml: scheme: %w", err)
+	dec, err := yamlDecoder()
+	if err != nil {
+		return nil, err
 	}
-	dec := serializer.NewCodecFactory(sch, serializer.EnableStrict).UniversalDeserializer()
 	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	var out []Object
 	for n := 1; ; n++ {
@@ -51,6 +51,16 @@ func LoadYAML(r io.Reader) ([]Object, error) {
 		out = append(out, objs...)
 	}
 }
+
+// yamlDecoder is the strict decoder of the kinds LoadYAML reads, built
+// once (a scheme takes far longer to build than a small file to decode).
+var yamlDecoder = sync.OnceValues(func() (runtime.Decoder, error) {
+	sch := runtime.NewScheme()
+	if err := errors.Join(corev1.AddToScheme(sch), discoveryv1.AddToScheme(sch)); err != nil {
+		return nil, fmt.Errorf("yaml: scheme: %w", err)
+	}
+	return serializer.NewCodecFactory(sch, serializer.EnableStrict).UniversalDeserializer(), nil
+})
 
 // loadDoc decodes one document; nil for an empty one.
 func loadDoc(dec runtime.Decoder, doc []byte) ([]Object, error) {

@@ -3,6 +3,8 @@
 // into etcd (package plugins/ksr does the work). It runs as a Deployment of
 // two replicas; with leader election (the default) only the holder of the
 // Lease writes, and a replica that loses the Lease stops writing at once.
+// Every write is also fenced in etcd by the leader key (ksr/leader, see
+// package plugins/ksr): a batch a deposed leader sends late is refused.
 //
 // Flags (every one optional except --etcd-endpoints):
 //
@@ -35,7 +37,11 @@
 //	--renew-deadline D         the leader stops writing when it could not renew
 //	                           for this long (10s); less than --lease-duration
 //	--retry-period D           pause between Lease attempts (2s)
-//	--identity NAME            this replica's name in the Lease; default
+//	--leader-key-ttl D         TTL of the etcd leader key: how long another
+//	                           replica waits for the key of one that died
+//	                           without releasing it (15s)
+//	--identity NAME            this replica's name in the Lease and the etcd
+//	                           leader key; default
 //	                           $POD_NAME, else the host name
 //	--released-id-quarantine D how long the node ID of a deleted Node stays
 //	                           reserved (1h; 0 frees it at once)
@@ -43,7 +49,8 @@
 //	--log-level LEVEL          debug, info, warn or error (info)
 //	--log-format FORMAT        text or json (text)
 //
-// SIGINT or SIGTERM stops the reflector: the leader gives the Lease up, so
-// the other replica takes over without waiting for it to expire. main.go
+// SIGINT or SIGTERM stops the reflector: the leader gives the Lease and the
+// etcd leader key up, so the other replica takes over without waiting for
+// them to expire. main.go
 // only wires the process; flags are parsed and checked in options.go.
 package main

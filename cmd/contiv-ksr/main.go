@@ -79,13 +79,14 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Logger: log,
 		Kube:   kube,
 		Etcd:   cli,
-		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, name string) error {
-			return nodesync.Release(ctx, cli, name, o.releasedIDQuarantine)
+		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, etcd ksr.Etcd, name string) error {
+			return nodesync.Release(ctx, etcd, name, o.releasedIDQuarantine)
 		}),
 		Registerer:     reg,
 		Identity:       o.identity,
 		Election:       o.election(),
 		EtcdTimeout:    o.etcdTimeout,
+		LeaderTTL:      o.leaderKeyTTL,
 		ProbeInterval:  o.probeInterval,
 		ResyncInterval: o.resync(),
 	})

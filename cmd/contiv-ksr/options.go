@@ -29,6 +29,7 @@ type options struct {
 	probeInterval        time.Duration
 	resyncInterval       time.Duration
 	releasedIDQuarantine time.Duration
+	leaderKeyTTL         time.Duration
 
 	leaderElect    bool
 	leaseNamespace string
@@ -69,6 +70,7 @@ func parseOptions(args []string, env environment, out io.Writer) (options, error
 	fs.DurationVar(&o.probeInterval, "etcd-probe-interval", ksr.DefaultProbeInterval, "how often etcd's health and data are checked")
 	fs.DurationVar(&o.resyncInterval, "resync-interval", ksr.DefaultResyncInterval, "how often a mark and sweep repairs etcd (0: never)")
 	fs.DurationVar(&o.releasedIDQuarantine, "released-id-quarantine", time.Hour, "how long a deleted node's ID stays reserved (0: freed at once)")
+	fs.DurationVar(&o.leaderKeyTTL, "leader-key-ttl", ksr.DefaultLeaderTTL, "TTL of the etcd leader key that fences every write (whole seconds)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader on a Lease; false only for a single replica")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", or(env.getenv("POD_NAMESPACE"), "contiv-system"), "`namespace` of the Lease ($POD_NAMESPACE if set)")
 	fs.StringVar(&o.leaseName, "lease-name", ksr.DefaultLeaseName, "`name` of the Lease")
@@ -93,7 +95,7 @@ func parseOptions(args []string, env environment, out io.Writer) (options, error
 	if err := o.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return o, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, level)
 	}
-	if o.identity == "" && o.leaderElect {
+	if o.identity == "" {
 		h, err := env.hostname()
 		if err != nil {
 			return o, fmt.Errorf("%w: no --identity, no $POD_NAME, and no host name: %v", errUsage, err)
@@ -120,6 +122,7 @@ func (o options) check() error {
 		{"--etcd-dial-timeout", o.etcdDialTimeout}, {"--etcd-timeout", o.etcdTimeout},
 		{"--etcd-probe-interval", o.probeInterval}, {"--lease-duration", o.leaseDuration},
 		{"--renew-deadline", o.renewDeadline}, {"--retry-period", o.retryPeriod},
+		{"--leader-key-ttl", o.leaderKeyTTL},
 	} {
 		if d.v <= 0 {
 			bad("%s %s: must be positive", d.name, d.v)

@@ -60,6 +60,7 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "me", o.identity)
 	require.Nil(t, o.election())
+	require.Equal(t, ksr.DefaultLeaderTTL, o.leaderKeyTTL)
 	require.Negative(t, o.resync(), "0 disables the periodic sweep")
 	require.Equal(t, slog.LevelDebug, o.logLevel)
 	require.Equal(t, [3]string{"ca", "c", "k"}, [3]string{o.etcdCA, o.etcdCert, o.etcdKey})
@@ -80,6 +81,7 @@ func TestBadOptionsAreRefusedByName(t *testing.T) {
 		{[]string{"--etcd-endpoints=e", "--renew-deadline=20s"}, "--renew-deadline 20s: must be less than --lease-duration 15s"},
 		{[]string{"--etcd-endpoints=e", "--retry-period=0s"}, "--retry-period 0s: must be positive"},
 		{[]string{"--etcd-endpoints=e", "--released-id-quarantine=-1s"}, "--released-id-quarantine -1s"},
+		{[]string{"--etcd-endpoints=e", "--leader-key-ttl=0"}, "--leader-key-ttl 0s: must be positive"},
 		{[]string{"--etcd-endpoints=e", "--resync-interval=-1m"}, "--resync-interval -1m0s: must not be negative"},
 		{[]string{"--etcd-endpoints=e", "--lease-name="}, "--lease-namespace and --lease-name"},
 		{[]string{"--etcd-endpoints=e", "extra"}, `unexpected arguments ["extra"]`},

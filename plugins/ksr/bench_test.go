@@ -24,7 +24,11 @@ func benchTerm(b *testing.B, objs []runtime.Object) (*term, *clientv3.Client) {
 	cli := etcdtest.Start(b).Client()
 	r, err := New(Params{Kube: fake.NewClientset(), Etcd: cli})
 	require.NoError(b, err)
-	t := newTerm(r)
+	f := r.acquire(context.Background())
+	require.NotNil(b, f)
+	require.NoError(b, f.keepAlive(context.Background(), func() { b.Error("etcd leader lease lost") }))
+	b.Cleanup(f.release)
+	t := newTerm(r, f)
 	for _, k := range reflected() {
 		t.stores[k.res] = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	}
@@ -58,7 +62,8 @@ func BenchmarkSweep(b *testing.B) {
 		t, cli := benchTerm(b, objs)
 		for b.Loop() {
 			b.StopTimer()
-			_, err := cli.Delete(context.Background(), kubestate.Prefix, clientv3.WithPrefix())
+			// Everything but the leader key, which fences the writes.
+			_, err := cli.Delete(context.Background(), kubestate.Prefix+"k8s/", clientv3.WithPrefix())
 			require.NoError(b, err)
 			b.StartTimer()
 			require.NoError(b, t.resync(context.Background()))

@@ -23,7 +23,21 @@
 //
 // With leader election (a coordination.k8s.io Lease) only the holder of the
 // lease runs informers and writes; losing the lease cancels the term at
-// once. A deleted Kubernetes Node has its NodeSync record and ID released
+// once.
+//
+// The writes themselves are fenced in etcd (fence.go): a term starts by
+// creating LeaderKey, only when it is absent, on an etcd lease it keeps
+// alive; every write of the term (batches, marks and sweeps, the marker,
+// node releases through the Etcd the NodeReleaser is given) is a
+// transaction whose first comparison is LeaderKey's mod revision. A leader
+// deposed while a batch was in flight (its lease revoked or expired, etcd
+// wiped) thus has that batch refused (ErrDeposed, counted in
+// contiv_ksr_fenced_writes_refused_total) and ends its term
+// (contiv_ksr_deposed_total); the probe also notices a lost key. A term
+// that ends revokes its lease, so the next leader takes the key at once;
+// one that cannot (stuck, cut off from etcd) leaves it to expire after
+// Params.LeaderTTL. Without election the key alone keeps two reflectors
+// from writing at once. A deleted Kubernetes Node has its NodeSync record and ID released
 // through the NodeReleaser the caller provides; a sweep releases the records
 // of nodes deleted while no reflector was running, after the API confirms
 // that the node is gone.

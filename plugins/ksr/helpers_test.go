@@ -68,7 +68,12 @@ func (f *fixture) startKV(p Params, kv *watchedKV) *running {
 	if p.Kube == nil {
 		p.Kube = f.kube
 	}
-	p.Etcd = kv
+	if kv.Lease == nil {
+		kv.Lease = f.cli
+	}
+	if p.Etcd == nil {
+		p.Etcd = kv
+	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -400,6 +405,7 @@ func (s *syncBuffer) lines(subs ...string) []string {
 // by a replica that does not hold the lease).
 type watchedKV struct {
 	clientv3.KV
+	clientv3.Lease
 	calls      atomic.Int64
 	txns       atomic.Int64
 	check      func() error

@@ -17,6 +17,8 @@ type metrics struct {
 	resyncs     prometheus.Counter
 	released    prometheus.Counter
 	isLeader    prometheus.Gauge
+	refused     prometheus.Counter
+	deposed     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,6 +47,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "contiv_ksr_is_leader",
 			Help: "1 while this replica holds the lease and reflects, else 0.",
 		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_fenced_writes_refused_total",
+			Help: "etcd transactions refused because this replica no longer held the etcd leader key.",
+		}),
+		deposed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_deposed_total",
+			Help: "Terms ended because the etcd leader key was lost (expired, revoked or taken).",
+		}),
 	}
 	for _, r := range reflected() {
 		m.objects.WithLabelValues(string(r.res))
@@ -54,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.isLeader} {
+	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.isLeader, m.refused, m.deposed} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -17,8 +17,8 @@ import (
 
 // releaser releases through the real NodeSync with an hour of quarantine.
 func (f *fixture) releaser() NodeReleaser {
-	return NodeReleaserFunc(func(ctx context.Context, name string) error {
-		return nodesync.Release(ctx, f.cli, name, time.Hour)
+	return NodeReleaserFunc(func(ctx context.Context, etcd Etcd, name string) error {
+		return nodesync.Release(ctx, etcd, name, time.Hour)
 	})
 }
 
@@ -111,12 +111,12 @@ func TestFailedReleaseIsRetriedBySweep(t *testing.T) {
 	fail := make(chan struct{}, 1)
 	fail <- struct{}{}
 	rel := f.releaser()
-	r := f.start(Params{Nodes: NodeReleaserFunc(func(ctx context.Context, name string) error {
+	r := f.start(Params{Nodes: NodeReleaserFunc(func(ctx context.Context, etcd Etcd, name string) error {
 		select {
 		case <-fail:
 			return context.DeadlineExceeded
 		default:
-			return rel.ReleaseNode(ctx, name)
+			return rel.ReleaseNode(ctx, etcd, name)
 		}
 	})})
 	r.waitSynced(t, 1)
@@ -124,4 +124,21 @@ func TestFailedReleaseIsRetriedBySweep(t *testing.T) {
 	eventually(t, func() bool { return !f.hasRecord("node-1") }, "node-1 released after a failure")
 	r.waitSynced(t, 2)
 	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.writeErrors))
+}
+
+func TestReleaseByDeposedLeaderIsRefused(t *testing.T) {
+	f := newFixture(t)
+	id := f.claim("node-1")
+	r, err := New(Params{Kube: f.kube, Etcd: f.cli, Identity: "a"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	fc := r.acquire(ctx)
+	require.NotNil(t, fc)
+	defer fc.release()
+	_, err = f.cli.Delete(ctx, LeaderKey) // another replica's term began
+	require.NoError(t, err)
+	err = f.releaser().ReleaseNode(ctx, fencedKV{Etcd: f.cli, f: fc}, "node-1")
+	require.ErrorIs(t, err, ErrDeposed)
+	require.True(t, f.hasRecord("node-1"), "the record was deleted")
+	require.False(t, f.quarantined(id), "a tombstone was written")
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -27,18 +26,22 @@ import (
 const MarkerKey = kubestate.Prefix + "ksr/synced"
 
 // NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
-// node (nodesync.Release does it). Releasing a node that holds nothing must
-// not be an error. Errors are taken as transient and retried by the next
-// mark and sweep.
+// node (nodesync.Release does it) through etcd, the reflector's fenced view
+// of etcd: every write made through it is refused (ErrDeposed) once this
+// replica no longer holds LeaderKey. Releasing a node that holds nothing
+// must not be an error. Errors are taken as transient and retried by the
+// next mark and sweep.
 type NodeReleaser interface {
-	ReleaseNode(ctx context.Context, name string) error
+	ReleaseNode(ctx context.Context, etcd Etcd, name string) error
 }
 
 // NodeReleaserFunc adapts a function to NodeReleaser.
-type NodeReleaserFunc func(ctx context.Context, name string) error
+type NodeReleaserFunc func(ctx context.Context, etcd Etcd, name string) error
 
 // ReleaseNode implements NodeReleaser.
-func (f NodeReleaserFunc) ReleaseNode(ctx context.Context, name string) error { return f(ctx, name) }
+func (f NodeReleaserFunc) ReleaseNode(ctx context.Context, etcd Etcd, name string) error {
+	return f(ctx, etcd, name)
+}
 
 // ErrConfig is returned by New for missing or bad parameters.
 var ErrConfig = errors.New("bad reflector parameters")
@@ -54,6 +57,7 @@ const (
 	DefaultLeaseDuration  = 15 * time.Second
 	DefaultRenewDeadline  = 10 * time.Second
 	DefaultRetryPeriod    = 2 * time.Second
+	DefaultLeaderTTL      = 15 * time.Second
 	minBackoff            = 100 * time.Millisecond
 )
 
@@ -65,8 +69,9 @@ type Params struct {
 	Logger *slog.Logger
 	// Kube reads the Kubernetes API; required.
 	Kube kubernetes.Interface
-	// Etcd is where the models are written; required.
-	Etcd clientv3.KV
+	// Etcd is where the models are written; required. Every write goes
+	// through a transaction fenced by LeaderKey.
+	Etcd Etcd
 	// Nodes releases deleted nodes' NodeSync records; nil leaves them.
 	Nodes NodeReleaser
 	// Registerer receives the metrics; nil registers nothing.
@@ -87,6 +92,10 @@ type Params struct {
 	// ResyncInterval is how often a mark and sweep repairs what was changed
 	// in etcd behind the reflector's back; negative: never.
 	ResyncInterval time.Duration
+	// LeaderTTL is the TTL of the etcd lease LeaderKey is written on: how
+	// long another replica waits for the key of one that stopped without
+	// releasing it. Whole seconds (rounded up); default 15s.
+	LeaderTTL time.Duration
 	// MaxBackoff caps the pause between failed marks and sweeps (the
 	// first pause is 100ms, doubling).
 	MaxBackoff time.Duration
@@ -167,7 +176,7 @@ func New(p Params) (*Reflector, error) {
 		v    time.Duration
 	}{
 		{"EtcdTimeout", p.EtcdTimeout}, {"SyncTimeout", p.SyncTimeout},
-		{"ProbeInterval", p.ProbeInterval}, {"MaxBackoff", p.MaxBackoff},
+		{"ProbeInterval", p.ProbeInterval}, {"MaxBackoff", p.MaxBackoff}, {"LeaderTTL", p.LeaderTTL},
 	} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("ksr: %s %s: must not be negative: %w", d.name, d.v, ErrConfig)
@@ -178,6 +187,7 @@ func New(p Params) (*Reflector, error) {
 	p.ProbeInterval = orDefault(p.ProbeInterval, DefaultProbeInterval)
 	p.ResyncInterval = orDefault(p.ResyncInterval, DefaultResyncInterval)
 	p.MaxBackoff = orDefault(p.MaxBackoff, DefaultMaxBackoff)
+	p.LeaderTTL = orDefault(p.LeaderTTL, DefaultLeaderTTL)
 	log := p.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -223,13 +233,17 @@ func New(p Params) (*Reflector, error) {
 	return r, nil
 }
 
-// Run reflects until ctx ends: at once without election, else during every
-// term this replica holds the lease (releasing it at the end). It returns
-// when the last term is over and its informers have stopped.
+// Run reflects until ctx ends: in every term this replica holds LeaderKey
+// in etcd and, with election, the Kubernetes lease (releasing both at the
+// end). It returns when the last term is over and its informers have
+// stopped.
 func (r *Reflector) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(r.log.Handler()))
 	if r.lec == nil {
-		r.lead(ctx)
+		for ctx.Err() == nil {
+			r.lead(ctx)
+			sleep(ctx, minBackoff)
+		}
 		return
 	}
 	for ctx.Err() == nil {
@@ -285,10 +299,25 @@ func (r *Reflector) campaign(ctx context.Context) {
 	wg.Wait()
 }
 
-// lead runs one term: informers, mark and sweep, writes, until ctx ends.
+// lead runs one term: it takes LeaderKey, then runs informers, mark and
+// sweep and writes until ctx ends or the key is lost.
 func (r *Reflector) lead(ctx context.Context) {
+	f := r.acquire(ctx)
+	if f == nil {
+		return
+	}
+	defer f.release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := f.keepAlive(ctx, func() {
+		r.log.Error("the etcd leader lease ended (expired or revoked): stopping writes", "key", LeaderKey)
+		cancel()
+	}); err != nil {
+		r.log.Warn("etcd leader key", "err", err)
+		return
+	}
 	r.log.Info("leading: reflecting the Kubernetes API into etcd", "identity", r.p.Identity)
-	t := newTerm(r)
+	t := newTerm(r, f)
 	r.mu.Lock()
 	r.status.Leader = true
 	r.queue = t.q

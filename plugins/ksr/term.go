@@ -25,8 +25,11 @@ var errDataLost = errors.New("marker key missing: etcd lost its data")
 // the bytes last written per key. Only the writer goroutine (run) touches
 // last and counts.
 type term struct {
-	r      *Reflector
-	log    *slog.Logger
+	r   *Reflector
+	log *slog.Logger
+	// f is the term's hold on LeaderKey; kv fences every write with it.
+	f      *fence
+	kv     fencedKV
 	w      *kubestate.Writer
 	q      *queue
 	stores map[kubestate.Resource]cache.Store
@@ -35,11 +38,14 @@ type term struct {
 	counts map[kubestate.Resource]int
 }
 
-func newTerm(r *Reflector) *term {
+func newTerm(r *Reflector, f *fence) *term {
+	kv := fencedKV{Etcd: r.p.Etcd, f: f}
 	return &term{
 		r:      r,
 		log:    r.log,
-		w:      kubestate.NewWriter(r.p.Etcd, r.log),
+		f:      f,
+		kv:     kv,
+		w:      kubestate.NewWriter(kv, r.log),
 		q:      newQueue(),
 		stores: make(map[kubestate.Resource]cache.Store),
 		last:   make(map[kubestate.Key][]byte),
@@ -52,6 +58,9 @@ func newTerm(r *Reflector) *term {
 func (t *term) run(ctx context.Context) {
 	factory := informers.NewSharedInformerFactoryWithOptions(t.r.p.Kube, 0, informers.WithTransform(trim))
 	defer factory.Shutdown()
+	// A term may end by itself (deposed): its informers stop first.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var synced []cache.InformerSynced
 	for _, k := range reflected() {
 		inf := k.informer(factory)
@@ -103,7 +112,7 @@ func (t *term) loop(ctx context.Context) {
 	for {
 		if !synced {
 			err := t.resync(ctx)
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || t.deposed(err) {
 				return
 			}
 			if err != nil {
@@ -132,6 +141,9 @@ func (t *term) loop(ctx context.Context) {
 		case <-periodic:
 			t.log.Debug("periodic mark and sweep")
 			synced = false
+		}
+		if t.deposed(err) {
+			return
 		}
 		if err != nil && ctx.Err() == nil {
 			synced = false
@@ -244,7 +256,7 @@ func (t *term) release(ctx context.Context, name string) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	if err := t.r.p.Nodes.ReleaseNode(rctx, name); err != nil {
+	if err := t.r.p.Nodes.ReleaseNode(rctx, t.kv, name); err != nil {
 		t.r.m.writeErrors.Inc()
 		return fmt.Errorf("release node %s: %w", name, err)
 	}
@@ -352,14 +364,15 @@ func (t *term) mark(ctx context.Context) error {
 	}
 	mctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	if _, err := t.r.p.Etcd.Put(mctx, MarkerKey, string(b)); err != nil {
+	if _, err := t.kv.Put(mctx, MarkerKey, string(b)); err != nil {
 		t.r.m.writeErrors.Inc()
 		return fmt.Errorf("write marker: %w", err)
 	}
 	return nil
 }
 
-// probe checks that etcd answers and still holds the marker.
+// probe checks that etcd answers and still holds the marker and this
+// term's LeaderKey.
 func (t *term) probe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
@@ -370,7 +383,18 @@ func (t *term) probe(ctx context.Context) error {
 	if resp.Count == 0 {
 		return errDataLost
 	}
-	return nil
+	return t.f.check(pctx)
+}
+
+// deposed tells whether err means that this replica lost LeaderKey; it
+// then logs and counts the end of the term.
+func (t *term) deposed(err error) bool {
+	if !errors.Is(err, ErrDeposed) {
+		return false
+	}
+	t.r.m.deposed.Inc()
+	t.log.Error("no longer the leader in etcd: stopping writes and ending the term", "err", err)
+	return true
 }
 
 // backoff is the pause after the n-th failure in a row: 100ms doubling up
