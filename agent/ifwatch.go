@@ -33,8 +33,10 @@ func newTagParser(format string) tagParser {
 			b.WriteString(`(?P<pod>[a-z0-9.-]+)`)
 			rest = rest[len(contivconf.TagPod):]
 		default:
-			b.WriteString(regexp.QuoteMeta("{{"))
-			rest = rest[2:]
+			// A brace that starts no placeholder is text; the next one
+			// may start one ("{{{pod}}").
+			b.WriteString(regexp.QuoteMeta("{"))
+			rest = rest[1:]
 		}
 	}
 	b.WriteString("$")
@@ -43,10 +45,11 @@ func newTagParser(format string) tagParser {
 
 func (p tagParser) parse(tag string) (ns, pod string, ok bool) {
 	m := p.re.FindStringSubmatch(tag)
-	if m == nil {
+	i, j := p.re.SubexpIndex("ns"), p.re.SubexpIndex("pod")
+	if m == nil || i < 0 || j < 0 {
 		return "", "", false
 	}
-	return m[p.re.SubexpIndex("ns")], m[p.re.SubexpIndex("pod")], true
+	return m[i], m[j], true
 }
 
 // onInterfaces turns VPP's interface changes (reported by vpp.Interfaces
