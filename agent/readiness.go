@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,4 +133,35 @@ func (a readyApplier) Apply(ctx context.Context, full bool) error {
 		}
 	}
 	return err
+}
+
+// ready is true once the first full sync is applied, VPP is connected and
+// holds what the agent programmed, and no interface waits too long.
+func (a *Agent) ready() bool { return len(a.notReady()) == 0 }
+
+// startupHealth fails /healthz once the agent has not been ready within
+// controller.startupTimeout of its start, so that its DaemonSet restarts
+// it (the log says why); once ready, the start is over for good.
+func (a *Agent) startupHealth(now time.Time) error {
+	if a.everReady.Load() {
+		return nil
+	}
+	if a.ready() {
+		a.everReady.Store(true)
+		return nil
+	}
+	started := a.startedAt.Load()
+	limit := a.cfg.Controller.StartupTimeout.Std()
+	if started == 0 || now.Sub(time.Unix(0, started)) <= limit {
+		return nil
+	}
+	return fmt.Errorf("not ready %s after start (controller.startupTimeout): %s", limit, strings.Join(a.notReady(), "; "))
+}
+
+// notReady says why the agent is not ready; empty when it is.
+func (a *Agent) notReady() []string {
+	if !a.built.Load() {
+		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
+	}
+	return a.rd.reasons(a.ctl.Ready(), a.conn.Status().Connected, time.Now())
 }

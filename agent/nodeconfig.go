@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"net/netip"
+	"time"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// ipamConfig maps the configuration onto IPAM's.
+func ipamConfig(cfg contivconf.Config) ipam.Config {
+	c := cfg.IPAM
+	ic := ipam.Config{
+		PodSubnetCIDR:                 c.PodSubnetCIDR,
+		PodSubnetOneNodePrefixLen:     c.PodSubnetNodePrefixLength,
+		VPPHostSubnetCIDR:             c.VPPHostSubnetCIDR,
+		VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
+		NodeInterconnectCIDR:          c.NodeInterconnectCIDR,
+		ServiceCIDR:                   c.ServiceCIDR,
+	}
+	if cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN {
+		ic.VXLANCIDR = c.VXLANCIDR
+	}
+	if mi := cfg.ForNode(cfg.NodeName).MainInterface; mi.IPCIDR.IsValid() || mi.UseDHCP {
+		ic.NodeInterconnectCIDR = netip.Prefix{}
+	}
+	return ic
+}
+
+// nodeIP is this node's VPP address: configured, or derived by IPAM.
+func (a *Agent) nodeIP() netip.Prefix {
+	if p := a.cfg.ForNode(a.cfg.NodeName).MainInterface.IPCIDR; p.IsValid() {
+		return p
+	}
+	return a.plan.NodeInterconnectIP
+}
+
+func (a *Agent) overlay() bool {
+	return a.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
+}
+
+// snat chooses the default interface whose traffic leaving the cluster is
+// source-NATed: the NIC whose subnet holds the default gateway. Without an
+// overlay the main NIC also carries node-to-node traffic, so SNAT on it is
+// off (it could not tell cluster traffic from external).
+func (a *Agent) snat() nat44.SNAT {
+	nc := a.cfg.ForNode(a.cfg.NodeName)
+	if !nc.NATExternalTraffic || !nc.Gateway.IsValid() {
+		return nat44.SNAT{}
+	}
+	if ip := a.nodeIP(); ip.IsValid() && ip.Contains(nc.Gateway) {
+		if !a.overlay() {
+			return nat44.SNAT{}
+		}
+		return nat44.SNAT{Interface: a.mainInterface(), IP: ip.Addr()}
+	}
+	for _, o := range nc.OtherInterfaces {
+		if o.IPCIDR.IsValid() && o.IPCIDR.Contains(nc.Gateway) {
+			return nat44.SNAT{Interface: o.Name, IP: o.IPCIDR.Addr()}
+		}
+	}
+	return nat44.SNAT{}
+}
+
+func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
+
+// nat44Config is the NAT44 renderer's configuration of this node.
+func (a *Agent) nat44Config() nat44.Config {
+	cfg := a.cfg
+	nc := nat44.DefaultConfig()
+	nc.MainVRF, nc.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
+	nc.Overlay = a.overlay()
+	nc.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
+	nc.NATLoopback = a.plan.NATLoopback
+	nc.PodSubnet = a.plan.PodSubnet
+	nc.SNAT = a.snat()
+	nc.ServiceCIDR = a.plan.ServiceCIDR
+	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
+	nc.SessionLimit = cfg.NAT44.SessionLimit
+	nc.HealthCheckTarget = a.healthCheckTarget() // parity wiring
+	t := cfg.NAT44.Timeouts
+	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
+	return nc
+}
+
+// serviceConfig is the service processor's configuration of this node.
+func (a *Agent) serviceConfig() service.Config {
+	cfg := a.cfg
+	other := make([]string, 0, len(cfg.ForNode(cfg.NodeName).OtherInterfaces))
+	for _, o := range cfg.ForNode(cfg.NodeName).OtherInterfaces {
+		other = append(other, o.Name)
+	}
+	sc := service.Config{
+		MainInterface:    a.mainInterface(),
+		OtherInterfaces:  other,
+		HostInterconnect: cfg.ForNode(cfg.NodeName).HostInterconnectInterface,
+		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
+	}
+	if a.overlay() {
+		sc.VXLANBVI = cfg.ForNode(cfg.NodeName).VXLANBVIInterface
+	}
+	return sc
+}

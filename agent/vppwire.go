@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp"
+)
+
+// mainInterface is the name of this node's main NIC ("" until known).
+func (a *Agent) mainInterface() string { return a.mainIf }
+
+// configuredMainInterface is the main NIC's name as far as configuration
+// tells: "" leaves it to VPP (the interface holding the node IP).
+func (a *Agent) configuredMainInterface() string {
+	return a.cfg.ForNode(a.cfg.NodeName).MainInterface.Name
+}
+
+// findMainInterface asks VPP which interface holds the node IP, once a
+// second until one does (VPP's startup configuration addresses its NICs a
+// few seconds after its API answers).
+func (a *Agent) findMainInterface(ctx context.Context) (string, error) {
+	ip := a.nodeIP().Addr()
+	for {
+		if err := a.ifaces.Refresh(ctx); err == nil {
+			i, ok, err := a.ifaces.HoldingAddress(ctx, ip)
+			switch {
+			case err != nil:
+				a.log.Warn("looking for the VPP interface holding the node IP", "ip", ip, "err", err)
+			case ok:
+				a.log.Info("main interface not configured: using the VPP interface holding the node IP", "interface", i.Name, "ip", ip)
+				return i.Name, nil
+			default:
+				a.log.Warn("no VPP interface holds the node IP yet; waiting (set nodeConfig.mainInterface.name to name it)", "ip", ip)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// buildVPP sets up the VPP connection: VPP's socket, or the dataplane
+// given in its place.
+func (a *Agent) buildVPP(dp Dataplane) error {
+	vc := vpp.Config{
+		Socket:   a.cfg.VPP.Socket,
+		Logger:   a.log.With("part", "vpp"),
+		RetryMin: a.cfg.VPP.ReconnectBackoff.Initial.Std(),
+		RetryMax: a.cfg.VPP.ReconnectBackoff.Max.Std(),
+		// One connection attempt, socket and handshake.
+		ConnectTimeout: a.cfg.VPP.ConnectTimeout.Std(),
+		OnEvent:        a.onVPPEvent,
+		OnCall:         a.observeCall(),
+	}
+	a.dp = dp
+	a.mainIf = a.configuredMainInterface()
+	if dp != nil {
+		if err := dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
+			return fmt.Errorf("%s: %w", dp.Name(), err)
+		}
+		vc.Adapter = dp.Adapter()
+		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
+	}
+	if a.cfg.Renderer == contivconf.RendererCNAT {
+		vc.ExtraMessages = vpp.CNATMessages()
+	}
+	a.conn = vpp.New(vc)
+	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)
+	return nil
+}
+
+// nodeInterfaces are the interfaces a node's VPP has besides pods', as a
+// dataplane standing in for VPP creates them: the main NIC (named
+// simulatedMainNIC unless configured) holds the node IP.
+func (a *Agent) nodeInterfaces() []NodeInterface {
+	nc := a.cfg.ForNode(a.cfg.NodeName)
+	main := cmp.Or(a.configuredMainInterface(), simulatedMainNIC)
+	mainVRF, podVRF := a.cfg.Routing.MainVRFID, a.cfg.Routing.PodVRFID
+	ifs := []NodeInterface{{Name: main, Address: a.nodeIP(), VRF: mainVRF}, {Name: nc.HostInterconnectInterface, VRF: mainVRF}}
+	if a.overlay() {
+		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface, VRF: podVRF})
+	}
+	for _, o := range nc.OtherInterfaces {
+		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR, VRF: mainVRF})
+	}
+	return ifs
+}
+
+// onVPPEvent reacts to the VPP connection: every (re)connection after the
+// first makes the controller reconcile everything against what VPP holds.
+func (a *Agent) onVPPEvent(e vpp.Event) {
+	switch e.Kind {
+	case vpp.Connected:
+		a.log.Info("VPP connected", "version", e.Version, "pid", e.PID, "restarted", e.Restarted)
+		if a.built.Load() && a.conn.Status().Connects > 1 {
+			why := "reconnected"
+			if e.Restarted {
+				why = "restarted"
+			}
+			a.rd.vppLost(why)
+			if a.cnat != nil && e.Restarted {
+				a.cnat.VPPRestarted() // its node bookkeeping is gone with VPP's state
+			}
+			// Everything is reconciled against what VPP holds now; the
+			// interface cache re-reads VPP's table on its own, and
+			// features of interfaces VPP has not re-created yet wait for
+			// them (pending).
+			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+		}
+	case vpp.Disconnected:
+		a.rd.vppLost("disconnected")
+		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
+	case vpp.Incompatible:
+		a.log.Error("VPP is incompatible with this agent", "err", e.Err)
+	}
+}
+
+func (a *Agent) observeCall() func(string, time.Duration, error) {
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "contiv_vpp_calls_total", Help: "Binary-API calls to VPP by message and result.",
+	}, []string{"msg", "result"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "contiv_vpp_call_duration_seconds", Help: "Duration of binary-API calls to VPP.",
+		Buckets: prometheus.ExponentialBuckets(20e-6, 4, 10),
+	}, []string{"msg"})
+	a.registry.MustRegister(calls, dur)
+	return func(msg string, took time.Duration, err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		calls.WithLabelValues(msg, result).Inc()
+		dur.WithLabelValues(msg).Observe(took.Seconds())
+	}
+}
