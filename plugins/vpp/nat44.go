@@ -187,6 +187,25 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 	case !ok:
 		return fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 	}
+	var errs []error
+	for _, c := range featureCalls(ifName, idx, old, new) {
+		err := n.conn.invoke(ctx, c.req, c.reply)
+		n.log.Debug("NAT44 interface feature", "call", c.what, "error", err)
+		errs = append(errs, classify(err, c.what, false))
+	}
+	return errors.Join(errs...)
+}
+
+// featureCall is one request of an interface's feature change.
+type featureCall struct {
+	req, reply api.Message
+	what       string
+}
+
+// featureCalls are the requests that change interface idx's features from
+// old to new: removals first (VPP keeps in/out and output-feature
+// interfaces apart), then additions.
+func featureCalls(ifName string, idx uint32, old, new nat44.Features) []featureCall {
 	del, add := old&^new, new&^old
 	type step struct {
 		f   nat44.Features
@@ -203,7 +222,7 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 			steps = append(steps, step{f, true})
 		}
 	}
-	var errs []error
+	calls := make([]featureCall, 0, len(steps))
 	for _, s := range steps {
 		var req, reply api.Message
 		name := "output"
@@ -220,11 +239,10 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 			req = &nat44_ed.Nat44InterfaceAddDelFeature{IsAdd: s.add, Flags: nat_types.NAT_IS_OUTSIDE, SwIfIndex: interface_types.InterfaceIndex(idx)}
 			reply = &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
 		}
-		err := n.conn.invoke(ctx, req, reply)
-		n.log.Debug("NAT44 interface feature", "op", addDel(s.add), "interface", ifName, "feature", name, "error", err)
-		errs = append(errs, classify(err, fmt.Sprintf("%s NAT44 %s feature on interface %q", addDel(s.add), name, ifName), false))
+		calls = append(calls, featureCall{req: req, reply: reply,
+			what: fmt.Sprintf("%s NAT44 %s feature on interface %q", addDel(s.add), name, ifName)})
 	}
-	return errors.Join(errs...)
+	return calls
 }
 
 // describe names a mapping in errors and logs.

@@ -24,12 +24,13 @@ const PipelineWindow = 256
 var _ nat44.Pipeliner = (*NAT44)(nil)
 
 // Pipeline opens a stream on the live connection on which the apply's
-// single-call operations (pool addresses, identities, mappings, locals,
-// routes) are sent without waiting for each answer. VPP answers on one
-// connection in order, so answers are matched to calls by position. Each
-// answer is classified exactly as the synchronous method classifies it.
-// A transport failure (a send or a receive failing, CallTimeout without
-// an answer) breaks the pipeline: every later call fails with that error.
+// operations but the global settings (pool addresses, interface features,
+// identities, mappings, locals, routes) are sent without waiting for each
+// answer. VPP answers on one connection in order, so answers are matched
+// to calls by position. Each operation's result is classified exactly as
+// the synchronous method classifies it. A transport failure (a send or a
+// receive failing, CallTimeout without an answer) breaks the pipeline:
+// every later call fails with that error.
 func (n *NAT44) Pipeline(ctx context.Context) (nat44.Pipeline, error) {
 	conn, _, err := n.conn.current()
 	if err != nil {
@@ -43,27 +44,34 @@ func (n *NAT44) Pipeline(ctx context.Context) (nat44.Pipeline, error) {
 		cancel()
 		return nil, err
 	}
-	return &pipeline{n: n, s: s, cancel: cancel}, nil
+	return &pipeline{n: n, ctx: ctx, s: s, cancel: cancel}, nil
 }
 
 // pipeline is a nat44.Pipeline on one govpp stream.
 type pipeline struct {
 	n      *NAT44
+	ctx    context.Context
 	s      api.Stream
 	cancel context.CancelFunc
-	// q holds the calls sent and not handed out by Recv, oldest first;
-	// the last unread of them have no answer read from the stream yet.
+	// q holds the messages sent and not handed out by Recv, oldest first,
+	// from head; next is the oldest without an answer read from the
+	// stream, unread how many have none.
 	q      []inFlight
 	head   int
+	next   int
 	unread int
 	broken error
 }
 
-// inFlight is one call sent: what to expect and how to report it.
+// inFlight is one message sent (or, with no name, an operation that
+// needed none): what to expect and how to report it. An operation's
+// messages are adjacent; last marks its final one.
 type inFlight struct {
 	op    *nat44.Op
 	name  string // the request's message name
 	reply string // the reply's message name
+	what  string // how errors name the call
+	last  bool
 	sent  time.Time
 	done  bool
 	err   error
@@ -71,34 +79,73 @@ type inFlight struct {
 
 // Send implements nat44.Pipeline.
 func (p *pipeline) Send(op *nat44.Op) error {
-	req, reply, err := opRequest(op)
+	calls, what, err := p.calls(op)
 	if err != nil {
-		return invalid(describeOp(op), err.Error())
+		return err
 	}
 	if p.broken != nil {
-		return classify(fmt.Errorf("%s: %w", req.GetMessageName(), p.broken), describeOp(op), false)
-	}
-	if p.unread >= PipelineWindow {
-		p.readOne()
-	}
-	if err := p.s.SendMsg(req); err != nil {
-		p.broken = err
-		p.n.conn.poke()
-		err = fmt.Errorf("%s: %w", req.GetMessageName(), err)
-		p.n.conn.observe(req.GetMessageName(), time.Now(), &err)
-		return classify(err, describeOp(op), false)
+		return classify(fmt.Errorf("%s: %w", what, p.broken), what, false)
 	}
 	if p.head > 0 && p.head == len(p.q) {
-		p.q, p.head = p.q[:0], 0
+		p.q, p.head, p.next = p.q[:0], 0, 0
 	}
-	p.q = append(p.q, inFlight{op: op, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: time.Now()})
-	p.unread++
+	if len(calls) == 0 {
+		p.q = append(p.q, inFlight{op: op, last: true, done: true})
+		return nil
+	}
+	for i, c := range calls {
+		if p.unread >= PipelineWindow {
+			p.readOne()
+		}
+		f := inFlight{op: op, name: c.req.GetMessageName(), reply: c.reply.GetMessageName(), what: c.what, last: i == len(calls)-1, sent: time.Now()}
+		if err := p.s.SendMsg(c.req); err != nil {
+			p.broken = err
+			p.n.conn.poke()
+		}
+		if p.broken != nil {
+			f.done, f.err = true, fmt.Errorf("%s: %w", f.name, p.broken)
+			p.n.conn.observe(f.name, f.sent, &f.err)
+		} else {
+			p.unread++
+		}
+		p.q = append(p.q, f)
+	}
 	return nil
 }
 
-// readOne reads the answer to the oldest call without one.
+// calls are the messages of op, and how errors name op. An error is op's
+// result: nothing is to be sent.
+func (p *pipeline) calls(op *nat44.Op) ([]featureCall, string, error) {
+	if op.Kind == nat44.OpSetInterface {
+		what := fmt.Sprintf("NAT44 features of interface %q", op.Interface)
+		if op.OldFeatures == op.NewFeatures {
+			return nil, what, nil
+		}
+		idx, ok, err := p.n.ifaces.index(p.ctx, op.Interface)
+		switch {
+		case err != nil:
+			return nil, what, fmt.Errorf("%s: %w", what, err)
+		case !ok:
+			return nil, what, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
+		}
+		return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), what, nil
+	}
+	what := describeOp(op)
+	req, reply, err := opRequest(op)
+	if err != nil {
+		return nil, what, invalid(what, err.Error())
+	}
+	return []featureCall{{req: req, reply: reply, what: what}}, what, nil
+}
+
+// readOne reads the answer to the oldest message without one.
 func (p *pipeline) readOne() {
-	c := &p.q[len(p.q)-p.unread]
+	p.next = max(p.next, p.head) // those before head are answered
+	for p.q[p.next].done {
+		p.next++ // answered without a message
+	}
+	c := &p.q[p.next]
+	p.next++
 	p.unread--
 	c.done = true
 	if p.broken != nil {
@@ -122,30 +169,44 @@ func (p *pipeline) readOne() {
 	p.n.conn.observe(c.name, c.sent, &c.err)
 }
 
-// Recv implements nat44.Pipeline.
+// Recv implements nat44.Pipeline: the result of the oldest operation in
+// flight, its messages' errors joined as the synchronous method joins
+// them.
 func (p *pipeline) Recv() error {
-	if p.head == len(p.q) {
-		return errors.New("NAT44 pipeline: no call in flight")
+	var errs []error
+	for {
+		if p.head == len(p.q) {
+			return errors.New("NAT44 pipeline: no call in flight")
+		}
+		if !p.q[p.head].done {
+			p.readOne()
+		}
+		c := p.q[p.head]
+		p.q[p.head] = inFlight{}
+		p.head++
+		if c.name != "" {
+			if p.n.log.Enabled(p.ctx, slog.LevelDebug) {
+				p.n.log.Debug("NAT44 call", "op", c.op.String(), "call", c.what, "error", c.err)
+			}
+			// Removing one of a mapping's last two locals is refused with
+			// VPP's unspecified error (-1), as in AddDelLBLocal.
+			errs = append(errs, classify(c.err, c.what, c.op.Kind == nat44.OpDelLocal))
+		}
+		if c.last {
+			break
+		}
 	}
-	if !p.q[p.head].done {
-		p.readOne()
+	if len(errs) == 1 {
+		return errs[0]
 	}
-	c := p.q[p.head]
-	p.q[p.head] = inFlight{}
-	p.head++
-	if p.n.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.n.log.Debug("NAT44 call", "op", c.op.String(), "error", c.err)
-	}
-	// Removing one of a mapping's last two locals is refused with VPP's
-	// unspecified error (-1), as in AddDelLBLocal.
-	return classify(c.err, describeOp(c.op), c.op.Kind == nat44.OpDelLocal)
+	return errors.Join(errs...)
 }
 
 // Close implements nat44.Pipeline.
 func (p *pipeline) Close() {
 	p.cancel()
 	_ = p.s.Close()
-	p.q, p.head, p.unread = nil, 0, 0
+	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
 }
 
 // opRequest is the request (and its reply) of a single-call operation,

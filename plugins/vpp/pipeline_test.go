@@ -55,6 +55,12 @@ func pipelineOps() []nat44.Op {
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}}, // -81
 		{Kind: nat44.OpAddIdentity, Identity: &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv-snat"}},
 		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}}},
+		{Kind: nat44.OpSetInterface, Interface: "tap1", NewFeatures: nat44.FeatureIn},
+		{Kind: nat44.OpSetInterface, Interface: "tap2", NewFeatures: nat44.FeatureIn | nat44.FeatureOut},
+		{Kind: nat44.OpSetInterface, Interface: "eth0", NewFeatures: nat44.FeatureOutput},
+		{Kind: nat44.OpSetInterface, Interface: "tap9", NewFeatures: nat44.FeatureIn},                                   // no such interface
+		{Kind: nat44.OpSetInterface, Interface: "tap2", OldFeatures: nat44.FeatureIn, NewFeatures: nat44.FeatureOutput}, // out stays: -81
+		{Kind: nat44.OpSetInterface, Interface: "tap1", OldFeatures: nat44.FeatureIn, NewFeatures: nat44.FeatureIn},
 	}
 	for p := range 300 {
 		port := uint16(1000 + p)
@@ -76,11 +82,26 @@ func pipelineOps() []nat44.Op {
 // TestPipelineAnswersAsSynchronous sends one batch through a Pipeline on
 // the socket-served VPP, and call by call through the synchronous methods
 // on another: every call gets the same result (same error text, same
-// classification) and both VPPs end in the same state.
+// classification) and both VPPs end in the same state. The batch is sent
+// whole before any answer is read (past the window), and interleaved with
+// the answers.
 func TestPipelineAnswersAsSynchronous(t *testing.T) {
+	for _, keep := range []int{len(pipelineOps()), 2, 3, 5} {
+		t.Run(fmt.Sprintf("in-flight-%d", keep), func(t *testing.T) { testPipelineAnswers(t, keep) })
+	}
+}
+
+func testPipelineAnswers(t *testing.T, keep int) {
 	ctx := context.Background()
 	pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond}, Config{})
 	se := setup(t, sim.Options{})
+	for _, v := range []*sim.VPP{pv, se.vpp} {
+		for _, name := range []string{"eth0", "tap1", "tap2"} {
+			if _, err := v.AddInterface(name, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	se.connected(t)
 	for _, n := range []*NAT44{pn, se.nat} {
 		if err := n.SetGlobal(ctx, nat44.Global{SessionLimit: 1000}); err != nil {
@@ -98,9 +119,13 @@ func TestPipelineAnswersAsSynchronous(t *testing.T) {
 	for i := range ops {
 		if err := p.Send(&ops[i]); err != nil {
 			got[i] = err
-			continue
+		} else {
+			inFlight = append(inFlight, i)
 		}
-		inFlight = append(inFlight, i)
+		for len(inFlight) > i%keep {
+			got[inFlight[0]] = p.Recv()
+			inFlight = inFlight[1:]
+		}
 	}
 	for _, i := range inFlight {
 		got[i] = p.Recv()
@@ -118,8 +143,8 @@ func TestPipelineAnswersAsSynchronous(t *testing.T) {
 			invalid++
 		}
 	}
-	if invalid != 6 {
-		t.Errorf("%d calls refused, want 6", invalid)
+	if invalid != 8 {
+		t.Errorf("%d operations refused, want 8", invalid)
 	}
 	if a, b := pv.Snapshot(), se.vpp.Snapshot(); !reflect.DeepEqual(a, b) {
 		t.Errorf("the VPPs differ\npipelined %s\nsynchronous %s", show(a), show(b))

@@ -27,13 +27,7 @@ type Pipeline interface {
 	Close()
 }
 
-// Pipelined tells whether operations of kind k go through a Pipeline: the
-// single-call kinds. Global settings and interface features read VPP's
-// state before they write, and run synchronously.
-func Pipelined(k OpKind) bool {
-	switch k {
-	case OpSetGlobal, OpSetInterface:
-		return false
-	}
-	return true
-}
+// Pipelined tells whether operations of kind k go through a Pipeline:
+// all but the global settings, which read VPP's state before they write
+// and run synchronously.
+func Pipelined(k OpKind) bool { return k != OpSetGlobal }

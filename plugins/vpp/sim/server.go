@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -341,6 +342,36 @@ func (s *Server) encode(m api.Message, context uint32) ([]byte, error) {
 	return b, nil
 }
 
+// spinBelow is the wait below which the main loop yields instead of
+// sleeping: Go's timers wake up to a millisecond late on Linux (epoll's
+// resolution), which would make a 200 µs service time a millisecond.
+const spinBelow = 2 * time.Millisecond
+
+// waitUntil waits until t, sleeping while far from it and yielding the
+// processor close to it; false when the server closes meanwhile.
+func (s *Server) waitUntil(t time.Time, timer **time.Timer) bool {
+	for {
+		d := time.Until(t)
+		switch {
+		case d <= 0:
+			return true
+		case d > spinBelow:
+			if *timer == nil {
+				*timer = time.NewTimer(d - spinBelow/2)
+			} else {
+				(*timer).Reset(d - spinBelow/2)
+			}
+			select {
+			case <-s.quit:
+				return false
+			case <-(*timer).C:
+			}
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
 // mainLoop executes the requests of every client in arrival order, one
 // at a time, each not before its arrival plus the service time.
 func (s *Server) mainLoop() {
@@ -368,17 +399,8 @@ func (s *Server) mainLoop() {
 			continue
 		case r = <-s.reqs:
 		}
-		if d := time.Until(r.at.Add(s.v.service)); s.v.service > 0 && d > 0 {
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			select {
-			case <-s.quit:
-				return
-			case <-timer.C:
-			}
+		if s.v.service > 0 && !s.waitUntil(r.at.Add(s.v.service), &timer) {
+			return
 		}
 		s.mu.Lock()
 		cur := s.cur == r.c
