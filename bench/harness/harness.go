@@ -248,12 +248,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	if o.wants(FigVPPProgram) {
 		o.Log.Info("W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
-		r, err := measureVPPProgram(ctx, env, o.ProgramSize)
+		r, err := measureVPPProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), o.Log)
 		if err != nil {
 			return nil, err
 		}
 		res.VPPProgram = &VPPProgramResult{
-			Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: ms(r.sync), PipelinedMS: ms(r.pipeline), N: o.ProgramSize,
+			Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 		}
 	}
 	if o.wants(FigStartup) {

@@ -69,6 +69,8 @@ type VPPProgramResult struct {
 	SyncMS      float64 `json:"sync_ms"`
 	PipelinedMS float64 `json:"pipelined_ms"`
 	N           int     `json:"-"`
+	// Runs is the number of runs of each (medians).
+	Runs int `json:"-"`
 }
 
 // StartupResult is the agent's start to ready with W(N) in etcd, against
@@ -280,7 +282,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", verdict(true, func() bool { return x.NotReadySeen }))
 	}
 	if p := r.VPPProgram; p != nil {
-		single(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request: synchronous (ms; calls)", p.N, p.ServiceUS),
+		single(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, median of %d: synchronous (ms; calls)", p.N, p.ServiceUS, p.Runs),
 			fmt.Sprintf("%.0f (%d)", p.SyncMS, p.Calls), "", "")
 		single("… pipelined (ms; calls/s)", fmt.Sprintf("%.0f (%.0f/s)", p.PipelinedMS, float64(p.Calls)/(p.PipelinedMS/1000)),
 			"≤ 500", verdict(p.N == targetSize, func() bool { return p.PipelinedMS <= targetPipelinedMS }))

@@ -30,35 +30,41 @@ const programSize = 10000
 // vppProgramRun is W(N) programmed in full into an empty VPP served on a
 // unix socket, through the agent's VPP client (govpp's socket client).
 type vppProgramRun struct {
-	calls          int
-	sync, pipeline time.Duration
+	calls              int
+	syncMS, pipelineMS float64
 }
 
 // measureVPPProgram times the full apply of W(n) into a fresh simulated
-// VPP served on a socket with serviceTime per request, once with every
-// call waiting for its answer and once pipelined, in one run.
-func measureVPPProgram(ctx context.Context, env *nodeEnv, n int) (*vppProgramRun, error) {
+// VPP served on a socket with serviceTime per request, with every call
+// waiting for its answer and pipelined, taking turns, runs times each;
+// the medians are kept.
+func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog.Logger) (*vppProgramRun, error) {
 	w := workload.New(n)
 	evs, err := allEvents(w)
 	if err != nil {
 		return nil, err
 	}
 	out := &vppProgramRun{}
-	for _, pipelined := range []bool{false, true} {
-		took, calls, err := programOnce(ctx, env, w, evs, pipelined)
-		if err != nil {
-			return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
+	var syncMS, pipeMS []float64
+	for run := range runs {
+		for _, pipelined := range []bool{false, true} {
+			took, calls, err := programOnce(ctx, env, w, evs, pipelined)
+			if err != nil {
+				return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
+			}
+			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "pipelined", pipelined, "took", took, "calls", calls)
+			if pipelined {
+				pipeMS = append(pipeMS, ms(took))
+			} else {
+				syncMS = append(syncMS, ms(took))
+			}
+			if out.calls != 0 && calls != out.calls {
+				return nil, fmt.Errorf("N=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
+			}
+			out.calls = calls
 		}
-		if pipelined {
-			out.pipeline = took
-		} else {
-			out.sync = took
-		}
-		if out.calls != 0 && calls != out.calls {
-			return nil, fmt.Errorf("N=%d: %d calls synchronously, %d pipelined", n, out.calls, calls)
-		}
-		out.calls = calls
 	}
+	out.syncMS, out.pipelineMS = median(syncMS), median(pipeMS)
 	return out, nil
 }
 
