@@ -70,7 +70,7 @@ type inFlight struct {
 	op    *nat44.Op
 	name  string // the request's message name
 	reply string // the reply's message name
-	what  string // how errors name the call
+	what  string // how errors name the call; "" for describeOp(op)
 	last  bool
 	sent  time.Time
 	done  bool
@@ -79,11 +79,12 @@ type inFlight struct {
 
 // Send implements nat44.Pipeline.
 func (p *pipeline) Send(op *nat44.Op) error {
-	calls, what, err := p.calls(op)
+	calls, err := p.calls(op)
 	if err != nil {
 		return err
 	}
 	if p.broken != nil {
+		what := describeOp(op)
 		return classify(fmt.Errorf("%s: %w", what, p.broken), what, false)
 	}
 	if p.head > 0 && p.head == len(p.q) {
@@ -113,29 +114,29 @@ func (p *pipeline) Send(op *nat44.Op) error {
 	return nil
 }
 
-// calls are the messages of op, and how errors name op. An error is op's
-// result: nothing is to be sent.
-func (p *pipeline) calls(op *nat44.Op) ([]featureCall, string, error) {
+// calls are the messages of op. An error is op's result: nothing is to
+// be sent. How errors name a call is left empty where describeOp(op) says
+// it, and built only for an error.
+func (p *pipeline) calls(op *nat44.Op) ([]featureCall, error) {
 	if op.Kind == nat44.OpSetInterface {
-		what := fmt.Sprintf("NAT44 features of interface %q", op.Interface)
 		if op.OldFeatures == op.NewFeatures {
-			return nil, what, nil
+			return nil, nil
 		}
 		idx, ok, err := p.n.ifaces.index(p.ctx, op.Interface)
+		what := describeOp(op)
 		switch {
 		case err != nil:
-			return nil, what, fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		case !ok:
-			return nil, what, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
+			return nil, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 		}
-		return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), what, nil
+		return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), nil
 	}
-	what := describeOp(op)
 	req, reply, err := opRequest(op)
 	if err != nil {
-		return nil, what, invalid(what, err.Error())
+		return nil, invalid(describeOp(op), err.Error())
 	}
-	return []featureCall{{req: req, reply: reply, what: what}}, what, nil
+	return []featureCall{{req: req, reply: reply}}, nil
 }
 
 // readOne reads the answer to the oldest message without one.
@@ -185,6 +186,9 @@ func (p *pipeline) Recv() error {
 		p.q[p.head] = inFlight{}
 		p.head++
 		if c.name != "" {
+			if c.err != nil && c.what == "" {
+				c.what = describeOp(c.op)
+			}
 			if p.n.log.Enabled(p.ctx, slog.LevelDebug) {
 				p.n.log.Debug("NAT44 call", "op", c.op.String(), "call", c.what, "error", c.err)
 			}
@@ -263,6 +267,8 @@ func describeOp(op *nat44.Op) string {
 		return localWhat(op.Mapping.MappingKey, op.Local, add)
 	case nat44.OpAddRoute, nat44.OpDelRoute:
 		return fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), op.Route.Prefix, op.Route.VRF)
+	case nat44.OpSetInterface:
+		return fmt.Sprintf("NAT44 features of interface %q", op.Interface)
 	}
 	return op.String()
 }
