@@ -106,13 +106,24 @@ func (v *VPP) Serve(path string) (*Server, error) {
 	return s, nil
 }
 
-// listen creates the socket file anew.
+// listen creates the socket file anew: bound beside path, then renamed
+// over it, so that it is always another file (another inode) than the
+// one it replaces, which is how clients tell a new VPP. The listener
+// does not unlink on close: Close removes path itself.
 func listen(path string) (*net.UnixListener, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		_ = os.Remove(path) // a dead VPP's socket: a new VPP replaces it
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("simulated VPP: serving on %s: a file that is not a socket is there", path)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	tmp := path + ".new"
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
+		return nil, fmt.Errorf("simulated VPP: serving on %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Rename(tmp, path); err != nil {
+		_ = ln.Close()
+		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("simulated VPP: serving on %s: %w", path, err)
 	}
 	return ln, nil
@@ -128,7 +139,6 @@ func (s *Server) restarted() {
 	if cur != nil {
 		cur.end()
 	}
-	old.SetUnlinkOnClose(false)
 	_ = old.Close()
 	ln, err := listen(s.path)
 	if err != nil {
@@ -166,7 +176,10 @@ func (s *Server) Close() error {
 	}
 	ln := s.ln
 	s.mu.Unlock()
-	err := ln.Close() // removes the socket file
+	err := ln.Close()
+	if rerr := os.Remove(s.path); rerr != nil && !os.IsNotExist(rerr) && err == nil {
+		err = rerr
+	}
 	close(s.quit)
 	for _, c := range conns {
 		c.end()

@@ -216,6 +216,10 @@ func TestServeRestarts(t *testing.T) {
 		t.Errorf("NAT44 state lost across serving again")
 	}
 
+	before, err := os.Stat(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pid := v.PID()
 	v.Restart()
 	// The restart closes the old connection: its calls fail, at the
@@ -233,6 +237,17 @@ func TestServeRestarts(t *testing.T) {
 		}
 	}
 	conn.Disconnect()
+	// The socket file is another file: clients watching it see a new VPP.
+	for {
+		now, err := os.Stat(s.Path())
+		if err == nil && !os.SameFile(before, now) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("socket file not created anew after a restart")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	conn = dial(t, s.Path())
 	ping := &memclnt.ControlPingReply{}
 	call(t, conn, &memclnt.ControlPing{}, ping)
