@@ -258,12 +258,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	if o.wants(FigStartup) {
 		o.Log.Info("agent start to ready over the socket", "n", o.ProgramSize, "serviceTime", serviceTime)
-		r, err := measureStartup(ctx, env, o.ProgramSize, o.FastEtcd, o.AgentLog)
+		r, err := measureStartup(ctx, env, o.ProgramSize, min(o.Runs, 3), o.FastEtcd, o.AgentLog, o.Log)
 		if err != nil {
 			return nil, err
 		}
 		res.Startup = &StartupResult{
-			EmptyMS: ms(r.empty), ProgrammedMS: ms(r.programmed), N: o.ProgramSize,
+			EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 			EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
 		}
 	}

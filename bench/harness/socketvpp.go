@@ -13,6 +13,7 @@ import (
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -149,11 +150,11 @@ func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, er
 	return v, nil
 }
 
-// startupRun is the agent's start to ready with W(N) in etcd.
+// startupRun is the agent's start to ready with W(N) in etcd, medians.
 type startupRun struct {
-	// empty: against an empty VPP (everything written); programmed:
+	// emptyMS: against an empty VPP (everything written); programmedMS:
 	// against a VPP that holds W(N) already (nothing written).
-	empty, programmed             time.Duration
+	emptyMS, programmedMS         float64
 	emptyWrites, programmedWrites int
 }
 
@@ -168,8 +169,8 @@ func (socketServed) Adapter() adapter.VppAPI { return nil }
 // measureStartup starts the real agent with W(n) in an embedded etcd
 // against a socket-served simulated VPP with serviceTime per request:
 // first empty, then, after stopping it, again against the VPP it
-// programmed.
-func measureStartup(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*startupRun, error) {
+// programmed; runs times, each with a new VPP, keeping the medians.
+func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
 	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
@@ -184,55 +185,77 @@ func measureStartup(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	v := sim.New(sim.Options{ServiceTime: serviceTime})
-	defer v.Close()
-	srv, err := v.Serve(filepath.Join(dir, "api.sock"))
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
 	cfg := env.cfg
 	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Log.Level = "warn"
-	cfg.VPP.Socket = srv.Path()
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("startup: agent configuration: %w", err)
 	}
-	start := func() (time.Duration, int, error) {
+	out := &startupRun{}
+	var empty, programmed []float64
+	for run := range runs {
+		e, p, err := startTwice(ctx, cfg, logOut)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "empty", e.took, "programmed", p.took)
+		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
+		out.emptyWrites, out.programmedWrites = e.writes, p.writes
+	}
+	out.emptyMS, out.programmedMS = median(empty), median(programmed)
+	return out, nil
+}
+
+// started is one agent start: to ready, and the VPP writes until then.
+type started struct {
+	took   time.Duration
+	writes int
+}
+
+// startTwice starts the agent against a new, empty socket-served VPP,
+// stops it, and starts it again against the VPP it programmed.
+func startTwice(ctx context.Context, cfg contivconf.Config, logOut io.Writer) (empty, programmed started, err error) {
+	v := sim.New(sim.Options{ServiceTime: serviceTime})
+	defer v.Close()
+	srv, err := v.Serve(cfg.VPP.Socket)
+	if err != nil {
+		return empty, programmed, err
+	}
+	defer srv.Close()
+	start := func() (started, error) {
 		v.ResetCalls()
 		t0 := time.Now()
 		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
-			return 0, 0, fmt.Errorf("startup: agent: %w", err)
+			return started{}, fmt.Errorf("startup: agent: %w", err)
 		}
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- a.Run(runCtx) }()
 		defer func() { cancel(); <-done }()
 		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
-			return 0, 0, fmt.Errorf("startup: agent not ready: %w", err)
+			return started{}, fmt.Errorf("startup: agent not ready: %w", err)
 		}
-		took := time.Since(t0)
-		writes := v.Writes()
+		s := started{took: time.Since(t0), writes: v.Writes()}
 		if err := quiesce(ctx, a, v); err != nil {
-			return 0, 0, err
+			return started{}, err
 		}
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
-			return 0, 0, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
+			return started{}, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
-		return took, writes, nil
+		return s, nil
 	}
-	out := &startupRun{}
-	if out.empty, out.emptyWrites, err = start(); err != nil {
-		return nil, err
+	if empty, err = start(); err != nil {
+		return empty, programmed, err
 	}
-	if out.programmed, out.programmedWrites, err = start(); err != nil {
-		return nil, err
+	if programmed, err = start(); err != nil {
+		return empty, programmed, err
 	}
 	if c := v.Crashes(); c != 0 {
-		return nil, fmt.Errorf("startup: the simulated VPP crashed: %s", v.LastCrash())
+		return empty, programmed, fmt.Errorf("startup: the simulated VPP crashed: %s", v.LastCrash())
 	}
-	return out, nil
+	return empty, programmed, nil
 }
