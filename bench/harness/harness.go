@@ -34,11 +34,19 @@ const (
 	FigRestart Figure = "restart"
 	// FigCNAT: the pipeline figures with the cnat renderer at every N.
 	FigCNAT Figure = "cnat"
+	// FigVPPProgram: W(10000) programmed in full into an empty simulated
+	// VPP served on a unix socket (200 µs per request), synchronous and
+	// pipelined.
+	FigVPPProgram Figure = "vpp-program"
+	// FigStartup: the agent's start to ready with W(10000) against a
+	// socket-served simulated VPP (200 µs per request), empty and already
+	// programmed.
+	FigStartup Figure = "startup"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart}
+	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart, FigVPPProgram, FigStartup}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
@@ -57,6 +65,9 @@ type Options struct {
 	ManyJoiners int
 	// NPLSize is the N of the latency figure; default 10000.
 	NPLSize int
+	// ProgramSize is the N of the vpp-program and startup figures;
+	// default 10000.
+	ProgramSize int
 	// NPLDuration and NPLRate: how long and how many changes per second
 	// are written; defaults 60s and 20.
 	NPLDuration time.Duration
@@ -98,6 +109,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.NPLSize <= 0 {
 		o.NPLSize = 10000
+	}
+	if o.ProgramSize <= 0 {
+		o.ProgramSize = programSize
 	}
 	if o.NPLDuration <= 0 {
 		o.NPLDuration = 60 * time.Second
@@ -237,6 +251,27 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				RecoveryS: r.recovery.Seconds(), TotalS: r.total.Seconds(), NotReadySeen: r.notReadySeen, ReprogramWrites: r.reprogramWrites,
 				InterfacesAfterS: lateInterfaces.Seconds(),
 			}
+		}
+	}
+	if o.wants(FigVPPProgram) {
+		o.Log.Info("W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
+		r, err := measureVPPProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), o.Log)
+		if err != nil {
+			return nil, err
+		}
+		res.VPPProgram = &VPPProgramResult{
+			Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+		}
+	}
+	if o.wants(FigStartup) {
+		o.Log.Info("agent start to ready over the socket", "n", o.ProgramSize, "serviceTime", serviceTime)
+		r, err := measureStartup(ctx, env, o.ProgramSize, min(o.Runs, 3), o.FastEtcd, o.AgentLog, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		res.Startup = &StartupResult{
+			EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+			EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
 		}
 	}
 	if o.wants(FigNPL) {

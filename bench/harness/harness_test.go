@@ -55,7 +55,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 func TestQuickRun(t *testing.T) {
 	res, err := Run(t.Context(), Options{
 		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
-		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true,
+		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true, ProgramSize: 100,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +96,13 @@ func TestQuickRun(t *testing.T) {
 	if rs := res.Restart["100"]; rs == nil || rs.AgentWrites != 0 || !rs.NotReadySeen || rs.ReprogramWrites < r.ResyncOps || rs.RecoveryS <= 0 {
 		t.Errorf("restart %+v", rs)
 	}
+	// Over the socket: the same calls both ways, all of W(N)'s writes.
+	if p := res.VPPProgram; p == nil || p.Calls < r.ResyncOps || p.SyncMS <= 0 || p.PipelinedMS <= 0 || p.ServiceUS != 200 {
+		t.Errorf("vpp_program %+v", p)
+	}
+	if s := res.Startup; s == nil || s.EmptyWrites < r.ResyncOps || s.ProgrammedWrites != 0 || s.EmptyMS <= 0 || s.ProgrammedMS <= 0 {
+		t.Errorf("startup %+v", s)
+	}
 
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {
@@ -106,6 +113,8 @@ func TestQuickRun(t *testing.T) {
 		DecodeUS *float64                  `json:"decode_us"`
 		NodeSync map[string]any            `json:"nodesync"`
 		NPL      map[string]any            `json:"npl"`
+		Program  map[string]any            `json:"vpp_program"`
+		Startup  map[string]any            `json:"startup"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
 		t.Fatal(err)
@@ -121,12 +130,19 @@ func TestQuickRun(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(shape.NPL)); !slices.Equal(got, []string{"p50_ms", "p99_ms"}) || shape.DecodeUS == nil {
 		t.Errorf("npl keys %v, decode_us %v", got, shape.DecodeUS)
 	}
+	if got := slices.Sorted(maps.Keys(shape.Program)); !slices.Equal(got, []string{"calls", "pipelined_ms", "service_us", "sync_ms"}) {
+		t.Errorf("vpp_program keys %v", got)
+	}
+	if got := slices.Sorted(maps.Keys(shape.Startup)); !slices.Equal(got, []string{"empty_ms", "programmed_ms"}) {
+		t.Errorf("startup keys %v", got)
+	}
 
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| figure | N=100 | target | met? |", "| per-change CPU (µs) |", "network programming latency", "NodeSync"} {
+	for _, want := range []string{"| figure | N=100 | target | met? |", "| per-change CPU (µs) |", "network programming latency", "NodeSync",
+		"programmed over the VPP socket", "agent start to ready"} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}

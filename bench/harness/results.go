@@ -27,9 +27,13 @@ type Results struct {
 	// in decimal (vpp_calls_per_change: counted operations, see cnatFigures).
 	CNAT map[string]*SizeResult `json:"cnat,omitempty"`
 	// Restart holds the restart figures, keyed by N in decimal.
-	Restart      map[string]*RestartResult `json:"restart,omitempty"`
-	DecodeAllocs float64                   `json:"-"`
-	DecodeBytes  int                       `json:"-"`
+	Restart map[string]*RestartResult `json:"restart,omitempty"`
+	// VPPProgram and Startup are the figures over the simulated VPP's
+	// socket.
+	VPPProgram   *VPPProgramResult `json:"vpp_program,omitempty"`
+	Startup      *StartupResult    `json:"startup,omitempty"`
+	DecodeAllocs float64           `json:"-"`
+	DecodeBytes  int               `json:"-"`
 	// Runs is the number of runs each median is taken over.
 	Runs int `json:"-"`
 	// Figures are the figure groups measured; empty means all.
@@ -55,6 +59,44 @@ type RestartResult struct {
 	NotReadySeen     bool    `json:"vpp_restart_not_ready_seen"`
 	ReprogramWrites  int     `json:"vpp_restart_writes"`
 }
+
+// VPPProgramResult is W(N) programmed in full into an empty simulated
+// VPP served on a unix socket, through the agent's client.
+type VPPProgramResult struct {
+	// Calls are the binary-API calls the VPP received (dumps included).
+	Calls int `json:"calls"`
+	// ServiceUS is the VPP's service time per request, µs.
+	ServiceUS float64 `json:"service_us"`
+	// SyncMS: every call waits for its answer; PipelinedMS: calls in
+	// flight on one connection. Wall time of the full apply, ms.
+	SyncMS      float64 `json:"sync_ms"`
+	PipelinedMS float64 `json:"pipelined_ms"`
+	N           int     `json:"-"`
+	// Runs is the number of runs of each (medians).
+	Runs int `json:"-"`
+}
+
+// StartupResult is the agent's start to ready with W(N) in etcd, against
+// a socket-served simulated VPP.
+type StartupResult struct {
+	// EmptyMS: against an empty VPP; ProgrammedMS: against one that holds
+	// W(N) already.
+	EmptyMS          float64 `json:"empty_ms"`
+	ProgrammedMS     float64 `json:"programmed_ms"`
+	N                int     `json:"-"`
+	EmptyWrites      int     `json:"-"`
+	ProgrammedWrites int     `json:"-"`
+	ServiceUS        float64 `json:"-"`
+	// Runs is the number of runs (medians).
+	Runs int `json:"-"`
+}
+
+// Targets of issue 14 for the figures over the socket.
+const (
+	targetPipelinedMS      = 500
+	targetStartupEmptyMS   = 1000
+	targetStartupProgramMS = 500
+)
 
 // SizeResult are the figures at one N, each the median over the runs.
 type SizeResult struct {
@@ -243,6 +285,18 @@ func (r *Results) WriteTable(w io.Writer) error {
 			verdict(limit > 0, func() bool { return x.RecoveryS <= limit.Seconds() }))
 		single("… counted from the VPP restart (s)", fmt.Sprintf("%.2f", x.TotalS), "", "")
 		single("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", verdict(true, func() bool { return x.NotReadySeen }))
+	}
+	if p := r.VPPProgram; p != nil {
+		single(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, median of %d: synchronous (ms; calls)", p.N, p.ServiceUS, p.Runs),
+			fmt.Sprintf("%.0f (%d)", p.SyncMS, p.Calls), "", "")
+		single("… pipelined (ms; calls/s)", fmt.Sprintf("%.0f (%.0f/s)", p.PipelinedMS, float64(p.Calls)/(p.PipelinedMS/1000)),
+			"≤ 500", verdict(p.N == targetSize, func() bool { return p.PipelinedMS <= targetPipelinedMS }))
+	}
+	if s := r.Startup; s != nil {
+		single(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket, median of %d (ms; VPP writes)", s.N, s.Runs),
+			fmt.Sprintf("%.0f (%d)", s.EmptyMS, s.EmptyWrites), "≤ 1000", verdict(s.N == targetSize, func() bool { return s.EmptyMS <= targetStartupEmptyMS }))
+		single("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
+			"≤ 500", verdict(s.N == targetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
 	}
 	if l := r.NPL; l != nil {
 		single(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),

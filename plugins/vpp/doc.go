@@ -22,6 +22,13 @@
 //     deletes and reads back the drop routes of the service CIDR
 //     (ip_route_add_del with the DROP path type, ip_route_v2_dump). Every
 //     request is built as the corpus of a real VPP 25.02 records it.
+//   - NAT44.Pipeline (nat44.Pipeliner): the apply's calls sent on one
+//     govpp stream without waiting for each answer, at most
+//     PipelineWindow in flight; answers come back in order and are matched
+//     by position, each operation's result classified as its synchronous
+//     method classifies it (the interface features' steps joined alike).
+//     The renderer keeps one call per object in flight, so that an
+//     object's later operations are skipped after a failure.
 //   - RouteGovppLogs: govpp logs through logrus; this sends its lines to
 //     the agent's slog logger (attribute part=govpp).
 //

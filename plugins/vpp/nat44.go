@@ -163,15 +163,11 @@ func mergeTimeouts(have nat_types.NatTimeouts, want nat44.Timeouts) nat_types.Na
 // AddDelPoolAddress adds or deletes one NAT pool or twice-NAT pool address.
 func (n *NAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add bool) error {
 	what := fmt.Sprintf("%s NAT44 pool address %v (vrf %d, twice-NAT %v)", addDel(add), a.IP, a.VRF, a.TwiceNAT)
-	ip, ok := ip4(a.IP)
-	if !ok {
-		return invalid(what, "not an IPv4 address")
+	req, err := poolRequest(a, add)
+	if err != nil {
+		return invalid(what, err.Error())
 	}
-	req := &nat44_ed.Nat44AddDelAddressRange{FirstIPAddress: ip, LastIPAddress: ip, VrfID: a.VRF, IsAdd: add}
-	if a.TwiceNAT {
-		req.Flags = nat_types.NAT_IS_TWICE_NAT
-	}
-	err := n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelAddressRangeReply{})
+	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelAddressRangeReply{})
 	n.log.Debug("NAT44 pool address", "op", addDel(add), "ip", a.IP, "vrf", a.VRF, "twiceNAT", a.TwiceNAT, "error", err)
 	return classify(err, what, false)
 }
@@ -191,6 +187,25 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 	case !ok:
 		return fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 	}
+	var errs []error
+	for _, c := range featureCalls(ifName, idx, old, new) {
+		err := n.conn.invoke(ctx, c.req, c.reply)
+		n.log.Debug("NAT44 interface feature", "call", c.what, "error", err)
+		errs = append(errs, classify(err, c.what, false))
+	}
+	return errors.Join(errs...)
+}
+
+// featureCall is one request of an interface's feature change.
+type featureCall struct {
+	req, reply api.Message
+	what       string
+}
+
+// featureCalls are the requests that change interface idx's features from
+// old to new: removals first (VPP keeps in/out and output-feature
+// interfaces apart), then additions.
+func featureCalls(ifName string, idx uint32, old, new nat44.Features) []featureCall {
 	del, add := old&^new, new&^old
 	type step struct {
 		f   nat44.Features
@@ -207,7 +222,7 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 			steps = append(steps, step{f, true})
 		}
 	}
-	var errs []error
+	calls := make([]featureCall, 0, len(steps))
 	for _, s := range steps {
 		var req, reply api.Message
 		name := "output"
@@ -224,11 +239,10 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 			req = &nat44_ed.Nat44InterfaceAddDelFeature{IsAdd: s.add, Flags: nat_types.NAT_IS_OUTSIDE, SwIfIndex: interface_types.InterfaceIndex(idx)}
 			reply = &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
 		}
-		err := n.conn.invoke(ctx, req, reply)
-		n.log.Debug("NAT44 interface feature", "op", addDel(s.add), "interface", ifName, "feature", name, "error", err)
-		errs = append(errs, classify(err, fmt.Sprintf("%s NAT44 %s feature on interface %q", addDel(s.add), name, ifName), false))
+		calls = append(calls, featureCall{req: req, reply: reply,
+			what: fmt.Sprintf("%s NAT44 %s feature on interface %q", addDel(s.add), name, ifName)})
 	}
-	return errors.Join(errs...)
+	return calls
 }
 
 // describe names a mapping in errors and logs.
@@ -253,11 +267,8 @@ func checkProto(p nat44.Protocol) bool { return p == servicerenderer.TCP || p ==
 // AddDelMapping adds or deletes a whole mapping, always out2in-only: a
 // static mapping when it has one local, a load-balanced one otherwise.
 func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) error {
-	kind := "load-balanced mapping"
-	if len(m.Locals) == 1 {
-		kind = "static mapping"
-	}
-	what := fmt.Sprintf("%s %s %s (tag %q)", addDel(add), kind, describe(m.MappingKey), m.Tag)
+	kind := mappingKind(m)
+	what := mappingWhat(m, add)
 	req, reply, err := mappingRequest(m, add)
 	if err != nil {
 		return invalid(what, err.Error())
@@ -265,6 +276,19 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 	err = n.conn.invoke(ctx, req, reply)
 	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
 	return classify(err, what, false)
+}
+
+// mappingKind names the kind of mapping m makes.
+func mappingKind(m *nat44.Mapping) string {
+	if len(m.Locals) == 1 {
+		return "static mapping"
+	}
+	return "load-balanced mapping"
+}
+
+// mappingWhat names a mapping add or delete in errors.
+func mappingWhat(m *nat44.Mapping, add bool) string {
+	return fmt.Sprintf("%s %s %s (tag %q)", addDel(add), mappingKind(m), describe(m.MappingKey), m.Tag)
 }
 
 // mappingRequest is the request (and its reply) that adds or deletes m: a
@@ -336,7 +360,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 
 // AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
-	what := fmt.Sprintf("%s local %v:%d (vrf %d) of load-balanced mapping %s", addDel(add), l.IP, l.Port, l.VRF, describe(key))
+	what := localWhat(key, l, add)
 	req, err := localRequest(key, l, add)
 	if err != nil {
 		return invalid(what, err.Error())
@@ -344,6 +368,11 @@ func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44
 	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
 	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
 	return classify(err, what, !add)
+}
+
+// localWhat names a local add or delete in errors.
+func localWhat(key nat44.MappingKey, l nat44.Local, add bool) string {
+	return fmt.Sprintf("%s local %v:%d (vrf %d) of load-balanced mapping %s", addDel(add), l.IP, l.Port, l.VRF, describe(key))
 }
 
 // localRequest is the request that adds or removes local l of the
@@ -368,11 +397,7 @@ func localRequest(key nat44.MappingKey, l nat44.Local, add bool) (*nat44_ed.Nat4
 
 // AddDelIdentity adds or deletes an identity mapping (port 0: address only).
 func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool) error {
-	target := fmt.Sprintf("%v:%d/%v", id.IP, id.Port, id.Proto)
-	if id.Port == 0 {
-		target = fmt.Sprintf("%v (address only)", id.IP)
-	}
-	what := fmt.Sprintf("%s identity mapping %s (vrf %d, tag %q)", addDel(add), target, id.VRF, id.Tag)
+	what := identityWhat(id, add)
 	req, err := identityRequest(id, add)
 	if err != nil {
 		return invalid(what, err.Error())
@@ -380,6 +405,15 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
 	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
 	return classify(err, what, false)
+}
+
+// identityWhat names an identity mapping add or delete in errors.
+func identityWhat(id *nat44.Identity, add bool) string {
+	target := fmt.Sprintf("%v:%d/%v", id.IP, id.Port, id.Proto)
+	if id.Port == 0 {
+		target = fmt.Sprintf("%v (address only)", id.IP)
+	}
+	return fmt.Sprintf("%s identity mapping %s (vrf %d, tag %q)", addDel(add), target, id.VRF, id.Tag)
 }
 
 // identityRequest is the request that adds or deletes identity mapping id

@@ -202,13 +202,26 @@ type batch struct {
 
 // run issues ops in order. After a failed call the object's remaining
 // operations are skipped; the applied state records only what succeeded.
+// With a Pipeliner VPP the Pipelined operations are sent without waiting
+// for each answer (see Pipeliner); answers are handled in send order.
 func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time) error {
 	b := batch{changed: r.changedBuf[:0]}
-	var failed map[ObjectID]struct{}
+	x := runner{r: r, ctx: ctx, ops: ops, b: &b}
+	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
+		if p, err := pl.Pipeline(ctx); err == nil {
+			x.p = p
+			defer p.Close()
+		} else {
+			r.log.Debug("NAT44: no pipeline; calling synchronously", "error", err)
+		}
+	}
 	for i := range ops {
 		op := &ops[i].Op
 		id := op.Object()
-		if _, skip := failed[id]; skip {
+		for x.busy[id] > 0 {
+			x.recv() // the object's earlier call decides whether this one runs
+		}
+		if _, skip := x.failed[id]; skip {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -218,50 +231,22 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			}
 			break
 		}
-		err := r.call(ctx, op)
-		if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
-			err = nil // the interface is gone, and its features with it
-		}
-		r.mu.Lock()
-		b.calls++
-		r.stats.Calls++
-		if op.Kind == OpSetInterface {
-			if err == nil {
-				delete(r.pending, op.Interface)
-			} else if errors.Is(err, ErrNoInterface) {
-				r.waitFor(op)
-				r.mu.Unlock()
+		if x.p != nil && Pipelined(op.Kind) {
+			if err := x.p.Send(op); err != nil {
+				x.result(i, err)
 				continue
 			}
-		}
-		if err == nil {
-			r.record(&ops[i])
-			b.count(op)
-			r.mu.Unlock()
+			x.inflight = append(x.inflight, i)
+			if x.busy == nil {
+				x.busy = map[ObjectID]int{}
+			}
+			x.busy[id]++
 			continue
 		}
-		if failed == nil {
-			failed = map[ObjectID]struct{}{}
-		}
-		failed[id] = struct{}{}
-		if errors.Is(err, ErrInvalid) {
-			b.invalid++
-			r.stats.Invalid++
-			f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-			if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
-				f.Service = fe.winner.svc.ID
-			}
-			r.failures[id] = f
-			r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
-		} else {
-			b.transient++
-			r.stats.Transient++
-			if b.firstErr == nil {
-				b.firstErr = fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		r.mu.Unlock()
+		x.drain()
+		x.result(i, r.call(ctx, op))
 	}
+	x.drain()
 	r.mu.Lock()
 	b.finish(&r.stats)
 	r.mu.Unlock()
@@ -273,12 +258,92 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 	if r.log.Enabled(ctx, level) {
 		r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
 			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
-			"transient", b.transient, "duration", time.Since(start))
+			"transient", b.transient, "pipelined", x.p != nil, "duration", time.Since(start))
 	}
 	if b.transient > 0 {
 		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
 	return nil
+}
+
+// runner is the state of one run: the pipeline, if any, the calls in
+// flight (indexes into ops, oldest first) and per object, and the objects
+// that failed.
+type runner struct {
+	r        *Renderer
+	ctx      context.Context
+	ops      []step
+	b        *batch
+	p        Pipeline
+	inflight []int
+	busy     map[ObjectID]int
+	failed   map[ObjectID]struct{}
+}
+
+// recv handles the answer to the oldest call in flight.
+func (x *runner) recv() {
+	i := x.inflight[0]
+	x.inflight = x.inflight[1:]
+	err := x.p.Recv()
+	id := x.ops[i].Object()
+	if x.busy[id]--; x.busy[id] == 0 {
+		delete(x.busy, id)
+	}
+	x.result(i, err)
+}
+
+// drain handles every answer in flight.
+func (x *runner) drain() {
+	for len(x.inflight) > 0 {
+		x.recv()
+	}
+}
+
+// result records the outcome of ops[i]'s call.
+func (x *runner) result(i int, err error) {
+	r, b := x.r, x.b
+	op := &x.ops[i].Op
+	id := op.Object()
+	if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
+		err = nil // the interface is gone, and its features with it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b.calls++
+	r.stats.Calls++
+	if op.Kind == OpSetInterface {
+		if err == nil {
+			delete(r.pending, op.Interface)
+		} else if errors.Is(err, ErrNoInterface) {
+			r.waitFor(op)
+			return
+		}
+	}
+	if err == nil {
+		r.record(&x.ops[i])
+		b.count(op)
+		return
+	}
+	if x.failed == nil {
+		x.failed = map[ObjectID]struct{}{}
+	}
+	x.failed[id] = struct{}{}
+	if errors.Is(err, ErrInvalid) {
+		b.invalid++
+		r.stats.Invalid++
+		f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+		if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
+			f.Service = fe.winner.svc.ID
+		}
+		r.failures[id] = f
+		r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
+	} else {
+		b.transient++
+		r.stats.Transient++
+		if b.firstErr == nil {
+			b.firstErr = fmt.Errorf("%s: %w", op, err)
+		}
+	}
 }
 
 // waitFor records that the features of op's interface wait for VPP to
@@ -351,22 +416,25 @@ func (b *batch) finish(s *Stats) {
 }
 
 // call issues one operation.
-func (r *Renderer) call(ctx context.Context, op *Op) error {
+func (r *Renderer) call(ctx context.Context, op *Op) error { return Call(ctx, r.vpp, op) }
+
+// Call issues one operation through v's synchronous methods.
+func Call(ctx context.Context, v VPP, op *Op) error {
 	switch op.Kind {
 	case OpSetGlobal:
-		return r.vpp.SetGlobal(ctx, op.Global)
+		return v.SetGlobal(ctx, op.Global)
 	case OpAddPool, OpDelPool:
-		return r.vpp.AddDelPoolAddress(ctx, op.Pool, op.Kind == OpAddPool)
+		return v.AddDelPoolAddress(ctx, op.Pool, op.Kind == OpAddPool)
 	case OpSetInterface:
-		return r.vpp.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
+		return v.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
 	case OpAddIdentity, OpDelIdentity:
-		return r.vpp.AddDelIdentity(ctx, op.Identity, op.Kind == OpAddIdentity)
+		return v.AddDelIdentity(ctx, op.Identity, op.Kind == OpAddIdentity)
 	case OpAddMapping, OpDelMapping:
-		return r.vpp.AddDelMapping(ctx, op.Mapping, op.Kind == OpAddMapping)
+		return v.AddDelMapping(ctx, op.Mapping, op.Kind == OpAddMapping)
 	case OpAddLocal, OpDelLocal:
-		return r.vpp.AddDelLBLocal(ctx, op.Mapping.MappingKey, op.Local, op.Kind == OpAddLocal)
+		return v.AddDelLBLocal(ctx, op.Mapping.MappingKey, op.Local, op.Kind == OpAddLocal)
 	case OpAddRoute, OpDelRoute:
-		return r.vpp.AddDelRoute(ctx, op.Route, op.Kind == OpAddRoute)
+		return v.AddDelRoute(ctx, op.Route, op.Kind == OpAddRoute)
 	}
 	return fmt.Errorf("unknown NAT44 operation %d", op.Kind)
 }

@@ -13,7 +13,12 @@
 //     at a cost proportional to that change, and Apply (the controller's
 //     Applier) issues the calls for what changed, or after a resync dumps
 //     VPP and issues only the differences, through the small VPP interface
-//     (plugins/vpp implements it over govpp and a simulated VPP).
+//     (plugins/vpp implements it over govpp and a simulated VPP). A VPP
+//     that also implements Pipeliner gets the calls pipelined: many in
+//     flight on one connection, in the apply's order (VPP executes in
+//     order), one per object at a time so that an object's operations
+//     after a failure are skipped and failures are reported per object as
+//     when every call waits (the global settings always wait).
 //
 // # What is programmed
 //

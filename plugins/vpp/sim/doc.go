@@ -98,6 +98,18 @@
 // and MAC, each announced to a client registered on the new connection,
 // as VPP's startup configuration does. Close stops the timer.
 //
+// # Served on a unix socket
+//
+// Serve serves the VPP on a unix socket as VPP's API socket: govpp's
+// socket client (and so the agent's Conn with Config.Socket) connects,
+// gets the message table in the sockclnt_create handshake, passes the
+// compatibility check, and every request, answer and interface event
+// travels framed over the socket. Requests of all clients run in arrival
+// order, one at a time, each after Options.ServiceTime (ASSUMPTION: a
+// latency, which requests in flight together overlap). One client at a
+// time; a restart closes its connection and creates the socket file
+// anew. Close removes the socket; serving again keeps the state.
+//
 // # Other helpers
 //
 // Snapshot reads the NAT44 state in the renderer's model, Translate and

@@ -37,6 +37,11 @@ type Options struct {
 	// cnat_sessions.go), with the simulator's lock
 	// held: it must not block or call the VPP's methods.
 	OnCut func(n int)
+	// ServiceTime is how long each request served over a socket (Serve)
+	// waits before VPP executes and answers it; default 0. Requests are
+	// executed in order, one at a time; a client with several requests in
+	// flight overlaps their waits (server.go).
+	ServiceTime time.Duration
 }
 
 // DefaultVersion is the version the simulator reports.
@@ -56,6 +61,7 @@ type VPP struct {
 	log     *slog.Logger
 	version string
 	onAck   func(string, time.Time)
+	service time.Duration // Options.ServiceTime
 
 	// The message table: fixed at New.
 	ids  map[string]uint16 // name_crc -> ID
@@ -97,6 +103,7 @@ func New(opts Options) *VPP {
 		log:     log,
 		version: opts.Version,
 		onAck:   opts.OnAck,
+		service: opts.ServiceTime,
 		ids:     make(map[string]uint16),
 		defs:    make(map[uint16]*msgDef),
 		pid:     firstPID,

@@ -1,0 +1,261 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.fd.io/govpp/adapter"
+
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+// serviceTime is the simulated VPP's service time in the figures over its
+// socket: about a real VPP 25.02's synchronous round trip (FACTS §7:
+// ~0.23 ms per request/reply on the measuring machine).
+const serviceTime = 200 * time.Microsecond
+
+// programSize is the N of the programming and start-up figures.
+const programSize = 10000
+
+// vppProgramRun is W(N) programmed in full into an empty VPP served on a
+// unix socket, through the agent's VPP client (govpp's socket client).
+type vppProgramRun struct {
+	calls              int
+	syncMS, pipelineMS float64
+}
+
+// measureVPPProgram times the full apply of W(n) into a fresh simulated
+// VPP served on a socket with serviceTime per request, with every call
+// waiting for its answer and pipelined, taking turns, runs times each;
+// the medians are kept.
+func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog.Logger) (*vppProgramRun, error) {
+	w := workload.New(n)
+	evs, err := allEvents(w)
+	if err != nil {
+		return nil, err
+	}
+	out := &vppProgramRun{}
+	var syncMS, pipeMS []float64
+	for run := range runs {
+		for _, pipelined := range []bool{false, true} {
+			took, calls, err := programOnce(ctx, env, w, evs, pipelined)
+			if err != nil {
+				return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
+			}
+			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "pipelined", pipelined, "took", took, "calls", calls)
+			if pipelined {
+				pipeMS = append(pipeMS, ms(took))
+			} else {
+				syncMS = append(syncMS, ms(took))
+			}
+			if out.calls != 0 && calls != out.calls {
+				return nil, fmt.Errorf("N=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
+			}
+			out.calls = calls
+		}
+	}
+	out.syncMS, out.pipelineMS = median(syncMS), median(pipeMS)
+	return out, nil
+}
+
+// synchronous hides a VPP client's Pipeline: the renderer then waits for
+// every answer.
+type synchronous struct{ nat44.VPP }
+
+// programOnce is one full apply of W(N) into an empty socket-served VPP:
+// its wall time and the binary-API calls the VPP received.
+func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *events, pipelined bool) (time.Duration, int, error) {
+	quiet := slog.New(slog.DiscardHandler)
+	v, err := nodeVPP(env, w, sim.Options{ServiceTime: serviceTime})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer v.Close()
+	dir, err := os.MkdirTemp("", "contiv-bench-vpp-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := v.Serve(filepath.Join(dir, "api.sock"))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: quiet, HealthInterval: time.Minute})
+	conn.Start(ctx)
+	defer conn.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := conn.WaitConnected(wctx); err != nil {
+		return 0, 0, fmt.Errorf("simulated VPP on its socket: %w", err)
+	}
+	ifaces := vpp.NewInterfaces(conn, nil)
+	if err := ifaces.Refresh(ctx); err != nil {
+		return 0, 0, fmt.Errorf("simulated VPP interfaces: %w", err)
+	}
+	var client nat44.VPP = vpp.NewNAT44(conn, ifaces, quiet)
+	if !pipelined {
+		client = synchronous{client}
+	}
+	p, err := env.newPipeline(client, ifaces)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap}); err != nil {
+		return 0, 0, err
+	}
+	v.ResetCalls()
+	t0 := time.Now()
+	if err := p.apply(ctx, true); err != nil {
+		return 0, 0, err
+	}
+	took := time.Since(t0)
+	if err := p.check(); err != nil {
+		return 0, 0, err
+	}
+	calls := 0
+	for _, c := range v.CallCounts() {
+		calls += c
+	}
+	return took, calls, nil
+}
+
+// nodeVPP is a simulated VPP with node 1's interfaces and W's local pods'.
+func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
+	v := sim.New(opts)
+	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
+		if _, err := v.AddInterface(name, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range w.Pods {
+		name, tag := env.podInterface(p.Namespace, p.Name)
+		if _, err := v.AddInterface(name, tag); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// startupRun is the agent's start to ready with W(N) in etcd, medians.
+type startupRun struct {
+	// emptyMS: against an empty VPP (everything written); programmedMS:
+	// against a VPP that holds W(N) already (nothing written).
+	emptyMS, programmedMS         float64
+	emptyWrites, programmedWrites int
+}
+
+// socketServed is the simulated dataplane reached through VPP's socket:
+// the agent's real socket client connects to the simulated VPP's Server,
+// everything else is agent.Simulated's (its CNI among them).
+type socketServed struct{ agent.Dataplane }
+
+// Adapter is nil: the agent dials its configured socket.
+func (socketServed) Adapter() adapter.VppAPI { return nil }
+
+// measureStartup starts the real agent with W(n) in an embedded etcd
+// against a socket-served simulated VPP with serviceTime per request:
+// first empty, then, after stopping it, again against the VPP it
+// programmed; runs times, each with a new VPP, keeping the medians.
+func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+	if err != nil {
+		return nil, fmt.Errorf("startup: %w", err)
+	}
+	defer closeEtcd()
+	w := workload.New(n)
+	if err := load(ctx, cli, w); err != nil {
+		return nil, fmt.Errorf("startup: loading W(%d) into etcd: %w", n, err)
+	}
+	dir, err := os.MkdirTemp("", "contiv-bench-startup-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := env.cfg
+	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
+	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.Log.Level = "warn"
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("startup: agent configuration: %w", err)
+	}
+	out := &startupRun{}
+	var empty, programmed []float64
+	for run := range runs {
+		e, p, err := startTwice(ctx, cfg, logOut)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "empty", e.took, "programmed", p.took)
+		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
+		out.emptyWrites, out.programmedWrites = e.writes, p.writes
+	}
+	out.emptyMS, out.programmedMS = median(empty), median(programmed)
+	return out, nil
+}
+
+// started is one agent start: to ready, and the VPP writes until then.
+type started struct {
+	took   time.Duration
+	writes int
+}
+
+// startTwice starts the agent against a new, empty socket-served VPP,
+// stops it, and starts it again against the VPP it programmed.
+func startTwice(ctx context.Context, cfg contivconf.Config, logOut io.Writer) (empty, programmed started, err error) {
+	v := sim.New(sim.Options{ServiceTime: serviceTime})
+	defer v.Close()
+	srv, err := v.Serve(cfg.VPP.Socket)
+	if err != nil {
+		return empty, programmed, err
+	}
+	defer srv.Close()
+	start := func() (started, error) {
+		v.ResetCalls()
+		t0 := time.Now()
+		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
+		if err != nil {
+			return started{}, fmt.Errorf("startup: agent: %w", err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx) }()
+		defer func() { cancel(); <-done }()
+		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
+			return started{}, fmt.Errorf("startup: agent not ready: %w", err)
+		}
+		s := started{took: time.Since(t0), writes: v.Writes()}
+		if err := quiesce(ctx, a, v); err != nil {
+			return started{}, err
+		}
+		if fs := a.Renderer().Failures(); len(fs) > 0 {
+			return started{}, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
+		}
+		return s, nil
+	}
+	if empty, err = start(); err != nil {
+		return empty, programmed, err
+	}
+	if programmed, err = start(); err != nil {
+		return empty, programmed, err
+	}
+	if c := v.Crashes(); c != 0 {
+		return empty, programmed, fmt.Errorf("startup: the simulated VPP crashed: %s", v.LastCrash())
+	}
+	return empty, programmed, nil
+}
