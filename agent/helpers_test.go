@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,9 @@ type harness struct {
 
 	agent *Agent
 	stop  func() error
+	// srv serves vpp on a unix socket in sockDir.
+	srv     *sim.Server
+	sockDir string
 
 	// injected counts the calls failed by setFaults.
 	injected atomic.Int64
@@ -73,16 +78,30 @@ func newHarness(t tb, endpoint string, cfg contivconf.Config) *harness {
 	}
 	kv := &revKV{KV: cli}
 	h := &harness{t: t, cfg: cfg, vpp: sim.New(sim.Options{}), cli: cli, kv: kv, w: kubestate.NewWriter(kv, nil), logs: &tailBuffer{max: 16 << 10}}
+	// The agent reaches the simulated VPP as it reaches a real one: govpp's
+	// socket client on a unix socket.
+	dir, err := os.MkdirTemp("", "contiv-vpp-")
+	if err != nil {
+		t.Fatalf("socket directory: %v", err)
+	}
+	h.sockDir = dir
+	if h.srv, err = h.vpp.Serve(filepath.Join(dir, "api.sock")); err != nil {
+		t.Fatalf("serving the simulated VPP: %v", err)
+	}
+	h.cfg.VPP.Socket = h.srv.Path()
 	h.startAgent()
 	return h
 }
 
-// close stops the agent and closes the etcd client.
+// close stops the agent, the simulated VPP's server and the etcd client.
 func (h *harness) close() {
 	if h.stop != nil {
 		_ = h.stop()
 		h.stop = nil
 	}
+	_ = h.srv.Close()
+	h.vpp.Close()
+	_ = os.RemoveAll(h.sockDir)
 	_ = h.cli.Close()
 }
 
@@ -91,7 +110,7 @@ func (h *harness) close() {
 func (h *harness) startAgent() {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{Config: h.cfg, Dataplane: Simulated(h.vpp), LogOutput: h.logs})
+	a, err := New(ctx, Options{Config: h.cfg, Dataplane: SimulatedOverSocket(h.vpp), LogOutput: h.logs})
 	if err != nil {
 		cancel()
 		h.t.Fatalf("agent: %v", err)

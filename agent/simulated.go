@@ -10,11 +10,27 @@ import (
 // Simulated is the simulated VPP as the agent's dataplane, with a simulated
 // CNI that gives every local pod a tagged interface. NOTHING FORWARDS
 // PACKETS: it is for demos (make run) and tests.
-func Simulated(v *sim.VPP) Dataplane { return simulated{v} }
+func Simulated(v *sim.VPP) Dataplane { return simulated{vpp: v} }
 
-type simulated struct{ vpp *sim.VPP }
+// SimulatedOverSocket is Simulated reached as a real VPP is: through govpp's
+// socket client on the configured vpp.socket, where the caller serves v
+// (sim.VPP.Serve). make run and the scenario tests use it, so that the
+// socket client, its framing and its round trips are exercised.
+func SimulatedOverSocket(v *sim.VPP) Dataplane { return simulated{vpp: v, socket: true} }
 
-func (s simulated) Adapter() adapter.VppAPI { return s.vpp }
+type simulated struct {
+	vpp    *sim.VPP
+	socket bool
+}
+
+// Adapter is the simulated VPP itself, or nil when it is served on the
+// socket the agent dials.
+func (s simulated) Adapter() adapter.VppAPI {
+	if s.socket {
+		return nil
+	}
+	return s.vpp
+}
 
 func (s simulated) Name() string {
 	return "SIMULATED VPP: NAT44 state is kept in memory and NOTHING FORWARDS PACKETS"

@@ -67,8 +67,12 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		if err := dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 			return fmt.Errorf("%s: %w", dp.Name(), err)
 		}
-		vc.Adapter = dp.Adapter()
-		a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
+		vc.Simulated = true
+		if vc.Adapter = dp.Adapter(); vc.Adapter != nil {
+			a.log.Warn("NOT USING VPP'S SOCKET: running against the "+dp.Name(), "socket", a.cfg.VPP.Socket)
+		} else {
+			a.log.Warn("running against the "+dp.Name()+", served on the VPP socket", "socket", a.cfg.VPP.Socket)
+		}
 	}
 	if a.cfg.Renderer == contivconf.RendererCNAT {
 		vc.ExtraMessages = vpp.CNATMessages()

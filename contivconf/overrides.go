@@ -145,6 +145,15 @@ func (v *flagValue) String() string {
 	return v.text
 }
 
+// IsBoolFlag lets a boolean option be given without a value
+// (--etcd-embedded means --etcd-embedded=true), as the flag package does
+// for its own booleans.
+func (v *flagValue) IsBoolFlag() bool {
+	scratch := Defaults()
+	_, ok := v.opt.field(&scratch).(*bool)
+	return ok
+}
+
 // Set checks s by applying it to a scratch configuration.
 func (v *flagValue) Set(s string) error {
 	scratch := Defaults()
@@ -158,7 +167,7 @@ func (v *flagValue) Set(s string) error {
 // RegisterFlags defines on fs a flag for every overridable setting (the
 // list of ApplyEnv, without the password): --node-name, --log-level,
 // --log-format, --etcd-endpoints, --etcd-data-dir, --etcd-client-url,
-// --etcd-ca-file, --etcd-cert-file, --etcd-key-file, --etcd-username,
+// --etcd-embedded, --etcd-ca-file, --etcd-cert-file, --etcd-key-file, --etcd-username,
 // --vpp-socket, --vpp-simulate, --http-addr, --node-id-file and
 // --resync-interval. Their help shows the built-in defaults. After
 // fs.Parse, ApplyFlags applies the flags that were given.

@@ -78,6 +78,19 @@ func TestApplyEnvEveryOption(t *testing.T) {
 	}
 }
 
+func TestBoolFlagWithoutValue(t *testing.T) {
+	fs := newFlags(t, "--etcd-embedded", "--node-name=n3")
+	c := Defaults()
+	if err := c.ApplyFlags(fs); err != nil || !c.Etcd.Embedded.Enabled || c.NodeName != "n3" {
+		t.Errorf("--etcd-embedded alone: enabled %v, node %q, %v", c.Etcd.Embedded.Enabled, c.NodeName, err)
+	}
+	fs = newFlags(t, "--etcd-embedded=false")
+	c.Etcd.Embedded.Enabled = true
+	if err := c.ApplyFlags(fs); err != nil || c.Etcd.Embedded.Enabled {
+		t.Errorf("--etcd-embedded=false: enabled %v, %v", c.Etcd.Embedded.Enabled, err)
+	}
+}
+
 func TestApplyEnvBool(t *testing.T) {
 	c := Defaults()
 	if err := c.ApplyEnv(env{"CONTIV_ETCD_EMBEDDED": "true"}.lookup); err != nil || !c.Etcd.Embedded.Enabled {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"contiv.dev/vpp/agent"
@@ -47,8 +48,20 @@ func run(args []string, stderr io.Writer) int {
 	opts := agent.Options{Config: cfg, LoadFile: *load, LogOutput: stderr}
 	if _, err := os.Stat(cfg.VPP.Socket); cfg.VPP.Simulated(err == nil) {
 		// Only by choice (vpp.simulate auto or always): the default, never,
-		// waits for a real VPP and is not ready meanwhile.
-		opts.Dataplane = agent.Simulated(sim.New(sim.Options{Logger: slog.New(cfg.Log.NewHandler(stderr)).With("part", "sim")}))
+		// waits for a real VPP and is not ready meanwhile. The simulated
+		// VPP is served on a socket of its own, which the agent dials with
+		// govpp's socket client as it would a real VPP's.
+		v := sim.New(sim.Options{Logger: slog.New(cfg.Log.NewHandler(stderr)).With("part", "sim")})
+		sock := filepath.Join(os.TempDir(), fmt.Sprintf("contiv-simulated-vpp-%d.sock", os.Getpid()))
+		srv, err := v.Serve(sock)
+		if err != nil {
+			fmt.Fprintf(stderr, "contiv-agent: serving the simulated VPP: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		cfg.VPP.Socket = sock
+		opts.Config = cfg
+		opts.Dataplane = agent.SimulatedOverSocket(v)
 	}
 	a, err := agent.New(ctx, opts)
 	if err != nil {

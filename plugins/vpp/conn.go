@@ -47,6 +47,10 @@ type Config struct {
 	HealthTimeout time.Duration
 	// CallTimeout bounds every binary-API call (a dump as a whole); default 30s.
 	CallTimeout time.Duration
+	// Simulated says the VPP behind the socket is the simulated one (served
+	// on a socket): Status says so. An Adapter that is simulated says so
+	// itself.
+	Simulated bool
 	// ExtraMessages are checked at connect besides the agent's own, e.g.
 	// CNATMessages when the cnat renderer is used.
 	ExtraMessages []api.Message
@@ -206,7 +210,7 @@ func New(cfg Config) *Conn {
 	c := &Conn{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		simulated: sim != nil && sim.Simulated(),
+		simulated: cfg.Simulated || sim != nil && sim.Simulated(),
 		changed:   make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
