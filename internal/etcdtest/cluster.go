@@ -32,9 +32,10 @@ type ClusterParams struct {
 }
 
 // Cluster is a multi-member embedded etcd on loopback, started for one test
-// and stopped when it ends. Each member's clients reach it through a proxy
-// on a fixed address: Endpoints stay valid across restarts, and a killed
-// member's client connections are cut at once, as when a process dies.
+// and stopped when it ends. Each member's clients and peers reach it
+// through proxies on fixed addresses: a killed member's connections are cut
+// at once, as when a process dies, and none outlives the cluster (etcd can
+// leave a peer connection open after a member's Close: the proxies end it).
 // Its methods must be called from one goroutine (the test's).
 type Cluster struct {
 	t       testing.TB
@@ -48,8 +49,11 @@ type member struct {
 	name   string
 	dir    string
 	client url.URL // the member's own client listener
-	peer   url.URL
-	proxy  *proxy
+	peer   url.URL // the member's own peer listener
+	// proxy and peerProxy forward to them; peerURL is peerProxy's URL,
+	// which the member advertises.
+	proxy, peerProxy *proxy
+	peerURL          url.URL
 
 	mu sync.Mutex // guards e, read by Leader from any goroutine
 	e  *embed.Etcd
@@ -71,7 +75,7 @@ func StartCluster(t testing.TB, p ClusterParams) *Cluster {
 	if p.StartTimeout == 0 {
 		p.StartTimeout = 60 * time.Second
 	}
-	ports, err := freePorts(3 * p.Members)
+	ports, err := freePorts(4 * p.Members)
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
@@ -80,16 +84,20 @@ func StartCluster(t testing.TB, p ClusterParams) *Cluster {
 	var initial []string
 	for i := range p.Members {
 		m := &member{
-			name:   "m" + strconv.Itoa(i),
-			dir:    t.TempDir(),
-			client: url.URL{Scheme: "http", Host: loopback(ports[3*i])},
-			peer:   url.URL{Scheme: "http", Host: loopback(ports[3*i+1])},
+			name:    "m" + strconv.Itoa(i),
+			dir:     t.TempDir(),
+			client:  url.URL{Scheme: "http", Host: loopback(ports[4*i])},
+			peer:    url.URL{Scheme: "http", Host: loopback(ports[4*i+1])},
+			peerURL: url.URL{Scheme: "http", Host: loopback(ports[4*i+3])},
 		}
-		if m.proxy, err = newProxy(loopback(ports[3*i+2]), m.client.Host); err != nil {
+		if m.proxy, err = newProxy(loopback(ports[4*i+2]), m.client.Host); err != nil {
 			t.Fatalf("etcdtest: member %s: proxy: %v", m.name, err)
 		}
+		if m.peerProxy, err = newProxy(m.peerURL.Host, m.peer.Host); err != nil {
+			t.Fatalf("etcdtest: member %s: peer proxy: %v", m.name, err)
+		}
 		c.members = append(c.members, m)
-		initial = append(initial, m.name+"="+m.peer.String())
+		initial = append(initial, m.name+"="+m.peerURL.String())
 	}
 	c.initial = strings.Join(initial, ",")
 	// The members of a new cluster wait for each other: start them together.
@@ -155,10 +163,11 @@ func (c *Cluster) start(i int) error {
 	cfg.ListenClientUrls = []url.URL{m.client}
 	cfg.AdvertiseClientUrls = []url.URL{m.client}
 	cfg.ListenPeerUrls = []url.URL{m.peer}
-	cfg.AdvertisePeerUrls = []url.URL{m.peer}
+	cfg.AdvertisePeerUrls = []url.URL{m.peerURL}
 	cfg.InitialCluster = c.initial
 	cfg.InitialClusterToken = "etcdtest"
 	cfg.ClusterState = embed.ClusterStateFlagNew // ignored once the data exists
+	m.peerProxy.setUp(true)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -257,13 +266,13 @@ func (c *Cluster) WaitLeader(limit time.Duration) int {
 	}
 }
 
-// Kill stops member i abruptly, as a killed process: its client
+// Kill stops member i abruptly, as a killed process: its client and peer
 // connections are cut, and a leader does not hand its leadership over.
 // Its data stays for Start.
 func (c *Cluster) Kill(i int) { c.stop(i, true) }
 
 // Stop stops member i gracefully: a leader first hands its leadership to
-// another member. Its client connections are cut. Its data stays for Start.
+// another member. Then its connections are cut. Its data stays for Start.
 func (c *Cluster) Stop(i int) { c.stop(i, false) }
 
 func (c *Cluster) stop(i int, hard bool) {
@@ -277,12 +286,14 @@ func (c *Cluster) stop(i int, hard bool) {
 	}
 	if hard {
 		m.proxy.setUp(false)
+		m.peerProxy.setUp(false)
 		// Raft stops here; Close then skips the leadership transfer, as
 		// the server's context is done.
 		e.Server.HardStop()
 	}
 	e.Close()
 	m.proxy.setUp(false)
+	m.peerProxy.setUp(false)
 }
 
 // Start starts the stopped member i again on its addresses and data and
@@ -305,5 +316,6 @@ func (c *Cluster) close() {
 	}
 	for _, m := range c.members {
 		m.proxy.close()
+		m.peerProxy.close()
 	}
 }
