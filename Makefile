@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run test bench lint build
+.PHONY: run test bench lint build chaos
 
 ## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
 ## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never)
@@ -14,6 +14,11 @@ run:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## chaos: the fault tests against a three-member embedded etcd (package chaos; slow, so not in
+## make test): agents converge through etcd leader and follower kills and a 10 s member outage
+chaos:
+	CONTIV_CHAOS=1 $(GO) test -race -count=1 -timeout 15m -v ./chaos/
 
 ## bench: the standard benchmark of ../shared/BENCH.md (prints the table, writes bench/results.json)
 bench:

@@ -47,7 +47,7 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 	// The example cluster plus the churned services and their first slices.
 	objs := exampleObjects(t)
 	objs = append(objs, churnObjects()...)
-	ch := newChurner(w)
+	ch := newChurner(cli)
 	for k := range churnServices {
 		s := sliceVersion(k, 0)
 		objs = append(objs, s)
@@ -72,11 +72,16 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 	}
 
 	churnCtx, stopChurn := context.WithTimeout(context.Background(), churnLimit)
+	prog := newProgress(nodes)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		ch.run(churnCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		prog.run(churnCtx)
 	}()
 	stopped := false
 	stop := func() {
@@ -111,6 +116,7 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 		restartedAt := time.Now()
 		time.Sleep(time.Second)
 		ch.pause()
+		pausedAt := time.Now()
 		st := ch.stats()
 		if st.err != nil {
 			t.Fatal(st.err)
@@ -127,10 +133,11 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 		for i, n := range nodes {
 			rel = append(rel, n.a.Controller().Status().Relists-relists[i])
 		}
-		t.Logf("%s (member %d): converged %v after the fault, %v after the restart, %v after the last write; "+
-			"%d writes (%d retries) in the phase; relists per agent %v",
+		t.Logf("%s (member %d): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
+			"%s; %d writes (%d retries) in the phase; relists per agent %v",
 			f.name, m, at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
-			at.Sub(st.lastAt).Round(time.Millisecond), st.writes-before.writes, st.retries-before.retries, rel)
+			at.Sub(st.lastAt).Round(time.Millisecond), prog.lags(st.log, faultAt, pausedAt),
+			st.writes-before.writes, st.retries-before.retries, rel)
 	}
 
 	// The end: churn stopped, every agent holds the render of etcd's final

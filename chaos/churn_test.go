@@ -5,9 +5,12 @@ import (
 
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/kubestate"
 )
@@ -76,6 +79,7 @@ func sliceVersion(k, v int) *kubestate.EndpointSlice {
 // It stops after maxWrites writes, on a write failing for retryLimit, or
 // when its context ends.
 type churner struct {
+	kv         *revKV
 	w          *kubestate.Writer
 	pace       time.Duration
 	maxWrites  int
@@ -92,11 +96,19 @@ type churner struct {
 	writes  int
 	retries int
 	lastAt  time.Time
+	log     []written
 	err     error
 }
 
-func newChurner(w *kubestate.Writer) *churner {
-	c := &churner{w: w, pace: 20 * time.Millisecond, maxWrites: 5000, timeout: 2 * time.Second,
+// written is one write of the churner: the etcd revision it made, when.
+type written struct {
+	rev int64
+	at  time.Time
+}
+
+func newChurner(kv clientv3.KV) *churner {
+	rkv := &revKV{KV: kv}
+	c := &churner{kv: rkv, w: kubestate.NewWriter(rkv, nil), pace: 20 * time.Millisecond, maxWrites: 5000, timeout: time.Second,
 		retryLimit: 60 * time.Second, last: make(map[kubestate.Key]*kubestate.EndpointSlice)}
 	c.paused.Store(true)
 	return c
@@ -164,6 +176,7 @@ func (c *churner) step(ctx context.Context, k int) (done bool, err error) {
 	c.writes++
 	c.retries += retries
 	c.lastAt = time.Now()
+	c.log = append(c.log, written{rev: c.kv.last.Load(), at: c.lastAt})
 	return false, nil
 }
 
@@ -183,13 +196,14 @@ type churnStats struct {
 	lastAt          time.Time
 	last            map[kubestate.Key]*kubestate.EndpointSlice
 	versions        [churnServices]int
+	log             []written
 	err             error
 }
 
 func (c *churner) stats() churnStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return churnStats{writes: c.writes, retries: c.retries, lastAt: c.lastAt, last: maps.Clone(c.last), versions: c.version, err: c.err}
+	return churnStats{writes: c.writes, retries: c.retries, lastAt: c.lastAt, last: maps.Clone(c.last), versions: c.version, log: slices.Clone(c.log), err: c.err}
 }
 
 // sleep waits d or until ctx ends.
@@ -200,4 +214,30 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// revKV notes the revision of the last transaction through it (the
+// churner's writes: one at a time).
+type revKV struct {
+	clientv3.KV
+	last atomic.Int64
+}
+
+func (k *revKV) Txn(ctx context.Context) clientv3.Txn { return &revTxn{Txn: k.KV.Txn(ctx), kv: k} }
+
+type revTxn struct {
+	clientv3.Txn
+	kv *revKV
+}
+
+func (t *revTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *revTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *revTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *revTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && resp.Header != nil {
+		t.kv.last.Store(resp.Header.Revision)
+	}
+	return resp, err
 }
