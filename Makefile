@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run test bench lint build chaos
+.PHONY: run test bench lint build
 
 ## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
 ## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never)
@@ -17,6 +17,7 @@ test:
 
 ## chaos: the fault tests against a three-member embedded etcd (package chaos; slow, so not in
 ## make test): agents converge through etcd leader and follower kills and a 10 s member outage
+.PHONY: chaos
 chaos:
 	CONTIV_CHAOS=1 $(GO) test -race -count=1 -timeout 15m -v ./chaos/
 
