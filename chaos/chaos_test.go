@@ -3,12 +3,16 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
@@ -17,6 +21,7 @@ import (
 // Bounds of the waits: reached only when something is wrong.
 const (
 	convergeLimit = 90 * time.Second
+	storedLimit   = 60 * time.Second
 	leaderLimit   = 30 * time.Second
 	churnLimit    = 5 * time.Minute
 )
@@ -33,39 +38,61 @@ func leader(c *etcdtest.Cluster) int { return c.Leader() }
 
 func follower(c *etcdtest.Cluster) int { return (c.Leader() + 1) % c.Size() }
 
-// Three agents watch a three-member etcd while EndpointSlices churn; the
-// leader is killed and restarted, then a follower, then a member (the
-// leader again, the harshest case) is down for 10 s. After each fault,
-// with the churn paused, every agent's VPP must come to hold what a fresh
-// render of etcd gives, and etcd must hold every slice's last write.
+// The faults, in order: the leader killed and restarted; a follower; then a
+// member down for 10 s (the leader again, the harshest case: an election,
+// and 10 s of writes to catch up with).
+var faults = []fault{
+	{name: "leader killed and restarted", pick: leader, down: time.Second},
+	{name: "follower killed and restarted", pick: follower, down: time.Second},
+	{name: "member (the leader) down 10s", pick: leader, down: 10 * time.Second},
+}
+
+// Three agents watch a three-member etcd while EndpointSlices churn,
+// written into etcd as contivctl load writes them, through faults.
 func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 	needChaos(t)
+	runChaos(t, false)
+}
+
+// The same with the reflector in the loop: the cluster and the churn are
+// in a (fake) Kubernetes API, and the reflector writes them into etcd
+// through the same faults.
+func TestReflectorAndAgentsConvergeThroughEtcdFaults(t *testing.T) {
+	needChaos(t)
+	runChaos(t, true)
+}
+
+// runChaos runs three agents against a three-member etcd while the churned
+// slices change, through the faults. After each fault, with the churn
+// paused, etcd must hold every slice's last version and every agent's VPP
+// must come to hold what a fresh render of etcd gives; the time that took
+// is logged. viaReflector puts the reflector between the writes and etcd.
+func runChaos(t *testing.T, viaReflector bool) {
 	c := etcdtest.StartCluster(t, etcdtest.ClusterParams{})
 	cli := c.Client()
-	w := kubestate.NewWriter(cli, nil)
 
 	// The example cluster plus the churned services and their first slices.
-	objs := exampleObjects(t)
-	objs = append(objs, churnObjects()...)
-	ch := newChurner(cli)
+	objs := append(exampleManifests(t), churnObjects()...)
 	for k := range churnServices {
-		s := sliceVersion(k, 0)
-		objs = append(objs, s)
-		ch.last[s.Key()] = s
+		objs = append(objs, sliceVersion(k, 0))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err := w.PutChanged(ctx, objs)
-	cancel()
-	if err != nil {
-		t.Fatalf("loading the cluster into etcd: %v", err)
+	var s sink
+	if viaReflector {
+		kube := fake.NewClientset(objs...)
+		startReflector(t, kube, cli)
+		s = &apiSink{kube: kube}
+	} else {
+		load(t, cli, objs)
+		s = newEtcdSink(cli)
 	}
+	ch := newChurner(s)
 
 	// Started in name order, node-N gets ID N.
 	var nodes []*node
 	for _, name := range []string{"node-1", "node-2", "node-3"} {
 		nodes = append(nodes, startNode(t, name, c.Endpoints()))
 	}
-	want := expected(t, nodes, listAll(t, cli))
+	want := expected(t, nodes, waitStored(t, cli, ch.stats().last))
 	waitConverged(t, nodes, want, convergeLimit)
 	for _, n := range nodes {
 		checkChurnRendered(t, n, ch.stats().last)
@@ -93,11 +120,6 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 	}
 	t.Cleanup(stop)
 
-	faults := []fault{
-		{name: "leader killed and restarted", pick: leader, down: time.Second},
-		{name: "follower killed and restarted", pick: follower, down: time.Second},
-		{name: "member (leader) down 10s", pick: leader, down: 10 * time.Second},
-	}
 	for _, f := range faults {
 		before := ch.stats()
 		relists := make([]uint64, len(nodes))
@@ -125,9 +147,7 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 			t.Fatalf("%s: the churn wrote nothing", f.name)
 		}
 
-		l := listAll(t, cli)
-		checkNoLoss(t, l, st.last)
-		want := expected(t, nodes, l)
+		want := expected(t, nodes, waitStored(t, cli, st.last))
 		at := waitConverged(t, nodes, want, convergeLimit)
 		var rel []uint64
 		for i, n := range nodes {
@@ -140,16 +160,14 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 			st.writes-before.writes, st.retries-before.retries, rel)
 	}
 
-	// The end: churn stopped, every agent holds the render of etcd's final
-	// state, which holds every slice's last write, and stays there.
+	// The end: churn stopped, etcd holds every slice's last version, every
+	// agent holds the render of etcd's final state and stays there.
 	stop()
 	st := ch.stats()
 	if st.err != nil {
 		t.Fatal(st.err)
 	}
-	l := listAll(t, cli)
-	checkNoLoss(t, l, st.last)
-	want = expected(t, nodes, l)
+	want = expected(t, nodes, waitStored(t, cli, st.last))
 	waitConverged(t, nodes, want, convergeLimit)
 	time.Sleep(time.Second)
 	if ok, why := converged(nodes, want); !ok {
@@ -161,53 +179,67 @@ func TestAgentsConvergeThroughEtcdFaults(t *testing.T) {
 	t.Logf("churn: %d writes, %d retries; last versions %v", st.writes, st.retries, st.versions)
 }
 
-// exampleObjects is deploy/examples/cluster.yaml.
-func exampleObjects(t *testing.T) []kubestate.Object {
+// load writes objs into etcd as contivctl load does.
+func load(t *testing.T, cli *clientv3.Client, objs []runtime.Object) {
 	t.Helper()
-	f, err := os.Open("../deploy/examples/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kubestate.NewWriter(cli, nil).PutChanged(ctx, compact(t, objs)); err != nil {
+		t.Fatalf("loading the cluster into etcd: %v", err)
 	}
-	defer f.Close()
-	objs, err := kubestate.LoadYAML(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
 }
 
-// checkNoLoss fails the test unless etcd (listed in l) holds the last
-// version written of every churned slice.
-func checkNoLoss(t *testing.T, l *kubestate.Listing, last map[kubestate.Key]*kubestate.EndpointSlice) {
+// waitStored waits until etcd holds the last version of every churned
+// slice (at once when the churn writes etcd; when the reflector does, once
+// it has caught up) and returns that listing. Past storedLimit it fails
+// the test: a change was lost.
+func waitStored(t *testing.T, cli *clientv3.Client, last map[int]*discoveryv1.EndpointSlice) *kubestate.Listing {
 	t.Helper()
+	deadline := time.Now().Add(storedLimit)
+	for {
+		l := listAll(t, cli)
+		missing := lostChanges(t, l, last)
+		if len(missing) == 0 {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd lacks the last write of churned slices after %v:\n%s", storedLimit, strings.Join(missing, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lostChanges lists the churned slices whose last version etcd (listed in
+// l) does not hold.
+func lostChanges(t *testing.T, l *kubestate.Listing, last map[int]*discoveryv1.EndpointSlice) []string {
+	t.Helper()
+	var out []string
 	for k := range churnServices {
 		key := sliceKey(k)
-		want, wrote := last[key]
-		if !wrote {
-			t.Fatalf("no write recorded for %s", key)
-		}
+		want := stored(t, last[k])
 		got, ok := l.Objects[key]
 		switch {
 		case want == nil && ok:
-			t.Errorf("%s: deleted last, etcd holds %+v", key, got)
+			out = append(out, key.String()+": deleted last, etcd holds it")
 		case want == nil:
 		case !ok:
-			t.Errorf("%s: etcd lost it, want %+v", key, want)
+			out = append(out, key.String()+": etcd lacks it")
 		default:
 			g, err1 := kubestate.Encode(got)
 			w, err2 := kubestate.Encode(want)
 			if err1 != nil || err2 != nil || !bytes.Equal(g, w) {
-				t.Errorf("%s: etcd holds\n%s\nwant the last write\n%s", key, g, w)
+				out = append(out, key.String()+": etcd holds "+string(g)+", the last write is "+string(w))
 			}
 		}
 	}
+	return out
 }
 
 // checkChurnRendered fails the test unless node n's VPP holds, for every
 // churned service, a mapping of its VIP to the endpoints of its slice's
 // last version (none when the slice was deleted last): the render compared
 // with could be wrong in the same way, this is checked without it.
-func checkChurnRendered(t *testing.T, n *node, last map[kubestate.Key]*kubestate.EndpointSlice) {
+func checkChurnRendered(t *testing.T, n *node, last map[int]*discoveryv1.EndpointSlice) {
 	t.Helper()
 	lines := n.lines()
 	for k := range churnServices {
@@ -218,7 +250,7 @@ func checkChurnRendered(t *testing.T, n *node, last map[kubestate.Key]*kubestate
 				line = l
 			}
 		}
-		s := last[sliceKey(k)]
+		s := last[k]
 		if s == nil {
 			if line != "" {
 				t.Errorf("%s: the slice of churn-%d was deleted, VPP holds %q", n.name, k, line)
@@ -230,7 +262,7 @@ func checkChurnRendered(t *testing.T, n *node, last map[kubestate.Key]*kubestate
 			continue
 		}
 		for _, e := range s.Endpoints {
-			ep := e.Addresses[0] + ":" + strconv.Itoa(int(s.Ports[0].Port))
+			ep := e.Addresses[0] + ":" + strconv.Itoa(int(*s.Ports[0].Port))
 			if !strings.Contains(line, ep) {
 				t.Errorf("%s: churn-%d's mapping lacks endpoint %s of the last version:\n%s", n.name, k, ep, line)
 			}

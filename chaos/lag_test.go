@@ -71,7 +71,7 @@ func (p *progress) lags(log []written, from, to time.Time) string {
 	var worstAt time.Time
 	missing := 0
 	for _, w := range log {
-		if w.at.Before(from) || w.at.After(to) {
+		if w.rev == 0 || w.at.Before(from) || w.at.After(to) {
 			continue
 		}
 		var lag time.Duration
@@ -89,7 +89,7 @@ func (p *progress) lags(log []written, from, to time.Time) string {
 		}
 	}
 	if len(lags) == 0 {
-		return "no writes"
+		return "write→agent lag not measured (no write with a known revision)"
 	}
 	slices.Sort(lags)
 	out := fmt.Sprintf("write→all agents' handlers: median %v, max %v (write made %v after the fault)",
