@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,10 +78,19 @@ func runChaos(t *testing.T, viaReflector bool) {
 		objs = append(objs, sliceVersion(k, 0))
 	}
 	var s sink
+	// reflector says what the reflector did since the last call.
+	reflector := func() string { return "" }
 	if viaReflector {
 		kube := fake.NewClientset(objs...)
-		startReflector(t, kube, cli)
+		r := startReflector(t, kube, cli)
 		s = &apiSink{kube: kube}
+		var resyncs uint64
+		reflector = func() string {
+			st := r.Status()
+			d := st.Resyncs - resyncs
+			resyncs = st.Resyncs
+			return fmt.Sprintf("; the reflector swept %d times", d)
+		}
 	} else {
 		load(t, cli, objs)
 		s = newEtcdSink(cli)
@@ -122,6 +132,7 @@ func runChaos(t *testing.T, viaReflector bool) {
 
 	for _, f := range faults {
 		before := ch.stats()
+		reflector()
 		relists := make([]uint64, len(nodes))
 		for i, n := range nodes {
 			relists[i] = n.a.Controller().Status().Relists
@@ -133,7 +144,14 @@ func runChaos(t *testing.T, viaReflector bool) {
 		m := f.pick(c)
 		faultAt := time.Now()
 		c.Kill(m)
-		time.Sleep(f.down)
+		// While the member is down: when the others agree on a leader.
+		var elected time.Duration = -1
+		for time.Since(faultAt) < f.down {
+			if elected < 0 && c.Leader() >= 0 {
+				elected = time.Since(faultAt)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		c.Start(m)
 		restartedAt := time.Now()
 		time.Sleep(time.Second)
@@ -153,11 +171,11 @@ func runChaos(t *testing.T, viaReflector bool) {
 		for i, n := range nodes {
 			rel = append(rel, n.a.Controller().Status().Relists-relists[i])
 		}
-		t.Logf("%s (member %d): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
-			"%s; %d writes (%d retries) in the phase; relists per agent %v",
-			f.name, m, at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
+		t.Logf("%s (member %d; a leader %s): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
+			"%s; %d writes (%d retries) in the phase, the writer stalled up to %v; relists per agent %v%s",
+			f.name, m, electedAfter(elected), at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
 			at.Sub(st.lastAt).Round(time.Millisecond), prog.lags(st.log, faultAt, pausedAt),
-			st.writes-before.writes, st.retries-before.retries, rel)
+			st.writes-before.writes, st.retries-before.retries, longestGap(st.log, faultAt, pausedAt), rel, reflector())
 	}
 
 	// The end: churn stopped, etcd holds every slice's last version, every
@@ -268,4 +286,13 @@ func checkChurnRendered(t *testing.T, n *node, last map[int]*discoveryv1.Endpoin
 			}
 		}
 	}
+}
+
+// electedAfter describes when a leader was seen after a fault (-1: not
+// while the member was down).
+func electedAfter(d time.Duration) string {
+	if d < 0 {
+		return "not seen while the member was down"
+	}
+	return "seen " + d.Round(time.Millisecond).String() + " after the fault"
 }

@@ -99,3 +99,19 @@ func (p *progress) lags(log []written, from, to time.Time) string {
 	}
 	return out
 }
+
+// longestGap is the longest time between the churner's successive writes
+// made from from to to (counting from from and until to): how long the
+// writer stalled.
+func longestGap(log []written, from, to time.Time) time.Duration {
+	prev := from
+	var gap time.Duration
+	for _, w := range log {
+		if w.at.Before(from) || w.at.After(to) {
+			continue
+		}
+		gap = max(gap, w.at.Sub(prev))
+		prev = w.at
+	}
+	return max(gap, to.Sub(prev)).Round(time.Millisecond)
+}
