@@ -27,25 +27,38 @@ const (
 	churnLimit    = 5 * time.Minute
 )
 
-// fault is one etcd fault: a member chosen by pick is killed, stays down
-// for down, and is started again.
+// fault is one etcd fault: the members chosen by pick are, one after the
+// other, killed, kept down for down, and started again.
 type fault struct {
 	name string
-	pick func(c *etcdtest.Cluster) int
+	pick func(c *etcdtest.Cluster) []int
 	down time.Duration
 }
 
-func leader(c *etcdtest.Cluster) int { return c.Leader() }
+func leader(c *etcdtest.Cluster) []int { return []int{c.Leader()} }
 
-func follower(c *etcdtest.Cluster) int { return (c.Leader() + 1) % c.Size() }
+func follower(c *etcdtest.Cluster) []int { return []int{(c.Leader() + 1) % c.Size()} }
 
-// The faults, in order: the leader killed and restarted; a follower; then a
+// every is every member, the leader last.
+func every(c *etcdtest.Cluster) []int {
+	l := c.Leader()
+	var out []int
+	for i := range c.Size() {
+		out = append(out, (l+1+i)%c.Size())
+	}
+	return out
+}
+
+// The faults, in order: the leader killed and restarted; a follower; a
 // member down for 10 s (the leader again, the harshest case: an election,
-// and 10 s of writes to catch up with).
+// and 10 s of writes to catch up with); then a rolling restart, which cuts
+// every client's connection to every member, so every agent's watch stream
+// (which the gRPC balancer put on one of them) is cut at least once.
 var faults = []fault{
 	{name: "leader killed and restarted", pick: leader, down: time.Second},
 	{name: "follower killed and restarted", pick: follower, down: time.Second},
 	{name: "member (the leader) down 10s", pick: leader, down: 10 * time.Second},
+	{name: "rolling restart, every member killed in turn", pick: every, down: 500 * time.Millisecond},
 }
 
 // Three agents watch a three-member etcd while EndpointSlices churn,
@@ -143,16 +156,21 @@ func runChaos(t *testing.T, viaReflector bool) {
 		c.WaitLeader(leaderLimit)
 		m := f.pick(c)
 		faultAt := time.Now()
-		c.Kill(m)
-		// While the member is down: when the others agree on a leader.
-		var elected time.Duration = -1
-		for time.Since(faultAt) < f.down {
-			if elected < 0 && c.Leader() >= 0 {
-				elected = time.Since(faultAt)
+		var elected []string
+		for _, i := range m {
+			killedAt := time.Now()
+			c.Kill(i)
+			// While the member is down: when the others agree on a leader.
+			var after time.Duration = -1
+			for time.Since(killedAt) < f.down {
+				if after < 0 && c.Leader() >= 0 {
+					after = time.Since(killedAt)
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
-			time.Sleep(5 * time.Millisecond)
+			elected = append(elected, electedAfter(after))
+			c.Start(i)
 		}
-		c.Start(m)
 		restartedAt := time.Now()
 		time.Sleep(time.Second)
 		ch.pause()
@@ -171,9 +189,9 @@ func runChaos(t *testing.T, viaReflector bool) {
 		for i, n := range nodes {
 			rel = append(rel, n.a.Controller().Status().Relists-relists[i])
 		}
-		t.Logf("%s (member %d; a leader %s): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
+		t.Logf("%s (members %v; a leader %s): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
 			"%s; %d writes (%d retries) in the phase, the writer stalled up to %v; relists per agent %v%s",
-			f.name, m, electedAfter(elected), at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
+			f.name, m, strings.Join(elected, ", "), at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
 			at.Sub(st.lastAt).Round(time.Millisecond), prog.lags(st.log, faultAt, pausedAt),
 			st.writes-before.writes, st.retries-before.retries, longestGap(st.log, faultAt, pausedAt), rel, reflector())
 	}
@@ -288,11 +306,11 @@ func checkChurnRendered(t *testing.T, n *node, last map[int]*discoveryv1.Endpoin
 	}
 }
 
-// electedAfter describes when a leader was seen after a fault (-1: not
+// electedAfter describes when a leader was seen after a kill (-1: not
 // while the member was down).
 func electedAfter(d time.Duration) string {
 	if d < 0 {
 		return "not seen while the member was down"
 	}
-	return "seen " + d.Round(time.Millisecond).String() + " after the fault"
+	return "seen " + d.Round(time.Millisecond).String() + " after the kill"
 }
