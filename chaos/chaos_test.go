@@ -185,6 +185,9 @@ func runChaos(t *testing.T, viaReflector bool) {
 
 		want := expected(t, nodes, waitStored(t, cli, st.last))
 		at := waitConverged(t, nodes, want, convergeLimit)
+		if len(st.log) > 0 {
+			prog.waitReached(st.log[len(st.log)-1].rev, 3*time.Second)
+		}
 		var rel []uint64
 		for i, n := range nodes {
 			rel = append(rel, n.a.Controller().Status().Relists-relists[i])

@@ -95,7 +95,11 @@ func (p *progress) lags(log []written, from, to time.Time) string {
 	out := fmt.Sprintf("write→all agents' handlers: median %v, max %v (write made %v after the fault)",
 		lags[len(lags)/2].Round(time.Millisecond), worst.Round(time.Millisecond), worstAt.Sub(from).Round(time.Millisecond))
 	if missing > 0 {
-		out += fmt.Sprintf(", %d not reached", missing)
+		// Their VPPs equal the render, and waitReached gave them time: the
+		// write changed nothing for them, e.g. a write retried after a
+		// timeout that etcd had applied anyway, which the agents drop as a
+		// no-op, their handlers' revision staying at the first one.
+		out += fmt.Sprintf(", %d (write, agent) not reached (no-ops for the agents?)", missing)
 	}
 	return out
 }
@@ -114,4 +118,18 @@ func longestGap(log []written, from, to time.Time) time.Duration {
 		prev = w.at
 	}
 	return max(gap, to.Sub(prev)).Round(time.Millisecond)
+}
+
+// waitReached waits, at most limit, until every agent's handlers have
+// reached rev: their VPP can equal the render a moment before their
+// status says so.
+func (p *progress) waitReached(rev int64, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for i := 0; i < len(p.nodes) && time.Now().Before(deadline); {
+		if _, ok := p.reached(i, rev); ok {
+			i++
+			continue
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
