@@ -93,7 +93,13 @@ func runChaos(t *testing.T, viaReflector bool) {
 	var s sink
 	// reflector says what the reflector did since the last call.
 	reflector := func() string { return "" }
+	// stall says how long the churn's etcd writes stalled (writes to the
+	// API do not).
+	stall := func(log []written, from, to time.Time) string {
+		return fmt.Sprintf(", etcd writes stalled up to %v", longestGap(log, from, to))
+	}
 	if viaReflector {
+		stall = func([]written, time.Time, time.Time) string { return "" }
 		kube := fake.NewClientset(objs...)
 		r := startReflector(t, kube, cli)
 		s = &apiSink{kube: kube}
@@ -193,10 +199,10 @@ func runChaos(t *testing.T, viaReflector bool) {
 			rel = append(rel, n.a.Controller().Status().Relists-relists[i])
 		}
 		t.Logf("%s (members %v; a leader %s): VPPs equal the render %v after the fault, %v after the restart, %v after the last write; "+
-			"%s; %d writes (%d retries) in the phase, the writer stalled up to %v; relists per agent %v%s",
+			"%s; %d writes (%d retries) in the phase%s; relists per agent %v%s",
 			f.name, m, strings.Join(elected, ", "), at.Sub(faultAt).Round(time.Millisecond), at.Sub(restartedAt).Round(time.Millisecond),
 			at.Sub(st.lastAt).Round(time.Millisecond), prog.lags(st.log, faultAt, pausedAt),
-			st.writes-before.writes, st.retries-before.retries, longestGap(st.log, faultAt, pausedAt), rel, reflector())
+			st.writes-before.writes, st.retries-before.retries, stall(st.log, faultAt, pausedAt), rel, reflector())
 	}
 
 	// The end: churn stopped, etcd holds every slice's last version, every
