@@ -1,5 +1,7 @@
-// Package etcdtest starts a real embedded etcd for tests: one member with
-// short tick and election timings on free loopback ports.
+// Package etcdtest starts a real embedded etcd for tests, with short tick
+// and election timings on free loopback ports: one member (Start), or a
+// cluster of several (StartCluster) whose members a test can kill, stop and
+// start again.
 package etcdtest
 
 import (
