@@ -275,11 +275,16 @@ func (a *Agent) buildHandlers() error {
 	}
 	a.latency = newLatencyTracker(ra)
 	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)                         // parity wiring
-	handlers := []controller.Handler{a.nodes, a.ipamH, a.proc, a.latency, a.par.proxy} // parity wiring: a.par.proxy
+	var beside []controller.Handler
 	if a.dp != nil {
-		beside := a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
-		handlers = slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc, a.latency, a.par.proxy}) // parity wiring: a.par.proxy
+		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
+	var route []controller.Handler
+	if port := proxyHealthPort(a.par.proxyAddr); port != 0 && a.renderer != nil {
+		route = []controller.Handler{&proxyHealthRoute{r: a.renderer, port: port}}
+	}
+	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
+		[]controller.Handler{a.latency, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,

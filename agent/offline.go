@@ -166,6 +166,12 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	if port := proxyHealthPort(cfg.HTTP.ProxyHealthAddress); port != 0 {
+		// As the agent's proxyHealthRoute does.
+		if err := r.AddService(proxyHealthService(port)); err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+	}
 	if err := r.Apply(ctx, true); err != nil {
 		return nil, fmt.Errorf("render: apply: %w", err)
 	}

@@ -208,3 +208,41 @@ func BenchmarkTraceState(b *testing.B) {
 		}
 	}
 }
+
+// TestProxyHealthReachedThroughVPP: load balancers probe kube-proxy's
+// health endpoint on the node IP, which VPP holds: the agent maps
+// nodeIP:port of http.proxyHealthAddress to the host end of the host
+// interconnect, where the endpoint listens; without a fixed port, nothing.
+func TestProxyHealthReachedThroughVPP(t *testing.T) {
+	for addr, want := range map[string]uint16{":10256": 10256, "0.0.0.0:10300": 10300, "off": 0, "127.0.0.1:0": 0, "bad": 0} {
+		if got := proxyHealthPort(addr); got != want {
+			t.Errorf("proxyHealthPort(%q) = %d, want %d", addr, got, want)
+		}
+	}
+	cfg := renderConfig("node-1")
+	cfg.HTTP.ProxyHealthAddress = ":10300"
+	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: cfg})
+	target := r.Plan.HostInterconnectLinux.Addr()
+	found := 0
+	for k, m := range r.Desired.Mappings {
+		if k.Port != 10300 {
+			continue
+		}
+		found++
+		if k.IP != r.NodeIP.Addr() && !slices.Contains(r.MgmtIPs, k.IP) {
+			t.Errorf("proxy health mapped on %v, not an address of the node", k.IP)
+		}
+		if l := m.Locals[len(m.Locals)-1]; l.IP != target || l.Port != 10300 {
+			t.Errorf("%v maps to %v, want %v:10300", k, l, target)
+		}
+	}
+	if found != 1+len(r.MgmtIPs) {
+		t.Errorf("%d proxy health mappings, want one per node address (%d)", found, 1+len(r.MgmtIPs))
+	}
+	cfg.HTTP.ProxyHealthAddress = "off"
+	for k := range mustRender(t, RenderParams{Objects: exampleObjects(t), Config: cfg}).Desired.Mappings {
+		if k.Port == 10300 || k.Port == 10256 {
+			t.Errorf("proxy health off, still mapped: %v", k)
+		}
+	}
+}
