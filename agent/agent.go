@@ -253,10 +253,10 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.buildServiceHealth() // parity wiring
+	a.buildServiceHealth()
 	a.proc, err = service.New(service.Params{
 		Logger:     a.log.With("part", "service"),
-		Renderers:  []sr.Renderer{r, a.par.hc}, // parity wiring: a.par.hc
+		Renderers:  []sr.Renderer{r, a.par.hc},
 		Node:       thisNode{a.nodes},
 		Subnets:    a.plan,
 		Interfaces: a.ifaces,
@@ -274,7 +274,7 @@ func (a *Agent) buildHandlers() error {
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)
-	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected) // parity wiring
+	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
@@ -289,7 +289,7 @@ func (a *Agent) buildHandlers() error {
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,
 		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.par.proxy}, // parity wiring: wraps a.latency
+		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps latency, which wraps readiness, which wraps the renderer
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -297,7 +297,7 @@ func (a *Agent) buildHandlers() error {
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 	})
 	a.nodes.SetEvents(a.ctl)
-	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a)) // parity wiring: source ranges
+	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))
 	a.built.Store(true)
 	return nil
 }
@@ -329,7 +329,7 @@ func (a *Agent) buildHTTP() {
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
-			"latency":        a.view(func() any { return a.latency.view() }), // parity wiring
+			"latency":        a.view(func() any { return a.latency.view() }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
 		},
@@ -388,7 +388,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return stop(err)
 		}
 	}
-	a.runParity(ctx, &wg) // parity wiring
+	a.runParity(ctx, &wg)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

@@ -80,7 +80,7 @@ func (a *Agent) nat44Config() nat44.Config {
 	nc.ServiceCIDR = a.plan.ServiceCIDR
 	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
 	nc.SessionLimit = cfg.NAT44.SessionLimit
-	nc.HealthCheckTarget = a.healthCheckTarget() // parity wiring
+	nc.HealthCheckTarget = a.healthCheckTarget()
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
 	return nc
