@@ -37,13 +37,7 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 			return nil, fmt.Errorf("cnat renderer: %w", err)
 		}
 		a.cnat = r
-		a.rd.pending = func() []waiting {
-			var out []waiting
-			for _, p := range r.Pending() {
-				out = append(out, waiting{Name: p.Name, Since: p.Since})
-			}
-			return out
-		}
+		a.rd.pending = waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{p.Name, p.Since} })
 		return r, nil
 	}
 	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
@@ -51,14 +45,20 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
-	a.rd.pending = func() []waiting {
+	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+	return r, nil
+}
+
+// waitingFor turns a renderer's list of pending interfaces into
+// readiness's.
+func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waiting {
+	return func() []waiting {
 		var out []waiting
-		for _, p := range r.Pending() {
-			out = append(out, waiting{Name: p.Name, Since: p.Since})
+		for _, p := range pending() {
+			out = append(out, conv(p))
 		}
 		return out
 	}
-	return r, nil
 }
 
 // cnatConfig is the cnat renderer's configuration of this node: the node

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"contiv.dev/vpp/bench/workload"
@@ -298,4 +299,20 @@ func allEvents(w *workload.Workload) (*events, error) {
 		return nil, err
 	}
 	return ev, ev.decodeChurn(w)
+}
+
+// agentConfig is the agent's configuration of node 1 for the figures that
+// run the whole agent: etcd at endpoint, its state in dir, a free HTTP
+// port, no proxy health endpoint, quiet logs.
+func (e *nodeEnv) agentConfig(endpoint, dir string) (contivconf.Config, error) {
+	cfg := e.cfg
+	cfg.Etcd.Endpoints = []string{"http://" + endpoint}
+	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.HTTP.ProxyHealthAddress = "off"
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("agent configuration: %w", err)
+	}
+	return cfg, nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -88,14 +87,9 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := env.cfg
-	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
-	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
-	cfg.HTTP.Address = "127.0.0.1:0"
-	cfg.HTTP.ProxyHealthAddress = "off"
-	cfg.Log.Level = "warn"
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("npl: agent configuration: %w", err)
+	cfg, err := env.agentConfig(m.Endpoint(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("npl: %w", err)
 	}
 	acks := &ackCounter{}
 	v := sim.New(sim.Options{OnAck: acks.onAck})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -55,14 +54,9 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := env.cfg
-	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
-	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
-	cfg.HTTP.Address = "127.0.0.1:0"
-	cfg.HTTP.ProxyHealthAddress = "off"
-	cfg.Log.Level = "warn"
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("restart: agent configuration: %w", err)
+	cfg, err := env.agentConfig(m.Endpoint(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
 	}
 	v := sim.New(sim.Options{})
 	defer v.Close()

@@ -185,15 +185,11 @@ func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd boo
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := env.cfg
-	cfg.Etcd.Endpoints = []string{"http://" + m.Endpoint()}
-	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
-	cfg.HTTP.Address = "127.0.0.1:0"
-	cfg.Log.Level = "warn"
-	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("startup: agent configuration: %w", err)
+	cfg, err := env.agentConfig(m.Endpoint(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("startup: %w", err)
 	}
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	out := &startupRun{}
 	var empty, programmed []float64
 	for run := range runs {
