@@ -17,6 +17,7 @@ import (
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -30,7 +31,8 @@ type RenderParams struct {
 	// manifests. A later object replaces an earlier one with the same key.
 	Objects []kubestate.Object
 	// Config is the agent's configuration; Config.NodeName names the node
-	// rendered for and must be set.
+	// rendered for and must be set, Config.Renderer the renderer rendered
+	// through (nat44 when empty).
 	Config contivconf.Config
 	// NodeID is the node's cluster-wide ID. 0 derives it: the node's
 	// position, from 1, among the Nodes of Objects sorted by name — the
@@ -59,24 +61,52 @@ type Rendered struct {
 	// Services are the ContivServices derived; Skipped what was left out.
 	Services []*sr.ContivService
 	Skipped  []service.Skip
+	// Renderer is the renderer rendered through: contivconf.RendererNAT44
+	// or contivconf.RendererCNAT.
+	Renderer string
 	// Desired is the desired NAT44 state; Applied what the simulated VPP
-	// holds after the apply step. They differ only by Failures.
+	// holds after the apply step. They differ only by Failures. Both are
+	// nil when rendered through cnat.
 	Desired, Applied *nat44.State
 	// Failures are the objects the simulated VPP refused; Conflicts the
-	// frontends claimed by more than one service.
+	// frontends claimed by more than one service (NAT44 only).
 	Failures  []nat44.Failure
 	Conflicts []nat44.Conflict
+	// CNAT is what the cnat renderer programmed; nil with nat44.
+	CNAT *CNATRendered
 
 	vpp *sim.VPP
 }
 
-// Translate asks the simulated VPP's translation oracle what it does with
-// a packet. An empty Ingress means the main NIC.
+// CNATRendered is what the cnat renderer would program on a node.
+type CNATRendered struct {
+	// Desired are the translations wanted, sorted by key; Applied those
+	// the simulated VPP holds after the apply step.
+	Desired, Applied []*cnat.Translation
+	// DesiredNode is the node configuration wanted; AppliedNode the one
+	// applied.
+	DesiredNode, AppliedNode *cnat.Node
+	// Failures are the objects the simulated VPP refused.
+	Failures []cnat.Failure
+}
+
+// Translate asks the simulated VPP's NAT44 translation oracle what it does
+// with a packet. An empty Ingress means the main NIC.
 func (r *Rendered) Translate(p sim.Packet) sim.Result {
 	if p.Ingress == "" {
 		p.Ingress = r.MainInterface
 	}
 	return r.vpp.Translate(p)
+}
+
+// TranslateCNAT asks the simulated VPP's cnat trace what it does with a
+// packet (meaningful when rendered through cnat). An empty Ingress means
+// the main NIC.
+func (r *Rendered) TranslateCNAT(p sim.Packet) sim.CnatResult {
+	if p.Ingress == "" {
+		p.Ingress = r.MainInterface
+	}
+	return r.vpp.CnatTrace(p)
 }
 
 // staticNode is a node's identity fixed at render time.
@@ -91,10 +121,11 @@ func (n staticNode) NodeID() uint32        { return n.id }
 func (n staticNode) NodeIPs() []netip.Addr { return n.ips }
 
 // Render runs the agent's pipeline offline for one node: the address plan
-// from the node's ID, the service processor over the objects, the NAT44
-// renderer and its apply step into a fresh simulated VPP whose pod
-// interfaces are made as the simulated CNI makes them. It uses neither
-// etcd nor a real VPP, and the same inputs give the same result.
+// from the node's ID, the service processor over the objects, the renderer
+// Config.Renderer names (NAT44 by default, or cnat) and its apply step
+// into a fresh simulated VPP whose pod interfaces are made as the
+// simulated CNI makes them. It uses neither etcd nor a real VPP, and the
+// same inputs give the same result.
 func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	cfg := p.Config
 	if cfg.NodeName == "" {
@@ -136,14 +167,33 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		ips = append(ips, ip.Addr())
 	}
 
-	conn := vpp.New(vpp.Config{Adapter: v})
+	vc := vpp.Config{Adapter: v}
+	if cfg.Renderer == contivconf.RendererCNAT {
+		vc.ExtraMessages = vpp.CNATMessages()
+	}
+	conn := vpp.New(vc)
 	conn.Start(ctx)
 	defer conn.Close()
 	if err := conn.WaitConnected(ctx); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	ifaces := vpp.NewInterfaces(conn, nil)
-	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
+	var (
+		r  servicesRenderer
+		nr *nat44.Renderer
+		cr *cnat.Renderer
+	)
+	switch cfg.Renderer {
+	case contivconf.RendererCNAT:
+		// No Store: a fresh simulated VPP holds no cnat configuration.
+		cr, err = cnat.New(cnat.Params{Config: a.cnatConfig(), VPP: vpp.NewCNAT(conn, ifaces, log), Log: log})
+		r = cr
+	case contivconf.RendererNAT44, "":
+		nr, err = nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
+		r = nr
+	default:
+		err = fmt.Errorf("unknown renderer %q (want nat44 or cnat)", cfg.Renderer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
@@ -166,16 +216,16 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	if port := proxyHealthPort(cfg.HTTP.ProxyHealthAddress); port != 0 {
-		// As the agent's proxyHealthRoute does.
-		if err := r.AddService(proxyHealthService(port)); err != nil {
+	if port := proxyHealthPort(cfg.HTTP.ProxyHealthAddress); port != 0 && nr != nil {
+		// As the agent's proxyHealthRoute does (with nat44 only).
+		if err := nr.AddService(proxyHealthService(port)); err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}
 	}
 	if err := r.Apply(ctx, true); err != nil {
 		return nil, fmt.Errorf("render: apply: %w", err)
 	}
-	return &Rendered{
+	out := &Rendered{
 		Node:          cfg.NodeName,
 		NodeID:        id,
 		Plan:          plan,
@@ -184,12 +234,20 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		MainInterface: a.mainInterface(),
 		Services:      proc.Services(),
 		Skipped:       proc.Skipped(),
-		Desired:       r.Desired(),
-		Applied:       r.Applied(),
-		Failures:      r.Failures(),
-		Conflicts:     r.Conflicts(),
+		Renderer:      contivconf.RendererNAT44,
 		vpp:           v,
-	}, nil
+	}
+	if cr != nil {
+		out.Renderer = contivconf.RendererCNAT
+		out.CNAT = &CNATRendered{
+			Desired: cr.Desired(), Applied: cr.Applied(), DesiredNode: cr.DesiredNode(), AppliedNode: cr.AppliedNode(),
+			Failures: cr.Failures(),
+		}
+		return out, nil
+	}
+	out.Desired, out.Applied = nr.Desired(), nr.Applied()
+	out.Failures, out.Conflicts = nr.Failures(), nr.Conflicts()
+	return out, nil
 }
 
 // nodeIDOf returns the ID of node name (given, or its position among the

@@ -16,6 +16,7 @@ import (
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -244,5 +245,60 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 		if k.Port == 10300 || k.Port == 10256 {
 			t.Errorf("proxy health off, still mapped: %v", k)
 		}
+	}
+}
+
+func TestRenderCNAT(t *testing.T) {
+	cfg := renderConfig("node-2")
+	cfg.Renderer = contivconf.RendererCNAT
+	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: cfg})
+	if r.Renderer != contivconf.RendererCNAT || r.CNAT == nil || r.Desired != nil || r.Applied != nil {
+		t.Fatalf("renderer %q, cnat %v, nat44 desired %v", r.Renderer, r.CNAT, r.Desired)
+	}
+	c := r.CNAT
+	if len(c.Failures) != 0 || len(c.Desired) == 0 {
+		t.Fatalf("failures %v, %d translations", c.Failures, len(c.Desired))
+	}
+	if !slices.EqualFunc(c.Desired, c.Applied, (*cnat.Translation).Equal) {
+		t.Errorf("applied differs from desired:\n%v\nwant\n%v", c.Applied, c.Desired)
+	}
+	if c.AppliedNode == nil || !reflect.DeepEqual(c.DesiredNode, c.AppliedNode) {
+		t.Errorf("node: applied %+v, desired %+v", c.AppliedNode, c.DesiredNode)
+	}
+	if c.DesiredNode.SNAT4 != netip.MustParseAddr("192.168.16.2") || c.DesiredNode.Policy != cnat.PolicyK8S {
+		t.Errorf("node: %+v", c.DesiredNode)
+	}
+	// NodePorts on this node's own addresses only, with is_real_ip.
+	keys := map[string]*cnat.Translation{}
+	for _, tr := range c.Desired {
+		keys[tr.Key.String()] = tr
+	}
+	for _, k := range []string{"192.168.16.2:31080/TCP", "192.168.56.102:31080/TCP"} {
+		if tr := keys[k]; tr == nil || !tr.RealIP {
+			t.Errorf("NodePort %s: %v", k, tr)
+		}
+	}
+	if tr := keys["192.168.56.101:31080/TCP"]; tr != nil {
+		t.Errorf("node-2 renders node-1's NodePort: %v", tr)
+	}
+	// The simulated VPP holds what was applied.
+	if n := len(r.vpp.CnatTranslations()); n != len(c.Applied) {
+		t.Errorf("simulated VPP holds %d translations, applied %d", n, len(c.Applied))
+	}
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	if res.Verdict != sim.Translated || len(res.Backends) != 2 {
+		t.Errorf("cart VIP through cnat: %+v", res)
+	}
+	// The NAT44 oracle sees no NAT44 state.
+	if res := r.Translate(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}); res.Verdict == sim.Translated {
+		t.Errorf("NAT44 oracle translates a cnat render: %+v", res)
+	}
+}
+
+func TestRenderUnknownRenderer(t *testing.T) {
+	cfg := renderConfig("node-1")
+	cfg.Renderer = "ebpf"
+	if _, err := Render(context.Background(), RenderParams{Objects: exampleObjects(t), Config: cfg}); err == nil || !strings.Contains(err.Error(), `unknown renderer "ebpf"`) {
+		t.Errorf("err %v", err)
 	}
 }

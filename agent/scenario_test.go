@@ -76,7 +76,7 @@ package agent
 //	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
 //	                         winner=ID losers=ID,..." and "failure OBJECT
-//	                         OP: REASON" (NAT44 renderer)
+//	                         OP: REASON" (the NAT44 or cnat renderer)
 //	-- expect-writes N --    the previous apply, delete or restart step made
 //	                         exactly N state-changing calls to VPP
 //
@@ -615,6 +615,12 @@ func reported(a *Agent) []string {
 			l += ": " + sk.Detail
 		}
 		out = append(out, l)
+	}
+	if a.cnat != nil {
+		for _, f := range a.cnat.Failures() {
+			out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
+		}
+		return out
 	}
 	for _, c := range a.Renderer().Conflicts() {
 		losers := make([]string, len(c.Losers))

@@ -31,7 +31,7 @@
 //
 // Offline, without an agent:
 //
-//	render -f FILE.yaml --node NAME [--config agent.yaml] [--node-id N]
+//	render -f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44|cnat]
 //	    the NAT44 state an agent on node NAME would program for the
 //	    manifests, in the format of nat44 (agent.Render: the agent's own
 //	    pipeline into a simulated VPP). The node's ID is --node-id, or else
@@ -41,6 +41,13 @@
 //	    Node's InternalIP and ExternalIP addresses. A line on standard error
 //	    says which were used. Then failures, conflicts and what the service
 //	    processor skipped, and why (in -o json: failures, conflicts, skipped).
+//	    Through cnat (--renderer cnat, or renderer: cnat in --config): the
+//	    node configuration, one line per object (snat addresses and policy,
+//	    exclude prefixes, each interface's SNAT tables and features), then
+//	    one line per translation (key, LB type, flow hash, is_real_ip,
+//	    paths), failures and skips (-o json: renderer, translations,
+//	    nodeConfig, failures, skipped). trace follows NAT44 only and refuses
+//	    a cnat render.
 //
 // Either way:
 //

@@ -24,6 +24,8 @@ type renderFlags struct {
 	node   string
 	config string
 	nodeID uint
+	// renderer overrides the configuration's renderer when set.
+	renderer string
 }
 
 func (f *renderFlags) register(fs *flag.FlagSet) {
@@ -31,6 +33,7 @@ func (f *renderFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.node, "node", "", "`name` of the node to render for")
 	fs.StringVar(&f.config, "config", "", "agent configuration `file` (default: the built-in defaults)")
 	fs.UintVar(&f.nodeID, "node-id", 0, "the node's ID (default: its position, from 1, among the file's Nodes sorted by name)")
+	fs.StringVar(&f.renderer, "renderer", "", "render through `nat44|cnat` (default: the configuration's renderer, nat44)")
 }
 
 // render loads the manifests and the configuration and renders for the node.
@@ -49,6 +52,13 @@ func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, e
 		}
 	}
 	cfg.NodeName = f.node
+	switch f.renderer {
+	case "":
+	case contivconf.RendererNAT44, contivconf.RendererCNAT:
+		cfg.Renderer = f.renderer
+	default:
+		return nil, fmt.Errorf("%w: --renderer %q: want nat44 or cnat", errUsage, f.renderer)
+	}
 	if len(cfg.Etcd.Endpoints) == 0 {
 		// An offline render reads no etcd: any choice of one will do.
 		cfg.Etcd.Embedded.Enabled = true
@@ -103,7 +113,7 @@ type renderOutput struct {
 }
 
 func runRender(ctx context.Context, s streams, args []string) error {
-	fs := newFlagSet(s, "render", "-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [-o table|json]")
+	fs := newFlagSet(s, "render", "-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44|cnat] [-o table|json]")
 	var rf renderFlags
 	var of outputFlag
 	rf.register(fs)
@@ -122,14 +132,20 @@ func runRender(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	fmt.Fprintln(s.err, rf.describe(r))
-	if of.json() {
+	if r.CNAT != nil {
+		if of.json() {
+			return writeJSON(s.out, newRenderCNATOutput(r))
+		}
+		if err := printCNAT(s.out, r.CNAT); err != nil {
+			return err
+		}
+	} else if of.json() {
 		return writeJSON(s.out, renderOutput{
 			Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs,
 			Desired: r.Desired.Lines(), Failures: r.Failures, Conflicts: r.Conflicts,
 			Skipped: nonNil(r.Skipped),
 		})
-	}
-	if err := printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts); err != nil {
+	} else if err := printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts); err != nil {
 		return err
 	}
 	if len(r.Skipped) == 0 {
@@ -268,7 +284,7 @@ func printTrace(w io.Writer, o traceOutput) error {
 }
 
 func runTrace(ctx context.Context, s streams, args []string) error {
-	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N]] [--agent URL] [-o table|json]")
+	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44]] [--agent URL] [-o table|json]")
 	from := fs.String("from", defaultFrom, "source `address` of the packet (default: a client outside the cluster)")
 	var rf renderFlags
 	var af agentFlags
@@ -299,11 +315,14 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 		if err != nil {
 			return err
 		}
+		if r.CNAT != nil {
+			return fmt.Errorf("%w: trace follows the NAT44 translation; the render went through cnat (see contivctl render --renderer cnat)", errUsage)
+		}
 		fmt.Fprintln(s.err, rf.describe(r)+"; the packet enters on "+r.MainInterface)
 		res = r.Translate(p)
 	} else {
-		if rf.node != "" || rf.config != "" || rf.nodeID != 0 {
-			return fmt.Errorf("%w: --node, --config and --node-id render offline: they need -f FILE", errUsage)
+		if rf.node != "" || rf.config != "" || rf.nodeID != 0 || rf.renderer != "" {
+			return fmt.Errorf("%w: --node, --config, --node-id and --renderer render offline: they need -f FILE", errUsage)
 		}
 		c, err := af.client()
 		if err != nil {

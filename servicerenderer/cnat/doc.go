@@ -79,10 +79,22 @@
 //     removed backend keeps its connections and gets no new ones (graceful
 //     termination by construction); nat44 cuts a leaving backend's
 //     sessions. A deleted translation lets existing connections finish.
+//     Which backends a frontend has is the service processor's choice, as
+//     for nat44: serving-and-terminating endpoints only when none is ready
+//     (scenario cnat-graceful-termination in agent/testdata/scenarios).
 //   - IPv6: cluster IPs, external IPs, NodePorts and backends of both
-//     families are rendered (nat44 is IPv4 only).
+//     families are rendered (nat44 is IPv4 only). The node's IPv6 part
+//     (the -ip6 features, INCLUDE_V6, an IPv6 SNAT address) follows
+//     Config.NodeIP6 and IPv6 CIDRs, which the agent does not fill yet
+//     (its configuration and IPAM are IPv4 only).
 //   - No twice-NAT: local backends see the real client; remote backends and
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not
 //     translated (no drop route is programmed).
+//   - The renderer never removes nat44's state, nor nat44 the renderer's:
+//     switching a node is an operator's procedure (docs/operations.md).
+//
+// The agent builds the renderer with renderer: cnat (agent/renderers.go,
+// the /v1/cnat view); agent.Render and contivctl render --renderer cnat
+// run it offline into the simulated VPP.
 package cnat
