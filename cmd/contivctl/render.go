@@ -284,7 +284,7 @@ func printTrace(w io.Writer, o traceOutput) error {
 }
 
 func runTrace(ctx context.Context, s streams, args []string) error {
-	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44]] [--agent URL] [-o table|json]")
+	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44|cnat]] [--agent URL] [-o table|json]")
 	from := fs.String("from", defaultFrom, "source `address` of the packet (default: a client outside the cluster)")
 	var rf renderFlags
 	var af agentFlags
@@ -315,11 +315,12 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 		if err != nil {
 			return err
 		}
-		if r.CNAT != nil {
-			return fmt.Errorf("%w: trace follows the NAT44 translation; the render went through cnat (see contivctl render --renderer cnat)", errUsage)
-		}
 		fmt.Fprintln(s.err, rf.describe(r)+"; the packet enters on "+r.MainInterface)
-		res = r.Translate(p)
+		if r.CNAT != nil {
+			res = cnatAsResult(r.TranslateCNAT(p))
+		} else {
+			res = r.Translate(p)
+		}
 	} else {
 		if rf.node != "" || rf.config != "" || rf.nodeID != 0 || rf.renderer != "" {
 			return fmt.Errorf("%w: --node, --config, --node-id and --renderer render offline: they need -f FILE", errUsage)
@@ -348,6 +349,21 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 		return writeJSON(s.out, out)
 	}
 	return printTrace(s.out, out)
+}
+
+// cnatAsResult shows a cnat trace as a NAT44 one: the backends a packet
+// may reach, their shares (cnat weighs by repeated paths) and the source
+// each backend sees.
+func cnatAsResult(c sim.CnatResult) sim.Result {
+	res := sim.Result{Verdict: c.Verdict, Reason: c.Reason}
+	if c.Verdict == sim.Translated {
+		res.Reason = "cnat translation"
+		res.Tag = fmt.Sprintf("cnat translation %d", c.TranslationID)
+	}
+	for _, b := range c.Backends {
+		res.Backends = append(res.Backends, sim.Reach{IP: b.Backend.Addr(), Port: b.Backend.Port(), Probability: b.Weight, Src: b.Src})
+	}
+	return res
 }
 
 // pendingNote warns when VPP does not hold what the agent wants for the
