@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 
 	"contiv.dev/vpp/kubestate"
@@ -38,12 +39,27 @@ func (c *simCNI) local(o kubestate.Object) bool {
 
 func ifName(namespace, pod string) string { return "tap-" + namespace + "-" + pod }
 
+// spec is the interface the CNI gives a local pod: tagged, in the pod VRF,
+// with the pod's IPv4 address as a /32 (as a CNI that routes each pod).
+func (c *simCNI) spec(namespace, name string, o kubestate.Object) sim.InterfaceSpec {
+	s := sim.InterfaceSpec{Name: ifName(namespace, name), Tag: c.tag(namespace, name), VRF: c.vrf}
+	if p, ok := o.(*kubestate.Pod); ok {
+		for _, ip := range p.IPs {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+				s.Address = netip.PrefixFrom(a, 32)
+				break
+			}
+		}
+	}
+	return s
+}
+
 // Resync gives every local pod an interface and removes the others.
 func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
-	want := map[string]string{}
+	want := map[string]sim.InterfaceSpec{}
 	for k, o := range ev.State.Objects {
 		if k.Resource == kubestate.ResPod && c.local(o) {
-			want[ifName(k.Namespace, k.Name)] = c.tag(k.Namespace, k.Name)
+			want[ifName(k.Namespace, k.Name)] = c.spec(k.Namespace, k.Name, o)
 		}
 	}
 	var errs []error
@@ -56,9 +72,9 @@ func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
 	for _, i := range c.vpp.Interfaces() {
 		have[i.Name] = true
 	}
-	for name, tag := range want {
+	for name, spec := range want {
 		if !have[name] {
-			_, err := c.vpp.CreateInterface(sim.InterfaceSpec{Name: name, Tag: tag, VRF: c.vrf})
+			_, err := c.vpp.CreateInterface(spec)
 			errs = append(errs, err)
 		}
 	}
@@ -73,7 +89,7 @@ func (c *simCNI) Update(ctx context.Context, ev controller.Event) error {
 	var err error
 	switch {
 	case is && !was:
-		_, err = c.vpp.CreateInterface(sim.InterfaceSpec{Name: name, Tag: c.tag(ch.Key.Namespace, ch.Key.Name), VRF: c.vrf})
+		_, err = c.vpp.CreateInterface(c.spec(ch.Key.Namespace, ch.Key.Name, ch.New))
 	case was && !is:
 		err = c.vpp.DelInterface(name)
 	default:

@@ -272,10 +272,14 @@ func printTrace(w io.Writer, o traceOutput) error {
 		return nil
 	}
 	t := newTable(w, "BACKEND", "VRF", "PROBABILITY", "SOURCE SEEN BY BACKEND")
+	how := "twice-NAT"
+	if strings.HasPrefix(o.Tag, "cnat ") {
+		how = "cnat source NAT"
+	}
 	for _, b := range o.Backends {
 		src := b.Src.String() + " (client's, kept)"
 		if b.SourceRewritten {
-			src = b.Src.String() + " (rewritten: twice-NAT)"
+			src = b.Src.String() + " (rewritten: " + how + ")"
 		}
 		t.row(netip.AddrPortFrom(b.IP, b.Port).String(), strconv.FormatUint(uint64(b.VRF), 10),
 			strconv.FormatFloat(100*b.Probability, 'f', 1, 64)+"%", src)

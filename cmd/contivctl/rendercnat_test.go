@@ -100,7 +100,11 @@ func TestTraceCNAT(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("trace through cnat: exit %d, %q", code, errs)
 	}
-	for _, want := range []string{"cnat translation", "10.1.1.4:8080", "10.1.3.4:8080", "50.0%"} {
+	// FACTS §6: a local backend sees the real client, a remote one the
+	// node IP.
+	for _, want := range []string{"cnat translation", "50.0%",
+		"10.1.1.4:8080  0    50.0%        192.0.2.1 (client's, kept)",
+		"10.1.3.4:8080  0    50.0%        192.168.16.1 (rewritten: cnat source NAT)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("trace lacks %q:\n%s", want, out)
 		}
