@@ -197,11 +197,23 @@ func (w *Writer) sync(ctx context.Context, res Resource, desired []Object, prune
 			ops = append(ops, rawOp{key: k, del: true})
 		}
 	}
+	if res == ResPod {
+		// Pods written: the tree is in this layout.
+		resp, err := w.kv.Get(ctx, LayoutKey)
+		if err != nil {
+			return st, errors.Join(append(errs, fmt.Errorf("sync %s: %w", res, err))...)
+		}
+		if len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != LayoutVersion {
+			ops = append(ops, rawOp{key: LayoutKey, val: []byte(LayoutVersion)})
+		}
+	}
 	done, err := w.commit(ctx, ops)
 	for _, op := range done {
-		if op.del {
+		switch {
+		case op.key == LayoutKey:
+		case op.del:
 			st.Deleted++
-		} else {
+		default:
 			st.Put++
 		}
 	}
@@ -243,7 +255,8 @@ func toRaw(op Op) (rawOp, error) {
 }
 
 // checkKey tells whether k can be written: a known resource, a name and,
-// for namespaced resources only, a namespace; no '/' in either.
+// for namespaced resources only, a namespace; for pods only, a node (empty
+// for an unscheduled pod, never UnscheduledNode itself); no '/' in any.
 func checkKey(k Key) error {
 	if _, err := New(k.Resource); err != nil {
 		return fmt.Errorf("key %+v: %w", k, ErrInvalid)
@@ -255,6 +268,10 @@ func checkKey(k Key) error {
 		return fmt.Errorf("key %s: bad namespace %q: %w", k, k.Namespace, ErrInvalid)
 	case !k.Resource.Namespaced() && k.Namespace != "":
 		return fmt.Errorf("key %s: %s is cluster-scoped, namespace %q: %w", k, k.Resource, k.Namespace, ErrInvalid)
+	case k.Resource != ResPod && k.Node != "":
+		return fmt.Errorf("key %s: only pods are keyed by node, node %q: %w", k, k.Node, ErrInvalid)
+	case strings.Contains(k.Node, "/") || k.Node == UnscheduledNode:
+		return fmt.Errorf("key %s: bad node %q: %w", k, k.Node, ErrInvalid)
 	}
 	return nil
 }

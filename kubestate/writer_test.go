@@ -146,7 +146,7 @@ func TestApplyLastWinsAndInvalidSkipped(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("error %v: want ErrInvalid and ErrTooLarge", err)
 	}
-	for _, want := range []string{"bad name", "bad namespace", `"a/b"`, "ingress", "cluster-scoped", "put /contiv/v1/k8s/pod/ns/pod-0005: object is /contiv/v1/k8s/pod/ns/pod-0002", "pod/ns/huge"} {
+	for _, want := range []string{"bad name", "bad namespace", `"a/b"`, "ingress", "cluster-scoped", "put /contiv/v1/k8s/pod/node-1/ns/pod-0005: object is /contiv/v1/k8s/pod/node-1/ns/pod-0002", "pod/_unscheduled/ns/huge"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -314,7 +314,7 @@ func TestSyncInvalidSkipped(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("error %v, want ErrInvalid", err)
 	}
-	for _, want := range []string{"/contiv/v1/k8s/node/n is not a pod", "duplicate /contiv/v1/k8s/pod/ns/pod-0001", "bad name"} {
+	for _, want := range []string{"/contiv/v1/k8s/node/n is not a pod", "duplicate /contiv/v1/k8s/pod/node-1/ns/pod-0001", "bad name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -365,12 +365,16 @@ func TestListReportsBadValues(t *testing.T) {
 	if err := w.Put(ctx, good); err != nil {
 		t.Fatal(err)
 	}
+	pp := PodPrefix("node-1")
 	bad := map[string]string{
-		ResPod.KeyPrefix() + "ns/not-json":   "{",
-		ResPod.KeyPrefix() + "ns/wrong-type": `{"namespace":"ns","name":"wrong-type","ips":"10.1.1.1"}`,
-		ResPod.KeyPrefix() + "ns/wrong-name": `{"namespace":"ns","name":"other"}`,
-		ResPod.KeyPrefix() + "ns/oversized":  `{"namespace":"ns","name":"oversized","nodeName":"` + strings.Repeat("x", MaxValueSize) + `"}`,
-		ResPod.KeyPrefix() + "ns/a/b":        `{}`,
+		pp + "ns/not-json":   "{",
+		pp + "ns/wrong-type": `{"namespace":"ns","name":"wrong-type","nodeName":"node-1","ips":"10.1.1.1"}`,
+		pp + "ns/wrong-name": `{"namespace":"ns","name":"other","nodeName":"node-1"}`,
+		pp + "ns/wrong-node": `{"namespace":"ns","name":"wrong-node","nodeName":"node-2"}`,
+		pp + "ns/oversized":  `{"namespace":"ns","name":"oversized","nodeName":"node-1","hostIP":"` + strings.Repeat("x", MaxValueSize) + `"}`,
+		pp + "ns/a/b":        `{}`,
+		// A pod key of layout 1.
+		ResPod.KeyPrefix() + "ns/old": `{"namespace":"ns","name":"old","nodeName":"node-1"}`,
 	}
 	for k, v := range bad {
 		if _, err := cli.Put(ctx, k, v); err != nil {
@@ -404,8 +408,11 @@ func TestListReportsBadValues(t *testing.T) {
 				t.Errorf("%s not reported", k)
 			}
 		}
-		if err := got[ResPod.KeyPrefix()+"ns/oversized"]; !errors.Is(err, ErrTooLarge) {
+		if err := got[pp+"ns/oversized"]; !errors.Is(err, ErrTooLarge) {
 			t.Errorf("oversized value: %v", err)
+		}
+		if err := got[ResPod.KeyPrefix()+"ns/old"]; !errors.Is(err, ErrOldLayout) {
+			t.Errorf("layout-1 key: %v", err)
 		}
 	}
 }
