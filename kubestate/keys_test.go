@@ -86,3 +86,26 @@ func TestSyncMovesPods(t *testing.T) {
 		t.Errorf("layout marker %v, %v; want %s", resp, err, LayoutVersion)
 	}
 }
+
+// TestApplyMove: a MoveOp deletes the old key and puts the new one in one
+// transaction.
+func TestApplyMove(t *testing.T) {
+	w, cli, _ := newWriter(t)
+	ctx := context.Background()
+	pending := &Pod{Namespace: "ns", Name: "p"}
+	if err := w.Put(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	before := revision(t, cli)
+	scheduled := &Pod{Namespace: "ns", Name: "p", NodeName: "node-1"}
+	if err := w.Apply(ctx, []Op{MoveOp(pending.Key(), scheduled)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := revision(t, cli) - before; got != 1 {
+		t.Errorf("the move took %d transactions", got)
+	}
+	l, err := List(ctx, cli, ResPod)
+	if err != nil || len(l.Objects) != 1 || l.Objects[scheduled.Key()] == nil {
+		t.Errorf("pods %v, %v; want only %s", l.Objects, err, scheduled.Key())
+	}
+}

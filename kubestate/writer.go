@@ -22,9 +22,13 @@ const MaxTxnOps = 128
 const maxTxnBytes = 1 << 20
 
 // Op is one write: a put of Object, or a delete of Key when Object is nil.
+// A put with From set also deletes From, in the same transaction.
 type Op struct {
 	Key    Key
 	Object Object
+	// From, when set, is the object's previous key: a pod that got or
+	// changed its node.
+	From *Key
 }
 
 // PutOp is the put of o under its key.
@@ -32,6 +36,10 @@ func PutOp(o Object) Op { return Op{Key: o.Key(), Object: o} }
 
 // DeleteOp is the delete of k.
 func DeleteOp(k Key) Op { return Op{Key: k} }
+
+// MoveOp is the delete of from and the put of o under its key, in one
+// transaction: readers never see the object under both keys or under none.
+func MoveOp(from Key, o Object) Op { return Op{Key: o.Key(), Object: o, From: &from} }
 
 // SyncStats counts what a Sync or PutChanged did.
 type SyncStats struct {
@@ -71,8 +79,9 @@ func (w *Writer) Delete(ctx context.Context, k Key) error {
 	return w.Apply(ctx, []Op{DeleteOp(k)})
 }
 
-// Apply writes ops in transactions of at most MaxTxnOps operations. Of
-// several ops on one key the last wins. An invalid op (bad key, value too
+// Apply writes ops in transactions of at most MaxTxnOps operations; the
+// delete and the put of a MoveOp share one. Of several ops on one key the
+// last wins. An invalid op (bad key, value too
 // large) is left out with an ErrInvalid or ErrTooLarge error and the others
 // are written; the first failed transaction stops the rest. Batches are not
 // atomic together: after a failure, earlier batches stay written.
@@ -91,6 +100,13 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) error {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if op.From != nil && *op.From != op.Key {
+			if err := checkKey(*op.From); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			raw = append(raw, rawOp{key: op.From.String(), del: true, withNext: true})
 		}
 		raw = append(raw, r)
 	}
@@ -229,6 +245,8 @@ type rawOp struct {
 	key string
 	val []byte
 	del bool
+	// withNext keeps the op in the transaction of the next one.
+	withNext bool
 }
 
 func (o rawOp) size() int { return len(o.key) + len(o.val) }
@@ -277,7 +295,7 @@ func checkKey(k Key) error {
 }
 
 // batches splits ops into transactions of at most MaxTxnOps operations and
-// about maxTxnBytes bytes.
+// about maxTxnBytes bytes, never between an op marked withNext and the next.
 func batches(ops []rawOp) [][]rawOp {
 	var (
 		out   [][]rawOp
@@ -286,8 +304,15 @@ func batches(ops []rawOp) [][]rawOp {
 	)
 	for i, op := range ops {
 		if i > start && (i-start == MaxTxnOps || size+op.size() > maxTxnBytes) {
-			out = append(out, ops[start:i])
-			start, size = i, 0
+			cut := i
+			if ops[i-1].withNext && i-1 > start {
+				cut = i - 1
+			}
+			out = append(out, ops[start:cut])
+			start, size = cut, 0
+			for _, o := range ops[cut:i] {
+				size += o.size()
+			}
 		}
 		size += op.size()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,9 @@ func TestBatches(t *testing.T) {
 		big[i] = rawOp{key: "k", val: make([]byte, 400<<10)}
 	}
 	huge := []rawOp{{key: "a", val: make([]byte, MaxValueSize)}, {key: "b", val: make([]byte, MaxValueSize)}}
+	// A move (delete withNext, then put) across the first count boundary.
+	moved := slices.Clone(small)
+	moved[127].withNext = true
 	tests := []struct {
 		name string
 		ops  []rawOp
@@ -197,6 +201,7 @@ func TestBatches(t *testing.T) {
 		{"by count", small, []int{128, 128, 44}},
 		{"by size", big, []int{2, 2, 1}},
 		{"an op at the value limit goes alone", huge, []int{1, 1}},
+		{"a move is not split", moved, []int{127, 128, 45}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
