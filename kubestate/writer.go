@@ -81,10 +81,10 @@ func (w *Writer) Delete(ctx context.Context, k Key) error {
 
 // Apply writes ops in transactions of at most MaxTxnOps operations; the
 // delete and the put of a MoveOp share one. Of several ops on one key the
-// last wins. An invalid op (bad key, value too
-// large) is left out with an ErrInvalid or ErrTooLarge error and the others
-// are written; the first failed transaction stops the rest. Batches are not
-// atomic together: after a failure, earlier batches stay written.
+// last wins. An invalid op (bad key, value too large) is left out with an
+// ErrInvalid or ErrTooLarge error and the others are written; the first
+// failed transaction stops the rest. Batches are not atomic together: after
+// a failure, earlier batches stay written.
 func (w *Writer) Apply(ctx context.Context, ops []Op) error {
 	var errs []error
 	raw := make([]rawOp, 0, len(ops))
