@@ -295,6 +295,7 @@ func (a *Agent) buildHandlers() error {
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
 		RelistJitter:     relistJitter,
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
+		PodNode:          cfg.NodeName, // only this node's pods are watched and decoded
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))

@@ -175,10 +175,34 @@ func (h *harness) apply(ops []kubestate.Op) {
 		}
 	}
 	if len(dels) > 0 {
+		dels = h.podKeys(ctx, dels)
 		if err := h.w.Apply(ctx, dels); err != nil {
 			h.t.Fatalf("deleting %d objects from etcd: %v", len(dels), err)
 		}
 	}
+}
+
+// podKeys replaces the deletes of pods, named without their node, by the
+// deletes of the keys they are stored under (a pod's key holds its node).
+func (h *harness) podKeys(ctx context.Context, dels []kubestate.Op) []kubestate.Op {
+	h.t.Helper()
+	resp, err := h.cli.Get(ctx, kubestate.ResPod.KeyPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		h.t.Fatalf("listing pods: %v", err)
+	}
+	out := make([]kubestate.Op, 0, len(dels))
+	for _, op := range dels {
+		if op.Key.Resource != kubestate.ResPod {
+			out = append(out, op)
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			if k, err := kubestate.ParseKey(string(kv.Key)); err == nil && k.ID() == op.Key.ID() {
+				out = append(out, kubestate.DeleteOp(k))
+			}
+		}
+	}
+	return out
 }
 
 // setFaults makes the simulated VPP fail the given fraction of its

@@ -13,6 +13,8 @@ const MaxValueSize = 1 << 20
 var (
 	ErrUnknownKey = errors.New("not a key of a known resource")
 	ErrTooLarge   = errors.New("value too large")
+	// ErrOldLayout: a key of an older layout (a pod key without its node).
+	ErrOldLayout = errors.New("key of an older layout")
 )
 
 // Encode returns the stored form of o.

@@ -9,6 +9,11 @@
 // the agent's controller reads through it. It knows nothing about VPP, the
 // controller or the service processor. docs/etcd-layout.md documents the keys.
 //
+// Pods are keyed by node (k8s/pod/<node>/<namespace>/<name>, PodPrefix), so
+// that an agent lists and watches its own node's pods only; layout 1 keyed
+// them by namespace alone, and ParseKey refuses such keys (ErrOldLayout).
+// A mark and sweep of pods writes the layout marker (LayoutKey).
+//
 // Everything read from etcd or from a manifest is untrusted: Decode,
 // ParseKey and LoadYAML have fuzz targets (fuzz_test.go, `make fuzz`) that
 // check that refused input gets an error naming the key or document, and

@@ -68,6 +68,9 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzParseKey parses etcd keys. An accepted key formats back to the same
 // string and is one the Writer writes; a refused one is named in the error.
+// Pod keys carry their node: a parsed pod key lies under its node's
+// PodPrefix, only pods have a node, and a pod key of layout 1 (no node
+// segment) is refused as ErrOldLayout.
 func FuzzParseKey(f *testing.F) {
 	for _, r := range Resources {
 		f.Add(Key{Resource: r, Namespace: "shop", Name: "a"}.String())
@@ -77,8 +80,21 @@ func FuzzParseKey(f *testing.F) {
 	f.Add(Prefix + "k8s/node/")
 	f.Add(Prefix + "nodesync/id/1")
 	f.Add(Prefix + "ksr/synced")
+	f.Add(Key{Resource: ResPod, Node: "n1", Namespace: "shop", Name: "a"}.String())
+	f.Add(Prefix + "k8s/pod/_unscheduled/shop/a")
+	f.Add(Prefix + "k8s/pod/shop/a")
+	f.Add(Prefix + "k8s/pod/n1//a")
 	f.Fuzz(func(t *testing.T, s string) {
 		k, err := ParseKey(s)
+		if rest, ok := strings.CutPrefix(s, ResPod.KeyPrefix()); ok && isOldPodKey(rest) && !errors.Is(err, ErrOldLayout) {
+			t.Fatalf("layout-1 pod key %q: error %v, want ErrOldLayout", s, err)
+		}
+		if err == nil && k.Resource == ResPod && !strings.HasPrefix(s, PodPrefix(k.Node)) {
+			t.Fatalf("pod key %q parsed to node %q: not under %s", s, k.Node, PodPrefix(k.Node))
+		}
+		if err == nil && k.Resource != ResPod && k.Node != "" {
+			t.Fatalf("key %q of a %s has node %q", s, k.Resource, k.Node)
+		}
 		if err != nil {
 			if !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) {
 				t.Fatalf("error %q does not name key %q", err, s)
@@ -92,6 +108,13 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("parsed key %q cannot be written: %v", s, err)
 		}
 	})
+}
+
+// isOldPodKey tells whether rest, after the pod prefix, is
+// <namespace>/<name>: a layout-1 pod key.
+func isOldPodKey(rest string) bool {
+	ns, name, ok := strings.Cut(rest, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
 }
 
 // FuzzLoadYAML reads manifests as `contivctl load -f` does. A refused file

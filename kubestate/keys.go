@@ -8,6 +8,22 @@ import (
 // Prefix is the versioned root of every key the project writes to etcd.
 const Prefix = "/contiv/v1/"
 
+// Layout versions of the tree under Prefix. LayoutKey holds the version
+// the tree is in; docs/etcd-layout.md describes the migration.
+const (
+	// LayoutKey is the layout marker, written with every mark and sweep
+	// (and load) of pods.
+	LayoutKey = Prefix + "layout"
+	// LayoutVersion is the layout this package reads and writes: pods
+	// keyed by node (k8s/pod/<node>/<namespace>/<name>). Layout 1, which
+	// had no marker, keyed them k8s/pod/<namespace>/<name>.
+	LayoutVersion = "2"
+)
+
+// UnscheduledNode is the node segment of the key of a pod that has no node
+// yet. Kubernetes node names never hold '_', so it names no node.
+const UnscheduledNode = "_unscheduled"
+
 // Resource names one kind of stored object.
 type Resource string
 
@@ -42,23 +58,42 @@ func (r Resource) KeyPrefix() string {
 	return Prefix + "k8s/" + string(r) + "/"
 }
 
+// PodPrefix is the etcd prefix holding the pods of node (the unscheduled
+// pods for ""): what an agent watches to see only its own node's pods.
+func PodPrefix(node string) string {
+	return ResPod.KeyPrefix() + nodeSegment(node) + "/"
+}
+
+func nodeSegment(node string) string {
+	if node == "" {
+		return UnscheduledNode
+	}
+	return node
+}
+
 // Key identifies one stored object. Namespace is empty for cluster-scoped
-// resources.
+// resources. Node is set for pods only: the pod's node, empty for a pod
+// not scheduled yet (stored under UnscheduledNode).
 type Key struct {
 	Resource  Resource
+	Node      string
 	Namespace string
 	Name      string
 }
 
 // String is the etcd key of k.
 func (k Key) String() string {
-	if k.Resource.Namespaced() {
+	switch {
+	case k.Resource == ResPod:
+		return PodPrefix(k.Node) + k.Namespace + "/" + k.Name
+	case k.Resource.Namespaced():
 		return k.Resource.KeyPrefix() + k.Namespace + "/" + k.Name
 	}
 	return k.Resource.KeyPrefix() + k.Name
 }
 
-// ID is "namespace/name", or "name" for cluster-scoped objects.
+// ID is "namespace/name", or "name" for cluster-scoped objects. A pod's
+// node is not part of it.
 func (k Key) ID() string {
 	if k.Namespace == "" {
 		return k.Name
@@ -66,7 +101,8 @@ func (k Key) ID() string {
 	return k.Namespace + "/" + k.Name
 }
 
-// ParseKey parses an etcd key written by this package.
+// ParseKey parses an etcd key written by this package. A pod key in layout
+// 1 (no node segment) is refused with ErrOldLayout.
 func ParseKey(s string) (Key, error) {
 	for _, r := range Resources {
 		p := r.KeyPrefix()
@@ -74,6 +110,9 @@ func ParseKey(s string) (Key, error) {
 			continue
 		}
 		rest := s[len(p):]
+		if r == ResPod {
+			return parsePodKey(s, rest)
+		}
 		if r.Namespaced() {
 			ns, name, ok := strings.Cut(rest, "/")
 			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
@@ -87,4 +126,26 @@ func ParseKey(s string) (Key, error) {
 		return Key{Resource: r, Name: rest}, nil
 	}
 	return Key{}, fmt.Errorf("key %q: %w", s, ErrUnknownKey)
+}
+
+// parsePodKey parses rest, the part of pod key s after the pod prefix.
+func parsePodKey(s, rest string) (Key, error) {
+	parts := strings.Split(rest, "/")
+	for _, p := range parts {
+		if p == "" {
+			parts = nil // an empty segment: malformed
+			break
+		}
+	}
+	switch len(parts) {
+	case 3:
+		k := Key{Resource: ResPod, Node: parts[0], Namespace: parts[1], Name: parts[2]}
+		if k.Node == UnscheduledNode {
+			k.Node = ""
+		}
+		return k, nil
+	case 2:
+		return Key{}, fmt.Errorf("key %q: a pod key of layout 1 (%s<namespace>/<name>): %w", s, ResPod.KeyPrefix(), ErrOldLayout)
+	}
+	return Key{}, fmt.Errorf("key %q: want %s<node>/<namespace>/<name>", s, ResPod.KeyPrefix())
 }

@@ -115,7 +115,9 @@ type Pod struct {
 }
 
 // Key implements Object.
-func (p *Pod) Key() Key { return Key{Resource: ResPod, Namespace: p.Namespace, Name: p.Name} }
+func (p *Pod) Key() Key {
+	return Key{Resource: ResPod, Node: p.NodeName, Namespace: p.Namespace, Name: p.Name}
+}
 
 // Node is the compact model of a core/v1 Node.
 type Node struct {

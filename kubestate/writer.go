@@ -22,9 +22,13 @@ const MaxTxnOps = 128
 const maxTxnBytes = 1 << 20
 
 // Op is one write: a put of Object, or a delete of Key when Object is nil.
+// A put with From set also deletes From, in the same transaction.
 type Op struct {
 	Key    Key
 	Object Object
+	// From, when set, is the object's previous key: a pod that got or
+	// changed its node.
+	From *Key
 }
 
 // PutOp is the put of o under its key.
@@ -32,6 +36,10 @@ func PutOp(o Object) Op { return Op{Key: o.Key(), Object: o} }
 
 // DeleteOp is the delete of k.
 func DeleteOp(k Key) Op { return Op{Key: k} }
+
+// MoveOp is the delete of from and the put of o under its key, in one
+// transaction: readers never see the object under both keys or under none.
+func MoveOp(from Key, o Object) Op { return Op{Key: o.Key(), Object: o, From: &from} }
 
 // SyncStats counts what a Sync or PutChanged did.
 type SyncStats struct {
@@ -71,11 +79,12 @@ func (w *Writer) Delete(ctx context.Context, k Key) error {
 	return w.Apply(ctx, []Op{DeleteOp(k)})
 }
 
-// Apply writes ops in transactions of at most MaxTxnOps operations. Of
-// several ops on one key the last wins. An invalid op (bad key, value too
-// large) is left out with an ErrInvalid or ErrTooLarge error and the others
-// are written; the first failed transaction stops the rest. Batches are not
-// atomic together: after a failure, earlier batches stay written.
+// Apply writes ops in transactions of at most MaxTxnOps operations; the
+// delete and the put of a MoveOp share one. Of several ops on one key the
+// last wins. An invalid op (bad key, value too large) is left out with an
+// ErrInvalid or ErrTooLarge error and the others are written; the first
+// failed transaction stops the rest. Batches are not atomic together: after
+// a failure, earlier batches stay written.
 func (w *Writer) Apply(ctx context.Context, ops []Op) error {
 	var errs []error
 	raw := make([]rawOp, 0, len(ops))
@@ -91,6 +100,13 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) error {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if op.From != nil && *op.From != op.Key {
+			if err := checkKey(*op.From); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			raw = append(raw, rawOp{key: op.From.String(), del: true, withNext: true})
 		}
 		raw = append(raw, r)
 	}
@@ -197,11 +213,23 @@ func (w *Writer) sync(ctx context.Context, res Resource, desired []Object, prune
 			ops = append(ops, rawOp{key: k, del: true})
 		}
 	}
+	if res == ResPod {
+		// Pods written: the tree is in this layout.
+		resp, err := w.kv.Get(ctx, LayoutKey)
+		if err != nil {
+			return st, errors.Join(append(errs, fmt.Errorf("sync %s: %w", res, err))...)
+		}
+		if len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != LayoutVersion {
+			ops = append(ops, rawOp{key: LayoutKey, val: []byte(LayoutVersion)})
+		}
+	}
 	done, err := w.commit(ctx, ops)
 	for _, op := range done {
-		if op.del {
+		switch {
+		case op.key == LayoutKey:
+		case op.del:
 			st.Deleted++
-		} else {
+		default:
 			st.Put++
 		}
 	}
@@ -217,6 +245,8 @@ type rawOp struct {
 	key string
 	val []byte
 	del bool
+	// withNext keeps the op in the transaction of the next one.
+	withNext bool
 }
 
 func (o rawOp) size() int { return len(o.key) + len(o.val) }
@@ -243,7 +273,8 @@ func toRaw(op Op) (rawOp, error) {
 }
 
 // checkKey tells whether k can be written: a known resource, a name and,
-// for namespaced resources only, a namespace; no '/' in either.
+// for namespaced resources only, a namespace; for pods only, a node (empty
+// for an unscheduled pod, never UnscheduledNode itself); no '/' in any.
 func checkKey(k Key) error {
 	if _, err := New(k.Resource); err != nil {
 		return fmt.Errorf("key %+v: %w", k, ErrInvalid)
@@ -255,12 +286,16 @@ func checkKey(k Key) error {
 		return fmt.Errorf("key %s: bad namespace %q: %w", k, k.Namespace, ErrInvalid)
 	case !k.Resource.Namespaced() && k.Namespace != "":
 		return fmt.Errorf("key %s: %s is cluster-scoped, namespace %q: %w", k, k.Resource, k.Namespace, ErrInvalid)
+	case k.Resource != ResPod && k.Node != "":
+		return fmt.Errorf("key %s: only pods are keyed by node, node %q: %w", k, k.Node, ErrInvalid)
+	case strings.Contains(k.Node, "/") || k.Node == UnscheduledNode:
+		return fmt.Errorf("key %s: bad node %q: %w", k, k.Node, ErrInvalid)
 	}
 	return nil
 }
 
 // batches splits ops into transactions of at most MaxTxnOps operations and
-// about maxTxnBytes bytes.
+// about maxTxnBytes bytes, never between an op marked withNext and the next.
 func batches(ops []rawOp) [][]rawOp {
 	var (
 		out   [][]rawOp
@@ -269,8 +304,15 @@ func batches(ops []rawOp) [][]rawOp {
 	)
 	for i, op := range ops {
 		if i > start && (i-start == MaxTxnOps || size+op.size() > maxTxnBytes) {
-			out = append(out, ops[start:i])
-			start, size = i, 0
+			cut := i
+			if ops[i-1].withNext && i-1 > start {
+				cut = i - 1
+			}
+			out = append(out, ops[start:cut])
+			start, size = cut, 0
+			for _, o := range ops[cut:i] {
+				size += o.size()
+			}
 		}
 		size += op.size()
 	}

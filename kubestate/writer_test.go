@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ func TestApplyLastWinsAndInvalidSkipped(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("error %v: want ErrInvalid and ErrTooLarge", err)
 	}
-	for _, want := range []string{"bad name", "bad namespace", `"a/b"`, "ingress", "cluster-scoped", "put /contiv/v1/k8s/pod/ns/pod-0005: object is /contiv/v1/k8s/pod/ns/pod-0002", "pod/ns/huge"} {
+	for _, want := range []string{"bad name", "bad namespace", `"a/b"`, "ingress", "cluster-scoped", "put /contiv/v1/k8s/pod/node-1/ns/pod-0005: object is /contiv/v1/k8s/pod/node-1/ns/pod-0002", "pod/_unscheduled/ns/huge"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -186,6 +187,9 @@ func TestBatches(t *testing.T) {
 		big[i] = rawOp{key: "k", val: make([]byte, 400<<10)}
 	}
 	huge := []rawOp{{key: "a", val: make([]byte, MaxValueSize)}, {key: "b", val: make([]byte, MaxValueSize)}}
+	// A move (delete withNext, then put) across the first count boundary.
+	moved := slices.Clone(small)
+	moved[127].withNext = true
 	tests := []struct {
 		name string
 		ops  []rawOp
@@ -197,6 +201,7 @@ func TestBatches(t *testing.T) {
 		{"by count", small, []int{128, 128, 44}},
 		{"by size", big, []int{2, 2, 1}},
 		{"an op at the value limit goes alone", huge, []int{1, 1}},
+		{"a move is not split", moved, []int{127, 128, 45}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,7 +319,7 @@ func TestSyncInvalidSkipped(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("error %v, want ErrInvalid", err)
 	}
-	for _, want := range []string{"/contiv/v1/k8s/node/n is not a pod", "duplicate /contiv/v1/k8s/pod/ns/pod-0001", "bad name"} {
+	for _, want := range []string{"/contiv/v1/k8s/node/n is not a pod", "duplicate /contiv/v1/k8s/pod/node-1/ns/pod-0001", "bad name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -365,12 +370,16 @@ func TestListReportsBadValues(t *testing.T) {
 	if err := w.Put(ctx, good); err != nil {
 		t.Fatal(err)
 	}
+	pp := PodPrefix("node-1")
 	bad := map[string]string{
-		ResPod.KeyPrefix() + "ns/not-json":   "{",
-		ResPod.KeyPrefix() + "ns/wrong-type": `{"namespace":"ns","name":"wrong-type","ips":"10.1.1.1"}`,
-		ResPod.KeyPrefix() + "ns/wrong-name": `{"namespace":"ns","name":"other"}`,
-		ResPod.KeyPrefix() + "ns/oversized":  `{"namespace":"ns","name":"oversized","nodeName":"` + strings.Repeat("x", MaxValueSize) + `"}`,
-		ResPod.KeyPrefix() + "ns/a/b":        `{}`,
+		pp + "ns/not-json":   "{",
+		pp + "ns/wrong-type": `{"namespace":"ns","name":"wrong-type","nodeName":"node-1","ips":"10.1.1.1"}`,
+		pp + "ns/wrong-name": `{"namespace":"ns","name":"other","nodeName":"node-1"}`,
+		pp + "ns/wrong-node": `{"namespace":"ns","name":"wrong-node","nodeName":"node-2"}`,
+		pp + "ns/oversized":  `{"namespace":"ns","name":"oversized","nodeName":"node-1","hostIP":"` + strings.Repeat("x", MaxValueSize) + `"}`,
+		pp + "ns/a/b":        `{}`,
+		// A pod key of layout 1.
+		ResPod.KeyPrefix() + "ns/old": `{"namespace":"ns","name":"old","nodeName":"node-1"}`,
 	}
 	for k, v := range bad {
 		if _, err := cli.Put(ctx, k, v); err != nil {
@@ -404,8 +413,11 @@ func TestListReportsBadValues(t *testing.T) {
 				t.Errorf("%s not reported", k)
 			}
 		}
-		if err := got[ResPod.KeyPrefix()+"ns/oversized"]; !errors.Is(err, ErrTooLarge) {
+		if err := got[pp+"ns/oversized"]; !errors.Is(err, ErrTooLarge) {
 			t.Errorf("oversized value: %v", err)
+		}
+		if err := got[ResPod.KeyPrefix()+"ns/old"]; !errors.Is(err, ErrOldLayout) {
+			t.Errorf("layout-1 key: %v", err)
 		}
 	}
 }

@@ -249,7 +249,7 @@ func TestExampleCluster(t *testing.T) {
 				if ep.TargetKind == "" {
 					continue
 				}
-				p, ok := byKey[Key{Resource: ResPod, Namespace: ep.TargetNamespace, Name: ep.TargetName}].(*Pod)
+				p, ok := byKey[Key{Resource: ResPod, Node: ep.NodeName, Namespace: ep.TargetNamespace, Name: ep.TargetName}].(*Pod)
 				if !ok {
 					t.Errorf("slice %s: no pod %s/%s", o.Key().ID(), ep.TargetNamespace, ep.TargetName)
 					continue

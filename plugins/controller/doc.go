@@ -18,6 +18,12 @@
 // healing resync from the cached view with exponential backoff; a periodic
 // resync repairs drift. Status reports all of it.
 //
+// With Params.PodNode set, the pods listed and watched are that node's only
+// (kubestate.PodPrefix): an agent never receives, nor decodes, another
+// node's pods. Each listing reads the layout marker (kubestate.LayoutKey);
+// an etcd in another layout is logged at error level and reported in
+// Status.Layout, not refused.
+//
 // The package knows the stored models (kubestate) and etcd, nothing about
 // the handlers it drives nor about VPP: what to compute and what to program
 // is the handlers' and appliers' business.

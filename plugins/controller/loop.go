@@ -54,6 +54,10 @@ type Params struct {
 	PeriodicResync time.Duration
 	// Resources are the kinds of objects watched (default kubestate.Resources).
 	Resources []kubestate.Resource
+	// PodNode, when set, is the node whose pods are watched: only the keys
+	// under kubestate.PodPrefix(PodNode) are listed, watched and decoded.
+	// Empty watches every node's pods.
+	PodNode string
 	// RelistJitter spreads the re-listing after etcd comes back over a
 	// random delay below it, so that thousands of agents do not all list
 	// at once after an etcd restart; 0 re-lists at once. Most reconnections
@@ -124,7 +128,7 @@ func New(p Params) *Controller {
 	slices.Reverse(c.reversed)
 	if p.Client != nil {
 		c.w = newWatcher(watcherParams{
-			log: p.Logger, cli: p.Client, resources: p.Resources,
+			log: p.Logger, cli: p.Client, resources: p.Resources, podNode: p.PodNode,
 			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter, clusterSize: p.ClusterSize,
 		})
 	}

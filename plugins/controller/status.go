@@ -38,6 +38,11 @@ type Status struct {
 	// DecodeErrors counts stored values skipped as undecodable, oversized
 	// or under a malformed key.
 	DecodeErrors uint64 `json:"decodeErrors"`
+	// Decoded counts the stored values decoded (listed or watched).
+	Decoded uint64 `json:"decoded"`
+	// Layout is the layout marker (kubestate.LayoutKey) etcd held at the
+	// last listing; empty when absent.
+	Layout string `json:"layout,omitempty"`
 	// LastError is the last handler or apply error, at LastErrorTime.
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
@@ -51,6 +56,8 @@ type Status struct {
 // its counters with atomics; the loop writes the rest under mu.
 type status struct {
 	decodeErrors  atomic.Uint64
+	decoded       atomic.Uint64
+	layout        atomic.Pointer[string]
 	relists       atomic.Uint64
 	resumes       atomic.Uint64
 	watchRevision atomic.Int64
@@ -97,6 +104,10 @@ func (c *Controller) Status() Status {
 	s.Resumes = c.st.resumes.Load()
 	s.EtcdConnected = c.st.connected.Load()
 	s.DecodeErrors = c.st.decodeErrors.Load()
+	s.Decoded = c.st.decoded.Load()
+	if l := c.st.layout.Load(); l != nil {
+		s.Layout = *l
+	}
 	return s
 }
 

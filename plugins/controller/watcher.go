@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,10 +36,12 @@ type watcherParams struct {
 	log       *slog.Logger
 	cli       *clientv3.Client
 	resources []kubestate.Resource
-	backoff   Backoff
-	q         *queue
-	st        *status
-	jitter    time.Duration
+	// podNode, when set, narrows the pods watched to that node's.
+	podNode string
+	backoff Backoff
+	q       *queue
+	st      *status
+	jitter  time.Duration
 	// clusterSize, when set, tells how many nodes the cluster has: the
 	// re-listing after an outage spreads with it.
 	clusterSize func() int
@@ -67,7 +70,11 @@ type watcher struct {
 func newWatcher(p watcherParams) *watcher {
 	w := &watcher{watcherParams: p, relist: make(chan struct{}, 1)}
 	for _, r := range p.resources {
-		w.prefixes = append(w.prefixes, r.KeyPrefix())
+		p := r.KeyPrefix()
+		if r == kubestate.ResPod && w.podNode != "" {
+			p = kubestate.PodPrefix(w.podNode)
+		}
+		w.prefixes = append(w.prefixes, p)
 	}
 	return w
 }
@@ -172,7 +179,35 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 			return nil, err
 		}
 	}
+	if err := w.checkLayout(ctx, l.snap.Revision); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// checkLayout reads the layout marker at revision rev. An etcd in another
+// layout is not refused (services keep working) but logged at error level:
+// there this agent sees none of the pods, which layout 1 keyed without
+// their node, until an upgraded reflector sweeps etcd.
+func (w *watcher) checkLayout(ctx context.Context, rev int64) error {
+	if !slices.Contains(w.resources, kubestate.ResPod) {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	resp, err := w.cli.Get(rctx, kubestate.LayoutKey, clientv3.WithRev(rev))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", kubestate.LayoutKey, err)
+	}
+	var layout string
+	if len(resp.Kvs) > 0 {
+		layout = string(resp.Kvs[0].Value)
+	}
+	if old := w.st.layout.Swap(&layout); layout != kubestate.LayoutVersion && (old == nil || *old != layout) {
+		w.log.Error("etcd is not in this agent's layout (no reflector has swept it yet, or an older one did): pods an older contiv-ksr stored without their node are not seen; upgrade contiv-ksr, whose first sweep migrates etcd (docs/etcd-layout.md)",
+			"marker", kubestate.LayoutKey, "found", layout, "want", kubestate.LayoutVersion)
+	}
+	return nil
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of
@@ -216,6 +251,7 @@ func (w *watcher) decode(key, value []byte, rev int64) (kubestate.Key, kubestate
 	k, err := kubestate.ParseKey(string(key))
 	if err == nil {
 		var o kubestate.Object
+		w.st.decoded.Add(1)
 		if o, err = kubestate.Decode(k, value); err == nil {
 			return k, o, nil
 		}

@@ -89,7 +89,7 @@ func (c cluster) snapshot() *controller.ResyncEvent {
 }
 
 func podChange(name string, present bool) *controller.ChangeEvent {
-	ev := &controller.ChangeEvent{Key: kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: name}}
+	ev := &controller.ChangeEvent{Key: kubestate.Key{Resource: kubestate.ResPod, Node: "a", Namespace: "default", Name: name}}
 	if present {
 		ev.New = &kubestate.Pod{Namespace: "default", Name: name, NodeName: "a"}
 	}

@@ -117,12 +117,15 @@ func New(p Params) (*Handler, error) {
 // Name implements controller.Handler.
 func (h *Handler) Name() string { return "ipam" }
 
-// HandlesEvent implements controller.Handler: pod changes, and the shutdown
-// (which stops the background writer).
+// HandlesEvent implements controller.Handler: changes of this node's pods,
+// and the shutdown (which stops the background writer). A pod's key holds
+// its node: a change under another node's key (the delete of a pod's
+// unscheduled key when it moves here included) says nothing of this node's
+// pods.
 func (h *Handler) HandlesEvent(ev controller.Event) bool {
 	switch ev := ev.(type) {
 	case *controller.ChangeEvent:
-		return ev.Key.Resource == kubestate.ResPod
+		return ev.Key.Resource == kubestate.ResPod && ev.Key.Node == h.p.NodeName
 	case *controller.ShutdownEvent:
 		return true
 	}

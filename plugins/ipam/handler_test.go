@@ -93,11 +93,12 @@ func startAgentCtl(t *testing.T, cli *clientv3.Client, stateDir string) (h *Hand
 
 func putPod(t *testing.T, cli *clientv3.Client, name, node string) {
 	t.Helper()
-	val, err := kubestate.Encode(&kubestate.Pod{Namespace: "default", Name: name, NodeName: node})
+	p := &kubestate.Pod{Namespace: "default", Name: name, NodeName: node}
+	val, err := kubestate.Encode(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(context.Background(), kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: name}.String(), string(val)); err != nil {
+	if _, err := cli.Put(context.Background(), p.Key().String(), string(val)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -172,7 +173,7 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 	eventually(t, "p3's record deleted", func() bool { return maps.Equal(stored(t, cli), want) })
 
 	// A deleted pod's address is released.
-	if _, err := cli.Delete(ctx, kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: "p1"}.String()); err != nil {
+	if _, err := cli.Delete(ctx, kubestate.Key{Resource: kubestate.ResPod, Node: "a", Namespace: "default", Name: "p1"}.String()); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, "default/p1")
@@ -233,5 +234,28 @@ func TestStoreSkipsKeysNamingNoPod(t *testing.T) {
 	}
 	if got, _ := st.List(ctx); len(got) != 0 {
 		t.Fatalf("after delete %v", got)
+	}
+}
+
+// TestHandlesOnlyThisNodesPods: a pod's key holds its node; changes under
+// another node's key, or a pod's unscheduled key, are not this node's.
+func TestHandlesOnlyThisNodesPods(t *testing.T) {
+	h, err := New(Params{Config: config(), NodeName: "a", NodeIDs: fixedID(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ev   controller.Event
+		want bool
+	}{
+		{&controller.ChangeEvent{Key: (&kubestate.Pod{Namespace: "default", Name: "p", NodeName: "a"}).Key()}, true},
+		{&controller.ChangeEvent{Key: (&kubestate.Pod{Namespace: "default", Name: "p", NodeName: "b"}).Key()}, false},
+		{&controller.ChangeEvent{Key: (&kubestate.Pod{Namespace: "default", Name: "p"}).Key()}, false},
+		{&controller.ChangeEvent{Key: kubestate.Key{Resource: kubestate.ResNode, Name: "a"}}, false},
+		{&controller.ShutdownEvent{}, true},
+	} {
+		if got := h.HandlesEvent(tc.ev); got != tc.want {
+			t.Errorf("HandlesEvent(%+v) = %v, want %v", tc.ev, got, tc.want)
+		}
 	}
 }

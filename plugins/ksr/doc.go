@@ -10,6 +10,12 @@
 // etcd transactions of at most kubestate.MaxTxnOps operations. An update
 // that changes no reflected field writes nothing.
 //
+// Pods are stored under their node (kubestate.PodPrefix); a pod that gets
+// its node (or, were it possible, changes it) moves: the delete of its old
+// key and the put of the new one are one transaction (kubestate.MoveOp). The
+// first mark and sweep of pods deletes pod keys of the older layout and sets
+// the layout marker (kubestate.LayoutKey), which migrates etcd.
+//
 // After the informer caches sync, after a failed etcd write, after a failed
 // etcd health probe and periodically (repairing what was written behind its
 // back), the reflector marks and sweeps: per resource it

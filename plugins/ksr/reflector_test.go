@@ -58,8 +58,8 @@ func TestReflectsAddUpdateDeleteOfEachResource(t *testing.T) {
 			update: slice("shop", "web-1", "web", "10.1.1.5", "10.1.2.7"),
 		},
 		{
-			name: "pod", key: kubestate.Key{Resource: kubestate.ResPod, Namespace: "shop", Name: "web-a"},
-			obj:    pod("shop", "web-a", "", ""),
+			name: "pod", key: kubestate.Key{Resource: kubestate.ResPod, Node: "node-1", Namespace: "shop", Name: "web-a"},
+			obj:    pod("shop", "web-a", "node-1", ""),
 			update: pod("shop", "web-a", "node-1", "10.1.1.5"),
 		},
 		{
@@ -129,7 +129,7 @@ func TestUpdateOfUnreflectedFieldsWritesNothing(t *testing.T) {
 	r := f.start(Params{})
 	r.waitSynced(t, 1)
 	f.waitEqual()
-	podKey := kubestate.Key{Resource: kubestate.ResPod, Namespace: "shop", Name: "web-a"}
+	podKey := kubestate.Key{Resource: kubestate.ResPod, Node: "node-1", Namespace: "shop", Name: "web-a"}
 	svcKey := kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "web"}
 	podRev, svcRev := f.modRev(podKey), f.modRev(svcKey)
 	txns := r.kv.txns.Load()

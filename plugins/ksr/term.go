@@ -34,7 +34,10 @@ type term struct {
 	q      *queue
 	stores map[kubestate.Resource]cache.Store
 	// last is the encoding last written (or found equal) per key.
-	last   map[kubestate.Key][]byte
+	last map[kubestate.Key][]byte
+	// podAt is the key each pod (by "namespace/name") was last written
+	// under: a pod's key holds its node.
+	podAt  map[string]kubestate.Key
 	counts map[kubestate.Resource]int
 }
 
@@ -49,8 +52,18 @@ func newTerm(r *Reflector, f *fence) *term {
 		q:      newQueue(),
 		stores: make(map[kubestate.Resource]cache.Store),
 		last:   make(map[kubestate.Key][]byte),
+		podAt:  make(map[string]kubestate.Key),
 		counts: make(map[kubestate.Resource]int),
 	}
+}
+
+// storedAt is the key under which the object of it was last written, or
+// would be stored if it was not.
+func (t *term) storedAt(it item) kubestate.Key {
+	if k, ok := t.podAt[it.key]; ok && it.res == kubestate.ResPod {
+		return k
+	}
+	return storeKey(it.res, it.key)
 }
 
 // run starts the informers, waits for their caches and handlers to sync,
@@ -195,9 +208,17 @@ func (t *term) flush(ctx context.Context) error {
 		if deleted && it.res == kubestate.ResNode {
 			gone = append(gone, it.key)
 		}
-		k := storeKey(it.res, it.key)
-		if obj != nil {
+		k := t.storedAt(it)
+		if obj != nil && obj.Key() != k {
+			from := k
 			k = obj.Key()
+			if _, had := t.last[from]; had {
+				// A pod that got (or changed) its node moves.
+				ops = append(ops, kubestate.MoveOp(from, obj))
+				writes = append(writes, write{from, nil}, write{k, val})
+				t.log.Debug("change", "key", k.String(), "from", from.String())
+				continue
+			}
 		}
 		old, had := t.last[k]
 		switch {
@@ -241,11 +262,17 @@ func (t *term) remember(k kubestate.Key, val []byte) {
 	case val == nil && had:
 		delete(t.last, k)
 		t.counts[k.Resource]--
+		if k.Resource == kubestate.ResPod && t.podAt[k.ID()] == k {
+			delete(t.podAt, k.ID())
+		}
 	case val != nil:
 		if !had {
 			t.counts[k.Resource]++
 		}
 		t.last[k] = val
+		if k.Resource == kubestate.ResPod {
+			t.podAt[k.ID()] = k
+		}
 	}
 }
 
@@ -272,6 +299,7 @@ func (t *term) resync(ctx context.Context) error {
 	start := time.Now()
 	t.q.take()
 	last := make(map[kubestate.Key][]byte, len(t.last))
+	podAt := make(map[string]kubestate.Key, len(t.podAt))
 	counts := make(map[kubestate.Resource]int)
 	var total kubestate.SyncStats
 	for _, k := range reflected() {
@@ -285,6 +313,9 @@ func (t *term) resync(ctx context.Context) error {
 			}
 			objs = append(objs, obj)
 			last[obj.Key()] = val
+			if k := obj.Key(); k.Resource == kubestate.ResPod {
+				podAt[k.ID()] = k
+			}
 		}
 		sctx, cancel := context.WithTimeout(ctx, t.r.p.SyncTimeout)
 		st, err := t.w.Sync(sctx, k.res, objs)
@@ -299,7 +330,7 @@ func (t *term) resync(ctx context.Context) error {
 		total.Deleted += st.Deleted
 		t.log.Debug("swept", "resource", string(k.res), "put", st.Put, "unchanged", st.Unchanged, "deleted", st.Deleted)
 	}
-	t.last, t.counts = last, counts
+	t.last, t.podAt, t.counts = last, podAt, counts
 	if err := t.releaseOrphans(ctx); err != nil {
 		return err
 	}

@@ -327,11 +327,21 @@ func (r *rig) snapshot() *controller.ResyncEvent {
 	return &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: maps.Clone(r.state)}}
 }
 
-// put applies objects as ChangeEvents, in order.
+// put applies objects as ChangeEvents, in order. A pod stored under
+// another node's key first has that key deleted, as the reflector's move
+// does.
 func (r *rig) put(objs ...kubestate.Object) {
 	r.t.Helper()
 	for _, o := range objs {
-		r.change(o.Key(), o)
+		k := o.Key()
+		if k.Resource == kubestate.ResPod {
+			for old := range r.state {
+				if old.Resource == kubestate.ResPod && old.ID() == k.ID() && old != k {
+					r.change(old, nil)
+				}
+			}
+		}
+		r.change(k, o)
 	}
 }
 

@@ -302,7 +302,7 @@ func (p *Processor) HandlesEvent(ev controller.Event) bool {
 		case kubestate.ResNode:
 			return e.Key.Name == p.name
 		case kubestate.ResPod:
-			if _, known := p.pods[e.Key]; known {
+			if _, known := p.pods[podID(e.Key)]; known && (e.New != nil || e.Key.Node == p.name) {
 				return true
 			}
 			pod, ok := e.New.(*kubestate.Pod)
@@ -393,6 +393,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			}
 		case kubestate.ResPod:
 			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
+				k := podID(k)
 				lp := p.lookup(k, pod.HostNetwork)
 				p.pods[k] = lp
 				if lp.ifName != "" {
@@ -443,8 +444,10 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 				p.sliceChanged(e.Key, s)
 			}
 		case kubestate.ResPod:
-			if pod, ok := as[*kubestate.Pod](p, e.Key, e.New); ok {
-				p.podChanged(e.Key, pod)
+			// A pod's key holds its node: the delete of another node's
+			// key (a pod that moved here) says nothing of this node's.
+			if pod, ok := as[*kubestate.Pod](p, e.Key, e.New); ok && (pod != nil || e.Key.Node == p.name) {
+				p.podChanged(podID(e.Key), pod)
 			}
 		case kubestate.ResNode:
 			if n, ok := as[*kubestate.Node](p, e.Key, e.New); ok && e.Key.Name == p.name {
@@ -661,6 +664,13 @@ func (p *Processor) addUser(k kubestate.Key, id sr.ServiceID) bool {
 	}
 	m[id] = struct{}{}
 	return len(m) == 1
+}
+
+// podID is pod key k without its node: the processor knows this node's pods
+// only, by namespace and name, as endpoints name them.
+func podID(k kubestate.Key) kubestate.Key {
+	k.Node = ""
+	return k
 }
 
 func (p *Processor) podChanged(k kubestate.Key, pod *kubestate.Pod) {

@@ -26,8 +26,9 @@ func sliceKey(name string) kubestate.Key {
 	return kubestate.Key{Resource: kubestate.ResEndpointSlice, Namespace: "default", Name: name}
 }
 
+// podKey is the key of pod name of this node (node-1).
 func podKey(name string) kubestate.Key {
-	return kubestate.Key{Resource: kubestate.ResPod, Namespace: "default", Name: name}
+	return kubestate.Key{Resource: kubestate.ResPod, Node: "node-1", Namespace: "default", Name: name}
 }
 
 // wantState fails unless the rig's state (checked against a resync) is want.
@@ -160,7 +161,7 @@ func TestOtherNodesTouchNothing(t *testing.T) {
 	if err := r.p.Update(context.Background(), join); err != nil {
 		t.Fatal(err)
 	}
-	other := &controller.ChangeEvent{Key: podKey("x"), New: podM("x", "node-2", "10.1.2.9")}
+	other := &controller.ChangeEvent{Key: podM("x", "node-2", "10.1.2.9").Key(), New: podM("x", "node-2", "10.1.2.9")}
 	if r.p.HandlesEvent(other) {
 		t.Error("HandlesEvent(a pod of another node) = true")
 	}
@@ -282,6 +283,19 @@ func TestPodInterfaces(t *testing.T) {
 		r.del(sliceKey("web-a"))
 		if got := ifLines(r); got != fe {
 			t.Fatalf("recreated pod without endpoints: %q, want %q (no stuck count)", got, fe)
+		}
+	})
+	t.Run("pod scheduled here: the old key's delete comes after the new key's put", func(t *testing.T) {
+		// What an agent watching every node's pods may take in when the
+		// reflector moves a pod from its unscheduled key.
+		r := base(t)
+		pending := podM("web-1", "", "")
+		r.put(pending, slice())
+		placed := podM("web-1", "node-1", "10.1.1.5")
+		r.change(placed.Key(), placed)
+		r.change(pending.Key(), nil)
+		if got := ifLines(r); got != both {
+			t.Fatalf("after the move: %q, want %q", got, both)
 		}
 	})
 	t.Run("pod recreated while its endpoints stay", func(t *testing.T) {

@@ -88,7 +88,7 @@ func runScenario(t *testing.T, file string) {
 		}
 		r.put(objs...)
 		for _, d := range st.Delete {
-			r.del(parseObjectName(t, d))
+			r.del(r.stored(parseObjectName(t, d)))
 		}
 		if st.NodeIPs != nil {
 			r.node.ips = nil
@@ -117,6 +117,18 @@ func runScenario(t *testing.T, file string) {
 			t.Errorf("step %d (%s): skipped\n%s\nwant\n%s", i+1, st.Name, got, st.Skipped)
 		}
 	}
+}
+
+// stored is the key k is stored under: a pod's holds its node.
+func (r *rig) stored(k kubestate.Key) kubestate.Key {
+	if k.Resource == kubestate.ResPod {
+		for sk := range r.state {
+			if sk.Resource == kubestate.ResPod && sk.ID() == k.ID() {
+				return sk
+			}
+		}
+	}
+	return k
 }
 
 // parseObjectName parses "<resource> <namespace>/<name>".
