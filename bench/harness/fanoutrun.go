@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -80,11 +83,16 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 
 	set := newFanoutSet(env, m, table, slices.Max(p.ks))
 	defer set.close()
-	var ms runtime.MemStats
+	// All agents share one process: without a limit its heap would grow
+	// to twice the live heap between collections. The limit makes the
+	// collector run as the heap nears what the machine can give; the
+	// growth stops before the live heap would pass 90% of it.
+	limit := int64(min(runtimeSys()+availableMemory()-min(availableMemory(), fanoutReserve), math.MaxInt64))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	fits := func(more int) bool {
-		runtime.ReadMemStats(&ms)
-		per := float64(ms.HeapInuse) / float64(max(len(set.agents), 1))
-		return availableMemory() > fanoutReserve+uint64(per*float64(more))
+		live := liveHeap()
+		per := float64(live) / float64(max(len(set.agents), 1))
+		return float64(live)+per*float64(more) < 0.9*float64(limit)
 	}
 	next := 0
 	for _, k := range slices.Sorted(slices.Values(p.ks)) {
@@ -120,6 +128,23 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 		out.levels = append(out.levels, lv)
 	}
 	return out, nil
+}
+
+// liveHeap is the live heap the last collection marked.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// runtimeSys is the memory the Go runtime holds from the system.
+func runtimeSys() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Sys
 }
 
 // availableMemory is the kernel's MemAvailable, in bytes; when it cannot
