@@ -178,6 +178,8 @@ type agentChangeRun struct {
 	// the difference of.
 	withAgent, baseline time.Duration
 	changes             int
+	// profiled is the number of changes in the CPU profile.
+	profiled int
 }
 
 // agentChangeBlock is the number of changes of one block; the agent's and
@@ -213,6 +215,11 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		return nil, err
 	}
 
+	if dir != "" {
+		if err := writeHeapProfile(filepath.Join(dir, "agent-heap.pprof")); err != nil {
+			return nil, err
+		}
+	}
 	bare, err := etcdClient(ctx, m)
 	if err != nil {
 		return nil, err
@@ -310,8 +317,25 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		if err := agentOne(); err != nil {
 			return nil, err
 		}
+		out.profiled++
 	}
 	return out, nil
+}
+
+// writeHeapProfile writes the live heap after a full collection (the
+// profile lags one cycle, hence two).
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // fanoutFigure measures the fan-out figure into res.

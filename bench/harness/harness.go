@@ -317,6 +317,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.ProfileDir != "" {
+			o.Log.Info("agent-change profile", "changes", r.profiled, "dir", o.ProfileDir)
+		}
 		res.AgentChangeCPUUS = us(r.perChange)
 		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: r.changes, WithAgentUS: us(r.withAgent), BaselineUS: us(r.baseline)}
 	}
