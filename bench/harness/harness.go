@@ -312,16 +312,26 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	if o.wants(FigAgentChange) {
-		o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges)
-		r, err := measureAgentChange(ctx, env, o.FanoutSize, o.AgentChanges, o.FastEtcd, o.ProfileDir, o.ProfileTime)
-		if err != nil {
-			return nil, err
+		runs := min(o.Runs, 3)
+		o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges, "runs", runs)
+		var per, with, base []float64
+		var changes int
+		for i := range runs {
+			// The profiles are taken in the last run only.
+			dir := ""
+			if i == runs-1 {
+				dir = o.ProfileDir
+			}
+			r, err := measureAgentChange(ctx, env, o.FanoutSize, o.AgentChanges, o.FastEtcd, dir, o.ProfileTime)
+			if err != nil {
+				return nil, err
+			}
+			o.Log.Info("agent-change run", "run", i+1, "perChange", r.perChange, "profiled", r.profiled)
+			per, with, base = append(per, us(r.perChange)), append(with, us(r.withAgent)), append(base, us(r.baseline))
+			changes = r.changes
 		}
-		if o.ProfileDir != "" {
-			o.Log.Info("agent-change profile", "changes", r.profiled, "dir", o.ProfileDir)
-		}
-		res.AgentChangeCPUUS = us(r.perChange)
-		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: r.changes, WithAgentUS: us(r.withAgent), BaselineUS: us(r.baseline)}
+		res.AgentChangeCPUUS = median(per)
+		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base)}
 	}
 	if o.wants(FigNPL) {
 		o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)

@@ -126,7 +126,10 @@ type FanoutResult struct {
 
 // AgentChangeResult details the agent-change figure.
 type AgentChangeResult struct {
-	N, Changes int
+	// Changes are per run; Runs the runs the medians are taken over,
+	// PerRunUS each run's figure.
+	N, Changes, Runs int
+	PerRunUS         []float64
 	// WithAgentUS and BaselineUS are the process CPU per change watched by
 	// the agent and by a bare watch; the figure is their difference.
 	WithAgentUS, BaselineUS float64
@@ -356,7 +359,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single("fan-out: stopped early", r.FanoutStopped, "", "")
 	}
 	if a := r.AgentChange; a != nil {
-		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; %d changes)", a.N, a.Changes),
+		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %v)", a.N, a.Runs, a.Changes, a.PerRunUS),
 			fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 10", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
 		single("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
 	}
