@@ -359,7 +359,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single("fan-out: stopped early", r.FanoutStopped, "", "")
 	}
 	if a := r.AgentChange; a != nil {
-		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %v)", a.N, a.Runs, a.Changes, a.PerRunUS),
+		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, fmtList(a.PerRunUS, "%.0f")),
 			fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 10", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
 		single("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
 	}
@@ -439,4 +439,13 @@ func sortedNumeric[V any](m map[string]V) []string {
 		return x - y
 	})
 	return ks
+}
+
+// fmtList formats xs with format, comma-separated.
+func fmtList(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, ", ")
 }
