@@ -43,8 +43,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fanoutN    = fs.Int("fanout-n", 10000, "fan-out and agent-change: N of W(N) loaded into etcd")
 		fanoutCh   = fs.Int("fanout-changes", 50, "fan-out: changes written at each K")
 		agentCh    = fs.Int("agent-changes", 2000, "agent-change: changes measured (blocks of 100)")
-		quick      = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 and 20 joiners, 2 s of latency on W(1000), W(1000) over the socket")
-		profileDir = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here")
+		quick      = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 and 20 joiners, 2 s of latency on W(1000), W(1000) over the socket, 5 and 10 agents on W(1000)")
+		profileDir = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here (and, with agent-change, the agent's heap and changes)")
 		verbose    = fs.Bool("v", false, "log progress and the agent's warnings to stderr")
 	)
 	if err := fs.Parse(args); err != nil {
