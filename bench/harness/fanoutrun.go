@@ -14,10 +14,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/etcd"
 )
+
+// fanoutProfileRate is the heap profile's sampling interval during the
+// fan-out figure, in bytes.
+const fanoutProfileRate = 64 << 10
 
 // fanoutParams configure the fan-out figure.
 type fanoutParams struct {
@@ -50,6 +59,8 @@ type fanoutRun struct {
 	dbBytes   int64
 	// stopped tells why a larger K was not measured ("" when all were).
 	stopped string
+	// bare is the fan-out to watchers that decode nothing.
+	bare *bareRun
 }
 
 // measureFanout loads W(n) into one embedded etcd, then grows a set of
@@ -58,6 +69,11 @@ type fanoutRun struct {
 // time, each waited for at every agent. The growth stops early when the
 // next K would not fit in the machine's available memory.
 func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRun, error) {
+	// The heap split reads the heap profile; a finer sampling than the
+	// default 512 KiB resolves the per-watcher heap (tens of KiB). It
+	// applies to what is allocated from here on, etcd and W(N) included.
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = fanoutProfileRate
 	m, cli, closeEtcd, err := embeddedEtcd(ctx, p.fast)
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
@@ -73,8 +89,14 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	if st, err := cli.Status(ctx, "http://"+m.Endpoint()); err == nil {
 		out.dbBytes = st.DbSize
 	}
-	etcd0, other0 := heapSplit()
+	etcd0, _ := heapSplit()
 	out.etcdHeap0 = etcd0
+	next := 0
+	p.log.Info("fanout: bare watchers", "b", slices.Max(p.ks))
+	if out.bare, err = bareFanout(ctx, m, cli, seq, &next, slices.Max(p.ks), p.changes); err != nil {
+		return nil, err
+	}
+	_, other0 := heapSplit()
 
 	set := newFanoutSet(env, m, table, slices.Max(p.ks))
 	defer set.close()
@@ -89,7 +111,6 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 		per := float64(live) / float64(max(len(set.agents), 1))
 		return float64(live)+per*float64(more) < 0.9*float64(limit)
 	}
-	next := 0
 	for _, k := range slices.Sorted(slices.Values(p.ks)) {
 		p.log.Info("fanout: starting agents", "k", k, "n", p.n)
 		if err := set.grow(ctx, k, fits); err != nil {
@@ -179,5 +200,120 @@ func fanoutFigure(ctx context.Context, env *nodeEnv, o Options, res *Results) er
 		}
 	}
 	res.FanoutStopped = r.stopped
+	if b := r.bare; b != nil {
+		res.FanoutBare = &FanoutBareResult{
+			Watchers: b.watchers, P50MS: ms(percentile(b.lat, 0.50)), P99MS: ms(percentile(b.lat, 0.99)),
+			CPUUS: us(b.cpu), EtcdHeapKiB: b.etcdHeap / (1 << 10), ClientHeapKiB: b.clientHeap / (1 << 10),
+		}
+	}
 	return nil
+}
+
+// bareRun is the fan-out of changes to b watchers that only receive: the
+// part of the fan-out that is etcd's and the gRPC stack's.
+type bareRun struct {
+	watchers int
+	// lat is every watcher's time from just before a put to its receipt.
+	lat []time.Duration
+	// cpu is the process CPU per change and watcher (the put's own cost,
+	// measured with nobody watching, taken out); etcdHeap and
+	// clientHeap the heap per watcher on etcd's side and on the client's.
+	cpu                  time.Duration
+	etcdHeap, clientHeap float64
+}
+
+// bareFanout opens b clients that watch what an agent watches (one watch
+// per resource prefix, on one client each), writes the next changes of
+// seq one at a time, each waited for until every client received it,
+// then closes them.
+func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int) (*bareRun, error) {
+	// The same puts with nobody watching: their cost is taken out.
+	c0 := cpuTime()
+	for range changes {
+		if _, err := bareChange(ctx, cli, seq, next, nil, 0); err != nil {
+			return nil, err
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	unwatched := cpuTime() - c0
+	e0, o0 := heapSplit()
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	got := make(chan time.Time, b)
+	clis := make([]*clientv3.Client, 0, b)
+	defer func() {
+		stop()
+		wg.Wait()
+		for _, c := range clis {
+			_ = c.Close()
+		}
+	}()
+	for range b {
+		c, err := etcdClient(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		clis = append(clis, c)
+		for _, r := range kubestate.Resources {
+			wch := c.Watch(wctx, r.KeyPrefix(), clientv3.WithPrefix())
+			wg.Go(func() {
+				for resp := range wch {
+					now := time.Now()
+					for range resp.Events {
+						got <- now
+					}
+				}
+			})
+		}
+	}
+	// A watch is set up once etcd has acknowledged it: the first change
+	// reaches every client before anything is measured.
+	if _, err := bareChange(ctx, cli, seq, next, got, b); err != nil {
+		return nil, err
+	}
+	e1, o1 := heapSplit()
+	out := &bareRun{watchers: b, etcdHeap: (e1 - e0) / float64(b), clientHeap: (o1 - o0) / float64(b)}
+	c0 = cpuTime()
+	for range changes {
+		lat, err := bareChange(ctx, cli, seq, next, got, b)
+		if err != nil {
+			return nil, err
+		}
+		out.lat = append(out.lat, lat...)
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	out.cpu = max(cpuTime()-c0-unwatched, 0) / time.Duration(max(changes*b, 1))
+	return out, nil
+}
+
+// bareChange puts the next slice of seq and waits for b receipts on got.
+func bareChange(ctx context.Context, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, got <-chan time.Time, b int) ([]time.Duration, error) {
+	s := seq[*next%len(seq)]
+	*next++
+	val, err := kubestate.Encode(s)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if _, err := cli.Put(ctx, s.Key().String(), string(val)); err != nil {
+		return nil, fmt.Errorf("fanout: etcd put: %w", err)
+	}
+	lat := make([]time.Duration, 0, b)
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for range b {
+		select {
+		case t := <-got:
+			lat = append(lat, t.Sub(t0))
+		case <-timeout.C:
+			return nil, fmt.Errorf("fanout: %d of %d bare watchers received %s within a minute", len(lat), b, s.Key())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return lat, nil
 }

@@ -36,6 +36,8 @@ type Results struct {
 	// FanoutStopped tells why a larger K was not measured.
 	Fanout        map[string]*FanoutResult `json:"fanout,omitempty"`
 	FanoutStopped string                   `json:"-"`
+	// FanoutBare is the fan-out to watchers that decode nothing.
+	FanoutBare *FanoutBareResult `json:"-"`
 	// AgentChangeCPUUS is the running agent's CPU per change at N=10000,
 	// from the etcd watch event to the VPP calls issued, µs.
 	AgentChangeCPUUS float64            `json:"agent_change_cpu_us,omitempty"`
@@ -122,6 +124,20 @@ type FanoutResult struct {
 	// the size of its backend file (memory-mapped, not heap).
 	EtcdHeapIdleMiB float64 `json:"-"`
 	DBMiB           float64 `json:"-"`
+}
+
+// FanoutBareResult is the fan-out of changes to watchers that only
+// receive them (what an agent watches, one client each).
+type FanoutBareResult struct {
+	Watchers int
+	// P50MS and P99MS: from just before the put to a watcher's receipt.
+	P50MS, P99MS float64
+	// CPUUS is the process CPU per change and watcher (etcd's send, the
+	// gRPC stack both ways, the client's watch routing), µs.
+	CPUUS float64
+	// EtcdHeapKiB and ClientHeapKiB are the heap per watcher on etcd's
+	// side and on the client's.
+	EtcdHeapKiB, ClientHeapKiB float64
 }
 
 // AgentChangeResult details the agent-change figure.
@@ -354,6 +370,12 @@ func (r *Results) WriteTable(w io.Writer) error {
 	for _, f := range r.Fanout {
 		single("fan-out: etcd's heap with no agent / its backend file (MiB)", fmt.Sprintf("%.1f / %.1f", f.EtcdHeapIdleMiB, f.DBMiB), "", "")
 		break
+	}
+	if b := r.FanoutBare; b != nil {
+		single(fmt.Sprintf("fan-out to %d bare watchers (no decoding): put to receipt p50 / p99 (ms)", b.Watchers),
+			fmt.Sprintf("%.2f / %.2f", b.P50MS, b.P99MS), "", "")
+		single("… CPU per change and watcher (µs); heap per watcher, etcd's / the client's (KiB)",
+			fmt.Sprintf("%.1f; %.0f / %.0f", b.CPUUS, b.EtcdHeapKiB, b.ClientHeapKiB), "", "")
 	}
 	if r.FanoutStopped != "" {
 		single("fan-out: stopped early", r.FanoutStopped, "", "")
