@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +36,10 @@ type fanoutParams struct {
 	ks      []int
 	changes int // per K
 	fast    bool
-	log     *slog.Logger
+	// profileDir, when set, receives fanout-bare.pprof: a CPU profile of
+	// the bare watchers' fan-out, labelled side=etcd or side=watchers.
+	profileDir string
+	log        *slog.Logger
 }
 
 // fanoutLevel is the fan-out figure at one K.
@@ -74,7 +79,18 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	// applies to what is allocated from here on, etcd and W(N) included.
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = fanoutProfileRate
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, p.fast)
+	// etcd's goroutines, and those they start, carry the profile label
+	// side=etcd; the bare watchers' side=watchers: a CPU profile of the
+	// bare fan-out (profileDir) splits by them.
+	var (
+		m         *etcd.Embedded
+		cli       *clientv3.Client
+		closeEtcd func()
+		err       error
+	)
+	pprof.Do(ctx, pprof.Labels("side", "etcd"), func(ctx context.Context) {
+		m, cli, closeEtcd, err = embeddedEtcd(ctx, p.fast)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
@@ -93,7 +109,7 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	out.etcdHeap0 = etcd0
 	next := 0
 	p.log.Info("fanout: bare watchers", "b", slices.Max(p.ks))
-	if out.bare, err = bareFanout(ctx, m, cli, seq, &next, slices.Max(p.ks), p.changes); err != nil {
+	if out.bare, err = bareFanout(ctx, m, cli, seq, &next, slices.Max(p.ks), p.changes, p.profileDir); err != nil {
 		return nil, err
 	}
 	_, other0 := heapSplit()
@@ -186,7 +202,7 @@ func availableMemory() uint64 {
 // fanoutFigure measures the fan-out figure into res.
 func fanoutFigure(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
 	o.Log.Info("fan-out: K agents against one etcd", "ks", o.FanoutKs, "n", o.FanoutSize, "changes", o.FanoutChanges)
-	r, err := measureFanout(ctx, env, fanoutParams{n: o.FanoutSize, ks: o.FanoutKs, changes: o.FanoutChanges, fast: o.FastEtcd, log: o.Log})
+	r, err := measureFanout(ctx, env, fanoutParams{n: o.FanoutSize, ks: o.FanoutKs, changes: o.FanoutChanges, fast: o.FastEtcd, log: o.Log, profileDir: o.ProfileDir})
 	if err != nil {
 		return err
 	}
@@ -226,7 +242,7 @@ type bareRun struct {
 // per resource prefix, on one client each), writes the next changes of
 // seq one at a time, each waited for until every client received it,
 // then closes them.
-func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int) (*bareRun, error) {
+func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int, profileDir string) (*bareRun, error) {
 	// The same puts with nobody watching: their cost is taken out.
 	c0 := cpuTime()
 	for range changes {
@@ -250,23 +266,29 @@ func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq
 			_ = c.Close()
 		}
 	}()
-	for range b {
-		c, err := etcdClient(ctx, m)
-		if err != nil {
-			return nil, err
-		}
-		clis = append(clis, c)
-		for _, r := range kubestate.Resources {
-			wch := c.Watch(wctx, r.KeyPrefix(), clientv3.WithPrefix())
-			wg.Go(func() {
-				for resp := range wch {
-					now := time.Now()
-					for range resp.Events {
-						got <- now
+	var err error
+	pprof.Do(wctx, pprof.Labels("side", "watchers"), func(wctx context.Context) {
+		for range b {
+			var c *clientv3.Client
+			if c, err = etcdClient(wctx, m); err != nil {
+				return
+			}
+			clis = append(clis, c)
+			for _, r := range kubestate.Resources {
+				wch := c.Watch(wctx, r.KeyPrefix(), clientv3.WithPrefix())
+				wg.Go(func() {
+					for resp := range wch {
+						now := time.Now()
+						for range resp.Events {
+							got <- now
+						}
 					}
-				}
-			})
+				})
+			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A watch is set up once etcd has acknowledged it: the first change
 	// reaches every client before anything is measured.
@@ -275,6 +297,17 @@ func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq
 	}
 	e1, o1 := heapSplit()
 	out := &bareRun{watchers: b, etcdHeap: (e1 - e0) / float64(b), clientHeap: (o1 - o0) / float64(b)}
+	if profileDir != "" {
+		f, err := os.Create(filepath.Join(profileDir, "fanout-bare.pprof"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	c0 = cpuTime()
 	for range changes {
 		lat, err := bareChange(ctx, cli, seq, next, got, b)
