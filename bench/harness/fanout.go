@@ -25,7 +25,7 @@ const fanoutWave = 10
 
 // fanoutReserve is the memory left free for the machine when deciding
 // whether the next K fits.
-const fanoutReserve = 3 << 30
+const fanoutReserve = 4 << 30
 
 // fanoutAgent is one agent of the fan-out figure: the real controller (its
 // etcd watcher included, on a client of its own), the service processor
