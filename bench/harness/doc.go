@@ -4,9 +4,13 @@
 // wired as the agent wires them), binary-API calls per endpoint change
 // through the real VPP client and the simulated VPP, decode cost, NodeSync
 // with many joiners against embedded etcd (K, and 1000 in the nodesync-many
-// figure), and network programming latency
-// through the whole agent. Run returns the figures; Results prints the
-// table and the JSON of results.json.
+// figure), network programming latency through the whole agent, K agents
+// (controller, processor, renderer over a counting VPP) sharing one
+// embedded etcd holding W(10000) — the fan-out latency of a change, heap
+// per agent and etcd's heap (fanout) — and the running agent's CPU per
+// change from the etcd watch event to the VPP calls (agent-change). Run
+// returns the figures; Results prints the table and the JSON of
+// results.json.
 //
 // It measures the project's parts from outside, through their exported
 // APIs; nothing in the product imports it, and it must not hold product

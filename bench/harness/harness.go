@@ -42,11 +42,17 @@ const (
 	// socket-served simulated VPP (200 µs per request), empty and already
 	// programmed.
 	FigStartup Figure = "startup"
+	// FigFanout: K agents against one etcd holding W(10000), their heap,
+	// etcd's and the fan-out latency of one EndpointSlice change.
+	FigFanout Figure = "fanout"
+	// FigAgentChange: the running agent's CPU per change at N=10000, from
+	// the etcd watch event to the VPP calls issued.
+	FigAgentChange Figure = "agent-change"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart, FigVPPProgram, FigStartup}
+	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart, FigVPPProgram, FigStartup, FigFanout, FigAgentChange}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
@@ -72,6 +78,15 @@ type Options struct {
 	// are written; defaults 60s and 20.
 	NPLDuration time.Duration
 	NPLRate     float64
+	// FanoutKs are the agent counts of the fan-out figure; default 50,
+	// 100, 200. FanoutSize is its N (default 10000) and FanoutChanges the
+	// changes written at each K (default 50).
+	FanoutKs      []int
+	FanoutSize    int
+	FanoutChanges int
+	// AgentChanges is the number of changes of the agent-change figure
+	// (default 2000, in blocks of 100).
+	AgentChanges int
 	// FastEtcd gives embedded etcd short tick and election timings (tests);
 	// the benchmark uses etcd's defaults.
 	FastEtcd bool
@@ -113,6 +128,18 @@ func (o *Options) setDefaults() {
 	if o.ProgramSize <= 0 {
 		o.ProgramSize = programSize
 	}
+	if len(o.FanoutKs) == 0 {
+		o.FanoutKs = []int{50, 100, 200}
+	}
+	if o.FanoutSize <= 0 {
+		o.FanoutSize = targetSize
+	}
+	if o.FanoutChanges <= 0 {
+		o.FanoutChanges = 50
+	}
+	if o.AgentChanges <= 0 {
+		o.AgentChanges = 2000
+	}
 	if o.NPLDuration <= 0 {
 		o.NPLDuration = 60 * time.Second
 	}
@@ -138,6 +165,11 @@ func (o *Options) validate() error {
 	for _, n := range o.Sizes {
 		if n < 1 {
 			errs = append(errs, fmt.Errorf("%w: size %d: N must be at least 1", ErrOptions, n))
+		}
+	}
+	for _, k := range o.FanoutKs {
+		if k < 1 {
+			errs = append(errs, fmt.Errorf("%w: fan-out K %d: must be at least 1", ErrOptions, k))
 		}
 	}
 	for _, f := range o.Figures {
@@ -273,6 +305,33 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 			EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
 		}
+	}
+	if o.wants(FigFanout) {
+		if err := fanoutFigure(ctx, env, o, res); err != nil {
+			return nil, err
+		}
+	}
+	if o.wants(FigAgentChange) {
+		runs := min(o.Runs, 3)
+		o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges, "runs", runs)
+		var per, with, base []float64
+		var changes int
+		for i := range runs {
+			// The profiles are taken in the last run only.
+			dir := ""
+			if i == runs-1 {
+				dir = o.ProfileDir
+			}
+			r, err := measureAgentChange(ctx, env, o.FanoutSize, o.AgentChanges, o.FastEtcd, dir, o.ProfileTime)
+			if err != nil {
+				return nil, err
+			}
+			o.Log.Info("agent-change run", "run", i+1, "perChange", r.perChange, "profiled", r.profiled)
+			per, with, base = append(per, us(r.perChange)), append(with, us(r.withAgent)), append(base, us(r.baseline))
+			changes = r.changes
+		}
+		res.AgentChangeCPUUS = median(per)
+		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base)}
 	}
 	if o.wants(FigNPL) {
 		o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)

@@ -56,6 +56,7 @@ func TestQuickRun(t *testing.T) {
 	res, err := Run(t.Context(), Options{
 		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
 		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true, ProgramSize: 100,
+		FanoutKs: []int{3, 2}, FanoutSize: 100, FanoutChanges: 4, AgentChanges: 100,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +105,18 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup %+v", s)
 	}
 
+	// Every agent applied every change; each one's heap holds at least
+	// its view of W(100); etcd's server holds the stored W(100).
+	for _, k := range []string{"2", "3"} {
+		f := res.Fanout[k]
+		if f == nil || f.Changes != 4 || f.P50MS <= 0 || f.P99MS < f.P50MS || f.AllP99MS < f.P50MS || f.AgentHeapMiB <= 0 || f.EtcdHeapMiB <= 0 {
+			t.Errorf("fanout K=%s: %+v", k, f)
+		}
+	}
+	if a := res.AgentChange; a == nil || a.Changes != 100 || a.WithAgentUS <= 0 || a.BaselineUS <= 0 {
+		t.Errorf("agent-change %+v", a)
+	}
+
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {
 		t.Fatal(err)
@@ -115,6 +128,7 @@ func TestQuickRun(t *testing.T) {
 		NPL      map[string]any            `json:"npl"`
 		Program  map[string]any            `json:"vpp_program"`
 		Startup  map[string]any            `json:"startup"`
+		Fanout   map[string]map[string]any `json:"fanout"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
 		t.Fatal(err)
@@ -137,12 +151,16 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup keys %v", got)
 	}
 
+	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {
+		t.Errorf("fanout keys %v", got)
+	}
+
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| figure | N=100 | target | met? |", "| per-change CPU (µs) |", "network programming latency", "NodeSync",
-		"programmed over the VPP socket", "agent start to ready"} {
+		"programmed over the VPP socket", "agent start to ready", "fan-out, 3 agents", "agent CPU per change"} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}

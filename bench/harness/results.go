@@ -30,10 +30,20 @@ type Results struct {
 	Restart map[string]*RestartResult `json:"restart,omitempty"`
 	// VPPProgram and Startup are the figures over the simulated VPP's
 	// socket.
-	VPPProgram   *VPPProgramResult `json:"vpp_program,omitempty"`
-	Startup      *StartupResult    `json:"startup,omitempty"`
-	DecodeAllocs float64           `json:"-"`
-	DecodeBytes  int               `json:"-"`
+	VPPProgram *VPPProgramResult `json:"vpp_program,omitempty"`
+	Startup    *StartupResult    `json:"startup,omitempty"`
+	// Fanout holds the fan-out figure, keyed by K in decimal;
+	// FanoutStopped tells why a larger K was not measured.
+	Fanout        map[string]*FanoutResult `json:"fanout,omitempty"`
+	FanoutStopped string                   `json:"-"`
+	// FanoutBare is the fan-out to watchers that decode nothing.
+	FanoutBare *FanoutBareResult `json:"-"`
+	// AgentChangeCPUUS is the running agent's CPU per change at N=10000,
+	// from the etcd watch event to the VPP calls issued, µs.
+	AgentChangeCPUUS float64            `json:"agent_change_cpu_us,omitempty"`
+	AgentChange      *AgentChangeResult `json:"-"`
+	DecodeAllocs     float64            `json:"-"`
+	DecodeBytes      int                `json:"-"`
 	// Runs is the number of runs each median is taken over.
 	Runs int `json:"-"`
 	// Figures are the figure groups measured; empty means all.
@@ -91,11 +101,62 @@ type StartupResult struct {
 	Runs int `json:"-"`
 }
 
+// FanoutResult is the fan-out figure at one K: K agents against one etcd
+// holding W(N).
+type FanoutResult struct {
+	// P50MS and P99MS are over every agent and change: the time from just
+	// before the etcd put to the end of that agent's apply of it.
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	// AgentHeapMiB is the live heap per agent; EtcdHeapMiB etcd's server's
+	// live heap with the K agents watching (from the heap profile).
+	AgentHeapMiB float64 `json:"agent_heap_mib"`
+	EtcdHeapMiB  float64 `json:"etcd_heap_mib"`
+	// AllP99MS is, over the changes, the p99 of the time until the last
+	// of the K agents applied it.
+	AllP99MS float64 `json:"-"`
+	// CPUPerChangeMS is the process CPU of one change: etcd, K watch
+	// streams and K agents.
+	CPUPerChangeMS float64 `json:"-"`
+	Changes        int     `json:"-"`
+	N              int     `json:"-"`
+	// EtcdHeapIdleMiB is etcd's heap holding W(N) with no agent; DBMiB
+	// the size of its backend file (memory-mapped, not heap).
+	EtcdHeapIdleMiB float64 `json:"-"`
+	DBMiB           float64 `json:"-"`
+}
+
+// FanoutBareResult is the fan-out of changes to watchers that only
+// receive them (what an agent watches, one client each).
+type FanoutBareResult struct {
+	Watchers int
+	// P50MS and P99MS: from just before the put to a watcher's receipt.
+	P50MS, P99MS float64
+	// CPUUS is the process CPU per change and watcher (etcd's send, the
+	// gRPC stack both ways, the client's watch routing), µs.
+	CPUUS float64
+	// EtcdHeapKiB and ClientHeapKiB are the heap per watcher on etcd's
+	// side and on the client's.
+	EtcdHeapKiB, ClientHeapKiB float64
+}
+
+// AgentChangeResult details the agent-change figure.
+type AgentChangeResult struct {
+	// Changes are per run; Runs the runs the medians are taken over,
+	// PerRunUS each run's figure.
+	N, Changes, Runs int
+	PerRunUS         []float64
+	// WithAgentUS and BaselineUS are the process CPU per change watched by
+	// the agent and by a bare watch; the figure is their difference.
+	WithAgentUS, BaselineUS float64
+}
+
 // Targets of issue 14 for the figures over the socket.
 const (
 	targetPipelinedMS      = 500
 	targetStartupEmptyMS   = 1000
 	targetStartupProgramMS = 500
+	targetAgentChangeCPUUS = 10
 )
 
 // SizeResult are the figures at one N, each the median over the runs.
@@ -298,6 +359,32 @@ func (r *Results) WriteTable(w io.Writer) error {
 		single("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
 			"≤ 500", verdict(s.N == targetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
 	}
+	for _, k := range sortedNumeric(r.Fanout) {
+		f := r.Fanout[k]
+		single(fmt.Sprintf("fan-out, %s agents on one etcd with W(%d): change put to applied at each agent p50 / p99 (ms; %d changes)", k, f.N, f.Changes),
+			fmt.Sprintf("%.2f / %.2f", f.P50MS, f.P99MS), "", "")
+		single("… until the last agent, p99 (ms)", fmt.Sprintf("%.2f", f.AllP99MS), "", "")
+		single("… heap per agent / etcd's heap (MiB)", fmt.Sprintf("%.1f / %.1f", f.AgentHeapMiB, f.EtcdHeapMiB), "", "")
+		single("… process CPU per change, etcd and all agents (ms)", fmt.Sprintf("%.2f", f.CPUPerChangeMS), "", "")
+	}
+	for _, f := range r.Fanout {
+		single("fan-out: etcd's heap with no agent / its backend file (MiB)", fmt.Sprintf("%.1f / %.1f", f.EtcdHeapIdleMiB, f.DBMiB), "", "")
+		break
+	}
+	if b := r.FanoutBare; b != nil {
+		single(fmt.Sprintf("fan-out to %d bare watchers (no decoding): put to receipt p50 / p99 (ms)", b.Watchers),
+			fmt.Sprintf("%.2f / %.2f", b.P50MS, b.P99MS), "", "")
+		single("… CPU per change and watcher (µs); heap per watcher, etcd's / the client's (KiB)",
+			fmt.Sprintf("%.1f; %.0f / %.0f", b.CPUUS, b.EtcdHeapKiB, b.ClientHeapKiB), "", "")
+	}
+	if r.FanoutStopped != "" {
+		single("fan-out: stopped early", r.FanoutStopped, "", "")
+	}
+	if a := r.AgentChange; a != nil {
+		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, fmtList(a.PerRunUS, "%.0f")),
+			fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 10", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
+		single("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
+	}
 	if l := r.NPL; l != nil {
 		single(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
 			fmt.Sprintf("%.2f / %.2f / %.2f", l.P50MS, l.P99MS, l.MaxMS), "p99 ≤ 50",
@@ -363,4 +450,24 @@ func (t *table) write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// sortedNumeric is m's keys in numeric order.
+func sortedNumeric[V any](m map[string]V) []string {
+	ks := slices.Collect(maps.Keys(m))
+	slices.SortFunc(ks, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return ks
+}
+
+// fmtList formats xs with format, comma-separated.
+func fmtList(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, ", ")
 }
