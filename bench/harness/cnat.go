@@ -9,7 +9,6 @@ import (
 
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/plugins/service"
-	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
 
@@ -80,33 +79,15 @@ func (e *nodeEnv) cnatConfig() cnat.Config {
 // cnatRenderer adapts the cnat renderer.
 type cnatRenderer struct{ *cnat.Renderer }
 
-func (r cnatRenderer) refused() (int, string) {
-	fs := r.Failures()
-	if len(fs) == 0 {
-		return 0, ""
-	}
-	return len(fs), fmt.Sprintf("%+v", fs[0])
-}
+func (r cnatRenderer) refused() (int, string) { return firstOf(r.Failures()) }
 
 // newCNATPipeline is node 1's pipeline with the cnat renderer.
 func (e *nodeEnv) newCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
-	quiet := slog.New(slog.DiscardHandler)
-	r, err := cnat.New(cnat.Params{Config: e.cnatConfig(), VPP: vpp, Log: quiet})
+	r, err := cnat.New(cnat.Params{Config: e.cnatConfig(), VPP: vpp, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, fmt.Errorf("cnat renderer: %w", err)
 	}
-	p, err := service.New(service.Params{
-		Logger:     quiet,
-		Renderers:  []sr.Renderer{r},
-		Node:       node1{},
-		Subnets:    e.plan,
-		Interfaces: ifaces,
-		Config:     e.processorConfig(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("service processor: %w", err)
-	}
-	return &pipeline{proc: p, rend: cnatRenderer{r}}, nil
+	return e.pipelineOf(r, cnatRenderer{r}, ifaces)
 }
 
 // cnatFigures runs the pipeline figures with the cnat renderer o.Runs

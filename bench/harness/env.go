@@ -134,8 +134,10 @@ type pipelineRenderer interface {
 // nat44Renderer adapts the NAT44 renderer.
 type nat44Renderer struct{ *nat44.Renderer }
 
-func (r nat44Renderer) refused() (int, string) {
-	fs := r.Failures()
+func (r nat44Renderer) refused() (int, string) { return firstOf(r.Failures()) }
+
+// firstOf counts failures and describes the first.
+func firstOf[F any](fs []F) (int, string) {
 	if len(fs) == 0 {
 		return 0, ""
 	}
@@ -143,13 +145,18 @@ func (r nat44Renderer) refused() (int, string) {
 }
 
 func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
-	quiet := slog.New(slog.DiscardHandler)
-	r, err := nat44.New(nat44.Params{Config: e.rendererConfig(), VPP: vpp, Log: quiet})
+	r, err := nat44.New(nat44.Params{Config: e.rendererConfig(), VPP: vpp, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
+	return e.pipelineOf(r, nat44Renderer{r}, ifaces)
+}
+
+// pipelineOf is node 1's service processor feeding r, applied through
+// rend.
+func (e *nodeEnv) pipelineOf(r sr.Renderer, rend pipelineRenderer, ifaces service.InterfaceLookup) (*pipeline, error) {
 	p, err := service.New(service.Params{
-		Logger:     quiet,
+		Logger:     slog.New(slog.DiscardHandler),
 		Renderers:  []sr.Renderer{r},
 		Node:       node1{},
 		Subnets:    e.plan,
@@ -159,7 +166,7 @@ func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*p
 	if err != nil {
 		return nil, fmt.Errorf("service processor: %w", err)
 	}
-	return &pipeline{proc: p, rend: nat44Renderer{r}}, nil
+	return &pipeline{proc: p, rend: rend}, nil
 }
 
 // resync takes in a full snapshot and applies it in full.
