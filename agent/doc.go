@@ -1,8 +1,13 @@
-// Package agent assembles contiv-agent from its parts: etcd (embedded when
-// no endpoint is configured), the node ID claim, the IPAM address plan, the
-// VPP connection (the simulated VPP when no VPP socket exists), the
-// controller with its handlers — nodesync, ipam, the service processor —
-// and the NAT44 renderer as its apply step, metrics and the HTTP server.
+// Package agent assembles contiv-agent from its parts: etcd (an embedded
+// one only when etcd.embedded.enabled), the node ID claim, the IPAM address
+// plan, the VPP connection (vppwire.go: VPP's socket, its interface events,
+// the main NIC found by the node IP; or a Dataplane standing in for VPP,
+// such as the simulated VPP, chosen by the caller), the controller with its
+// handlers — nodesync, ipam, the service processor — and the renderer the
+// configuration names (renderers.go: NAT44 or cnat) as its apply step,
+// metrics and the HTTP server. Readiness (readiness.go) tells the truth
+// about VPP: not ready from the moment it is lost until a full reprogram
+// is applied and every interface it waits for is back.
 //
 // Beside the NAT44 mappings it gives kube-proxy's node-side behaviour
 // (parity.go): the health checks of LoadBalancer services under the Local
