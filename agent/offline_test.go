@@ -302,3 +302,56 @@ func TestRenderUnknownRenderer(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestRenderIPv6Node: the IPv6 options (an interface's ipv6CIDR, the IPv6
+// pod and service ranges) make the cnat renderer's node side IPv6, and
+// NAT44 ignores them.
+func TestRenderIPv6Node(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	config := func(renderer string, v6 bool) contivconf.Config {
+		cfg := renderConfig("node-2")
+		cfg.Renderer = renderer
+		main := contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0"}
+		other := contivconf.InterfaceConfig{Name: "GigabitEthernet0/9/0", IPCIDR: pfx("10.50.0.2/24")}
+		if v6 {
+			cfg.IPAM.PodSubnetCIDRv6, cfg.IPAM.ServiceCIDRv6 = pfx("fd00:1::/48"), pfx("fd00:96::/108")
+			main.IPv6CIDR, other.IPv6CIDR = pfx("2001:db8:16::2/64"), pfx("2001:db8:50::2/64")
+		}
+		cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-2", MainInterface: &main, OtherInterfaces: []contivconf.InterfaceConfig{other}}}
+		if err := cfg.Validate(); err != nil && !strings.Contains(err.Error(), "etcd.endpoints") {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+
+	c := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererCNAT, true)}).CNAT
+	n := c.DesiredNode
+	if n.SNAT4 != netip.MustParseAddr("192.168.16.2") || n.SNAT6 != netip.MustParseAddr("2001:db8:16::2") {
+		t.Errorf("SNAT addresses %v %v", n.SNAT4, n.SNAT6)
+	}
+	var exclude []string
+	for _, p := range n.Exclude {
+		exclude = append(exclude, p.String())
+	}
+	want := []string{"10.1.0.0/16", "10.50.0.0/24", "10.96.0.0/12", "192.168.16.0/24", "2001:db8:16::/64", "2001:db8:50::/64", "fd00:1::/48", "fd00:96::/108"}
+	if !slices.Equal(exclude, want) {
+		t.Errorf("exclude %v, want %v", exclude, want)
+	}
+	for _, name := range []string{"GigabitEthernet0/8/0", "GigabitEthernet0/9/0", "tap0"} {
+		if f := n.Features[name]; f&(cnat.FeatureInput6|cnat.FeatureOutput6) != cnat.FeatureInput6|cnat.FeatureOutput6 {
+			t.Errorf("%s: features %v, want the IPv6 ones", name, f)
+		}
+	}
+	if c.AppliedNode == nil || !reflect.DeepEqual(c.DesiredNode, c.AppliedNode) {
+		t.Errorf("node: applied %+v, desired %+v", c.AppliedNode, c.DesiredNode)
+	}
+	if snat := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererCNAT, false)}).CNAT.DesiredNode; snat.SNAT6.IsValid() || snat.Features["tap0"]&cnat.FeatureInput6 != 0 {
+		t.Errorf("without IPv6 options: SNAT6 %v, tap0 features %v", snat.SNAT6, snat.Features["tap0"])
+	}
+
+	with := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererNAT44, true)})
+	without := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererNAT44, false)})
+	if got, want := with.Desired.Lines(), without.Desired.Lines(); !slices.Equal(got, want) {
+		t.Errorf("NAT44 with the IPv6 options:\n%s\nwithout:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -62,28 +62,38 @@ func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waitin
 }
 
 // cnatConfig is the cnat renderer's configuration of this node: the node
-// IP source-NATs; pod, service and node networks are excluded from source
+// IPs (IPv4, and IPv6 when the main interface has an ipv6CIDR) source-NAT;
+// pod, service and node networks of both families are excluded from source
 // NAT; the node's own interfaces get the features without a SNAT table.
 func (a *Agent) cnatConfig() cnat.Config {
 	cfg := a.cfg
 	nc := cfg.ForNode(cfg.NodeName)
 	c := cnat.DefaultConfig()
 	c.NodeIP4 = a.nodeIP().Addr()
-	c.PodCIDRs = []netip.Prefix{cfg.IPAM.PodSubnetCIDR}
-	c.ServiceCIDRs = []netip.Prefix{a.plan.ServiceCIDR}
-	c.NodeNetworks = []netip.Prefix{a.nodeIP().Masked()}
+	c.NodeIP6 = nc.MainInterface.IPv6CIDR.Addr() // invalid (no IPv6) when unset
+	c.PodCIDRs = appendValid([]netip.Prefix{cfg.IPAM.PodSubnetCIDR}, cfg.IPAM.PodSubnetCIDRv6)
+	c.ServiceCIDRs = appendValid([]netip.Prefix{a.plan.ServiceCIDR}, cfg.IPAM.ServiceCIDRv6)
+	c.NodeNetworks = appendValid([]netip.Prefix{a.nodeIP().Masked()}, nc.MainInterface.IPv6CIDR.Masked())
 	c.HostInterfaces = []string{a.mainInterface(), nc.HostInterconnectInterface}
 	if a.overlay() {
 		c.HostInterfaces = append(c.HostInterfaces, nc.VXLANBVIInterface)
 	}
 	for _, o := range nc.OtherInterfaces {
 		c.HostInterfaces = append(c.HostInterfaces, o.Name)
-		if o.IPCIDR.IsValid() {
-			c.NodeNetworks = append(c.NodeNetworks, o.IPCIDR.Masked())
-		}
+		c.NodeNetworks = appendValid(c.NodeNetworks, o.IPCIDR.Masked(), o.IPv6CIDR.Masked())
 	}
 	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
 	return c
+}
+
+// appendValid appends the valid prefixes of ps to dst.
+func appendValid(dst []netip.Prefix, ps ...netip.Prefix) []netip.Prefix {
+	for _, p := range ps {
+		if p.IsValid() {
+			dst = append(dst, p)
+		}
+	}
+	return dst
 }
 
 // CNATView is the /v1/cnat view: the translations desired and applied,

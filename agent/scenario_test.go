@@ -70,8 +70,16 @@ package agent
 //	                         "reply dropped" when its reply does not make
 //	                         it back (the oracle follows both directions:
 //	                         sim.VPP.Trace)
-//	-- expect-cnat --        the simulated VPP's cnat state (renderer: cnat):
-//	                         its SNAT line, then one line per translation
+//	-- expect-cnat [KIND...] --
+//	                         the simulated VPP's cnat state (renderer: cnat):
+//	                         its snat line ("ip6=" only when an IPv6 SNAT
+//	                         address is set), an interface line per
+//	                         interface with cnat features or SNAT tables
+//	                         (each feature with its count, e.g. in6=1 for
+//	                         cnat-input-ip6), one translation line per
+//	                         translation; the kinds snat, interface and
+//	                         translation select lines, none means snat and
+//	                         translation
 //	-- expect-reported --    what the agent reports as left out or refused:
 //	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
@@ -452,8 +460,17 @@ func (r *runner) run(s *step) {
 		}
 		r.expect(s, func() []string { return filterLines(h.lines(), kinds) })
 	case "expect-cnat":
-		noArgs()
-		r.expect(s, r.cnatLines)
+		kinds := map[string]bool{}
+		for _, k := range s.args {
+			if !slices.Contains([]string{"snat", "interface", "translation"}, k) {
+				r.fatalf(s, "unknown line kind %q", k)
+			}
+			kinds[k] = true
+		}
+		if len(kinds) == 0 {
+			kinds = map[string]bool{"snat": true, "translation": true}
+		}
+		r.expect(s, func() []string { return filterLines(r.cnatLines(), kinds) })
 	case "expect-reported":
 		noArgs()
 		r.expect(s, func() []string { return reported(h.agent) })
@@ -766,7 +783,12 @@ func (r *runner) cut() uint64 {
 func (r *runner) cnatLines() []string {
 	var out []string
 	snat := r.h.vpp.CnatSnatState()
-	out = append(out, fmt.Sprintf("snat ip4=%v policy=%d exclude=%v", snat.IP4, snat.Policy, snat.Exclude))
+	ip6 := ""
+	if snat.IP6.IsValid() && !snat.IP6.IsUnspecified() {
+		ip6 = " ip6=" + snat.IP6.String()
+	}
+	out = append(out, fmt.Sprintf("snat ip4=%v%s policy=%d exclude=%v", snat.IP4, ip6, snat.Policy, snat.Exclude))
+	out = append(out, r.cnatInterfaceLines(snat)...)
 	ts := r.h.vpp.CnatTranslations()
 	slices.SortFunc(ts, func(a, b sim.CnatTranslation) int {
 		return cmp.Or(a.VIP.Compare(b.VIP), cmp.Compare(a.Proto, b.Proto))
@@ -779,6 +801,43 @@ func (r *runner) cnatLines() []string {
 		slices.Sort(paths)
 		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, t.Proto, t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
 	}
+	return out
+}
+
+// cnatInterfaceLines is one line per interface with cnat features or SNAT
+// tables: "interface NAME in4=N out4=N in6=N out6=N tables=T,...", only
+// the features that are on.
+func (r *runner) cnatInterfaceLines(snat sim.CnatSnat) []string {
+	feats := []struct{ short, node string }{
+		{"in4", "cnat-input-ip4"}, {"out4", "cnat-output-ip4"}, {"in6", "cnat-input-ip6"}, {"out6", "cnat-output-ip6"},
+	}
+	tables := []struct {
+		name    string
+		members []string
+	}{{"include-v4", snat.IncludeV4}, {"include-v6", snat.IncludeV6}, {"pod", snat.Pod}, {"host", snat.Host}}
+	var out []string
+	for _, ifc := range r.h.vpp.Interfaces() {
+		var f []string
+		for _, ft := range feats {
+			if n := r.h.vpp.CnatFeatureCount(ifc.Name, ft.node); n > 0 {
+				f = append(f, fmt.Sprintf("%s=%d", ft.short, n))
+			}
+		}
+		var ts []string
+		for _, t := range tables {
+			if slices.Contains(t.members, ifc.Name) {
+				ts = append(ts, t.name)
+			}
+		}
+		if len(f) == 0 && len(ts) == 0 {
+			continue
+		}
+		if len(ts) > 0 {
+			f = append(f, "tables="+strings.Join(ts, ","))
+		}
+		out = append(out, "interface "+ifc.Name+" "+strings.Join(f, " "))
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -295,8 +295,9 @@ type RoutingConfig struct {
 	VXLANBVIInterface string `json:"vxlanBVIInterface"`
 }
 
-// IPAMConfig is the cluster's IPv4 address plan. Every node takes one
-// subnet of each per-node range, chosen by its node ID.
+// IPAMConfig is the cluster's address plan: IPv4, every node taking one
+// subnet of each per-node range, chosen by its node ID; and optional IPv6
+// ranges, which only the cnat renderer uses (nat44 ignores them).
 type IPAMConfig struct {
 	// PodSubnetCIDR is the range of all pod subnets.
 	PodSubnetCIDR netip.Prefix `json:"podSubnetCIDR"`
@@ -318,6 +319,15 @@ type IPAMConfig struct {
 	ServiceCIDR netip.Prefix `json:"serviceCIDR"`
 	// DefaultGateway is the nodes' default gateway; empty means none.
 	DefaultGateway netip.Addr `json:"defaultGateway"`
+	// PodSubnetCIDRv6 is the cluster's IPv6 pod range; empty means none.
+	// The cnat renderer excludes it from source NAT; IPAM does not
+	// allocate from it.
+	PodSubnetCIDRv6 netip.Prefix `json:"podSubnetCIDRv6"`
+	// ServiceCIDRv6 is the cluster's IPv6 service range (the IPv6 half of
+	// kube-apiserver's --service-cluster-ip-range); empty means none. The
+	// cnat renderer excludes it from source NAT and owns the translations
+	// in it.
+	ServiceCIDRv6 netip.Prefix `json:"serviceCIDRv6"`
 }
 
 // NodeSyncConfig configures node ID allocation.
@@ -336,8 +346,14 @@ type InterfaceConfig struct {
 	// IPCIDR is the interface's address with its subnet's prefix length,
 	// e.g. 192.168.16.1/24; empty with UseDHCP or to let IPAM choose.
 	IPCIDR netip.Prefix `json:"ipCIDR"`
-	// UseDHCP takes the address from DHCP.
+	// UseDHCP takes the (IPv4) address from DHCP.
 	UseDHCP bool `json:"useDHCP"`
+	// IPv6CIDR is the interface's IPv6 address with its subnet's prefix
+	// length, e.g. 2001:db8:16::1/64; empty means none. On the main
+	// interface it is the node's IPv6 source-NAT address under the cnat
+	// renderer (nat44 ignores it); every interface's IPv6 subnet is
+	// excluded from cnat's source NAT.
+	IPv6CIDR netip.Prefix `json:"ipv6CIDR"`
 }
 
 // NodeOverride is one entry of Config.NodeConfig: settings of one node

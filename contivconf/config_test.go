@@ -17,7 +17,7 @@ func TestForNode(t *testing.T) {
 	c.NodeConfig = []NodeOverride{
 		{
 			NodeName:        "static",
-			MainInterface:   &InterfaceConfig{Name: "GigabitEthernet0/8/0", IPCIDR: pfx("192.168.16.1/24")},
+			MainInterface:   &InterfaceConfig{Name: "GigabitEthernet0/8/0", IPCIDR: pfx("192.168.16.1/24"), IPv6CIDR: pfx("2001:db8:16::1/64")},
 			OtherInterfaces: []InterfaceConfig{{Name: "GigabitEthernet0/9/0", UseDHCP: true}},
 			Gateway:         addr("192.168.16.254"),
 		},
@@ -32,7 +32,7 @@ func TestForNode(t *testing.T) {
 			HostInterconnectInterface: "tap0", VXLANBVIInterface: "loop1"}},
 		{"static", NodeConfig{
 			NodeName:           "static",
-			MainInterface:      InterfaceConfig{Name: "GigabitEthernet0/8/0", IPCIDR: pfx("192.168.16.1/24")},
+			MainInterface:      InterfaceConfig{Name: "GigabitEthernet0/8/0", IPCIDR: pfx("192.168.16.1/24"), IPv6CIDR: pfx("2001:db8:16::1/64")},
 			OtherInterfaces:    []InterfaceConfig{{Name: "GigabitEthernet0/9/0", UseDHCP: true}},
 			Gateway:            addr("192.168.16.254"),
 			NATExternalTraffic: true,

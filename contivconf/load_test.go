@@ -80,6 +80,7 @@ func TestParseWrongType(t *testing.T) {
 		{"list for section", "log: [info]", `log: invalid value ["info"]: want a mapping`},
 		{"bad list element", "etcd:\n  endpoints: [a:1, 2]", `etcd.endpoints[1]: invalid value 2: want a string`},
 		{"override element", "nodeConfig:\n- nodeName: a\n  mainInterface:\n    ipCIDR: 1.2.3.4/40", `nodeConfig[0].mainInterface.ipCIDR: invalid value "1.2.3.4/40"`},
+		{"bad IPv6 prefix", "nodeConfig:\n- nodeName: a\n  mainInterface:\n    ipv6CIDR: 2001:db8::1/129", `nodeConfig[0].mainInterface.ipv6CIDR: invalid value "2001:db8::1/129"`},
 		{"pointer bool", "nodeConfig:\n- nodeName: a\n  natExternalTraffic: 1", `nodeConfig[0].natExternalTraffic: invalid value 1: want true or false`},
 		{"long bad value", "nodeName: [" + strings.Repeat("1,", 60) + "1]", `nodeName: invalid value [1,1,1,`},
 		{"top level list", "- a\n- b", `(top level): invalid value ["a","b"]: want a mapping`},

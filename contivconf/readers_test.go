@@ -67,6 +67,8 @@ var readers = map[string]struct{ file, re string }{
 	"ipam.vxlanCIDR":                     {"agent/nodeconfig.go", `c\.VXLANCIDR`},
 	"ipam.serviceCIDR":                   {"agent/renderers.go", `c\.ServiceCIDR`},
 	"ipam.defaultGateway":                {"contivconf/config.go", `c\.IPAM\.DefaultGateway`},
+	"ipam.podSubnetCIDRv6":               {"agent/renderers.go", `IPAM\.PodSubnetCIDRv6`},
+	"ipam.serviceCIDRv6":                 {"agent/renderers.go", `IPAM\.ServiceCIDRv6`},
 	"nodeSync.stateFile":                 {"agent/agent.go", `NodeSync\.StateFile`},
 	"nodeSync.claimTimeout":              {"agent/agent.go", `NodeSync\.ClaimTimeout`},
 	"nodeConfig":                         {"contivconf/config.go", `c\.NodeConfig`},

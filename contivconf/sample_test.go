@@ -117,7 +117,7 @@ func TestNodesSample(t *testing.T) {
 		t.Fatalf("unexpected sample: %+v", c)
 	}
 	n1 := c.ForNode("node-1")
-	if n1.MainInterface.IPCIDR != netip.MustParsePrefix("192.168.16.1/24") || n1.Gateway != netip.MustParseAddr("192.168.16.254") || !n1.NATExternalTraffic || len(n1.OtherInterfaces) != 1 {
+	if n1.MainInterface.IPCIDR != netip.MustParsePrefix("192.168.16.1/24") || n1.MainInterface.IPv6CIDR != netip.MustParsePrefix("2001:db8:16::1/64") || n1.Gateway != netip.MustParseAddr("192.168.16.254") || !n1.NATExternalTraffic || len(n1.OtherInterfaces) != 1 {
 		t.Errorf("node-1: %+v", n1)
 	}
 	n2 := c.ForNode("node-2")

@@ -380,6 +380,28 @@ func (c IPAMConfig) validate(p *problems) {
 	if c.DefaultGateway.IsValid() {
 		checkUnicast(p, "ipam.defaultGateway", c.DefaultGateway)
 	}
+	pod6 := c.PodSubnetCIDRv6.IsValid() && checkRange6(p, "ipam.podSubnetCIDRv6", c.PodSubnetCIDRv6)
+	svc6 := c.ServiceCIDRv6.IsValid() && checkRange6(p, "ipam.serviceCIDRv6", c.ServiceCIDRv6)
+	if pod6 && svc6 && c.ServiceCIDRv6.Overlaps(c.PodSubnetCIDRv6) {
+		p.add("ipam.serviceCIDRv6", c.ServiceCIDRv6, "overlaps ipam.podSubnetCIDRv6 (%s)", c.PodSubnetCIDRv6)
+	}
+}
+
+// checkRange6 requires a global or unique-local IPv6 prefix without host
+// bits.
+func checkRange6(p *problems, path string, pfx netip.Prefix) bool {
+	a := pfx.Addr()
+	switch {
+	case !a.Is6() || a.Is4In6():
+		p.add(path, pfx, "must be IPv6, e.g. fd00:10:1::/56")
+	case pfx.Masked() != pfx:
+		p.add(path, pfx, "has host bits set (did you mean %s?)", pfx.Masked())
+	case pfx.Bits() < 8, a.IsMulticast(), a.IsLinkLocalUnicast(), a.IsLoopback(), a.IsUnspecified():
+		p.add(path, pfx, "not a unicast range (want a global or unique-local prefix)")
+	default:
+		return true
+	}
+	return false
 }
 
 // checkRange requires an IPv4 prefix without host bits.
@@ -462,6 +484,9 @@ func (i InterfaceConfig) validate(p *problems, path string, names map[string]str
 	} else {
 		names[i.Name] = path
 	}
+	if i.IPv6CIDR.IsValid() {
+		checkInterface6(p, path+".ipv6CIDR", i.IPv6CIDR)
+	}
 	if !i.IPCIDR.IsValid() {
 		return
 	}
@@ -477,6 +502,22 @@ func (i InterfaceConfig) validate(p *problems, path string, names map[string]str
 		p.add(path+".ipCIDR", i.IPCIDR, "is the subnet's broadcast address")
 	case a.IsUnspecified(), a.IsMulticast():
 		p.add(path+".ipCIDR", i.IPCIDR, "not a unicast address")
+	}
+}
+
+// checkInterface6 requires an interface's IPv6 host address: global or
+// unique-local unicast, not a subnet's Subnet-Router anycast address.
+func checkInterface6(p *problems, path string, pfx netip.Prefix) {
+	a := pfx.Addr()
+	switch {
+	case !a.Is6() || a.Is4In6():
+		p.add(path, pfx, "must be IPv6, e.g. 2001:db8:16::1/64")
+	case a.IsUnspecified(), a.IsLoopback(), a.IsMulticast():
+		p.add(path, pfx, "not a unicast address")
+	case a.IsLinkLocalUnicast():
+		p.add(path, pfx, "is link-local, want a global or unique-local address")
+	case pfx.Bits() < 127 && a == pfx.Masked().Addr():
+		p.add(path, pfx, "is the subnet's Subnet-Router anycast address, want a host address such as %s", a.Next())
 	}
 }
 

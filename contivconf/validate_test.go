@@ -125,6 +125,31 @@ func TestValidateBadValues(t *testing.T) {
 		{"zero per-node prefix, no range", func(c *Config) { c.IPAM.VPPHostSubnetCIDR = netip.Prefix{}; c.IPAM.VPPHostSubnetNodePrefixLength = 0 }, `ipam.vppHostSubnetNodePrefixLength: invalid value 0: must be from 1 to 30`},
 		{"IPv6 gateway", func(c *Config) { c.IPAM.DefaultGateway = addr("fe80::1") }, `ipam.defaultGateway: invalid value fe80::1: must be IPv4`},
 		{"broadcast gateway", func(c *Config) { c.IPAM.DefaultGateway = addr("255.255.255.255") }, `ipam.defaultGateway: invalid value 255.255.255.255: not a unicast address`},
+		// IPv6 (cnat)
+		{"IPv4 pod range as v6", func(c *Config) { c.IPAM.PodSubnetCIDRv6 = pfx("10.2.0.0/16") }, `ipam.podSubnetCIDRv6: invalid value 10.2.0.0/16: must be IPv6`},
+		{"4-in-6 service range", func(c *Config) { c.IPAM.ServiceCIDRv6 = pfx("::ffff:10.96.0.0/108") }, `ipam.serviceCIDRv6: invalid value ::ffff:10.96.0.0/108: must be IPv6`},
+		{"v6 range host bits", func(c *Config) { c.IPAM.ServiceCIDRv6 = pfx("fd00:96::1/108") }, `ipam.serviceCIDRv6: invalid value fd00:96::1/108: has host bits set (did you mean fd00:96::/108?)`},
+		{"link-local pod range", func(c *Config) { c.IPAM.PodSubnetCIDRv6 = pfx("fe80::/64") }, `ipam.podSubnetCIDRv6: invalid value fe80::/64: not a unicast range`},
+		{"multicast service range", func(c *Config) { c.IPAM.ServiceCIDRv6 = pfx("ff05::/112") }, `ipam.serviceCIDRv6: invalid value ff05::/112: not a unicast range`},
+		{"v6 range too wide", func(c *Config) { c.IPAM.PodSubnetCIDRv6 = pfx("::/0") }, `ipam.podSubnetCIDRv6: invalid value ::/0: not a unicast range`},
+		{"v6 ranges overlap", func(c *Config) {
+			c.IPAM.PodSubnetCIDRv6, c.IPAM.ServiceCIDRv6 = pfx("fd00:10::/48"), pfx("fd00:10:0:96::/108")
+		}, `ipam.serviceCIDRv6: invalid value fd00:10:0:96::/108: overlaps ipam.podSubnetCIDRv6 (fd00:10::/48)`},
+		{"interface ipv6CIDR is IPv4", func(c *Config) {
+			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPv6CIDR: pfx("192.168.16.5/24")}}}
+		}, `nodeConfig[0].mainInterface.ipv6CIDR: invalid value 192.168.16.5/24: must be IPv6`},
+		{"interface ipv6CIDR link-local", func(c *Config) {
+			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPv6CIDR: pfx("fe80::1/64")}}}
+		}, `nodeConfig[0].mainInterface.ipv6CIDR: invalid value fe80::1/64: is link-local`},
+		{"interface ipv6CIDR multicast", func(c *Config) {
+			c.NodeConfig = []NodeOverride{{NodeName: "a", OtherInterfaces: []InterfaceConfig{{Name: "eth1", IPv6CIDR: pfx("ff02::1/64")}}}}
+		}, `nodeConfig[0].otherInterfaces[0].ipv6CIDR: invalid value ff02::1/64: not a unicast address`},
+		{"interface ipv6CIDR unspecified", func(c *Config) {
+			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPv6CIDR: pfx("::/64")}}}
+		}, `nodeConfig[0].mainInterface.ipv6CIDR: invalid value ::/64: not a unicast address`},
+		{"interface ipv6CIDR subnet-router anycast", func(c *Config) {
+			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPv6CIDR: pfx("2001:db8:16::/64")}}}
+		}, `nodeConfig[0].mainInterface.ipv6CIDR: invalid value 2001:db8:16::/64: is the subnet's Subnet-Router anycast address, want a host address such as 2001:db8:16::1`},
 		// NodeSync
 		{"no state file", func(c *Config) { c.NodeSync.StateFile = "" }, `nodeSync.stateFile: required`},
 		{"state file is a dir", func(c *Config) { c.NodeSync.StateFile = "/var/lib/contiv/" }, `nodeSync.stateFile: invalid value "/var/lib/contiv/": is a directory`},
@@ -198,6 +223,15 @@ func TestValidateGoodVariants(t *testing.T) {
 		{"big cluster", func(c *Config) {
 			c.IPAM.PodSubnetCIDR = pfx("10.128.0.0/9")
 			c.IPAM.PodSubnetNodePrefixLength = 25
+		}},
+		{"IPv6 node side for cnat", func(c *Config) {
+			c.Renderer = RendererCNAT
+			c.IPAM.PodSubnetCIDRv6, c.IPAM.ServiceCIDRv6 = pfx("fd00:10:1::/56"), pfx("fd00:96::/108")
+			c.NodeConfig = []NodeOverride{{
+				NodeName:        "a",
+				MainInterface:   &InterfaceConfig{Name: "eth0", UseDHCP: true, IPv6CIDR: pfx("2001:db8:16::1/64")},
+				OtherInterfaces: []InterfaceConfig{{Name: "eth1", IPv6CIDR: pfx("fd00:16::1/127")}},
+			}}
 		}},
 		{"point-to-point interface", func(c *Config) {
 			c.NodeConfig = []NodeOverride{{NodeName: "a", MainInterface: &InterfaceConfig{Name: "eth0", IPCIDR: pfx("10.9.0.0/31")}}}

@@ -84,9 +84,11 @@
 //     (scenario cnat-graceful-termination in agent/testdata/scenarios).
 //   - IPv6: cluster IPs, external IPs, NodePorts and backends of both
 //     families are rendered (nat44 is IPv4 only). The node's IPv6 part
-//     (the -ip6 features, INCLUDE_V6, an IPv6 SNAT address) follows
-//     Config.NodeIP6 and IPv6 CIDRs, which the agent does not fill yet
-//     (its configuration and IPAM are IPv4 only).
+//     (the -ip6 features, INCLUDE_V6, an IPv6 SNAT address, IPv6 exclude
+//     prefixes) follows Config.NodeIP6 and the IPv6 CIDRs, which the agent
+//     fills from contivconf's nodeConfig[].mainInterface.ipv6CIDR,
+//     ipam.podSubnetCIDRv6 and ipam.serviceCIDRv6 (scenario cnat-ipv6-node
+//     in agent/testdata/scenarios); IPAM itself allocates IPv4 only.
 //   - No twice-NAT: local backends see the real client; remote backends and
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not
