@@ -1,0 +1,112 @@
+package agent
+
+// What the scenario steps read back from the agent and the simulated VPP,
+// as lines (see scenario_test.go).
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// traceLines writes the oracle's answer (both directions) as a trace
+// step's lines.
+func traceLines(res sim.Result, p sim.Packet) []string {
+	switch res.Verdict {
+	case sim.NotTranslated:
+		return []string{"not translated"}
+	case sim.Dropped:
+		return []string{"dropped: " + res.Reason}
+	case sim.Leaked:
+		return []string{fmt.Sprintf("leaked out of %s source-NATed to %s", res.Egress, res.SNAT)}
+	}
+	head := "translated"
+	if res.Affinity != 0 {
+		head += " affinity=" + strconv.FormatUint(uint64(res.Affinity), 10)
+	}
+	out := []string{head + " tag=" + res.Tag}
+	for _, b := range res.Backends {
+		l := fmt.Sprintf("-> %s vrf=%d p=%.3g", netip.AddrPortFrom(b.IP, b.Port), b.VRF, b.Probability)
+		if b.Src != p.Src {
+			l += " src=" + b.Src.String()
+		}
+		if b.Reply == sim.Dropped {
+			l += " reply dropped"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// reported lists what the agent reports as left out, contested or refused.
+func reported(a *Agent) []string {
+	var out []string
+	for _, sk := range a.Processor().Skipped() {
+		l := fmt.Sprintf("skipped %s %s", sk.Object.Resource, sk.Object.ID())
+		if sk.Port != "" {
+			l += " port=" + sk.Port
+		}
+		l += " " + sk.Reason.String()
+		if sk.Detail != "" {
+			l += ": " + sk.Detail
+		}
+		out = append(out, l)
+	}
+	if a.cnat != nil {
+		for _, f := range a.cnat.Failures() {
+			out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
+		}
+		return out
+	}
+	for _, c := range a.Renderer().Conflicts() {
+		losers := make([]string, len(c.Losers))
+		for i, id := range c.Losers {
+			losers[i] = id.String()
+		}
+		out = append(out, fmt.Sprintf("conflict %s winner=%s losers=%s", c.Key, c.Winner, strings.Join(losers, ",")))
+	}
+	for _, f := range a.Renderer().Failures() {
+		out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
+	}
+	return out
+}
+
+// filterLines keeps the lines whose first word is one of kinds (all lines
+// when kinds is empty).
+func filterLines(lines []string, kinds map[string]bool) []string {
+	if len(kinds) == 0 {
+		return lines
+	}
+	var out []string
+	for _, l := range lines {
+		kind, _, _ := strings.Cut(l, " ")
+		if kinds[kind] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// diffLines shows the lines only one side has.
+func diffLines(want, got []string) string {
+	var b bytes.Buffer
+	for _, l := range want {
+		if !slices.Contains(got, l) {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range got {
+		if !slices.Contains(want, l) {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	if b.Len() == 0 {
+		fmt.Fprintf(&b, "same lines in another order:\n%s", strings.Join(got, "\n"))
+	}
+	return b.String()
+}
