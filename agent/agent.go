@@ -180,11 +180,9 @@ func (a *Agent) load(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
-	ops := make([]kubestate.Op, len(objs))
-	for i, o := range objs {
-		ops[i] = kubestate.PutOp(o)
-	}
-	if err := kubestate.NewWriter(a.etcd, a.log).Apply(ctx, ops); err != nil {
+	// As contivctl load does: only what differs is written, and the
+	// layout marker with the pods.
+	if _, err := kubestate.NewWriter(a.etcd, a.log).PutChanged(ctx, objs); err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
