@@ -2,7 +2,6 @@ package agent
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -277,10 +276,4 @@ func (h *serviceHealth) Close() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
-}
-
-// shutdown closes h when ctx ends.
-func (h *serviceHealth) run(ctx context.Context) {
-	<-ctx.Done()
-	h.Close()
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -332,11 +331,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(fmt.Sprint(err))
-	}
-	return v
 }

@@ -42,9 +42,8 @@ func NewCNAT(conn *Conn, ifaces *Interfaces, log *slog.Logger) *CNAT {
 // CNATMessages lists the binary-API messages of the cnat renderer; VPP must
 // know them (govpp v0.13.0 binapi/cnat: all compatible with VPP 25.02,
 // corpus cnat_compat.jsonl). They are apart from the NAT44 list: a VPP
-// without the cnat plugin (and the simulated VPP until it simulates cnat)
-// passes the NAT44 agent's connect check. The agent checks them only when
-// the cnat renderer is selected.
+// without the cnat plugin passes the NAT44 agent's connect check. The agent
+// checks them only when the cnat renderer is selected.
 func CNATMessages() []api.Message { return cnatMessages() }
 
 func cnatMessages() []api.Message {

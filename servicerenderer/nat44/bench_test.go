@@ -16,14 +16,12 @@ import (
 // nodes, 10% of them NodePorts, and the churn of single endpoint changes.
 
 type benchWorkload struct {
-	node     servicerenderer.LocalNode
-	cfg      Config
-	base     []*servicerenderer.ContivService
-	added    []*servicerenderer.ContivService // an 11th endpoint
-	removed  []*servicerenderer.ContivService // the 10th endpoint gone
-	current  []*servicerenderer.ContivService
-	changes  int
-	vppCalls int
+	node    servicerenderer.LocalNode
+	cfg     Config
+	base    []*servicerenderer.ContivService
+	added   []*servicerenderer.ContivService // an 11th endpoint
+	removed []*servicerenderer.ContivService // the 10th endpoint gone
+	current []*servicerenderer.ContivService
 }
 
 func benchEndpoint(node, pod int) servicerenderer.Backend {

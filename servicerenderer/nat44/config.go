@@ -39,9 +39,6 @@ const DefaultExternalIPTenantVRF uint32 = 0xFFFFFFFE
 // decimal. Kubernetes names never hold '|', and a hashed tag ends in hex.
 const affinityMark = "|a"
 
-// maxAffinityLen is the longest affinity part: the mark and 10 digits.
-const maxAffinityLen = len(affinityMark) + 10
-
 // SNAT is the source NAT of traffic leaving the cluster through the
 // default interface. The zero value disables it.
 type SNAT struct {

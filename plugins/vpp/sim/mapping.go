@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 
@@ -18,16 +17,6 @@ type o2iKey struct {
 	addr  netip.Addr
 	port  uint16
 	proto uint8
-}
-
-func compareO2I(a, b o2iKey) int {
-	if c := a.addr.Compare(b.addr); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.port, b.port); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.proto, b.proto)
 }
 
 // i2oKey is how NAT44-ED finds a static mapping from the inside.
