@@ -14,8 +14,12 @@ import (
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
-// traceLines writes the oracle's answer (both directions) as a trace
-// step's lines.
+// traceLines writes NAT44's oracle's answer (both directions) as a trace
+// step's lines, in the words cnatTraceLines uses too, so that a trace both
+// renderers answer alike is written once: "translated" (NAT44 adds
+// "affinity=SECONDS"), then per backend "-> IP:PORT p=SHARE", with
+// "src=S" when the backend sees another source and "reply dropped" when
+// the reply does not come back.
 func traceLines(res sim.Result, p sim.Packet) []string {
 	switch res.Verdict {
 	case sim.NotTranslated:
@@ -29,14 +33,48 @@ func traceLines(res sim.Result, p sim.Packet) []string {
 	if res.Affinity != 0 {
 		head += " affinity=" + strconv.FormatUint(uint64(res.Affinity), 10)
 	}
-	out := []string{head + " tag=" + res.Tag}
+	out := []string{head}
 	for _, b := range res.Backends {
-		l := fmt.Sprintf("-> %s vrf=%d p=%.3g", netip.AddrPortFrom(b.IP, b.Port), b.VRF, b.Probability)
+		l := fmt.Sprintf("-> %s p=%.3g", netip.AddrPortFrom(b.IP, b.Port), b.Probability)
 		if b.Src != p.Src {
 			l += " src=" + b.Src.String()
 		}
 		if b.Reply == sim.Dropped {
 			l += " reply dropped"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// cnatTraceLines writes the cnat oracle's answer as a trace step's lines
+// (see traceLines): "translated" (with "maglev" for a Maglev
+// translation), then per backend "-> IP:PORT p=SHARE [src=S]", ending in
+// "dropped: REASON" when the connection fails; "not translated" (with
+// "src=S" when the SNAT policy rewrites the source) or "dropped: REASON"
+// when no path is resolved.
+func cnatTraceLines(res sim.CnatResult, p sim.Packet, ts []sim.CnatTranslation) []string {
+	switch res.Verdict {
+	case sim.NotTranslated:
+		if res.Src.IsValid() && res.Src != p.Src {
+			return []string{"not translated src=" + res.Src.String()}
+		}
+		return []string{"not translated"}
+	case sim.Dropped:
+		return []string{"dropped: " + res.Reason}
+	}
+	head := "translated"
+	if i := slices.IndexFunc(ts, func(t sim.CnatTranslation) bool { return t.ID == res.TranslationID }); i >= 0 && ts[i].LBType == 1 {
+		head += " maglev"
+	}
+	out := []string{head}
+	for _, b := range res.Backends {
+		l := fmt.Sprintf("-> %s p=%.3g", b.Backend, b.Weight)
+		if b.Src != p.Src {
+			l += " src=" + b.Src.String()
+		}
+		if b.Verdict != sim.Translated {
+			l += " dropped: " + b.Reason
 		}
 		out = append(out, l)
 	}

@@ -136,15 +136,26 @@ const (
 // step is one step of a scenario file.
 type step struct {
 	line int      // of the header, counted from 1
+	only string   // the renderer the step is for ("nat44:" prefix), or "" for every one
 	verb string   // apply, delete, restart-agent, ...
 	args []string // the rest of the header
 	body string   // the raw text up to the next header
+	// seen is the renderer whose run last checked or rewrote the body
+	// (-update: an unqualified expectation two renderers disagree on must
+	// be split).
+	seen string
 }
 
 // scenario is a parsed scenario file.
 type scenario struct {
 	preamble string
 	steps    []*step
+	// base is the configuration (the config step's, or the defaults);
+	// renderers are those the scenario runs under, in order.
+	base      contivconf.Config
+	renderers []string
+	// changed is set when an expectation was rewritten (-update).
+	changed bool
 }
 
 var headerRE = regexp.MustCompile(`^-- (.+) --$`)
@@ -165,7 +176,11 @@ func parseScenario(text string) (*scenario, error) {
 		if m := headerRE.FindStringSubmatch(strings.TrimRight(line, "\n")); m != nil {
 			flush()
 			f := strings.Fields(m[1])
-			cur = &step{line: i + 1, verb: f[0], args: f[1:]}
+			cur = &step{line: i + 1}
+			if r, ok := strings.CutSuffix(f[0], ":"); ok && len(f) > 1 {
+				cur.only, f = r, f[1:]
+			}
+			cur.verb, cur.args = f[0], f[1:]
 			sc.steps = append(sc.steps, cur)
 			continue
 		}
@@ -183,7 +198,11 @@ func (sc *scenario) format() string {
 	var b strings.Builder
 	b.WriteString(sc.preamble)
 	for _, s := range sc.steps {
-		fmt.Fprintf(&b, "-- %s --\n", strings.Join(append([]string{s.verb}, s.args...), " "))
+		head := append([]string{s.verb}, s.args...)
+		if s.only != "" {
+			head = append([]string{s.only + ":"}, head...)
+		}
+		fmt.Fprintf(&b, "-- %s --\n", strings.Join(head, " "))
 		b.WriteString(s.body)
 	}
 	return b.String()
@@ -222,18 +241,105 @@ func TestScenarios(t *testing.T) {
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			t.Parallel()
-			runScenario(t, file)
+			sc := readScenario(t, file)
+			for _, rd := range sc.renderers {
+				t.Run(rd, func(t *testing.T) { runScenario(t, file, sc, rd) })
+			}
+			if *update && sc.changed {
+				if err := os.WriteFile(file, []byte(sc.format()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s rewritten", file)
+			}
 		})
 	}
 }
 
-// runner runs one scenario.
+// renderers are the renderers a scenario runs under when its config does
+// not name one.
+var renderers = []string{contivconf.RendererNAT44, contivconf.RendererCNAT}
+
+// rendererKey finds a top-level "renderer:" in a config step.
+var rendererKey = regexp.MustCompile(`(?m)^renderer:`)
+
+// readScenario parses a scenario file and works out the renderers it runs
+// under: the one its config names, else every one.
+func readScenario(t *testing.T, file string) *scenario {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := parseScenario(string(text))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	sc.base = contivconf.Defaults()
+	sc.renderers = renderers
+	if first := sc.steps[0]; first.verb == "config" {
+		if sc.base, err = contivconf.Parse([]byte(first.body)); err != nil {
+			t.Fatalf("%s:%d (config): %v", file, first.line, err)
+		}
+		if rendererKey.MatchString(first.body) {
+			sc.renderers = []string{sc.base.Renderer}
+		}
+	}
+	for i, s := range sc.steps {
+		switch {
+		case s.verb == "config" && i != 0:
+			t.Fatalf("%s:%d: config must be the first step", file, s.line)
+		case s.only != "" && !slices.Contains(sc.renderers, s.only):
+			t.Fatalf("%s:%d: %q: the scenario runs under %v only", file, s.line, s.only+":", sc.renderers)
+		case s.verb == "expect" && s.only != "" && s.only != contivconf.RendererNAT44,
+			s.verb == "expect-cnat" && s.only != "" && s.only != contivconf.RendererCNAT:
+			t.Fatalf("%s:%d: %s is not for renderer %s", file, s.line, s.verb, s.only)
+		}
+	}
+	return sc
+}
+
+// runScenario runs a scenario's steps under one renderer: those for every
+// renderer and those qualified with its name.
+func runScenario(t *testing.T, file string, sc *scenario, renderer string) {
+	srv := etcdtest.Start(t)
+	base := sc.base
+	base.Renderer = renderer
+	cfg := testConfigFrom(t, base, srv.Endpoint(), t.TempDir())
+	r := &runner{t: t, file: file, sc: sc, renderer: renderer, h: newHarness(t, srv.Endpoint(), cfg)}
+	defer r.h.close()
+	r.h.waitQuiet()
+	// Indexed: -update may insert a step after the current one.
+	for r.at = 0; r.at < len(sc.steps); r.at++ {
+		if s := sc.steps[r.at]; s.verb != "config" && r.runs(s) {
+			r.run(s)
+		}
+	}
+	r.endFaults()
+}
+
+// runs tells whether a step is for the renderer in use: expect reads
+// NAT44's state and expect-cnat cnat's; a qualified step is for its
+// renderer only.
+func (r *runner) runs(s *step) bool {
+	switch {
+	case s.only != "":
+		return s.only == r.renderer
+	case s.verb == "expect":
+		return r.renderer == contivconf.RendererNAT44
+	case s.verb == "expect-cnat":
+		return r.renderer == contivconf.RendererCNAT
+	}
+	return true
+}
+
+// runner runs one scenario under one renderer.
 type runner struct {
-	t    *testing.T
-	file string
-	h    *harness
-	// changed is set when an expectation was rewritten (-update).
-	changed bool
+	t        *testing.T
+	file     string
+	sc       *scenario
+	at       int // the index of the step running
+	renderer string
+	h        *harness
 	// faults is the faults step in force, if any.
 	faults *step
 	// cutBase is the simulated VPP's count of cut sessions when the last
@@ -265,44 +371,6 @@ func (r *runner) endFaults() {
 		r.t.Logf("%s:%d: %d calls failed by injection", r.file, r.faults.line, n)
 	}
 	r.faults = nil
-}
-
-func runScenario(t *testing.T, file string) {
-	text, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := parseScenario(string(text))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	srv := etcdtest.Start(t)
-	base := contivconf.Defaults()
-	if first := sc.steps[0]; first.verb == "config" {
-		if base, err = contivconf.Parse([]byte(first.body)); err != nil {
-			t.Fatalf("%s:%d (config): %v", file, first.line, err)
-		}
-	}
-	cfg := testConfigFrom(t, base, srv.Endpoint(), t.TempDir())
-	r := &runner{t: t, file: file, h: newHarness(t, srv.Endpoint(), cfg)}
-	defer r.h.close()
-	r.h.waitQuiet()
-	for i, s := range sc.steps {
-		if s.verb == "config" {
-			if i != 0 {
-				r.fatalf(s, "config must be the first step")
-			}
-			continue
-		}
-		r.run(s)
-	}
-	r.endFaults()
-	if *update && r.changed {
-		if err := os.WriteFile(file, []byte(sc.format()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s rewritten", file)
-	}
 }
 
 func (r *runner) fatalf(s *step, format string, args ...any) {
@@ -396,7 +464,10 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "want a number of sessions: %v", s.args)
 		}
-		if got := r.cut() - r.cutBase; got != n {
+		got := r.cut() - r.cutBase
+		if *update {
+			r.rewrite(s, got != n, func(s *step) { s.args = []string{strconv.FormatUint(got, 10)} })
+		} else if got != n {
 			r.t.Errorf("%s:%d (%s): %d sessions cut, want %d", r.file, s.line, s.verb, got, n)
 		}
 	case "expect-ready":
@@ -444,7 +515,10 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "want a number of writes: %v", s.args)
 		}
-		if got := h.vpp.Writes(); got != n {
+		got := h.vpp.Writes()
+		if *update {
+			r.rewrite(s, got != n, func(s *step) { s.args = []string{strconv.Itoa(got)} })
+		} else if got != n {
 			// Later steps still mean something: go on.
 			r.t.Errorf("%s:%d (%s): %d writes, want %d: %v", r.file, s.line, s.verb, got, n, h.vpp.CallCounts())
 		}
@@ -477,7 +551,12 @@ func (r *runner) run(s *step) {
 		if err != nil {
 			r.fatalf(s, "%v", err)
 		}
-		r.expect(s, func() []string { return traceLines(h.vpp.Trace(p), p) })
+		r.expect(s, func() []string {
+			if r.cnatRenderer() {
+				return cnatTraceLines(h.vpp.CnatTrace(p), p, h.vpp.CnatTranslations())
+			}
+			return traceLines(h.vpp.Trace(p), p)
+		})
 	default:
 		r.fatalf(s, "unknown step")
 	}
@@ -494,16 +573,37 @@ func (r *runner) expect(s *step, read func() []string) {
 	}
 	if *update {
 		r.h.waitQuiet()
-		if lines := got(); !slices.Equal(lines, want) {
-			s.setBody(lines)
-			r.changed = true
-		}
+		lines := got()
+		r.rewrite(s, !slices.Equal(lines, want), func(s *step) { s.setBody(lines) })
 		return
 	}
 	if r.h.eventually(expectLimit, func() bool { return slices.Equal(got(), want) }) {
 		return
 	}
 	r.fatalf(s, "mismatch:\n%s", diffLines(want, got()))
+}
+
+// rewrite makes a step say what this run got (-update) when it differs:
+// set rewrites a step. A step for every renderer that another renderer's
+// run found right as it was is split in two: it becomes that renderer's,
+// and a copy rewritten for this one follows it.
+func (r *runner) rewrite(s *step, differs bool, set func(*step)) {
+	r.t.Helper()
+	switch {
+	case !differs:
+		s.seen = r.renderer
+	case s.only == "" && s.seen != "" && s.seen != r.renderer:
+		own := *s
+		own.only = r.renderer
+		set(&own)
+		s.only = s.seen
+		r.sc.steps = slices.Insert(r.sc.steps, r.at+1, &own)
+		r.t.Logf("%s:%d (%s): %s and %s differ: split in two", r.file, s.line, s.verb, s.only, r.renderer)
+	default:
+		set(s)
+		s.seen = r.renderer
+	}
+	r.sc.changed = r.sc.changed || differs
 }
 
 // parseDeletes reads "KIND NAMESPACE/NAME" lines into delete operations.
