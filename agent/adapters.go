@@ -80,6 +80,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.mappings, len(r.Desired()), "desired")
 		g(c.mappings, len(r.Applied()), "applied")
 		g(c.failures, len(r.Failures()))
+		g(c.conflicts, len(r.Conflicts()))
 	}
 	for reason, n := range c.a.proc.SkipCounts() {
 		g(c.skp, n, string(reason))

@@ -86,8 +86,10 @@ type CNATRendered struct {
 	// DesiredNode is the node configuration wanted; AppliedNode the one
 	// applied.
 	DesiredNode, AppliedNode *cnat.Node
-	// Failures are the objects the simulated VPP refused.
-	Failures []cnat.Failure
+	// Failures are the objects the simulated VPP refused; Conflicts the
+	// frontends claimed by more than one service.
+	Failures  []cnat.Failure
+	Conflicts []cnat.Conflict
 }
 
 // Translate asks the simulated VPP's NAT44 translation oracle what it does
@@ -241,7 +243,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		out.Renderer = contivconf.RendererCNAT
 		out.CNAT = &CNATRendered{
 			Desired: cr.Desired(), Applied: cr.Applied(), DesiredNode: cr.DesiredNode(), AppliedNode: cr.AppliedNode(),
-			Failures: cr.Failures(),
+			Failures: cr.Failures(), Conflicts: cr.Conflicts(),
 		}
 		return out, nil
 	}

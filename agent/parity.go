@@ -75,7 +75,7 @@ type sourceRangesCollector struct {
 
 func newSourceRangesCollector(a *Agent) *sourceRangesCollector {
 	return &sourceRangesCollector{a: a, desc: prometheus.NewDesc("contiv_service_source_ranges_not_enforced",
-		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (NAT44-ED cannot filter by source).", nil, nil)}
+		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (neither NAT44-ED nor cnat filters by source).", nil, nil)}
 }
 
 func (c *sourceRangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }

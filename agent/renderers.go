@@ -104,6 +104,7 @@ type CNATView struct {
 	DesiredNode *cnat.Node              `json:"desiredNode"`
 	AppliedNode *cnat.Node              `json:"appliedNode"`
 	Failures    []cnat.Failure          `json:"failures"`
+	Conflicts   []cnat.Conflict         `json:"conflicts"`
 	Pending     []cnat.PendingInterface `json:"pending"`
 	Stats       cnat.Stats              `json:"stats"`
 }
@@ -114,6 +115,6 @@ func cnatView(r *cnat.Renderer) any {
 	}
 	return CNATView{
 		Desired: r.Desired(), Applied: r.Applied(), DesiredNode: r.DesiredNode(), AppliedNode: r.AppliedNode(),
-		Failures: r.Failures(), Pending: r.Pending(), Stats: r.Stats(),
+		Failures: r.Failures(), Conflicts: r.Conflicts(), Pending: r.Pending(), Stats: r.Stats(),
 	}
 }

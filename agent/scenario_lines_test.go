@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // traceLines writes NAT44's oracle's answer (both directions) as a trace
@@ -96,22 +97,30 @@ func reported(a *Agent) []string {
 		out = append(out, l)
 	}
 	if a.cnat != nil {
+		for _, c := range a.cnat.Conflicts() {
+			out = append(out, conflictLine(c.Key.String(), c.Winner, c.Losers))
+		}
 		for _, f := range a.cnat.Failures() {
 			out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
 		}
 		return out
 	}
 	for _, c := range a.Renderer().Conflicts() {
-		losers := make([]string, len(c.Losers))
-		for i, id := range c.Losers {
-			losers[i] = id.String()
-		}
-		out = append(out, fmt.Sprintf("conflict %s winner=%s losers=%s", c.Key, c.Winner, strings.Join(losers, ",")))
+		out = append(out, conflictLine(c.Key.String(), c.Winner, c.Losers))
 	}
 	for _, f := range a.Renderer().Failures() {
 		out = append(out, fmt.Sprintf("failure %s %s: %s", f.Object, f.Op, f.Reason))
 	}
 	return out
+}
+
+// conflictLine is a reported conflict: "conflict FRONTEND winner=ID losers=ID,...".
+func conflictLine(key string, winner sr.ServiceID, losers []sr.ServiceID) string {
+	ls := make([]string, len(losers))
+	for i, id := range losers {
+		ls[i] = id.String()
+	}
+	return fmt.Sprintf("conflict %s winner=%s losers=%s", key, winner, strings.Join(ls, ","))
 }
 
 // filterLines keeps the lines whose first word is one of kinds (all lines

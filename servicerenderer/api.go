@@ -78,8 +78,8 @@ type ContivService struct {
 	// load balancer's health checks (a LoadBalancer service under the Local
 	// external policy); 0 when the service has none.
 	HealthCheckNodePort uint16
-	// SourceRanges are spec.loadBalancerSourceRanges, sorted. NAT44-ED
-	// cannot filter by source: they are NOT enforced, only reported.
+	// SourceRanges are spec.loadBalancerSourceRanges, sorted. Neither
+	// renderer filters by source: they are NOT enforced, only reported.
 	SourceRanges []netip.Prefix
 }
 

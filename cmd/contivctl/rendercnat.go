@@ -24,6 +24,7 @@ type renderCNATOutput struct {
 	Translations []*cnat.Translation `json:"translations"`
 	NodeConfig   *cnat.Node          `json:"nodeConfig"`
 	Failures     []cnat.Failure      `json:"failures"`
+	Conflicts    []cnat.Conflict     `json:"conflicts"`
 	Skipped      []service.Skip      `json:"skipped"`
 }
 
@@ -31,7 +32,7 @@ func newRenderCNATOutput(r *agent.Rendered) renderCNATOutput {
 	return renderCNATOutput{
 		Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs, Renderer: r.Renderer,
 		Translations: nonNil(r.CNAT.Desired), NodeConfig: r.CNAT.DesiredNode,
-		Failures: nonNil(r.CNAT.Failures), Skipped: nonNil(r.Skipped),
+		Failures: nonNil(r.CNAT.Failures), Conflicts: nonNil(r.CNAT.Conflicts), Skipped: nonNil(r.Skipped),
 	}
 }
 
@@ -120,8 +121,8 @@ func cnatTranslationLine(t *cnat.Translation) string {
 	return fmt.Sprintf("translation %s lb=%s fhc=%d real=%v -> %s", t.Key, lb, t.FlowHash, t.RealIP, strings.Join(paths, ", "))
 }
 
-// printCNAT prints the cnat node configuration, the translations and the
-// failures.
+// printCNAT prints the cnat node configuration, the translations, the
+// failures and the conflicts.
 func printCNAT(w io.Writer, c *agent.CNATRendered) error {
 	var b strings.Builder
 	for _, l := range cnatNodeLines(c.DesiredNode) {
@@ -133,13 +134,23 @@ func printCNAT(w io.Writer, c *agent.CNATRendered) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(c.Failures) == 0 {
-		return nil
+	if len(c.Failures) > 0 {
+		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(c.Failures))
+		t := newTable(w, "OBJECT", "CALL", "REASON")
+		for _, f := range c.Failures {
+			t.row(f.Object.String(), f.Op.String(), f.Reason)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(c.Failures))
-	t := newTable(w, "OBJECT", "CALL", "REASON")
-	for _, f := range c.Failures {
-		t.row(f.Object.String(), f.Op.String(), f.Reason)
+	if len(c.Conflicts) > 0 {
+		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(c.Conflicts))
+		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
+		for _, cf := range c.Conflicts {
+			t.row(cf.Key.String(), cf.Winner.String(), joinStrings(cf.Losers, ","))
+		}
+		return t.flush()
 	}
-	return t.flush()
+	return nil
 }

@@ -241,7 +241,7 @@ func (b *builder) service() *sr.ContivService {
 // loadBalancer derives the health-check NodePort and the source ranges of
 // a LoadBalancer service. As in kube-proxy, only the Local external policy
 // has a health check. Source ranges are kept for inspection and reported:
-// NAT44-ED cannot filter by source, so they are not enforced.
+// neither renderer filters by source, so they are not enforced.
 func (b *builder) loadBalancer(out *sr.ContivService) {
 	s := b.svc
 	if hc := s.HealthCheckNodePort; hc != 0 && out.ExternalPolicy == sr.PolicyLocal {
@@ -272,7 +272,7 @@ func (b *builder) loadBalancer(out *sr.ContivService) {
 		list.WriteString(p.String())
 	}
 	b.skipSvc("", ReasonSourceRangesNotEnforced, "loadBalancerSourceRanges "+list.String()+
-		" NOT enforced: NAT44-ED cannot filter by source; every source reaches the service")
+		" NOT enforced: neither NAT44-ED nor cnat filters by source; every source reaches the service")
 }
 
 func comparePrefixes(a, b netip.Prefix) int {

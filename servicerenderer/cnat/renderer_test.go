@@ -377,10 +377,17 @@ func TestConflictOldestWins(t *testing.T) {
 	if got := f.state().Trans[k].Paths; len(got) != 5 {
 		t.Errorf("the young service won: %v", got)
 	}
+	cs := r.Conflicts()
+	if len(cs) != 1 || cs[0].Key != k || cs[0].Winner != old.ID || len(cs[0].Losers) != 1 || cs[0].Losers[0] != young.ID {
+		t.Errorf("conflicts: %+v", cs)
+	}
 	_ = r.DeleteService(old)
 	apply(t, r, false)
 	if got := f.state().Trans[k].Paths; len(got) != 1 || got[0] != path("10.1.2.99", 8080) {
 		t.Errorf("after the old one left: %v", got)
+	}
+	if cs := r.Conflicts(); len(cs) != 0 {
+		t.Errorf("conflicts after the old one left: %+v", cs)
 	}
 	checkState(t, f, wantState(r))
 }

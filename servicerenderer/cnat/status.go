@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer"
 )
 
 // ObjectKind names the kinds of cnat objects.
@@ -85,6 +87,33 @@ func (r *Renderer) Failures() []Failure {
 		return compareStrings(a.Object.String(), b.Object.String())
 	})
 	return fs
+}
+
+// Conflict is a frontend more than one service claims: the oldest wins
+// (by creation time, then namespace and name).
+type Conflict struct {
+	Key    Key
+	Winner servicerenderer.ServiceID
+	Losers []servicerenderer.ServiceID
+}
+
+// Conflicts lists the contested frontends, sorted by key.
+func (r *Renderer) Conflicts() []Conflict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs := []Conflict{}
+	for key, fe := range r.frontends {
+		if len(fe.claimants) < 2 {
+			continue
+		}
+		c := Conflict{Key: key, Winner: fe.claimants[0].svc.ID}
+		for _, e := range fe.claimants[1:] {
+			c.Losers = append(c.Losers, e.svc.ID)
+		}
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b Conflict) int { return a.Key.Compare(b.Key) })
+	return cs
 }
 
 func compareStrings(a, b string) int {
