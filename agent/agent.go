@@ -244,6 +244,7 @@ func (a *Agent) buildHandlers() error {
 		Client:    a.etcd,
 		Publisher: a.nodes,
 		NodeIP:    a.nodeIP(),
+		NodeIP6:   a.nodeIP6(),
 		Logger:    a.log.With("part", "ipam"),
 		// One etcd request of IPAM's background writer.
 		WriteTimeout: cfg.Etcd.RequestTimeout.Std(),

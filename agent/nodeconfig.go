@@ -38,6 +38,12 @@ func (a *Agent) nodeIP() netip.Prefix {
 	return a.plan.NodeInterconnectIP
 }
 
+// nodeIP6 is this node's IPv6 VPP address (mainInterface.ipv6CIDR); zero
+// when there is none.
+func (a *Agent) nodeIP6() netip.Prefix {
+	return a.cfg.ForNode(a.cfg.NodeName).MainInterface.IPv6CIDR
+}
+
 func (a *Agent) overlay() bool {
 	return a.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
 }

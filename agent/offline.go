@@ -164,9 +164,13 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
+	// This node's own addresses, as NodeSync's record gives them to the
+	// agent's service processor: management and VPP (IPv4, then IPv6).
 	ips := slices.Clone(mgmt)
-	if ip := a.nodeIP(); ip.IsValid() {
-		ips = append(ips, ip.Addr())
+	for _, ip := range []netip.Prefix{a.nodeIP(), a.nodeIP6()} {
+		if ip.IsValid() {
+			ips = append(ips, ip.Addr())
+		}
 	}
 
 	vc := vpp.Config{Adapter: v}

@@ -303,6 +303,43 @@ func TestRenderUnknownRenderer(t *testing.T) {
 	}
 }
 
+// dualStackYAML is shop/dual: a dual-stack NodePort service (31090) with
+// one IPv4 and one IPv6 backend on node-1.
+const dualStackYAML = `apiVersion: v1
+kind: Service
+metadata: {namespace: shop, name: dual, creationTimestamp: "2025-02-01T10:00:00Z"}
+spec:
+  type: NodePort
+  ipFamilies: [IPv4, IPv6]
+  clusterIP: 10.96.20.20
+  clusterIPs: [10.96.20.20, "fd00:96::20"]
+  ports: [{name: http, protocol: TCP, port: 80, targetPort: 8080, nodePort: 31090}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {namespace: shop, name: dual-4, labels: {kubernetes.io/service-name: dual}}
+addressType: IPv4
+ports: [{name: http, protocol: TCP, port: 8080}]
+endpoints: [{addresses: [10.1.1.20], conditions: {ready: true}, nodeName: node-1}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {namespace: shop, name: dual-6, labels: {kubernetes.io/service-name: dual}}
+addressType: IPv6
+ports: [{name: http, protocol: TCP, port: 8080}]
+endpoints: [{addresses: ["fd00:1:1::20"], conditions: {ready: true}, nodeName: node-1}]
+`
+
+// dualStackNodePort is dualStackYAML's objects.
+func dualStackNodePort(t testing.TB) []kubestate.Object {
+	t.Helper()
+	objs, err := kubestate.LoadYAML(strings.NewReader(dualStackYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
 // TestRenderIPv6Node: the IPv6 options (an interface's ipv6CIDR, the IPv6
 // pod and service ranges) make the cnat renderer's node side IPv6, and
 // NAT44 ignores them.
@@ -349,9 +386,55 @@ func TestRenderIPv6Node(t *testing.T) {
 		t.Errorf("without IPv6 options: SNAT6 %v, tap0 features %v", snat.SNAT6, snat.Features["tap0"])
 	}
 
-	with := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererNAT44, true)})
-	without := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: config(contivconf.RendererNAT44, false)})
+	objs := append(exampleObjects(t), dualStackNodePort(t)...)
+	with := mustRender(t, RenderParams{Objects: objs, Config: config(contivconf.RendererNAT44, true)})
+	without := mustRender(t, RenderParams{Objects: objs, Config: config(contivconf.RendererNAT44, false)})
 	if got, want := with.Desired.Lines(), without.Desired.Lines(); !slices.Equal(got, want) {
 		t.Errorf("NAT44 with the IPv6 options:\n%s\nwithout:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRenderIPv6NodePort: with an ipv6CIDR on the main interface, the cnat
+// renderer translates NodePorts on the node's IPv6 address (is_real_ip) to
+// the IPv6 backends of dual-stack services only; the IPv4 NodePort keeps
+// the IPv4 backends.
+func TestRenderIPv6NodePort(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	cfg := renderConfig("node-2")
+	cfg.Renderer = contivconf.RendererCNAT
+	cfg.IPAM.PodSubnetCIDRv6, cfg.IPAM.ServiceCIDRv6 = pfx("fd00:1::/48"), pfx("fd00:96::/108")
+	main := contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0", IPv6CIDR: pfx("2001:db8:16::2/64")}
+	cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-2", MainInterface: &main}}
+	objs := append(exampleObjects(t), dualStackNodePort(t)...)
+	r := mustRender(t, RenderParams{Objects: objs, Config: cfg})
+	c := r.CNAT
+	if len(c.Failures) != 0 || !slices.EqualFunc(c.Desired, c.Applied, (*cnat.Translation).Equal) {
+		t.Fatalf("failures %v; applied %v, desired %v", c.Failures, c.Applied, c.Desired)
+	}
+	keys := map[string]*cnat.Translation{}
+	for _, tr := range c.Desired {
+		keys[tr.Key.String()] = tr
+	}
+	path := func(s string) cnat.Path {
+		ap := netip.MustParseAddrPort(s)
+		return cnat.Path{IP: ap.Addr(), Port: ap.Port()}
+	}
+	for k, want := range map[string]cnat.Path{
+		"[2001:db8:16::2]:31090/TCP": path("[fd00:1:1::20]:8080"),
+		"192.168.16.2:31090/TCP":     path("10.1.1.20:8080"),
+		"192.168.56.102:31090/TCP":   path("10.1.1.20:8080"),
+	} {
+		if tr := keys[k]; tr == nil || !tr.RealIP || !slices.Equal(tr.Paths, []cnat.Path{want}) {
+			t.Errorf("NodePort %s: %v, want real IP and the one path %v", k, tr, want)
+		}
+	}
+	// shop/frontend is IPv4 only: its NodePort has a translation on the
+	// IPv4 node IP, none on the IPv6 one.
+	if keys["192.168.16.2:30080/TCP"] == nil || keys["[2001:db8:16::2]:30080/TCP"] != nil {
+		t.Errorf("IPv4-only NodePort: v4 %v, v6 %v", keys["192.168.16.2:30080/TCP"], keys["[2001:db8:16::2]:30080/TCP"])
+	}
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::2"), Proto: sr.TCP, DstPort: 31090})
+	if res.Verdict != sim.Translated || len(res.Backends) != 1 || res.Backends[0].Backend != netip.MustParseAddrPort("[fd00:1:1::20]:8080") {
+		t.Errorf("IPv6 NodePort through cnat: %+v", res)
 	}
 }

@@ -70,10 +70,10 @@ func (a *Agent) cnatConfig() cnat.Config {
 	nc := cfg.ForNode(cfg.NodeName)
 	c := cnat.DefaultConfig()
 	c.NodeIP4 = a.nodeIP().Addr()
-	c.NodeIP6 = nc.MainInterface.IPv6CIDR.Addr() // invalid (no IPv6) when unset
+	c.NodeIP6 = a.nodeIP6().Addr() // invalid (no IPv6) when unset
 	c.PodCIDRs = appendValid([]netip.Prefix{cfg.IPAM.PodSubnetCIDR}, cfg.IPAM.PodSubnetCIDRv6)
 	c.ServiceCIDRs = appendValid([]netip.Prefix{a.plan.ServiceCIDR}, cfg.IPAM.ServiceCIDRv6)
-	c.NodeNetworks = appendValid([]netip.Prefix{a.nodeIP().Masked()}, nc.MainInterface.IPv6CIDR.Masked())
+	c.NodeNetworks = appendValid([]netip.Prefix{a.nodeIP().Masked()}, a.nodeIP6().Masked())
 	c.HostInterfaces = []string{a.mainInterface(), nc.HostInterconnectInterface}
 	if a.overlay() {
 		c.HostInterfaces = append(c.HostInterfaces, nc.VXLANBVIInterface)

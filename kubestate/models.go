@@ -152,7 +152,9 @@ func (n *Namespace) Key() Key { return Key{Resource: ResNamespace, Name: n.Name}
 type VppNode struct {
 	Name string `json:"name"`
 	ID   uint32 `json:"id"`
-	// VppIPs are the node's VPP addresses in CIDR notation.
+	// VppIPs are the node's VPP addresses in CIDR notation, IPv4 before
+	// IPv6 (a node may have one of each): readers pick by family, not by
+	// position.
 	VppIPs []string `json:"vppIPs,omitempty"`
 	// MgmtIPs are the node's management (host) addresses.
 	MgmtIPs []string `json:"mgmtIPs,omitempty"`

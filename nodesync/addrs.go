@@ -12,14 +12,15 @@ import (
 // Addresses are the addresses a node publishes in its record.
 type Addresses struct {
 	// VppIPs are the node's VPP interface addresses with their network
-	// length, e.g. 192.168.16.1/24.
+	// length, e.g. 192.168.16.1/24 and 2001:db8:16::1/64; a record stores
+	// them IPv4 first.
 	VppIPs []netip.Prefix
 	// MgmtIPs are the node's management (host) addresses.
 	MgmtIPs []netip.Addr
 }
 
-// canonical returns the addresses as a record stores them: text, sorted,
-// without duplicates.
+// canonical returns the addresses as a record stores them: text, sorted
+// (IPv4 before IPv6), without duplicates.
 func (a Addresses) canonical() (vpp, mgmt []string) {
 	ps := slices.Clone(a.VppIPs)
 	slices.SortFunc(ps, netip.Prefix.Compare)

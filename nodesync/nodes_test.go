@@ -54,6 +54,16 @@ func TestNodesChanges(t *testing.T) {
 				return tab.SetRecord("a", vppNode("a", 1, []string{"192.168.16.1/24"}, []string{"10.0.0.1"}))
 			},
 			"no change"},
+		{"IPv6 VPP IP published (given first): kept after the IPv4 one",
+			func() (Change, bool, error) {
+				return tab.SetRecord("a", vppNode("a", 1, []string{"2001:db8:16::1/64", "192.168.16.1/24"}, []string{"10.0.0.1"}))
+			},
+			"node a: id=1 vpp=[192.168.16.1/24] mgmt=[10.0.0.1] -> id=1 vpp=[192.168.16.1/24 2001:db8:16::1/64] mgmt=[10.0.0.1]"},
+		{"IPv6 VPP IP withdrawn",
+			func() (Change, bool, error) {
+				return tab.SetRecord("a", vppNode("a", 1, []string{"192.168.16.1/24"}, []string{"10.0.0.1"}))
+			},
+			"node a: id=1 vpp=[192.168.16.1/24 2001:db8:16::1/64] mgmt=[10.0.0.1] -> id=1 vpp=[192.168.16.1/24] mgmt=[10.0.0.1]"},
 		{"mgmt IP change on the k8s node",
 			func() (Change, bool, error) {
 				return tab.SetK8sNode("a", k8sNode("a", "InternalIP=10.0.0.2", "ExternalIP=1.2.3.4"))

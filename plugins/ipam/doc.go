@@ -3,8 +3,8 @@
 //
 // In the resync after NodeSync's (which gives this node its ID) it derives
 // the node's address plan (ipam.NewPlan), releases the allocations of pods
-// gone from the cluster state, and has this node's VPP address published
-// through NodeSync. A deleted pod's address is released when its change
+// gone from the cluster state, and has this node's VPP addresses (IPv4,
+// then IPv6 when configured) published through NodeSync. A deleted pod's address is released when its change
 // arrives.
 //
 // Allocations live under /contiv/v1/ipam/<node>/<namespace>/<pod>, the

@@ -48,11 +48,14 @@ type Params struct {
 	// Client stores the allocations; nil means no allocator (the plan only,
 	// e.g. to render offline).
 	Client clientv3.KV
-	// Publisher, when set, receives this node's VPP address: NodeIP, or the
-	// plan's node interconnect IP when NodeIP is zero.
+	// Publisher, when set, receives this node's VPP addresses: NodeIP, or
+	// the plan's node interconnect IP when NodeIP is zero, then NodeIP6
+	// when set.
 	Publisher VppIPPublisher
 	// NodeIP is this node's configured VPP address; zero means derived.
 	NodeIP netip.Prefix
+	// NodeIP6 is this node's IPv6 VPP address; zero means none.
+	NodeIP6 netip.Prefix
 	// Grace keeps fresh allocations of pods not yet reflected (default
 	// DefaultGrace).
 	Grace time.Duration
@@ -96,6 +99,9 @@ func New(p Params) (*Handler, error) {
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
+	}
+	if ip := p.NodeIP6.Addr(); p.NodeIP6.IsValid() && (!ip.Is6() || ip.Is4In6()) {
+		return nil, fmt.Errorf("ipam: node IPv6 address %s is not IPv6", p.NodeIP6)
 	}
 	if p.Grace <= 0 {
 		p.Grace = DefaultGrace
@@ -183,17 +189,29 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 		}
 	}
 	if h.p.Publisher != nil {
-		ip := h.p.NodeIP
-		if !ip.IsValid() {
-			ip = plan.NodeInterconnectIP
-		}
-		if ip.IsValid() {
-			if err := h.p.Publisher.PublishVppIPs(ctx, []netip.Prefix{ip}); err != nil {
+		if ips := h.vppIPs(plan); len(ips) > 0 {
+			if err := h.p.Publisher.PublishVppIPs(ctx, ips); err != nil {
 				errs = append(errs, fmt.Errorf("ipam: publish node IP: %w", err))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// vppIPs are the VPP addresses this node publishes: the IPv4 one (NodeIP,
+// else the plan's), then the IPv6 one when configured.
+func (h *Handler) vppIPs(plan *ipam.Plan) []netip.Prefix {
+	ip4 := h.p.NodeIP
+	if !ip4.IsValid() {
+		ip4 = plan.NodeInterconnectIP
+	}
+	var ips []netip.Prefix
+	for _, ip := range []netip.Prefix{ip4, h.p.NodeIP6} {
+		if ip.IsValid() {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
 }
 
 // Update implements controller.Handler: it keeps track of this node's pods;

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,15 +62,20 @@ func startAgent(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler
 	return h, stop
 }
 
-// startAgentCtl is startAgent, with the controller.
-func startAgentCtl(t *testing.T, cli *clientv3.Client, stateDir string) (h *Handler, ctl *controller.Controller, stop func()) {
+// startAgentCtl is startAgent, with the controller; opts adjust IPAM's
+// parameters.
+func startAgentCtl(t *testing.T, cli *clientv3.Client, stateDir string, opts ...func(*Params)) (h *Handler, ctl *controller.Controller, stop func()) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ns, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "a", StateFile: filepath.Join(stateDir, "a.json"), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err = New(Params{Config: config(), NodeName: "a", NodeIDs: ns, Client: cli, Publisher: ns, Grace: time.Nanosecond, Logger: log})
+	p := Params{Config: config(), NodeName: "a", NodeIDs: ns, Client: cli, Publisher: ns, Grace: time.Nanosecond, Logger: log}
+	for _, o := range opts {
+		o(&p)
+	}
+	h, err = New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +187,56 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 		_, held := h2.Allocator().Lookup(ipam.PodID{Namespace: "default", Name: "p1"})
 		return !held && maps.Equal(stored(t, cli), want)
 	})
+}
+
+// TestPublishIPv6NodeIP: the node's IPv6 VPP address reaches its NodeSync
+// record beside the IPv4 one, IPv4 first.
+func TestPublishIPv6NodeIP(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	startAgentCtl(t, cli, t.TempDir(), func(p *Params) { p.NodeIP6 = netip.MustParsePrefix("2001:db8:16::1/64") })
+	eventually(t, "both node IPs published", func() bool {
+		resp, _ := cli.Get(t.Context(), kubestate.Key{Resource: kubestate.ResVppNode, Name: "a"}.String())
+		return len(resp.Kvs) == 1 && strings.Contains(string(resp.Kvs[0].Value), `"vppIPs":["192.168.16.1/24","2001:db8:16::1/64"]`)
+	})
+}
+
+// publishes records what PublishVppIPs was given.
+type publishes [][]netip.Prefix
+
+func (p *publishes) PublishVppIPs(_ context.Context, ips []netip.Prefix) error {
+	*p = append(*p, slices.Clone(ips))
+	return nil
+}
+
+// TestVppIPsPublished: the IPv4 address (configured, else the plan's)
+// comes first, the IPv6 one follows when configured.
+func TestVppIPsPublished(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	for _, tc := range []struct {
+		ip4, ip6 netip.Prefix
+		want     []netip.Prefix
+	}{
+		{want: []netip.Prefix{pfx("192.168.16.3/24")}},
+		{ip4: pfx("10.50.0.3/24"), want: []netip.Prefix{pfx("10.50.0.3/24")}},
+		{ip6: pfx("2001:db8::3/64"), want: []netip.Prefix{pfx("192.168.16.3/24"), pfx("2001:db8::3/64")}},
+		{ip4: pfx("10.50.0.3/24"), ip6: pfx("2001:db8::3/64"), want: []netip.Prefix{pfx("10.50.0.3/24"), pfx("2001:db8::3/64")}},
+	} {
+		var got publishes
+		h, err := New(Params{Config: config(), NodeName: "a", NodeIDs: fixedID(3), Publisher: &got, NodeIP: tc.ip4, NodeIP6: tc.ip6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Resync(t.Context(), &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !slices.Equal(got[0], tc.want) {
+			t.Errorf("NodeIP %v NodeIP6 %v: published %v, want %v", tc.ip4, tc.ip6, got, tc.want)
+		}
+	}
+	if _, err := New(Params{Config: config(), NodeName: "a", NodeIDs: fixedID(3), NodeIP6: pfx("10.50.0.3/24")}); err == nil {
+		t.Error("an IPv4 NodeIP6 is accepted")
+	}
 }
 
 type fixedID uint32

@@ -211,6 +211,30 @@ node node-1 id=1 ips=192.168.16.7
 	}
 }
 
+// TestOwnIPv6Address: this node's IPv6 VPP address arriving from its
+// record reaches the renderers beside the IPv4 one (their NodePort
+// frontends), and a host-network IPv6 endpoint on it becomes local.
+func TestOwnIPv6Address(t *testing.T) {
+	r := newRig(t)
+	r.state[svcKey("dual")] = svcM("dual", func(s *kubestate.Service) {
+		s.ClusterIPs, s.Type, s.Ports[0].NodePort = []string{"10.96.0.2", "fd00:96::2"}, "NodePort", 30080
+	})
+	v4, v6 := sliceM("dual", "dual-4", ready("10.1.2.5", "")), sliceM("dual", "dual-6", ready("2001:db8:16::1", ""))
+	v6.AddressType = "IPv6"
+	r.state[v4.Key()], r.state[v6.Key()] = v4, v6
+	r.resync()
+	r.node.ips = append(r.node.ips, netip.MustParseAddr("2001:db8:16::1"))
+	r.apply(&controller.NodeUpdate{Name: "node-1", New: &kubestate.VppNode{Name: "node-1", ID: 1,
+		VppIPs: []string{"192.168.16.1/24", "2001:db8:16::1/64"}}})
+	wantState(t, r, `svc default/dual cluster=10.96.0.2,fd00:96::2
+  port http TCP 80 nodePort=30080
+    backend 10.1.2.5:8080 ready serving
+    backend [2001:db8:16::1]:8080 local host ready serving
+if eth0 frontend,backend
+node node-1 id=1 ips=10.20.0.1,192.168.16.1,2001:db8:16::1
+`)
+}
+
 // The pod lifecycle cases: the reference processor's reference counts went
 // negative or stuck (contiv-original.md 8.2). Each step is checked against
 // a resync of the same state.

@@ -177,6 +177,10 @@ func comparePrefix(a, b netip.Prefix) int {
 //   - RealIP (is_real_ip) is set when the VIP is one of node's IPs
 //     (NodePorts; ASSUMPTION: an external IP equal to a node IP too, which
 //     was not recorded).
+//   - NodePorts are on each node IP, the IPv6 one included, each to the
+//     backends of its family (ASSUMPTION: a NodePort on the node's IPv6
+//     address behaves as on the IPv4 one; FACTS §6 recorded IPv4 NodePorts
+//     and an IPv6 ClusterIP only, corpus cnat_node and cnat_ipv6).
 //   - Protocols other than TCP and UDP, and port 0, are skipped.
 func BuildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg Config) []Translation {
 	if svc == nil {

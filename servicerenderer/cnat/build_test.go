@@ -106,16 +106,58 @@ func TestBuildService(t *testing.T) {
 	}
 }
 
+// TestBuildServiceIPv6NodePort: on a node with an IPv4 and an IPv6
+// address, each NodePort translation gets the backends of its family only
+// (is_real_ip on both); an IPv4-only service gets none on the IPv6 address.
 func TestBuildServiceIPv6NodePort(t *testing.T) {
 	node := testNode()
 	node.IPs = append(node.IPs, addr("fd00:16::1"))
-	svc := web()
-	svc.ExternalIPs = nil
-	svc.Ports[0].Backends = []sr.Backend{be("fd00:1::11", 8080, true)}
-	got := BuildService(svc, node, testConfig())
-	want := []Translation{{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v want %v", got, want)
+	v6local, v6remote := be("fd00:1::11", 8080, true), be("fd00:2::11", 8080, false)
+	mixed := []Path{path("10.1.1.11", 8080), path("10.1.1.11", 8080), path("10.1.1.12", 8080), path("10.1.1.12", 8080), path("10.1.2.11", 8080)}
+	cases := []struct {
+		name   string
+		mutate func(*sr.ContivService)
+		want   []Translation
+	}{
+		{"IPv6 backends only: the IPv6 NodePort only", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{v6local}, nil
+		}, []Translation{
+			{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true},
+		}},
+		{"dual-stack: each NodePort its own family", func(s *sr.ContivService) {
+			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"))
+			s.Ports[0].Backends = append(s.Ports[0].Backends, v6local, v6remote)
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("fd00:96::10", 80, sr.TCP), Paths: []Path{path("fd00:1::11", 8080), path("fd00:1::11", 8080), path("fd00:2::11", 8080)}},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: mixed, RealIP: true},
+			{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080), path("fd00:1::11", 8080), path("fd00:2::11", 8080)}, RealIP: true},
+		}},
+		{"dual-stack, externalTrafficPolicy Local: local backends of each family", func(s *sr.ContivService) {
+			s.Ports[0].Backends = append(s.Ports[0].Backends, v6local, v6remote)
+			s.Ports[0].LocalBackends = append(s.Ports[0].LocalBackends, v6local)
+			s.ExternalPolicy = sr.PolicyLocal
+		}, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: []Path{path("10.1.1.11", 8080), path("10.1.1.12", 8080)}, RealIP: true},
+			{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true},
+		}},
+		{"IPv4 only: nothing on the IPv6 node IP", nil, []Translation{
+			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: mixed, RealIP: true},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			svc := web()
+			svc.ExternalIPs = nil
+			if c.mutate != nil {
+				c.mutate(svc)
+			}
+			if got := BuildService(svc, node, testConfig()); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got\n%v\nwant\n%v", got, c.want)
+			}
+		})
 	}
 }
 

@@ -22,7 +22,8 @@
 //	                              Local: this node's only
 //	ExternalIP / LoadBalancer IP  all backends; external policy Local: this     0           the same
 //	                              node's only
-//	NodePort on each node IP      as ExternalIP                                 1           the same
+//	NodePort on each node IP      as ExternalIP, of the node IP's family        1           the same
+//	(IPv4 and IPv6)
 //	no usable backend             -                                             -           none (delete if there):
 //	                                                                                        0 paths abort VPP 25.02
 //	session affinity              lb_type MAGLEV, flow_hash_config SRC_IP       -           set at creation only: a
@@ -88,7 +89,12 @@
 //     prefixes) follows Config.NodeIP6 and the IPv6 CIDRs, which the agent
 //     fills from contivconf's nodeConfig[].mainInterface.ipv6CIDR,
 //     ipam.podSubnetCIDRv6 and ipam.serviceCIDRv6 (scenario cnat-ipv6-node
-//     in agent/testdata/scenarios); IPAM itself allocates IPv4 only.
+//     in agent/testdata/scenarios); IPAM itself allocates IPv4 only. The
+//     agent also publishes that ipv6CIDR address in the node's NodeSync
+//     record, after the IPv4 one, so it reaches LocalNode.IPs: NodePorts
+//     are translated on it to the service's IPv6 backends (none for an
+//     IPv4-only service), with is_real_ip as on the IPv4 node IP
+//     (ASSUMPTION: not recorded on VPP; see BuildService).
 //   - No twice-NAT: local backends see the real client; remote backends and
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not

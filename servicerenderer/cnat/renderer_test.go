@@ -402,3 +402,48 @@ func TestOtherSNATAddressNotTrusted(t *testing.T) {
 	apply(t, r, true)
 	checkState(t, f, wantState(r))
 }
+
+// TestIPv6NodeIP: this node's IPv6 address arriving (UpdateLocalNode)
+// adds the dual-stack service's NodePort on it with is_real_ip; a
+// restarted agent recognises it as its own and writes nothing; the address
+// leaving deletes it.
+func TestIPv6NodeIP(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	svc := web()
+	svc.ExternalIPs = nil
+	svc.Ports[0].Backends = append(svc.Ports[0].Backends, be("fd00:2::11", 8080, false))
+	dual := testNode()
+	dual.IPs = append(dual.IPs, addr("fd00:16::1"))
+	v6 := key("fd00:16::1", 30080, sr.TCP)
+
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(svc))
+	apply(t, r, true)
+	if err := r.UpdateLocalNode(dual); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, r, false)
+	if tr, ok := f.state().Trans[v6]; !ok || !tr.RealIP || !reflect.DeepEqual(tr.Paths, []Path{path("fd00:2::11", 8080)}) {
+		t.Fatalf("IPv6 NodePort %+v (held: %v)", tr, ok)
+	}
+	checkState(t, f, wantState(r))
+
+	w := f.Writes()
+	again := newRenderer(t, f, nil)
+	data := resyncData(svc)
+	data.Node = dual
+	_ = again.Resync(data)
+	apply(t, again, true)
+	if f.Writes() != w {
+		t.Errorf("restarted agent wrote %d times", f.Writes()-w)
+	}
+
+	if err := again.UpdateLocalNode(testNode()); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, again, false)
+	if _, ok := f.state().Trans[v6]; ok {
+		t.Error("the IPv6 NodePort outlived the node's IPv6 address")
+	}
+	checkState(t, f, wantState(again))
+}

@@ -143,6 +143,21 @@ func TestBuildService(t *testing.T) {
 			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
+		name: "an IPv6 node IP is ignored: NodePorts and health-check NodePorts on the IPv4 ones only",
+		svc: func() *servicerenderer.ContivService {
+			s := web(port("http", 80, 30080, pod1, be("fd00:1:1::3", 8080, "local")))
+			s.ClusterIPs = append(s.ClusterIPs, netip.MustParseAddr("fd00:96::1"))
+			s.ExternalPolicy, s.HealthCheckNodePort = servicerenderer.PolicyLocal, 32000
+			return s
+		}(),
+		cfg:  func(c *Config) { c.HealthCheckTarget = netip.MustParseAddr("172.30.1.2") },
+		node: &servicerenderer.LocalNode{Name: "master", IPs: ips(nodeIP, "2001:db8:16::10")},
+		expect: []string{
+			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.1.1.3:8080 vrf=2 p=1",
+			"192.168.16.10:30080/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.1.1.3:8080 vrf=2 p=1",
+			"192.168.16.10:32000/TCP lb twice-nat=on affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 172.30.1.2:32000 vrf=1 p=1",
+		},
+	}, {
 		name: "NodePort without node addresses: none",
 		svc:  web(port("http", 80, 30080, pod1, pod3)),
 		node: &servicerenderer.LocalNode{Name: "master"},

@@ -548,6 +548,14 @@ func TestNodeAddressChangeTouchesOnlyNodePorts(t *testing.T) {
 	if got := fake.takeCalls(); len(got) != 0 {
 		t.Errorf("calls %q", got)
 	}
+	// An IPv6 address joins them (a dual-stack node): NAT44 ignores it.
+	if err := r.UpdateLocalNode(servicerenderer.LocalNode{Name: "master", ID: 1, IPs: ips(nodeIP, "172.30.1.2", "2001:db8:16::10")}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	if got := fake.takeCalls(); len(got) != 0 {
+		t.Errorf("an IPv6 node IP made calls %q", got)
+	}
 }
 
 func TestVanishedInterface(t *testing.T) {
