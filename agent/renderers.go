@@ -83,6 +83,7 @@ func (a *Agent) cnatConfig() cnat.Config {
 		c.NodeNetworks = appendValid(c.NodeNetworks, o.IPCIDR.Masked(), o.IPv6CIDR.Masked())
 	}
 	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
+	c.HealthCheckTarget = a.healthCheckTarget()
 	return c
 }
 

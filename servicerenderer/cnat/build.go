@@ -35,6 +35,11 @@ type Config struct {
 	// NodePortMin and NodePortMax bound the NodePorts: a translation on a
 	// node IP within them is the renderer's.
 	NodePortMin, NodePortMax uint16
+	// HealthCheckTarget is the host-side IPv4 address where the agent
+	// answers load balancers' health checks: a service's health-check
+	// NodePort on each of this node's IPv4 addresses goes there. The zero
+	// value translates none.
+	HealthCheckTarget netip.Addr
 }
 
 // DefaultConfig is a configuration with Kubernetes' default NodePort range
@@ -57,6 +62,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeIP6.IsValid() && !c.NodeIP6.Is6() {
 		bad("nodeIP6", c.NodeIP6, "must be an IPv6 address")
+	}
+	if c.HealthCheckTarget.IsValid() && (!c.HealthCheckTarget.Is4() || c.HealthCheckTarget.IsUnspecified()) {
+		bad("healthCheckTarget", c.HealthCheckTarget, "must be a specified IPv4 address")
 	}
 	if c.LocalEndpointWeight == 0 {
 		bad("serviceLocalEndpointWeight", 0, "must be at least 1")
@@ -182,6 +190,14 @@ func comparePrefix(a, b netip.Prefix) int {
 //     address behaves as on the IPv4 one; FACTS §6 recorded IPv4 NodePorts
 //     and an IPv6 ClusterIP only, corpus cnat_node and cnat_ipv6).
 //   - Protocols other than TCP and UDP, and port 0, are skipped.
+//   - The health-check NodePort of a service under the Local external
+//     policy: TCP on each of node's IPv4 addresses, to
+//     cfg.HealthCheckTarget on the same port (RealIP; no affinity), unless
+//     a port of the service holds that key. The checker's address does
+//     not matter to the answer; the K8S policy source-NATs it to the
+//     node's address, which the host reaches through VPP (ASSUMPTION, as
+//     for the NAT44 renderer: the host routes to VPP over the host
+//     interconnect).
 func BuildService(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg Config) []Translation {
 	if svc == nil {
 		return nil
@@ -228,6 +244,15 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
 				add(ip, p.NodePort, p.Protocol, external)
+			}
+		}
+	}
+	if hc := svc.HealthCheckNodePort; hc != 0 && svc.ExternalPolicy == servicerenderer.PolicyLocal && cfg.HealthCheckTarget.IsValid() {
+		lb, fh = LBDefault, 0
+		target := []servicerenderer.Backend{{IP: cfg.HealthCheckTarget, Port: hc}}
+		for _, ip := range node.IPs {
+			if ip.Unmap().Is4() && ip.Unmap() != cfg.HealthCheckTarget {
+				add(ip, hc, servicerenderer.TCP, target)
 			}
 		}
 	}

@@ -201,3 +201,47 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("bad config accepted")
 	}
 }
+
+// TestBuildServiceHealthCheck: a Local service's health-check NodePort
+// goes to the agent on the host side, on each IPv4 node address, without
+// affinity; none under Cluster, without a target, or where a port of the
+// service holds the key.
+func TestBuildServiceHealthCheck(t *testing.T) {
+	hc := Translation{Key: key("192.168.16.1", 32000, sr.TCP), Paths: []Path{path("172.30.1.2", 32000)}, RealIP: true}
+	cases := []struct {
+		name   string
+		mutate func(*sr.ContivService, *Config)
+		want   []Translation
+	}{
+		{"Local: to the host side", func(s *sr.ContivService, _ *Config) {}, []Translation{hc}},
+		{"Local with affinity: none for the check", func(s *sr.ContivService, _ *Config) { s.AffinityTimeout = 600 }, []Translation{hc}},
+		{"Cluster: none", func(s *sr.ContivService, _ *Config) { s.ExternalPolicy = sr.PolicyCluster }, nil},
+		{"no target: none", func(s *sr.ContivService, c *Config) { c.HealthCheckTarget = netip.Addr{} }, nil},
+		{"the service's own NodePort holds the key", func(s *sr.ContivService, _ *Config) {
+			s.Ports[0].NodePort = 32000
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			svc, cfg := web(), testConfig()
+			svc.ExternalPolicy, svc.HealthCheckNodePort = sr.PolicyLocal, 32000
+			svc.ExternalIPs, svc.Ports[0].NodePort = nil, 0
+			cfg.HealthCheckTarget = addr("172.30.1.2")
+			c.mutate(svc, &cfg)
+			var got []Translation
+			for _, tr := range BuildService(svc, testNode(), cfg) {
+				if tr.Key.Port == 32000 && tr.Paths[0].IP == addr("172.30.1.2") {
+					got = append(got, tr)
+				}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got\n%v\nwant\n%v", got, c.want)
+			}
+		})
+	}
+	bad := testConfig()
+	bad.HealthCheckTarget = addr("fd00::1")
+	if err := bad.Validate(); err == nil {
+		t.Error("an IPv6 health-check target passed validation")
+	}
+}
