@@ -7,7 +7,9 @@
 // configuration names (renderers.go: NAT44 or cnat) as its apply step,
 // metrics and the HTTP server. Readiness (readiness.go) tells the truth
 // about VPP: not ready from the moment it is lost until a full reprogram
-// is applied and every interface it waits for is back.
+// is applied and every interface it waits for is back; and on a node's
+// first start, until this node's own VPP addresses have come back from etcd
+// in its NodeSync record and their NodePorts are applied (ownaddrs.go).
 //
 // Beside the NAT44 mappings it gives kube-proxy's node-side behaviour
 // (parity.go): the health checks of LoadBalancer services under the Local

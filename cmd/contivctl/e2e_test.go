@@ -98,15 +98,9 @@ func TestAgentEndToEnd(t *testing.T) {
 	if !strings.Contains(skippedSection, "headless") {
 		t.Errorf("render does not say what it skipped:\n%s", skippedSection)
 	}
-	// Readiness follows the first resync; this node's own VPP address comes
-	// back from NodeSync through etcd a moment later and adds its NodePorts,
-	// so the applied state is awaited (bounded) before it is compared.
-	applied := run("nat44", "--applied", "--agent", url)
-	for deadline := time.Now().Add(10 * time.Second); applied != rendered && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		applied = run("nat44", "--applied", "--agent", url)
-	}
-	if applied != rendered {
+	// Ready waits for this node's own addresses to come back from etcd,
+	// so their NodePorts are applied already.
+	if applied := run("nat44", "--applied", "--agent", url); applied != rendered {
 		t.Errorf("the agent applied\n%s\nrender says\n%s", applied, rendered)
 	}
 	if desired := run("nat44", "--agent", url); desired != rendered {
