@@ -9,14 +9,25 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// thisNode gives the service processor this node's identity from NodeSync.
-type thisNode struct{ h *nsplugin.Handler }
+// thisNode gives the service processor this node's identity from NodeSync,
+// and tells addrs which addresses the processor read.
+type thisNode struct {
+	h     *nsplugin.Handler
+	addrs *ownAddrs
+}
 
 func (t thisNode) NodeName() string { return t.h.NodeName() }
 func (t thisNode) NodeID() uint32   { return t.h.ID() }
 
-// NodeIPs are this node's VPP and management addresses.
+// NodeIPs are this node's VPP and management addresses, as its record
+// holds them.
 func (t thisNode) NodeIPs() []netip.Addr {
+	ips := t.recordIPs()
+	t.addrs.saw(ips)
+	return ips
+}
+
+func (t thisNode) recordIPs() []netip.Addr {
 	rec, ok := t.h.ThisNode()
 	if !ok {
 		return nil

@@ -242,7 +242,7 @@ func (a *Agent) buildHandlers() error {
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,
 		Client:    a.etcd,
-		Publisher: a.nodes,
+		Publisher: publishTap{inner: a.nodes, addrs: &a.rd.addrs},
 		NodeIP:    a.nodeIP(),
 		NodeIP6:   a.nodeIP6(),
 		Logger:    a.log.With("part", "ipam"),
@@ -256,7 +256,7 @@ func (a *Agent) buildHandlers() error {
 	a.proc, err = service.New(service.Params{
 		Logger:     a.log.With("part", "service"),
 		Renderers:  []sr.Renderer{r, a.par.hc},
-		Node:       thisNode{a.nodes},
+		Node:       thisNode{h: a.nodes, addrs: &a.rd.addrs},
 		Subnets:    a.plan,
 		Interfaces: a.ifaces,
 		Config:     a.serviceConfig(),
@@ -419,7 +419,8 @@ func (a *Agent) close() {
 }
 
 // Ready is true once the first full sync is applied, VPP is connected and
-// holds what the agent programmed, and no interface waits too long.
+// holds what the agent programmed, this node's own VPP addresses (and so
+// their NodePorts) are applied, and no interface waits too long.
 func (a *Agent) Ready() bool { return a.ready() }
 
 // Renderer is the NAT44 renderer (nil until the handlers are built: see Run).

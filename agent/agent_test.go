@@ -153,11 +153,13 @@ func TestAgentEndToEnd(t *testing.T) {
 	next.Endpoints = append(append([]kubestate.Endpoint(nil), slice.Endpoints...), kubestate.Endpoint{
 		Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2",
 	})
-	// This node publishes its addresses after the first sync; its NodePorts
-	// follow. Wait for them so that only the endpoint change is counted.
+	// Ready waited for this node's own addresses to come back from etcd:
+	// its NodePorts are programmed, and only the endpoint change is counted.
 	for _, ip := range []string{"192.168.16.1", "192.168.56.101"} {
 		np := sim.Packet{Src: cartVIP.Src, Dst: netip.MustParseAddr(ip), Proto: sr.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
-		waitFor(t, "NodePort on "+ip, func() bool { return vpp.Translate(np).Verdict == sim.Translated })
+		if res := vpp.Translate(np); res.Verdict != sim.Translated {
+			t.Fatalf("ready without the NodePort on %s: %+v", ip, res)
+		}
 	}
 	vpp.ResetCalls()
 	if err := kubestate.NewWriter(cli, nil).Put(ctx, &next); err != nil {

@@ -7,7 +7,9 @@
 // configuration names (renderers.go: NAT44 or cnat) as its apply step,
 // metrics and the HTTP server. Readiness (readiness.go) tells the truth
 // about VPP: not ready from the moment it is lost until a full reprogram
-// is applied and every interface it waits for is back.
+// is applied and every interface it waits for is back; and on a node's
+// first start, until this node's own VPP addresses have come back from etcd
+// in its NodeSync record and their NodePorts are applied (ownaddrs.go).
 //
 // Beside the NAT44 mappings it gives kube-proxy's node-side behaviour
 // (parity.go): the health checks of LoadBalancer services under the Local
@@ -24,6 +26,7 @@
 // Render connects the same parts offline, for one node, without etcd or a
 // real VPP (contivctl render and trace). The types of the REST views
 // (NAT44View, NAT44MappingsView, IPAMView, StatusView) are exported for
-// clients, and TraceState answers the translation oracle's question from a
-// NAT44 state read over REST.
+// clients; TraceState answers the translation oracle's question from a
+// NAT44 state read over REST, and TraceCNAT (tracecnat.go) the cnat
+// oracle's from a cnat state read over REST.
 package agent

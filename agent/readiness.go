@@ -18,7 +18,7 @@ import (
 // as done once applied and once every interface feature it left pending
 // has been applied too (a restarted VPP re-creates its interfaces late) —
 // and no interface feature has waited longer than the grace for its
-// interface.
+// interface. Agent.notReady adds this node's own addresses (ownaddrs.go).
 type readiness struct {
 	grace time.Duration
 	// pending lists the interfaces whose NAT44 features wait for VPP to
@@ -35,6 +35,9 @@ type readiness struct {
 	// reprogrammed is set once a full apply succeeded after the loss;
 	// lost clears when nothing is pending any more.
 	reprogrammed bool
+
+	// addrs follows this node's own VPP addresses to their apply.
+	addrs ownAddrs
 }
 
 // waiting is one interface whose features wait for it.
@@ -121,12 +124,16 @@ type readyApplier struct {
 // Apply implements controller.Applier.
 func (a readyApplier) Apply(ctx context.Context, full bool) error {
 	gen := a.r.generation()
+	own := a.r.addrs.seenNow()
 	var before uint64
 	if a.cuts != nil {
 		before = a.cuts.SessionsCut()
 	}
 	err := a.inner.Apply(ctx, full)
 	a.r.applied(gen, full, err)
+	if err == nil {
+		a.r.addrs.appliedNow(own)
+	}
 	if a.cuts != nil {
 		if cut := a.cuts.SessionsCut() - before; cut > 0 {
 			a.log.Warn("NAT44 apply cut established sessions (simulated VPP's accounting)", "sessionsCut", cut, "full", full)
@@ -136,7 +143,8 @@ func (a readyApplier) Apply(ctx context.Context, full bool) error {
 }
 
 // ready is true once the first full sync is applied, VPP is connected and
-// holds what the agent programmed, and no interface waits too long.
+// holds what the agent programmed, this node's own VPP addresses are
+// applied, and no interface waits too long.
 func (a *Agent) ready() bool { return len(a.notReady()) == 0 }
 
 // startupHealth fails /healthz once the agent has not been ready within
@@ -163,5 +171,12 @@ func (a *Agent) notReady() []string {
 	if !a.built.Load() {
 		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
 	}
-	return a.rd.reasons(a.ctl.Ready(), a.conn.Status().Connected, time.Now())
+	ctlReady := a.ctl.Ready()
+	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
+	if ctlReady {
+		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {
+			out = append(out, why)
+		}
+	}
+	return out
 }

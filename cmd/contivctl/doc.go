@@ -46,20 +46,26 @@
 //	    exclude prefixes, each interface's SNAT tables and features), then
 //	    one line per translation (key, LB type, flow hash, is_real_ip,
 //	    paths), failures and skips (-o json: renderer, translations,
-//	    nodeConfig, failures, skipped). trace follows NAT44 only and refuses
-//	    a cnat render.
+//	    nodeConfig, failures, skipped).
 //
 // Either way:
 //
 //	trace VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME ...]
-//	    which backends a packet from SRC (default 192.0.2.1, a client
-//	    outside the cluster) to VIP:PORT/PROTO reaches, with probabilities,
-//	    and the source address each backend sees (the client's, or the
-//	    node's twice-NAT address). With -f it renders offline and asks the
-//	    simulated VPP's translation oracle, the packet entering on the main
-//	    NIC; without, it reads the agent's applied state
-//	    (/v1/nat44/mappings) and answers with agent.TraceState, which tests
-//	    hold to the oracle.
+//	    which backends a packet from SRC (default 192.0.2.1, or 2001:db8::1
+//	    for an IPv6 target: a client outside the cluster; SRC and the
+//	    target must be of one family) to VIP:PORT/PROTO reaches, with
+//	    probabilities, and the source address each backend sees (the
+//	    client's, the node's twice-NAT address, or cnat's SNAT address).
+//	    With -f it renders offline and asks the simulated VPP's oracle
+//	    (NAT44's, or cnat's with --renderer cnat), the packet entering on
+//	    the main NIC. Without, it asks the agent's renderer (/v1/config)
+//	    and answers from the state VPP holds: for nat44 /v1/nat44/mappings
+//	    with agent.TraceState, for cnat /v1/cnat and /v1/ipam (which
+//	    backends are local) with agent.TraceCNAT; tests hold both to the
+//	    oracles. A path repeated k times of n weighs k/n. A note on
+//	    standard error says when VPP does not hold what the agent wants
+//	    for the target. NAT44 translates IPv4 only: an IPv6 target needs
+//	    cnat.
 //
 // And one that writes:
 //
@@ -80,5 +86,5 @@
 // against embedded etcd, a served agent view or a real in-process agent.
 // A new subcommand is one function and one entry in commands(). contivctl
 // knows kubestate, the etcd client, and of the agent only its exported
-// view types, Render and TraceState.
+// view types, Render, TraceState and TraceCNAT.
 package main

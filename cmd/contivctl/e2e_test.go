@@ -17,8 +17,8 @@ import (
 
 // startAgent runs a real contiv-agent for node-1 against embedded etcd
 // holding the example cluster and a simulated VPP, and returns the URL of
-// its REST views.
-func startAgent(t *testing.T) string {
+// its REST views; each of set changes the configuration first.
+func startAgent(t *testing.T, set ...func(*contivconf.Config)) string {
 	t.Helper()
 	srv := etcdtest.Start(t)
 	cfg := contivconf.Defaults()
@@ -27,6 +27,9 @@ func startAgent(t *testing.T) string {
 	cfg.NodeSync.StateFile = filepath.Join(t.TempDir(), "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Log.Level = contivconf.LogLevelWarn
+	for _, f := range set {
+		f(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +98,9 @@ func TestAgentEndToEnd(t *testing.T) {
 	if !strings.Contains(skippedSection, "headless") {
 		t.Errorf("render does not say what it skipped:\n%s", skippedSection)
 	}
-	// Readiness follows the first resync; this node's own VPP address comes
-	// back from NodeSync through etcd a moment later and adds its NodePorts,
-	// so the applied state is awaited (bounded) before it is compared.
-	applied := run("nat44", "--applied", "--agent", url)
-	for deadline := time.Now().Add(10 * time.Second); applied != rendered && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		applied = run("nat44", "--applied", "--agent", url)
-	}
-	if applied != rendered {
+	// Ready waits for this node's own addresses to come back from etcd,
+	// so their NodePorts are applied already.
+	if applied := run("nat44", "--applied", "--agent", url); applied != rendered {
 		t.Errorf("the agent applied\n%s\nrender says\n%s", applied, rendered)
 	}
 	if desired := run("nat44", "--agent", url); desired != rendered {
@@ -140,5 +137,41 @@ func TestAgentEndToEnd(t *testing.T) {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %q:\n%s", want, status)
 		}
+	}
+}
+
+// TestAgentEndToEndCNAT traces through a real agent running the cnat
+// renderer: the live answer (agent.TraceCNAT over /v1/cnat and /v1/ipam)
+// is the offline one (the simulated VPP's cnat oracle) for cluster IPs,
+// NodePorts on the VPP and management addresses, an address nothing
+// translates, from outside and from local and remote pods.
+func TestAgentEndToEndCNAT(t *testing.T) {
+	url := startAgent(t, func(c *contivconf.Config) { c.Renderer = contivconf.RendererCNAT })
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errs := contivctl(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	for _, target := range []string{"10.96.10.30:8080/TCP", "10.96.0.10:53/UDP", "192.168.16.1:31080/TCP", "192.168.56.101:30080/TCP", "10.96.99.99:80/TCP"} {
+		for _, from := range []string{"192.0.2.1", "10.1.1.3", "10.1.1.4", "10.1.3.4"} {
+			live := run("trace", target, "--from", from, "--agent", url)
+			offline := run("trace", target, "--from", from, "-f", clusterYAML, "--node", "node-1", "--renderer", "cnat")
+			if live != offline {
+				t.Errorf("trace %s from %s: live\n%s\noffline\n%s", target, from, live, offline)
+			}
+		}
+	}
+	code, live, errs := contivctl(t, "", "trace", "10.96.10.30:8080/TCP", "--agent", url)
+	for _, want := range []string{"tag cnat translation 10.96.10.30:8080/TCP", "10.1.1.4:8080", "10.1.3.4:8080", "192.168.16.1 (rewritten: cnat source NAT)"} {
+		if code != 0 || !strings.Contains(live, want) || errs != "" {
+			t.Errorf("live trace lacks %q: exit %d\n%s%s", want, code, live, errs)
+		}
+	}
+	// An IPv6 target is traced (this node has no IPv6 translation).
+	if out := run("trace", "[fd00:96::50]:80/TCP", "--agent", url); !strings.Contains(out, "from 2001:db8::1: not translated") {
+		t.Errorf("IPv6 trace:\n%s", out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
@@ -94,6 +95,7 @@ func cannedViews() map[string]any {
 			ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 			Pods:        map[string]netip.Addr{"shop/cart-1": addr("10.1.1.4"), "kube-system/dns-1": addr("10.1.1.2")},
 		},
+		"config":  contivconf.Defaults(),
 		"latency": agent.LatencyView{Observed: 250, Window: 200, P50: 0.0123, P99: 0.0456, Max: 1.5, Stale: 3, Repeated: 1},
 		"status": agent.StatusView{
 			Node: "node-1", NodeID: 1, Ready: true,
@@ -289,7 +291,7 @@ func TestAgentErrors(t *testing.T) {
 		{"services", "has no view /v1/services"},
 		{"status", "GET /v1/status: 500 Internal Server Error: boom"},
 		{"nodes", "GET /v1/nodes: not the JSON this contivctl reads"},
-		{"trace", "has no view /v1/nat44/mappings"},
+		{"trace", "has no view /v1/config"},
 	} {
 		args := []string{c.cmd, "--agent", other.URL}
 		if c.cmd == "trace" {

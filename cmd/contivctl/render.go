@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -172,9 +174,41 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// defaultFrom is the source of a traced packet when --from gives none: a
-// client outside the cluster (TEST-NET-1).
-const defaultFrom = "192.0.2.1"
+// defaultFrom and defaultFrom6 are the source of a traced packet when
+// --from gives none: a client outside the cluster (TEST-NET-1, and the
+// IPv6 documentation prefix for an IPv6 target).
+const (
+	defaultFrom  = "192.0.2.1"
+	defaultFrom6 = "2001:db8::1"
+)
+
+// parseFrom parses --from for target t: an address of t's family, or the
+// default source of that family when empty.
+func parseFrom(from string, t target) (netip.Addr, error) {
+	if from == "" {
+		from = defaultFrom
+		if t.ip.Is6() {
+			from = defaultFrom6
+		}
+	}
+	family := "IPv4"
+	if t.ip.Is6() {
+		family = "IPv6"
+	}
+	src, err := netip.ParseAddr(from)
+	if err != nil || src.Zone() != "" || src.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("%w: --from %q: want an %s address", errUsage, from, family)
+	}
+	if src.Is4() != t.ip.Is4() {
+		return netip.Addr{}, fmt.Errorf("%w: --from %s and target %s are of different families: want an %s address", errUsage, src, t, family)
+	}
+	return src, nil
+}
+
+// errNAT44IPv6 refuses an IPv6 target to a NAT44 trace.
+func errNAT44IPv6(t target, how string) error {
+	return fmt.Errorf("%w: target %s is IPv6 and NAT44 translates IPv4 only (%s)", errUsage, t, how)
+}
 
 // target is what trace asks about: VIP:PORT/PROTO.
 type target struct {
@@ -213,8 +247,11 @@ func parseTarget(s string) (target, error) {
 		}
 		return bad(strings.TrimPrefix(err.Error(), "invalid AddrPort: "))
 	}
-	if !ap.Addr().Is4() {
-		return bad("not an IPv4 address (NAT44 translates IPv4)")
+	if ap.Addr().Is4In6() {
+		return bad("an IPv4-mapped IPv6 address: write it as IPv4")
+	}
+	if ap.Addr().Zone() != "" {
+		return bad("an address with a zone")
 	}
 	if ap.Port() == 0 {
 		return bad("port 0")
@@ -289,7 +326,7 @@ func printTrace(w io.Writer, o traceOutput) error {
 
 func runTrace(ctx context.Context, s streams, args []string) error {
 	fs := newFlagSet(s, "trace", "VIP:PORT/PROTO [--from SRC] [-f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44|cnat]] [--agent URL] [-o table|json]")
-	from := fs.String("from", defaultFrom, "source `address` of the packet (default: a client outside the cluster)")
+	from := fs.String("from", "", "source `address` of the packet, of the target's family (default: a client outside the cluster, "+defaultFrom+" or "+defaultFrom6+")")
 	var rf renderFlags
 	var af agentFlags
 	var of outputFlag
@@ -307,46 +344,22 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := netip.ParseAddr(*from)
-	if err != nil || !src.Is4() {
-		return fmt.Errorf("%w: --from %q: want an IPv4 address", errUsage, *from)
+	src, err := parseFrom(*from, t)
+	if err != nil {
+		return err
 	}
 	p := sim.Packet{Src: src, Dst: t.ip, Proto: t.proto, DstPort: t.port}
-
 	var res sim.Result
 	if rf.file != "" {
-		r, err := rf.render(ctx, s)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(s.err, rf.describe(r)+"; the packet enters on "+r.MainInterface)
-		if r.CNAT != nil {
-			res = cnatAsResult(r.TranslateCNAT(p))
-		} else {
-			res = r.Translate(p)
-		}
+		res, err = traceOffline(ctx, s, &rf, t, p)
 	} else {
 		if rf.node != "" || rf.config != "" || rf.nodeID != 0 || rf.renderer != "" {
 			return fmt.Errorf("%w: --node, --config, --node-id and --renderer render offline: they need -f FILE", errUsage)
 		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		var v agent.NAT44MappingsView
-		if _, err := c.view(ctx, "/v1/nat44/mappings", &v); err != nil {
-			return err
-		}
-		if v.Applied == nil {
-			return fmt.Errorf("agent at %s: /v1/nat44/mappings holds no applied state", c.base)
-		}
-		applied := v.Applied.State()
-		res = agent.TraceState(applied, p)
-		if v.Desired != nil {
-			if note := pendingNote(v.Desired.State(), applied, t); note != "" {
-				fmt.Fprintln(s.err, note)
-			}
-		}
+		res, err = traceLive(ctx, s, &af, t, p)
+	}
+	if err != nil {
+		return err
 	}
 	out := newTraceOutput(t, src, res)
 	if of.json() {
@@ -355,19 +368,120 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 	return printTrace(s.out, out)
 }
 
+// traceOffline renders the manifests and asks the simulated VPP's oracle.
+func traceOffline(ctx context.Context, s streams, rf *renderFlags, t target, p sim.Packet) (sim.Result, error) {
+	r, err := rf.render(ctx, s)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	if r.CNAT == nil && t.ip.Is6() {
+		return sim.Result{}, errNAT44IPv6(t, "trace it through --renderer cnat")
+	}
+	fmt.Fprintln(s.err, rf.describe(r)+"; the packet enters on "+r.MainInterface)
+	if r.CNAT != nil {
+		return cnatAsResult(r.TranslateCNAT(p), p), nil
+	}
+	return r.Translate(p), nil
+}
+
+// traceLive asks the agent which renderer it runs and answers from the
+// state it applied.
+func traceLive(ctx context.Context, s streams, af *agentFlags, t target, p sim.Packet) (sim.Result, error) {
+	c, err := af.client()
+	if err != nil {
+		return sim.Result{}, err
+	}
+	var cfg struct {
+		Renderer string `json:"renderer"`
+	}
+	if _, err := c.view(ctx, "/v1/config", &cfg); err != nil {
+		return sim.Result{}, err
+	}
+	if cfg.Renderer == contivconf.RendererCNAT {
+		return traceLiveCNAT(ctx, s, c, t, p)
+	}
+	if t.ip.Is6() {
+		return sim.Result{}, errNAT44IPv6(t, "the agent at "+c.base.String()+" runs renderer nat44")
+	}
+	var v agent.NAT44MappingsView
+	if _, err := c.view(ctx, "/v1/nat44/mappings", &v); err != nil {
+		return sim.Result{}, err
+	}
+	if v.Applied == nil {
+		return sim.Result{}, fmt.Errorf("agent at %s: /v1/nat44/mappings holds no applied state", c.base)
+	}
+	applied := v.Applied.State()
+	if v.Desired != nil {
+		if note := pendingNote(v.Desired.State(), applied, t); note != "" {
+			fmt.Fprintln(s.err, note)
+		}
+	}
+	return agent.TraceState(applied, p), nil
+}
+
+// traceLiveCNAT answers with agent.TraceCNAT from the agent's /v1/cnat
+// (what VPP holds) and /v1/ipam (which backends are local) views.
+func traceLiveCNAT(ctx context.Context, s streams, c *agentClient, t target, p sim.Packet) (sim.Result, error) {
+	var v *agent.CNATView
+	if _, err := c.view(ctx, "/v1/cnat", &v); err != nil {
+		return sim.Result{}, err
+	}
+	var ipam *agent.IPAMView
+	if _, err := c.view(ctx, "/v1/ipam", &ipam); err != nil {
+		return sim.Result{}, err
+	}
+	if v == nil || ipam == nil {
+		return sim.Result{}, fmt.Errorf("agent at %s runs renderer cnat but /v1/cnat or /v1/ipam holds no state yet (see contivctl status)", c.base)
+	}
+	if note := cnatPendingNote(v, t); note != "" {
+		fmt.Fprintln(s.err, note)
+	}
+	st := agent.CNATTraceState{Translations: v.Applied, Node: v.AppliedNode, PodSubnets: []netip.Prefix{ipam.PodSubnet}}
+	return cnatAsResult(agent.TraceCNAT(st, p), p), nil
+}
+
 // cnatAsResult shows a cnat trace as a NAT44 one: the backends a packet
 // may reach, their shares (cnat weighs by repeated paths) and the source
-// each backend sees.
-func cnatAsResult(c sim.CnatResult) sim.Result {
+// each backend sees; the tag names the translation by its key (VPP's id
+// is known offline only). An untranslated packet that leaves source-NATed
+// says so in the reason.
+func cnatAsResult(c sim.CnatResult, p sim.Packet) sim.Result {
 	res := sim.Result{Verdict: c.Verdict, Reason: c.Reason}
-	if c.Verdict == sim.Translated {
-		res.Reason = "cnat translation"
-		res.Tag = fmt.Sprintf("cnat translation %d", c.TranslationID)
+	switch c.Verdict {
+	case sim.Translated:
+		key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}
+		res.Reason, res.Tag = "cnat translation", "cnat translation "+key.String()
+	case sim.NotTranslated:
+		if c.Src.IsValid() && c.Src != p.Src {
+			res.Reason += "; it leaves source-NATed to " + c.Src.String()
+		}
 	}
 	for _, b := range c.Backends {
 		res.Backends = append(res.Backends, sim.Reach{IP: b.Backend.Addr(), Port: b.Backend.Port(), Probability: b.Weight, Src: b.Src})
 	}
 	return res
+}
+
+// cnatPendingNote warns when VPP does not hold the translation (or the
+// node configuration) the agent wants for the traced frontend.
+func cnatPendingNote(v *agent.CNATView, t target) string {
+	key := cnat.Key{IP: t.ip, Port: t.port, Proto: t.proto}
+	find := func(ts []*cnat.Translation) string {
+		for _, tr := range ts {
+			if tr != nil && tr.Key == key {
+				return cnatTranslationLine(tr)
+			}
+		}
+		return "none"
+	}
+	var notes []string
+	if d, a := find(v.Desired), find(v.Applied); d != a {
+		notes = append(notes, fmt.Sprintf("note: VPP does not hold the cnat translation the agent wants for %s (see contivctl status and /v1/cnat); this answer is from what VPP holds\n  wanted: %s\n  held:   %s", t, d, a))
+	}
+	if d, a := cnatNodeLines(v.DesiredNode), cnatNodeLines(v.AppliedNode); !slices.Equal(d, a) {
+		notes = append(notes, "note: VPP does not hold the cnat node configuration (source NAT) the agent wants; this answer is from what VPP holds")
+	}
+	return strings.Join(notes, "\n")
 }
 
 // pendingNote warns when VPP does not hold what the agent wants for the

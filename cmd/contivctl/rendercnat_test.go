@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
 
+	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/contivconf"
+	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
 
@@ -112,5 +116,70 @@ func TestTraceCNAT(t *testing.T) {
 	code, out, _ = contivctl(t, "", "trace", "10.96.99.99:80/TCP", "-f", clusterYAML, "--node", "node-1", "--renderer", "cnat")
 	if code != 0 || !strings.Contains(out, "not translated") {
 		t.Errorf("trace of an unknown VIP through cnat: exit %d:\n%s", code, out)
+	}
+}
+
+// cannedCNATViews are the views of an agent running renderer cnat on
+// node-1 whose VPP holds an older translation of the cart service: one
+// local backend listed twice and a remote one.
+func cannedCNATViews() map[string]any {
+	ip := netip.MustParseAddr
+	cart := cnat.Key{IP: ip("10.96.10.30"), Port: 8080, Proto: sr.TCP}
+	held := &cnat.Translation{Key: cart, Paths: []cnat.Path{{IP: ip("10.1.1.4"), Port: 8080}, {IP: ip("10.1.1.4"), Port: 8080}, {IP: ip("10.1.3.4"), Port: 8080}}}
+	wanted := &cnat.Translation{Key: cart, Paths: []cnat.Path{{IP: ip("10.1.1.4"), Port: 8080}, {IP: ip("10.1.3.4"), Port: 8080}}}
+	node := &cnat.Node{SNAT4: ip("192.168.16.1"), Policy: cnat.PolicyK8S,
+		Tables: map[string]cnat.Tables{"tap-shop-cart-1": 1<<cnat.TableIncludeV4 | 1<<cnat.TablePod}}
+	cfg := contivconf.Defaults()
+	cfg.Renderer = contivconf.RendererCNAT
+	return map[string]any{
+		"config": cfg,
+		"cnat":   agent.CNATView{Desired: []*cnat.Translation{wanted}, Applied: []*cnat.Translation{held}, DesiredNode: node, AppliedNode: node},
+		"ipam":   agent.IPAMView{NodeID: 1, PodSubnet: netip.MustParsePrefix("10.1.1.0/24")},
+	}
+}
+
+// TestTraceCNATAgainstCannedAgent: contivctl trace asks the agent's
+// renderer and, for cnat, answers from what VPP holds (a path repeated k
+// times of n weighs k/n), with a note when the agent wants another
+// translation.
+func TestTraceCNATAgainstCannedAgent(t *testing.T) {
+	url := serveViews(t, cannedCNATViews())
+	code, out, errs := contivctl(t, "", "trace", "10.96.10.30:8080/TCP", "--agent", url)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"10.96.10.30:8080/TCP from 192.0.2.1: translated (cnat translation), tag cnat translation 10.96.10.30:8080/TCP",
+		"10.1.1.4:8080 0 66.7% 192.0.2.1 (client's, kept)",
+		"10.1.3.4:8080 0 33.3% 192.168.16.1 (rewritten: cnat source NAT)",
+	} {
+		if !strings.Contains(fields(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "note: VPP does not hold the cnat translation the agent wants for 10.96.10.30:8080/TCP") ||
+		!strings.Contains(errs, "wanted: translation 10.96.10.30:8080/TCP lb=default fhc=0 real=false -> 10.1.1.4:8080, 10.1.3.4:8080") {
+		t.Errorf("no note on the pending change: %s", errs)
+	}
+	// An untranslated address, from a pod: no note, it leaves unchanged
+	// (the main NIC is not in INCLUDE_V4).
+	code, out, errs = contivctl(t, "", "trace", "10.96.10.31:8080/TCP", "--agent", url, "--from", "10.1.1.4")
+	if code != 0 || !strings.Contains(out, "not translated (no cnat translation of 10.96.10.31 port 8080 protocol 6)") || errs != "" {
+		t.Errorf("no translation: exit %d\n%s%s", code, out, errs)
+	}
+	// IPv6: a family the target and --from must share.
+	code, out, errs = contivctl(t, "", "trace", "[fd00:96::50]:80/TCP", "--agent", url)
+	if code != 0 || !strings.Contains(out, "[fd00:96::50]:80/TCP from 2001:db8::1: not translated") {
+		t.Errorf("IPv6 target: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestTraceIPv6AgainstNAT44Agent: an agent running nat44 cannot trace an
+// IPv6 target.
+func TestTraceIPv6AgainstNAT44Agent(t *testing.T) {
+	url := serveViews(t, cannedViews())
+	code, out, errs := contivctl(t, "", "trace", "[fd00::10]:53/UDP", "--agent", url)
+	if code != 2 || out != "" || !strings.Contains(errs, "NAT44 translates IPv4 only (the agent at "+url+" runs renderer nat44)") {
+		t.Errorf("exit %d, %q, %q", code, out, errs)
 	}
 }

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	ipamplugin "contiv.dev/vpp/plugins/ipam"
+	nsplugin "contiv.dev/vpp/plugins/nodesync"
+)
+
+// ownAddrs follows this node's VPP addresses from IPAM's publish, through
+// NodeSync's record in etcd and back through the watch to the service
+// processor, to the apply that programs their NodePorts. On a node's first
+// start the record comes back a moment after the first full sync: until
+// the addresses are applied, readiness says so.
+type ownAddrs struct {
+	mu sync.Mutex
+	// published is what IPAM last published (nil: nothing yet); seen what
+	// the service processor last read of this node's record; applied what
+	// it had read when an apply last succeeded.
+	published     []netip.Prefix
+	seen, applied []netip.Addr
+}
+
+// publish records the addresses IPAM publishes.
+func (o *ownAddrs) publish(ips []netip.Prefix) {
+	o.mu.Lock()
+	o.published = slices.Clone(ips)
+	o.mu.Unlock()
+}
+
+// saw records the addresses the service processor read.
+func (o *ownAddrs) saw(ips []netip.Addr) {
+	o.mu.Lock()
+	o.seen = slices.Clone(ips)
+	o.mu.Unlock()
+}
+
+// seenNow is what the processor read last, taken before an apply.
+func (o *ownAddrs) seenNow() []netip.Addr {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen
+}
+
+// appliedNow records that an apply of what the processor had read as ips
+// succeeded.
+func (o *ownAddrs) appliedNow(ips []netip.Addr) {
+	o.mu.Lock()
+	o.applied = ips
+	o.mu.Unlock()
+}
+
+// missing lists the published addresses that no successful apply has seen
+// in this node's record yet.
+func (o *ownAddrs) missing() []netip.Prefix {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []netip.Prefix
+	for _, p := range o.published {
+		if !slices.Contains(o.applied, p.Addr()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ownAddrsReason is the readiness reason for addresses not applied yet;
+// w says why the record may not have come back (etcd not answering).
+func ownAddrsReason(missing []netip.Prefix, w nsplugin.WriteStatus) string {
+	if len(missing) == 0 {
+		return ""
+	}
+	s := make([]string, len(missing))
+	for i, p := range missing {
+		s[i] = p.String()
+	}
+	why := "waiting for this node's VPP addresses (" + strings.Join(s, ", ") + ") to come back from etcd in its NodeSync record: their NodePorts are not programmed yet"
+	if w.Pending && w.LastError != "" {
+		why += "; writing the record failed: " + w.LastError
+	}
+	return why
+}
+
+// publishTap passes IPAM's publish on to NodeSync and records it.
+type publishTap struct {
+	inner ipamplugin.VppIPPublisher
+	addrs *ownAddrs
+}
+
+// PublishVppIPs implements ipamplugin.VppIPPublisher.
+func (t publishTap) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
+	t.addrs.publish(ips)
+	return t.inner.PublishVppIPs(ctx, ips)
+}
