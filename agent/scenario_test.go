@@ -1,13 +1,21 @@
 package agent
 
 // Scenario tests in text: testdata/scenarios/*.txt drive the whole agent
-// (real etcd, the controller, NodeSync, IPAM, the service processor, the
-// NAT44 renderer and the simulated VPP) through a sequence of steps and
-// hold it to expected NAT44 dumps and packet traces.
+// (real etcd, the controller, NodeSync, IPAM, the service processor, a
+// renderer and the simulated VPP) through a sequence of steps and hold it
+// to expected VPP state, packet traces and connection counts.
+//
+// One suite for both renderers: every file runs under nat44, then under
+// cnat (subtests TestScenarios/FILE/nat44 and /cnat), unless its config
+// step names a renderer. A step is for every renderer unless its header is
+// prefixed "nat44:" or "cnat:" ("-- cnat: expect-cut 0 --"): where the two
+// agree an expectation is written once; where they differ, once per
+// renderer. expect reads NAT44-ED's state and runs under nat44 only,
+// expect-cnat under cnat only.
 //
 // File format (txtar-like). Text before the first step is a free-form
-// description. Each step starts with a header line "-- VERB ARGS --" and
-// runs to the next header:
+// description. Each step starts with a header line "-- [RENDERER:] VERB
+// ARGS --" and runs to the next header:
 //
 //	-- config --             (first step only) the agent's configuration
 //	                         file, YAML as deploy/examples/agent.yaml; the
@@ -58,18 +66,22 @@ package agent
 //	                         given kinds (global, pool, interface, identity,
 //	                         mapping) when kinds are named
 //	-- trace DST:PORT/PROTO [from SRC] [via IFACE] --
-//	                         what the translation oracle answers for one
-//	                         packet (default source 192.168.56.200 arriving
-//	                         on the main NIC GigabitEthernet0/8/0): the line
-//	                         "translated [affinity=N] tag=T" then one line
-//	                         per backend "-> IP:PORT vrf=V p=P [src=S]"
-//	                         (src: the source the backend sees when it is
-//	                         rewritten), or "not translated", or
-//	                         "dropped: REASON", or "leaked out of IFACE
-//	                         source-NATed to IP"; a backend line ends with
-//	                         "reply dropped" when its reply does not make
-//	                         it back (the oracle follows both directions:
-//	                         sim.VPP.Trace)
+//	                         what the simulated VPP's oracle for the
+//	                         renderer in use answers for one packet
+//	                         (default source 192.168.56.200 arriving on the
+//	                         main NIC GigabitEthernet0/8/0), in words both
+//	                         renderers share: the line "translated" (nat44:
+//	                         "affinity=N" after it, cnat: "maglev") then
+//	                         one line per backend "-> IP:PORT p=SHARE
+//	                         [src=S]" (src: the source the backend sees
+//	                         when it is rewritten), or "not translated"
+//	                         (cnat: "src=S" when its SNAT policy rewrites
+//	                         the source), or "dropped: REASON", or (nat44)
+//	                         "leaked out of IFACE source-NATed to IP"; a
+//	                         backend line ends with "reply dropped" when
+//	                         its reply does not make it back (sim.VPP.Trace
+//	                         follows both directions) or (cnat) "dropped:
+//	                         REASON" (sim.VPP.CnatTrace)
 //	-- expect-cnat [KIND...] --
 //	                         the simulated VPP's cnat state (renderer: cnat):
 //	                         its snat line ("ip6=" only when an IPv6 SNAT
@@ -95,9 +107,12 @@ package agent
 // to hold within a deadline. In expect and trace bodies, leading lines
 // starting with "#" are comments; blank lines are ignored.
 //
-// go test ./agent -run TestScenarios -update rewrites the expect and trace
-// bodies (keeping their comments) from what the agent did. The goldens are
-// the specification: read every changed line before committing.
+// go test ./agent -run TestScenarios -update rewrites the expectations
+// (bodies, keeping their comments, and the counts of expect-cut and
+// expect-writes) from what the agent did; a step for every renderer that
+// the second renderer's run finds different is split in two qualified
+// steps (comments copied: reword them). The goldens are the
+// specification: read every changed line before committing.
 
 import (
 	"flag"

@@ -82,13 +82,13 @@
 //     sessions. A deleted translation lets existing connections finish.
 //     Which backends a frontend has is the service processor's choice, as
 //     for nat44: serving-and-terminating endpoints only when none is ready
-//     (scenario cnat-graceful-termination in agent/testdata/scenarios).
+//     (scenario draining-connections in agent/testdata/scenarios).
 //   - IPv6: cluster IPs, external IPs, NodePorts and backends of both
 //     families are rendered (nat44 is IPv4 only). The node's IPv6 part
 //     (the -ip6 features, INCLUDE_V6, an IPv6 SNAT address, IPv6 exclude
 //     prefixes) follows Config.NodeIP6 and the IPv6 CIDRs, which the agent
 //     fills from contivconf's nodeConfig[].mainInterface.ipv6CIDR,
-//     ipam.podSubnetCIDRv6 and ipam.serviceCIDRv6 (scenario cnat-ipv6-node
+//     ipam.podSubnetCIDRv6 and ipam.serviceCIDRv6 (scenario ipv6-node
 //     in agent/testdata/scenarios); IPAM itself allocates IPv4 only. The
 //     agent also publishes that ipv6CIDR address in the node's NodeSync
 //     record, after the IPv4 one, so it reaches LocalNode.IPs: NodePorts
