@@ -79,6 +79,7 @@ const (
 	reasonVPPDown   = "VPP not connected"
 	reasonReprogram = "waiting for the full reprogram"
 	reasonInterface = "interface "
+	reasonOwnAddrs  = "VPP addresses ("
 )
 
 func runDoctor(ctx context.Context, s streams, args []string) error {
@@ -178,6 +179,7 @@ func (d *doctor) diagnose() {
 	d.checkPending(claim(reasonInterface))
 	d.checkNAT44()
 	d.checkEtcdWrites()
+	d.checkOwnAddrs(claim(reasonOwnAddrs))
 	for _, r := range d.status.NotReady {
 		if !explained[r] {
 			d.add(verdictFail, "readiness", r, "")
@@ -339,6 +341,18 @@ func (d *doctor) checkEtcdWrites() {
 		case w.st.Failures > 0:
 			d.add(verdictWarn, w.name, fmt.Sprintf("writes to etcd failing (%d failures): %s", w.st.Failures, orDash(w.st.LastError)), "they are retried; check etcd")
 		}
+	}
+}
+
+// checkOwnAddrs explains the wait for this node's own NodeSync record to
+// come back from etcd with its VPP addresses (their NodePorts wait for it).
+func (d *doctor) checkOwnAddrs(reasons []string) {
+	for _, r := range reasons {
+		verdict, fix := verdictWarn, "normally a moment on a node's first start; if it lasts, check that the agent is connected to etcd and can write (contivctl status, docs/operations.md)"
+		if !d.status.Controller.EtcdConnected || d.status.NodeSync.Failures > 0 || d.status.NodeSync.Stalled {
+			verdict, fix = verdictFail, "the node record cannot reach etcd: make etcd reachable and writable for the agent (docs/operations.md, \"etcd down\")"
+		}
+		d.add(verdict, "own-addresses", r, fix)
 	}
 }
 

@@ -158,7 +158,8 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 		{Name: "loop1", Features: nat44.FeatureIn, Since: since},
 		{Name: "tap7", Features: nat44.FeatureIn, Since: since},
 	}
-	st.NotReady = []string{"waiting for interface tap0 for 12.5s", "something new the agent says"}
+	st.NotReady = []string{"waiting for interface tap0 for 12.5s", "something new the agent says",
+		"waiting for this node's VPP addresses (192.168.16.1/24) to come back from etcd in its NodeSync record: their NodePorts are not programmed yet"}
 	st.Controller.EtcdConnected = false
 	st.NodeSync.Stalled, st.NodeSync.LastError = true, "node ID released"
 	web := sr.ServiceID{Namespace: "shop", Name: "web"}
@@ -178,6 +179,10 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	requireFinding(t, fs, verdictFail, "etcd", "not connected to etcd", "no Service names")
 	requireFinding(t, fs, verdictFail, "nodesync", "node ID released")
 	requireFinding(t, fs, verdictFail, "readiness", "something new the agent says")
+	requireFinding(t, fs, verdictFail, "own-addresses", "192.168.16.1/24", "make etcd reachable")
+	if has(fs, verdictFail, "readiness", "come back from etcd") {
+		t.Error("the own-addresses reason is reported twice")
+	}
 	if has(fs, verdictFail, "readiness", "waiting for interface tap0") {
 		t.Error("the pending interface reason is reported twice")
 	}
