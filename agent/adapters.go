@@ -52,6 +52,7 @@ func (t thisNode) recordIPs() []netip.Addr {
 type stateCollector struct {
 	a                                            *Agent
 	services, mappings, failures, conflicts, skp *prometheus.Desc
+	translations, cnatFailures, cnatConflicts    *prometheus.Desc
 	nodes                                        *prometheus.Desc
 }
 
@@ -66,12 +67,17 @@ func newStateCollector(a *Agent) *stateCollector {
 		failures:  d("contiv_nat44_failures", "NAT44 objects VPP rejected as invalid."),
 		conflicts: d("contiv_nat44_conflicts", "Frontends claimed by more than one service."),
 		skp:       d("contiv_service_skipped", "Services or ports left out, by reason.", "reason"),
-		nodes:     d("contiv_nodes", "Nodes with a NodeSync ID."),
+		// renderer: cnat
+		translations:  d("contiv_cnat_translations", "cnat translations.", "state"),
+		cnatFailures:  d("contiv_cnat_failures", "cnat objects VPP rejected as invalid."),
+		cnatConflicts: d("contiv_cnat_conflicts", "Frontends claimed by more than one service."),
+		nodes:         d("contiv_nodes", "Nodes with a NodeSync ID."),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.services, c.mappings, c.failures, c.conflicts, c.skp, c.nodes} {
+	for _, d := range []*prometheus.Desc{c.services, c.mappings, c.failures, c.conflicts, c.skp, c.nodes,
+		c.translations, c.cnatFailures, c.cnatConflicts} {
 		ch <- d
 	}
 }
@@ -88,10 +94,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.conflicts, len(r.Conflicts()))
 	}
 	if r := c.a.cnat; r != nil {
-		g(c.mappings, len(r.Desired()), "desired")
-		g(c.mappings, len(r.Applied()), "applied")
-		g(c.failures, len(r.Failures()))
-		g(c.conflicts, len(r.Conflicts()))
+		g(c.translations, len(r.Desired()), "desired")
+		g(c.translations, len(r.Applied()), "applied")
+		g(c.cnatFailures, len(r.Failures()))
+		g(c.cnatConflicts, len(r.Conflicts()))
 	}
 	for reason, n := range c.a.proc.SkipCounts() {
 		g(c.skp, n, string(reason))

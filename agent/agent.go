@@ -269,7 +269,7 @@ func (a *Agent) buildHandlers() error {
 		ra.cuts = sc
 		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "contiv_nat44_sessions_cut_total",
-			Help: "NAT sessions cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
+			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)

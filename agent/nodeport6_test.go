@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"contiv.dev/vpp/contivconf"
@@ -53,5 +57,19 @@ func TestAgentIPv6NodePort(t *testing.T) {
 	np.DstPort = 30080
 	if v4, v6 := vpp.CnatTrace(np4), vpp.CnatTrace(np); v4.Verdict != sim.Translated || v6.Verdict != sim.NotTranslated {
 		t.Errorf("IPv4-only NodePort: on the IPv4 node IP %+v, on the IPv6 one %+v", v4, v6)
+	}
+
+	// The metrics name cnat's objects, not NAT44's.
+	rec := httptest.NewRecorder()
+	r.a.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	applied := fmt.Sprintf(`contiv_cnat_translations{state="applied"} %d`, len(vpp.CnatTranslations()))
+	for _, want := range []string{applied, "contiv_cnat_failures 0", "contiv_cnat_conflicts 0", "contiv_nat44_sessions_cut_total 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "contiv_nat44_mappings") {
+		t.Error("/metrics counts cnat translations as NAT44 mappings")
 	}
 }

@@ -56,6 +56,7 @@ func (s simulated) Handlers(b Beside) []controller.Handler {
 	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh, vrf: b.PodVRF}}
 }
 
-// SessionsCut is how many NAT sessions the simulated VPP's configuration
-// changes have cut (FACTS §3 of the measured VPP 25.02).
-func (s simulated) SessionsCut() uint64 { return s.vpp.SessionsCut() }
+// SessionsCut is how many NAT44-ED and cnat sessions (only one renderer
+// runs) the simulated VPP's configuration changes have cut (FACTS §3 and
+// §6 of the measured VPP 25.02).
+func (s simulated) SessionsCut() uint64 { return s.vpp.SessionsCut() + s.vpp.CnatSessionsCut() }
