@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
+	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -81,4 +83,54 @@ func BenchmarkQueueCoalesce(b *testing.B) {
 			q.drain()
 		}
 	}
+}
+
+// BenchmarkViewHeapW10000 reports the heap the view retains holding
+// W(10000) as listed from etcd: each object decoded from its stored bytes,
+// as the watcher does, and whatever the view keeps to tell no-ops apart.
+func BenchmarkViewHeapW10000(b *testing.B) {
+	stored := storedValues(b, workload.New(10000).Objects())
+	var heap float64
+	for range b.N {
+		before := liveHeap()
+		l := newListing(1, len(stored))
+		for k, raw := range stored {
+			o, err := kubestate.Decode(k, raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.put(k, o, cloneBytes(raw)) // a value of its own, as each etcd response's
+		}
+		v := newView()
+		v.replace(l)
+		l = nil
+		heap = float64(liveHeap()-before) / (1 << 20)
+		runtime.KeepAlive(v)
+	}
+	b.ReportMetric(heap, "heap-MiB")
+	b.ReportMetric(float64(len(stored)), "objects")
+}
+
+// storedValues encodes objs as etcd stores them.
+func storedValues(b *testing.B, objs map[kubestate.Key]kubestate.Object) map[kubestate.Key][]byte {
+	out := make(map[kubestate.Key][]byte, len(objs))
+	for k, o := range objs {
+		raw, err := kubestate.Encode(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[k] = raw
+	}
+	return out
+}
+
+func cloneBytes(p []byte) []byte { return append([]byte(nil), p...) }
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

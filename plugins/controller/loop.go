@@ -200,17 +200,14 @@ func (c *Controller) pushResync(e *ResyncEvent) {
 		c.q.pushResync(kind, nil)
 		return
 	}
-	l := &listing{
-		snap: &Snapshot{Revision: e.State.Revision, Objects: make(map[kubestate.Key]kubestate.Object, len(e.State.Objects))},
-		raw:  make(map[kubestate.Key][]byte, len(e.State.Objects)),
-	}
+	l := newListing(e.State.Revision, len(e.State.Objects))
 	for k, o := range e.State.Objects {
 		raw, err := kubestate.Encode(o)
 		if err != nil {
 			c.log.Error("snapshot object dropped", "key", k.String(), "err", err)
 			continue
 		}
-		l.snap.Objects[k], l.raw[k] = o, raw
+		l.put(k, o, raw)
 	}
 	c.q.pushResync(kind, l)
 }

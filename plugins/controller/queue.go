@@ -27,6 +27,20 @@ type listing struct {
 	cluster uint64
 }
 
+// newListing is an empty listing at rev with room for n objects.
+func newListing(rev int64, n int) *listing {
+	return &listing{
+		snap: &Snapshot{Revision: rev, Objects: make(map[kubestate.Key]kubestate.Object, n)},
+		raw:  make(map[kubestate.Key][]byte, n),
+		bad:  map[kubestate.Key]bool{},
+	}
+}
+
+// put adds o, the decoding of the stored value raw, under k.
+func (l *listing) put(k kubestate.Key, o kubestate.Object, raw []byte) {
+	l.snap.Objects[k], l.raw[k] = o, raw
+}
+
 // pendingResync is the one resync a queue holds: queued resyncs merge.
 type pendingResync struct {
 	// kind is the most significant kind merged in (startup before relist

@@ -23,10 +23,7 @@ func nsChange(t *testing.T, rev int64, name, v string) change {
 }
 
 func emptyListing(rev int64) *listing {
-	return &listing{
-		snap: &Snapshot{Revision: rev, Objects: map[kubestate.Key]kubestate.Object{}},
-		raw:  map[kubestate.Key][]byte{},
-	}
+	return newListing(rev, 0)
 }
 
 func TestQueueCoalescesPerKeyAtFirstPosition(t *testing.T) {
@@ -114,7 +111,7 @@ func TestViewPrevNoOpsAndStale(t *testing.T) {
 	v := newView()
 	l := emptyListing(10)
 	a1 := nsChange(t, 3, "a", "1")
-	l.snap.Objects[a1.key], l.raw[a1.key] = a1.obj, a1.raw
+	l.put(a1.key, a1.obj, a1.raw)
 	v.replace(l)
 
 	if _, out := v.apply(ptr(nsChange(t, 9, "a", "2"))); out != stale {
@@ -154,7 +151,7 @@ func TestViewKeepsLastGoodValueOfUndecodableKeys(t *testing.T) {
 	v := newView()
 	l := emptyListing(5)
 	a := nsChange(t, 3, "a", "1")
-	l.snap.Objects[a.key], l.raw[a.key] = a.obj, a.raw
+	l.put(a.key, a.obj, a.raw)
 	v.replace(l)
 
 	relist := emptyListing(8)

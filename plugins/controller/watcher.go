@@ -169,11 +169,7 @@ func drain(ch <-chan struct{}) {
 
 // list reads every watched resource at one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
-	l := &listing{
-		snap: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}},
-		raw:  map[kubestate.Key][]byte{},
-		bad:  map[kubestate.Key]bool{},
-	}
+	l := newListing(0, 0)
 	for _, p := range w.prefixes {
 		if err := w.listPrefix(ctx, p, l); err != nil {
 			return nil, err
@@ -235,7 +231,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			case err != nil && k != (kubestate.Key{}):
 				l.bad[k] = true
 			case err == nil:
-				l.snap.Objects[k], l.raw[k] = o, kv.Value
+				l.put(k, o, kv.Value)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
