@@ -74,7 +74,7 @@ func BenchmarkQueueCoalesce(b *testing.B) {
 	for i := range chs {
 		o := ns(fmt.Sprint("ns-", i), "1")
 		raw, _ := kubestate.Encode(o)
-		chs[i] = change{key: o.Key(), rev: int64(i + 1), raw: raw, obj: o}
+		chs[i] = change{key: o.Key(), rev: int64(i + 1), obj: o, sum: digestOf(raw)}
 	}
 	b.ResetTimer()
 	for i := range b.N {

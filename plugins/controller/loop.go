@@ -171,6 +171,9 @@ func (c *Controller) Push(ev Event) {
 	}
 }
 
+// pushChange queues a pushed change. Its object is encoded as etcd stores
+// it, so that its digest compares with those of watched values and an
+// object that cannot be stored is refused; the bytes go once hashed.
 func (c *Controller) pushChange(e *ChangeEvent) {
 	ch := change{key: e.Key, rev: e.Revision}
 	if e.New != nil {
@@ -183,11 +186,13 @@ func (c *Controller) pushChange(e *ChangeEvent) {
 			c.log.Error("change dropped", "key", e.Key.String(), "err", err)
 			return
 		}
-		ch.raw, ch.obj = raw, e.New
+		ch.obj, ch.sum = e.New, digestOf(raw)
 	}
 	c.q.pushChange(ch)
 }
 
+// pushResync queues a pushed resync; a snapshot's objects are encoded and
+// hashed as pushChange's.
 func (c *Controller) pushResync(e *ResyncEvent) {
 	kind := e.Kind
 	if kind < ResyncStartup || kind > ResyncPeriodic {

@@ -11,15 +11,16 @@ type change struct {
 	key kubestate.Key
 	// rev is the etcd revision of the change; 0 when not from etcd.
 	rev int64
-	// raw is the stored value, obj its decoding; both nil for a delete.
-	raw []byte
+	// obj is the decoding of the stored value and sum its digest; nil and
+	// zero for a delete.
 	obj kubestate.Object
+	sum digest
 }
 
 // listing is a full list of the watched resources at one revision.
 type listing struct {
 	snap *Snapshot
-	raw  map[kubestate.Key][]byte
+	sums map[kubestate.Key]digest
 	// bad holds the keys whose stored value could not be decoded: the
 	// controller keeps their last good value.
 	bad map[kubestate.Key]bool
@@ -31,14 +32,14 @@ type listing struct {
 func newListing(rev int64, n int) *listing {
 	return &listing{
 		snap: &Snapshot{Revision: rev, Objects: make(map[kubestate.Key]kubestate.Object, n)},
-		raw:  make(map[kubestate.Key][]byte, n),
+		sums: make(map[kubestate.Key]digest, n),
 		bad:  map[kubestate.Key]bool{},
 	}
 }
 
-// put adds o, the decoding of the stored value raw, under k.
-func (l *listing) put(k kubestate.Key, o kubestate.Object, raw []byte) {
-	l.snap.Objects[k], l.raw[k] = o, raw
+// put adds o, the decoding of the stored value, under k.
+func (l *listing) put(k kubestate.Key, o kubestate.Object, value []byte) {
+	l.snap.Objects[k], l.sums[k] = o, digestOf(value)
 }
 
 // pendingResync is the one resync a queue holds: queued resyncs merge.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -14,12 +15,26 @@ func nsChange(t *testing.T, rev int64, name, v string) change {
 	if v == "" {
 		return change{key: nsKey(name), rev: rev}
 	}
+	o, raw := nsStored(t, name, v)
+	return change{key: nsKey(name), rev: rev, obj: o, sum: digestOf(raw)}
+}
+
+// nsStored is a namespace and its stored value.
+func nsStored(t *testing.T, name, v string) (*kubestate.Namespace, []byte) {
+	t.Helper()
 	o := ns(name, v)
 	raw, err := kubestate.Encode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return change{key: nsKey(name), rev: rev, raw: raw, obj: o}
+	return o, raw
+}
+
+// listNs puts namespace name with value v in l.
+func listNs(t *testing.T, l *listing, name, v string) {
+	t.Helper()
+	o, raw := nsStored(t, name, v)
+	l.put(o.Key(), o, raw)
 }
 
 func emptyListing(rev int64) *listing {
@@ -110,8 +125,7 @@ func TestQueueResyncsMerge(t *testing.T) {
 func TestViewPrevNoOpsAndStale(t *testing.T) {
 	v := newView()
 	l := emptyListing(10)
-	a1 := nsChange(t, 3, "a", "1")
-	l.put(a1.key, a1.obj, a1.raw)
+	listNs(t, l, "a", "1")
 	v.replace(l)
 
 	if _, out := v.apply(ptr(nsChange(t, 9, "a", "2"))); out != stale {
@@ -147,17 +161,84 @@ func TestViewPrevNoOpsAndStale(t *testing.T) {
 	}
 }
 
+func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
+	v := newView()
+	l := emptyListing(10)
+	listNs(t, l, "a", "1")
+	listNs(t, l, "b", "1")
+	v.replace(l)
+
+	steps := []struct {
+		what string
+		ch   change
+		want outcome
+	}{
+		{"a's value again", nsChange(t, 11, "a", "1"), noop},
+		{"a deleted", nsChange(t, 12, "a", ""), applied},
+		{"a deleted again", nsChange(t, 13, "a", ""), noop},
+		{"a re-put with its old value", nsChange(t, 14, "a", "1"), applied},
+		{"a's value once more", nsChange(t, 15, "a", "1"), noop},
+	}
+	for _, s := range steps {
+		if _, out := v.apply(&s.ch); out != s.want {
+			t.Errorf("%s: %v, want %v", s.what, out, s.want)
+		}
+	}
+
+	// A re-list's digests replace the view's: b changed while unwatched,
+	// a is gone, c is new.
+	relist := emptyListing(20)
+	listNs(t, relist, "b", "2")
+	listNs(t, relist, "c", "1")
+	v.replace(relist)
+	steps = []struct {
+		what string
+		ch   change
+		want outcome
+	}{
+		{"b's listed value", nsChange(t, 21, "b", "2"), noop},
+		{"b's value before the re-list", nsChange(t, 22, "b", "1"), applied},
+		{"a's value before the re-list", nsChange(t, 23, "a", "1"), applied},
+		{"c's listed value", nsChange(t, 24, "c", "1"), noop},
+	}
+	for _, s := range steps {
+		if _, out := v.apply(&s.ch); out != s.want {
+			t.Errorf("after the re-list, %s: %v, want %v", s.what, out, s.want)
+		}
+	}
+	if len(v.sums) != len(v.snap.Objects) {
+		t.Errorf("%d digests for %d objects", len(v.sums), len(v.snap.Objects))
+	}
+}
+
+func TestDigestsOfDistinctValuesDiffer(t *testing.T) {
+	seen := map[digest]kubestate.Key{}
+	for k, o := range workload.New(1000).Objects() {
+		raw, err := kubestate.Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := digestOf(raw)
+		if other, dup := seen[d]; dup {
+			t.Fatalf("%s and %s share a digest", k, other)
+		}
+		seen[d] = k
+		if digestOf(append([]byte(nil), raw...)) != d {
+			t.Fatalf("%s: a copy of its value has another digest", k)
+		}
+	}
+}
+
 func TestViewKeepsLastGoodValueOfUndecodableKeys(t *testing.T) {
 	v := newView()
 	l := emptyListing(5)
-	a := nsChange(t, 3, "a", "1")
-	l.put(a.key, a.obj, a.raw)
+	listNs(t, l, "a", "1")
 	v.replace(l)
 
 	relist := emptyListing(8)
 	relist.bad = map[kubestate.Key]bool{nsKey("a"): true, nsKey("never-good"): true}
 	v.replace(relist)
-	if !reflect.DeepEqual(v.snap.Objects, map[kubestate.Key]kubestate.Object{a.key: a.obj}) {
+	if !reflect.DeepEqual(v.snap.Objects, map[kubestate.Key]kubestate.Object{nsKey("a"): ns("a", "1")}) {
 		t.Errorf("objects %v, want a's last good value only", v.snap.Objects)
 	}
 	if _, out := v.apply(ptr(nsChange(t, 9, "a", "1"))); out != noop {

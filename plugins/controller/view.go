@@ -1,19 +1,15 @@
 package controller
 
-import (
-	"bytes"
-
-	"contiv.dev/vpp/kubestate"
-)
+import "contiv.dev/vpp/kubestate"
 
 // view is the cluster state as the handlers have taken it in: the last
 // listing with every change applied since. It gives each ChangeEvent its
-// Prev, tells no-ops apart by the stored bytes, and is the snapshot that
+// Prev, tells no-ops apart by the stored values' digests, and is the snapshot that
 // healing and periodic resyncs hand to the handlers. Only the loop
 // goroutine touches it.
 type view struct {
 	snap *Snapshot
-	raw  map[kubestate.Key][]byte
+	sums map[kubestate.Key]digest
 	// listedRev is the revision of the last listing: a change at or below
 	// it is already in the view.
 	listedRev int64
@@ -22,7 +18,7 @@ type view struct {
 func newView() *view {
 	return &view{
 		snap: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}},
-		raw:  map[kubestate.Key][]byte{},
+		sums: map[kubestate.Key]digest{},
 	}
 }
 
@@ -33,10 +29,10 @@ func (v *view) replace(l *listing) {
 	for k := range l.bad {
 		if o, ok := v.snap.Objects[k]; ok {
 			l.snap.Objects[k] = o
-			l.raw[k] = v.raw[k]
+			l.sums[k] = v.sums[k]
 		}
 	}
-	v.snap, v.raw, v.listedRev = l.snap, l.raw, l.snap.Revision
+	v.snap, v.sums, v.listedRev = l.snap, l.sums, l.snap.Revision
 }
 
 // outcome tells what applying a change did.
@@ -48,23 +44,41 @@ const (
 	stale           // the change is older than the last listing
 )
 
+func (o outcome) String() string {
+	switch o {
+	case applied:
+		return "applied"
+	case noop:
+		return "noop"
+	case stale:
+		return "stale"
+	}
+	return "outcome(?)"
+}
+
 // apply takes in ch and returns the event handlers get for it.
 func (v *view) apply(ch *change) (*ChangeEvent, outcome) {
 	if ch.rev != 0 && ch.rev <= v.listedRev {
 		return nil, stale
 	}
-	prevRaw, had := v.raw[ch.key]
-	if had == (ch.obj != nil) && bytes.Equal(prevRaw, ch.raw) {
+	if v.unchanged(ch) {
 		return nil, noop
 	}
 	ev := &ChangeEvent{Key: ch.key, Revision: ch.rev, Prev: v.snap.Objects[ch.key], New: ch.obj}
 	if ch.obj == nil {
 		delete(v.snap.Objects, ch.key)
-		delete(v.raw, ch.key)
+		delete(v.sums, ch.key)
 	} else {
 		v.snap.Objects[ch.key] = ch.obj
-		v.raw[ch.key] = ch.raw
+		v.sums[ch.key] = ch.sum
 	}
 	v.snap.Revision = max(v.snap.Revision, ch.rev)
 	return ev, applied
+}
+
+// unchanged tells whether ch leaves the view as it is: a delete of an
+// absent key, or a put of the value the key holds.
+func (v *view) unchanged(ch *change) bool {
+	sum, had := v.sums[ch.key]
+	return had == (ch.obj != nil) && sum == ch.sum
 }

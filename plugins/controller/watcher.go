@@ -404,7 +404,7 @@ func (w *watcher) take(ev *clientv3.Event) {
 	if err != nil {
 		return // the controller keeps the last good value
 	}
-	w.q.pushChange(change{key: k, rev: kv.ModRevision, raw: kv.Value, obj: o})
+	w.q.pushChange(change{key: k, rev: kv.ModRevision, obj: o, sum: digestOf(kv.Value)})
 }
 
 // monitor signals each time the client's connection to etcd comes back
