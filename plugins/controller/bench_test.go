@@ -134,3 +134,32 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkDigestEndpointSlice measures the digest of one stored
+// EndpointSlice of W(N), the cost the watcher adds to decoding a change.
+func BenchmarkDigestEndpointSlice(b *testing.B) {
+	raw, err := kubestate.Encode(workload.Slice(5, 11, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		digestOf(raw)
+	}
+}
+
+// BenchmarkDecodeEndpointSlice decodes the value BenchmarkDigestEndpointSlice
+// hashes, for comparison.
+func BenchmarkDecodeEndpointSlice(b *testing.B) {
+	sl := workload.Slice(5, 11, true)
+	raw, err := kubestate.Encode(sl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := kubestate.Decode(sl.Key(), raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
