@@ -95,7 +95,7 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	if !ok {
 		vrf := v.ifaceVRF(p.Ingress)
 		if drop, found := v.routeLookupLocked(vrf, p.Dst); found && drop {
-			return CnatResult{Verdict: Dropped, Reason: "no cnat translation; " + RouteDropReason(p.Dst, vrf)}
+			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
 		}
 		src := p.Src
 		if s, ok := v.cnatOutboundSNAT(p); ok {

@@ -127,7 +127,7 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 	vrf := v.ifaceVRF(p.Ingress)
 	if drop, found := v.routeLookupLocked(vrf, p.Dst); found {
 		if drop {
-			return Result{Verdict: Dropped, Reason: "no mapping; " + RouteDropReason(p.Dst, vrf)}
+			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
 		}
 		res.Reason += fmt.Sprintf("; a FIB route in VRF %d forwards it", vrf)
 		return res
@@ -146,9 +146,10 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 }
 
 // RouteDropReason says that a DROP route covering dst in table vrf
-// dropped a packet (the NAT44 and the cnat oracles, and agent.TraceCNAT).
+// dropped a packet no translation matched: the reason of the NAT44 and
+// the cnat oracles alike (and of agent.TraceCNAT).
 func RouteDropReason(dst netip.Addr, vrf uint32) string {
-	return fmt.Sprintf("dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
+	return fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
 }
 
 // snatConfig tells whether the SNAT configuration is present (forwarding
