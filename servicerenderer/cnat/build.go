@@ -147,7 +147,10 @@ func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) 
 
 // ServiceRoutes are the drop routes of the service CIDRs (IPv4 and IPv6)
 // in the pod and the main VRF, sorted, as the NAT44 renderer makes them
-// for its one IPv4 CIDR (FACTS §4).
+// for its one IPv4 CIDR (FACTS §4). ASSUMPTION: with an IPv6 service CIDR
+// VPP has the IPv6 tables of both VRFs (the startup configuration makes
+// them, as the IPv4 ones); else it refuses those routes, reported per
+// route (Failures).
 func ServiceRoutes(cfg *Config) []Route {
 	var rs []Route
 	for _, p := range cfg.ServiceCIDRs {
