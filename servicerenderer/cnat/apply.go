@@ -130,8 +130,12 @@ func (r *Renderer) dumpRoutes(ctx context.Context) ([]Route, error) {
 // loadNode decides what node configuration VPP holds, given the SNAT
 // addresses it reports and the drop routes it holds (see Apply).
 func (r *Renderer) loadNode(ip4, ip6 netip.Addr, routes []Route) {
-	r.applied = r.pickNode(ip4, ip6)
+	n, fresh := r.pickNode(ip4, ip6)
+	r.applied = n
 	r.applied.Routes = r.ownedRoutes(routes)
+	if fresh {
+		r.saveNode()
+	}
 }
 
 // ownedRoutes are the dumped routes that are the renderer's, sorted: on
@@ -151,8 +155,9 @@ func (r *Renderer) ownedRoutes(dumped []Route) []Route {
 }
 
 // pickNode is the node configuration VPP holds, given the SNAT addresses
-// it reports (routes as recorded, to be replaced by those dumped).
-func (r *Renderer) pickNode(ip4, ip6 netip.Addr) *Node {
+// it reports (routes as recorded, to be replaced by those dumped); fresh
+// when the record is not trusted and the node starts from what VPP reports.
+func (r *Renderer) pickNode(ip4, ip6 netip.Addr) (n *Node, fresh bool) {
 	cand, from := r.applied, "memory"
 	if cand == nil && r.store != nil {
 		n, err := r.store.Load()
@@ -174,21 +179,19 @@ func (r *Renderer) pickNode(ip4, ip6 netip.Addr) *Node {
 		if from != "memory" {
 			r.log.Info("VPP holds this node's cnat configuration", "source", from, "interfaces", len(cand.Features))
 		}
-		return cand
+		return cand, false
 	}
 	if cand.configured() && from != "assumed" {
 		r.log.Info("VPP lost the cnat node configuration (restarted?): configuring it again", "snat4", ip4, "snat6", ip6)
 	}
-	n := &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
+	n = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
 	if ip4.IsValid() && !ip4.IsUnspecified() {
 		n.SNAT4 = ip4
 	}
 	if ip6.IsValid() && !ip6.IsUnspecified() {
 		n.SNAT6 = ip6
 	}
-	r.applied = n
-	r.saveNode()
-	return n
+	return n, true
 }
 
 // loadTranslations makes the dumped translations the renderer owns what
