@@ -64,7 +64,8 @@ func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waitin
 // cnatConfig is the cnat renderer's configuration of this node: the node
 // IPs (IPv4, and IPv6 when the main interface has an ipv6CIDR) source-NAT;
 // pod, service and node networks of both families are excluded from source
-// NAT; the node's own interfaces get the features without a SNAT table.
+// NAT; the service CIDRs get drop routes in the pod and main VRFs (as with
+// NAT44); the node's own interfaces get the features without a SNAT table.
 func (a *Agent) cnatConfig() cnat.Config {
 	cfg := a.cfg
 	nc := cfg.ForNode(cfg.NodeName)
@@ -82,6 +83,7 @@ func (a *Agent) cnatConfig() cnat.Config {
 		c.HostInterfaces = append(c.HostInterfaces, o.Name)
 		c.NodeNetworks = appendValid(c.NodeNetworks, o.IPCIDR.Masked(), o.IPv6CIDR.Masked())
 	}
+	c.MainVRF, c.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
 	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
 	c.HealthCheckTarget = a.healthCheckTarget()
 	return c

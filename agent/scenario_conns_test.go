@@ -131,6 +131,11 @@ func (r *runner) cnatLines() []string {
 		slices.Sort(paths)
 		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, t.Proto, t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
 	}
+	for _, rt := range r.h.vpp.Routes() {
+		if rt.Drop {
+			out = append(out, fmt.Sprintf("route %v vrf=%d drop", rt.Prefix, rt.VRF))
+		}
+	}
 	return out
 }
 

@@ -89,9 +89,10 @@ package agent
 //	                         interface with cnat features or SNAT tables
 //	                         (each feature with its count, e.g. in6=1 for
 //	                         cnat-input-ip6), one translation line per
-//	                         translation; the kinds snat, interface and
-//	                         translation select lines, none means snat and
-//	                         translation
+//	                         translation, one route line per drop route
+//	                         ("route PREFIX vrf=N drop"); the kinds snat,
+//	                         interface, translation and route select
+//	                         lines, none means snat and translation
 //	-- expect-reported --    what the agent reports as left out or refused:
 //	                         "skipped KIND NAMESPACE/NAME [port=P] REASON[: DETAIL]"
 //	                         (service processor), "conflict FRONTEND
@@ -549,7 +550,7 @@ func (r *runner) run(s *step) {
 	case "expect-cnat":
 		kinds := map[string]bool{}
 		for _, k := range s.args {
-			if !slices.Contains([]string{"snat", "interface", "translation"}, k) {
+			if !slices.Contains([]string{"snat", "interface", "translation", "route"}, k) {
 				r.fatalf(s, "unknown line kind %q", k)
 			}
 			kinds[k] = true

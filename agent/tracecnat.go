@@ -28,12 +28,18 @@ type CNATTraceState struct {
 // from outside sees the SNAT address of the client's family, other
 // backends the client; an untranslated packet from an INCLUDE_V4/V6
 // interface to an address outside the exclude prefixes leaves with the
-// SNAT address. An empty p.Ingress is taken for the main NIC (in no SNAT
-// table). TranslationID is left 0: the view does not carry VPP's ids.
+// SNAT address, unless a drop route of the node (the service-CIDR routes)
+// covers the destination: it is dropped. An empty p.Ingress is taken for
+// the main NIC (in no SNAT table). TranslationID is left 0: the view does
+// not carry VPP's ids.
 //
 // ASSUMPTION: a backend is local when this node's pod subnets hold it (the
 // simulated VPP asks its pod interfaces' addresses); the renderer's paths
-// name addresses only, so every path is resolved and sets no source.
+// name addresses only, so every path is resolved and sets no source. The
+// view does not say which VRF an interface is in: a drop route of any VRF
+// counts (the renderer puts the same routes in the pod and the main VRF,
+// which hold every interface it configures; the oracle looks in the
+// ingress interface's VRF only).
 func TraceCNAT(s CNATTraceState, p sim.Packet) sim.CnatResult {
 	node := s.Node
 	if node == nil {
@@ -42,10 +48,24 @@ func TraceCNAT(s CNATTraceState, p sim.Packet) sim.CnatResult {
 	key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}
 	i := slices.IndexFunc(s.Translations, func(t *cnat.Translation) bool { return t != nil && t.Key == key })
 	if i < 0 {
+		if rt, ok := dropRoute(node, p.Dst); ok {
+			return sim.CnatResult{Verdict: sim.Dropped, Reason: sim.RouteDropReason(p.Dst, rt.VRF)}
+		}
 		return sim.CnatResult{Verdict: sim.NotTranslated, Src: outboundSource(node, p),
 			Reason: fmt.Sprintf("no cnat translation of %v port %d protocol %d", p.Dst, p.DstPort, p.Proto)}
 	}
 	return traceTranslation(s, node, s.Translations[i], p)
+}
+
+// dropRoute is the node's longest drop route covering dst.
+func dropRoute(node *cnat.Node, dst netip.Addr) (cnat.Route, bool) {
+	best, found := cnat.Route{}, false
+	for _, rt := range node.Routes {
+		if rt.Prefix.Contains(dst) && (!found || rt.Prefix.Bits() > best.Prefix.Bits()) {
+			best, found = rt, true
+		}
+	}
+	return best, found
 }
 
 // traceTranslation spreads a packet over a translation's paths.

@@ -102,7 +102,7 @@ func TestTraceCNATAgreesWithOracle(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"translated", "not translated", "outbound SNAT", "local",
+	for _, want := range []string{"translated", "not translated", "dropped", "outbound SNAT", "local",
 		"the client's own address",
 		"a remote backend reached from outside: source-NATed to the SNAT address by the K8S policy",
 		"hairpin (the backend is the client): source-NATed to the SNAT address by the K8S policy"} {
@@ -150,8 +150,9 @@ endpoints:
 
 // TestTraceCNATAgreesWithOracleIPv6: an IPv6 cluster IP from outside (the
 // remote backend sees the IPv6 SNAT address) and from a pod (it sees the
-// pod), and untranslated IPv6 from a pod (INCLUDE_V6: the SNAT address
-// unless the destination is excluded).
+// pod), untranslated IPv6 from a pod (INCLUDE_V6: the SNAT address
+// unless the destination is excluded), and an IPv6 service address no
+// service has (dropped by the service-CIDR route).
 func TestTraceCNATAgreesWithOracleIPv6(t *testing.T) {
 	objs, err := kubestate.LoadYAML(strings.NewReader(ipv6Cluster))
 	if err != nil {
@@ -176,6 +177,7 @@ nodeConfig:
 		{Src: pod, Dst: vip, Proto: sr.TCP, DstPort: 80, Ingress: "tap-shop-client"},
 		{Src: pod, Dst: ip("2001:db8:99::1"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
 		{Src: pod, Dst: ip("fd00:96::99"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
+		{Src: pod, Dst: ip("fd00:1::7"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
 	}
 	res := agreeWithCnatOracle(t, r, packets)
 	snat6 := ip("2001:db8:16::1")
@@ -185,14 +187,17 @@ nodeConfig:
 	if len(res[1].Backends) != 1 || res[1].Backends[0].Src != pod {
 		t.Errorf("from a pod: %+v", res[1])
 	}
-	if res[2].Src != snat6 || res[3].Src != pod {
-		t.Errorf("untranslated: %+v, %+v", res[2], res[3])
+	if res[2].Src != snat6 || res[4].Verdict != sim.NotTranslated || res[4].Src != pod {
+		t.Errorf("untranslated: %+v, %+v", res[2], res[4])
+	}
+	if res[3].Verdict != sim.Dropped {
+		t.Errorf("unknown service address: %+v, want dropped by the service-CIDR route", res[3])
 	}
 }
 
 // TestTraceCNAT checks the shares of repeated paths and the cases the
 // oracle comparisons do not reach: no node configuration, a policy
-// without source NAT, a translation without a usable path.
+// without source NAT, a translation without a usable path, a drop route.
 func TestTraceCNAT(t *testing.T) {
 	ip := netip.MustParseAddr
 	vip := cnat.Key{IP: ip("10.96.0.10"), Port: 53, Proto: sr.UDP}
@@ -236,5 +241,16 @@ func TestTraceCNAT(t *testing.T) {
 	p.DstPort = 54
 	if res := TraceCNAT(st, p); res.Verdict != sim.NotTranslated || res.Src != p.Src {
 		t.Errorf("other port: %+v", res)
+	}
+	// With the service-CIDR drop route it is dropped; the translated port
+	// is not (cnat translates before the FIB lookup).
+	st.Translations = []*cnat.Translation{tr}
+	st.Node = &cnat.Node{Routes: []cnat.Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}}}
+	if res := TraceCNAT(st, p); res.Verdict != sim.Dropped || !strings.Contains(res.Reason, "service-CIDR route (a DROP route covering 10.96.0.10 in VRF 1)") {
+		t.Errorf("other port, drop route: %+v", res)
+	}
+	p.DstPort = 53
+	if res := TraceCNAT(st, p); res.Verdict != sim.Translated {
+		t.Errorf("translated port, drop route: %+v", res)
 	}
 }

@@ -57,6 +57,16 @@ func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature
 	return nil
 }
 
+func (c *countingVPP) AddDelDropRoute(context.Context, cnat.Route, bool) error {
+	c.calls++
+	return nil
+}
+
+func (c *countingVPP) DumpDropRoutes(context.Context, []uint32, bool) ([]cnat.Route, error) {
+	c.dumps++
+	return nil, nil
+}
+
 // cnatConfig is the cnat configuration node 1 would get: its VPP address
 // for source NAT, the pod and service CIDRs, the node network excluded,
 // the configured interfaces as host interfaces.

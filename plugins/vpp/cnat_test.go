@@ -1,16 +1,20 @@
 package vpp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
+	"go.fd.io/govpp/binapi/fib_types"
 
+	"contiv.dev/vpp/plugins/vpp/sim"
 	"contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
@@ -228,5 +232,49 @@ func TestClassifyCNAT(t *testing.T) {
 	}
 	if len(CNATMessages()) != 18 {
 		t.Errorf("%d cnat messages", len(CNATMessages()))
+	}
+}
+
+// The cnat renderer's drop routes go through the request NAT44 sends and
+// come back from the route dump, IPv4 and IPv6; VPP's own 240.0.0.0/4
+// comes back too (the renderer tells it apart by prefix).
+func TestCNATDropRoutes(t *testing.T) {
+	e := setup(t, sim.Options{})
+	e.connected(t)
+	c := NewCNAT(e.conn, e.ifaces, nil)
+	ctx := context.Background()
+	v4 := cnat.Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
+	v6 := cnat.Route{Prefix: netip.MustParsePrefix("fd00:96::/108"), VRF: 1}
+	for _, r := range []cnat.Route{v4, v6} {
+		if err := c.AddDelDropRoute(ctx, r, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.DumpDropRoutes(ctx, []uint32{1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, r := range got {
+		s = append(s, r.String())
+	}
+	if want := []string{"240.0.0.0/4 vrf=1", "224.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1", "fd00:96::/108 vrf=1"}; !slices.Equal(s, want) {
+		t.Errorf("dumped %q, want %q", s, want)
+	}
+	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, false); slices.Contains(got, v6) {
+		t.Error("IPv4-only dump returned the IPv6 route")
+	}
+	if err := c.AddDelDropRoute(ctx, v6, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, true); slices.Contains(got, v6) {
+		t.Error("deleted route still dumped")
+	}
+	req, err := dropRouteRequest(netip.MustParsePrefix("fd00:96::1/108"), 0, true)
+	if err != nil || req.Route.Prefix.String() != "fd00:96::/108" || req.Route.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP {
+		t.Errorf("IPv6 request %+v, %v", req, err)
+	}
+	if err := c.AddDelDropRoute(ctx, cnat.Route{}, true); !errors.Is(err, cnat.ErrInvalid) {
+		t.Errorf("invalid prefix: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func TestRequestsAsRecorded(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rt, ok := dropRoute(&d); ok {
-				got = append(got, rt.RouteKey.String())
+				got = append(got, rt.String())
 			}
 		}
 		if want := []string{"240.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1"}; !slices.Equal(got, want) {

@@ -18,7 +18,8 @@ import (
 // an error after applying what it can: the controller then heals with a
 // full resync.
 //
-// The node configuration cannot be read back (FACTS §6): a full apply
+// The node configuration cannot be read back (FACTS §6) but for the SNAT
+// addresses and the drop routes, which a full apply reads; for the rest it
 // takes as applied what the renderer recorded (in memory, else in the
 // Store), but only while VPP still reports the recorded SNAT addresses,
 // which the renderer sets after the rest of the node configuration. When
@@ -56,7 +57,12 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			r.stats.Transient++
 			return fmt.Errorf("dump cnat translations: %w", err)
 		}
-		r.loadNode(ip4, ip6)
+		routes, err := r.dumpRoutes(ctx)
+		if err != nil {
+			r.stats.Transient++
+			return fmt.Errorf("dump routes: %w", err)
+		}
+		r.loadNode(ip4, ip6, routes)
 		r.loadTranslations(dumped)
 		r.synced = true
 		clear(r.failures)
@@ -111,9 +117,47 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	return err
 }
 
+// dumpRoutes reads the drop routes of the pod and main VRFs (none without
+// a service CIDR: the renderer then owns no route).
+func (r *Renderer) dumpRoutes(ctx context.Context) ([]Route, error) {
+	if len(r.cfg.ServiceCIDRs) == 0 {
+		return nil, nil
+	}
+	r.stats.Calls++
+	return r.vpp.DumpDropRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF}, r.cfg.IPv6())
+}
+
 // loadNode decides what node configuration VPP holds, given the SNAT
-// addresses it reports (see Apply).
-func (r *Renderer) loadNode(ip4, ip6 netip.Addr) {
+// addresses it reports and the drop routes it holds (see Apply).
+func (r *Renderer) loadNode(ip4, ip6 netip.Addr, routes []Route) {
+	n, fresh := r.pickNode(ip4, ip6)
+	r.applied = n
+	r.applied.Routes = r.ownedRoutes(routes)
+	if fresh {
+		r.saveNode()
+	}
+}
+
+// ownedRoutes are the dumped routes that are the renderer's, sorted: on
+// a service CIDR in the pod or main VRF (Config.ownedRoute), or, while VPP
+// holds the recorded node configuration, recorded as added by the renderer
+// (the route of a service CIDR no longer configured, which then goes).
+func (r *Renderer) ownedRoutes(dumped []Route) []Route {
+	var out []Route
+	for _, rt := range dumped {
+		rt.Prefix = rt.Prefix.Masked()
+		if r.cfg.ownedRoute(rt) || slices.Contains(r.applied.Routes, rt) {
+			out = append(out, rt)
+		}
+	}
+	slices.SortFunc(out, Route.Compare)
+	return slices.Compact(out)
+}
+
+// pickNode is the node configuration VPP holds, given the SNAT addresses
+// it reports (routes as recorded, to be replaced by those dumped); fresh
+// when the record is not trusted and the node starts from what VPP reports.
+func (r *Renderer) pickNode(ip4, ip6 netip.Addr) (n *Node, fresh bool) {
 	cand, from := r.applied, "memory"
 	if cand == nil && r.store != nil {
 		n, err := r.store.Load()
@@ -132,24 +176,22 @@ func (r *Renderer) loadNode(ip4, ip6 netip.Addr) {
 		if cand.Features == nil {
 			cand.Features = map[string]Feature{}
 		}
-		r.applied = cand
 		if from != "memory" {
 			r.log.Info("VPP holds this node's cnat configuration", "source", from, "interfaces", len(cand.Features))
 		}
-		return
+		return cand, false
 	}
 	if cand.configured() && from != "assumed" {
 		r.log.Info("VPP lost the cnat node configuration (restarted?): configuring it again", "snat4", ip4, "snat6", ip6)
 	}
-	n := &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
+	n = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
 	if ip4.IsValid() && !ip4.IsUnspecified() {
 		n.SNAT4 = ip4
 	}
 	if ip6.IsValid() && !ip6.IsUnspecified() {
 		n.SNAT6 = ip6
 	}
-	r.applied = n
-	r.saveNode()
+	return n, true
 }
 
 // loadTranslations makes the dumped translations the renderer owns what
@@ -282,6 +324,8 @@ func (r *Renderer) call(ctx context.Context, op *Op) error {
 		return r.vpp.AddDelExcludePrefix(ctx, op.Prefix, op.Add)
 	case OpPolicy:
 		return r.vpp.SetSNATPolicy(ctx, op.Policy)
+	case OpRoute:
+		return r.vpp.AddDelDropRoute(ctx, op.Route, op.Add)
 	case OpSNATAddresses:
 		return r.vpp.SetSNATAddresses(ctx, op.IP4, op.IP6)
 	case OpUpdateTranslation:
@@ -347,6 +391,13 @@ func (r *Renderer) record(op *Op) {
 		}
 	case OpPolicy:
 		a.Policy = op.Policy
+	case OpRoute:
+		i, found := slices.BinarySearchFunc(a.Routes, op.Route, Route.Compare)
+		if op.Add && !found {
+			a.Routes = slices.Insert(a.Routes, i, op.Route)
+		} else if !op.Add && found {
+			a.Routes = slices.Delete(a.Routes, i, i+1)
+		}
 	case OpSNATAddresses:
 		a.SNAT4, a.SNAT6 = op.IP4, op.IP6
 	case OpDeleteTranslation:

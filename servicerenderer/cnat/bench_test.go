@@ -38,6 +38,11 @@ func (c *countVPP) AddDelSNATInterface(context.Context, string, SNATTable, bool)
 	c.calls++
 	return nil
 }
+func (c *countVPP) AddDelDropRoute(context.Context, Route, bool) error { c.calls++; return nil }
+func (c *countVPP) DumpDropRoutes(context.Context, []uint32, bool) ([]Route, error) {
+	c.calls++
+	return nil, nil
+}
 func (c *countVPP) EnableDisableFeature(context.Context, string, Feature, bool) error {
 	c.calls++
 	return nil

@@ -35,6 +35,10 @@ type Config struct {
 	// NodePortMin and NodePortMax bound the NodePorts: a translation on a
 	// node IP within them is the renderer's.
 	NodePortMin, NodePortMax uint16
+	// PodVRF and MainVRF are the VRFs (FIB tables) of the pod interfaces
+	// and of the node's own interfaces: each gets a drop route for every
+	// service CIDR.
+	PodVRF, MainVRF uint32
 	// HealthCheckTarget is the host-side IPv4 address where the agent
 	// answers load balancers' health checks: a service's health-check
 	// NodePort on each of this node's IPv4 addresses goes there. The zero
@@ -110,7 +114,9 @@ func (c *Config) inServiceCIDR(ip netip.Addr) bool {
 // node's SNAT addresses, the K8S policy, the pod, service and node
 // networks excluded from source NAT, every interface with a role given the
 // cnat input and output features (IPv6 ones too with IPv6), and every pod
-// interface put in the tables INCLUDE_V4 and POD (and INCLUDE_V6 with IPv6).
+// interface put in the tables INCLUDE_V4 and POD (and INCLUDE_V6 with IPv6);
+// and a drop route for each service CIDR in the pod and the main VRF
+// (ServiceRoutes).
 func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) *Node {
 	n := &Node{SNAT4: cfg.NodeIP4, Policy: PolicyK8S, Tables: map[string]Tables{}, Features: map[string]Feature{}}
 	if cfg.NodeIP6.IsValid() {
@@ -125,6 +131,7 @@ func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) 
 	}
 	slices.SortFunc(n.Exclude, comparePrefix)
 	n.Exclude = slices.Compact(n.Exclude)
+	n.Routes = ServiceRoutes(&cfg)
 	for name, role := range interfaces {
 		if role == 0 {
 			continue
@@ -136,6 +143,37 @@ func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) 
 		}
 	}
 	return n
+}
+
+// ServiceRoutes are the drop routes of the service CIDRs (IPv4 and IPv6)
+// in the pod and the main VRF, sorted, as the NAT44 renderer makes them
+// for its one IPv4 CIDR (FACTS §4). ASSUMPTION: with an IPv6 service CIDR
+// VPP has the IPv6 tables of both VRFs (the startup configuration makes
+// them, as the IPv4 ones); else it refuses those routes, reported per
+// route (Failures).
+func ServiceRoutes(cfg *Config) []Route {
+	var rs []Route
+	for _, p := range cfg.ServiceCIDRs {
+		if !p.IsValid() {
+			continue
+		}
+		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
+			rs = append(rs, Route{Prefix: p.Masked(), VRF: vrf})
+		}
+	}
+	slices.SortFunc(rs, Route.Compare)
+	return slices.Compact(rs)
+}
+
+// ownedRoute tells whether a drop route VPP holds is the renderer's: a
+// service CIDR in the pod or the main VRF. ASSUMPTION (as for the NAT44
+// renderer): routes have no tag, so a drop route on exactly that prefix
+// and VRF is taken for the renderer's, whoever made it.
+func (c *Config) ownedRoute(r Route) bool {
+	if r.VRF != c.PodVRF && r.VRF != c.MainVRF {
+		return false
+	}
+	return slices.ContainsFunc(c.ServiceCIDRs, func(p netip.Prefix) bool { return p.IsValid() && p.Masked() == r.Prefix })
 }
 
 // interfaceConfig is what an interface with a role gets: features and, for

@@ -172,6 +172,7 @@ func TestBuildNode(t *testing.T) {
 		Tables: map[string]Tables{"host-vcw1": pod, "host-vcw2": pod, "host-vcw3": pod},
 		Features: map[string]Feature{"host-vcup": FeatureInput4 | FeatureOutput4, "host-vcw1": FeatureInput4 | FeatureOutput4,
 			"host-vcw2": FeatureInput4 | FeatureOutput4, "host-vcw3": FeatureInput4 | FeatureOutput4},
+		Routes: []Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}, {Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}},
 	}
 	if !reflect.DeepEqual(n, want) {
 		t.Errorf("got %+v\nwant %+v", n, want)
@@ -187,6 +188,17 @@ func TestBuildNode(t *testing.T) {
 	}
 	if !slices.Contains(n.Exclude, netip.MustParsePrefix("fd00:96::/108")) {
 		t.Errorf("v6 service CIDR not excluded (masked): %v", n.Exclude)
+	}
+	var routes []string
+	for _, r := range n.Routes {
+		routes = append(routes, r.String())
+	}
+	if want := []string{"10.96.0.0/12 vrf=0", "fd00:96::/108 vrf=0", "10.96.0.0/12 vrf=1", "fd00:96::/108 vrf=1"}; !slices.Equal(routes, want) {
+		t.Errorf("routes %q, want %q (each service CIDR, masked, in both VRFs)", routes, want)
+	}
+	cfg.PodVRF = cfg.MainVRF
+	if n := BuildNode(cfg, nil); len(n.Routes) != 2 {
+		t.Errorf("one VRF: routes %v, want one per CIDR", n.Routes)
 	}
 }
 

@@ -18,6 +18,8 @@ const (
 	OpExcludePrefix
 	// OpPolicy sets the SNAT policy.
 	OpPolicy
+	// OpRoute adds or deletes a drop route.
+	OpRoute
 	// OpSNATAddresses sets the SNAT addresses: always the last node
 	// operation, so that VPP holding them tells the node configuration is
 	// complete (see Renderer.Apply).
@@ -30,7 +32,7 @@ const (
 
 // String names the kind.
 func (k OpKind) String() string {
-	return [...]string{"feature", "snat-interface", "exclude-prefix", "snat-policy", "snat-addresses",
+	return [...]string{"feature", "snat-interface", "exclude-prefix", "snat-policy", "route", "snat-addresses",
 		"delete-translation", "update-translation"}[k]
 }
 
@@ -44,6 +46,7 @@ type Op struct {
 	Prefix    netip.Prefix
 	Policy    SNATPolicy
 	IP4, IP6  netip.Addr
+	Route     Route
 	// Translation is the one to update, or the one VPP holds to delete.
 	Translation *Translation
 	// ID is VPP's id of the translation to delete when HaveID is set (read
@@ -79,9 +82,9 @@ func appendDiffTranslation(ops []Op, desired, applied *Translation, id uint32, h
 
 // DiffNode is the operations that turn the applied node configuration into
 // the desired one, in apply order: what goes first (features, tables,
-// exclude prefixes), then what comes (exclude prefixes, policy, tables,
-// features), the SNAT addresses last. A feature is enabled only where the
-// applied state lacks it, so never twice.
+// exclude prefixes, routes), then what comes (exclude prefixes, policy,
+// tables, features, routes), the SNAT addresses last. A feature is enabled
+// only where the applied state lacks it, so never twice.
 func DiffNode(desired, applied *Node) []Op {
 	names := map[string]struct{}{}
 	for _, m := range []map[string]Feature{desired.Features, applied.Features} {
@@ -118,6 +121,7 @@ func diffNode(ops []Op, desired, applied *Node, names []string, global bool) []O
 		}
 	}
 	if global {
+		ops = diffRoutes(ops, applied.Routes, desired.Routes, false)
 		for _, p := range applied.Exclude {
 			if _, ok := slices.BinarySearchFunc(desired.Exclude, p, comparePrefix); !ok {
 				ops = append(ops, Op{Kind: OpExcludePrefix, Prefix: p})
@@ -144,8 +148,22 @@ func diffNode(ops []Op, desired, applied *Node, names []string, global bool) []O
 			}
 		}
 	}
+	if global {
+		ops = diffRoutes(ops, desired.Routes, applied.Routes, true)
+	}
 	if global && (unspec4(desired.SNAT4) != unspec4(applied.SNAT4) || unspec6(desired.SNAT6) != unspec6(applied.SNAT6)) {
 		ops = append(ops, Op{Kind: OpSNATAddresses, IP4: desired.SNAT4, IP6: desired.SNAT6})
+	}
+	return ops
+}
+
+// diffRoutes appends an OpRoute (add or delete) for each route of from
+// that to lacks (both sorted).
+func diffRoutes(ops []Op, from, to []Route, add bool) []Op {
+	for _, rt := range from {
+		if _, ok := slices.BinarySearchFunc(to, rt, Route.Compare); !ok {
+			ops = append(ops, Op{Kind: OpRoute, Route: rt, Add: add})
+		}
 	}
 	return ops
 }

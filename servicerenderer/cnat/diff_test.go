@@ -57,6 +57,7 @@ func TestDiffNode(t *testing.T) {
 		"feature +host-vcup cnat-input-ip4", "feature +host-vcup cnat-output-ip4",
 		"snat-interface +host-vcw1 0", "snat-interface +host-vcw1 2",
 		"feature +host-vcw1 cnat-input-ip4", "feature +host-vcw1 cnat-output-ip4",
+		"route +10.96.0.0/12 vrf=0", "route +10.96.0.0/12 vrf=1",
 		"snat-addresses 192.168.16.1",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -70,12 +71,14 @@ func TestDiffNode(t *testing.T) {
 	delete(less.Features, "host-vcw1")
 	delete(less.Tables, "host-vcw1")
 	less.Exclude = less.Exclude[:2]
+	less.Routes = less.Routes[1:]
 	got = nil
 	for _, o := range DiffNode(less, desired) {
 		got = append(got, opString(o))
 	}
 	want = []string{"feature -host-vcw1 cnat-output-ip4", "feature -host-vcw1 cnat-input-ip4",
-		"snat-interface -host-vcw1 0", "snat-interface -host-vcw1 2", "exclude-prefix -192.168.16.0/24"}
+		"snat-interface -host-vcw1 0", "snat-interface -host-vcw1 2", "route -10.96.0.0/12 vrf=0",
+		"exclude-prefix -192.168.16.0/24"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
@@ -103,6 +106,8 @@ func opString(o Op) string {
 		return "snat-policy " + string(rune('0'+o.Policy))
 	case OpSNATAddresses:
 		return "snat-addresses " + o.IP4.String()
+	case OpRoute:
+		return "route " + sign + o.Route.String()
 	}
 	return o.Kind.String() + " " + o.Translation.Key.String()
 }

@@ -38,9 +38,24 @@
 //	                                                                                        feature_enable_disable
 //	                                                                                        cnat-input-ip4/ip4-unicast,
 //	                                                                                        cnat-output-ip4/ip4-output (+ ip6
-//	                                                                                        twins with IPv6); last
+//	                                                                                        twins with IPv6);
+//	                                                                                        ip_route_add_del DROP route per
+//	                                                                                        service CIDR (v4 and v6) in the
+//	                                                                                        pod and the main VRF; last
 //	                                                                                        cnat_set_snat_addresses (node IPs,
 //	                                                                                        ~0 interface)
+//	unknown service address       -                                             -           none: the service-CIDR route drops
+//	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
+//
+// The service-CIDR routes are the nat44 renderer's (FACTS §4: a route for
+// the service CIDR in the pod and the main VRF drops a packet to an
+// unmapped service address instead of letting it leave by the default
+// route, without touching mapped traffic). ASSUMPTION (not recorded; FACTS
+// §6 says nothing of routes): in the features mode the agent uses, cnat
+// translates in the cnat-input-ip4/ip6 feature on the ingress interface,
+// before the FIB lookup, so the DROP route catches only packets no
+// translation matched; a translated packet is forwarded to its backend.
+// To be measured on a real VPP.
 //
 // Weights: cnat has no weight field; when a translation has local and
 // remote backends, each local backend's path is repeated
@@ -66,6 +81,12 @@
 //     the record only while VPP reports those addresses. After a VPP
 //     restart the agent calls VPPRestarted (a full apply also notices it:
 //     a restarted VPP reports no SNAT address).
+//   - Drop routes are read back (ip_route_v2_dump of the pod and main VRF)
+//     by every full apply: a restarted agent writes nothing, a route VPP
+//     lost is added again. Routes have no tag: one on a service CIDR in
+//     the pod or main VRF is the renderer's (as for nat44); one on a CIDR
+//     no longer configured is deleted only while the trusted record says
+//     the renderer added it.
 //   - cnat_session_purge is never sent: it deletes every session and every
 //     translation.
 //
@@ -98,7 +119,8 @@
 //   - No twice-NAT: local backends see the real client; remote backends and
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not
-//     translated (no drop route is programmed).
+//     translated and the service-CIDR route drops it (the same end as
+//     nat44's, by the ASSUMPTION above).
 //   - The renderer never removes nat44's state, nor nat44 the renderer's:
 //     switching a node is an operator's procedure (docs/operations.md).
 //

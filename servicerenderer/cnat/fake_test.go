@@ -29,10 +29,13 @@ type fakeVPP struct {
 	exclude      map[netip.Prefix]bool
 	tables       map[string]Tables
 	features     map[string]map[Feature]int
+	routes       map[Route]bool
 
 	writes int
 	// failUpdate makes updates of these keys fail.
 	failUpdate map[Key]error
+	// failRoute makes adds and deletes of these routes fail.
+	failRoute map[Route]error
 }
 
 type fakeTrans struct {
@@ -60,6 +63,7 @@ func (f *fakeVPP) restart() {
 	f.exclude = map[netip.Prefix]bool{}
 	f.tables = map[string]Tables{}
 	f.features = map[string]map[Feature]int{}
+	f.routes = map[Route]bool{}
 }
 
 // dropInterface is VPP deleting an interface (and re-creating it empty).
@@ -210,6 +214,38 @@ func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feat
 	return nil
 }
 
+func (f *fakeVPP) AddDelDropRoute(_ context.Context, r Route, add bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if err := f.failRoute[r]; err != nil {
+		return err
+	}
+	if add {
+		f.routes[r] = true
+	} else {
+		delete(f.routes, r) // VPP answers 0 to deleting a missing route
+	}
+	return nil
+}
+
+// DumpDropRoutes returns VPP's own drop route 240.0.0.0/4 of each VRF too
+// (as VPP does, fib_unreach.jsonl).
+func (f *fakeVPP) DumpDropRoutes(_ context.Context, vrfs []uint32, ip6 bool) ([]Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Route
+	for _, vrf := range vrfs {
+		out = append(out, Route{Prefix: netip.MustParsePrefix("240.0.0.0/4"), VRF: vrf})
+		for r := range f.routes {
+			if r.VRF == vrf && (ip6 || r.Prefix.Addr().Is4()) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
 // fakeState is what a fake holds, comparable.
 type fakeState struct {
 	SNAT4, SNAT6 netip.Addr
@@ -217,6 +253,7 @@ type fakeState struct {
 	Exclude      []netip.Prefix
 	Tables       map[string]Tables
 	Features     map[string]Feature
+	Routes       []Route
 	Trans        map[Key]Translation
 }
 
@@ -226,6 +263,7 @@ func (f *fakeVPP) state() fakeState {
 	s := fakeState{SNAT4: f.snat4, SNAT6: f.snat6, Policy: f.policy, Tables: maps.Clone(f.tables),
 		Features: map[string]Feature{}, Trans: map[Key]Translation{}}
 	s.Exclude = slices.SortedFunc(maps.Keys(f.exclude), comparePrefix)
+	s.Routes = slices.SortedFunc(maps.Keys(f.routes), Route.Compare)
 	for n, m := range f.features {
 		for feat, c := range m {
 			if c != 1 {
@@ -241,6 +279,18 @@ func (f *fakeVPP) state() fakeState {
 		s.Trans[k] = c
 	}
 	return s
+}
+
+// setRoute adds or removes a drop route as another program (or VPP
+// losing it) would.
+func (f *fakeVPP) setRoute(r Route, add bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if add {
+		f.routes[r] = true
+	} else {
+		delete(f.routes, r)
+	}
 }
 
 // addForeign puts a translation there as another program would.

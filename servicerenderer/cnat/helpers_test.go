@@ -25,6 +25,7 @@ func testConfig() Config {
 	c.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}
 	c.NodeNetworks = []netip.Prefix{netip.MustParsePrefix("192.168.16.0/24")}
 	c.HostInterfaces = []string{"host-vcup"}
+	c.PodVRF = 1
 	c.LocalEndpointWeight = 2
 	return c
 }

@@ -196,8 +196,26 @@ func (s Tables) Has(t SNATTable) bool { return s&(1<<t) != 0 }
 // allTables lists the tables in the order they are added.
 var allTables = []SNATTable{TableIncludeV4, TableIncludeV6, TablePod, TableHost}
 
+// Route is a drop route (FIB_API_PATH_TYPE_DROP) on a prefix in one VRF
+// (FIB table): the service CIDR, so that a packet to a service address no
+// translation matched is dropped instead of following the default route
+// (FACTS §4; see the package documentation for why cnat allows it).
+type Route struct {
+	Prefix netip.Prefix
+	VRF    uint32
+}
+
+// String is "prefix vrf=N".
+func (r Route) String() string { return fmt.Sprintf("%v vrf=%d", r.Prefix, r.VRF) }
+
+// Compare orders routes by VRF, then prefix.
+func (r Route) Compare(o Route) int {
+	return cmp.Or(cmp.Compare(r.VRF, o.VRF), comparePrefix(r.Prefix, o.Prefix))
+}
+
 // Node is the node-wide cnat configuration. None of it can be read back
-// from VPP but the SNAT addresses (cnat_get_snat_addresses).
+// from VPP but the SNAT addresses (cnat_get_snat_addresses) and the routes
+// (ip_route_v2_dump).
 type Node struct {
 	// SNAT4 and SNAT6 are the source-NAT addresses (cnat_set_snat_addresses
 	// with ~0 interface); an unset family is sent as 0.0.0.0 / ::.
@@ -209,12 +227,16 @@ type Node struct {
 	Tables map[string]Tables
 	// Features are the cnat features of each interface.
 	Features map[string]Feature
+	// Routes are the drop routes of the service CIDRs, sorted
+	// (Route.Compare). A full apply reads them back from VPP.
+	Routes []Route `json:",omitempty"`
 }
 
 // Clone is a deep copy.
 func (n *Node) Clone() *Node {
 	c := *n
 	c.Exclude = slices.Clone(n.Exclude)
+	c.Routes = slices.Clone(n.Routes)
 	c.Tables = cloneMap(n.Tables)
 	c.Features = cloneMap(n.Features)
 	return &c
@@ -231,7 +253,7 @@ func cloneMap[V any](m map[string]V) map[string]V {
 // configured tells whether n holds any configuration.
 func (n *Node) configured() bool {
 	return n.SNAT4.IsValid() || n.SNAT6.IsValid() || n.Policy != PolicyNone || len(n.Exclude) > 0 ||
-		len(n.Tables) > 0 || len(n.Features) > 0
+		len(n.Tables) > 0 || len(n.Features) > 0 || len(n.Routes) > 0
 }
 
 // VPP is what the apply step needs from VPP. plugins/vpp implements it over
@@ -259,4 +281,11 @@ type VPP interface {
 	// on an interface. VPP does not refuse enabling twice: the feature is
 	// then on the arc twice. The renderer never does it.
 	EnableDisableFeature(ctx context.Context, ifName string, f Feature, enable bool) error
+	// AddDelDropRoute adds or deletes a drop route (path type DROP, never
+	// ICMP_UNREACH, which crashes VPP 25.02). VPP answers 0 to adding an
+	// existing route and to deleting a missing one.
+	AddDelDropRoute(ctx context.Context, r Route, add bool) error
+	// DumpDropRoutes reads the drop routes (routes whose only path drops)
+	// of the given VRFs: IPv4 ones, and IPv6 ones too with ip6.
+	DumpDropRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]Route, error)
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func apply(t testing.TB, r *Renderer, full bool) {
 func wantState(r *Renderer) fakeState {
 	d := r.DesiredNode()
 	s := fakeState{SNAT4: unspec4(d.SNAT4), SNAT6: unspec6(d.SNAT6), Policy: d.Policy, Exclude: d.Exclude,
-		Tables: d.Tables, Features: d.Features, Trans: map[Key]Translation{}}
+		Tables: d.Tables, Features: d.Features, Routes: d.Routes, Trans: map[Key]Translation{}}
 	for _, t := range r.Desired() {
 		s.Trans[t.Key] = *t
 	}
@@ -446,4 +447,103 @@ func TestIPv6NodeIP(t *testing.T) {
 		t.Error("the IPv6 NodePort outlived the node's IPv6 address")
 	}
 	checkState(t, f, wantState(again))
+}
+
+// The service-CIDR drop routes: added once in the pod and the main VRF,
+// read back (an agent restart writes nothing), added again when VPP lost
+// one (full apply), foreign drop routes left alone.
+func TestServiceRoutes(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(web()))
+	apply(t, r, true)
+	svc := netip.MustParsePrefix("10.96.0.0/12")
+	want := []Route{{Prefix: svc, VRF: 0}, {Prefix: svc, VRF: 1}}
+	if got := f.state().Routes; !slices.Equal(got, want) {
+		t.Fatalf("routes %v, want %v", got, want)
+	}
+	foreign := []Route{{Prefix: netip.MustParsePrefix("10.200.0.0/16"), VRF: 1}, {Prefix: svc, VRF: 7}}
+	for _, rt := range foreign {
+		f.setRoute(rt, true)
+	}
+
+	w := f.Writes()
+	second := newRenderer(t, f, nil)
+	_ = second.Resync(resyncData(web()))
+	apply(t, second, true)
+	if f.Writes() != w {
+		t.Errorf("restarted agent wrote %d times", f.Writes()-w)
+	}
+
+	f.setRoute(want[1], false)
+	apply(t, second, false)
+	if f.Writes() != w {
+		t.Errorf("incremental apply wrote %d times", f.Writes()-w)
+	}
+	apply(t, second, true)
+	if f.Writes() != w+1 {
+		t.Errorf("full apply wrote %d times, want 1 (the lost route)", f.Writes()-w)
+	}
+	if got := f.state().Routes; !slices.Equal(got, slices.SortedFunc(slices.Values(append(want, foreign...)), Route.Compare)) {
+		t.Errorf("routes %v: want the lost one back and the foreign ones kept", got)
+	}
+	if n := second.AppliedNode(); !slices.Equal(n.Routes, want) {
+		t.Errorf("applied routes %v, want %v", n.Routes, want)
+	}
+}
+
+// A service CIDR no longer configured: its routes go when the record says
+// the agent added them, and stay without a record (no tag tells).
+func TestServiceRoutesOfOldCIDR(t *testing.T) {
+	old := netip.MustParsePrefix("10.96.0.0/12")
+	for _, store := range []Store{&MemStore{}, nil} {
+		t.Run(fmt.Sprintf("%T", store), func(t *testing.T) {
+			f := newFake(t, allIfaces...)
+			first := newRenderer(t, f, store)
+			_ = first.Resync(resyncData(web()))
+			apply(t, first, true)
+			cfg := testConfig()
+			cfg.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.97.0.0/16")}
+			second, err := New(Params{Config: cfg, VPP: f, Store: store, Log: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = second.Resync(resyncData())
+			apply(t, second, true)
+			var got []string
+			for _, rt := range f.state().Routes {
+				got = append(got, rt.String())
+			}
+			want := []string{"10.97.0.0/16 vrf=0", "10.97.0.0/16 vrf=1"}
+			if store == nil {
+				want = []string{"10.96.0.0/12 vrf=0", "10.97.0.0/16 vrf=0", "10.96.0.0/12 vrf=1", "10.97.0.0/16 vrf=1"}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("routes %q, want %q (old CIDR %v)", got, want, old)
+			}
+		})
+	}
+}
+
+// A route VPP refuses is a failure of that route alone; the next full
+// apply tries it again.
+func TestServiceRouteFailure(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
+	f.failRoute = map[Route]error{bad: fmt.Errorf("add route: %w", ErrInvalid)}
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(web()))
+	if err := r.Apply(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	fs := r.Failures()
+	if len(fs) != 1 || fs[0].Object != (ObjectID{Kind: ObjectRoute, Route: bad}) || fs[0].Op != OpRoute {
+		t.Fatalf("failures %+v, want the route in VRF 1", fs)
+	}
+	if s := f.state(); len(s.Routes) != 1 || len(s.Trans) != 3 || s.SNAT4 != nodeIP {
+		t.Errorf("the rest not applied: %+v", s)
+	}
+	f.failRoute = nil
+	apply(t, r, true)
+	checkState(t, f, wantState(r))
 }

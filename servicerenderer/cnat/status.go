@@ -22,6 +22,7 @@ const (
 	ObjectPrefix
 	ObjectInterface
 	ObjectTranslation
+	ObjectRoute
 )
 
 // ObjectID identifies one cnat object; only the field of its Kind is set.
@@ -30,6 +31,7 @@ type ObjectID struct {
 	Interface string
 	Prefix    string
 	Key       Key
+	Route     Route
 }
 
 // String is the kind and the object's key.
@@ -41,6 +43,8 @@ func (id ObjectID) String() string {
 		return "interface " + id.Interface
 	case ObjectTranslation:
 		return "translation " + id.Key.String()
+	case ObjectRoute:
+		return "route " + id.Route.String()
 	}
 	return "node"
 }
@@ -54,6 +58,8 @@ func objectOf(op *Op) ObjectID {
 		return ObjectID{Kind: ObjectPrefix, Prefix: op.Prefix.String()}
 	case OpDeleteTranslation, OpUpdateTranslation:
 		return ObjectID{Kind: ObjectTranslation, Key: op.Translation.Key}
+	case OpRoute:
+		return ObjectID{Kind: ObjectRoute, Route: op.Route}
 	}
 	return ObjectID{Kind: ObjectNode}
 }

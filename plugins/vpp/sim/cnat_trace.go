@@ -11,9 +11,10 @@ import (
 // CnatResult is CnatTrace's answer for one packet.
 type CnatResult struct {
 	// Verdict is Translated (a translation matched and has a resolved
-	// path), Dropped (a translation matched but has no resolved path) or
+	// path), Dropped (a translation matched but has no resolved path, or
+	// none matched and a DROP route covers the destination) or
 	// NotTranslated (no translation of the destination address, port and
-	// protocol).
+	// protocol, and no DROP route).
 	Verdict Verdict
 	Reason  string
 	// TranslationID is the matching translation's id (Translated,
@@ -65,6 +66,16 @@ type CnatReach struct {
 //     client.
 //   - Under another policy (NONE, IF_PFX) or without an SNAT address,
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
+//   - A packet no translation matched is dropped by a DROP route of its
+//     ingress interface's VRF covering its destination (the service-CIDR
+//     route), as the NAT44 oracle drops it (Trace).
+//
+// ASSUMPTION: with the cnat features on the interfaces (the mode the
+// agent uses), cnat translates in cnat-input-ip4/ip6 on the ingress
+// interface, before the FIB lookup, so a DROP route catches only packets
+// no translation matched, and a translated packet is not dropped by the
+// route covering its original destination. Not recorded (FACTS §6 says
+// nothing of routes; §4 measured it for NAT44).
 //
 // ASSUMPTION: translations apply whatever cnat nodes are on the arcs (VPP
 // installs a FIB entry per VIP); exclude prefixes do not stop the K8S
@@ -82,6 +93,10 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	c := v.cnat
 	id, ok := c.byKey[cnatKey{vip: p.Dst, port: p.DstPort, proto: uint8(p.Proto)}]
 	if !ok {
+		vrf := v.ifaceVRF(p.Ingress)
+		if drop, found := v.routeLookupLocked(vrf, p.Dst); found && drop {
+			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+		}
 		src := p.Src
 		if s, ok := v.cnatOutboundSNAT(p); ok {
 			src = s

@@ -142,7 +142,10 @@
 // resolve IPv4 addresses only; SNAT addresses with an interface ignore
 // the given ones; a refused SNAT policy leaves the policy as it was;
 // interfaces are checked before tables and feature names; cnat-snat-ip6
-// is on ip6-unicast; no other feature is known; session dumps list
+// is on ip6-unicast; no other feature is known; cnat translates before
+// the FIB lookup, so a DROP route drops only what no translation matched
+// (CnatTrace); IPv6 routes take the IPv4 rules and VPP has no IPv6 drop
+// routes of its own (fib.go); session dumps list
 // sessions in ID order; sessions never expire.
 //
 // The translation oracle has two questions. Translate answers the
@@ -186,7 +189,9 @@
 // CnatTrace is the cnat oracle: the backends, their weights and the
 // source address each sees (the client, the K8S policy's SNAT address
 // for a hairpin or a remote backend reached from outside, a path's
-// source endpoint), documented on CnatTrace.
+// source endpoint), and, for a packet no translation matched, the DROP
+// route of its ingress interface's VRF that drops it (the service-CIDR
+// route, as for NAT44), documented on CnatTrace.
 //
 // It knows nothing about the agent: only govpp's binary API and the
 // NAT44 model of servicerenderer/nat44 (its Protocol type).

@@ -130,39 +130,51 @@ func (v *VPP) routeLookupLocked(vrf uint32, dst netip.Addr) (drop bool, found bo
 	return drop, found
 }
 
-// ipRouteV2Dump lists a table's routes: VPP's own drop routes for the
-// multicast and reserved ranges, then the routes added through the API
-// with the fields fib_unreach.jsonl shows (source 8 = API, one path of
-// weight 1). ASSUMPTION: VPP's default, connected and unnumbered entries
-// (which the corpus also shows) are left out; the agent reads only drop
-// routes of its own prefixes.
+// ipRouteV2Dump lists a table's routes of the requested family: VPP's own
+// IPv4 drop routes for the multicast and reserved ranges, then the routes
+// added through the API with the fields fib_unreach.jsonl shows (source
+// 8 = API, one path of weight 1). ASSUMPTION: VPP's default, connected and
+// unnumbered entries (which the corpus also shows) are left out; the
+// agent reads only drop routes of its own prefixes. IPv6 tables (not
+// recorded) list the IPv6 routes added through the API and nothing of
+// VPP's own.
 func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	if req.Table.IsIP6 {
-		return nil
+		return v.apiRoutes(req.Table.TableID, true)
 	}
 	vrf := req.Table.TableID
 	if vrf != 0 && !v.fib.tables[vrf] && !v.vrfInUse(vrf) {
 		return nil
 	}
 	var out []api.Message
-	details := func(p netip.Prefix, stats uint32, src uint8, drop bool) *ipapi.IPRouteV2Details {
-		path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
-		if drop {
-			path.Type = fib_types.FIB_API_PATH_TYPE_DROP
-		}
-		return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
-			TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},
-		}}
-	}
 	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
-		out = append(out, details(netip.MustParsePrefix(p), 0, 1, true))
+		out = append(out, routeDetails(vrf, netip.MustParsePrefix(p), 0, 1, true))
 	}
+	return append(out, v.apiRoutes(vrf, false)...)
+}
+
+// apiRoutes are the details of the routes of one table and family added
+// through the API.
+func (v *VPP) apiRoutes(vrf uint32, ip6 bool) []api.Message {
+	var out []api.Message
 	for _, r := range v.fib.routes {
-		if r.VRF == vrf {
-			out = append(out, details(r.Prefix, r.stats, 8, r.Drop))
+		if r.VRF == vrf && r.Prefix.Addr().Is6() == ip6 {
+			out = append(out, routeDetails(vrf, r.Prefix, r.stats, 8, r.Drop))
 		}
 	}
 	return out
+}
+
+// routeDetails is one ip_route_v2_details: one path of weight 1, of type
+// DROP when drop.
+func routeDetails(vrf uint32, p netip.Prefix, stats uint32, src uint8, drop bool) *ipapi.IPRouteV2Details {
+	path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
+	if drop {
+		path.Type = fib_types.FIB_API_PATH_TYPE_DROP
+	}
+	return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+		TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},
+	}}
 }
 
 // vrfInUse tells whether an interface is in table vrf.
@@ -176,8 +188,9 @@ func (v *VPP) vrfInUse(vrf uint32) bool {
 }
 
 func prefix(p netip.Prefix) ip_types.Prefix {
-	return ip_types.Prefix{
-		Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(p.Addr().As4())},
-		Len:     uint8(p.Bits()),
+	a := ip_types.Address{Af: ip_types.ADDRESS_IP6, Un: ip_types.AddressUnionIP6(p.Addr().As16())}
+	if p.Addr().Is4() {
+		a = ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(p.Addr().As4())}
 	}
+	return ip_types.Prefix{Address: a, Len: uint8(p.Bits())}
 }

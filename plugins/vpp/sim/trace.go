@@ -127,8 +127,7 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 	vrf := v.ifaceVRF(p.Ingress)
 	if drop, found := v.routeLookupLocked(vrf, p.Dst); found {
 		if drop {
-			return Result{Verdict: Dropped, Reason: fmt.Sprintf(
-				"no mapping; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", p.Dst, vrf)}
+			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
 		}
 		res.Reason += fmt.Sprintf("; a FIB route in VRF %d forwards it", vrf)
 		return res
@@ -144,6 +143,13 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 		Egress: egress,
 		SNAT:   snat,
 	}
+}
+
+// RouteDropReason says that a DROP route covering dst in table vrf
+// dropped a packet no translation matched: the reason of the NAT44 and
+// the cnat oracles alike (and of agent.TraceCNAT).
+func RouteDropReason(dst netip.Addr, vrf uint32) string {
+	return fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
 }
 
 // snatConfig tells whether the SNAT configuration is present (forwarding

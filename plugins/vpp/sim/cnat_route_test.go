@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"go.fd.io/govpp/binapi/fib_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// dropRoute is the ip_route_add_del of a DROP route on p in table vrf.
+func dropRoute(p string, vrf uint32, add bool) *ipapi.IPRouteAddDel {
+	return &ipapi.IPRouteAddDel{IsAdd: add, Route: ipapi.IPRoute{TableID: vrf, Prefix: pfxOf(p), NPaths: 1,
+		Paths: []fib_types.FibPath{{SwIfIndex: noIndex, Type: fib_types.FIB_API_PATH_TYPE_DROP}}}}
+}
+
+// TestCnatTraceServiceRoute: a packet no cnat translation matched is
+// dropped by a DROP route covering its destination in its ingress
+// interface's VRF; a translated packet is not (ASSUMPTION: cnat-input
+// translates before the FIB lookup).
+func TestCnatTraceServiceRoute(t *testing.T) {
+	v, conn := cnatVPP(t, Options{})
+	update(t, conn, ctr("10.96.0.10:80", "10.1.1.11:8080"))
+	update(t, conn, ctr("[fd00:96::10]:80", "[fd00:1::11]:8080"))
+	pkt := func(src, dst string, ingress string) Packet {
+		return Packet{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), Proto: servicerenderer.TCP, DstPort: 80, Ingress: ingress}
+	}
+	pod := pkt("10.1.1.12", "10.96.0.99", "host-vcw1") // VRF 1
+	outside := pkt("192.0.2.1", "10.96.0.99", "host-vcup")
+	pod6 := pkt("fd00:1::12", "fd00:96::99", "host-vcw1")
+	for _, p := range []Packet{pod, outside, pod6} {
+		if got := v.CnatTrace(p); got.Verdict != NotTranslated {
+			t.Errorf("%v without a route: %+v", p, got)
+		}
+	}
+	send(t, v, conn, dropRoute("10.96.0.0/12", 1, true), dropRoute("fd00:96::/108", 1, true))
+	for _, p := range []Packet{pod, pod6} {
+		got := v.CnatTrace(p)
+		if got.Verdict != Dropped || !strings.Contains(got.Reason, "service-CIDR route (a DROP route covering "+p.Dst.String()+" in VRF 1)") {
+			t.Errorf("%v, route in VRF 1: %+v", p, got)
+		}
+		if _, err := v.OpenCnatSession(p, 40000); err == nil || !strings.Contains(err.Error(), "service-CIDR route") {
+			t.Errorf("%v: session opened (%v)", p, err)
+		}
+	}
+	if got := v.CnatTrace(outside); got.Verdict != NotTranslated {
+		t.Errorf("from outside, route in VRF 1 only: %+v", got)
+	}
+	send(t, v, conn, dropRoute("10.96.0.0/12", 0, true))
+	if got := v.CnatTrace(outside); got.Verdict != Dropped {
+		t.Errorf("from outside, route in VRF 0: %+v", got)
+	}
+	for _, p := range []Packet{pod, outside, pod6} {
+		p.Dst = netip.MustParseAddr(strings.Replace(p.Dst.String(), "99", "10", 1))
+		if got := v.CnatTrace(p); got.Verdict != Translated {
+			t.Errorf("%v: a translated packet is not dropped: %+v", p, got)
+		}
+	}
+	other := pod
+	other.Dst = netip.MustParseAddr("8.8.8.8")
+	if got := v.CnatTrace(other); got.Verdict != NotTranslated {
+		t.Errorf("outside the service CIDR: %+v", got)
+	}
+}
+
+// The IPv6 routes added through the API are listed by an IPv6 dump of
+// their table, and by no IPv4 one.
+func TestRouteDumpIPv6(t *testing.T) {
+	v, conn := cnatVPP(t, Options{})
+	send(t, v, conn, dropRoute("10.96.0.0/12", 1, true), dropRoute("fd00:96::/108", 1, true))
+	dump := func(ip6 bool) []string {
+		var out []string
+		ch, err := conn.NewAPIChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		rc := ch.SendMultiRequest(&ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 1, IsIP6: ip6}})
+		for {
+			d := &ipapi.IPRouteV2Details{}
+			last, err := rc.ReceiveReply(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last {
+				return out
+			}
+			if d.Route.Paths[0].Type == fib_types.FIB_API_PATH_TYPE_DROP && d.Route.Src == 8 {
+				out = append(out, d.Route.Prefix.String())
+			}
+		}
+	}
+	if got := dump(true); len(got) != 1 || got[0] != "fd00:96::/108" {
+		t.Errorf("IPv6 dump %q", got)
+	}
+	if got := dump(false); len(got) != 1 || got[0] != "10.96.0.0/12" {
+		t.Errorf("IPv4 dump %q", got)
+	}
+}
