@@ -24,6 +24,9 @@
 //	                              node's only
 //	NodePort on each node IP      as ExternalIP, of the node IP's family        1           the same
 //	(IPv4 and IPv6)
+//	health-check NodePort (Local  HealthCheckTarget:port (the agent, host       1           the same
+//	external policy), TCP on      side); no affinity
+//	each IPv4 node IP
 //	no usable backend             -                                             -           none (delete if there):
 //	                                                                                        0 paths abort VPP 25.02
 //	session affinity              lb_type MAGLEV, flow_hash_config SRC_IP       -           set at creation only: a
