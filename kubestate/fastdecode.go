@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unique"
 )
 
 // The fast path of Decode.
@@ -42,6 +43,10 @@ type decoder struct {
 	b []byte // the value
 	s string // a copy of it: decoded strings are cut from it before rehome
 	i int    // the next byte to read
+	// recent holds strings interned lately: a slice's endpoints repeat
+	// their namespace and target kind, cheaper to compare than to look up.
+	recent [8]string
+	next   int // where the next interned string goes in recent
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -118,9 +123,9 @@ func (d *decoder) object(member func(key string) bool) bool {
 		return true
 	}
 	for {
-		key, ok := d.plainString()
-		if !ok || !isPlainKey(key) {
-			return false
+		key, ascii, ok := d.stringBytes()
+		if !ok || !ascii {
+			return false // a key encoding/json might fold to a field
 		}
 		if d.ws(); d.peek() != ':' {
 			return false
@@ -143,39 +148,46 @@ func (d *decoder) object(member func(key string) bool) bool {
 	}
 }
 
-// isPlainKey tells whether key is printable ASCII: a key encoding/json
-// matches to a field by ASCII case folding alone.
-func isPlainKey(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 // plainString reads a string without escapes and with valid UTF-8, whose
 // value is then its bytes, cut from d.s.
 func (d *decoder) plainString() (string, bool) {
+	s, ascii, ok := d.stringBytes()
+	return s, ok && (ascii || utf8.ValidString(s))
+}
+
+// stringBytes reads a string without escapes or control characters and
+// returns its bytes and whether they are all ASCII.
+func (d *decoder) stringBytes() (s string, ascii, ok bool) {
 	if d.peek() != '"' {
-		return "", false
+		return "", false, false
 	}
 	start := d.i + 1
-	ascii := true
-	for i := start; i < len(d.b); i++ {
-		switch c := d.b[i]; {
-		case c == '"':
-			d.i = i + 1
-			s := d.s[start:i]
-			return s, ascii || utf8.ValidString(s)
-		case c == '\\' || c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
+	ascii = true
+	for i := start; ; i++ {
+		for i < len(d.b) && plainByte[d.b[i]] {
+			i++
 		}
+		switch {
+		case i == len(d.b):
+			return "", false, false
+		case d.b[i] == '"':
+			d.i = i + 1
+			return d.s[start:i], ascii, true
+		case d.b[i] < utf8.RuneSelf: // a backslash or a control character
+			return "", false, false
+		}
+		ascii = false
 	}
-	return "", false
 }
+
+// plainByte tells which bytes stand for themselves in a JSON string:
+// printable ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // array reads an array or null into *p, elem reading each element; null
 // makes *p nil, [] an empty slice (as encoding/json), a null element the
@@ -238,8 +250,24 @@ func (d *decoder) istr(p *string) bool {
 	if !d.str(p) {
 		return false
 	}
-	intern(p)
+	*p = d.intern(*p)
 	return true
+}
+
+// intern returns the canonical copy of s (see compact), "" for "".
+func (d *decoder) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	for _, r := range d.recent {
+		if r == s {
+			return r
+		}
+	}
+	s = unique.Make(s).Value()
+	d.recent[d.next%len(d.recent)] = s
+	d.next++
+	return s
 }
 
 // strs reads an array of strings or null.
@@ -249,8 +277,7 @@ func (d *decoder) strs(p *[]string) bool { return array(d, p, d.plainString) }
 func (d *decoder) istrs(p *[]string) bool {
 	return array(d, p, func() (string, bool) {
 		s, ok := d.plainString()
-		intern(&s)
-		return s, ok
+		return d.intern(s), ok
 	})
 }
 
