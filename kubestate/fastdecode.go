@@ -15,9 +15,10 @@ import (
 // EndpointSlice, and an agent's start decodes ~20 000 values (mostly
 // EndpointSlices and Services): most of its start-up time. The decoder
 // below reads the JSON the Writer stores (encoding/json's own output) for
-// the bulk resources, EndpointSlice, Service and Pod, in one pass, cutting
-// its strings from one copy of the value and interning those compact
-// interns as it goes.
+// the bulk resources, EndpointSlice, Service and Pod, in one pass (~7 µs
+// and 15 allocations): it cuts strings from one copy of the value,
+// interns those compact interns as it goes, and at the end moves the
+// others into one allocation of their own (rehome).
 //
 // Exactness: the fast path accepts only a subset of JSON on which its
 // result is plainly encoding/json's, and gives up (ok false) on anything
@@ -51,25 +52,23 @@ type decoder struct {
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
 func decodeFast(r Resource, value []byte) (Object, bool) {
-	d := decoder{b: value}
+	if r != ResEndpointSlice && r != ResService && r != ResPod {
+		return nil, false
+	}
+	d := decoder{b: value, s: string(value)}
 	d.ws()
 	var o Object
 	var ok bool
 	switch r {
 	case ResEndpointSlice:
-		d.s = string(value)
 		x := &EndpointSlice{}
 		o, ok = x, d.endpointSlice(x)
 	case ResService:
-		d.s = string(value)
 		x := &Service{}
 		o, ok = x, d.service(x)
 	case ResPod:
-		d.s = string(value)
 		x := &Pod{}
 		o, ok = x, d.pod(x)
-	default:
-		return nil, false
 	}
 	if d.ws(); !ok || d.i != len(d.b) {
 		return nil, false
