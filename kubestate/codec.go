@@ -49,19 +49,33 @@ func New(r Resource) (Object, error) {
 // types and tolerant of unknown fields; the decoded object must carry the
 // key it is stored under. The object is compacted (see compact): the
 // strings many objects repeat are shared, which does not change its value.
+// The bulk resources take a fast path (decodeFast) with encoding/json's
+// results; whatever it does not take, json.Unmarshal decodes.
 func Decode(k Key, value []byte) (Object, error) {
 	if len(value) > MaxValueSize {
 		return nil, fmt.Errorf("decode %s: %d bytes: %w", k, len(value), ErrTooLarge)
 	}
+	o, ok := decodeFast(k.Resource, value)
+	if !ok {
+		var err error
+		if o, err = decodeJSON(k, value); err != nil {
+			return nil, err
+		}
+	}
+	if got := o.Key(); got != k {
+		return nil, fmt.Errorf("decode %s: value names %s", k, got)
+	}
+	return o, nil
+}
+
+// decodeJSON decodes value with encoding/json and compacts it.
+func decodeJSON(k Key, value []byte) (Object, error) {
 	o, err := New(k.Resource)
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(value, o); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", k, err)
-	}
-	if got := o.Key(); got != k {
-		return nil, fmt.Errorf("decode %s: value names %s", k, got)
 	}
 	compact(o)
 	return o, nil

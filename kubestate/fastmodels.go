@@ -1,0 +1,158 @@
+package kubestate
+
+// The fast path's readers of the models (see fastdecode.go). Each reads
+// every field of its model, interning what compact interns; a field given
+// twice gives up.
+
+func (d *decoder) endpointSlice(s *EndpointSlice) bool {
+	var seen fields
+	return d.object(func(key string) bool {
+		switch key {
+		case "namespace":
+			return seen.first(0) && d.istr(&s.Namespace)
+		case "name":
+			return seen.first(1) && d.str(&s.Name)
+		case "serviceName":
+			return seen.first(2) && d.str(&s.ServiceName)
+		case "addressType":
+			return seen.first(3) && d.istr(&s.AddressType)
+		case "ports":
+			return seen.first(4) && array(d, &s.Ports, d.endpointPort)
+		case "endpoints":
+			return seen.first(5) && array(d, &s.Endpoints, d.endpoint)
+		case "triggerTime":
+			return seen.first(6) && d.time(&s.TriggerTime)
+		}
+		return d.other(key, sliceNames)
+	})
+}
+
+func (d *decoder) endpointPort() (p EndpointPort, ok bool) {
+	var seen fields
+	ok = d.object(func(key string) bool {
+		switch key {
+		case "name":
+			return seen.first(0) && d.istr(&p.Name)
+		case "protocol":
+			return seen.first(1) && d.istr(&p.Protocol)
+		case "port":
+			return seen.first(2) && d.int32(&p.Port)
+		}
+		return d.other(key, endpointPortNames)
+	})
+	return
+}
+
+func (d *decoder) endpoint() (e Endpoint, ok bool) {
+	var seen fields
+	ok = d.object(func(key string) bool {
+		switch key {
+		case "addresses":
+			return seen.first(0) && d.strs(&e.Addresses)
+		case "ready":
+			return seen.first(1) && d.boolean(&e.Ready)
+		case "serving":
+			return seen.first(2) && d.boolean(&e.Serving)
+		case "terminating":
+			return seen.first(3) && d.boolean(&e.Terminating)
+		case "nodeName":
+			return seen.first(4) && d.istr(&e.NodeName)
+		case "targetKind":
+			return seen.first(5) && d.istr(&e.TargetKind)
+		case "targetNamespace":
+			return seen.first(6) && d.istr(&e.TargetNamespace)
+		case "targetName":
+			return seen.first(7) && d.str(&e.TargetName)
+		case "hintZones":
+			return seen.first(8) && d.istrs(&e.HintZones)
+		case "hintNodes":
+			return seen.first(9) && d.istrs(&e.HintNodes)
+		}
+		return d.other(key, endpointNames)
+	})
+	return
+}
+
+func (d *decoder) service(s *Service) bool {
+	var seen fields
+	return d.object(func(key string) bool {
+		switch key {
+		case "namespace":
+			return seen.first(0) && d.istr(&s.Namespace)
+		case "name":
+			return seen.first(1) && d.str(&s.Name)
+		case "type":
+			return seen.first(2) && d.istr(&s.Type)
+		case "clusterIPs":
+			return seen.first(3) && d.strs(&s.ClusterIPs)
+		case "externalIPs":
+			return seen.first(4) && d.strs(&s.ExternalIPs)
+		case "lbIngressIPs":
+			return seen.first(5) && d.strs(&s.LBIngressIPs)
+		case "lbProxyIPs":
+			return seen.first(6) && d.strs(&s.LBProxyIPs)
+		case "ports":
+			return seen.first(7) && array(d, &s.Ports, d.servicePort)
+		case "healthCheckNodePort":
+			return seen.first(8) && d.int32(&s.HealthCheckNodePort)
+		case "loadBalancerSourceRanges":
+			return seen.first(9) && d.strs(&s.LoadBalancerSourceRanges)
+		case "trafficDistribution":
+			return seen.first(10) && d.str(&s.TrafficDistribution)
+		case "externalTrafficPolicy":
+			return seen.first(11) && d.istr(&s.ExternalTrafficPolicy)
+		case "internalTrafficPolicy":
+			return seen.first(12) && d.istr(&s.InternalTrafficPolicy)
+		case "sessionAffinity":
+			return seen.first(13) && d.istr(&s.SessionAffinity)
+		case "sessionAffinityTimeout":
+			return seen.first(14) && d.int32(&s.SessionAffinityTimeout)
+		case "proxyName":
+			return seen.first(15) && d.str(&s.ProxyName)
+		case "created":
+			return seen.first(16) && d.time(&s.Created)
+		}
+		return d.other(key, serviceNames)
+	})
+}
+
+func (d *decoder) servicePort() (p ServicePort, ok bool) {
+	var seen fields
+	ok = d.object(func(key string) bool {
+		switch key {
+		case "name":
+			return seen.first(0) && d.istr(&p.Name)
+		case "protocol":
+			return seen.first(1) && d.istr(&p.Protocol)
+		case "port":
+			return seen.first(2) && d.int32(&p.Port)
+		case "targetPort":
+			return seen.first(3) && d.istr(&p.TargetPort)
+		case "nodePort":
+			return seen.first(4) && d.int32(&p.NodePort)
+		}
+		return d.other(key, servicePortNames)
+	})
+	return
+}
+
+func (d *decoder) pod(p *Pod) bool {
+	var seen fields
+	return d.object(func(key string) bool {
+		switch key {
+		case "namespace":
+			return seen.first(0) && d.istr(&p.Namespace)
+		case "name":
+			return seen.first(1) && d.str(&p.Name)
+		case "nodeName":
+			return seen.first(2) && d.istr(&p.NodeName)
+		case "ips":
+			return seen.first(3) && d.strs(&p.IPs)
+		case "hostIP":
+			return seen.first(4) && d.istr(&p.HostIP)
+		case "hostNetwork":
+			return seen.first(5) && d.boolean(&p.HostNetwork)
+		}
+		return d.other(key, podNames)
+	})
+}
