@@ -76,7 +76,14 @@ func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 		// that another interface replaced under the same name (another
 		// index) outside a VPP restart (after one, the full resync reads
 		// what VPP holds).
+		// The event is handled later, possibly after a full apply already
+		// configured the interface that took the name: the lost index
+		// tells renderers which one lost its configuration.
 		lost := c.Kind == vpp.Deleted || c.Kind == vpp.Changed && !c.Recreated && c.Old.Index != c.Interface.Index
-		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost})
+		lostIndex := c.Interface.Index
+		if c.Kind == vpp.Changed {
+			lostIndex = c.Old.Index
+		}
+		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost, LostIndex: lostIndex})
 	}
 }

@@ -202,7 +202,9 @@ type Renderer interface {
 // InterfaceLoser is a Renderer told when the data plane lost what was
 // configured on an interface (VPP deleted it, or re-created it under the
 // same name): it forgets having configured it, so that its configuration
-// is made again once the interface is back.
+// is made again once the interface is back. index is the sw_if_index the
+// lost interface had: the news may arrive after the renderer configured
+// the name's successor (another index), which lost nothing.
 type InterfaceLoser interface {
-	InterfaceLost(name string)
+	InterfaceLost(name string, index uint32)
 }

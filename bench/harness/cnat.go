@@ -47,14 +47,14 @@ func (c *countingVPP) AddDelExcludePrefix(context.Context, netip.Prefix, bool) e
 	return nil
 }
 
-func (c *countingVPP) AddDelSNATInterface(context.Context, string, cnat.SNATTable, bool) error {
+func (c *countingVPP) AddDelSNATInterface(context.Context, string, cnat.SNATTable, bool) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 
-func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature, bool) error {
+func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature, bool) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 
 func (c *countingVPP) AddDelDropRoute(context.Context, cnat.Route, bool) error {

@@ -24,9 +24,9 @@ func (c *countingVPP) AddDelPoolAddress(context.Context, nat44.PoolAddress, bool
 	return nil
 }
 
-func (c *countingVPP) SetInterfaceFeatures(context.Context, string, nat44.Features, nat44.Features) error {
+func (c *countingVPP) SetInterfaceFeatures(context.Context, string, nat44.Features, nat44.Features) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 
 func (c *countingVPP) AddDelMapping(context.Context, *nat44.Mapping, bool) error {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -64,7 +65,8 @@ type recorder struct {
 	violations []string
 	// fail, when set, is returned by every call (after recording it).
 	fail error
-	// lost lists the interfaces InterfaceLost was told about.
+	// lost lists the interfaces InterfaceLost was told about, as
+	// "name@index".
 	lost []string
 	// reannounced allows an update to the role an interface has (how an
 	// InterfaceEvent asks to apply what waited for it).
@@ -72,7 +74,9 @@ type recorder struct {
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser.
-func (r *recorder) InterfaceLost(name string) { r.lost = append(r.lost, name) }
+func (r *recorder) InterfaceLost(name string, index uint32) {
+	r.lost = append(r.lost, fmt.Sprintf("%s@%d", name, index))
+}
 
 func newRecorder() *recorder {
 	return &recorder{services: map[sr.ServiceID]*sr.ContivService{}, ifs: map[string]sr.InterfaceRole{}}

@@ -91,10 +91,12 @@ func (e *PodInterfaceEvent) EventName() string { return "pod-interface" }
 // interface (NAT44 features pending on it) is applied now. Lost says that
 // what was configured on it is gone (VPP deleted it, or another interface
 // took its name): renderers that can (servicerenderer.InterfaceLoser)
-// forget it first, to configure it again.
+// forget it first, to configure it again, unless they configured the name
+// at another index since (LostIndex is the lost interface's sw_if_index).
 type InterfaceEvent struct {
-	Name string
-	Lost bool
+	Name      string
+	Lost      bool
+	LostIndex uint32
 }
 
 // EventName implements controller.Event.
@@ -467,7 +469,7 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 		// interface was looked up while VPP re-created it) and come back.
 		for _, rd := range p.renderers {
 			if l, ok := rd.(sr.InterfaceLoser); ok && e.Lost {
-				l.InterfaceLost(e.Name)
+				l.InterfaceLost(e.Name, e.LostIndex)
 			}
 		}
 		if r, ok := p.roles[e.Name]; ok {

@@ -370,7 +370,7 @@ func TestPodInterfaces(t *testing.T) {
 		// no interface, and its role is gone too.
 		delete(r.ifaces, "default/web-1")
 		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
-		r.apply(&InterfaceEvent{Name: "tap-web-1", Lost: true})
+		r.apply(&InterfaceEvent{Name: "tap-web-1", Lost: true, LostIndex: 7})
 		r.ifaces["default/web-1"] = "tap-web-1"
 		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
 		r.rec.reannounced = map[string]bool{"tap-web-1": true}
@@ -378,8 +378,8 @@ func TestPodInterfaces(t *testing.T) {
 		if got := ifLines(r); got != both {
 			t.Fatalf("interface back: %q, want %q", got, both)
 		}
-		if rec := r.rec; !slices.Equal(rec.lost, []string{"tap-web-1"}) {
-			t.Errorf("renderer told of lost interfaces %q, want [tap-web-1]", rec.lost)
+		if rec := r.rec; !slices.Equal(rec.lost, []string{"tap-web-1@7"}) {
+			t.Errorf("renderer told of lost interfaces %q, want [tap-web-1@7]", rec.lost)
 		}
 	})
 	t.Run("host-network pods have no interface", func(t *testing.T) {

@@ -276,15 +276,15 @@ func (c *CNAT) AddDelExcludePrefix(ctx context.Context, p netip.Prefix, add bool
 }
 
 // AddDelSNATInterface implements cnat.VPP.
-func (c *CNAT) AddDelSNATInterface(ctx context.Context, ifName string, table cnat.SNATTable, add bool) error {
+func (c *CNAT) AddDelSNATInterface(ctx context.Context, ifName string, table cnat.SNATTable, add bool) (uint32, error) {
 	what := fmt.Sprintf("%s interface %q in cnat SNAT table %d", addDel(add), ifName, table)
 	idx, err := c.index(ctx, ifName, what)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = c.conn.invoke(ctx, snatInterfaceRequest(idx, table, add), &cnatapi.CnatSnatPolicyAddDelIfReply{})
-	c.log.Debug("cnat SNAT interface", "op", addDel(add), "interface", ifName, "table", table, "error", err)
-	return classifyCNAT(err, what)
+	c.log.Debug("cnat SNAT interface", "op", addDel(add), "interface", ifName, "index", idx, "table", table, "error", err)
+	return idx, classifyCNAT(err, what)
 }
 
 // snatInterfaceRequest is the cnat_snat_policy_add_del_if of one interface
@@ -322,17 +322,17 @@ func featureRequest(idx uint32, f cnat.Feature, enable bool) (*feature.FeatureEn
 // EnableDisableFeature implements cnat.VPP. VPP does not refuse enabling a
 // feature twice (it is then on the arc twice, FACTS §6): the renderer
 // tracks what it enabled.
-func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.Feature, enable bool) error {
+func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.Feature, enable bool) (uint32, error) {
 	what := fmt.Sprintf("%s %s on interface %q", map[bool]string{true: "enable", false: "disable"}[enable], cnat.FeatureNode(f), ifName)
 	idx, err := c.index(ctx, ifName, what)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req, err := featureRequest(idx, f, enable)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		return idx, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &feature.FeatureEnableDisableReply{})
-	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "feature", cnat.FeatureNode(f), "error", err)
-	return classifyCNAT(err, what)
+	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "error", err)
+	return idx, classifyCNAT(err, what)
 }

@@ -278,3 +278,32 @@ func TestCNATDropRoutes(t *testing.T) {
 		t.Errorf("invalid prefix: %v", err)
 	}
 }
+
+// Interface calls report the sw_if_index they addressed (the renderer
+// tells a late loss of an older interface by it), and a missing interface
+// is ErrNoInterface.
+func TestCNATInterfaceCallsReportIndex(t *testing.T) {
+	e := setup(t, sim.Options{})
+	if _, err := e.vpp.AddInterface("tap0", ""); err != nil {
+		t.Fatal(err)
+	}
+	want, err := e.vpp.AddInterface("tap1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.connected(t)
+	c := NewCNAT(e.conn, e.ifaces, nil)
+	ctx := context.Background()
+	if idx, err := c.EnableDisableFeature(ctx, "tap1", cnat.FeatureInput4, true); err != nil || idx != want {
+		t.Errorf("enable: index %d, %v; want %d", idx, err, want)
+	}
+	if n := e.vpp.CnatFeatureCount("tap1", cnat.FeatureNode(cnat.FeatureInput4)); n != 1 {
+		t.Errorf("feature on the arc %d times", n)
+	}
+	if idx, err := c.AddDelSNATInterface(ctx, "tap1", cnat.TablePod, true); err != nil || idx != want {
+		t.Errorf("SNAT table: index %d, %v; want %d", idx, err, want)
+	}
+	if _, err := c.EnableDisableFeature(ctx, "nope", cnat.FeatureInput4, true); !errors.Is(err, cnat.ErrNoInterface) {
+		t.Errorf("missing interface: %v", err)
+	}
+}

@@ -175,17 +175,17 @@ func (n *NAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add 
 // SetInterfaceFeatures changes an interface's NAT44 features from old to
 // new: features are removed first (VPP keeps in/out and output-feature
 // interfaces apart), then added. Every step is tried; errors are joined.
-func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, new nat44.Features) error {
+func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, new nat44.Features) (uint32, error) {
 	if old == new {
-		return nil
+		return 0, nil
 	}
 	what := fmt.Sprintf("NAT44 features of interface %q", ifName)
 	idx, ok, err := n.ifaces.index(ctx, ifName)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s: %w", what, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	case !ok:
-		return fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
+		return 0, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 	}
 	var errs []error
 	for _, c := range featureCalls(ifName, idx, old, new) {
@@ -193,7 +193,7 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 		n.log.Debug("NAT44 interface feature", "call", c.what, "error", err)
 		errs = append(errs, classify(err, c.what, false))
 	}
-	return errors.Join(errs...)
+	return idx, errors.Join(errs...)
 }
 
 // featureCall is one request of an interface's feature change.

@@ -123,7 +123,7 @@ func (e *env) apply(t testing.TB, f fixture) {
 		}
 	}
 	for name, feat := range f.features {
-		if err := e.nat.SetInterfaceFeatures(ctx, name, 0, feat); err != nil {
+		if err := setFeatures(ctx, e.nat, name, 0, feat); err != nil {
 			t.Fatalf("features: %v", err)
 		}
 	}
@@ -201,9 +201,9 @@ func TestRoundTrip(t *testing.T) {
 	steps := []error{
 		e.nat.AddDelLBLocal(ctx, webLB().MappingKey, added, true),
 		e.nat.AddDelLBLocal(ctx, webLB().MappingKey, removed, false),
-		e.nat.SetInterfaceFeatures(ctx, "tap1", nat44.FeatureIn|nat44.FeatureOut, nat44.FeatureOut),
-		e.nat.SetInterfaceFeatures(ctx, "tap2", nat44.FeatureIn, 0),
-		e.nat.SetInterfaceFeatures(ctx, "GigabitEthernet0/8/0", nat44.FeatureOutput, nat44.FeatureOut),
+		setFeatures(ctx, e.nat, "tap1", nat44.FeatureIn|nat44.FeatureOut, nat44.FeatureOut),
+		setFeatures(ctx, e.nat, "tap2", nat44.FeatureIn, 0),
+		setFeatures(ctx, e.nat, "GigabitEthernet0/8/0", nat44.FeatureOutput, nat44.FeatureOut),
 		e.nat.AddDelMapping(ctx, dnsStatic(), false),
 		e.nat.AddDelMapping(ctx, nodePortLB(), false),
 		e.nat.AddDelIdentity(ctx, f.identities[1], false),
@@ -245,10 +245,10 @@ func TestOneCallPerChange(t *testing.T) {
 			return e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("192.168.16.9")}, true)
 		}},
 		{"nat44_interface_add_del_feature", func() error {
-			return e.nat.SetInterfaceFeatures(ctx, "tap2", nat44.FeatureIn, nat44.FeatureIn|nat44.FeatureOut)
+			return setFeatures(ctx, e.nat, "tap2", nat44.FeatureIn, nat44.FeatureIn|nat44.FeatureOut)
 		}},
 		{"nat44_ed_add_del_output_interface", func() error {
-			return e.nat.SetInterfaceFeatures(ctx, "GigabitEthernet0/8/0", nat44.FeatureOutput, 0)
+			return setFeatures(ctx, e.nat, "GigabitEthernet0/8/0", nat44.FeatureOutput, 0)
 		}},
 		{"nat44_forwarding_enable_disable", func() error {
 			return e.nat.SetGlobal(ctx, nat44.Global{SessionLimit: 2000, Forwarding: false})
@@ -268,7 +268,7 @@ func TestOneCallPerChange(t *testing.T) {
 	if err := e.nat.SetGlobal(ctx, nat44.Global{SessionLimit: 2000, Timeouts: fullFixture().global.Timeouts}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.nat.SetInterfaceFeatures(ctx, "tap1", nat44.FeatureIn, nat44.FeatureIn); err != nil {
+	if err := setFeatures(ctx, e.nat, "tap1", nat44.FeatureIn, nat44.FeatureIn); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nat.Dump(ctx); err != nil {
@@ -338,7 +338,7 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 	wantInvalid(t, "identity again", e.nat.AddDelIdentity(ctx, fullFixture().identities[0], true), "192.168.16.1", api.VALUE_EXIST)
 	wantInvalid(t, "pool address again", e.nat.AddDelPoolAddress(ctx, fullFixture().pool[0], true), "10.1.1.254", api.VALUE_EXIST)
 	wantInvalid(t, "outside on an output interface",
-		e.nat.SetInterfaceFeatures(ctx, "GigabitEthernet0/8/0", nat44.FeatureOutput, nat44.FeatureOutput|nat44.FeatureOut),
+		setFeatures(ctx, e.nat, "GigabitEthernet0/8/0", nat44.FeatureOutput, nat44.FeatureOutput|nat44.FeatureOut),
 		"GigabitEthernet0/8/0", api.VALUE_EXIST)
 
 	// Bad input never reaches VPP.
@@ -365,7 +365,7 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 		"IPv6 pool":           e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("fd00::1")}, true),
 		"IPv6 identity":       e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("fd00::1")}}, true),
 		"IPv6 local in place": e.nat.AddDelLBLocal(ctx, key, nat44.Local{IP: ip("fd00::1"), Port: 1, Probability: 1}, true),
-		"unknown interface":   e.nat.SetInterfaceFeatures(ctx, "nope", 0, nat44.FeatureIn),
+		"unknown interface":   setFeatures(ctx, e.nat, "nope", 0, nat44.FeatureIn),
 	} {
 		wantInvalid(t, what, err, "", 0)
 	}
@@ -374,7 +374,7 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 	}
 	// A missing interface is named as such: removing a deleted pod's
 	// features is then already done.
-	if err := e.nat.SetInterfaceFeatures(ctx, "nope", nat44.FeatureIn, 0); !errors.Is(err, nat44.ErrNoInterface) {
+	if err := setFeatures(ctx, e.nat, "nope", nat44.FeatureIn, 0); !errors.Is(err, nat44.ErrNoInterface) {
 		t.Errorf("features of a missing interface: %v, want ErrNoInterface", err)
 	}
 	// An IPv4-mapped IPv6 address is IPv4.
@@ -406,7 +406,7 @@ func TestTransientErrors(t *testing.T) {
 		ops = append(ops, func() error { return e.nat.AddDelPoolAddress(ctx, p, true) })
 	}
 	for name, feat := range f.features {
-		ops = append(ops, func() error { return e.nat.SetInterfaceFeatures(ctx, name, 0, feat) })
+		ops = append(ops, func() error { return setFeatures(ctx, e.nat, name, 0, feat) })
 	}
 	for _, m := range f.mappings {
 		ops = append(ops, func() error { return e.nat.AddDelMapping(ctx, m, true) })
@@ -498,7 +498,7 @@ func TestInterfaces(t *testing.T) {
 	if err := e.nat.SetGlobal(ctx, nat44.Global{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.nat.SetInterfaceFeatures(ctx, "tap2", 0, nat44.FeatureIn); err != nil {
+	if err := setFeatures(ctx, e.nat, "tap2", 0, nat44.FeatureIn); err != nil {
 		t.Errorf("feature on a new interface: %v", err)
 	}
 	if name, ok := e.ifaces.InterfaceByTag("default/db"); !ok || name != "tap2" {
@@ -514,10 +514,20 @@ func TestInterfaces(t *testing.T) {
 	if err := e.nat.SetGlobal(ctx, nat44.Global{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureOut); err != nil {
+	if err := setFeatures(ctx, e.nat, "tap1", 0, nat44.FeatureOut); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.vpp.Calls("sw_interface_dump"); n != 1 {
 		t.Errorf("%d interface dumps after a reconnect, want 1", n)
 	}
+}
+
+// setFeatures sets an interface's features and checks the index the
+// client reports against the interface table.
+func setFeatures(ctx context.Context, n *NAT44, name string, old, new nat44.Features) error {
+	idx, err := n.SetInterfaceFeatures(ctx, name, old, new)
+	if want, ok := n.ifaces.ByName(name); err == nil && old != new && ok && idx != want.Index {
+		return fmt.Errorf("SetInterfaceFeatures(%s) reported index %d, want %d", name, idx, want.Index)
+	}
+	return err
 }

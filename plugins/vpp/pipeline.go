@@ -130,6 +130,7 @@ func (p *pipeline) calls(op *nat44.Op) ([]featureCall, error) {
 		case !ok:
 			return nil, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 		}
+		op.SwIfIndex = idx
 		return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), nil
 	}
 	req, reply, err := opRequest(op)

@@ -301,9 +301,9 @@ func TestReplayAgentFlowProgramming(t *testing.T) {
 	check("pool", e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("192.168.16.1")}, true))
 	check("twice-NAT pool", e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("10.1.1.254"), TwiceNAT: true}, true))
 	for _, name := range []string{"host-vcw1", "host-vcw2", "host-vcw3", "host-vccl", "host-vco1", "host-vcl1"} {
-		check(name, e.nat.SetInterfaceFeatures(ctx, name, 0, nat44.FeatureIn|nat44.FeatureOut))
+		check(name, setFeatures(ctx, e.nat, name, 0, nat44.FeatureIn|nat44.FeatureOut))
 	}
-	check("host-vcup", e.nat.SetInterfaceFeatures(ctx, "host-vcup", 0, nat44.FeatureOut))
+	check("host-vcup", setFeatures(ctx, e.nat, "host-vcup", 0, nat44.FeatureOut))
 	check("identity", e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("192.168.16.1")}, Tag: "contiv:node"}, true))
 	check("static", e.nat.AddDelMapping(ctx, &nat44.Mapping{
 		MappingKey: nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6},

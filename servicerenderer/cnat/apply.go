@@ -131,6 +131,9 @@ func (r *Renderer) dumpRoutes(ctx context.Context) ([]Route, error) {
 // addresses it reports and the drop routes it holds (see Apply).
 func (r *Renderer) loadNode(ip4, ip6 netip.Addr, routes []Route) {
 	n, fresh := r.pickNode(ip4, ip6)
+	if n != r.applied {
+		clear(r.ifIndex) // none of it is known to be configured any more
+	}
 	r.applied = n
 	r.applied.Routes = r.ownedRoutes(routes)
 	if fresh {
@@ -258,7 +261,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op) error {
 			firstErr = cmpErr(firstErr, err)
 			break
 		}
-		err := r.call(ctx, op)
+		idx, err := r.call(ctx, op)
 		switch {
 		case err == nil:
 		case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
@@ -273,7 +276,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op) error {
 			if op.Interface != "" {
 				delete(r.pending, op.Interface)
 			}
-			r.record(op)
+			r.record(op, idx)
 			continue
 		}
 		if failed == nil {
@@ -311,8 +314,9 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// call issues one operation.
-func (r *Renderer) call(ctx context.Context, op *Op) error {
+// call issues one operation; for an interface's, it also returns the
+// interface's sw_if_index.
+func (r *Renderer) call(ctx context.Context, op *Op) (uint32, error) {
 	r.stats.Calls++
 	r.stats.Writes++
 	switch op.Kind {
@@ -320,6 +324,13 @@ func (r *Renderer) call(ctx context.Context, op *Op) error {
 		return r.vpp.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
 	case OpSNATInterface:
 		return r.vpp.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
+	}
+	return 0, r.callNode(ctx, op)
+}
+
+// callNode issues an operation that names no interface.
+func (r *Renderer) callNode(ctx context.Context, op *Op) error {
+	switch op.Kind {
 	case OpExcludePrefix:
 		return r.vpp.AddDelExcludePrefix(ctx, op.Prefix, op.Add)
 	case OpPolicy:
@@ -354,9 +365,22 @@ func (r *Renderer) call(ctx context.Context, op *Op) error {
 	return fmt.Errorf("cnat: unknown operation %d", op.Kind)
 }
 
-// record makes the applied state hold what a successful op did.
-func (r *Renderer) record(op *Op) {
+// record makes the applied state hold what a successful op did; idx is
+// the interface's sw_if_index for an interface's op.
+func (r *Renderer) record(op *Op, idx uint32) {
 	a := r.applied
+	if op.Kind == OpFeature || op.Kind == OpSNATInterface {
+		defer func() {
+			_, f := a.Features[op.Interface]
+			_, t := a.Tables[op.Interface]
+			switch {
+			case !f && !t:
+				delete(r.ifIndex, op.Interface)
+			case op.Add:
+				r.ifIndex[op.Interface] = idx
+			}
+		}()
+	}
 	switch op.Kind {
 	case OpFeature:
 		f := a.Features[op.Interface]

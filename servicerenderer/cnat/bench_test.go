@@ -34,18 +34,18 @@ func (c *countVPP) AddDelExcludePrefix(context.Context, netip.Prefix, bool) erro
 	c.calls++
 	return nil
 }
-func (c *countVPP) AddDelSNATInterface(context.Context, string, SNATTable, bool) error {
+func (c *countVPP) AddDelSNATInterface(context.Context, string, SNATTable, bool) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 func (c *countVPP) AddDelDropRoute(context.Context, Route, bool) error { c.calls++; return nil }
 func (c *countVPP) DumpDropRoutes(context.Context, []uint32, bool) ([]Route, error) {
 	c.calls++
 	return nil, nil
 }
-func (c *countVPP) EnableDisableFeature(context.Context, string, Feature, bool) error {
+func (c *countVPP) EnableDisableFeature(context.Context, string, Feature, bool) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 
 // benchServices is W(N) as the NAT44 benchmark has it: N ClusterIP

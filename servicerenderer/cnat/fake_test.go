@@ -17,8 +17,9 @@ import (
 type fakeVPP struct {
 	t  testing.TB
 	mu sync.Mutex
-	// interfaces VPP has.
-	ifaces map[string]bool
+	// ifaces are the interfaces VPP has, by name: their sw_if_index.
+	ifaces map[string]uint32
+	nextIf uint32
 	trans  map[Key]*fakeTrans
 	byID   map[uint32]Key
 	free   []uint32
@@ -44,9 +45,9 @@ type fakeTrans struct {
 }
 
 func newFake(t testing.TB, ifaces ...string) *fakeVPP {
-	f := &fakeVPP{t: t, ifaces: map[string]bool{}}
+	f := &fakeVPP{t: t, ifaces: map[string]uint32{}}
 	for _, n := range ifaces {
-		f.ifaces[n] = true
+		f.addInterface(n)
 	}
 	f.restart()
 	return f
@@ -66,12 +67,22 @@ func (f *fakeVPP) restart() {
 	f.routes = map[Route]bool{}
 }
 
-// dropInterface is VPP deleting an interface (and re-creating it empty).
-func (f *fakeVPP) dropInterface(name string) {
+// addInterface is VPP creating an interface: it gets the next index.
+func (f *fakeVPP) addInterface(name string) {
+	f.nextIf++
+	f.ifaces[name] = f.nextIf
+}
+
+// dropInterface is VPP deleting an interface and re-creating it empty
+// under another index; it returns the index the deleted one had.
+func (f *fakeVPP) dropInterface(name string) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.tables, name)
 	delete(f.features, name)
+	old := f.ifaces[name]
+	f.addInterface(name)
+	return old
 }
 
 func (f *fakeVPP) Writes() int {
@@ -171,27 +182,29 @@ func (f *fakeVPP) AddDelExcludePrefix(_ context.Context, p netip.Prefix, add boo
 	return nil
 }
 
-func (f *fakeVPP) AddDelSNATInterface(_ context.Context, name string, table SNATTable, add bool) error {
+func (f *fakeVPP) AddDelSNATInterface(_ context.Context, name string, table SNATTable, add bool) (uint32, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	if !f.ifaces[name] {
-		return fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
+	idx, ok := f.ifaces[name]
+	if !ok {
+		return 0, fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
 	}
 	if add {
 		f.tables[name] |= 1 << table
 	} else if f.tables[name] &^= 1 << table; f.tables[name] == 0 {
 		delete(f.tables, name)
 	}
-	return nil
+	return idx, nil
 }
 
-func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feature, enable bool) error {
+func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feature, enable bool) (uint32, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	if !f.ifaces[name] {
-		return fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
+	idx, ok := f.ifaces[name]
+	if !ok {
+		return 0, fmt.Errorf("interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
 	}
 	m := f.features[name]
 	if m == nil {
@@ -203,7 +216,7 @@ func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feat
 			f.t.Errorf("feature %s enabled twice on %s: it is on the arc twice", FeatureNode(feat), name)
 		}
 		m[feat]++
-		return nil
+		return idx, nil
 	}
 	if m[feat] > 0 {
 		m[feat]--
@@ -211,7 +224,7 @@ func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feat
 	if m[feat] == 0 {
 		delete(m, feat)
 	}
-	return nil
+	return idx, nil
 }
 
 func (f *fakeVPP) AddDelDropRoute(_ context.Context, r Route, add bool) error {

@@ -276,11 +276,14 @@ type VPP interface {
 	SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error
 	SetSNATPolicy(ctx context.Context, p SNATPolicy) error
 	AddDelExcludePrefix(ctx context.Context, p netip.Prefix, add bool) error
-	AddDelSNATInterface(ctx context.Context, ifName string, table SNATTable, add bool) error
+	// AddDelSNATInterface adds an interface to a SNAT table or removes it;
+	// it returns the sw_if_index the name had when the call was made.
+	AddDelSNATInterface(ctx context.Context, ifName string, table SNATTable, add bool) (swIfIndex uint32, err error)
 	// EnableDisableFeature enables or disables one feature (a single bit)
-	// on an interface. VPP does not refuse enabling twice: the feature is
-	// then on the arc twice. The renderer never does it.
-	EnableDisableFeature(ctx context.Context, ifName string, f Feature, enable bool) error
+	// on an interface and returns the sw_if_index the name had. VPP does
+	// not refuse enabling twice: the feature is then on the arc twice. The
+	// renderer never does it.
+	EnableDisableFeature(ctx context.Context, ifName string, f Feature, enable bool) (swIfIndex uint32, err error)
 	// AddDelDropRoute adds or deletes a drop route (path type DROP, never
 	// ICMP_UNREACH, which crashes VPP 25.02). VPP answers 0 to adding an
 	// existing route and to deleting a missing one.

@@ -64,6 +64,10 @@ type Renderer struct {
 	// pending are the interfaces whose configuration waits for VPP to have
 	// the interface.
 	pending map[string]PendingInterface
+	// ifIndex is the sw_if_index each interface had when the renderer
+	// configured it; unknown for configuration taken from the Store or
+	// assumed (see InterfaceLost).
+	ifIndex map[string]uint32
 	stats   Stats
 }
 
@@ -125,7 +129,8 @@ func New(p Params) (*Renderer, error) {
 		log = slog.Default()
 	}
 	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
-		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}}
+		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{},
+		ifIndex: map[string]uint32{}}
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -346,14 +351,23 @@ func (r *Renderer) markInterface(name string) {
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
-// interface's features and tables (it deleted the interface, or a new one
-// took its name). The next Apply configures it again if it has a role.
-func (r *Renderer) InterfaceLost(name string) {
+// features and tables of the interface that had this name at index (it
+// deleted the interface, or a new one took its name). The next Apply
+// configures it again if it has a role. A loss reported after the
+// renderer configured the name at another index is older than that
+// configuration and changes nothing: forgetting it would enable the
+// features twice (after a VPP restart, the full apply may configure a
+// re-created interface before the loss of its predecessor is delivered).
+func (r *Renderer) InterfaceLost(name string, index uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.applied == nil {
 		return
 	}
+	if at, ok := r.ifIndex[name]; ok && at != index {
+		return
+	}
+	delete(r.ifIndex, name)
 	delete(r.applied.Features, name)
 	delete(r.applied.Tables, name)
 	r.markInterface(name)
@@ -374,6 +388,7 @@ func (r *Renderer) VPPRestarted() {
 		}
 	}
 	r.applied = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
+	clear(r.ifIndex)
 	r.synced = false
 	r.saveNode()
 }

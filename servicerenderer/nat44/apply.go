@@ -156,6 +156,11 @@ func (r *Renderer) loadApplied(dumped *State) {
 	}
 	dumped.Mappings = map[MappingKey]*Mapping{}
 	r.applied = dumped
+	for name := range r.ifIndex {
+		if dumped.Interfaces[name] == 0 {
+			delete(r.ifIndex, name)
+		}
+	}
 }
 
 // ownedRoute tells whether a route is the agent's: the service CIDR in the
@@ -314,6 +319,11 @@ func (x *runner) result(i int, err error) {
 	if op.Kind == OpSetInterface {
 		if err == nil {
 			delete(r.pending, op.Interface)
+			if op.NewFeatures == 0 {
+				delete(r.ifIndex, op.Interface)
+			} else if op.SwIfIndex != 0 {
+				r.ifIndex[op.Interface] = op.SwIfIndex
+			}
 		} else if errors.Is(err, ErrNoInterface) {
 			r.waitFor(op)
 			return
@@ -426,7 +436,9 @@ func Call(ctx context.Context, v VPP, op *Op) error {
 	case OpAddPool, OpDelPool:
 		return v.AddDelPoolAddress(ctx, op.Pool, op.Kind == OpAddPool)
 	case OpSetInterface:
-		return v.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
+		idx, err := v.SetInterfaceFeatures(ctx, op.Interface, op.OldFeatures, op.NewFeatures)
+		op.SwIfIndex = idx
+		return err
 	case OpAddIdentity, OpDelIdentity:
 		return v.AddDelIdentity(ctx, op.Identity, op.Kind == OpAddIdentity)
 	case OpAddMapping, OpDelMapping:

@@ -73,6 +73,9 @@ type Op struct {
 	Interface   string
 	OldFeatures Features
 	NewFeatures Features
+	// SwIfIndex is set by the call of an OpSetInterface: the index the
+	// interface had (0 when it was not resolved).
+	SwIfIndex uint32
 	// Identity is added or deleted by OpAddIdentity and OpDelIdentity.
 	Identity *Identity
 	// Route is added or deleted by OpAddRoute and OpDelRoute.

@@ -38,6 +38,10 @@ type fakeVPP struct {
 	reject func(m *Mapping) bool
 	// missing names interfaces VPP does not have.
 	missing map[string]bool
+	// index is the sw_if_index of each interface a call named (given at
+	// first use); recreate gives one another.
+	index  map[string]uint32
+	nextIf uint32
 	// otherRoutes are routes VPP holds that are not the agent's (dumped by
 	// DumpRoutes along with the agent's).
 	otherRoutes []Route
@@ -103,12 +107,38 @@ func (f *fakeVPP) AddDelPoolAddress(_ context.Context, a PoolAddress, add bool) 
 	})
 }
 
-func (f *fakeVPP) SetInterfaceFeatures(_ context.Context, name string, old, new Features) error {
+// recreate is VPP deleting an interface and creating another under its
+// name: features gone, another index. It returns the old index.
+func (f *fakeVPP) recreate(name string) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.indexOf(name)
+	delete(f.state.Interfaces, name)
+	f.nextIf++
+	f.index[name] = f.nextIf
+	return old
+}
+
+// indexOf is the index of an interface, given at first use; f.mu held.
+func (f *fakeVPP) indexOf(name string) uint32 {
+	if f.index == nil {
+		f.index = map[string]uint32{}
+	}
+	if _, ok := f.index[name]; !ok {
+		f.nextIf++
+		f.index[name] = f.nextIf
+	}
+	return f.index[name]
+}
+
+func (f *fakeVPP) SetInterfaceFeatures(_ context.Context, name string, old, new Features) (uint32, error) {
 	op := Op{Kind: OpSetInterface, Interface: name, OldFeatures: old, NewFeatures: new}
-	return f.do(op, func() error {
+	var idx uint32
+	err := f.do(op, func() error {
 		if name == "" || f.missing[name] {
 			return fmt.Errorf("fake VPP: interface %q: %w: %w", name, ErrNoInterface, ErrInvalid)
 		}
+		idx = f.indexOf(name)
 		if cur := f.state.Interfaces[name]; cur != old {
 			return invalid("interface %s has features %s, not %s", name, cur, old)
 		}
@@ -118,6 +148,7 @@ func (f *fakeVPP) SetInterfaceFeatures(_ context.Context, name string, old, new 
 		f.state.Apply(op)
 		return nil
 	})
+	return idx, err
 }
 
 func (f *fakeVPP) AddDelIdentity(_ context.Context, id *Identity, add bool) error {
@@ -305,9 +336,9 @@ func (c *countingVPP) AddDelPoolAddress(context.Context, PoolAddress, bool) erro
 	c.calls++
 	return nil
 }
-func (c *countingVPP) SetInterfaceFeatures(context.Context, string, Features, Features) error {
+func (c *countingVPP) SetInterfaceFeatures(context.Context, string, Features, Features) (uint32, error) {
 	c.calls++
-	return nil
+	return 1, nil
 }
 func (c *countingVPP) AddDelMapping(context.Context, *Mapping, bool) error { c.calls++; return nil }
 func (c *countingVPP) AddDelLBLocal(context.Context, MappingKey, Local, bool) error {

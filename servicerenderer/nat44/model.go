@@ -174,8 +174,9 @@ type VPP interface {
 	// SetGlobal enables the plugin (if needed) and sets forwarding and timeouts.
 	SetGlobal(ctx context.Context, g Global) error
 	AddDelPoolAddress(ctx context.Context, a PoolAddress, add bool) error
-	// SetInterfaceFeatures changes the features of one interface from old to new.
-	SetInterfaceFeatures(ctx context.Context, ifName string, old, new Features) error
+	// SetInterfaceFeatures changes the features of one interface from old
+	// to new; it returns the sw_if_index the name had (0 if unresolved).
+	SetInterfaceFeatures(ctx context.Context, ifName string, old, new Features) (swIfIndex uint32, err error)
 	// AddDelMapping adds or deletes a whole mapping: a static mapping when it
 	// has one local, a load-balanced one when it has more. A load-balanced
 	// add carries 2 to MaxLocalsPerAdd locals, not all of probability 0.

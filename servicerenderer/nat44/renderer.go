@@ -71,6 +71,9 @@ type Renderer struct {
 	// pending are the interfaces whose features wait for VPP to have the
 	// interface.
 	pending map[string]PendingInterface
+	// ifIndex is the sw_if_index each interface with features had when
+	// the renderer set them; unknown for features found in a dump.
+	ifIndex map[string]uint32
 	// extRefs counts, per external or LoadBalancer IP with source-NAT
 	// objects (ExternalIPObjects), the frontends on it with a desired
 	// mapping; dirtyExt are the IPs whose objects changed since the last
@@ -179,6 +182,7 @@ func New(p Params) (*Renderer, error) {
 		reported: map[conflictPair]struct{}{},
 		failures: map[ObjectID]Failure{},
 		pending:  map[string]PendingInterface{},
+		ifIndex:  map[string]uint32{},
 		applied:  NewState(),
 	}
 	r.reset(servicerenderer.LocalNode{}, nil)
@@ -514,15 +518,21 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
-// interface's NAT44 features (it deleted the interface, or a new one took
-// its name). The applied state forgets them, and the next Apply adds them
-// again: pending until VPP has the interface.
-func (r *Renderer) InterfaceLost(name string) {
+// NAT44 features of the interface that had this name at index (it deleted
+// the interface, or a new one took its name). The applied state forgets
+// them, and the next Apply adds them again: pending until VPP has the
+// interface. A loss reported after the renderer set the features of the
+// name at another index is older news and changes nothing.
+func (r *Renderer) InterfaceLost(name string, index uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.applied.Interfaces[name]; !ok {
 		return
 	}
+	if at, ok := r.ifIndex[name]; ok && at != index {
+		return
+	}
+	delete(r.ifIndex, name)
 	delete(r.applied.Interfaces, name)
 	if _, want := r.desired.Interfaces[name]; want {
 		r.markInterface(name)

@@ -590,6 +590,41 @@ func TestVanishedInterface(t *testing.T) {
 	}
 }
 
+// A loss of an interface delivered after a full apply set the features of
+// the interface that took its name (another index) changes nothing; the
+// loss of the interface the renderer configured still counts.
+func TestLateInterfaceLoss(t *testing.T) {
+	fake := newFakeVPP()
+	r := newTestRenderer(t, testConfig(), fake)
+	data := resyncData()
+	data.Interfaces["tap1"] = servicerenderer.RoleFrontend | servicerenderer.RoleBackend
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	want := fake.state.Interfaces["tap1"]
+	old := fake.recreate("tap1") // VPP restarted, say
+	mustApply(t, r, true)
+	fake.takeCalls()
+
+	r.InterfaceLost("tap1", old)
+	mustApply(t, r, false)
+	if got := fake.takeCalls(); len(got) != 0 {
+		t.Errorf("a late loss of the old interface made calls %q", got)
+	}
+	r.InterfaceLost("tap1", fake.recreate("tap1"))
+	mustApply(t, r, false)
+	if got := fake.takeCalls(); len(got) != 1 {
+		t.Errorf("the loss of the configured interface made calls %q, want one", got)
+	}
+	if got := fake.state.Interfaces["tap1"]; got != want {
+		t.Errorf("tap1 has features %s, want %s", got, want)
+	}
+	if fs := r.Failures(); len(fs) != 0 {
+		t.Errorf("failures %+v", fs)
+	}
+}
+
 func TestIncrementalBeforeFullApplyIsFull(t *testing.T) {
 	fake := newFakeVPP()
 	fake.state.Mappings[lbMapping(2).MappingKey] = lbMapping(2) // stale, owned

@@ -35,7 +35,9 @@ func Example() {
 		}
 	}
 	must(nat.SetGlobal(ctx, nat44.Global{Forwarding: true}))
-	must(nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut))
+	if _, err := nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut); err != nil {
+		panic(err)
+	}
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{
 		MappingKey: nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: 6},
 		Locals: []nat44.Local{

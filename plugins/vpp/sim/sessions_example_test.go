@@ -37,7 +37,9 @@ func ExampleVPP_OpenSession() {
 		return nat44.Local{IP: addr(ip), Port: 8080, VRF: 1, Probability: 1}
 	}
 	must(nat.SetGlobal(ctx, nat44.Global{Forwarding: true}))
-	must(nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut))
+	if _, err := nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut); err != nil {
+		panic(err)
+	}
 	web := nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: 6}
 	api := nat44.MappingKey{IP: addr("10.96.0.20"), Port: 80, Proto: 6}
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: web,
