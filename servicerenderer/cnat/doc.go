@@ -50,6 +50,20 @@
 //	unknown service address       -                                             -           none: the service-CIDR route drops
 //	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
 //
+// Calls per change, per frontend (a NodePort is one frontend per node IP);
+// none of them cuts a connection (FACTS §6):
+//
+//	change                                  calls
+//	frontend added                          1 cnat_translation_update
+//	backend added, removed or replaced      1 cnat_translation_update (the new paths)
+//	affinity turned on or off               3: an identical update (returns the id),
+//	                                        cnat_translation_del, an update with the new lb_type
+//	affinity timeout changed                0 (cnat has no timeout)
+//	frontend removed, or no backend left    2: an identical update (returns the id),
+//	                                        cnat_translation_del
+//	interface given a role                  2 feature_enable_disable (4 with IPv6); a pod's
+//	                                        also 2 cnat_snat_policy_add_del_if (3 with IPv6)
+//
 // The service-CIDR routes are the nat44 renderer's (FACTS §4: a route for
 // the service CIDR in the pod and the main VRF drops a packet to an
 // unmapped service address instead of letting it leave by the default

@@ -56,6 +56,19 @@
 // deletes the mapping. A mapping is created with at most 255 locals
 // (MaxLocalsPerAdd: 256 abort VPP) and grown one local at a time.
 //
+// Calls per change, per frontend (a NodePort is one frontend per node IP;
+// under source NAT the first frontend on an external IP also adds its
+// identity and pool address, the last one removes them: 2 more calls):
+//
+//	change                                  calls
+//	frontend added                          1 nat44_add_del_lb_static_mapping
+//	backend added or removed (≥ 2 before    1 nat44_lb_static_mapping_add_del_local
+//	and after)
+//	2 backends → 1, or 1 → 2                2 (the placeholder added, then the leaving backend
+//	                                        removed; or the reverse)
+//	affinity on, off or timeout changed     2: mapping deleted, re-added (cuts its sessions)
+//	frontend removed, or no backend left    1: mapping deleted
+//
 // # What cuts connections
 //
 // Deleting a local cuts every load-balanced session to that backend
