@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.fd.io/govpp/api"
 
@@ -170,16 +172,29 @@ func (h *harness) apply(ops []kubestate.Op) {
 		}
 	}
 	if len(puts) > 0 {
-		if _, err := h.w.PutChanged(ctx, puts); err != nil {
+		if err := retryTimeout(func() error { _, err := h.w.PutChanged(ctx, puts); return err }); err != nil {
 			h.t.Fatalf("writing %d objects into etcd: %v", len(puts), err)
 		}
 	}
 	if len(dels) > 0 {
 		dels = h.podKeys(ctx, dels)
-		if err := h.w.Apply(ctx, dels); err != nil {
+		if err := retryTimeout(func() error { return h.w.Apply(ctx, dels) }); err != nil {
 			h.t.Fatalf("deleting %d objects from etcd: %v", len(dels), err)
 		}
 	}
+}
+
+// retryTimeout calls write again, up to twice, when the embedded etcd
+// answers "request timed out" (a loaded test machine; the write may or may
+// not have been committed). Both of apply's writes are safe to repeat:
+// PutChanged skips what is stored already, a delete of a missing key does
+// nothing.
+func retryTimeout(write func() error) error {
+	err := write()
+	for i := 0; i < 2 && errors.Is(err, rpctypes.ErrTimeout); i++ {
+		err = write()
+	}
+	return err
 }
 
 // podKeys replaces the deletes of pods, named without their node, by the

@@ -63,6 +63,22 @@ func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 		return // the first resync, still to come, reads the table
 	}
 	for _, c := range changes {
+		// A deleted interface took its features with it, and so did one
+		// that another interface replaced under the same name (another
+		// index) outside a VPP restart (after one, the full resync reads
+		// what VPP holds). The event is handled later, possibly after a
+		// full apply already configured the interface that took the name:
+		// the lost index tells renderers which one lost its configuration.
+		lost := c.Kind == vpp.Deleted || c.Kind == vpp.Changed && !c.Recreated && c.Old.Index != c.Interface.Index
+		lostIndex := c.Interface.Index
+		if c.Kind == vpp.Changed {
+			lostIndex = c.Old.Index
+		}
+		// The loss goes first: a pod looked up while its interface is
+		// away loses its role for a moment, and were the renderers still
+		// to hold the lost features, they would remove them from the
+		// interface the CNI has re-created meanwhile (VPP: -6).
+		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost, LostIndex: lostIndex})
 		pods := map[[2]string]bool{}
 		for _, i := range []vpp.Interface{c.Interface, c.Old} {
 			if ns, pod, ok := a.tags.parse(i.Tag); ok {
@@ -72,18 +88,5 @@ func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 		for pod := range pods {
 			a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
 		}
-		// A deleted interface took its features with it, and so did one
-		// that another interface replaced under the same name (another
-		// index) outside a VPP restart (after one, the full resync reads
-		// what VPP holds).
-		// The event is handled later, possibly after a full apply already
-		// configured the interface that took the name: the lost index
-		// tells renderers which one lost its configuration.
-		lost := c.Kind == vpp.Deleted || c.Kind == vpp.Changed && !c.Recreated && c.Old.Index != c.Interface.Index
-		lostIndex := c.Interface.Index
-		if c.Kind == vpp.Changed {
-			lostIndex = c.Old.Index
-		}
-		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost, LostIndex: lostIndex})
 	}
 }
