@@ -93,6 +93,10 @@ func (e *PodInterfaceEvent) EventName() string { return "pod-interface" }
 // took its name): renderers that can (servicerenderer.InterfaceLoser)
 // forget it first, to configure it again, unless they configured the name
 // at another index since (LostIndex is the lost interface's sw_if_index).
+// Send it before the PodInterfaceEvents of the same change: a pod without
+// its interface loses its role, and renderers still holding the lost
+// configuration would remove it from whatever interface has the name by
+// the time they apply.
 type InterfaceEvent struct {
 	Name      string
 	Lost      bool
