@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,8 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 )
@@ -223,6 +227,43 @@ func TestTagParser(t *testing.T) {
 		if ns != c.ns || pod != c.pod || ok != c.ok {
 			t.Errorf("format %q tag %q: got %q %q %v", c.format, c.tag, ns, pod, ok)
 		}
+	}
+}
+
+// Each interface change becomes an InterfaceEvent, with the index of the
+// interface that lost its configuration, and then the lookups of the pods
+// its old and new tags name: the loss must reach the renderers first.
+func TestInterfaceEvents(t *testing.T) {
+	tags := newTagParser("{{namespace}}/{{pod}}")
+	web := vpp.Interface{Index: 5, Name: "tap-web", Tag: "shop/web"}
+	moved := vpp.Interface{Index: 9, Name: "tap-web", Tag: "shop/web-2"}
+	changes := []vpp.InterfaceChange{
+		{Interface: web, Kind: vpp.Deleted},
+		{Interface: web, Kind: vpp.Added},
+		{Interface: moved, Old: web, Kind: vpp.Changed},
+		{Interface: web, Old: web, Kind: vpp.Changed, Recreated: true},
+		{Interface: vpp.Interface{Index: 1, Name: "GigabitEthernet0/8/0"}, Kind: vpp.Added},
+	}
+	var got []string
+	for _, ev := range interfaceEvents(changes, tags) {
+		switch e := ev.(type) {
+		case *service.InterfaceEvent:
+			got = append(got, fmt.Sprintf("interface %s lost=%v@%d", e.Name, e.Lost, e.LostIndex))
+		case *service.PodInterfaceEvent:
+			got = append(got, "pod "+e.Namespace+"/"+e.Name)
+		default:
+			t.Fatalf("unexpected event %T", ev)
+		}
+	}
+	want := []string{
+		"interface tap-web lost=true@5", "pod shop/web",
+		"interface tap-web lost=false@5", "pod shop/web",
+		"interface tap-web lost=true@5", "pod shop/web-2", "pod shop/web",
+		"interface tap-web lost=false@5", "pod shop/web",
+		"interface GigabitEthernet0/8/0 lost=false@1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

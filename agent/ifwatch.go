@@ -2,9 +2,11 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 )
@@ -53,15 +55,25 @@ func (p tagParser) parse(tag string) (ns, pod string, ok bool) {
 }
 
 // onInterfaces turns VPP's interface changes (reported by vpp.Interfaces
-// from VPP's interface events and its re-reads of the table) into controller
-// events: a pod's interface, known by its tag, makes the service processor
-// look the pod up again; an interface that appeared or was re-created by a
-// restarted VPP gets its NAT44 features, which may have been pending on
-// it. It runs on the interface cache's goroutine and never blocks.
+// from VPP's interface events and its re-reads of the table) into
+// controller events (interfaceEvents). It runs on the interface cache's
+// goroutine and never blocks.
 func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 	if !a.built.Load() {
 		return // the first resync, still to come, reads the table
 	}
+	for _, ev := range interfaceEvents(changes, a.tags) {
+		a.ctl.Push(ev)
+	}
+}
+
+// interfaceEvents are the controller events of interface changes, in
+// order: per change, an InterfaceEvent (renderers are told the interface's
+// role again, so that what waited for it is applied, and whether what was
+// configured on it is lost), then a PodInterfaceEvent for each pod its old
+// or new tag names (the service processor looks the pod up again).
+func interfaceEvents(changes []vpp.InterfaceChange, tags tagParser) []controller.Event {
+	var out []controller.Event
 	for _, c := range changes {
 		// A deleted interface took its features with it, and so did one
 		// that another interface replaced under the same name (another
@@ -78,15 +90,16 @@ func (a *Agent) onInterfaces(changes []vpp.InterfaceChange) {
 		// away loses its role for a moment, and were the renderers still
 		// to hold the lost features, they would remove them from the
 		// interface the CNI has re-created meanwhile (VPP: -6).
-		a.ctl.Push(&service.InterfaceEvent{Name: c.Interface.Name, Lost: lost, LostIndex: lostIndex})
-		pods := map[[2]string]bool{}
+		out = append(out, &service.InterfaceEvent{Name: c.Interface.Name, Lost: lost, LostIndex: lostIndex})
+		var pods [][2]string
 		for _, i := range []vpp.Interface{c.Interface, c.Old} {
-			if ns, pod, ok := a.tags.parse(i.Tag); ok {
-				pods[[2]string{ns, pod}] = true
+			if ns, pod, ok := tags.parse(i.Tag); ok && !slices.Contains(pods, [2]string{ns, pod}) {
+				pods = append(pods, [2]string{ns, pod})
 			}
 		}
-		for pod := range pods {
-			a.ctl.Push(&service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
+		for _, pod := range pods {
+			out = append(out, &service.PodInterfaceEvent{Namespace: pod[0], Name: pod[1]})
 		}
 	}
+	return out
 }
