@@ -558,7 +558,9 @@ func TestNodeAddressChangeTouchesOnlyNodePorts(t *testing.T) {
 	}
 }
 
-func TestVanishedInterface(t *testing.T) {
+// withPodInterface is a renderer, fully applied, with the pod interface
+// tap1 (frontend and backend).
+func withPodInterface(t *testing.T) (*fakeVPP, *Renderer) {
 	fake := newFakeVPP()
 	r := newTestRenderer(t, testConfig(), fake)
 	data := resyncData()
@@ -567,6 +569,11 @@ func TestVanishedInterface(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, r, true)
+	return fake, r
+}
+
+func TestVanishedInterface(t *testing.T) {
+	fake, r := withPodInterface(t)
 	// The pod is deleted: its interface leaves VPP before the agent removes
 	// its features.
 	fake.missing = map[string]bool{"tap1": true, "tap2": true}
@@ -594,14 +601,7 @@ func TestVanishedInterface(t *testing.T) {
 // the interface that took its name (another index) changes nothing; the
 // loss of the interface the renderer configured still counts.
 func TestLateInterfaceLoss(t *testing.T) {
-	fake := newFakeVPP()
-	r := newTestRenderer(t, testConfig(), fake)
-	data := resyncData()
-	data.Interfaces["tap1"] = servicerenderer.RoleFrontend | servicerenderer.RoleBackend
-	if err := r.Resync(data); err != nil {
-		t.Fatal(err)
-	}
-	mustApply(t, r, true)
+	fake, r := withPodInterface(t)
 	want := fake.state.Interfaces["tap1"]
 	old := fake.recreate("tap1") // VPP restarted, say
 	mustApply(t, r, true)
