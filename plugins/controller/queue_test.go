@@ -161,6 +161,22 @@ func TestViewPrevNoOpsAndStale(t *testing.T) {
 	}
 }
 
+// viewStep is a change applied to a view and the outcome it must have.
+type viewStep struct {
+	what string
+	ch   change
+	want outcome
+}
+
+func applySteps(t *testing.T, v *view, prefix string, steps []viewStep) {
+	t.Helper()
+	for _, s := range steps {
+		if _, out := v.apply(&s.ch); out != s.want {
+			t.Errorf("%s%s: %v, want %v", prefix, s.what, out, s.want)
+		}
+	}
+}
+
 func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
 	v := newView()
 	l := emptyListing(10)
@@ -168,22 +184,13 @@ func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
 	listNs(t, l, "b", "1")
 	v.replace(l)
 
-	steps := []struct {
-		what string
-		ch   change
-		want outcome
-	}{
+	applySteps(t, v, "", []viewStep{
 		{"a's value again", nsChange(t, 11, "a", "1"), noop},
 		{"a deleted", nsChange(t, 12, "a", ""), applied},
 		{"a deleted again", nsChange(t, 13, "a", ""), noop},
 		{"a re-put with its old value", nsChange(t, 14, "a", "1"), applied},
 		{"a's value once more", nsChange(t, 15, "a", "1"), noop},
-	}
-	for _, s := range steps {
-		if _, out := v.apply(&s.ch); out != s.want {
-			t.Errorf("%s: %v, want %v", s.what, out, s.want)
-		}
-	}
+	})
 
 	// A re-list's digests replace the view's: b changed while unwatched,
 	// a is gone, c is new.
@@ -191,21 +198,12 @@ func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
 	listNs(t, relist, "b", "2")
 	listNs(t, relist, "c", "1")
 	v.replace(relist)
-	steps = []struct {
-		what string
-		ch   change
-		want outcome
-	}{
+	applySteps(t, v, "after the re-list, ", []viewStep{
 		{"b's listed value", nsChange(t, 21, "b", "2"), noop},
 		{"b's value before the re-list", nsChange(t, 22, "b", "1"), applied},
 		{"a's value before the re-list", nsChange(t, 23, "a", "1"), applied},
 		{"c's listed value", nsChange(t, 24, "c", "1"), noop},
-	}
-	for _, s := range steps {
-		if _, out := v.apply(&s.ch); out != s.want {
-			t.Errorf("after the re-list, %s: %v, want %v", s.what, out, s.want)
-		}
-	}
+	})
 	if len(v.sums) != len(v.snap.Objects) {
 		t.Errorf("%d digests for %d objects", len(v.sums), len(v.snap.Objects))
 	}
