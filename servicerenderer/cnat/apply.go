@@ -369,18 +369,6 @@ func (r *Renderer) callNode(ctx context.Context, op *Op) error {
 // the interface's sw_if_index for an interface's op.
 func (r *Renderer) record(op *Op, idx uint32) {
 	a := r.applied
-	if op.Kind == OpFeature || op.Kind == OpSNATInterface {
-		defer func() {
-			_, f := a.Features[op.Interface]
-			_, t := a.Tables[op.Interface]
-			switch {
-			case !f && !t:
-				delete(r.ifIndex, op.Interface)
-			case op.Add:
-				r.ifIndex[op.Interface] = idx
-			}
-		}()
-	}
 	switch op.Kind {
 	case OpFeature:
 		f := a.Features[op.Interface]
@@ -431,6 +419,16 @@ func (r *Renderer) record(op *Op, idx uint32) {
 	case OpUpdateTranslation:
 		if fe := r.frontends[op.Translation.Key]; fe != nil {
 			fe.applied = op.Translation
+		}
+	}
+	if op.Kind == OpFeature || op.Kind == OpSNATInterface {
+		_, f := a.Features[op.Interface]
+		_, t := a.Tables[op.Interface]
+		switch {
+		case !f && !t:
+			delete(r.ifIndex, op.Interface)
+		case op.Add:
+			r.ifIndex[op.Interface] = idx
 		}
 	}
 }
