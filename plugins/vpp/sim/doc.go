@@ -82,11 +82,20 @@
 //
 // Requests that kill the real VPP 25.02 kill the simulated one: a
 // nat44_add_del_lb_static_mapping with 256 or more locals, an
-// ip_route_add_del with an ICMP_UNREACH path (and, through the oracle,
-// the first packet to a load-balanced mapping whose locals all have
-// probability 0). The request gets no answer (its send fails), the
+// ip_route_add_del with an ICMP_UNREACH path, and the first packet
+// (OpenSession; with Options.Traffic, the call that made it so) to a
+// load-balanced mapping whose probabilities sum to a multiple of 256, all
+// 0 included. The request gets no answer (its send fails), the
 // connection is lost, and VPP comes back as after a restart. Crashes and
 // LastCrash count and explain them; each is logged at error level.
+//
+// VPP 25.02 keeps a load-balanced mapping's cumulative probabilities in
+// u8 and picks a local by a binary search over them (lbpick.go, modelled
+// on nat44_ed.c): the oracle's shares and OpenSession's draws follow that
+// pick exactly, so a mapping summing past 255 is skewed as recorded (257
+// of probability 1: every session to the first local; 300 with 146
+// remote: the first 44 reached, no remote one). Skews counts, with
+// Options.Traffic, the calls after which a mapping summed past 255.
 //
 // # Restarts
 //
@@ -115,7 +124,8 @@
 // Snapshot reads the NAT44 state in the renderer's model, Translate and
 // Trace (the translation oracle, Trace with the reply path) tell where a
 // packet would go, OpenSession, SessionsCut and SessionsLost keep and
-// count connections (see Sessions below), SetFaults fails a
+// count connections (see Sessions below), Skews counts skewed
+// load-balanced mappings (Options.Traffic), SetFaults fails a
 // chosen fraction of calls deterministically, and Calls, Writes and
 // LastAck count and time the binary-API calls.
 //
@@ -137,7 +147,9 @@
 // the 256-locals crash needs the plugin enabled and happens on delete
 // too; a route into an unknown table creates it (the real VPP probably
 // refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
-// address ranges past 65536 addresses -> -7; cnat (each marked in
+// address ranges past 65536 addresses -> -7; the load-balanced pick
+// with one worker and the session RNG for random_u32 (257 locals of
+// probability 1: all sessions to the first, recorded 294 of 300); cnat (each marked in
 // cnat*.go): is_real_ip is overwritten by an update; interface endpoints
 // resolve IPv4 addresses only; SNAT addresses with an interface ignore
 // the given ones; a refused SNAT policy leaves the policy as it was;
@@ -174,8 +186,8 @@
 // session; adding cuts nothing), and Options.OnCut reports each cut.
 // Sessions lost to a restart, a crash or disabling the plugin are counted
 // apart (SessionsLost), not as cuts. A first packet to a load-balanced
-// mapping whose locals all have probability 0 crashes the simulated VPP,
-// as it crashes VPP 25.02. Sessions never expire by time (an assumption:
+// mapping whose probabilities sum to a multiple of 256 (all 0 included)
+// crashes the simulated VPP, as it crashes VPP 25.02. Sessions never expire by time (an assumption:
 // only configuration changes and restarts end them).
 //
 // cnat sessions (OpenCnatSession, CnatSessionAlive, CnatSessionsCut,

@@ -293,7 +293,11 @@ func (v *VPP) addDelLBStaticMapping(req *nat44_ed.Nat44AddDelLbStaticMapping) []
 		v.crashLocked("nat44_add_del_lb_static_mapping with 256 or more locals (SIGABRT in VPP 25.02)")
 		return nil
 	}
-	return reply(&nat44_ed.Nat44AddDelLbStaticMappingReply{}, v.cutSessions(v.planLBCut(req), v.nat.addDelLB(req))) // sessions.go
+	rv := v.cutSessions(v.planLBCut(req), v.nat.addDelLB(req)) // sessions.go
+	if rv == 0 && req.IsAdd && v.probeLBLocked(o2iKey{addr: ip4(req.ExternalAddr), port: req.ExternalPort, proto: req.Protocol}) {
+		return nil
+	}
+	return reply(&nat44_ed.Nat44AddDelLbStaticMappingReply{}, rv)
 }
 
 func (n *natState) addDelLB(req *nat44_ed.Nat44AddDelLbStaticMapping) api.VPPApiError {
@@ -343,7 +347,11 @@ func (n *natState) addDelLB(req *nat44_ed.Nat44AddDelLbStaticMapping) api.VPPApi
 func (l local) same(o local) bool { return l.addr == o.addr && l.port == o.port && l.vrf == o.vrf }
 
 func (v *VPP) lbStaticMappingAddDelLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) []api.Message {
-	return reply(&nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, v.cutSessions(v.planLocalCut(req), v.nat.lbLocal(req))) // sessions.go
+	rv := v.cutSessions(v.planLocalCut(req), v.nat.lbLocal(req)) // sessions.go
+	if rv == 0 && v.probeLBLocked(o2iKey{addr: ip4(req.ExternalAddr), port: req.ExternalPort, proto: req.Protocol}) {
+		return nil
+	}
+	return reply(&nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, rv)
 }
 
 func (n *natState) lbLocal(req *nat44_ed.Nat44LbStaticMappingAddDelLocal) api.VPPApiError {

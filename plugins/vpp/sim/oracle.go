@@ -90,9 +90,9 @@ type Reach struct {
 	Reply Verdict
 }
 
-// zeroProbabilityReason is the oracle's reason for a load-balanced
-// mapping whose locals all have probability 0.
-const zeroProbabilityReason = "load-balanced mapping whose locals all have probability 0: VPP 25.02 crashes (SIGFPE) on the first packet"
+// lbSumCrashReason is the oracle's reason for a load-balanced mapping
+// whose probabilities sum to a multiple of 256 (lbpick.go).
+const lbSumCrashReason = "load-balanced mapping whose probabilities sum to a multiple of 256 (all 0 included): VPP 25.02 crashes (SIGFPE) on the first packet"
 
 // Translate tells what the NAT44-ED configuration the simulated VPP holds
 // does with a packet: it is translated only when it arrives on an
@@ -102,9 +102,11 @@ const zeroProbabilityReason = "load-balanced mapping whose locals all have proba
 // pool address; self-twice-NAT does so only towards a backend that is the
 // source itself. Without a mapping, an identity mapping or forwarding
 // lets the packet pass untranslated, and with forwarding off NAT44-ED
-// drops it. A load-balanced mapping whose locals all have probability 0
-// answers Dropped (a real VPP 25.02 crashes on that packet; the oracle
-// does not). Sessions and affinity state are not consulted: the answer
+// drops it. The backends of a load-balanced mapping get the shares VPP
+// 25.02's pick gives them (lbpick.go: exact while the probabilities sum
+// to 1..255, skewed past 255); one whose probabilities sum to a multiple
+// of 256 answers Dropped (a real VPP 25.02 crashes on that packet; the
+// oracle does not). Sessions and affinity state are not consulted: the answer
 // is the set of possible backends. Translate looks at the mapping lookup
 // only; Trace follows the packet and its reply through the measured
 // datapath.
@@ -169,12 +171,11 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 		res.Reason = "load-balanced mapping"
 		res.Affinity = m.affinity
 	}
-	total := 0.0
-	for _, l := range m.locals {
-		total += weight(m, l)
-	}
-	if total == 0 {
-		return Result{Verdict: Dropped, Reason: zeroProbabilityReason, Affinity: res.Affinity, Tag: m.tag}
+	shares := []float64{1} // a static mapping's one local
+	if m.lb {
+		if shares = lbShares(m.locals); shares == nil {
+			return Result{Verdict: Dropped, Reason: lbSumCrashReason, Affinity: res.Affinity, Tag: m.tag}
+		}
 	}
 	twice := m.flags&nat_types.NAT_IS_TWICE_NAT != 0
 	self := m.flags&nat_types.NAT_IS_SELF_TWICE_NAT != 0
@@ -182,30 +183,24 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 	if len(n.twicePool) > 0 {
 		pool = n.twicePool[0].addr
 	}
-	locals := make([]nat44.Local, 0, len(m.locals))
-	for _, l := range m.locals {
-		locals = append(locals, nat44.Local{IP: l.addr, Port: l.port, VRF: l.vrf, Probability: l.prob})
-	}
-	slices.SortFunc(locals, nat44.Local.Compare)
-	for _, l := range locals {
+	for i, l := range m.locals {
+		if shares[i] == 0 {
+			continue // never picked (FACTS §3): the placeholder local, say
+		}
 		src := p.Src
-		if twice || (self && l.IP == p.Src) {
+		if twice || (self && l.addr == p.Src) {
 			if !pool.IsValid() {
 				return Result{Verdict: Dropped, Reason: "twice-NAT needs a twice-NAT pool address and there is none", Tag: m.tag}
 			}
 			src = pool
 		}
-		w := 1.0
-		if m.lb {
-			w = float64(l.Probability)
-		}
-		if w == 0 {
-			continue // never picked (FACTS §3): the placeholder local, say
-		}
 		res.Backends = append(res.Backends, Reach{
-			IP: l.IP, Port: l.Port, VRF: l.VRF, Probability: w / total, Src: src,
+			IP: l.addr, Port: l.port, VRF: l.vrf, Probability: shares[i], Src: src,
 		})
 	}
+	slices.SortStableFunc(res.Backends, func(a, b Reach) int {
+		return nat44.Local{IP: a.IP, Port: a.Port, VRF: a.VRF}.Compare(nat44.Local{IP: b.IP, Port: b.Port, VRF: b.VRF})
+	})
 	if m.key.port == 0 {
 		// Address-only mappings keep the port.
 		for i := range res.Backends {
@@ -213,20 +208,6 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 		}
 	}
 	return res
-}
-
-// weight is a local's share before normalisation.
-func weight(m *staticMapping, l local) float64 {
-	if m.lb {
-		return float64(l.prob)
-	}
-	return 1
-}
-
-// allZero tells whether m is a load-balanced mapping whose locals all
-// have probability 0 (VPP 25.02 divides by their sum on the first packet).
-func allZero(m *staticMapping) bool {
-	return m != nil && m.lb && !slices.ContainsFunc(m.locals, func(l local) bool { return l.prob != 0 })
 }
 
 // ifaceIndex finds an interface by name. Called with mu held.

@@ -30,9 +30,10 @@ type Session struct {
 }
 
 // ErrZeroProbabilities is what OpenSession answers for a packet to a
-// load-balanced mapping whose locals all have probability 0: VPP 25.02
-// crashes on it (SIGFPE), and the simulated VPP crashes too.
-var ErrZeroProbabilities = errors.New("simulated VPP: " + zeroProbabilityReason)
+// load-balanced mapping whose probabilities sum to zero in VPP's u8 (all
+// 0, or a multiple of 256: lbpick.go): VPP 25.02 crashes on it (SIGFPE),
+// and the simulated VPP crashes too.
+var ErrZeroProbabilities = errors.New("simulated VPP: " + lbSumCrashReason)
 
 // flowKey is how a session is found again: the client, the destination
 // and the protocol.
@@ -89,14 +90,16 @@ func newSessionTable(opts Options) *sessionTable {
 // (protocol p.Proto) arriving on p.Ingress, as a first packet does: the
 // packet goes where Trace says. A translated packet whose reply comes
 // back gets a session with a backend chosen by the mapping's
-// probabilities (Options.SessionSeed seeds the choice; a local with
-// probability 0 is never chosen); with affinity, a client address keeps
+// probabilities as VPP 25.02 picks (lbpick.go: skewed when they sum past
+// 255; Options.SessionSeed seeds the draws; a local with probability 0 is
+// never chosen); with affinity, a client address keeps
 // the backend it got first from that mapping while the mapping and that
 // local live. Opening the same client address:port, destination and
 // protocol again while its session lives returns that session. A packet
 // that is not translated, or whose reply is dropped, gets an error and no
-// session. A load-balanced mapping whose locals all have probability 0
-// crashes the simulated VPP (ErrZeroProbabilities), as VPP 25.02 crashes.
+// session. A load-balanced mapping whose probabilities sum to a multiple
+// of 256 (all 0 included) crashes the simulated VPP
+// (ErrZeroProbabilities), as VPP 25.02 crashes.
 //
 // ASSUMPTION: sessions never expire by time; affinity records neither.
 func (v *VPP) OpenSession(p Packet, srcPort uint16) (Session, error) {
@@ -108,9 +111,8 @@ func (v *VPP) OpenSession(p Packet, srcPort uint16) (Session, error) {
 		return t.live[id].Session, nil
 	}
 	res, m := v.traceLocked(p)
-	if allZero(m) {
-		v.crashLocked(zeroProbabilityReason)
-		v.loseSessionsLocked()
+	if crashesOnPacket(m) {
+		v.crashLocked(lbSumCrashReason)
 		return Session{}, ErrZeroProbabilities
 	}
 	if res.Verdict != Translated {
@@ -134,28 +136,24 @@ func (v *VPP) OpenSession(p Packet, srcPort uint16) (Session, error) {
 	return s, nil
 }
 
-// pick chooses a session's backend among a translation's backends (at
-// least one has a non-zero probability), honouring affinity.
+// pick chooses a session's backend among a translation's backends,
+// honouring affinity: a load-balanced mapping's local as VPP 25.02 draws
+// it (lbpick.go; its probabilities do not sum to a multiple of 256), a
+// static mapping's one backend.
 func (t *sessionTable) pick(m *staticMapping, client netip.Addr, backends []Reach) backendKey {
-	key := func(r Reach) backendKey { return backendKey{netip.AddrPortFrom(r.IP, r.Port), r.VRF} }
 	sk := stickyKey{frontend: m.key, client: client}
 	sticky := m.lb && m.affinity != 0
 	if b, ok := t.sticky[sk]; ok && sticky {
 		return b
 	}
-	var chosen Reach
-	r, cum := t.rng.Float64(), 0.0
-	for _, c := range backends {
-		if c.Probability == 0 {
-			continue
-		}
-		chosen = c // the last one with a share, against rounding
-		cum += c.Probability
-		if r < cum {
-			break
-		}
+	r := backends[0]
+	if m.lb {
+		p := lbPrefixes(m.locals)
+		l := m.locals[lbSearch(p, 1+t.rng.Uint32()%lbDraws(p))]
+		i := slices.IndexFunc(backends, func(r Reach) bool { return r.IP == l.addr && r.Port == l.port && r.VRF == l.vrf })
+		r = backends[i]
 	}
-	b := key(chosen)
+	b := backendKey{netip.AddrPortFrom(r.IP, r.Port), r.VRF}
 	if sticky {
 		t.sticky[sk] = b
 	}

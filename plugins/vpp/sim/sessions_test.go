@@ -405,7 +405,7 @@ func TestAllZeroProbabilitiesCrash(t *testing.T) {
 	openMany(t, v, "10.96.0.40", 10000, 2)
 	addLBAllowingZero(t, v, conn, weighted("10.96.0.70", 0, lbLocal("10.1.1.2", 0), lbLocal("10.1.1.3", 0)))
 	p := fromPod("10.96.0.70")
-	if r := v.Translate(p); r.Verdict != Dropped || r.Reason != zeroProbabilityReason {
+	if r := v.Translate(p); r.Verdict != Dropped || r.Reason != lbSumCrashReason {
 		t.Errorf("Translate: %+v", r)
 	}
 	if len(v.Sessions()) != 2 {

@@ -42,6 +42,14 @@ type Options struct {
 	// executed in order, one at a time; a client with several requests in
 	// flight overlaps their waits (server.go).
 	ServiceTime time.Duration
+	// Traffic stands for packets reaching every load-balanced mapping all
+	// the time: after each call that adds a load-balanced mapping or
+	// changes its locals, a first packet is picked for it as VPP 25.02
+	// picks (lbpick.go). A mapping whose probabilities sum to a multiple
+	// of 256 then crashes the simulated VPP at once (the call gets no
+	// answer), and one summing to more than 255 (a skewed pick) is
+	// counted by Skews.
+	Traffic bool
 }
 
 // DefaultVersion is the version the simulator reports.
@@ -62,6 +70,7 @@ type VPP struct {
 	version string
 	onAck   func(string, time.Time)
 	service time.Duration // Options.ServiceTime
+	traffic bool          // Options.Traffic
 
 	// The message table: fixed at New.
 	ids  map[string]uint16 // name_crc -> ID
@@ -90,6 +99,7 @@ type VPP struct {
 	closed    bool
 	crashes   int
 	lastCrash string
+	skews     int // lbpick.go
 }
 
 // New returns a simulated VPP with only the local0 interface and the
@@ -104,6 +114,7 @@ func New(opts Options) *VPP {
 		version: opts.Version,
 		onAck:   opts.OnAck,
 		service: opts.ServiceTime,
+		traffic: opts.Traffic,
 		ids:     make(map[string]uint16),
 		defs:    make(map[uint16]*msgDef),
 		pid:     firstPID,
