@@ -24,6 +24,9 @@ import (
 //     documentation for where its traffic goes).
 //   - Every mapping is load-balanced: one backend is paired with the
 //     probability-0 Placeholder local, which VPP never picks.
+//   - The probabilities of a mapping sum to at most MaxProbabilitySum: a
+//     frontend whose endpoints need more is served by a subset of them
+//     (fitLocals), which the mapping records (Mapping.Subset).
 //
 // When the service claims one address:port/protocol twice (for example an
 // external IP equal to a cluster IP), the first in the order above wins.
@@ -55,7 +58,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 	}
 	dst = slices.Grow(dst, most)
 	start := len(dst)
-	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, twice TwiceNAT, external bool) {
+	add := func(ip netip.Addr, port uint16, proto Protocol, locals []Local, subset *Subset, twice TwiceNAT, external bool) {
 		if len(locals) == 0 {
 			return
 		}
@@ -65,41 +68,43 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 				return
 			}
 		}
-		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag, external: external})
+		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag,
+			external: external, subset: subset})
 	}
 	for i := range svc.Ports {
 		p := &svc.Ports[i]
 		if (p.Protocol != servicerenderer.TCP && p.Protocol != servicerenderer.UDP) || p.Port == 0 {
 			continue
 		}
-		all := buildLocals(p.Backends, node, cfg)
+		all, allSubset := buildLocals(p.Backends, node, cfg)
 		var local []Local
+		var localSubset *Subset
 		if svc.InternalPolicy == servicerenderer.PolicyLocal || svc.ExternalPolicy == servicerenderer.PolicyLocal {
-			local = buildLocals(p.BackendsFor(servicerenderer.PolicyLocal), node, cfg)
+			local, localSubset = buildLocals(p.BackendsFor(servicerenderer.PolicyLocal), node, cfg)
 		}
 		all, local = withPlaceholder(all), withPlaceholder(local)
-		clusterLocals := all
+		clusterLocals, clusterSubset := all, allSubset
 		if svc.InternalPolicy == servicerenderer.PolicyLocal {
-			clusterLocals = local
+			clusterLocals, clusterSubset = local, localSubset
 		}
-		extLocals, extTwice := all, TwiceNATOn
+		extLocals, extSubset, extTwice := all, allSubset, TwiceNATOn
 		if svc.ExternalPolicy == servicerenderer.PolicyLocal {
-			extLocals, extTwice = local, TwiceNATSelf
+			extLocals, extSubset, extTwice = local, localSubset, TwiceNATSelf
 		}
 		for _, ip := range svc.ClusterIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, clusterLocals, TwiceNATSelf, false)
+				add(ip, p.Port, p.Protocol, clusterLocals, clusterSubset, TwiceNATSelf, false)
 			}
 		}
 		for _, ip := range svc.ExternalIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, extLocals, extTwice, true)
+				add(ip, p.Port, p.Protocol, extLocals, extSubset, extTwice, true)
 			}
 		}
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
 				if ip, ok := frontendIPv4(ip); ok {
-					add(ip, p.NodePort, p.Protocol, extLocals, extTwice, false)
+					add(ip, p.NodePort, p.Protocol, extLocals, extSubset, extTwice, false)
 				}
 			}
 		}
@@ -150,11 +155,12 @@ func frontendIPv4(ip netip.Addr) (netip.Addr, bool) {
 }
 
 // buildLocals turns backends into sorted locals: probability weight for
-// this node's backends, 1 for the others. IPv6 and duplicate backends are
-// skipped.
-func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) []Local {
+// this node's backends, 1 for the others, their sum within
+// MaxProbabilitySum (fitLocals chooses the subset when they do not all
+// fit, and says so). IPv6 and duplicate backends are skipped.
+func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) ([]Local, *Subset) {
 	weight := max(cfg.LocalEndpointWeight, 1)
-	out := make([]Local, 0, len(backends))
+	var loc, rem []Local
 	for i := range backends {
 		b := &backends[i]
 		ip := b.IP.Unmap()
@@ -164,10 +170,12 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 		l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
 		if b.Local {
 			l.Probability = weight
+			loc = append(loc, l)
+		} else {
+			rem = append(rem, l)
 		}
-		out = append(out, l)
 	}
-	return sortLocals(out)
+	return fitLocals(sortLocals(loc), sortLocals(rem), node.Name, weight)
 }
 
 // withPlaceholder pairs a lone local with the Placeholder, so that the

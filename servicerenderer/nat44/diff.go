@@ -216,14 +216,18 @@ func diffIdentity(ops []Op, desired, applied *Identity, owned func(string) bool)
 // blocked is then set when the agent wants the key.
 //
 // The operations keep the mapping within what VPP 25.02 accepts and
-// survives (FACTS §1, §3): a load-balanced mapping is created with at most
-// MaxLocalsPerAdd locals and grown one local at a time; it never holds
-// only probability-0 locals; a local is removed only while at least 3
-// remain. In place, new locals are added first (those that carry traffic
-// before the placeholder), then locals whose probability changed are
-// removed and re-added (VPP cannot change a probability in place; the
-// placeholder is added for the time when only 2 locals would remain), then
-// the leaving locals are removed.
+// survives (FACTS §1, §3) after every single call: its probabilities sum
+// to 1..MaxProbabilitySum (a multiple of 256 crashes VPP on the next
+// packet, a sum past 255 skews its pick); a local is removed only while at
+// least 3 remain. In place, each step is the first add that keeps the sum
+// within bounds (those that carry traffic first, the heaviest first),
+// else the delete of the heaviest leaving local that leaves a carrying
+// one, else the placeholder (for the time when only 2 locals would
+// remain). A local whose probability changed is removed, then added again
+// (VPP cannot change a probability in place). When no step is possible the
+// mapping is replaced (delete, then add: no packet meets it half-built).
+// A mapping is created with at most MaxLocalsPerAdd locals and grown one
+// local at a time (a built one never needs more).
 func diffMapping(ops []Op, desired, applied *Mapping, foreign bool) (_ []Op, blocked bool) {
 	if foreign {
 		return ops, desired != nil
@@ -276,12 +280,20 @@ func addMapping(ops []Op, m *Mapping) []Op {
 }
 
 // inPlace tells whether applied can become desired by adding and removing
-// locals: both are load-balanced, have the same attributes, and neither
-// holds one IP and port twice (in different VRFs: kept as before, such a
-// mapping is replaced).
+// locals: both are load-balanced, have the same attributes, their
+// probabilities sum to 1..MaxProbabilitySum (a mapping beyond, which an
+// older agent may have left, is replaced: shrinking it one local at a time
+// could pass through a multiple of 256), and neither holds one IP and port
+// twice (in different VRFs: kept as before, such a mapping is replaced).
 func inPlace(desired, applied *Mapping) bool {
 	if len(desired.Locals) < 2 || len(applied.Locals) < 2 ||
 		desired.TwiceNAT != applied.TwiceNAT || desired.Affinity != applied.Affinity || desired.Tag != applied.Tag {
+		return false
+	}
+	if s := probabilitySum(applied.Locals); s < 1 || s > MaxProbabilitySum {
+		return false
+	}
+	if s := probabilitySum(desired.Locals); s < 1 || s > MaxProbabilitySum {
 		return false
 	}
 	return !dupAddr(desired.Locals) && !dupAddr(applied.Locals)
@@ -299,10 +311,10 @@ func dupAddr(ls []Local) bool {
 
 // diffLocals appends the per-local operations of an in-place change, in
 // the order diffMapping describes. ok is false when no such order exists
-// (the probability of a mapping's only carrying local changes, or desired
-// has no local with a probability): the mapping is then replaced.
+// (say, the only carrying local of a full mapping is replaced): the
+// mapping is then replaced.
 func diffLocals(ops []Op, desired, applied *Mapping) (_ []Op, ok bool) {
-	var adds, dels, changed []Local // changed: the desired value
+	var adds, dels []Local
 	mergeLocals(desired.Locals, applied.Locals, func(d, a *Local) {
 		switch {
 		case a == nil:
@@ -310,62 +322,72 @@ func diffLocals(ops []Op, desired, applied *Mapping) (_ []Op, ok bool) {
 		case d == nil:
 			dels = append(dels, *a)
 		case d.Probability != a.Probability:
-			changed = append(changed, *d)
+			// VPP cannot change a probability in place: out, then in again.
+			dels = append(dels, *a)
+			adds = append(adds, *d)
 		}
 	})
-	if !slices.ContainsFunc(desired.Locals, func(l Local) bool { return l.Probability > 0 }) {
-		return ops, false
-	}
-	n := len(applied.Locals)
-	carrying := 0 // locals with a probability, in VPP as the ops run
-	hasPlaceholder := false
-	for _, l := range applied.Locals {
-		if l.Probability > 0 {
-			carrying++
-		}
-		hasPlaceholder = hasPlaceholder || l.IsPlaceholder()
-	}
-	start := len(ops)
+	// Carrying locals first, the heaviest first; then the placeholder.
 	slices.SortStableFunc(adds, func(a, b Local) int { return cmp.Compare(b.Probability, a.Probability) })
-	for _, l := range adds {
-		ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: l})
-		n++
-		if l.Probability > 0 {
-			carrying++
-		}
-		hasPlaceholder = hasPlaceholder || l.IsPlaceholder()
-	}
+	n, sum := len(applied.Locals), probabilitySum(applied.Locals)
+	hasPlaceholder := slices.Contains(applied.Locals, Placeholder)
 	tempPlaceholder := false
-	for _, l := range changed {
-		old, _ := findLocal(applied.Locals, l)
-		if n < 3 {
-			if hasPlaceholder {
-				return ops[:start], false
+	start := len(ops)
+	for len(adds) > 0 || len(dels) > 0 {
+		// An add that keeps the sum within bounds, of a local VPP no
+		// longer holds (a changed one waits for its delete).
+		if i := slices.IndexFunc(adds, func(l Local) bool {
+			return sum+int(l.Probability) <= MaxProbabilitySum && !slices.ContainsFunc(dels, l.sameBackend)
+		}); i >= 0 {
+			l := adds[i]
+			adds = slices.Delete(adds, i, i+1)
+			ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: l})
+			n, sum = n+1, sum+int(l.Probability)
+			hasPlaceholder = hasPlaceholder || l.IsPlaceholder()
+			continue
+		}
+		// A delete VPP accepts (3 locals or more) that leaves a carrying
+		// local: the heaviest, which makes the most room.
+		best := -1
+		for i, l := range dels {
+			if n >= 3 && sum-int(l.Probability) >= 1 && (best < 0 || l.Probability > dels[best].Probability) {
+				best = i
 			}
+		}
+		if best >= 0 {
+			l := dels[best]
+			dels = slices.Delete(dels, best, best+1)
+			ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: l})
+			n, sum = n-1, sum-int(l.Probability)
+			hasPlaceholder = hasPlaceholder && !l.IsPlaceholder()
+			continue
+		}
+		if n < 3 && !hasPlaceholder {
+			// The placeholder for the time when only 2 locals would remain.
 			ops = append(ops, Op{Kind: OpAddLocal, Mapping: desired, Local: Placeholder})
 			n++
 			hasPlaceholder, tempPlaceholder = true, true
+			continue
 		}
-		if old.Probability > 0 && carrying == 1 {
-			return ops[:start], false
-		}
-		ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: old}, Op{Kind: OpAddLocal, Mapping: desired, Local: l})
-		if old.Probability > 0 {
-			carrying--
-		}
-		if l.Probability > 0 {
-			carrying++
-		}
+		return ops[:start], false
 	}
-	for _, l := range dels {
-		ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: l})
-	}
-	if tempPlaceholder {
-		if _, in := findLocal(desired.Locals, Placeholder); !in {
-			ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: Placeholder})
-		}
+	if tempPlaceholder && !slices.Contains(desired.Locals, Placeholder) {
+		ops = append(ops, Op{Kind: OpDelLocal, Mapping: desired, Local: Placeholder})
 	}
 	return ops, true
+}
+
+// sameBackend tells whether two locals are one backend to VPP (IP, port
+// and VRF), whatever their probabilities.
+func (l Local) sameBackend(o Local) bool { return l.IP == o.IP && l.Port == o.Port && l.VRF == o.VRF }
+
+// probabilitySum is the sum of the locals' probabilities.
+func probabilitySum(ls []Local) int {
+	s := 0
+	for _, l := range ls {
+		s += int(l.Probability)
+	}
+	return s
 }
 
 // findLocal is the local of sorted ls with l's IP, port and VRF.

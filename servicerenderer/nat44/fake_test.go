@@ -202,8 +202,10 @@ func (f *fakeVPP) AddDelMapping(_ context.Context, m *Mapping, add bool) error {
 		if len(m.Locals) > MaxLocalsPerAdd {
 			panic(fmt.Sprintf("fake VPP crashed (SIGABRT): mapping %s added with %d locals", m.MappingKey, len(m.Locals)))
 		}
-		if len(m.Locals) > 1 && allZero(m.Locals) {
-			panic(fmt.Sprintf("fake VPP crashes on the first packet (SIGFPE): mapping %s has only probability-0 locals", m.MappingKey))
+		if len(m.Locals) > 1 {
+			if bad := badSum(m.Locals); bad != "" {
+				panic(fmt.Sprintf("fake VPP: mapping %s added %s", m.MappingKey, bad))
+			}
 		}
 		for i, l := range m.Locals {
 			if i > 0 && compareLocals(m.Locals[i-1], l) >= 0 {
@@ -242,16 +244,23 @@ func (f *fakeVPP) AddDelLBLocal(_ context.Context, key MappingKey, l Local, add 
 			return fmt.Errorf("fake VPP: mapping %s: cannot remove a local from %d (-1): %w", key, len(cur.Locals), ErrInvalid)
 		}
 		f.state.Apply(op)
-		if m := f.state.Mappings[key]; allZero(m.Locals) {
-			panic(fmt.Sprintf("fake VPP crashes on the first packet (SIGFPE): mapping %s left with only probability-0 locals", key))
+		if bad := badSum(f.state.Mappings[key].Locals); bad != "" {
+			panic(fmt.Sprintf("fake VPP: mapping %s left %s", key, bad))
 		}
 		return nil
 	})
 }
 
-// allZero tells whether no local has a probability.
-func allZero(ls []Local) bool {
-	return !slices.ContainsFunc(ls, func(l Local) bool { return l.Probability > 0 })
+// badSum says what VPP 25.02 does with a load-balanced mapping whose
+// probabilities sum outside 1..255 (FACTS §1); "" when they do not.
+func badSum(ls []Local) string {
+	switch s := probabilitySum(ls); {
+	case s%256 == 0:
+		return fmt.Sprintf("with probabilities summing to %d: VPP crashes on the first packet (SIGFPE)", s)
+	case s > MaxProbabilitySum:
+		return fmt.Sprintf("with probabilities summing to %d: VPP's pick is skewed", s)
+	}
+	return ""
 }
 
 // cutTag is a tag as VPP keeps it.

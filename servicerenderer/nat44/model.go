@@ -123,7 +123,15 @@ type Mapping struct {
 	// external is set on a built mapping of an external or LoadBalancer IP
 	// (it drives the source-NAT objects of that IP); never compared.
 	external bool
+	// subset is set on a built mapping that leaves endpoints out to fit
+	// MaxProbabilitySum; never compared.
+	subset *Subset
 }
+
+// Subset tells which part of its frontend's endpoints a built mapping
+// holds, when it leaves some out (fitLocals); nil when it holds them all,
+// and on mappings read from VPP.
+func (m *Mapping) Subset() *Subset { return m.subset }
 
 // IdentityKey identifies an identity mapping (port 0 = address only, and
 // then Proto is 0).
