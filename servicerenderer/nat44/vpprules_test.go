@@ -35,7 +35,8 @@ func bigService(i, n, off, localEvery int, affinity uint32) *servicerenderer.Con
 // (0 to 600) the services go through, applied incrementally or in full,
 // with affinity and endpoint-weight changes and agent restarts between,
 // no call breaks VPP 25.02's rules (the fake panics on a crash: more than
-// 255 locals in one add, only probability-0 locals; it refuses a mapping
+// 255 locals in one add, probabilities summing to a multiple of 256; and
+// on a sum past 255, which skews VPP's pick; it refuses a mapping
 // with fewer than 2 locals and a removal leaving fewer than 2), VPP ends
 // holding exactly the desired state, and a full apply then makes no call.
 func TestVPPRulesHoldForAnyBackendCounts(t *testing.T) {
