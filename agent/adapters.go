@@ -52,6 +52,7 @@ func (t thisNode) recordIPs() []netip.Addr {
 type stateCollector struct {
 	a                                            *Agent
 	services, mappings, failures, conflicts, skp *prometheus.Desc
+	subsets, leftOut                             *prometheus.Desc
 	translations, cnatFailures, cnatConflicts    *prometheus.Desc
 	nodes                                        *prometheus.Desc
 }
@@ -67,6 +68,9 @@ func newStateCollector(a *Agent) *stateCollector {
 		failures:  d("contiv_nat44_failures", "NAT44 objects VPP rejected as invalid."),
 		conflicts: d("contiv_nat44_conflicts", "Frontends claimed by more than one service."),
 		skp:       d("contiv_service_skipped", "Services or ports left out, by reason.", "reason"),
+		subsets: d("contiv_nat44_frontends_subset",
+			"NAT44 frontends served by a subset of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)."),
+		leftOut: d("contiv_nat44_endpoints_left_out", "Endpoints left out of NAT44 frontends' mappings, summed over those frontends."),
 		// renderer: cnat
 		translations:  d("contiv_cnat_translations", "cnat translations.", "state"),
 		cnatFailures:  d("contiv_cnat_failures", "cnat objects VPP rejected as invalid."),
@@ -76,7 +80,7 @@ func newStateCollector(a *Agent) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.services, c.mappings, c.failures, c.conflicts, c.skp, c.nodes,
+	for _, d := range []*prometheus.Desc{c.services, c.mappings, c.failures, c.conflicts, c.skp, c.nodes, c.subsets, c.leftOut,
 		c.translations, c.cnatFailures, c.cnatConflicts} {
 		ch <- d
 	}
@@ -92,6 +96,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.mappings, len(r.Applied().Mappings), "applied")
 		g(c.failures, len(r.Failures()))
 		g(c.conflicts, len(r.Conflicts()))
+		subsets, left := r.Subsets(), 0
+		for _, s := range subsets {
+			left += s.LeftOut()
+		}
+		g(c.subsets, len(subsets))
+		g(c.leftOut, left)
 	}
 	if r := c.a.cnat; r != nil {
 		g(c.translations, len(r.Desired()), "desired")
@@ -113,6 +123,7 @@ func nat44View(r *nat44.Renderer) NAT44View {
 		Applied:   r.Applied().Lines(),
 		Failures:  r.Failures(),
 		Conflicts: r.Conflicts(),
+		Subsets:   r.Subsets(),
 	}
 }
 

@@ -177,7 +177,8 @@ func TestAgentEndToEnd(t *testing.T) {
 	// REST and probes.
 	h := r.a.HTTPHandler()
 	for path, want := range map[string]string{"/readyz": "ok", "/v1/services": "cart", "/v1/status": "SIMULATED",
-		"/metrics": "contiv_nat44_mappings", "/metrics ": "contiv_nat44_sessions_cut_total 0"} {
+		"/metrics": "contiv_nat44_mappings", "/metrics ": "contiv_nat44_sessions_cut_total 0",
+		"/metrics  ": "contiv_nat44_frontends_subset 0"} {
 		path = strings.TrimSpace(path)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

@@ -16,13 +16,15 @@ import (
 )
 
 // NAT44View is the /v1/nat44 view: the desired and the applied NAT44
-// state, one line per object (nat44.State.Lines), the objects VPP refused
-// and the frontends claimed by more than one service.
+// state, one line per object (nat44.State.Lines), the objects VPP refused,
+// the frontends claimed by more than one service and those served by a
+// subset of their endpoints (VPP 25.02's u8 probability sum).
 type NAT44View struct {
-	Desired   []string         `json:"desired"`
-	Applied   []string         `json:"applied"`
-	Failures  []nat44.Failure  `json:"failures"`
-	Conflicts []nat44.Conflict `json:"conflicts"`
+	Desired   []string             `json:"desired"`
+	Applied   []string             `json:"applied"`
+	Failures  []nat44.Failure      `json:"failures"`
+	Conflicts []nat44.Conflict     `json:"conflicts"`
+	Subsets   []nat44.SubsetStatus `json:"subsets"`
 }
 
 // NAT44MappingsView is the /v1/nat44/mappings view: the desired and the

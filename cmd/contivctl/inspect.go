@@ -197,7 +197,25 @@ func runNAT44(ctx context.Context, s streams, args []string) error {
 	if applied {
 		lines = v.Applied
 	}
-	return printNAT44(s.out, lines, v.Failures, v.Conflicts)
+	if err := printNAT44(s.out, lines, v.Failures, v.Conflicts); err != nil {
+		return err
+	}
+	return printSubsets(s.out, v.Subsets)
+}
+
+// printSubsets writes the frontends served by a subset of their
+// endpoints, when there are any.
+func printSubsets(w io.Writer, subsets []nat44.SubsetStatus) error {
+	if len(subsets) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nSUBSETS (%d): frontends served by part of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)\n", len(subsets))
+	t := newTable(w, "FRONTEND", "SERVICE", "ENDPOINTS", "USED", "LEFT-OUT", "LOCAL USED/ALL", "LOCAL WEIGHT")
+	for _, s := range subsets {
+		t.row(s.Frontend.String(), s.Service.String(), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Used), strconv.Itoa(s.LeftOut()),
+			strconv.Itoa(s.UsedLocal)+"/"+strconv.Itoa(s.Local), strconv.Itoa(int(s.LocalWeight)))
+	}
+	return t.flush()
 }
 
 // printNAT44 writes the state lines, then the failures and the conflicts

@@ -81,6 +81,8 @@ func cannedViews() map[string]any {
 				Service: web, Op: nat44.OpAddMapping, Reason: "value exists",
 			}},
 			Conflicts: []nat44.Conflict{{Key: webKey, Winner: web, Losers: []sr.ServiceID{cart}}},
+			Subsets: []nat44.SubsetStatus{{Frontend: webKey, Service: web,
+				Subset: nat44.Subset{Endpoints: 300, Local: 4, Used: 255, UsedLocal: 4, LocalWeight: 2}}},
 		},
 		"nat44/mappings": agent.NAT44MappingsView{Desired: agent.NewNAT44Objects(desired), Applied: agent.NewNAT44Objects(state)},
 		"nodes": []*kubestate.VppNode{
@@ -171,6 +173,8 @@ func TestInspectCommands(t *testing.T) {
 			"mapping 203.0.113.10:80/TCP shop/web add-mapping value exists",
 			"CONFLICTS (1)",
 			"203.0.113.10:80/TCP shop/web shop/cart",
+			"SUBSETS (1)",
+			"203.0.113.10:80/TCP shop/web 300 255 45 4/4 2",
 		}},
 		{[]string{"nat44", "--applied"}, []string{"mapping 10.96.10.30:8080/TCP lb applied\n"}},
 		{[]string{"nodes"}, []string{

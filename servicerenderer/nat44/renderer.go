@@ -80,6 +80,10 @@ type Renderer struct {
 	// apply (nil when none did).
 	extRefs  map[netip.Addr]int
 	dirtyExt map[netip.Addr]struct{}
+	// subsets are the frontends whose desired mapping leaves endpoints
+	// out (subset.go), as last logged; kept over a Resync so that an
+	// unchanged subset is not logged again.
+	subsets  map[MappingKey]Subset
 	failures map[ObjectID]Failure
 	stats    Stats
 	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
@@ -181,6 +185,7 @@ func New(p Params) (*Renderer, error) {
 		owned:    p.Config.Owned,
 		reported: map[conflictPair]struct{}{},
 		failures: map[ObjectID]Failure{},
+		subsets:  map[MappingKey]Subset{},
 		pending:  map[string]PendingInterface{},
 		ifIndex:  map[string]uint32{},
 		applied:  NewState(),
@@ -459,6 +464,7 @@ func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
 	if m != nil && m.external {
 		r.extRef(m.IP, 1)
 	}
+	r.noteSubset(fe, m)
 	if identical(old, m) {
 		if m != nil {
 			// The newest value is kept, so that the old one can go.
@@ -553,13 +559,19 @@ func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	changed := !slices.Equal(r.node.IPs, node.IPs)
+	renamed := node.Name != r.node.Name
 	r.node = node
-	if !changed {
+	if !changed && !renamed {
 		return nil
 	}
-	ids := slices.SortedFunc(maps.Keys(r.nodeDependent), func(a, b servicerenderer.ServiceID) int {
+	byID := func(a, b servicerenderer.ServiceID) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	}
+	ids := slices.SortedFunc(maps.Keys(r.nodeDependent), byID)
+	if renamed {
+		// Subsets are chosen by the node's name: every service again.
+		ids = slices.SortedFunc(maps.Keys(r.services), byID)
+	}
 	for _, id := range ids {
 		r.setService(r.services[id].svc)
 	}
@@ -588,6 +600,11 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 		}
 	}
 	r.quiet = nil
+	for k := range r.subsets {
+		if fe := r.frontends[k]; fe == nil || fe.desired == nil || fe.desired.subset == nil {
+			r.noteSubset(&frontendState{key: k}, nil)
+		}
+	}
 	if r.debug() {
 		mappings, conflicts := 0, 0
 		for _, fe := range r.frontends {

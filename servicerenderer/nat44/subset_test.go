@@ -2,8 +2,10 @@ package nat44
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -189,5 +191,50 @@ func TestDiffFullSubsetSwap(t *testing.T) {
 	ops := Diff(&State{Mappings: map[MappingKey]*Mapping{key: desired}}, st, func(string) bool { return true })
 	if len(ops) != 2 || ops[0].Kind != OpDelLocal || ops[0].Local != all[0] || ops[1].Kind != OpAddLocal || ops[1].Local != all[255] {
 		t.Errorf("ops %+v", ops)
+	}
+}
+
+// TestSubsetReported: a frontend served by a subset is listed by Subsets
+// with its numbers and logged once per change, not again by a resync; it
+// leaves the list when its endpoints fit again.
+func TestSubsetReported(t *testing.T) {
+	var buf strings.Builder
+	warnings := func() int { return strings.Count(buf.String(), "level=WARN msg=\"frontend served by a subset") }
+	r, err := New(Params{Config: testConfig(), VPP: newFakeVPP(), Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := bigService(1, 300, 0, 0, 0) // a cluster IP and an external IP
+	if err := r.Resync(resyncData(svc)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	want := Subset{Endpoints: 300, Used: 255, LocalWeight: 1}
+	got := r.Subsets()
+	if len(got) != 2 || got[0].Subset != want || got[1].Subset != want || got[0].Service != svc.ID {
+		t.Fatalf("subsets %+v", got)
+	}
+	if w := warnings(); w != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", w, buf.String())
+	}
+	if err := r.Resync(resyncData(svc)); err != nil {
+		t.Fatal(err)
+	}
+	if w := warnings(); w != 2 {
+		t.Errorf("a resync logged the unchanged subsets again:\n%s", buf.String())
+	}
+	bigger := bigService(1, 301, 0, 0, 0)
+	if err := r.UpdateService(svc, bigger); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Subsets(); len(got) != 2 || got[0].LeftOut() != 46 || warnings() != 4 {
+		t.Errorf("after 301 endpoints: %+v, %d warnings", got, warnings())
+	}
+	small := bigService(1, 255, 0, 0, 0)
+	if err := r.UpdateService(bigger, small); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Subsets(); len(got) != 0 || strings.Count(buf.String(), "no longer served by a subset") != 2 {
+		t.Errorf("after 255 endpoints: %+v\n%s", got, buf.String())
 	}
 }
