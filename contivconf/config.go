@@ -227,7 +227,10 @@ type NAT44Config struct {
 	// Timeouts are the idle timeouts of NAT sessions (whole seconds).
 	Timeouts NATTimeouts `json:"timeouts"`
 	// ServiceLocalEndpointWeight is the load-balancing weight of a backend
-	// on this node; remote backends weigh 1. From 1 to 255.
+	// on this node; remote backends weigh 1. From 1 to 255. VPP 25.02 holds
+	// at most 255 weight units per NAT44 frontend, so each local backend
+	// takes this many of them and fewer remote backends fit; changing it
+	// re-adds every local backend (its sessions are cut).
 	ServiceLocalEndpointWeight uint8 `json:"serviceLocalEndpointWeight"`
 	// NATExternalTraffic source-NATs traffic leaving the cluster through the
 	// default interface; nodeConfig can override it per node.

@@ -37,7 +37,7 @@ ipam:
 	}
 	fmt.Println(c.Validate())
 	// Output:
-	// nat44.serviceLocalEndpointWeight: invalid value 0: must be from 1 to 255 (a weight of 0 would never pick a local backend)
+	// nat44.serviceLocalEndpointWeight: invalid value 0: must be from 1 to 255: the probability of a backend on this node relative to a remote one (1); a weight of 0 would never pick a local backend
 	// ipam.podSubnetNodePrefixLength: invalid value 16: must be longer than ipam.podSubnetCIDR's /16
 }
 

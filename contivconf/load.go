@@ -198,6 +198,8 @@ func checkLeaf(v any, t reflect.Type, path string, p *problems) {
 	msg := "want " + expected(t)
 	var ute *json.UnmarshalTypeError
 	switch {
+	case fieldRange(path) != "":
+		msg = "want " + fieldRange(path)
 	case errors.As(err, &ute), errors.As(err, new(*json.SyntaxError)):
 		// a wrong JSON type: "want ..." says it all
 	case t == reflect.TypeFor[netip.Prefix]() || t == reflect.TypeFor[netip.Addr]():
@@ -208,6 +210,16 @@ func checkLeaf(v any, t reflect.Type, path string, p *problems) {
 		msg += ": " + err.Error()
 	}
 	*p = append(*p, &FieldError{Path: path, Value: string(rawJSON(v)), Msg: msg, Err: err})
+}
+
+// fieldRange describes the values of a field narrower than its type's
+// ("" for the others).
+func fieldRange(path string) string {
+	switch path {
+	case "nat44.serviceLocalEndpointWeight":
+		return "an integer from 1 to 255 (the weight of a backend on this node; a remote one weighs 1)"
+	}
+	return ""
 }
 
 // expected describes the values of type t.

@@ -64,7 +64,7 @@ func TestParseWrongType(t *testing.T) {
 		{"string for int", "ipam:\n  podSubnetNodePrefixLength: wide", `ipam.podSubnetNodePrefixLength: invalid value "wide": want an integer from`},
 		{"uint overflow", "routing:\n  podVRFID: 5000000000", `routing.podVRFID: invalid value 5000000000: want an integer from 0 to 4294967295`},
 		{"negative uint", "nat44:\n  sessionLimit: -1", `nat44.sessionLimit: invalid value -1: want an integer from 0 to 4294967295`},
-		{"weight over a byte", "nat44:\n  serviceLocalEndpointWeight: 300", `nat44.serviceLocalEndpointWeight: invalid value 300: want an integer from 0 to 255`},
+		{"weight over a byte", "nat44:\n  serviceLocalEndpointWeight: 300", `nat44.serviceLocalEndpointWeight: invalid value 300: want an integer from 1 to 255 (the weight of a backend on this node; a remote one weighs 1)`},
 		{"fraction for int", "ipam:\n  podSubnetNodePrefixLength: 24.5", `ipam.podSubnetNodePrefixLength: invalid value 24.5: want an integer`},
 		{"number for string", "nodeName: 42", `nodeName: invalid value 42: want a string (quote it)`},
 		{"string for bool", "nat44:\n  natExternalTraffic: maybe", `nat44.natExternalTraffic: invalid value "maybe": want true or false`},

@@ -265,7 +265,8 @@ func (n NAT44Config) validate(p *problems) {
 	natTimeout(p, "nat44.timeouts.tcpTransitory", n.Timeouts.TCPTransitory)
 	natTimeout(p, "nat44.timeouts.icmp", n.Timeouts.ICMP)
 	if n.ServiceLocalEndpointWeight == 0 {
-		p.add("nat44.serviceLocalEndpointWeight", n.ServiceLocalEndpointWeight, "must be from 1 to 255 (a weight of 0 would never pick a local backend)")
+		p.add("nat44.serviceLocalEndpointWeight", n.ServiceLocalEndpointWeight,
+			"must be from 1 to 255: the probability of a backend on this node relative to a remote one (1); a weight of 0 would never pick a local backend")
 	}
 	if err := checkTagFormat(n.PodInterfaceTag); err != nil {
 		p.add("nat44.podInterfaceTag", n.PodInterfaceTag, "%v", err)

@@ -50,11 +50,44 @@
 // for the others): with one backend it is [backend, Placeholder], the
 // probability-0 local 0.0.0.0:0 that VPP never picks. Endpoint changes
 // are nat44_lb_static_mapping_add_del_local calls, ordered so that no call
-// leaves fewer than 2 locals or only probability-0 ones: 2→1 adds the
-// placeholder, then removes the leaving backend; 1→2 adds the new backend,
-// then removes the placeholder; 0→1 creates [backend, placeholder]; 1→0
-// deletes the mapping. A mapping is created with at most 255 locals
-// (MaxLocalsPerAdd: 256 abort VPP) and grown one local at a time.
+// leaves fewer than 2 locals or a probability sum outside 1..255: 2→1 adds
+// the placeholder, then removes the leaving backend; 1→2 adds the new
+// backend, then removes the placeholder; 0→1 creates [backend,
+// placeholder]; 1→0 deletes the mapping; a full mapping drops a leaving
+// backend before it adds a new one.
+//
+// # At most 255 probability units per frontend
+//
+// VPP 25.02 keeps a mapping's running sum of probabilities in a u8 (FACTS
+// §1): a sum that is a multiple of 256 crashes VPP on the first packet
+// (256 backends of weight 1; 2 local backends of weight 128), and a sum
+// past 255 skews its pick (257 backends: nearly all traffic to one; a
+// weight of 255 with 2 local backends: all to one). VPP accepts every such
+// call. So every mapping sums to 1..MaxProbabilitySum (255) at every
+// moment, intermediate states included, and a frontend whose backends
+// need more is served on each node by a subset (fitLocals): this node's
+// backends first under their weight, the remaining units to as many remote
+// backends, chosen by rendezvous hashing with the node's name, so that the
+// nodes spread over all backends and one backend more or less moves at
+// most one other out of a node's subset (each move cuts that backend's
+// sessions from this node). When this node's backends alone take 255
+// units, only they are used; when their weights alone would pass 255,
+// each gets probability 1 (no remote backend is used, so the weight,
+// which is relative to remote backends, means nothing), at most 255 of
+// them. With weight 1: up to 255 backends are all used; a service of 1000
+// uses 255 per node, and every backend is used by the node it runs on
+// while no node runs more than 255 of them. Subsets are listed by
+// Renderer.Subsets (contivctl nat44, the metrics
+// contiv_nat44_frontends_subset and contiv_nat44_endpoints_left_out) and
+// logged as a warning once per change.
+//
+// serviceLocalEndpointWeight (1..255, default 1): the probability of a
+// backend on this node relative to a remote one. A larger weight keeps
+// traffic on the node but leaves remote backends out sooner (each local
+// backend takes weight units of 255). Changing it changes the probability
+// of every local backend, which VPP cannot change in place: each is
+// removed and added again, cutting its sessions (measured: 1018 mappings
+// rewritten on one node).
 //
 // Calls per change, per frontend (a NodePort is one frontend per node IP;
 // under source NAT the first frontend on an external IP also adds its
