@@ -148,8 +148,9 @@ func (t *sessionTable) pick(m *staticMapping, client netip.Addr, backends []Reac
 	}
 	r := backends[0]
 	if m.lb {
+		// random_u32 % draws, as a uniform draw from the seeded RNG.
 		p := lbPrefixes(m.locals)
-		l := m.locals[lbSearch(p, 1+t.rng.Uint32()%lbDraws(p))]
+		l := m.locals[lbSearch(p, 1+uint32(t.rng.Float64()*float64(lbDraws(p))))]
 		i := slices.IndexFunc(backends, func(r Reach) bool { return r.IP == l.addr && r.Port == l.port && r.VRF == l.vrf })
 		r = backends[i]
 	}
