@@ -84,7 +84,10 @@
 // serviceLocalEndpointWeight (1..255, default 1): the probability of a
 // backend on this node relative to a remote one. A larger weight keeps
 // traffic on the node but leaves remote backends out sooner (each local
-// backend takes weight units of 255). Changing it changes the probability
+// backend takes weight units of 255); in a subset each backend keeps its
+// weight against the others used, so the node's own backends carry a
+// larger share than with all backends (300 backends, 20 local, weight 10:
+// 20 local and 55 remote used, 78% of new sessions local instead of 42%). Changing it changes the probability
 // of every local backend, which VPP cannot change in place: each is
 // removed and added again, cutting its sessions (measured: 1018 mappings
 // rewritten on one node).

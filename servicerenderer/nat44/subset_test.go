@@ -238,3 +238,28 @@ func TestSubsetReported(t *testing.T) {
 		t.Errorf("after 255 endpoints: %+v\n%s", got, buf.String())
 	}
 }
+
+// The subset is the node's: a renamed node renders its services again.
+func TestSubsetFollowsNodeName(t *testing.T) {
+	r := newTestRenderer(t, testConfig(), newFakeVPP())
+	if err := r.Resync(resyncData(bigService(1, 1000, 0, 0, 0))); err != nil {
+		t.Fatal(err)
+	}
+	key := MappingKey{IP: netip.MustParseAddr("10.96.1.1"), Port: 80, Proto: 6}
+	before := r.Desired().Mappings[key].Locals
+	node := testNode()
+	node.Name = "other"
+	if err := r.UpdateLocalNode(node); err != nil {
+		t.Fatal(err)
+	}
+	after := r.Desired().Mappings[key].Locals
+	want, _ := fitLocals(nil, endpoints(3, 1000, 1), "other", 1)
+	if slices.Equal(before, after) || len(after) != len(want) {
+		t.Fatalf("after the rename: %d locals, the same: %v", len(after), slices.Equal(before, after))
+	}
+	for i := range want {
+		if after[i].IP != want[i].IP {
+			t.Fatalf("after the rename: local %d is %v, want %v", i, after[i].IP, want[i].IP)
+		}
+	}
+}
