@@ -124,7 +124,15 @@
 //     it is while it translates as desired, and converted (delete + add)
 //     when the backends change;
 //   - a mapping holding one backend address:port in two VRFs is replaced
-//     on any change (as before).
+//     on any change (as before);
+//   - a backend leaving this node's subset (another one came, or this
+//     node's backends took more units): its sessions through this node;
+//     a change of the probabilities of this node's backends when they
+//     cross the point where their weights alone pass 255 (normalised to 1,
+//     or back): each is removed and re-added;
+//   - a mapping summing outside 1..255 (an older agent's, say 1000
+//     backends) is replaced once, as shrinking it in place could pass
+//     through a multiple of 256.
 //
 // Session affinity: VPP's dump never returns it, so the affinity is part
 // of the tag (AffinityTag: the service tag, then "|a<seconds>", the whole
