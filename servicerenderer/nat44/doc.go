@@ -102,6 +102,8 @@
 //	and after)
 //	2 backends → 1, or 1 → 2                2 (the placeholder added, then the leaving backend
 //	                                        removed; or the reverse)
+//	backend added or removed while the      2 (the backend leaving this node's subset removed,
+//	subset is full (255 units)              then the one entering it added)
 //	affinity on, off or timeout changed     2: mapping deleted, re-added (cuts its sessions)
 //	frontend removed, or no backend left    1: mapping deleted
 //
