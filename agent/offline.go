@@ -72,6 +72,9 @@ type Rendered struct {
 	// frontends claimed by more than one service (NAT44 only).
 	Failures  []nat44.Failure
 	Conflicts []nat44.Conflict
+	// Subsets are the frontends served by a subset of their endpoints
+	// (NAT44 only).
+	Subsets []nat44.SubsetStatus
 	// CNAT is what the cnat renderer programmed; nil with nat44.
 	CNAT *CNATRendered
 
@@ -252,7 +255,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		return out, nil
 	}
 	out.Desired, out.Applied = nr.Desired(), nr.Applied()
-	out.Failures, out.Conflicts = nr.Failures(), nr.Conflicts()
+	out.Failures, out.Conflicts, out.Subsets = nr.Failures(), nr.Conflicts(), nr.Subsets()
 	return out, nil
 }
 

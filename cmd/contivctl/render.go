@@ -110,6 +110,8 @@ type renderOutput struct {
 	Desired   []string         `json:"desired"`
 	Failures  []nat44.Failure  `json:"failures"`
 	Conflicts []nat44.Conflict `json:"conflicts"`
+	// Subsets are the frontends served by a subset of their endpoints.
+	Subsets []nat44.SubsetStatus `json:"subsets,omitempty"`
 	// Skipped is what the service processor left out, and why.
 	Skipped []service.Skip `json:"skipped"`
 }
@@ -144,10 +146,12 @@ func runRender(ctx context.Context, s streams, args []string) error {
 	} else if of.json() {
 		return writeJSON(s.out, renderOutput{
 			Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs,
-			Desired: r.Desired.Lines(), Failures: r.Failures, Conflicts: r.Conflicts,
+			Desired: r.Desired.Lines(), Failures: r.Failures, Conflicts: r.Conflicts, Subsets: r.Subsets,
 			Skipped: nonNil(r.Skipped),
 		})
 	} else if err := printNAT44(s.out, r.Desired.Lines(), r.Failures, r.Conflicts); err != nil {
+		return err
+	} else if err := printSubsets(s.out, r.Subsets); err != nil {
 		return err
 	}
 	if len(r.Skipped) == 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -263,5 +264,41 @@ func TestTraceUsage(t *testing.T) {
 		if code, _, errs := contivctl(t, "", cmd, "-h"); code != 0 || !strings.Contains(errs, "Usage: contivctl "+cmd) {
 			t.Errorf("%s -h: exit %d, stderr %q", cmd, code, errs)
 		}
+	}
+}
+
+// A service of 300 endpoints: the rendered frontend holds 255 of them
+// (VPP 25.02's u8 probability sum) and render says so.
+func TestRenderSubsets(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`apiVersion: v1
+kind: Service
+metadata: {namespace: default, name: big, creationTimestamp: "2025-01-10T08:00:00Z"}
+spec:
+  type: ClusterIP
+  clusterIP: 10.96.7.7
+  clusterIPs: [10.96.7.7]
+  ports: [{name: http, protocol: TCP, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  namespace: default
+  name: big-1
+  labels: {kubernetes.io/service-name: big}
+addressType: IPv4
+ports: [{name: http, protocol: TCP, port: 8080}]
+endpoints:
+`)
+	for i := range 300 {
+		fmt.Fprintf(&b, "- {addresses: [10.1.%d.%d], conditions: {ready: true}, nodeName: node-%d}\n", 2+i/250, 1+i%250, 2+i/250)
+	}
+	file := writeFile(t, b.String())
+	code, out, errs := contivctl(t, "", "render", "-f", file, "--node", "node-1", "--node-id", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(fields(out), "SUBSETS (1)") || !strings.Contains(fields(out), "10.96.7.7:80/TCP default/big 300 255 45 0/0 1") {
+		t.Errorf("render lacks the subset:\n%s", out)
 	}
 }
