@@ -149,8 +149,8 @@
 // refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; the load-balanced pick
 // with one worker and the session RNG for random_u32 (257 locals of
-// probability 1: all sessions to the first, recorded 294 of 300); cnat (each marked in
-// cnat*.go): is_real_ip is overwritten by an update; interface endpoints
+// probability 1: all sessions to the first, recorded 294 of 300); cnat
+// (each marked in cnat*.go): is_real_ip is overwritten by an update; interface endpoints
 // resolve IPv4 addresses only; SNAT addresses with an interface ignore
 // the given ones; a refused SNAT policy leaves the policy as it was;
 // interfaces are checked before tables and feature names; cnat-snat-ip6
@@ -187,8 +187,9 @@
 // Sessions lost to a restart, a crash or disabling the plugin are counted
 // apart (SessionsLost), not as cuts. A first packet to a load-balanced
 // mapping whose probabilities sum to a multiple of 256 (all 0 included)
-// crashes the simulated VPP, as it crashes VPP 25.02. Sessions never expire by time (an assumption:
-// only configuration changes and restarts end them).
+// crashes the simulated VPP, as it crashes VPP 25.02. Sessions never
+// expire by time (an assumption: only configuration changes and restarts
+// end them).
 //
 // cnat sessions (OpenCnatSession, CnatSessionAlive, CnatSessionsCut,
 // CnatSessionsLost) follow FACTS.md §6: a new connection hashes its flow
