@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +37,8 @@ type restartRun struct {
 }
 
 // measureRestart programs W(n) through the real agent into a simulated
-// VPP, then restarts the agent (counting its writes), then restarts the
+// VPP served on its socket (serviceTime per request, the feature walk
+// modelled), then restarts the agent (counting its writes), then restarts the
 // simulated VPP with its interfaces re-created lateInterfaces later and
 // measures when everything is back.
 func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
@@ -58,11 +60,20 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
-	v := sim.New(sim.Options{})
+	// VPP as the agent meets it: served on its socket, with a real VPP's
+	// round trip and the main thread's walk of every mapping when an
+	// outside feature is enabled (FACTS §7).
+	v := sim.New(sim.Options{ServiceTime: serviceTime, FeatureWalk: sim.VPP2502FeatureWalk})
 	defer v.Close()
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
+	srv, err := v.Serve(cfg.VPP.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	defer srv.Close()
 	start := func() (*agent.Agent, func(), time.Duration, error) {
 		t0 := time.Now()
-		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.Simulated(v), LogOutput: logOut})
+		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("restart: agent: %w", err)
 		}

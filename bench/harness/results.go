@@ -404,7 +404,9 @@ func restartTarget(n string) time.Duration {
 	case "1000":
 		return time.Second
 	case "10000":
-		return 3 * time.Second
+		// Issue 22: features before mappings, so that enabling them
+		// walks no mapping (FACTS §7).
+		return 500 * time.Millisecond
 	}
 	return 0
 }
