@@ -38,7 +38,12 @@ type simEnv struct {
 
 func newSimEnv(t *testing.T) *simEnv {
 	t.Helper()
-	e := &simEnv{t: t, vpp: sim.New(sim.Options{})}
+	return newSimEnvWith(t, sim.Options{})
+}
+
+func newSimEnvWith(t *testing.T, opts sim.Options) *simEnv {
+	t.Helper()
+	e := &simEnv{t: t, vpp: sim.New(opts)}
 	for _, name := range []string{"GbE", "VXLAN-BVI", "VPP-Host", "master-tap1", "master-tap2"} {
 		if _, err := e.vpp.AddInterface(name, ""); err != nil {
 			t.Fatal(err)
