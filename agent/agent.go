@@ -84,6 +84,7 @@ type Agent struct {
 	registry *prometheus.Registry
 	latency  *latencyTracker
 	rd       *readiness
+	hold     *holdWaker // with renderer: nat44
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -265,6 +266,10 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	ra := readyApplier{inner: r, r: a.rd, log: a.log.With("part", "nat44")}
+	if a.renderer != nil {
+		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
+		ra.hold = a.hold
+	}
 	if sc, ok := a.dp.(sessionCounter); ok {
 		ra.cuts = sc
 		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -351,6 +356,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	stop := func(more ...error) error {
 		cancel()
 		wg.Wait()
+		if a.hold != nil {
+			a.hold.stop()
+		}
 		close(errs)
 		for err := range errs {
 			more = append(more, err)

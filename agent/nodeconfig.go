@@ -87,6 +87,17 @@ func (a *Agent) nat44Config() nat44.Config {
 	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
 	nc.SessionLimit = cfg.NAT44.SessionLimit
 	nc.HealthCheckTarget = a.healthCheckTarget()
+	// Mapping operations wait for the features of the node's own
+	// interfaces after a VPP restart, within the pending grace.
+	node := cfg.ForNode(cfg.NodeName)
+	nc.NodeInterfaces = []string{a.mainInterface(), node.HostInterconnectInterface}
+	if nc.Overlay {
+		nc.NodeInterfaces = append(nc.NodeInterfaces, node.VXLANBVIInterface)
+	}
+	for _, o := range node.OtherInterfaces {
+		nc.NodeInterfaces = append(nc.NodeInterfaces, o.Name)
+	}
+	nc.HoldMappings = cfg.VPP.PendingInterfaceGrace.Std()
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
 	return nc

@@ -46,6 +46,7 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 	}
 	a.renderer = r
 	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+	a.rd.held = r.Held
 	return r, nil
 }
 
