@@ -34,6 +34,9 @@ type restartRun struct {
 	total           time.Duration
 	notReadySeen    bool
 	reprogramWrites int
+	// walked is VPP's main-thread time in the features' walks of the
+	// mappings during the reprogram (sim.FeatureWalk).
+	walked time.Duration
 }
 
 // measureRestart programs W(n) through the real agent into a simulated
@@ -110,6 +113,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 
 	have := len(v.Interfaces())
 	v.ResetCalls()
+	walked := v.Walked()
 	restarted := time.Now()
 	v.RestartWith(sim.RestartOptions{InterfacesAfter: lateInterfaces})
 	var appeared time.Time
@@ -130,6 +134,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	}
 	out.recovery, out.total = time.Since(appeared), time.Since(restarted)
 	out.reprogramWrites = v.Writes()
+	out.walked = v.Walked() - walked
 	if c := v.Crashes(); c != 0 {
 		return nil, fmt.Errorf("restart: the simulated VPP crashed: %s", v.LastCrash())
 	}
