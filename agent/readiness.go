@@ -188,6 +188,9 @@ func (a *Agent) notReady() []string {
 	}
 	ctlReady := a.ctl.Ready()
 	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
+	if why := a.owner.reason(); why != "" {
+		out = append(out, why)
+	}
 	if ctlReady {
 		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {
 			out = append(out, why)
