@@ -212,7 +212,7 @@ func (d *doctor) checkVPP() {
 // checkOwner names the other agent that owns VPP (agent/owner.go).
 func (d *doctor) checkOwner(reasons []string) {
 	for _, r := range reasons {
-		d.add(verdictFail, "vpp-owner", r, "this agent programs nothing while another agent's mark is on VPP (local0's tag: 'vppctl show interface local0'); "+
+		d.add(verdictFail, "vpp-owner", r, "this agent programs nothing while another agent's mark is on VPP (local0's tag; docs/vpp-node.md, section 6); "+
 			"stop the other agent, or, if it is gone for good, set vpp.takeOver: true (CONTIV_VPP_TAKE_OVER, --vpp-take-over) and restart this agent")
 	}
 }
