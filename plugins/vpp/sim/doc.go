@@ -96,7 +96,8 @@
 // once; with RestartOptions.InterfacesAfter the interfaces (all but
 // local0) come back only after that delay, with their index, name, tag
 // and MAC, each announced to a client registered on the new connection,
-// as VPP's startup configuration does. Close stops the timer.
+// as VPP's startup configuration does; FinishStartup re-creates them at
+// once. Close stops the timer.
 //
 // # Served on a unix socket
 //
