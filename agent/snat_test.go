@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcdtest"
 )
 
 // TestChooseSNAT: natExternalTraffic configures source NAT only with a
@@ -41,5 +42,23 @@ func TestChooseSNAT(t *testing.T) {
 		if s.Interface != c.wantIf || (c.wantWhy == "") != (why == "") || !strings.Contains(why, c.wantWhy) {
 			t.Errorf("%s: SNAT on %q, why %q; want %q, why containing %q", c.name, s.Interface, why, c.wantIf, c.wantWhy)
 		}
+	}
+}
+
+// TestNoSourceNATSaidAtStart: natExternalTraffic without a gateway (the
+// defaults) configures no source NAT, and the agent says so at start.
+func TestNoSourceNATSaidAtStart(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(t, srv.Endpoint(), t.TempDir())
+	if !cfg.NAT44.NATExternalTraffic || cfg.IPAM.DefaultGateway.IsValid() {
+		t.Fatal("the defaults changed: natExternalTraffic without a gateway expected")
+	}
+	h := newHarness(t, srv.Endpoint(), cfg)
+	defer h.close()
+	if logs := h.logs.String(); !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, "NO SOURCE NAT is configured") || !strings.Contains(logs, "no default gateway") {
+		t.Errorf("no warning about the missing source NAT:\n%s", logs)
+	}
+	if s := h.vpp.Snapshot(); len(s.Pool) != 1 {
+		t.Errorf("NAT pool %v: want the NAT loopback only (no source NAT)", s.Pool)
 	}
 }
