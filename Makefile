@@ -4,12 +4,13 @@ PKGS := ./...
 .PHONY: run test bench lint build fuzz
 
 ## run: the agent on embedded etcd with the example cluster loaded; the simulated VPP is chosen
-## explicitly (--vpp-simulate auto: simulated when no VPP socket exists; the default is never).
+## explicitly (--vpp-simulate always, served on a socket of its own: make run never touches a VPP it
+## did not start, even where /run/vpp/api.sock exists; the default is never).
 ## contivctl load -f x.yaml with no flags writes into its etcd (both default to 127.0.0.1:12379).
 ## The binary is built, then exec'd: Ctrl-C stops the agent, which exits 0, and so does make.
 run:
 	$(GO) build -o $(CURDIR)/.run/contiv-agent ./cmd/contiv-agent
-	exec $(CURDIR)/.run/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --vpp-simulate auto --etcd-embedded \
+	exec $(CURDIR)/.run/contiv-agent --config deploy/examples/agent.yaml --node-name node-1 --vpp-simulate always --etcd-embedded \
 		--etcd-data-dir $(CURDIR)/.run/etcd --node-id-file $(CURDIR)/.run/node-id \
 		--load deploy/examples/cluster.yaml
 

@@ -84,6 +84,11 @@ type Agent struct {
 	registry *prometheus.Registry
 	latency  *latencyTracker
 	rd       *readiness
+	hold     *holdWaker // with renderer: nat44
+	// cluster is the etcd cluster's ID, owner the gate that keeps the
+	// agent off a VPP another agent owns (owner.go).
+	cluster string
+	owner   *ownership
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -130,6 +135,9 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		}
 	}
 	if err := a.claimNodeID(sctx); err != nil {
+		return nil, err
+	}
+	if err := a.readClusterID(sctx); err != nil {
 		return nil, err
 	}
 	if err := a.buildVPP(o.Dataplane); err != nil {
@@ -186,6 +194,18 @@ func (a *Agent) load(ctx context.Context, path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
+	return nil
+}
+
+// readClusterID reads the etcd cluster's ID, the cluster part of the
+// agent's mark on VPP (owner.go): agents of two clusters on one VPP
+// differ even with the same node name.
+func (a *Agent) readClusterID(ctx context.Context) error {
+	resp, err := a.etcd.Get(ctx, kubestate.Prefix, clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("reading the etcd cluster ID: %w", err)
+	}
+	a.cluster = fmt.Sprintf("%x", resp.Header.ClusterId)
 	return nil
 }
 
@@ -264,7 +284,12 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	ra := readyApplier{inner: r, r: a.rd, log: a.log.With("part", "nat44")}
+	a.owner = a.newOwnership(r, a.cluster)
+	ra := readyApplier{inner: a.owner, r: a.rd, log: a.log.With("part", "nat44")}
+	if a.renderer != nil {
+		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
+		ra.hold = a.hold
+	}
 	if sc, ok := a.dp.(sessionCounter); ok {
 		ra.cuts = sc
 		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -351,6 +376,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	stop := func(more ...error) error {
 		cancel()
 		wg.Wait()
+		if a.hold != nil {
+			a.hold.stop()
+		}
 		close(errs)
 		for err := range errs {
 			more = append(more, err)

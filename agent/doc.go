@@ -10,6 +10,10 @@
 // is applied and every interface it waits for is back; and on a node's
 // first start, until this node's own VPP addresses have come back from etcd
 // in its NodeSync record and their NodePorts are applied (ownaddrs.go).
+// One VPP, one owner (owner.go): the agent marks the VPP it programs and
+// programs none another agent marked, unless vpp.takeOver; after a VPP
+// restart the NAT44 renderer's hold of mappings for the node's interfaces
+// is bounded by a timer (holdwake.go).
 //
 // Beside the NAT44 mappings it gives kube-proxy's node-side behaviour
 // (parity.go): the health checks of LoadBalancer services under the Local

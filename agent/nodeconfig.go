@@ -49,26 +49,37 @@ func (a *Agent) overlay() bool {
 }
 
 // snat chooses the default interface whose traffic leaving the cluster is
+// source-NATed (chooseSNAT).
+func (a *Agent) snat() nat44.SNAT {
+	s, _ := chooseSNAT(a.cfg.ForNode(a.cfg.NodeName), a.nodeIP(), a.mainInterface(), a.overlay())
+	return s
+}
+
+// chooseSNAT is the default interface whose traffic leaving the cluster is
 // source-NATed: the NIC whose subnet holds the default gateway. Without an
 // overlay the main NIC also carries node-to-node traffic, so SNAT on it is
-// off (it could not tell cluster traffic from external).
-func (a *Agent) snat() nat44.SNAT {
-	nc := a.cfg.ForNode(a.cfg.NodeName)
-	if !nc.NATExternalTraffic || !nc.Gateway.IsValid() {
-		return nat44.SNAT{}
+// off (it could not tell cluster traffic from external). When
+// natExternalTraffic asks for source NAT and none is configured, why says
+// why (logged at start: operators expect SNAT from the flag alone).
+func chooseSNAT(nc contivconf.NodeConfig, nodeIP netip.Prefix, mainIf string, overlay bool) (s nat44.SNAT, why string) {
+	switch {
+	case !nc.NATExternalTraffic:
+		return nat44.SNAT{}, ""
+	case !nc.Gateway.IsValid():
+		return nat44.SNAT{}, "no default gateway (ipam.defaultGateway, nodeConfig[].gateway; none with DHCP on the main interface): source NAT needs one to pick the interface"
 	}
-	if ip := a.nodeIP(); ip.IsValid() && ip.Contains(nc.Gateway) {
-		if !a.overlay() {
-			return nat44.SNAT{}
+	if nodeIP.IsValid() && nodeIP.Contains(nc.Gateway) {
+		if !overlay {
+			return nat44.SNAT{}, "the gateway " + nc.Gateway.String() + " is on the main NIC of a node without overlay (routing.nodeToNodeTransport: nooverlay), which carries node-to-node traffic too"
 		}
-		return nat44.SNAT{Interface: a.mainInterface(), IP: ip.Addr()}
+		return nat44.SNAT{Interface: mainIf, IP: nodeIP.Addr()}, ""
 	}
 	for _, o := range nc.OtherInterfaces {
 		if o.IPCIDR.IsValid() && o.IPCIDR.Contains(nc.Gateway) {
-			return nat44.SNAT{Interface: o.Name, IP: o.IPCIDR.Addr()}
+			return nat44.SNAT{Interface: o.Name, IP: o.IPCIDR.Addr()}, ""
 		}
 	}
-	return nat44.SNAT{}
+	return nat44.SNAT{}, "no interface's subnet holds the gateway " + nc.Gateway.String()
 }
 
 func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
@@ -87,6 +98,17 @@ func (a *Agent) nat44Config() nat44.Config {
 	nc.ExternalIPTenantVRF = cfg.NAT44.ExternalIPTenantVRF
 	nc.SessionLimit = cfg.NAT44.SessionLimit
 	nc.HealthCheckTarget = a.healthCheckTarget()
+	// Mapping operations wait for the features of the node's own
+	// interfaces after a VPP restart, within the pending grace.
+	node := cfg.ForNode(cfg.NodeName)
+	nc.NodeInterfaces = []string{a.mainInterface(), node.HostInterconnectInterface}
+	if nc.Overlay {
+		nc.NodeInterfaces = append(nc.NodeInterfaces, node.VXLANBVIInterface)
+	}
+	for _, o := range node.OtherInterfaces {
+		nc.NodeInterfaces = append(nc.NodeInterfaces, o.Name)
+	}
+	nc.HoldMappings = cfg.VPP.PendingInterfaceGrace.Std()
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
 	return nc

@@ -22,8 +22,10 @@ import (
 type readiness struct {
 	grace time.Duration
 	// pending lists the interfaces whose NAT44 features wait for VPP to
-	// create them, with since when.
+	// create them, with since when; held counts the NAT44 mappings that
+	// wait for the features of the node's interfaces (features first).
 	pending func() []waiting
+	held    func() int
 
 	mu sync.Mutex
 	// gen counts the times VPP was lost; an apply that started in an
@@ -90,8 +92,12 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 	if r.pending != nil {
 		pending = r.pending()
 	}
+	held := 0
+	if r.held != nil {
+		held = r.held()
+	}
 	r.mu.Lock()
-	if r.lost && r.reprogrammed && len(pending) == 0 {
+	if r.lost && r.reprogrammed && len(pending) == 0 && held == 0 {
 		r.lost, r.lostWhy = false, ""
 	}
 	lost, why, reprogrammed := r.lost, r.lostWhy, r.reprogrammed
@@ -104,6 +110,9 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 		case d > r.grace:
 			out = append(out, fmt.Sprintf("waiting for interface %s for %s", w.Name, d.Round(100*time.Millisecond)))
 		}
+	}
+	if held > 0 {
+		out = append(out, fmt.Sprintf("%d NAT44 mappings wait for the features of the node's interfaces (features go first)", held))
 	}
 	if lost && !reprogrammed && connected {
 		out = append(out, "VPP "+why+": waiting for the full reprogram to be applied")
@@ -119,6 +128,9 @@ type readyApplier struct {
 	r     *readiness
 	cuts  sessionCounter // nil: not counted
 	log   *slog.Logger
+	// hold, when set, is armed after every apply with when the NAT44
+	// renderer's hold of mapping operations runs out (holdwake.go).
+	hold *holdWaker
 }
 
 // Apply implements controller.Applier.
@@ -131,6 +143,9 @@ func (a readyApplier) Apply(ctx context.Context, full bool) error {
 	}
 	err := a.inner.Apply(ctx, full)
 	a.r.applied(gen, full, err)
+	if a.hold != nil {
+		a.hold.arm()
+	}
 	if err == nil {
 		a.r.addrs.appliedNow(own)
 	}
@@ -173,6 +188,9 @@ func (a *Agent) notReady() []string {
 	}
 	ctlReady := a.ctl.Ready()
 	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
+	if why := a.owner.reason(); why != "" {
+		out = append(out, why)
+	}
 	if ctlReady {
 		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {
 			out = append(out, why)

@@ -90,6 +90,27 @@ func TestReadinessFollowsVPP(t *testing.T) {
 	}
 }
 
+// TestReadinessWaitsForHeldMappings: after a VPP restart, the reprogram
+// is complete only once the NAT44 mappings held for the node's interface
+// features are applied too, even when no interface is pending any more
+// (the apply that releases them runs after the features' answers).
+func TestReadinessWaitsForHeldMappings(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	held := 0
+	r := &readiness{grace: 3 * time.Second, held: func() int { return held }}
+	app := readyApplier{r: r, inner: applyFunc(func(context.Context, bool) error { return nil })}
+	r.vppLost("restarted")
+	held = 11021
+	_ = app.Apply(context.Background(), true)
+	if got := r.reasons(true, true, now); len(got) != 1 || !strings.Contains(got[0], "11021 NAT44 mappings wait") {
+		t.Errorf("mappings held: %v", got)
+	}
+	held = 0
+	if got := r.reasons(true, true, now); len(got) != 0 {
+		t.Errorf("mappings applied: %v", got)
+	}
+}
+
 func TestStartupTimeoutFailsHealth(t *testing.T) {
 	cfg := contivconf.Defaults()
 	cfg.Controller.StartupTimeout = contivconf.Duration(time.Minute)

@@ -40,12 +40,17 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		a.rd.pending = waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{p.Name, p.Since} })
 		return r, nil
 	}
+	nc := a.cfg.ForNode(a.cfg.NodeName)
+	if _, why := chooseSNAT(nc, a.nodeIP(), a.mainInterface(), a.overlay()); why != "" {
+		a.log.Warn("nat44.natExternalTraffic is true but NO SOURCE NAT is configured: traffic from pods to outside the cluster leaves untranslated", "why", why)
+	}
 	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
 	if err != nil {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
 	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+	a.rd.held = r.Held
 	return r, nil
 }
 

@@ -189,6 +189,10 @@ type VPPConfig struct {
 	// PendingInterfaceGrace is how long a NAT44 interface feature may wait
 	// for its interface to appear in VPP before the agent reports not ready.
 	PendingInterfaceGrace Duration `json:"pendingInterfaceGrace"`
+	// TakeOver lets the agent program a VPP that another agent (another
+	// node name or cluster) marked as its own; by default it refuses it
+	// and reports not ready, naming the other owner.
+	TakeOver bool `json:"takeOver"`
 }
 
 // Simulated reports whether the agent should use the simulated VPP, given

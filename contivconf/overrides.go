@@ -36,6 +36,7 @@ func options() []option {
 		{"CONTIV_ETCD_PASSWORD", "", "etcd.password", "etcd password (environment only: flags show in ps)", func(c *Config) any { return &c.Etcd.Password }},
 		{"CONTIV_VPP_SOCKET", "vpp-socket", "vpp.socket", "path of VPP's binary API socket", func(c *Config) any { return &c.VPP.Socket }},
 		{"CONTIV_VPP_SIMULATE", "vpp-simulate", "vpp.simulate", "simulated VPP: auto (when the socket is absent), always or never", func(c *Config) any { return &c.VPP.Simulate }},
+		{"CONTIV_VPP_TAKE_OVER", "vpp-take-over", "vpp.takeOver", "program VPP even when another agent marked it as its own (true or false)", func(c *Config) any { return &c.VPP.TakeOver }},
 		{"CONTIV_HTTP_ADDR", "http-addr", "http.address", "listen address of REST, metrics and probes", func(c *Config) any { return &c.HTTP.Address }},
 		{"CONTIV_NODE_ID_FILE", "node-id-file", "nodeSync.stateFile", "file keeping this node's ID", func(c *Config) any { return &c.NodeSync.StateFile }},
 		{"CONTIV_RESYNC_INTERVAL", "resync-interval", "controller.resyncInterval", "period of the full reconcile; 0 disables it", func(c *Config) any { return &c.Controller.ResyncInterval }},
@@ -113,6 +114,7 @@ func (opt option) apply(c *Config, s, source string) error {
 //	CONTIV_ETCD_PASSWORD    etcd.password (no flag: flags show in ps)
 //	CONTIV_VPP_SOCKET       vpp.socket
 //	CONTIV_VPP_SIMULATE     vpp.simulate
+//	CONTIV_VPP_TAKE_OVER    vpp.takeOver
 //	CONTIV_HTTP_ADDR        http.address
 //	CONTIV_NODE_ID_FILE     nodeSync.stateFile
 //	CONTIV_RESYNC_INTERVAL  controller.resyncInterval (e.g. "10m")

@@ -45,6 +45,7 @@ func TestApplyEnvEveryOption(t *testing.T) {
 		"CONTIV_ETCD_PASSWORD":   "p",
 		"CONTIV_VPP_SOCKET":      "/s.sock",
 		"CONTIV_VPP_SIMULATE":    "always",
+		"CONTIV_VPP_TAKE_OVER":   "true",
 		"CONTIV_HTTP_ADDR":       ":1",
 		"CONTIV_NODE_ID_FILE":    "/id",
 		"CONTIV_RESYNC_INTERVAL": "90s",
@@ -64,6 +65,7 @@ func TestApplyEnvEveryOption(t *testing.T) {
 	want.Etcd.Username, want.Etcd.Password = "u", "p"
 	want.VPP.Socket = "/s.sock"
 	want.VPP.Simulate = SimulateAlways
+	want.VPP.TakeOver = true
 	want.HTTP.Address = ":1"
 	want.NodeSync.StateFile = "/id"
 	want.Controller.ResyncInterval = Duration(90 * time.Second)

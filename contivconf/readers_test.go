@@ -42,6 +42,7 @@ var readers = map[string]struct{ file, re string }{
 	"vpp.reconnectBackoff.max":           {"agent/vppwire.go", `ReconnectBackoff\.Max`},
 	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
 	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
+	"vpp.takeOver":                       {"agent/owner.go", `VPP\.TakeOver`},
 	"http.address":                       {"agent/agent.go", `HTTP\.Address`},
 	"http.proxyHealthAddress":            {"agent/agent.go", `HTTP\.ProxyHealthAddress`},
 	"http.serviceHealthAddress":          {"agent/agent.go", `HTTP\.ServiceHealthAddress`},

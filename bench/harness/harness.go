@@ -281,7 +281,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			res.Restart[strconv.Itoa(n)] = &RestartResult{
 				AgentWrites: r.agentWrites, AgentReadyS: r.agentReady.Seconds(),
 				RecoveryS: r.recovery.Seconds(), TotalS: r.total.Seconds(), NotReadySeen: r.notReadySeen, ReprogramWrites: r.reprogramWrites,
-				InterfacesAfterS: lateInterfaces.Seconds(),
+				InterfacesAfterS: lateInterfaces.Seconds(), FeatureWalkS: r.walked.Seconds(),
 			}
 		}
 	}

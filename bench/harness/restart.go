@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -33,10 +34,14 @@ type restartRun struct {
 	total           time.Duration
 	notReadySeen    bool
 	reprogramWrites int
+	// walked is VPP's main-thread time in the features' walks of the
+	// mappings during the reprogram (sim.FeatureWalk).
+	walked time.Duration
 }
 
 // measureRestart programs W(n) through the real agent into a simulated
-// VPP, then restarts the agent (counting its writes), then restarts the
+// VPP served on its socket (serviceTime per request, the feature walk
+// modelled), then restarts the agent (counting its writes), then restarts the
 // simulated VPP with its interfaces re-created lateInterfaces later and
 // measures when everything is back.
 func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
@@ -58,11 +63,20 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
-	v := sim.New(sim.Options{})
+	// VPP as the agent meets it: served on its socket, with a real VPP's
+	// round trip and the main thread's walk of every mapping when an
+	// outside feature is enabled (FACTS §7).
+	v := sim.New(sim.Options{ServiceTime: serviceTime, FeatureWalk: sim.VPP2502FeatureWalk})
 	defer v.Close()
+	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
+	srv, err := v.Serve(cfg.VPP.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	defer srv.Close()
 	start := func() (*agent.Agent, func(), time.Duration, error) {
 		t0 := time.Now()
-		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.Simulated(v), LogOutput: logOut})
+		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("restart: agent: %w", err)
 		}
@@ -99,6 +113,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 
 	have := len(v.Interfaces())
 	v.ResetCalls()
+	walked := v.Walked()
 	restarted := time.Now()
 	v.RestartWith(sim.RestartOptions{InterfacesAfter: lateInterfaces})
 	var appeared time.Time
@@ -119,6 +134,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	}
 	out.recovery, out.total = time.Since(appeared), time.Since(restarted)
 	out.reprogramWrites = v.Writes()
+	out.walked = v.Walked() - walked
 	if c := v.Crashes(); c != 0 {
 		return nil, fmt.Errorf("restart: the simulated VPP crashed: %s", v.LastCrash())
 	}

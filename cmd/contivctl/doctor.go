@@ -80,6 +80,7 @@ const (
 	reasonReprogram = "waiting for the full reprogram"
 	reasonInterface = "interface "
 	reasonOwnAddrs  = "VPP addresses ("
+	reasonOwner     = "VPP is managed by another agent"
 )
 
 func runDoctor(ctx context.Context, s streams, args []string) error {
@@ -169,6 +170,7 @@ func (d *doctor) diagnose() {
 	}
 	claim(reasonVPPDown) // explained by checkVPP
 	d.checkVPP()
+	d.checkOwner(claim(reasonOwner))
 	d.checkSimulated()
 	mainNIC := claim(reasonMainNIC)
 	// Until the main NIC is known the agent builds nothing: no controller,
@@ -205,6 +207,14 @@ func (d *doctor) checkVPP() {
 	}
 	d.add(verdictFail, "vpp", detail, "start VPP with its API socket at vpp.socket (startup configuration: socksvr { socket-name "+
 		cmp.Or(v.Socket, "/run/vpp/api.sock")+" }) and mount its directory into the agent; 'vppctl show version' must answer (docs/vpp-node.md)")
+}
+
+// checkOwner names the other agent that owns VPP (agent/owner.go).
+func (d *doctor) checkOwner(reasons []string) {
+	for _, r := range reasons {
+		d.add(verdictFail, "vpp-owner", r, "this agent programs nothing while another agent's mark is on VPP (local0's tag; docs/vpp-node.md, section 6); "+
+			"stop the other agent, or, if it is gone for good, set vpp.takeOver: true (CONTIV_VPP_TAKE_OVER, --vpp-take-over) and restart this agent")
+	}
 }
 
 func (d *doctor) checkSimulated() {
@@ -294,7 +304,9 @@ func (d *doctor) interfaceRole(name string) (role, fix string) {
 	case name == nc.MainInterface.Name:
 		return "main NIC", "VPP's startup configuration must bring up " + name + " ('vppctl show interface " + name + "')"
 	case name == nc.HostInterconnectInterface:
-		return "host interconnect (routing.hostInterconnectInterface)", "create the tap to the host in VPP's startup configuration (VPP names it tapN: 'create tap id N host-if-name ...'), or set routing.hostInterconnectInterface to the name VPP gave it"
+		return "host interconnect (routing.hostInterconnectInterface)", "create the tap to the host in VPP's startup configuration (VPP names it tapN: 'create tap id N host-if-name ...'; " +
+			"a tap needs /dev/vhost-net), or an af_packet veth instead (VPP names it host-<veth>: 'create host-interface name <veth>'), " +
+			"then set routing.hostInterconnectInterface to the name VPP gave it (docs/vpp-node.md)"
 	case name == nc.VXLANBVIInterface && d.cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN:
 		return "VXLAN BVI (routing.vxlanBVIInterface)", "create the loopback that serves as the VXLAN bridge's BVI (VPP names it loopN or bviN), or set routing.vxlanBVIInterface to its name"
 	}

@@ -172,7 +172,7 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 	requireFinding(t, fs, verdictOK, "main-nic", "GigabitEthernet0/8/0")
-	requireFinding(t, fs, verdictFail, "interface", "host interconnect", "tap0", "create the tap")
+	requireFinding(t, fs, verdictFail, "interface", "host interconnect", "tap0", "create the tap", "/dev/vhost-net", "af_packet veth", "host-<veth>")
 	requireFinding(t, fs, verdictWarn, "interface", "VXLAN BVI", "loop1", "loopback")
 	requireFinding(t, fs, verdictWarn, "interface", "pod interface", "tap7", "{{namespace}}/{{pod}}")
 	requireFinding(t, fs, verdictFail, "nat44", "10.96.0.10:80/TCP", "shop/web", "value exists")
@@ -198,6 +198,21 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	}
 	requireFinding(t, fs, verdictFail, "main-nic", "main NIC not found", "192.168.16.1", "show interface address")
 	requireFinding(t, fs, verdictWarn, "interfaces", "cannot read /v1/interfaces")
+}
+
+// Another agent's VPP: doctor names that agent and the way out.
+func TestDoctorNamesOtherOwner(t *testing.T) {
+	st, cfg := realNode()
+	st.Ready = false
+	st.NotReady = []string{"VPP is managed by another agent (e75700c5e2c7c3ee/node-9): not programming it; stop that agent, or set vpp.takeOver to take VPP over"}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "vpp-owner", "e75700c5e2c7c3ee/node-9", "vpp.takeOver: true", "stop the other agent")
+	if has(fs, verdictFail, "readiness", "another agent") {
+		t.Error("the owner reason is reported twice")
+	}
 }
 
 // The table names failures first, each with its fix.

@@ -72,6 +72,14 @@
 // early, a restarted VPP shows only local0: the other interfaces are
 // reported Deleted, then Added as their events come.
 //
+// # One VPP, one owner
+//
+// OwnerTag, ReadOwner and MarkOwner keep the mark of the agent that
+// manages a VPP in VPP itself: local0's tag, "contiv@<cluster>/<node>"
+// (owner.go). ASSUMPTION: VPP 25.02 tags local0 like any interface and
+// dumps its tag (the corpus records tags on other interfaces only); a
+// restart loses the mark with the rest of VPP's state.
+//
 // This package knows nothing about Kubernetes objects, etcd, the
 // controller or how the desired NAT44 state is computed.
 package vpp

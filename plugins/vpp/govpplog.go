@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"go.fd.io/govpp/adapter/socketclient"
@@ -52,6 +53,9 @@ func (slogHook) Levels() []logrus.Level { return logrus.AllLevels }
 
 func (h slogHook) Fire(e *logrus.Entry) error {
 	level := slogLevel(e.Level)
+	if strings.HasPrefix(e.Message, staleReply) {
+		level = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if !h.log.Enabled(ctx, level) {
 		return nil
@@ -75,6 +79,12 @@ func (h slogHook) Fire(e *logrus.Entry) error {
 	r.AddAttrs(attrs...)
 	return h.log.Handler().Handle(ctx, r)
 }
+
+// staleReply starts what govpp logs, at error level, for a reply whose
+// channel is closed: after every VPP restart or reconnect, answers to the
+// old connection's last requests (the agent has already given up on them
+// and retries). Expected, so it is logged at debug level.
+const staleReply = "Channel ID not known"
 
 // slogLevel maps logrus' levels onto slog's.
 func slogLevel(l logrus.Level) slog.Level {

@@ -83,3 +83,15 @@ func TestGovppLogLevels(t *testing.T) {
 		t.Errorf("a debug line passed:\n%s", got)
 	}
 }
+
+// TestGovppStaleReplyDemoted: the error govpp logs for a reply to a closed
+// channel (every VPP restart) is debug, not error.
+func TestGovppStaleReplyDemoted(t *testing.T) {
+	var out syncBuffer
+	l := newGovppLogger(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Errorf("Channel ID not known, ignoring the message: %T %+v", struct{}{}, struct{}{})
+	got := out.String()
+	if strings.Contains(got, "level=ERROR") || !strings.Contains(got, `level=DEBUG msg="Channel ID not known`) {
+		t.Errorf("want the stale reply at debug level:\n%s", got)
+	}
+}

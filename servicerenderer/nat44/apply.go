@@ -25,6 +25,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	start := time.Now()
 	full = full || !r.synced
 	steps := r.stepsBuf[:0]
+	var held []*frontendState
 	add := func(ops []Op, fe *frontendState) {
 		for i := range ops {
 			steps = append(steps, step{Op: ops[i], fe: fe})
@@ -94,17 +95,23 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		for ip := range r.dirtyExt {
 			add(r.diffExternal(nil, ip), nil)
 		}
-		for _, fe := range r.dirty {
-			diffFrontend(fe)
+		if r.mayRelease(start) {
+			for _, fe := range r.dirty {
+				diffFrontend(fe)
+			}
+		} else {
+			// The hold goes on (hold.go): they stay dirty.
+			held = slices.Clone(r.dirty)
 		}
 		r.dirtyInterfaces = nil
 		r.dirtyExt = nil
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
 	r.mu.Unlock()
-	err := r.run(ctx, steps, full, start)
+	held, err := r.run(ctx, steps, full, start, held)
 	r.mu.Lock()
-	// The frontends of this apply that nothing refers to any more go.
+	// The frontends of this apply that nothing refers to any more go;
+	// the held ones stay dirty for a later apply.
 	if full {
 		for _, fe := range r.frontends {
 			r.forget(fe)
@@ -116,6 +123,8 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		clear(r.dirty)
 		r.dirty = r.dirty[:0]
 	}
+	r.dirty = append(r.dirty, held...)
+	r.held = len(held)
 	r.mu.Unlock()
 	if cap(steps) <= 1024 {
 		clear(steps)
@@ -209,7 +218,9 @@ type batch struct {
 // operations are skipped; the applied state records only what succeeded.
 // With a Pipeliner VPP the Pipelined operations are sent without waiting
 // for each answer (see Pipeliner); answers are handled in send order.
-func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time) error {
+// Mapping operations wait while a node interface is pending (hold.go):
+// their frontends are added to held, marked dirty, and returned.
+func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time, held []*frontendState) ([]*frontendState, error) {
 	b := batch{changed: r.changedBuf[:0]}
 	x := runner{r: r, ctx: ctx, ops: ops, b: &b}
 	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
@@ -220,8 +231,23 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			r.log.Debug("NAT44: no pipeline; calling synchronously", "error", err)
 		}
 	}
+	checked := false
 	for i := range ops {
 		op := &ops[i].Op
+		if !checked && opClass(op.Kind) == OpDelMapping {
+			// The features are answered first: are node interfaces missing?
+			checked = true
+			x.drain()
+			r.mu.Lock()
+			hold := r.holding(time.Now())
+			if hold {
+				held = r.hold(ops[i:], held)
+			}
+			r.mu.Unlock()
+			if hold {
+				break
+			}
+		}
 		id := op.Object()
 		for x.busy[id] > 0 {
 			x.recv() // the object's earlier call decides whether this one runs
@@ -263,12 +289,24 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 	if r.log.Enabled(ctx, level) {
 		r.log.Log(ctx, level, "NAT44 applied", "full", full, "mappingsAdded", b.added, "mappingsRemoved", b.removed,
 			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
-			"transient", b.transient, "pipelined", x.p != nil, "duration", time.Since(start))
+			"transient", b.transient, "pipelined", x.p != nil, "mappingsHeld", len(held), "duration", time.Since(start))
 	}
 	if b.transient > 0 {
-		return fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
+		return held, fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
-	return nil
+	return held, nil
+}
+
+// hold marks the frontends of the mapping operations ops dirty again
+// and adds them to held; the caller holds mu.
+func (r *Renderer) hold(ops []step, held []*frontendState) []*frontendState {
+	for i := range ops {
+		if fe := ops[i].fe; fe != nil && !fe.dirty {
+			fe.dirty = true
+			held = append(held, fe)
+		}
+	}
+	return held
 }
 
 // runner is the state of one run: the pipeline, if any, the calls in

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
@@ -95,6 +96,15 @@ type Config struct {
 	// health-check NodePort on this node's own IPs is mapped to
 	// HealthCheckTarget:port. The zero value maps none.
 	HealthCheckTarget netip.Addr
+	// NodeInterfaces are the interfaces the node's configuration needs
+	// (main NIC, host interconnect, VXLAN BVI, other NICs). While one of
+	// them waits for VPP to create it (Pending), as after a VPP restart,
+	// mapping operations wait too, at most HoldMappings from the first
+	// apply that held them: enabling an outside feature walks every
+	// mapping VPP holds (FACTS §7), so the features go first (hold.go).
+	// HoldMappings 0 holds nothing.
+	NodeInterfaces []string
+	HoldMappings   time.Duration
 }
 
 // DefaultConfig is a configuration with VPP's default timeouts and the
@@ -142,6 +152,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SessionLimit == 0 {
 		bad("sessionLimit", 0, "must be positive")
+	}
+	if c.HoldMappings < 0 {
+		bad("holdMappings", c.HoldMappings, "must not be negative")
 	}
 	if c.TagPrefix == "" || len(c.TagPrefix) > maxTagPrefixLen || strings.Contains(c.TagPrefix, "/") {
 		bad("tagPrefix", fmt.Sprintf("%q", c.TagPrefix), fmt.Sprintf("must be 1 to %d bytes without '/'", maxTagPrefixLen))

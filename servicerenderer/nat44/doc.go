@@ -174,7 +174,11 @@
 // never changed or deleted; a frontend a foreign mapping holds is reported
 // as a failure. An interface VPP does not have yet is not a failure: its
 // features are pending (Pending) and retried on every full apply and on
-// every UpdateInterface of that name.
+// every UpdateInterface of that name. Features go before mappings: while
+// one of Config.NodeInterfaces is pending (as after a VPP restart), the
+// mapping operations wait too, at most Config.HoldMappings (hold.go; Held,
+// HoldUntil), since enabling an outside feature walks every mapping VPP
+// holds (FACTS §7).
 //
 // Two services claiming one frontend address:port/protocol: the oldest
 // (then the lower ID) wins, the other is logged once and listed by

@@ -40,7 +40,12 @@ func newSimEnv(t *testing.T) *simEnv {
 	t.Helper()
 	// Traffic: a packet meets every load-balanced mapping after every
 	// call, so a mapping VPP 25.02 would crash on crashes the test.
-	e := &simEnv{t: t, vpp: sim.New(sim.Options{Traffic: true})}
+	return newSimEnvWith(t, sim.Options{Traffic: true})
+}
+
+func newSimEnvWith(t *testing.T, opts sim.Options) *simEnv {
+	t.Helper()
+	e := &simEnv{t: t, vpp: sim.New(opts)}
 	for _, name := range []string{"GbE", "VXLAN-BVI", "VPP-Host", "master-tap1", "master-tap2"} {
 		if _, err := e.vpp.AddInterface(name, ""); err != nil {
 			t.Fatal(err)

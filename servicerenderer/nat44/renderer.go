@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
@@ -71,6 +72,12 @@ type Renderer struct {
 	// pending are the interfaces whose features wait for VPP to have the
 	// interface.
 	pending map[string]PendingInterface
+	// holdSince is when an apply first held mapping operations for a
+	// pending node interface (zero: no hold); holdOver is set once the
+	// hold ran out; held counts the frontends held (hold.go).
+	holdSince time.Time
+	holdOver  bool
+	held      int
 	// ifIndex is the sw_if_index each interface with features had when
 	// the renderer set them; unknown for features found in a dump.
 	ifIndex map[string]uint32

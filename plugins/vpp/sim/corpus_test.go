@@ -301,7 +301,7 @@ func (r *replayer) replay(rec *corpusRecord) error {
 	// The test is the clock: the startup configuration has run when the
 	// record shows its interfaces.
 	if interfacesBack(rec) {
-		r.v.finishStartup()
+		r.v.FinishStartup()
 	}
 	if rec.Compat != nil {
 		return r.compat(rec)

@@ -105,7 +105,8 @@
 // once; with RestartOptions.InterfacesAfter the interfaces (all but
 // local0) come back only after that delay, with their index, name, tag
 // and MAC, each announced to a client registered on the new connection,
-// as VPP's startup configuration does. Close stops the timer.
+// as VPP's startup configuration does; FinishStartup re-creates them at
+// once. Close stops the timer.
 //
 // # Served on a unix socket
 //
@@ -118,6 +119,15 @@
 // latency, which requests in flight together overlap). One client at a
 // time; a restart closes its connection and creates the socket file
 // anew. Close removes the socket; serving again keeps the state.
+//
+// # Main-thread cost of NAT44 features
+//
+// With Options.FeatureWalk (VPP2502FeatureWalk: FACTS.md §7), enabling
+// or disabling an outside or output NAT44 feature keeps the executing
+// thread busy in proportion to the mappings VPP holds (VPP walks them
+// all), before the answer: served on a socket, every later request waits
+// as it waits for VPP's main thread. Walked totals the time charged. The
+// zero value charges nothing (unit tests stay fast).
 //
 // # Other helpers
 //
@@ -158,7 +168,9 @@
 // the FIB lookup, so a DROP route drops only what no translation matched
 // (CnatTrace); IPv6 routes take the IPv4 rules and VPP has no IPv6 drop
 // routes of its own (fib.go); session dumps list
-// sessions in ID order; sessions never expire.
+// sessions in ID order; sessions never expire; the output feature walks
+// the mappings at the outside feature's measured rate, linear in their
+// number (cost.go).
 //
 // The translation oracle has two questions. Translate answers the
 // mapping lookup alone: which mapping a packet arriving on an interface

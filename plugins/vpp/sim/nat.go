@@ -401,9 +401,15 @@ func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) 
 		if !ok {
 			n.ifaceSlots.add(idx)
 		}
+		if f == featOut && cur&featOut == 0 {
+			v.walkMappings(true)
+		}
 		// Adding a feature again is fine.
 		n.ifaces[idx] = cur | f
 		return reply(r, 0)
+	}
+	if ok && f == featOut {
+		v.walkMappings(false) // by the request's side, as VPP does
 	}
 	switch {
 	case !ok:
@@ -451,11 +457,13 @@ func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) 
 		}
 		n.output[idx] = true
 		n.outputSlots.add(idx)
+		v.walkMappings(true)
 		return reply(r, 0)
 	}
 	if !n.output[idx] {
 		return reply(r, api.NO_SUCH_ENTRY)
 	}
+	v.walkMappings(false)
 	delete(n.output, idx)
 	n.outputSlots.remove(idx)
 	return reply(r, 0)

@@ -68,12 +68,13 @@ func (v *VPP) restartLocked(o RestartOptions) {
 		v.finishStartupLocked()
 		return
 	}
-	v.timer = time.AfterFunc(o.InterfacesAfter, v.finishStartup)
+	v.timer = time.AfterFunc(o.InterfacesAfter, v.FinishStartup)
 }
 
-// finishStartup runs the rest of the startup configuration: it
-// re-creates the interfaces a restart removed.
-func (v *VPP) finishStartup() {
+// FinishStartup runs the rest of the startup configuration now: it
+// re-creates the interfaces a RestartWith removed and has not re-created
+// yet (tests use it in place of a long InterfacesAfter).
+func (v *VPP) FinishStartup() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.finishStartupLocked()

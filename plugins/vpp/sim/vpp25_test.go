@@ -252,7 +252,7 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 	if len(ifs) != 1 || ifs[0].(*interfaces.SwInterfaceDetails).InterfaceName != "local0" {
 		t.Errorf("dump right after restart: %v", ifs)
 	}
-	v.finishStartup()
+	v.FinishStartup()
 	if got := v.Interfaces(); !reflect.DeepEqual(got, before) {
 		t.Errorf("interfaces after the startup configuration %v, want %v", got, before)
 	}
