@@ -27,6 +27,8 @@ func traceLines(res sim.Result, p sim.Packet) []string {
 		return []string{"not translated"}
 	case sim.Dropped:
 		return []string{"dropped: " + res.Reason}
+	case sim.Rejected:
+		return []string{"rejected: " + res.Reason}
 	case sim.Leaked:
 		return []string{fmt.Sprintf("leaked out of %s source-NATed to %s", res.Egress, res.SNAT)}
 	}

@@ -17,6 +17,14 @@ type Route struct {
 	Prefix netip.Prefix
 	// Drop: the route drops what it matches (FIB_API_PATH_TYPE_DROP).
 	Drop bool
+	// Reject: the route answers ICMP unreachable (a path of type
+	// ICMP_UNREACH or ICMP_PROHIBIT; VPP 25.02 survives it in table 0 only).
+	Reject bool
+	// Lookup: the route looks the destination up again in table
+	// LookupVRF (one path with neither interface nor next hop, as the
+	// startup configuration's "via ip4-lookup-in-table" dumps).
+	Lookup    bool
+	LookupVRF uint32
 }
 
 // firstRouteStats is the stats index of the first route added through
@@ -60,13 +68,10 @@ func (f *fibState) find(vrf uint32, p netip.Prefix) int {
 
 func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	r := &ipapi.IPRouteAddDelReply{StatsIndex: noIndex}
-	drop := len(req.Route.Paths) > 0
-	for _, p := range req.Route.Paths {
-		if p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH {
-			v.crashLocked("ip_route_add_del with an ICMP_UNREACH path (SIGSEGV in VPP 25.02)")
-			return nil
-		}
-		drop = drop && p.Type == fib_types.FIB_API_PATH_TYPE_DROP
+	kind, crash := pathKind(req.Route.TableID, req.Route.Paths)
+	if crash {
+		v.crashLocked("ip_route_add_del with an ICMP_UNREACH/ICMP_PROHIBIT path outside table 0 (SIGSEGV in VPP 25.02)")
+		return nil
 	}
 	pfx, err := netip.ParsePrefix(req.Route.Prefix.String())
 	if err != nil {
@@ -85,16 +90,47 @@ func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	case req.IsAdd && i >= 0:
 		// Adding an existing route again changes nothing.
 		r.StatsIndex = v.fib.routes[i].stats
-		v.fib.routes[i].Drop = drop
+		kind.VRF, kind.Prefix = vrf, pfx
+		v.fib.routes[i].Route = kind
 	case req.IsAdd:
 		r.StatsIndex = v.fib.nextStats
 		v.fib.nextStats++
-		v.fib.routes = append(v.fib.routes, route{Route: Route{VRF: vrf, Prefix: pfx, Drop: drop}, stats: r.StatsIndex})
+		kind.VRF, kind.Prefix = vrf, pfx
+		v.fib.routes = append(v.fib.routes, route{Route: kind, stats: r.StatsIndex})
 	case i >= 0:
 		v.fib.routes = slices.Delete(v.fib.routes, i, i+1)
 	}
 	// Deleting a missing route answers 0 too.
 	return reply(r, 0)
+}
+
+// pathKind classifies a route's paths (FACTS §1, records-acl-routes/c2):
+// DROP in any table; ICMP_UNREACH or ICMP_PROHIBIT in table 0 a reject,
+// in any other table a crash (the path is resolved through local0, which
+// lives in table 0); one NORMAL path with neither interface nor next hop a
+// lookup in the path's table (recorded: the re-add of the dump of a CLI
+// "null-send-unreach" route in table 1 becomes a plain lookup).
+func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
+	k.Drop = len(paths) > 0
+	for _, p := range paths {
+		if p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH || p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT {
+			if table != 0 {
+				return Route{}, true
+			}
+			k.Reject = true
+		}
+		k.Drop = k.Drop && p.Type == fib_types.FIB_API_PATH_TYPE_DROP
+	}
+	// ASSUMPTION: a reject path among other paths rejects (only single
+	// paths were recorded).
+	if k.Reject {
+		k.Drop = false
+	}
+	if len(paths) == 1 && paths[0].Type == fib_types.FIB_API_PATH_TYPE_NORMAL && paths[0].SwIfIndex == noIndex &&
+		paths[0].Nh.Address == (ip_types.AddressUnion{}) {
+		k.Lookup, k.LookupVRF = true, paths[0].TableID
+	}
+	return k, false
 }
 
 // Routes lists the routes added through the API, by VRF and prefix.
@@ -121,13 +157,29 @@ func (v *VPP) Routes() []Route {
 // covers dst: found tells whether one does, drop whether it drops.
 // Called with v.mu held.
 func (v *VPP) routeLookupLocked(vrf uint32, dst netip.Addr) (drop bool, found bool) {
-	best := -1
-	for _, r := range v.fib.routes {
-		if r.VRF == vrf && r.Prefix.Contains(dst) && r.Prefix.Bits() > best {
-			best, drop, found = r.Prefix.Bits(), r.Drop, true
+	r, found := v.routeLocked(vrf, dst)
+	return r.Drop, found
+}
+
+// routeLocked is the longest API-added route of table vrf that covers dst,
+// after following lookup routes into other tables (at most a few hops);
+// found tells whether there is one. Called with v.mu held.
+func (v *VPP) routeLocked(vrf uint32, dst netip.Addr) (found Route, ok bool) {
+	for hop := 0; hop < 4; hop++ {
+		best := -1
+		for _, r := range v.fib.routes {
+			if r.VRF == vrf && r.Prefix.Contains(dst) && r.Prefix.Bits() > best {
+				best, found, ok = r.Prefix.Bits(), r.Route, true
+			}
 		}
+		if !ok || !found.Lookup || found.LookupVRF == vrf {
+			return found, ok
+		}
+		// ASSUMPTION: a lookup into a table without a covering API route
+		// ends there (VPP's own routes, not modelled, take the packet).
+		vrf, ok = found.LookupVRF, false
 	}
-	return drop, found
+	return found, ok
 }
 
 // ipRouteV2Dump lists a table's routes of the requested family: VPP's own
@@ -148,7 +200,7 @@ func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	}
 	var out []api.Message
 	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
-		out = append(out, routeDetails(vrf, netip.MustParsePrefix(p), 0, 1, true))
+		out = append(out, routeDetails(vrf, Route{Prefix: netip.MustParsePrefix(p), Drop: true}, 0, 1))
 	}
 	return append(out, v.apiRoutes(vrf, false)...)
 }
@@ -159,18 +211,28 @@ func (v *VPP) apiRoutes(vrf uint32, ip6 bool) []api.Message {
 	var out []api.Message
 	for _, r := range v.fib.routes {
 		if r.VRF == vrf && r.Prefix.Addr().Is6() == ip6 {
-			out = append(out, routeDetails(vrf, r.Prefix, r.stats, 8, r.Drop))
+			out = append(out, routeDetails(vrf, r.Route, r.stats, 8))
 		}
 	}
 	return out
 }
 
 // routeDetails is one ip_route_v2_details: one path of weight 1, of type
-// DROP when drop.
-func routeDetails(vrf uint32, p netip.Prefix, stats uint32, src uint8, drop bool) *ipapi.IPRouteV2Details {
+// DROP when the route drops, ICMP_UNREACH when it rejects, a lookup in its
+// table when it looks up. ASSUMPTION: an API-made ICMP_UNREACH path dumps
+// with its type (only the CLI's null-send-unreach dump is recorded, and it
+// is lossy); ICMP_PROHIBIT dumps as ICMP_UNREACH (the sim keeps one reject
+// kind; the agent sends ICMP_UNREACH only).
+func routeDetails(vrf uint32, rt Route, stats uint32, src uint8) *ipapi.IPRouteV2Details {
+	p := rt.Prefix
 	path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
-	if drop {
+	switch {
+	case rt.Drop:
 		path.Type = fib_types.FIB_API_PATH_TYPE_DROP
+	case rt.Reject:
+		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
+	case rt.Lookup:
+		path.TableID = rt.LookupVRF
 	}
 	return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
 		TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},

@@ -34,6 +34,10 @@ const (
 	// node through the interface with the output feature, source-NATed
 	// to a pool address (Result.Egress, Result.SNAT).
 	Leaked
+	// Rejected (Trace only): no mapping matched and a reject route
+	// (ICMP_UNREACH, table 0) answers ICMP unreachable: the client fails
+	// at once.
+	Rejected
 )
 
 // String names the verdict.
@@ -45,6 +49,8 @@ func (v Verdict) String() string {
 		return "dropped"
 	case Leaked:
 		return "leaked"
+	case Rejected:
+		return "rejected"
 	}
 	return "not translated"
 }

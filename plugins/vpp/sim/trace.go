@@ -125,9 +125,12 @@ func (v *VPP) traceReplies(res *Result, p Packet) {
 // traceUnmapped follows a packet no mapping matched through the FIB.
 func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 	vrf := v.ifaceVRF(p.Ingress)
-	if drop, found := v.routeLookupLocked(vrf, p.Dst); found {
-		if drop {
+	if rt, found := v.routeLocked(vrf, p.Dst); found {
+		switch {
+		case rt.Drop:
 			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+		case rt.Reject:
+			return Result{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
 		}
 		res.Reason += fmt.Sprintf("; a FIB route in VRF %d forwards it", vrf)
 		return res
@@ -150,6 +153,12 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 // the cnat oracles alike (and of agent.TraceCNAT).
 func RouteDropReason(dst netip.Addr, vrf uint32) string {
 	return fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
+}
+
+// RouteRejectReason says that a reject route (ICMP_UNREACH) of table vrf
+// covering dst refused a packet no translation matched.
+func RouteRejectReason(dst netip.Addr, vrf uint32) string {
+	return fmt.Sprintf("no translation matched; refused (ICMP unreachable) by the reject route covering %v in VRF %d", dst, vrf)
 }
 
 // snatConfig tells whether the SNAT configuration is present (forwarding
