@@ -73,6 +73,7 @@ func TestCrashes(t *testing.T) {
 	}{
 		{"256 locals", lb("10.96.0.1", 80, true, 4, make([]nat44_ed.Nat44LbAddrPort, 256)...), "256 or more locals"},
 		{"ICMP_UNREACH path", routeReq(1, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH), "ICMP_UNREACH"},
+		{"ICMP_PROHIBIT path", routeReq(1, "10.96.0.19/32", true, fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT), "outside table 0"},
 	}
 	for _, c := range crashers {
 		t.Run(c.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestRoutes(t *testing.T) {
 	call(t, conn, routeReq(0, "10.96.5.0/24", true, fib_types.FIB_API_PATH_TYPE_NORMAL), r)
 	want := []Route{
 		{VRF: 0, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true},
-		{VRF: 0, Prefix: netip.MustParsePrefix("10.96.5.0/24")},
+		{VRF: 0, Prefix: netip.MustParsePrefix("10.96.5.0/24"), Lookup: true}, // no interface, no next hop: a lookup in table 0
 		{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true},
 	}
 	if got := v.Routes(); !reflect.DeepEqual(got, want) {
@@ -166,6 +167,50 @@ func TestRoutes(t *testing.T) {
 	}
 	if got := v.Routes(); len(got) != 2 {
 		t.Errorf("routes after delete: %v", got)
+	}
+}
+
+// TestRejectRoutes: ICMP_UNREACH and ICMP_PROHIBIT paths work in table 0
+// (records-acl-routes/c2.jsonl); pod traffic reaches them through a pod-VRF
+// lookup route more specific than the pod VRF's drop route.
+func TestRejectRoutes(t *testing.T) {
+	v, conn := connect(t, Options{})
+	for _, s := range []InterfaceSpec{{Name: "host-eth0"}, {Name: "host-pod", VRF: 1}} {
+		if _, err := v.CreateInterface(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enable(t, conn)
+	r := &ipapi.IPRouteAddDelReply{}
+	for _, req := range []*ipapi.IPRouteAddDel{
+		routeReq(0, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_DROP),
+		routeReq(1, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_DROP),
+		routeReq(0, "10.96.0.10/32", true, fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH),
+		routeReq(0, "10.96.0.11/32", true, fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT),
+		routeReq(1, "10.96.0.10/32", true, fib_types.FIB_API_PATH_TYPE_NORMAL),
+	} {
+		if rv := call(t, conn, req, r); rv != 0 {
+			t.Fatalf("%v: %v", req.Route.Prefix, rv)
+		}
+	}
+	if v.Crashes() != 0 {
+		t.Fatalf("crashed: %s", v.LastCrash())
+	}
+	for _, c := range []struct {
+		ingress, dst string
+		want         Verdict
+	}{
+		{"host-pod", "10.96.0.10", Rejected}, // pod VRF /32 lookup -> table 0 reject
+		{"host-pod", "10.96.0.11", Dropped},  // no pod-VRF /32: the pod VRF's drop
+		{"host-pod", "10.96.0.12", Dropped},
+		{"host-eth0", "10.96.0.11", Rejected},
+		{"host-eth0", "10.96.0.12", Dropped},
+	} {
+		res := v.Trace(Packet{Ingress: c.ingress, Src: netip.MustParseAddr("10.1.1.2"), Dst: netip.MustParseAddr(c.dst),
+			Proto: 6, DstPort: 80})
+		if res.Verdict != c.want {
+			t.Errorf("%s from %s: %v (%s), want %v", c.dst, c.ingress, res.Verdict, res.Reason, c.want)
+		}
 	}
 }
 
@@ -262,8 +307,10 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 // table: one of an interface, or one added through ip_table_add_del.
 func TestSessionLimitNeedsTable(t *testing.T) {
 	v, conn := connect(t, Options{})
-	if _, err := v.CreateInterface(InterfaceSpec{Name: "host-pod", VRF: 1}); err != nil {
-		t.Fatal(err)
+	for _, s := range []InterfaceSpec{{Name: "host-eth0"}, {Name: "host-pod", VRF: 1}} {
+		if _, err := v.CreateInterface(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	limit := func(vrf uint32) api.VPPApiError {
 		return call(t, conn, &nat44_ed.Nat44SetSessionLimit{SessionLimit: 1000, VrfID: vrf}, &nat44_ed.Nat44SetSessionLimitReply{})
