@@ -18,10 +18,14 @@ import (
 // Both renderers program the same drop routes for the service CIDR (FACTS
 // §4): the requests and the dump below are shared.
 
-// AddDelRoute adds or deletes a drop route exactly as the corpus records
-// it (fib_unreach.jsonl): table_id = VRF, one path of type DROP with
-// sw_if_index ~0. Never the ICMP_UNREACH path type: it crashes VPP 25.02.
-// VPP answers 0 to adding an existing route and to deleting a missing one.
+// AddDelRoute adds or deletes a route exactly as the records show it:
+// table_id = VRF and one path with sw_if_index ~0, of type DROP
+// (corpus/fib_unreach.jsonl), ICMP_UNREACH (records-acl-routes/c2.jsonl;
+// table 0 only: in any other table it crashes VPP 25.02, so such a
+// request is refused here as invalid and never sent) or, for a lookup,
+// NORMAL with weight 1, no next hop and the looked-up table (c2.jsonl's
+// re-added dump). VPP answers 0 to adding an existing route (replacing its
+// path) and to deleting a missing one.
 func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
 	what := routeWhat(r.Prefix, r.VRF, add)
 	req, err := routeRequest(r, add)
@@ -29,7 +33,7 @@ func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error 
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
-	n.log.Debug("drop route", "op", addDel(add), "prefix", r.Prefix, "vrf", r.VRF, "error", err)
+	n.log.Debug("route", "op", addDel(add), "route", r.String(), "error", err)
 	return classify(err, what, false)
 }
 
@@ -50,13 +54,27 @@ func routeWhat(p netip.Prefix, vrf uint32, add bool) string {
 	return fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), p, vrf)
 }
 
-// routeRequest is the request that adds or deletes NAT44's drop route r
-// (IPv4 only).
+// routeRequest is the request that adds or deletes NAT44's route r (IPv4
+// only).
 func routeRequest(r nat44.Route, add bool) (*ipapi.IPRouteAddDel, error) {
 	if !r.Prefix.IsValid() || !r.Prefix.Addr().Is4() {
 		return nil, errors.New("not an IPv4 prefix")
 	}
-	return dropRouteRequest(r.Prefix, r.VRF, add)
+	req, err := dropRouteRequest(r.Prefix, r.VRF, add)
+	if err != nil {
+		return nil, err
+	}
+	path := &req.Route.Paths[0]
+	switch r.Kind {
+	case nat44.RouteReject:
+		if r.VRF != 0 {
+			return nil, errors.New("an ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
+		}
+		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
+	case nat44.RouteLookup:
+		path.Type, path.Weight, path.TableID = fib_types.FIB_API_PATH_TYPE_NORMAL, 1, r.Table
+	}
+	return req, nil
 }
 
 // dropRouteRequest is the request that adds or deletes a drop route on p
@@ -79,18 +97,25 @@ func dropRouteRequest(p netip.Prefix, vrf uint32, add bool) (*ipapi.IPRouteAddDe
 }
 
 // DumpRoutes reads the IPv4 routes of the given VRFs (ip_route_v2_dump per
-// table) and returns those whose only path drops: the agent's service-CIDR
-// routes among them, and VPP's own (such as 240.0.0.0/4), which the
-// renderer tells apart by prefix.
+// table) and returns those whose only path drops, rejects or looks up a
+// table: the agent's among them, and VPP's own (such as 240.0.0.0/4, or
+// the startup configuration's lookups), which the renderer tells apart by
+// prefix.
 func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, error) {
 	var out []nat44.Route
 	for _, vrf := range vrfs {
-		drops, err := n.conn.dropRoutes(ctx, vrf, false)
+		err := n.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf}}, func(m api.Message) error {
+			d, ok := m.(*ipapi.IPRouteV2Details)
+			if !ok {
+				return unexpected(m)
+			}
+			if r, ok := nat44Route(d); ok {
+				out = append(out, r)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, classify(err, fmt.Sprintf("dumping routes of VRF %d", vrf), false)
-		}
-		for _, d := range drops {
-			out = append(out, nat44.Route{RouteKey: nat44.RouteKey{Prefix: d.Prefix, VRF: d.VRF}})
 		}
 	}
 	return out, nil
@@ -154,4 +179,29 @@ func dropRoute(d *ipapi.IPRouteV2Details) (droute, bool) {
 		return droute{}, false
 	}
 	return droute{Prefix: p, VRF: rt.TableID}, true
+}
+
+// nat44Route is the route of d when its only path drops, rejects (ICMP
+// unreachable or prohibited) or looks up a table (type NORMAL, no
+// interface, no next hop).
+func nat44Route(d *ipapi.IPRouteV2Details) (nat44.Route, bool) {
+	rt := d.Route
+	if len(rt.Paths) != 1 {
+		return nat44.Route{}, false
+	}
+	p, err := fromAddress(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
+	if err != nil {
+		return nat44.Route{}, false
+	}
+	out := nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}}
+	switch path := rt.Paths[0]; {
+	case path.Type == fib_types.FIB_API_PATH_TYPE_DROP:
+	case path.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH, path.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT:
+		out.Kind = nat44.RouteReject
+	case path.Type == fib_types.FIB_API_PATH_TYPE_NORMAL && path.SwIfIndex == noIndex && path.Nh.Address == (ip_types.AddressUnion{}):
+		out.Kind, out.Table = nat44.RouteLookup, path.TableID
+	default:
+		return nat44.Route{}, false
+	}
+	return out, true
 }

@@ -66,7 +66,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 				return fmt.Errorf("dump routes: %w", err)
 			}
 			for _, rt := range routes {
-				if r.ownedRoute(rt.RouteKey) {
+				if r.ownedRoute(rt) {
 					dumped.Routes[rt.RouteKey] = &rt
 				}
 			}
@@ -76,6 +76,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		clear(r.failures)
 		r.dirtyInterfaces = nil
 		r.dirtyExt = nil
+		r.dirtyRoutes = nil
 		for name := range r.pending {
 			if r.desired.Interfaces[name] == 0 {
 				delete(r.pending, name)
@@ -95,6 +96,9 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		for ip := range r.dirtyExt {
 			add(r.diffExternal(nil, ip), nil)
 		}
+		for k := range r.dirtyRoutes {
+			add(diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
+		}
 		if r.mayRelease(start) {
 			for _, fe := range r.dirty {
 				diffFrontend(fe)
@@ -105,6 +109,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		}
 		r.dirtyInterfaces = nil
 		r.dirtyExt = nil
+		r.dirtyRoutes = nil
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
 	r.mu.Unlock()
@@ -170,15 +175,6 @@ func (r *Renderer) loadApplied(dumped *State) {
 			delete(r.ifIndex, name)
 		}
 	}
-}
-
-// ownedRoute tells whether a route is the agent's: the service CIDR in the
-// pod or the main VRF. ASSUMPTION: routes have no tag, so a drop route on exactly
-// that prefix and VRF is taken for the agent's, whoever made it; one for
-// a service CIDR of an earlier configuration is left in place.
-func (r *Renderer) ownedRoute(k RouteKey) bool {
-	return r.cfg.ServiceCIDR.IsValid() && k.Prefix == r.cfg.ServiceCIDR.Masked() &&
-		(k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)
 }
 
 // foreign tells whether VPP holds a mapping on fe that is not the agent's.

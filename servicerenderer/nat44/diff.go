@@ -190,6 +190,9 @@ func diffRoute(ops []Op, desired, applied *Route) []Op {
 		return append(ops, Op{Kind: OpAddRoute, Route: *desired})
 	case desired == nil && applied != nil:
 		return append(ops, Op{Kind: OpDelRoute, Route: *applied})
+	case desired != nil && *desired != *applied:
+		// An add replaces the path of an existing prefix (c2-nat44.jsonl).
+		return append(ops, Op{Kind: OpAddRoute, Route: *desired})
 	}
 	return ops
 }

@@ -27,6 +27,17 @@ func (k RouteKey) String() string {
 	return k.Prefix.String() + " vrf=" + strconv.FormatUint(uint64(k.VRF), 10)
 }
 
+// String is "prefix vrf=N drop", "… reject" or "… lookup table=T".
+func (r Route) String() string {
+	switch r.Kind {
+	case RouteReject:
+		return r.RouteKey.String() + " reject"
+	case RouteLookup:
+		return r.RouteKey.String() + " lookup table=" + strconv.FormatUint(uint64(r.Table), 10)
+	}
+	return r.RouteKey.String() + " drop"
+}
+
 // String is "ip vrf=N", with "twice-nat" for a twice-NAT pool address.
 func (a PoolAddress) String() string {
 	s := a.IP.String() + " vrf=" + vrfString(a.VRF)
@@ -122,7 +133,7 @@ func (op Op) String() string {
 	case OpAddIdentity, OpDelIdentity:
 		return op.Kind.String() + " " + op.Identity.IdentityKey.String() + " tag=" + op.Identity.Tag
 	case OpAddRoute, OpDelRoute:
-		return op.Kind.String() + " " + op.Route.RouteKey.String() + " drop"
+		return op.Kind.String() + " " + op.Route.String()
 	case OpAddMapping, OpDelMapping:
 		return op.Kind.String() + " " + op.Mapping.String()
 	case OpAddLocal, OpDelLocal:
@@ -163,7 +174,7 @@ func (s *State) Lines() []string {
 	routes := slices.Collect(maps.Keys(s.Routes))
 	slices.SortFunc(routes, compareRouteKeys)
 	for _, k := range routes {
-		lines = append(lines, "route "+k.String()+" drop")
+		lines = append(lines, "route "+s.Routes[k].String())
 	}
 	keys := slices.Collect(maps.Keys(s.Mappings))
 	slices.SortFunc(keys, compareMappingKeys)

@@ -154,11 +154,31 @@ type RouteKey struct {
 	VRF    uint32
 }
 
-// Route is a FIB route the agent owns. Every such route drops what it
-// matches (FIB_API_PATH_TYPE_DROP): the service CIDR, so that a frontend
-// with no usable endpoint drops its traffic instead of leaking it.
+// RouteKind is what a route does with the traffic it matches: the
+// verdicts of traffic no mapping takes (NAT runs before the FIB lookup).
+type RouteKind uint8
+
+// The route kinds.
+const (
+	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDR, and an
+	// external IP whose Local-policy frontends have no local endpoint.
+	RouteDrop RouteKind = iota
+	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
+	// a cluster IP, whose ports without endpoints (and undefined ports) are
+	// then refused at once. VPP 25.02 crashes on it outside table 0.
+	RouteReject
+	// RouteLookup looks the destination up again in table Route.Table (a
+	// path with neither interface nor next hop): the pod VRF's way to a
+	// cluster IP's reject route in table 0, past the pod VRF's drop route.
+	RouteLookup
+)
+
+// Route is a FIB route the agent owns (see RouteKind).
 type Route struct {
 	RouteKey
+	Kind RouteKind
+	// Table is the table a RouteLookup looks up (0 otherwise).
+	Table uint32
 }
 
 // State is a complete NAT44 configuration: what the agent wants (desired)
@@ -170,7 +190,7 @@ type State struct {
 	Interfaces map[string]Features
 	Mappings   map[MappingKey]*Mapping
 	Identities map[IdentityKey]*Identity
-	// Routes are the agent's drop routes (Dump leaves it empty: routes are
+	// Routes are the agent's routes (Dump leaves it empty: routes are
 	// read by DumpRoutes).
 	Routes map[RouteKey]*Route
 }
@@ -192,13 +212,14 @@ type VPP interface {
 	// AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 	AddDelLBLocal(ctx context.Context, key MappingKey, l Local, add bool) error
 	AddDelIdentity(ctx context.Context, id *Identity, add bool) error
-	// AddDelRoute adds or deletes a drop route (path type DROP, never
-	// ICMP_UNREACH, which crashes VPP 25.02).
+	// AddDelRoute adds or deletes a route (an add on an existing prefix
+	// replaces its path). It never sends an ICMP_UNREACH path outside
+	// table 0, which crashes VPP 25.02: such a route is refused as invalid.
 	AddDelRoute(ctx context.Context, r Route, add bool) error
 	// Dump reads the whole NAT44 state VPP holds (Routes left empty).
 	Dump(ctx context.Context) (*State, error)
-	// DumpRoutes reads the drop routes (routes whose only path drops) of
-	// the given VRFs.
+	// DumpRoutes reads the routes of the given VRFs whose only path
+	// drops, rejects or looks up another table, with their kind.
 	DumpRoutes(ctx context.Context, vrfs []uint32) ([]Route, error)
 }
 

@@ -87,6 +87,11 @@ type Renderer struct {
 	// apply (nil when none did).
 	extRefs  map[netip.Addr]int
 	dirtyExt map[netip.Addr]struct{}
+	// routeRefs counts, per verdict route (verdict.go), the services
+	// wanting it; dirtyRoutes are the keys whose desired route changed
+	// since the last apply (nil when none did).
+	routeRefs   map[Route]int
+	dirtyRoutes map[RouteKey]struct{}
 	// subsets are the frontends whose desired mapping leaves endpoints
 	// out (subset.go), as last logged; kept over a Resync so that an
 	// unchanged subset is not logged again.
@@ -137,6 +142,8 @@ type serviceEntry struct {
 	nodeDependent bool
 	// claims are its mappings, sorted by key, each with its frontend.
 	claims []claim
+	// routes are its verdict routes (BuildRoutes).
+	routes []Route
 }
 
 // claim is one mapping of a service and the frontend it claims.
@@ -226,6 +233,8 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.dirtyInterfaces = nil
 	r.extRefs = map[netip.Addr]int{}
 	r.dirtyExt = nil
+	r.routeRefs = map[Route]int{}
+	r.dirtyRoutes = nil
 }
 
 // errNilService is the error of a call without its service.
@@ -268,6 +277,7 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 	for i := range e.claims {
 		r.release(e, e.claims[i].fe)
 	}
+	r.setRoutes(e, nil)
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
@@ -302,6 +312,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		for i := range e.claims {
 			r.release(e, e.claims[i].fe)
 		}
+		r.setRoutes(e, nil)
 		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
 	}
@@ -340,6 +351,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 			j++
 		}
 	}
+	r.setRoutes(e, BuildRoutes(svc, r.node, &r.cfg))
 	if dep := dependsOnNode(svc); dep != e.nodeDependent {
 		e.nodeDependent = dep
 		if dep {
@@ -359,9 +371,10 @@ func (r *Renderer) debug() bool { return r.log.Enabled(context.Background(), slo
 
 // dependsOnNode tells whether a service's mappings depend on this node's
 // addresses: NodePorts (health-check ones too), and host-network backends
-// that may be this node's.
+// that may be this node's; its verdict routes, when it has external IPs
+// (one may be this node's).
 func dependsOnNode(svc *servicerenderer.ContivService) bool {
-	if svc.HealthCheckNodePort != 0 {
+	if svc.HealthCheckNodePort != 0 || len(svc.ExternalIPs) > 0 {
 		return true
 	}
 	for i := range svc.Ports {

@@ -332,7 +332,7 @@ func TestExternalIPObjectsAreRefCounted(t *testing.T) {
 // drop routes ignored), never touched again.
 func TestDropRoutes(t *testing.T) {
 	fake := newFakeVPP()
-	vppOwn := Route{RouteKey{Prefix: netip.MustParsePrefix("240.0.0.0/4"), VRF: 2}}
+	vppOwn := Route{RouteKey: RouteKey{Prefix: netip.MustParsePrefix("240.0.0.0/4"), VRF: 2}}
 	fake.otherRoutes = []Route{vppOwn}
 	r := newTestRenderer(t, testConfig(), fake)
 	if err := r.Resync(resyncData()); err != nil {

@@ -78,12 +78,11 @@ func (v *VPP) Snapshot() *nat44.State {
 		}
 	}
 	for _, r := range v.fib.routes {
-		if r.Drop {
+		if nr, ok := nat44Route(r.Route); ok {
 			if st.Routes == nil {
 				st.Routes = make(map[nat44.RouteKey]*nat44.Route)
 			}
-			k := nat44.RouteKey{Prefix: r.Prefix, VRF: r.VRF}
-			st.Routes[k] = &nat44.Route{RouteKey: k}
+			st.Routes[nr.RouteKey] = &nr
 		}
 	}
 	return st
@@ -98,4 +97,20 @@ func twiceNATMode(f nat_types.NatConfigFlags) nat44.TwiceNAT {
 		return nat44.TwiceNATSelf
 	}
 	return nat44.TwiceNATOff
+}
+
+// nat44Route is r as the NAT44 renderer models it, when it drops, rejects
+// or looks up another table.
+func nat44Route(r Route) (nat44.Route, bool) {
+	out := nat44.Route{RouteKey: nat44.RouteKey{Prefix: r.Prefix, VRF: r.VRF}}
+	switch {
+	case r.Drop:
+	case r.Reject:
+		out.Kind = nat44.RouteReject
+	case r.Lookup:
+		out.Kind, out.Table = nat44.RouteLookup, r.LookupVRF
+	default:
+		return nat44.Route{}, false
+	}
+	return out, true
 }
