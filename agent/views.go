@@ -45,8 +45,9 @@ type NAT44Objects struct {
 	// by address, port and protocol.
 	Identities []*nat44.Identity `json:"identities"`
 	Mappings   []*nat44.Mapping  `json:"mappings"`
-	// Routes are the drop routes, sorted by VRF and prefix.
-	Routes []nat44.RouteKey `json:"routes,omitempty"`
+	// Routes are the agent's routes (drop, reject, lookup), sorted by VRF
+	// and prefix.
+	Routes []nat44.Route `json:"routes,omitempty"`
 }
 
 // NewNAT44Objects lists the objects of s. The result shares s's mappings
@@ -64,10 +65,10 @@ func NewNAT44Objects(s *nat44.State) *NAT44Objects {
 		return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.VRF, b.VRF))
 	})
 	slices.SortFunc(o.Mappings, func(a, b *nat44.Mapping) int { return compareMappingKeys(a.MappingKey, b.MappingKey) })
-	for k := range s.Routes {
-		o.Routes = append(o.Routes, k)
+	for _, r := range s.Routes {
+		o.Routes = append(o.Routes, *r)
 	}
-	slices.SortFunc(o.Routes, func(a, b nat44.RouteKey) int {
+	slices.SortFunc(o.Routes, func(a, b nat44.Route) int {
 		return cmp.Or(cmp.Compare(a.VRF, b.VRF), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})
 	return o
@@ -118,8 +119,8 @@ func (o *NAT44Objects) State() *nat44.State {
 	}
 	if len(o.Routes) > 0 {
 		s.Routes = make(map[nat44.RouteKey]*nat44.Route, len(o.Routes))
-		for _, k := range o.Routes {
-			s.Routes[k] = &nat44.Route{RouteKey: k}
+		for _, r := range o.Routes {
+			s.Routes[r.RouteKey] = &r
 		}
 	}
 	return s

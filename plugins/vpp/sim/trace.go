@@ -127,6 +127,9 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 	vrf := v.ifaceVRF(p.Ingress)
 	if rt, found := v.routeLocked(vrf, p.Dst); found {
 		switch {
+		case rt.Drop && rt.Prefix.Bits() == 32:
+			return Result{Verdict: Dropped, Reason: fmt.Sprintf(
+				"no translation matched; dropped by the drop route %v in VRF %d (a frontend with no usable endpoint here)", rt.Prefix, rt.VRF)}
 		case rt.Drop:
 			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
 		case rt.Reject:

@@ -1,0 +1,151 @@
+package nat44
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// verdictSvc is a TCP :80 service on cluster IP 10.96.0.50 and external
+// IP 203.0.113.5 with the given backends (local when in 10.1.1.0/24).
+func verdictSvc(internal, external servicerenderer.TrafficPolicy, backends ...string) *servicerenderer.ContivService {
+	var bs, local []servicerenderer.Backend
+	for _, b := range backends {
+		be := servicerenderer.Backend{IP: netip.MustParseAddr(b), Port: 8080, Ready: true, Serving: true,
+			Local: strings.HasPrefix(b, "10.1.1.")}
+		bs = append(bs, be)
+		if be.Local {
+			local = append(local, be)
+		}
+	}
+	return &servicerenderer.ContivService{
+		ID:             servicerenderer.ServiceID{Namespace: "default", Name: "v"},
+		ClusterIPs:     []netip.Addr{netip.MustParseAddr("10.96.0.50")},
+		ExternalIPs:    []netip.Addr{netip.MustParseAddr("203.0.113.5")},
+		InternalPolicy: internal,
+		ExternalPolicy: external,
+		Ports:          []servicerenderer.Port{{Name: "http", Protocol: servicerenderer.TCP, Port: 80, Backends: bs, LocalBackends: local}},
+	}
+}
+
+func routeLines(rs []Route) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// TestBuildRoutes: kube-proxy's verdicts for traffic no mapping takes.
+func TestBuildRoutes(t *testing.T) {
+	const (
+		cl, lo = servicerenderer.PolicyCluster, servicerenderer.PolicyLocal
+		reject = "10.96.0.50/32 vrf=0 reject"
+		lookup = "10.96.0.50/32 vrf=2 lookup table=0"
+	)
+	main0 := func(c *Config) { c.MainVRF = 0 }
+	cases := []struct {
+		name     string
+		cfg      func(*Config)
+		svc      *servicerenderer.ContivService
+		node     func(*servicerenderer.LocalNode)
+		want     []string
+		whyEmpty string
+	}{
+		{name: "endpoints: the cluster IP rejects what no mapping takes (undefined ports)", cfg: main0,
+			svc: verdictSvc(cl, cl, "10.1.2.5"), want: []string{reject, lookup}},
+		{name: "no endpoints: cluster IP and external IP reject", cfg: main0,
+			svc: verdictSvc(cl, cl), want: []string{reject, lookup, "203.0.113.5/32 vrf=0 reject"}},
+		{name: "Local external policy, no local endpoint: the external IP drops", cfg: main0,
+			svc: verdictSvc(cl, lo, "10.1.2.5"), want: []string{reject, lookup, "203.0.113.5/32 vrf=0 drop"}},
+		{name: "Local external policy with a local endpoint: mapped, no route", cfg: main0,
+			svc: verdictSvc(cl, lo, "10.1.1.5"), want: []string{reject, lookup}},
+		{name: "Local internal policy, no local endpoint: the service CIDR's drop route drops (no reject)", cfg: main0,
+			svc: verdictSvc(lo, cl, "10.1.2.5"), want: nil},
+		{name: "main VRF not table 0: ICMP_UNREACH would crash VPP, no reject routes",
+			svc: verdictSvc(cl, cl), want: nil},
+		{name: "main VRF not table 0: Local external drop still works",
+			svc: verdictSvc(cl, lo, "10.1.2.5"), want: []string{"203.0.113.5/32 vrf=1 drop"}},
+		{name: "no service CIDR: no verdict routes", cfg: func(c *Config) { c.MainVRF = 0; c.ServiceCIDR = netip.Prefix{} },
+			svc: verdictSvc(cl, cl), want: nil},
+		{name: "an external IP that is this node's gets no route", cfg: main0, svc: verdictSvc(cl, cl),
+			node: func(n *servicerenderer.LocalNode) { n.IPs = append(n.IPs, netip.MustParseAddr("203.0.113.5")) },
+			want: []string{reject, lookup}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			if c.cfg != nil {
+				c.cfg(&cfg)
+			}
+			node := testNode()
+			if c.node != nil {
+				c.node(&node)
+			}
+			got := routeLines(BuildRoutes(c.svc, node, &cfg))
+			if len(got) == 0 {
+				got = nil
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("routes %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestVerdictRoutesApplied: the renderer programs the verdict routes with
+// the service, keeps them over endpoint changes (no call), removes them
+// with the service, and a restarted renderer finds them in place (no
+// write).
+func TestVerdictRoutesApplied(t *testing.T) {
+	cfg := testConfig()
+	cfg.MainVRF = 0
+	fake := newFakeVPP()
+	r := newTestRenderer(t, cfg, fake)
+	s := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster)
+	if err := r.Resync(resyncData(s)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	routes := func() []string {
+		var out []string
+		for _, c := range fake.takeCalls() {
+			if strings.Contains(c, "route") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got := routes(); len(got) != 5 { // /12 in both VRFs, reject + lookup, external reject
+		t.Fatalf("first apply: %q", got)
+	}
+	// Endpoints come: the external IP is mapped, its reject goes; the
+	// cluster IP keeps its routes.
+	s2 := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster, "10.1.2.5")
+	if err := r.UpdateService(s, s2); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	if got := routes(); !slices.Equal(got, []string{"del-route 203.0.113.5/32 vrf=0 reject"}) {
+		t.Errorf("endpoints added: %q", got)
+	}
+	// A restarted renderer: everything is read back, nothing written.
+	r2 := newTestRenderer(t, cfg, fake)
+	if err := r2.Resync(resyncData(s2)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r2, true)
+	if got := fake.takeCalls(); slices.ContainsFunc(got, func(c string) bool { return !strings.HasPrefix(c, "dump") }) {
+		t.Errorf("restart wrote: %q", got)
+	}
+	if err := r2.DeleteService(s2); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r2, false)
+	if got := routes(); !slices.Equal(got, []string{"del-route 10.96.0.50/32 vrf=0 reject", "del-route 10.96.0.50/32 vrf=2 lookup table=0"}) {
+		t.Errorf("service deleted: %q", got)
+	}
+}
