@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/acl"
 	"go.fd.io/govpp/binapi/cnat"
 	featureapi "go.fd.io/govpp/binapi/feature"
 	interfaces "go.fd.io/govpp/binapi/interface"
@@ -21,7 +22,7 @@ import (
 // cnat plugins does (all of them pass govpp's compatibility check,
 // connect.jsonl and cnat_compat.jsonl); only those in messageDefs are
 // answered.
-var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature"}
+var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature", "acl"}
 
 // tableLacks are messages of tablePackages that VPP 25.02 does not have
 // (connect.jsonl's message table): govpp's binapi is generated from a
@@ -128,6 +129,14 @@ func messageDefs() []*msgDef {
 		def(write, &cnat.CnatSnatPolicyAddDelIf{}, (*VPP).cnatSnatPolicyAddDelIf, &cnat.CnatSnatPolicyAddDelIfReply{}),
 		def(write, &cnat.CnatSnatPolicyAddDelExcludePfx{}, (*VPP).cnatSnatPolicyAddDelExcludePfx, &cnat.CnatSnatPolicyAddDelExcludePfxReply{}),
 		def(write, &featureapi.FeatureEnableDisable{}, (*VPP).featureEnableDisable, &featureapi.FeatureEnableDisableReply{}),
+
+		// acl.go (acl_plugin.so)
+		def(write, &acl.ACLAddReplace{}, (*VPP).aclAddReplace, &acl.ACLAddReplaceReply{}),
+		def(write, &acl.ACLDel{}, (*VPP).aclDel, &acl.ACLDelReply{}),
+		def(write, &acl.ACLInterfaceSetACLList{}, (*VPP).aclInterfaceSetACLList, &acl.ACLInterfaceSetACLListReply{}),
+		def(write, &acl.ACLInterfaceAddDel{}, (*VPP).aclInterfaceAddDel, &acl.ACLInterfaceAddDelReply{}),
+		def(read, &acl.ACLDump{}, (*VPP).aclDump, &acl.ACLDetails{}),
+		def(read, &acl.ACLInterfaceListDump{}, (*VPP).aclInterfaceListDump, &acl.ACLInterfaceListDetails{}),
 	}
 }
 

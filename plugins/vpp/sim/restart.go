@@ -51,6 +51,7 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	v.cnat = newCnatState()
 	v.loseCnatSessionsLocked() // cnat_sessions.go
 	v.fib.reset()
+	v.acls.reset()
 	v.ifaces = map[uint32]*iface{0: newLocal0()}
 	v.freeIf = nil
 	// ASSUMPTION: interfaces created before the startup configuration

@@ -91,6 +91,7 @@ type VPP struct {
 	nextIf   uint32
 	freeIf   []uint32 // freed sw_if_index values, reused last-freed-first
 	fib      fibState
+	acls     aclState // acl.go
 	calls    map[string]int
 	faults   Faults
 	rng      *rand.Rand
@@ -138,6 +139,7 @@ func New(opts Options) *VPP {
 	v.cnat = newCnatState()
 	v.cnatSess = newCnatSessions(opts)
 	v.fib.reset()
+	v.acls.reset()
 	if v.version == "" {
 		v.version = DefaultVersion
 	}

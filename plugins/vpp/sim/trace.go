@@ -49,6 +49,9 @@ func (v *VPP) Trace(p Packet) Result {
 // traceLocked is Trace with mu held; it also returns the mapping that
 // translated the packet, if any.
 func (v *VPP) traceLocked(p Packet) (Result, *staticMapping) {
+	if denied, why := v.aclVerdictLocked(p); denied {
+		return Result{Verdict: Dropped, Reason: why}, nil
+	}
 	res, how, m := v.translateLocked(p)
 	switch how {
 	case mapped:
