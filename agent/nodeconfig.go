@@ -109,6 +109,8 @@ func (a *Agent) nat44Config() nat44.Config {
 		nc.NodeInterfaces = append(nc.NodeInterfaces, o.Name)
 	}
 	nc.HoldMappings = cfg.VPP.PendingInterfaceGrace.Std()
+	// loadBalancerSourceRanges are enforced on the main NIC's input.
+	nc.SourceRangeInterface = a.mainInterface()
 	t := cfg.NAT44.Timeouts
 	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished), TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
 	return nc
@@ -126,6 +128,8 @@ func (a *Agent) serviceConfig() service.Config {
 		OtherInterfaces:  other,
 		HostInterconnect: cfg.ForNode(cfg.NodeName).HostInterconnectInterface,
 		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
+		// NAT44 enforces them with an input ACL; cnat cannot (FACTS §6).
+		SourceRangesEnforced: cfg.Renderer != contivconf.RendererCNAT,
 	}
 	if a.overlay() {
 		sc.VXLANBVI = cfg.ForNode(cfg.NodeName).VXLANBVIInterface

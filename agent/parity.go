@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"contiv.dev/vpp/contivconf"
 )
 
 // parity holds the parts that give the agent kube-proxy's behaviour beyond
@@ -75,7 +77,7 @@ type sourceRangesCollector struct {
 
 func newSourceRangesCollector(a *Agent) *sourceRangesCollector {
 	return &sourceRangesCollector{a: a, desc: prometheus.NewDesc("contiv_service_source_ranges_not_enforced",
-		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (neither NAT44-ED nor cnat filters by source).", nil, nil)}
+		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (cnat cannot filter by source; NAT44 enforces them with an input ACL).", nil, nil)}
 }
 
 func (c *sourceRangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
@@ -83,7 +85,7 @@ func (c *sourceRangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.d
 func (c *sourceRangesCollector) Collect(ch chan<- prometheus.Metric) {
 	n := 0
 	for _, s := range c.a.proc.Services() {
-		if len(s.SourceRanges) > 0 {
+		if len(s.SourceRanges) > 0 && c.a.cfg.Renderer == contivconf.RendererCNAT {
 			n++
 		}
 	}

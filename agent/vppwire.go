@@ -76,6 +76,9 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 	}
 	if a.cfg.Renderer == contivconf.RendererCNAT {
 		vc.ExtraMessages = vpp.CNATMessages()
+	} else {
+		// loadBalancerSourceRanges: an input ACL on the main NIC.
+		vc.ExtraMessages = vpp.ACLMessages()
 	}
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)

@@ -62,6 +62,9 @@ type ContivService struct {
 	ClusterIPs []netip.Addr
 	// ExternalIPs holds spec.externalIPs and LoadBalancer ingress IPs.
 	ExternalIPs []netip.Addr
+	// LoadBalancerIPs are the LoadBalancer ingress IPs among ExternalIPs
+	// (sorted): the frontends SourceRanges apply to.
+	LoadBalancerIPs []netip.Addr
 	// Ports are sorted by name.
 	Ports []Port
 	// ExternalPolicy applies to NodePort, external and LoadBalancer frontends;
@@ -78,8 +81,9 @@ type ContivService struct {
 	// load balancer's health checks (a LoadBalancer service under the Local
 	// external policy); 0 when the service has none.
 	HealthCheckNodePort uint16
-	// SourceRanges are spec.loadBalancerSourceRanges, sorted. Neither
-	// renderer filters by source: they are NOT enforced, only reported.
+	// SourceRanges are spec.loadBalancerSourceRanges, sorted: enforced on
+	// the LoadBalancerIPs by the NAT44 renderer (an input ACL on the main
+	// NIC), NOT enforced under cnat (only reported).
 	SourceRanges []netip.Prefix
 }
 
@@ -121,6 +125,7 @@ func (s *ContivService) Equal(o *ContivService) bool {
 	if s.ID != o.ID || s.ExternalPolicy != o.ExternalPolicy || s.InternalPolicy != o.InternalPolicy ||
 		s.AffinityTimeout != o.AffinityTimeout || !s.Created.Equal(o.Created) ||
 		s.HealthCheckNodePort != o.HealthCheckNodePort || !slices.Equal(s.SourceRanges, o.SourceRanges) ||
+		!slices.Equal(s.LoadBalancerIPs, o.LoadBalancerIPs) ||
 		!slices.Equal(s.ClusterIPs, o.ClusterIPs) || !slices.Equal(s.ExternalIPs, o.ExternalIPs) ||
 		len(s.Ports) != len(o.Ports) {
 		return false

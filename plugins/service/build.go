@@ -199,7 +199,8 @@ func (b *builder) service() *sr.ContivService {
 	out.ClusterIPs = b.addrs(nil, s.ClusterIPs, "clusterIP")
 	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
 	if lb {
-		ext = b.addrs(ext, s.LBIngressIPs, "loadBalancer ingress IP")
+		out.LoadBalancerIPs = sortAddrs(b.addrs(nil, s.LBIngressIPs, "loadBalancer ingress IP"))
+		ext = append(ext, out.LoadBalancerIPs...)
 		for _, ip := range s.LBProxyIPs {
 			b.skipSvc("", ReasonIPModeProxy, "loadBalancer ingress IP "+ip+" (ipMode Proxy: the load balancer delivers to the nodes)")
 		}

@@ -59,6 +59,10 @@ type Config struct {
 	// PodInterfaceTag gives the tag of a pod's interface; nil means
 	// "<namespace>/<name>", the CNI's default.
 	PodInterfaceTag func(namespace, name string) string
+	// SourceRangesEnforced is set when the renderer enforces
+	// loadBalancerSourceRanges (NAT44: an input ACL); otherwise each
+	// service with some is reported as ReasonSourceRangesNotEnforced.
+	SourceRangesEnforced bool
 }
 
 // Params are the processor's dependencies.
@@ -129,6 +133,8 @@ type Processor struct {
 	ifaces    InterfaceLookup
 	tag       func(namespace, name string) string
 	static    map[string]sr.InterfaceRole
+	// rangesEnforced is Config.SourceRangesEnforced.
+	rangesEnforced bool
 
 	// name is this node's name, read at New and at every resync; the
 	// controller's goroutine alone reads and writes it.
@@ -252,6 +258,8 @@ func New(p Params) (*Processor, error) {
 		tag:       tag,
 		static:    staticRoles(p.Config),
 		name:      p.Node.NodeName(),
+
+		rangesEnforced: p.Config.SourceRangesEnforced,
 	}
 	pr.reset(0)
 	return pr, nil
@@ -341,7 +349,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		if e.svc == nil {
 			continue
 		}
-		e.base = deriveBase(e.svc)
+		e.base = p.deriveBase(e.svc)
 		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
 		if e.out != nil {
 			e.base.out = e.out
@@ -518,7 +526,7 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		e.id = id
 	}
 	e.svc = s
-	e.base = deriveBase(s)
+	e.base = p.deriveBase(s)
 	p.refresh(id, e)
 }
 
@@ -905,3 +913,13 @@ func compareIDs(a, b sr.ServiceID) int {
 func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
 
 func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
+
+// deriveBase is deriveBase, without the "not enforced" report of source
+// ranges when the renderer enforces them.
+func (p *Processor) deriveBase(svc *kubestate.Service) base {
+	b := deriveBase(svc)
+	if p.rangesEnforced {
+		b.skips = slices.DeleteFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced })
+	}
+	return b
+}

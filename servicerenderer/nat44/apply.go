@@ -135,7 +135,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		clear(steps)
 		r.stepsBuf = steps[:0]
 	}
-	return err
+	return errors.Join(err, r.applySourceACL(ctx, full))
 }
 
 // step is one operation of an apply with, for a mapping operation, the

@@ -105,6 +105,9 @@ type Config struct {
 	// HoldMappings 0 holds nothing.
 	NodeInterfaces []string
 	HoldMappings   time.Duration
+	// SourceRangeInterface is the main NIC, whose input ACL enforces
+	// loadBalancerSourceRanges (sourceranges.go); "" enforces nothing.
+	SourceRangeInterface string
 }
 
 // DefaultConfig is a configuration with VPP's default timeouts and the

@@ -92,6 +92,14 @@ type Renderer struct {
 	// since the last apply (nil when none did).
 	routeRefs   map[Route]int
 	dirtyRoutes map[RouteKey]struct{}
+	// sourceRules are the source-range ACL rules of each service with
+	// some; aclDirty is set when they changed since the last apply;
+	// aclApplied is the ACL VPP holds (nil: none), trusted while aclKnown
+	// (sourceranges.go).
+	sourceRules map[servicerenderer.ServiceID][]ACLRule
+	aclDirty    bool
+	aclApplied  *SourceACL
+	aclKnown    bool
 	// subsets are the frontends whose desired mapping leaves endpoints
 	// out (subset.go), as last logged; kept over a Resync so that an
 	// unchanged subset is not logged again.
@@ -235,6 +243,8 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.dirtyExt = nil
 	r.routeRefs = map[Route]int{}
 	r.dirtyRoutes = nil
+	r.sourceRules = map[servicerenderer.ServiceID][]ACLRule{}
+	r.aclDirty = true
 }
 
 // errNilService is the error of a call without its service.
@@ -278,6 +288,7 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 		r.release(e, e.claims[i].fe)
 	}
 	r.setRoutes(e, nil)
+	r.setSourceRules(svc.ID, nil)
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
@@ -352,6 +363,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		}
 	}
 	r.setRoutes(e, BuildRoutes(svc, r.node, &r.cfg))
+	r.setSourceRules(svc.ID, SourceRangeRules(svc))
 	if dep := dependsOnNode(svc); dep != e.nodeDependent {
 		e.nodeDependent = dep
 		if dep {
