@@ -250,3 +250,17 @@ func ruleMatches(r acl_types.ACLRule, p Packet) bool {
 	}
 	return p.DstPort >= r.DstportOrIcmpcodeFirst && p.DstPort <= r.DstportOrIcmpcodeLast
 }
+
+// AddInputACL creates an ACL and appends it to an interface's input list,
+// as another tool sharing VPP would (tests of the agent's ownership).
+func (v *VPP) AddInputACL(ifName, tag string, rules []acl_types.ACLRule) (uint32, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	i := v.ifaceByName(ifName)
+	if i == nil {
+		return 0, fmt.Errorf("no interface %q", ifName)
+	}
+	r := v.aclAddReplace(&acl.ACLAddReplace{ACLIndex: noIndex, Tag: tag, R: rules})[0].(*acl.ACLAddReplaceReply)
+	v.acls.input[i.index] = append(slices.Clip(v.acls.input[i.index]), r.ACLIndex)
+	return r.ACLIndex, nil
+}
