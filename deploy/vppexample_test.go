@@ -79,6 +79,9 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 		if !strings.Contains(string(b), "plugin nat_plugin.so { enable }") {
 			t.Errorf("%s does not load the NAT plugin", f)
 		}
+		if !strings.Contains(string(b), "plugin acl_plugin.so { enable }") {
+			t.Errorf("%s does not load the ACL plugin (loadBalancerSourceRanges under nat44)", f)
+		}
 	}
 }
 

@@ -121,7 +121,7 @@ func printServiceNotes(w io.Writer, svcs []*sr.ContivService) error {
 			fmt.Fprintf(&b, "%s: health-check NodePort %d (answered by the agent on every node)\n", svc.ID, svc.HealthCheckNodePort)
 		}
 		if len(svc.SourceRanges) > 0 {
-			fmt.Fprintf(&b, "%s: source ranges NOT enforced: %s (neither NAT44-ED nor cnat filters by source: every client reaches the service)\n",
+			fmt.Fprintf(&b, "%s: source ranges %s: enforced under renderer nat44 (input ACL on the main NIC), NOT enforced under cnat (every client reaches the service)\n",
 				svc.ID, joinStrings(svc.SourceRanges, ","))
 		}
 	}

@@ -96,9 +96,8 @@ func TestRenderReportsSkipsAndConflicts(t *testing.T) {
 		"mapping 192.168.16.1:32000/TCP lb twice-nat=on affinity=0 tag=contiv:shop/old -> 0.0.0.0:0 vrf=0 p=0, 172.30.1.2:32000 vrf=0 p=1",
 		"CONFLICTS (1)",
 		"203.0.113.10:80/TCP shop/old shop/new",
-		"SKIPPED (2)",
+		"SKIPPED (1)",
 		"shop/old service shop/old - ipmode-proxy loadBalancer ingress IP 203.0.113.11",
-		"shop/old service shop/old - source-ranges-not-enforced loadBalancerSourceRanges 198.51.100.0/24 NOT enforced",
 	} {
 		if !strings.Contains(fields(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -106,6 +105,17 @@ func TestRenderReportsSkipsAndConflicts(t *testing.T) {
 	}
 	if strings.Contains(out, "203.0.113.11") && !strings.Contains(out, "ipmode-proxy") || strings.Contains(out, "mapping 203.0.113.11") {
 		t.Errorf("the ipMode Proxy IP is rendered:\n%s", out)
+	}
+	// Source ranges: enforced by nat44 (not reported), NOT enforced by cnat.
+	if strings.Contains(out, "source-ranges-not-enforced") {
+		t.Errorf("nat44 enforces source ranges, yet they are reported:\n%s", out)
+	}
+	code, out, errs = contivctl(t, "", "render", "-f", file, "--node", "node-1", "--renderer", "cnat")
+	if code != 0 {
+		t.Fatalf("--renderer cnat: exit %d: %s", code, errs)
+	}
+	if want := "shop/old service shop/old - source-ranges-not-enforced loadBalancerSourceRanges 198.51.100.0/24 NOT enforced"; !strings.Contains(fields(out), want) {
+		t.Errorf("--renderer cnat lacks %q:\n%s", want, out)
 	}
 
 	code, out, errs = contivctl(t, "", "render", "-f", file, "--node", "node-1", "-o", "json")
@@ -119,7 +129,7 @@ func TestRenderReportsSkipsAndConflicts(t *testing.T) {
 	if len(got.Conflicts) != 1 || got.Conflicts[0].Winner.Name != "old" || len(got.Conflicts[0].Losers) != 1 {
 		t.Errorf("-o json conflicts: %+v", got.Conflicts)
 	}
-	if len(got.Skipped) != 2 || got.Skipped[0].Reason != service.ReasonIPModeProxy || got.Skipped[1].Reason != service.ReasonSourceRangesNotEnforced {
+	if len(got.Skipped) != 1 || got.Skipped[0].Reason != service.ReasonIPModeProxy {
 		t.Errorf("-o json skipped: %+v", got.Skipped)
 	}
 }

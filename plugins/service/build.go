@@ -273,7 +273,7 @@ func (b *builder) loadBalancer(out *sr.ContivService) {
 		list.WriteString(p.String())
 	}
 	b.skipSvc("", ReasonSourceRangesNotEnforced, "loadBalancerSourceRanges "+list.String()+
-		" NOT enforced: neither NAT44-ED nor cnat filters by source; every source reaches the service")
+		" NOT enforced: the cnat renderer translates before any input ACL could filter; every source reaches the service")
 }
 
 func comparePrefixes(a, b netip.Prefix) int {

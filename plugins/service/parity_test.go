@@ -190,7 +190,7 @@ func TestLoadBalancerParity(t *testing.T) {
 `,
 		skips: "default/lb service/default/lb invalid-value: loadBalancerSourceRanges \"bad\"\n" +
 			"default/lb service/default/lb source-ranges-not-enforced: loadBalancerSourceRanges 198.51.0.0/16,203.0.113.0/24 " +
-			"NOT enforced: neither NAT44-ED nor cnat filters by source; every source reaches the service\n",
+			"NOT enforced: the cnat renderer translates before any input ACL could filter; every source reaches the service\n",
 	}, {
 		name: "ingress IP with ipMode Proxy is not rendered",
 		svc:  lb(func(s *kubestate.Service) { s.LBProxyIPs = []string{"203.0.113.9"} }),

@@ -46,8 +46,9 @@ const (
 	// IP is no frontend (by design, as in kube-proxy).
 	ReasonIPModeProxy
 	// ReasonSourceRangesNotEnforced: spec.loadBalancerSourceRanges, which
-	// NAT44-ED cannot enforce (it has no filter by source address). The
-	// service is rendered; traffic from every source reaches it.
+	// the cnat renderer cannot enforce (cnat translates before VPP's input
+	// ACL; Config.SourceRangesEnforced is unset). The service is rendered;
+	// traffic from every source reaches it.
 	ReasonSourceRangesNotEnforced
 )
 
