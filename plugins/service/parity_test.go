@@ -1,6 +1,8 @@
 package service
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"contiv.dev/vpp/kubestate"
@@ -271,5 +273,31 @@ func TestReasonText(t *testing.T) {
 	var r Reason
 	if err := r.UnmarshalText([]byte("nonsense")); err == nil {
 		t.Error("unknown name accepted")
+	}
+}
+
+// TestSourceRangesScope: the LoadBalancer ingress IPs are told apart from
+// spec.externalIPs (source ranges apply to them only), and a processor
+// whose renderer enforces source ranges does not report them.
+func TestSourceRangesScope(t *testing.T) {
+	s := svcM("lb", func(s *kubestate.Service) {
+		s.Type, s.Ports[0].NodePort = "LoadBalancer", 30080
+		s.LBIngressIPs = []string{"203.0.113.2"}
+		s.ExternalIPs = []string{"198.18.0.1"}
+		s.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+	})
+	d := build(s, nil, testView(), nil)
+	if got := fmt.Sprint(d.out.LoadBalancerIPs); got != "[203.0.113.2]" {
+		t.Errorf("LoadBalancerIPs %s", got)
+	}
+	if got := fmt.Sprint(d.out.ExternalIPs); got != "[198.18.0.1 203.0.113.2]" {
+		t.Errorf("ExternalIPs %s", got)
+	}
+	for _, enforced := range []bool{false, true} {
+		p := &Processor{rangesEnforced: enforced}
+		reported := slices.ContainsFunc(p.deriveBase(s).skips, func(k Skip) bool { return k.Reason == ReasonSourceRangesNotEnforced })
+		if reported == enforced {
+			t.Errorf("enforced=%v: reported as not enforced: %v", enforced, reported)
+		}
 	}
 }
