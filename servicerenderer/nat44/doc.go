@@ -3,8 +3,10 @@
 // It provides three layers:
 //
 //   - Build (pure): BuildService turns one ContivService into its mappings
-//     on this node; BuildGlobal the plugin settings, pools, interface
-//     features, drop routes and the identity mappings of source NAT;
+//     on this node, BuildRoutes into its verdict routes and
+//     SourceRangeRules into its source-range ACL rules; BuildGlobal the
+//     plugin settings, pools, interface features, drop routes and the
+//     identity mappings of source NAT;
 //     ExternalIPObjects the source-NAT objects of one external IP.
 //   - Diff (pure): Diff compares a desired with an applied State and yields
 //     the ordered operations that turn one into the other, with endpoint
@@ -189,6 +191,30 @@
 // endpoint changes write no route. Without Config.ServiceCIDR no route is
 // programmed, and unmapped cluster-IP traffic leaks out of the main NIC
 // (source-NATed when source NAT is on).
+//
+// # loadBalancerSourceRanges
+//
+// VPP's ACL plugin on the main NIC's input (Config.SourceRangeInterface)
+// runs before NAT44-ED's out2in and sees the LoadBalancer IP (FACTS §8).
+// The renderer keeps one ACL, tagged SourceACLTag, first on that input
+// list (sourceranges.go): per service with source ranges, for each IPv4
+// LoadBalancer IP and port, permit+reflect from each IPv4 range, then deny
+// (SourceRangeRules); after all services, permit-all (BuildSourceACL).
+// Field by field: LoadBalancer ingress IPs are filtered; spec.externalIPs,
+// NodePorts and cluster IPs are not (kube-proxy's scope); IPv6 ranges and
+// IPs are not (NAT44 is IPv4 only: a service with only IPv6 ranges denies
+// every IPv4 source, as kube-proxy's IPv4 rules do); the source port is
+// any. A change of rules is one acl_add_replace of the same index: the
+// permits reflect, so established connections survive it (plain permit
+// stalls them). A full apply reads the ACL back by tag (acl_dump) and the
+// interface's list (acl_interface_list_dump) and writes nothing when both
+// are as wanted. Other ACLs are never changed: those on the list stay,
+// after the agent's (whose permit-all means they see nothing; a warning
+// says so). The cost of a change is one call whose size is the rules of
+// every service with ranges. ASSUMPTION: acl_dump and
+// acl_interface_list_dump answer with what was sent (not recorded). Under
+// cnat nothing is enforced (cnat-input-ip4 runs before the ACL): the
+// processor reports it.
 //
 // # Ownership and waiting
 //

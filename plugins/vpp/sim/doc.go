@@ -58,9 +58,20 @@
 //     sessions; cnat_session_purge deletes every session and every
 //     translation. CnatTranslations, CnatSnatState and CnatFeatureCount
 //     read the state.
-//   - FIB routes added by ip_route_add_del (drop or not; idempotent add;
-//     deleting a missing route answers 0): Routes, and the longest-prefix
-//     lookup the translation oracle uses. IPv4 tables exist for VRF 0,
+//   - FIB routes added by ip_route_add_del (drop, reject, lookup of
+//     another table, or plain; an add on an existing prefix replaces its
+//     path; deleting a missing route answers 0): Routes, and the
+//     longest-prefix lookup the translation oracle uses, following lookup
+//     routes (a pod-VRF /32 lookup reaches table 0's reject route) and
+//     answering Rejected for ICMP_UNREACH/ICMP_PROHIBIT routes, which work
+//     in table 0 only (records-acl-routes/c2*.jsonl).
+//   - The ACL plugin (acl.go; records-acl-routes/c1-*.jsonl):
+//     acl_add_replace (~0 creates at the lowest free index), acl_del (-142
+//     while applied, -6 missing), acl_interface_set_acl_list,
+//     acl_interface_add_del (add twice -142, unknown ACL or missing -6),
+//     acl_dump and acl_interface_list_dump; Trace applies an interface's
+//     input ACLs before NAT (first matching rule; no match denies). ACLs,
+//     InputACLs and AddInputACL (another tool's ACL) for tests. IPv4 tables exist for VRF 0,
 //     the interfaces' VRFs and those added by ip_table_add_del (a
 //     per-VRF session limit needs one).
 //
@@ -82,7 +93,8 @@
 //
 // Requests that kill the real VPP 25.02 kill the simulated one: a
 // nat44_add_del_lb_static_mapping with 256 or more locals, an
-// ip_route_add_del with an ICMP_UNREACH path, and the first packet
+// ip_route_add_del with an ICMP_UNREACH or ICMP_PROHIBIT path outside
+// table 0, and the first packet
 // (OpenSession; with Options.Traffic, the call that made it so) to a
 // load-balanced mapping whose probabilities sum to a multiple of 256, all
 // 0 included. The request gets no answer (its send fails), the
@@ -156,7 +168,12 @@
 // the first API route is 28 (the recorded startup configuration's FIB);
 // the 256-locals crash needs the plugin enabled and happens on delete
 // too; a route into an unknown table creates it (the real VPP probably
-// refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
+// refuses it); ip_table_add_del always answers 0; an API-made
+// ICMP_UNREACH route dumps with its path type; a lookup route into a table
+// without a covering route ends there; replacing an ACL index that holds
+// none -> -6, an unknown interface -> -2, an unknown ACL in a set list ->
+// -6, output ACL lists not kept; acl_dump and acl_interface_list_dump
+// answer as sent; show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; the load-balanced pick
 // with one worker and the session RNG for random_u32 (257 locals of
 // probability 1: all sessions to the first, recorded 294 of 300); cnat
