@@ -370,7 +370,7 @@ func TestRenderIPv6Node(t *testing.T) {
 	for _, p := range n.Exclude {
 		exclude = append(exclude, p.String())
 	}
-	want := []string{"10.1.0.0/16", "10.50.0.0/24", "10.96.0.0/12", "192.168.16.0/24", "2001:db8:16::/64", "2001:db8:50::/64", "fd00:1::/48", "fd00:96::/108"}
+	want := []string{"10.1.0.0/16", "10.50.0.0/24", "10.96.0.0/12", "172.30.0.0/16", "192.168.16.0/24", "192.168.30.0/24", "2001:db8:16::/64", "2001:db8:50::/64", "fd00:1::/48", "fd00:96::/108"}
 	if !slices.Equal(exclude, want) {
 		t.Errorf("exclude %v, want %v", exclude, want)
 	}
