@@ -279,8 +279,8 @@ func (a *Agent) buildHandlers() error {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
 	var route []controller.Handler
-	if port := proxyHealthPort(a.par.proxyAddr); port != 0 && a.renderer != nil {
-		route = []controller.Handler{&proxyHealthRoute{r: a.renderer, port: port}}
+	if pr := newProxyHealthRoute(r, a.par.proxyAddr); pr != nil {
+		route = []controller.Handler{pr}
 	}
 	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
 		[]controller.Handler{a.latency, a.par.proxy})

@@ -222,9 +222,9 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	if port := proxyHealthPort(cfg.HTTP.ProxyHealthAddress); port != 0 && nr != nil {
-		// As the agent's proxyHealthRoute does (with nat44 only).
-		if err := nr.AddService(proxyHealthService(port)); err != nil {
+	if pr := newProxyHealthRoute(r, cfg.HTTP.ProxyHealthAddress); pr != nil {
+		// As the agent does after the processor's resync.
+		if err := pr.Resync(ctx, ev); err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}
 	}
