@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"time"
@@ -39,6 +40,7 @@ import (
 // from the reply of an update of the key with the paths VPP holds (an
 // identical update changes nothing and keeps every connection, FACTS §6).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
+	start := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Applies++
@@ -99,7 +101,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			fe.dirty = false
 		}
 	}
-	err := r.run(ctx, ops)
+	err := r.run(ctx, ops, full, start)
 	for _, fe := range r.dirty {
 		if fe.unused() {
 			delete(r.frontends, fe.key)
@@ -246,65 +248,197 @@ func (r *Renderer) fromDump(d *Dumped) *Translation {
 
 // run issues ops in order. After a failed call the object's remaining
 // operations are skipped; the applied state records only what succeeded.
-func (r *Renderer) run(ctx context.Context, ops []Op) error {
-	var failed map[ObjectID]struct{}
-	var firstErr error
-	nodeChanged := false
+// With a Pipeliner VPP the Pipelined operations are sent without waiting
+// for each answer (see Pipeliner); answers are handled in send order.
+// It logs one line for the batch (at debug level when an incremental
+// apply called nothing).
+func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
+	x := runner{r: r, ctx: ctx, ops: ops}
+	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
+		if p, err := pl.Pipeline(ctx); err == nil {
+			x.p = p
+			defer p.Close()
+		} else {
+			r.log.Debug("cnat: no pipeline; calling synchronously", "error", err)
+		}
+	}
 	for i := range ops {
 		op := &ops[i]
 		id := objectOf(op)
-		if _, skip := failed[id]; skip {
+		for x.busy[id] > 0 {
+			x.recv() // the object's earlier call decides whether this one runs
+		}
+		if _, skip := x.failed[id]; skip {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
+			x.drain()
 			r.stats.Transient += len(ops) - i
-			firstErr = cmpErr(firstErr, err)
+			x.b.transient += len(ops) - i
+			x.b.firstErr = cmpErr(x.b.firstErr, err)
 			break
 		}
+		if x.p != nil && Pipelined(op) {
+			r.stats.Calls++
+			r.stats.Writes++
+			if err := x.p.Send(op); err != nil {
+				x.result(i, 0, err)
+				continue
+			}
+			x.inflight = append(x.inflight, i)
+			if x.busy == nil {
+				x.busy = map[ObjectID]int{}
+			}
+			x.busy[id]++
+			continue
+		}
+		x.drain()
 		idx, err := r.call(ctx, op)
-		switch {
-		case err == nil:
-		case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
-			err = nil // the interface is gone, and its configuration with it
-		case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
-			err = nil
-		}
-		if err == nil {
-			if op.Kind < OpDeleteTranslation {
-				nodeChanged = true
-			}
-			if op.Interface != "" {
-				delete(r.pending, op.Interface)
-			}
-			r.record(op, idx)
-			continue
-		}
-		if failed == nil {
-			failed = map[ObjectID]struct{}{}
-		}
-		failed[id] = struct{}{}
-		if errors.Is(err, ErrNoInterface) {
-			// Not a failure: the interface is not there yet (a pod's
-			// interface being made); UpdateInterface and full applies try again.
-			if _, ok := r.pending[op.Interface]; !ok {
-				r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
-				r.log.Info("cnat: waiting for interface", "interface", op.Interface)
-			}
-			continue
-		}
-		if errors.Is(err, ErrInvalid) {
-			r.stats.Invalid++
-			r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-			r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
-			continue
-		}
-		r.stats.Transient++
-		firstErr = cmpErr(firstErr, err)
+		x.result(i, idx, err)
 	}
-	if nodeChanged {
+	x.drain()
+	if x.nodeChanged {
 		r.saveNode()
 	}
-	return firstErr
+	b := &x.b
+	level := slog.LevelInfo
+	if !full && b.calls == 0 && b.transient == 0 {
+		level = slog.LevelDebug
+	}
+	if r.log.Enabled(ctx, level) {
+		r.log.Log(ctx, level, "cnat applied", "full", full, "translationsAdded", b.added, "translationsRemoved", b.removed,
+			"translationsUpdated", b.updated, "nodeCalls", b.node, "calls", b.calls, "invalid", b.invalid,
+			"transient", b.transient, "pending", len(r.pending), "pipelined", x.p != nil, "duration", time.Since(start))
+	}
+	return b.firstErr
+}
+
+// batch counts what one apply did.
+type batch struct {
+	calls, invalid, transient int
+	added, removed, updated   int
+	// node counts the successful node operations (interfaces, prefixes,
+	// policy, routes, SNAT addresses).
+	node int
+	// deleted holds the keys whose translation this apply deleted: adding
+	// one again is an update (an affinity change).
+	deleted  map[Key]struct{}
+	firstErr error
+}
+
+// runner is the state of one run: the pipeline, if any, the calls in
+// flight (indexes into ops, oldest first) and per object, the objects
+// that failed.
+type runner struct {
+	r           *Renderer
+	ctx         context.Context
+	ops         []Op
+	b           batch
+	p           Pipeline
+	inflight    []int
+	busy        map[ObjectID]int
+	failed      map[ObjectID]struct{}
+	nodeChanged bool
+}
+
+// recv handles the answer to the oldest call in flight.
+func (x *runner) recv() {
+	i := x.inflight[0]
+	x.inflight = x.inflight[1:]
+	err := x.p.Recv()
+	id := objectOf(&x.ops[i])
+	if x.busy[id]--; x.busy[id] == 0 {
+		delete(x.busy, id)
+	}
+	x.result(i, 0, err)
+}
+
+// drain handles every answer in flight.
+func (x *runner) drain() {
+	for len(x.inflight) > 0 {
+		x.recv()
+	}
+}
+
+// result records the outcome of ops[i]'s call; idx is the interface's
+// sw_if_index for an interface's operation.
+func (x *runner) result(i int, idx uint32, err error) {
+	r, b, op := x.r, &x.b, &x.ops[i]
+	id := objectOf(op)
+	b.calls++
+	switch {
+	case err == nil:
+	case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
+		err = nil // the interface is gone, and its configuration with it
+	case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
+		err = nil
+	}
+	if err == nil {
+		if op.Kind < OpDeleteTranslation {
+			x.nodeChanged = true
+			b.node++
+		}
+		if op.Interface != "" {
+			delete(r.pending, op.Interface)
+		}
+		b.count(op, r.frontends[op.Translation.keyOrZero()])
+		r.record(op, idx)
+		return
+	}
+	if x.failed == nil {
+		x.failed = map[ObjectID]struct{}{}
+	}
+	x.failed[id] = struct{}{}
+	if errors.Is(err, ErrNoInterface) {
+		// Not a failure: the interface is not there yet (a pod's
+		// interface being made); UpdateInterface and full applies try again.
+		if _, ok := r.pending[op.Interface]; !ok {
+			r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
+			r.log.Info("cnat: waiting for interface", "interface", op.Interface)
+		}
+		return
+	}
+	if errors.Is(err, ErrInvalid) {
+		b.invalid++
+		r.stats.Invalid++
+		r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
+		return
+	}
+	b.transient++
+	r.stats.Transient++
+	b.firstErr = cmpErr(b.firstErr, err)
+}
+
+// count records one successful translation operation; fe is its
+// frontend, before the operation is recorded.
+func (b *batch) count(op *Op, fe *frontend) {
+	switch op.Kind {
+	case OpDeleteTranslation:
+		if b.deleted == nil {
+			b.deleted = map[Key]struct{}{}
+		}
+		b.deleted[op.Translation.Key] = struct{}{}
+		b.removed++
+	case OpUpdateTranslation:
+		switch _, again := b.deleted[op.Translation.Key]; {
+		case again:
+			b.removed--
+			b.updated++
+		case fe == nil || fe.applied == nil:
+			b.added++
+		default:
+			b.updated++
+		}
+	}
+}
+
+// keyOrZero is t's key, the zero key for no translation.
+func (t *Translation) keyOrZero() Key {
+	if t == nil {
+		return Key{}
+	}
+	return t.Key
 }
 
 func cmpErr(first, err error) error {
