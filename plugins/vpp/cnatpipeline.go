@@ -9,6 +9,7 @@ import (
 
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
+	"go.fd.io/govpp/binapi/feature"
 	"go.fd.io/govpp/core"
 
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -17,7 +18,8 @@ import (
 var _ cnat.Pipeliner = (*CNAT)(nil)
 
 // Pipeline opens a stream on the live connection on which the apply's
-// translation updates and deletes by id (cnat.Pipelined) are sent
+// translation updates, deletes by id and interface features and tables
+// (cnat.Pipelined) are sent
 // without waiting for each answer, as NAT44.Pipeline sends NAT44 calls:
 // VPP answers in order, so answers are matched to calls by position, at
 // most PipelineWindow in flight. Each call is one message, classified as
@@ -58,6 +60,7 @@ type cnatPipeline struct {
 // cnatCall is one message sent: what to expect and how to report it.
 type cnatCall struct {
 	what  string // how errors name the call
+	idx   uint32 // the interface's sw_if_index (an interface's call)
 	name  string // the request's message name
 	reply string // the reply's message name
 	sent  time.Time
@@ -65,26 +68,49 @@ type cnatCall struct {
 	err   error
 }
 
-// cnatOpRequest is the one message of a pipelined operation, its reply
-// and how errors name it.
-func cnatOpRequest(op *cnat.Op) (req, reply api.Message, what string, err error) {
-	switch {
-	case op.Kind == cnat.OpUpdateTranslation:
+// cnatOpRequest is the one message of a pipelined operation, its reply,
+// how errors name it and, for an interface's operation, the interface's
+// sw_if_index, resolved as the synchronous methods resolve it.
+func (p *cnatPipeline) cnatOpRequest(op *cnat.Op) (req, reply api.Message, what string, idx uint32, err error) {
+	switch op.Kind {
+	case cnat.OpUpdateTranslation:
 		what = "cnat translation " + op.Translation.Key.String()
 		r, err := translationRequest(op.Translation)
-		return r, &cnatapi.CnatTranslationUpdateReply{}, what, err
-	case op.Kind == cnat.OpDeleteTranslation && op.HaveID:
-		return &cnatapi.CnatTranslationDel{ID: op.ID}, &cnatapi.CnatTranslationDelReply{},
-			fmt.Sprintf("delete cnat translation %d", op.ID), nil
+		if err != nil {
+			return nil, nil, what, 0, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		}
+		return r, &cnatapi.CnatTranslationUpdateReply{}, what, 0, nil
+	case cnat.OpDeleteTranslation:
+		if op.HaveID {
+			return &cnatapi.CnatTranslationDel{ID: op.ID}, &cnatapi.CnatTranslationDelReply{},
+				fmt.Sprintf("delete cnat translation %d", op.ID), 0, nil
+		}
+	case cnat.OpFeature:
+		what = featureWhat(op.Interface, op.Feature, op.Add)
+		if idx, err = p.c.index(p.ctx, op.Interface, what); err != nil {
+			return nil, nil, what, 0, err
+		}
+		r, err := featureRequest(idx, op.Feature, op.Add)
+		if err != nil {
+			return nil, nil, what, idx, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		}
+		return r, &feature.FeatureEnableDisableReply{}, what, idx, nil
+	case cnat.OpSNATInterface:
+		what = snatInterfaceWhat(op.Interface, op.Table, op.Add)
+		if idx, err = p.c.index(p.ctx, op.Interface, what); err != nil {
+			return nil, nil, what, 0, err
+		}
+		return snatInterfaceRequest(idx, op.Table, op.Add), &cnatapi.CnatSnatPolicyAddDelIfReply{}, what, idx, nil
 	}
-	return nil, nil, op.Kind.String(), errors.New("not pipelined")
+	what = op.Kind.String()
+	return nil, nil, what, 0, fmt.Errorf("%s: %w: not pipelined", what, cnat.ErrInvalid)
 }
 
 // Send implements cnat.Pipeline.
 func (p *cnatPipeline) Send(op *cnat.Op) error {
-	req, reply, what, err := cnatOpRequest(op)
+	req, reply, what, idx, err := p.cnatOpRequest(op)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		return err
 	}
 	if p.broken != nil {
 		return classifyCNAT(fmt.Errorf("%s: %w", req.GetMessageName(), p.broken), what)
@@ -104,7 +130,7 @@ func (p *cnatPipeline) Send(op *cnat.Op) error {
 		return classifyCNAT(err, what)
 	}
 	p.unread++
-	p.q = append(p.q, cnatCall{what: what, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: sent})
+	p.q = append(p.q, cnatCall{what: what, idx: idx, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: sent})
 	return nil
 }
 
@@ -137,9 +163,9 @@ func (p *cnatPipeline) readOne() {
 }
 
 // Recv implements cnat.Pipeline: the result of the oldest call in flight.
-func (p *cnatPipeline) Recv() error {
+func (p *cnatPipeline) Recv() (uint32, error) {
 	if p.head == len(p.q) {
-		return errors.New("cnat pipeline: no call in flight")
+		return 0, errors.New("cnat pipeline: no call in flight")
 	}
 	if !p.q[p.head].done {
 		p.readOne()
@@ -150,7 +176,7 @@ func (p *cnatPipeline) Recv() error {
 	if p.c.log.Enabled(p.ctx, slog.LevelDebug) {
 		p.c.log.Debug("cnat call", "call", c.what, "error", c.err)
 	}
-	return classifyCNAT(c.err, c.what)
+	return c.idx, classifyCNAT(c.err, c.what)
 }
 
 // Close implements cnat.Pipeline.

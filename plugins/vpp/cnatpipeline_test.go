@@ -14,7 +14,8 @@ import (
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
 
-// cnatPipelineOps are more translation updates than PipelineWindow, an
+// cnatPipelineOps are interface features and tables (one of a missing
+// interface, one of an unknown table), more translation updates than PipelineWindow, an
 // update of an existing key, deletes by id (one of a translation this
 // batch made, at the id VPP reuses, one of none) and calls refused
 // before sending (no path, a path of the other family).
@@ -26,7 +27,13 @@ func cnatPipelineOps() []cnat.Op {
 		}
 		return t
 	}
-	var ops []cnat.Op
+	ops := []cnat.Op{
+		{Kind: cnat.OpFeature, Interface: "tap1", Feature: cnat.FeatureInput4, Add: true},
+		{Kind: cnat.OpFeature, Interface: "tap1", Feature: cnat.FeatureOutput4, Add: true},
+		{Kind: cnat.OpSNATInterface, Interface: "tap1", Table: cnat.TablePod, Add: true},
+		{Kind: cnat.OpFeature, Interface: "tap9", Feature: cnat.FeatureInput4, Add: true},    // no such interface
+		{Kind: cnat.OpSNATInterface, Interface: "tap1", Table: cnat.SNATTable(9), Add: true}, // -7
+	}
 	for p := range 300 {
 		ops = append(ops, cnat.Op{Kind: cnat.OpUpdateTranslation, Translation: tr(uint16(1000+p), 1+p%3)})
 	}
@@ -46,12 +53,18 @@ func cnatPipelineOps() []cnat.Op {
 
 // syncCNAT calls op through the synchronous methods, as the renderer's
 // apply step does for an op with an id.
-func syncCNAT(ctx context.Context, c *CNAT, op *cnat.Op) error {
-	if op.Kind == cnat.OpDeleteTranslation {
-		return c.DeleteTranslation(ctx, op.ID)
+func syncCNAT(ctx context.Context, c *CNAT, op *cnat.Op) (idx uint32, err error) {
+	switch op.Kind {
+	case cnat.OpDeleteTranslation:
+		err = c.DeleteTranslation(ctx, op.ID)
+	case cnat.OpFeature:
+		idx, err = c.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
+	case cnat.OpSNATInterface:
+		idx, err = c.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
+	default:
+		_, err = c.UpdateTranslation(ctx, op.Translation)
 	}
-	_, err := c.UpdateTranslation(ctx, op.Translation)
-	return err
+	return idx, err
 }
 
 // TestCNATPipelineAnswersAsSynchronous sends one batch through a cnat
@@ -67,7 +80,15 @@ func TestCNATPipelineAnswersAsSynchronous(t *testing.T) {
 			pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond}, Config{ExtraMessages: CNATMessages()})
 			pc := NewCNAT(pn.conn, pn.ifaces, nil)
 			se := setup(t, sim.Options{})
+			for _, v := range []*sim.VPP{pv, se.vpp} {
+				if _, err := v.AddInterface("tap1", ""); err != nil {
+					t.Fatal(err)
+				}
+			}
 			se.connected(t)
+			if err := pn.ifaces.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
 			sc := NewCNAT(se.conn, se.ifaces, nil)
 			ops := cnatPipelineOps()
 			p, err := pc.Pipeline(ctx)
@@ -76,6 +97,7 @@ func TestCNATPipelineAnswersAsSynchronous(t *testing.T) {
 			}
 			defer p.Close()
 			got := make([]error, len(ops))
+			idx := make([]uint32, len(ops))
 			var inFlight []int
 			for i := range ops {
 				if err := p.Send(&ops[i]); err != nil {
@@ -84,29 +106,32 @@ func TestCNATPipelineAnswersAsSynchronous(t *testing.T) {
 					inFlight = append(inFlight, i)
 				}
 				for len(inFlight) > i%keep {
-					got[inFlight[0]] = p.Recv()
+					idx[inFlight[0]], got[inFlight[0]] = p.Recv()
 					inFlight = inFlight[1:]
 				}
 			}
 			for _, i := range inFlight {
-				got[i] = p.Recv()
+				idx[i], got[i] = p.Recv()
 			}
-			if err := p.Recv(); err == nil {
+			if _, err := p.Recv(); err == nil {
 				t.Errorf("Recv with nothing in flight answered")
 			}
 			invalid := 0
 			for i := range ops {
-				want := syncCNAT(ctx, sc, &ops[i])
-				if fmt.Sprint(got[i]) != fmt.Sprint(want) || errors.Is(got[i], cnat.ErrInvalid) != errors.Is(want, cnat.ErrInvalid) ||
+				wantIdx, want := syncCNAT(ctx, sc, &ops[i])
+				if fmt.Sprint(got[i]) != fmt.Sprint(want) || idx[i] != wantIdx || errors.Is(got[i], cnat.ErrNoInterface) != errors.Is(want, cnat.ErrNoInterface) || errors.Is(got[i], cnat.ErrInvalid) != errors.Is(want, cnat.ErrInvalid) ||
 					errors.Is(got[i], cnat.ErrNotFound) != errors.Is(want, cnat.ErrNotFound) {
-					t.Errorf("%v %v: pipelined %v, synchronous %v", ops[i].Kind, ops[i].Translation.Key, got[i], want)
+					t.Errorf("%d %v: pipelined %v (index %d), synchronous %v (index %d)", i, ops[i].Kind, got[i], idx[i], want, wantIdx)
 				}
 				if errors.Is(got[i], cnat.ErrInvalid) {
 					invalid++
 				}
 			}
-			if invalid != 3 {
-				t.Errorf("%d operations refused, want 3", invalid)
+			if invalid != 5 {
+				t.Errorf("%d operations refused, want 5", invalid)
+			}
+			if a, b := pv.CnatSnatState(), se.vpp.CnatSnatState(); !reflect.DeepEqual(a, b) || pv.CnatFeatureCount("tap1", "cnat-output-ip4") != 1 {
+				t.Errorf("SNAT state pipelined %+v, synchronous %+v", a, b)
 			}
 			if a, b := pv.CnatTranslations(), se.vpp.CnatTranslations(); !reflect.DeepEqual(a, b) || len(a) != 299 {
 				t.Errorf("%d translations pipelined, %d synchronous (want 299), or they differ", len(a), len(b))
@@ -142,7 +167,7 @@ func TestCNATPipelineBroken(t *testing.T) {
 		}
 	}
 	for range sent {
-		if err := p.Recv(); err == nil || errors.Is(err, cnat.ErrInvalid) {
+		if _, err := p.Recv(); err == nil || errors.Is(err, cnat.ErrInvalid) {
 			t.Errorf("answer on a closed socket: %v", err)
 		}
 	}

@@ -345,12 +345,12 @@ type runner struct {
 func (x *runner) recv() {
 	i := x.inflight[0]
 	x.inflight = x.inflight[1:]
-	err := x.p.Recv()
+	idx, err := x.p.Recv()
 	id := objectOf(&x.ops[i])
 	if x.busy[id]--; x.busy[id] == 0 {
 		delete(x.busy, id)
 	}
-	x.result(i, 0, err)
+	x.result(i, idx, err)
 }
 
 // drain handles every answer in flight.

@@ -22,18 +22,26 @@ type Pipeline interface {
 	// is in flight for it (invalid input, a broken connection).
 	Send(op *Op) error
 	// Recv waits for the answer to the oldest call in flight and returns
-	// its result, as the synchronous method of VPP returns it.
-	Recv() error
+	// its result, as the synchronous method of VPP returns it (for an
+	// interface's operation, the interface's sw_if_index).
+	Recv() (swIfIndex uint32, err error)
 	// Close ends the pipeline; answers not received are dropped.
 	Close()
 }
 
 // Pipelined tells whether op goes through a Pipeline: a translation
-// update, or a delete by an id this apply's dump read (VPP runs the
-// calls in order, so the id is still that translation's when the delete
-// arrives). A delete that must re-read its id first (an incremental
-// one), and the node configuration, whose SNAT addresses must come after
-// the rest succeeded, are called synchronously.
+// update, a delete by an id this apply's dump read (VPP runs the calls in
+// order, so the id is still that translation's when the delete arrives),
+// an interface's feature or SNAT table. A delete that must re-read its id
+// first (an incremental one) and the node-wide settings are called
+// synchronously: the SNAT addresses, which tell that the node
+// configuration is complete, are sent after every earlier answer came.
 func Pipelined(op *Op) bool {
-	return op.Kind == OpUpdateTranslation || op.Kind == OpDeleteTranslation && op.HaveID
+	switch op.Kind {
+	case OpUpdateTranslation, OpFeature, OpSNATInterface:
+		return true
+	case OpDeleteTranslation:
+		return op.HaveID
+	}
+	return false
 }

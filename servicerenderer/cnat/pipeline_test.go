@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -24,7 +25,7 @@ func (p *pipeFake) Pipeline(context.Context) (Pipeline, error) { return &fakePip
 
 type fakePipe struct {
 	p       *pipeFake
-	answers []error
+	answers []answer
 }
 
 func (q *fakePipe) Send(op *Op) error {
@@ -32,31 +33,43 @@ func (q *fakePipe) Send(op *Op) error {
 		q.p.t.Errorf("%s sent through the pipeline", op.Kind)
 	}
 	q.p.sent++
-	var err error
-	if op.Kind == OpDeleteTranslation {
-		err = q.p.DeleteTranslation(context.Background(), op.ID)
-	} else {
-		_, err = q.p.UpdateTranslation(context.Background(), op.Translation)
+	ctx := context.Background()
+	var a answer
+	switch op.Kind {
+	case OpDeleteTranslation:
+		a.err = q.p.DeleteTranslation(ctx, op.ID)
+	case OpUpdateTranslation:
+		_, a.err = q.p.UpdateTranslation(ctx, op.Translation)
+	case OpFeature:
+		a.idx, a.err = q.p.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
+	case OpSNATInterface:
+		a.idx, a.err = q.p.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
 	}
-	q.answers = append(q.answers, err)
+	q.answers = append(q.answers, a)
 	return nil
 }
 
-func (q *fakePipe) Recv() error {
+type answer struct {
+	idx uint32
+	err error
+}
+
+func (q *fakePipe) Recv() (uint32, error) {
 	if len(q.answers) == 0 {
 		q.p.t.Error("Recv with nothing in flight")
-		return nil
+		return 0, nil
 	}
-	err := q.answers[0]
+	a := q.answers[0]
 	q.answers = q.answers[1:]
-	return err
+	return a.idx, a.err
 }
 
 func (q *fakePipe) Close() {}
 
 // TestApplyPipelinesTranslations: with a Pipeliner VPP, a full apply
-// sends its translation updates and its deletes by dumped id through the
-// pipeline and the node configuration synchronously; VPP ends in the state
+// sends its translation updates, its deletes by dumped id and the
+// interfaces' features and tables through the pipeline, and the node-wide
+// settings synchronously; VPP ends in the state
 // a synchronous apply leaves, with the same failures; each apply logs one
 // line counting its calls.
 func TestApplyPipelinesTranslations(t *testing.T) {
@@ -94,8 +107,12 @@ func TestApplyPipelinesTranslations(t *testing.T) {
 	if !reflect.DeepEqual(state, syncState) || !reflect.DeepEqual(failures, syncFailures) || len(failures) != 1 {
 		t.Errorf("pipelined: %+v, failures %v\nsynchronous: %+v, failures %v", state, failures, syncState, syncFailures)
 	}
-	if pf.sent != 41 { // 40 updates, 1 delete by the dumped id
-		t.Errorf("%d calls pipelined, want 41", pf.sent)
+	ifOps := 0
+	for _, n := range allIfaces {
+		ifOps += bits.OnesCount8(uint8(syncState.Features[n])) + bits.OnesCount8(uint8(syncState.Tables[n]))
+	}
+	if want := 41 + ifOps; pf.sent != want { // 40 updates, 1 delete by the dumped id
+		t.Errorf("%d calls pipelined, want %d", pf.sent, want)
 	}
 	line := ""
 	for _, l := range strings.Split(logs, "\n") {
