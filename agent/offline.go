@@ -164,6 +164,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
+	v.CreateTable(cfg.Routing.PodVRFID) // as the agent's simulated node (Handlers)
 	// This node's own addresses, as NodeSync's record gives them to the
 	// agent's service processor: management and VPP (IPv4, then IPv6).
 	ips := slices.Clone(mgmt)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
@@ -39,7 +40,11 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 			return nil, fmt.Errorf("cnat renderer: %w", err)
 		}
 		a.cnat = r
-		a.rd.pending = waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
+		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting {
+			return waiting{Name: strconv.FormatUint(uint64(p.VRF), 10), Since: p.Since, What: "FIB table"}
+		})
+		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
 		return r, nil
 	}
 	r, err := nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), Log: a.log.With("part", "nat44")})
@@ -47,7 +52,7 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
-	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
 	return r, nil
 }
 

@@ -160,6 +160,7 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 // nodeVPP is a simulated VPP with node 1's interfaces and W's local pods'.
 func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
 	v := sim.New(opts)
+	v.CreateTable(env.cfg.Routing.PodVRFID) // the startup configuration's pod VRF
 	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
 		if _, err := v.AddInterface(name, ""); err != nil {
 			return nil, err

@@ -61,7 +61,8 @@ func cnatMessages() []api.Message {
 }
 
 // classifyCNAT wraps a failed call: -2 (no such interface) wraps
-// cnat.ErrNoInterface, -6 (no such entry) cnat.ErrNotFound, and every
+// cnat.ErrNoInterface, -3 (no such FIB table) cnat.ErrNoTable, -6 (no
+// such entry) cnat.ErrNotFound, and every
 // answer of VPP refusing the call cnat.ErrInvalid; anything else is
 // transient.
 func classifyCNAT(err error, what string) error {
@@ -75,6 +76,8 @@ func classifyCNAT(err error, what string) error {
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoInterface, cnat.ErrInvalid, err)
 		case rv == api.NO_SUCH_ENTRY:
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNotFound, cnat.ErrInvalid, err)
+		case rv == api.NO_SUCH_FIB:
+			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoTable, cnat.ErrInvalid, err)
 		case slices.Contains(invalidRetvals, rv) || rv > 0:
 			return fmt.Errorf("%s: %w: %w", what, cnat.ErrInvalid, err)
 		}

@@ -73,6 +73,11 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 				delete(r.pending, name)
 			}
 		}
+		for vrf := range r.pendingTables {
+			if !slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf }) {
+				delete(r.pendingTables, vrf)
+			}
+		}
 		ops = DiffNode(r.desired, r.applied)
 		keys := make([]Key, 0, len(r.frontends))
 		for k := range r.frontends {
@@ -95,6 +100,15 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			slices.Sort(names)
 			ops = diffNode(ops, r.desired, r.applied, names, false)
 			r.dirtyIfs = nil
+		}
+		if len(r.pendingTables) > 0 {
+			// Tables appear with the startup configuration's interfaces:
+			// every apply tries the routes that wait for one.
+			for _, op := range diffRoutes(nil, r.desired.Routes, r.applied.Routes, true) {
+				if _, ok := r.pendingTables[op.Route.VRF]; ok {
+					ops = append(ops, op)
+				}
+			}
 		}
 		for _, fe := range r.dirty {
 			ops = appendDiffTranslation(ops, fe.desired, fe.applied, 0, false)
@@ -372,8 +386,13 @@ func (x *runner) result(i int, idx uint32, err error) {
 		err = nil // the interface is gone, and its configuration with it
 	case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
 		err = nil
+	case op.Kind == OpRoute && !op.Add && errors.Is(err, ErrNoTable):
+		err = nil // the table is gone, and its routes with it
 	}
 	if err == nil {
+		if op.Kind == OpRoute && op.Add {
+			delete(r.pendingTables, op.Route.VRF)
+		}
 		if op.Kind < OpDeleteTranslation {
 			x.nodeChanged = true
 			b.node++
@@ -389,6 +408,16 @@ func (x *runner) result(i int, idx uint32, err error) {
 		x.failed = map[ObjectID]struct{}{}
 	}
 	x.failed[id] = struct{}{}
+	if op.Kind == OpRoute && errors.Is(err, ErrNoTable) {
+		// Not a failure either: VPP has not made the table yet (its
+		// startup configuration runs seconds after a restart); the next
+		// apply tries again.
+		if _, ok := r.pendingTables[op.Route.VRF]; !ok {
+			r.pendingTables[op.Route.VRF] = time.Now()
+			r.log.Info("cnat: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.String())
+		}
+		return
+	}
 	if errors.Is(err, ErrNoInterface) {
 		// Not a failure: the interface is not there yet (a pod's
 		// interface being made); UpdateInterface and full applies try again.

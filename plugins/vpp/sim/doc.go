@@ -90,7 +90,8 @@
 //
 // # Restarts
 //
-// Restart and RestartWith clear NAT44 and FIB state, change the PID and
+// Restart and RestartWith clear NAT44, cnat and FIB state (tables
+// included), change the PID and
 // break the connection (calls fail with ErrConnectionReset until the
 // client reconnects; event registrations are lost). The API answers at
 // once; with RestartOptions.InterfacesAfter the interfaces (all but
@@ -135,8 +136,12 @@
 // interface-address records while disabled -> -126; the stats index of
 // the first API route is 28 (the recorded startup configuration's FIB);
 // the 256-locals crash needs the plugin enabled and happens on delete
-// too; a route into an unknown table creates it (the real VPP probably
-// refuses it); ip_table_add_del always answers 0; show_threads reports cpu and core 1;
+// too; an IPv4 route into a table that does not exist answers -3 as
+// recorded (FACTS §6), a delete there too, IPv6 tables always exist, a
+// NAT44 local or identity in a VRF makes its table, an interface put in
+// a VRF does not (CreateTable is the startup configuration's "ip table
+// add"; its tables come back with its interfaces after a restart);
+// ip_table_add_del always answers 0; show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; cnat (each marked in
 // cnat*.go): is_real_ip is overwritten by an update; interface endpoints
 // resolve IPv4 addresses only; SNAT addresses with an interface ignore

@@ -72,7 +72,8 @@ func (v *VPP) restartLocked(o RestartOptions) {
 }
 
 // finishStartup runs the rest of the startup configuration: it
-// re-creates the interfaces a restart removed.
+// re-creates the tables (CreateTable) and the interfaces a restart
+// removed.
 func (v *VPP) finishStartup() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -86,6 +87,9 @@ func (v *VPP) finishStartupLocked() {
 	}
 	pending := v.startup
 	v.startup = nil
+	for vrf := range v.fib.startup {
+		v.fib.tables[vrf] = true // before the interfaces put in them
+	}
 	for _, i := range pending {
 		if _, taken := v.ifaces[i.index]; taken || v.ifaceByName(i.name) != nil {
 			continue
