@@ -42,6 +42,11 @@ type Options struct {
 	// executed in order, one at a time; a client with several requests in
 	// flight overlaps their waits (server.go).
 	ServiceTime time.Duration
+	// CnatSessionMaxAge is cnat's session-max-age (startup configuration
+	// cnat { session-max-age N }): a UDP session no packet refreshed for
+	// that long has expired, and the flow's next packet (CnatPacket) is
+	// balanced again. 0 is VPP's default, 30 s (FACTS §6).
+	CnatSessionMaxAge time.Duration
 }
 
 // DefaultVersion is the version the simulator reports.
