@@ -100,10 +100,9 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			slices.Sort(names)
 			ops = diffNode(ops, r.desired, r.applied, names, false)
 			r.dirtyIfs = nil
-		}
-		if len(r.pendingTables) > 0 {
-			// Tables appear with the startup configuration's interfaces:
-			// every apply tries the routes that wait for one.
+			// Tables come with the startup configuration's interfaces (and
+			// pods go only into a table that exists): an apply with
+			// interface news tries the routes that wait for a table.
 			for _, op := range diffRoutes(nil, r.desired.Routes, r.applied.Routes, true) {
 				if _, ok := r.pendingTables[op.Route.VRF]; ok {
 					ops = append(ops, op)
