@@ -141,7 +141,9 @@
 // NAT44 local or identity in a VRF makes its table, an interface put in
 // a VRF does not (CreateTable is the startup configuration's "ip table
 // add"; its tables come back with its interfaces after a restart);
-// ip_table_add_del always answers 0; show_threads reports cpu and core 1;
+// ip_table_add_del always answers 0; cnat's session-max-age applies to
+// every non-TCP session as recorded for UDP (CnatPacket), established TCP
+// sessions do not expire; show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; cnat (each marked in
 // cnat*.go): is_real_ip is overwritten by an update; interface endpoints
 // resolve IPv4 addresses only; SNAT addresses with an interface ignore
