@@ -278,8 +278,13 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	for i := range ops {
 		op := &ops[i]
 		id := objectOf(op)
-		for x.busy[id] > 0 {
-			x.recv() // the object's earlier call decides whether this one runs
+		// A translation's earlier call decides whether its next one runs (a
+		// delete that failed must not be followed by the re-add). An
+		// interface's calls go out together, as NAT44's features of one
+		// interface do: each records its own result, and a missing
+		// interface is known before sending (Send's error).
+		for id.Kind != ObjectInterface && x.busy[id] > 0 {
+			x.recv()
 		}
 		if _, skip := x.failed[id]; skip {
 			continue

@@ -6,10 +6,11 @@ import "context"
 // keeps many calls in flight on one connection, and Apply sends the
 // translation calls Pipelined accepts through it. VPP executes
 // binary-API messages in the order they arrive, so the calls still run
-// in the apply's order; Apply waits for an object's answer before
-// sending that object's next operation, so that its operations after a
-// failure are skipped and failures are reported per object, as in a
-// synchronous apply.
+// in the apply's order; Apply waits for a translation's answer before
+// sending its next operation, so that its operations after a failure are
+// skipped as in a synchronous apply; an interface's operations go out
+// together (each records its own result). Failures are reported per
+// object.
 type Pipeliner interface {
 	// Pipeline opens a pipeline for one apply. An error makes Apply call
 	// synchronously.
