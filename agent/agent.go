@@ -304,8 +304,8 @@ func (a *Agent) buildHandlers() error {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
 	var route []controller.Handler
-	if port := proxyHealthPort(a.par.proxyAddr); port != 0 && a.renderer != nil {
-		route = []controller.Handler{&proxyHealthRoute{r: a.renderer, port: port}}
+	if pr := newProxyHealthRoute(r, a.par.proxyAddr); pr != nil {
+		route = []controller.Handler{pr}
 	}
 	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
 		[]controller.Handler{a.latency, a.par.proxy})
@@ -337,6 +337,19 @@ func (a *Agent) view(src func() any) rest.Source {
 	}
 }
 
+// nat44Source serves a NAT44 view: under another renderer there is no
+// NAT44 state, and the view answers 409 naming the renderer that runs.
+func (a *Agent) nat44Source(src func() any) rest.Source {
+	view := a.view(src)
+	return func() any {
+		if r := a.cfg.Renderer; r != "" && r != contivconf.RendererNAT44 {
+			return &rest.Error{Status: http.StatusConflict,
+				Message: fmt.Sprintf("no NAT44 state: the agent runs renderer %s (see /v1/%s)", r, r)}
+		}
+		return view()
+	}
+}
+
 func (a *Agent) buildHTTP() {
 	a.http = rest.New(rest.Params{
 		Logger:   a.log.With("part", "http"),
@@ -349,8 +362,8 @@ func (a *Agent) buildHTTP() {
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
 			"interfaces":     a.view(func() any { return a.proc.Interfaces() }),
-			"nat44":          a.view(func() any { return nat44View(a.renderer) }),
-			"nat44/mappings": a.view(func() any { return nat44MappingsView(a.renderer) }),
+			"nat44":          a.nat44Source(func() any { return nat44View(a.renderer) }),
+			"nat44/mappings": a.nat44Source(func() any { return nat44MappingsView(a.renderer) }),
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
