@@ -345,7 +345,10 @@ func (t *term) resync(ctx context.Context) error {
 
 // releaseOrphans releases the NodeSync records of nodes that are neither in
 // the cache nor, asked directly, in the API: nodes deleted while no
-// reflector was running (or whose release failed).
+// reflector was running (or whose release failed). A node that cannot be
+// checked or released is logged and counted and left for the next sweep:
+// it fails neither the sweep nor the other releases. Only a lost fence and
+// a failed listing are returned.
 func (t *term) releaseOrphans(ctx context.Context) error {
 	if t.r.p.Nodes == nil {
 		return nil
@@ -372,10 +375,18 @@ func (t *term) releaseOrphans(ctx context.Context) error {
 		case err == nil:
 			continue
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("node %s has a record but no Node in the cache: %w", k.Name, err)
+			t.r.m.releaseErrors.Inc()
+			t.log.Warn("node has a NodeSync record but no Node in the cache, and the API cannot be asked: not released; retried by the next sweep",
+				"node", k.Name, "err", err)
+			continue
 		}
-		if err := t.release(ctx, k.Name); err != nil {
+		err = t.release(ctx, k.Name)
+		if errors.Is(err, ErrDeposed) || ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			t.r.m.releaseErrors.Inc()
+			t.log.Warn("NodeSync record of a deleted node not released; retried by the next sweep", "node", k.Name, "err", err)
 		}
 	}
 	return nil
