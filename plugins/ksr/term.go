@@ -3,7 +3,6 @@ package ksr
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -392,24 +391,17 @@ func (t *term) releaseOrphans(ctx context.Context) error {
 	return nil
 }
 
-// marker is the value of MarkerKey.
-type marker struct {
-	Identity string    `json:"identity,omitempty"`
-	Synced   time.Time `json:"synced"`
-}
-
-// mark writes the marker.
+// mark writes the layout and sync markers (kubestate.MarkSynced) with the
+// next generation.
 func (t *term) mark(ctx context.Context) error {
-	b, err := json.Marshal(marker{Identity: t.r.p.Identity, Synced: time.Now().UTC()})
-	if err != nil {
-		return err
-	}
 	mctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	if _, err := t.kv.Put(mctx, MarkerKey, string(b)); err != nil {
+	gen, err := kubestate.MarkSynced(mctx, t.kv, t.r.p.Identity, t.r.generation.Load())
+	if err != nil {
 		t.r.m.writeErrors.Inc()
 		return fmt.Errorf("write marker: %w", err)
 	}
+	t.r.generation.Store(gen)
 	return nil
 }
 
