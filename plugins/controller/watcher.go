@@ -31,7 +31,7 @@ var (
 	errWatchClosed     = errors.New("watch channel closed")
 	errReconnected     = errors.New("reconnected to etcd")
 	errRelistRequested = errors.New("re-list requested")
-	errOutputLost      = errors.New("the reflector's sync marker was deleted")
+	errOutputLost      = errors.New("etcd lost the reflector's output: its sync marker was deleted or put back older")
 )
 
 type watcherParams struct {
