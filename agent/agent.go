@@ -273,7 +273,7 @@ func (a *Agent) buildHandlers() error {
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)
-	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)
+	a.par.proxy = newProxyHealth(a.latency, cfg.NodeName, 0, a.vppConnected)
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
