@@ -147,7 +147,9 @@ func (m *proxyMetrics) Update(_ context.Context, ev controller.Event) error {
 }
 
 // serviceID is the service a Service key names.
-func serviceID(k kubestate.Key) sr.ServiceID { return sr.ServiceID{Namespace: k.Namespace, Name: k.Name} }
+func serviceID(k kubestate.Key) sr.ServiceID {
+	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
+}
 
 // sliceService is the service an EndpointSlice change belongs to (the
 // slice's own name when neither value names one).

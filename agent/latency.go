@@ -45,7 +45,7 @@ type latencyTracker struct {
 	// address type (its ip_family).
 	kpHist *prometheus.HistogramVec
 	start  time.Time
-	now   func() time.Time
+	now    func() time.Time
 
 	mu sync.Mutex
 	// pending holds, per slice, the newest trigger time not yet observed.
