@@ -28,6 +28,14 @@ type parity struct {
 func (a *Agent) buildProxyParity(inner controller.Applier) {
 	a.par.metrics = newProxyMetrics(inner, a.ipFamilies())
 	a.par.proxy = newProxyHealth(a.par.metrics, a.cfg.NodeName, 0, a.vppConnected)
+	// Every series exists from the start, at zero (see newProxyMetrics).
+	for _, f := range a.ipFamilies() {
+		a.latency.kpHist.WithLabelValues(f)
+	}
+	for _, code := range []string{"200", "503"} {
+		a.par.proxy.healthzTotal.WithLabelValues(code)
+		a.par.proxy.livezTotal.WithLabelValues(code)
+	}
 }
 
 // ipFamilies are the IP families this node serves: IPv4, and IPv6 with
