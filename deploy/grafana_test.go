@@ -105,10 +105,10 @@ func metricNames(expr string) []string {
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
 		`histogram_quantile(0.99, sum by (le, ip_family) (rate(a_bucket{instance=~"$i", x="y}"}[$__rate_interval])))`: {"a_bucket"},
-		`max by (instance) (b{i="1"} - c) > 0`:                      {"b", "c"},
-		`time() - max(d) * 1e9 and on (instance) e offset 5m`:       {"d", "e"},
+		`max by (instance) (b{i="1"} - c) > 0`:                     {"b", "c"},
+		`time() - max(d) * 1e9 and on (instance) e offset 5m`:      {"d", "e"},
 		`label_values(kubeproxy_sync_proxy_rules_total, instance)`: {"kubeproxy_sync_proxy_rules_total"},
-		`sum (rate(f [5m]))`: {"f"},
+		`sum (rate(f [5m]))`:                                       {"f"},
 	} {
 		if got := metricNames(expr); !slices.Equal(got, want) {
 			t.Errorf("metricNames(%q) = %q, want %q", expr, got, want)
