@@ -1,6 +1,6 @@
 // Command images builds the programs' container images without a
 // container daemon (make images): each program is built as a static
-// binary (CGO off, -trimpath, no build ID) and put on a scratch-like base
+// binary (CGO off, -trimpath, no VCS stamp, no build ID) and put on a scratch-like base
 // by internal/ociimage, written as an OCI archive <out>/<program>.tar. All
 // timestamps are SOURCE_DATE_EPOCH's (default: the last commit's time),
 // so the same sources and toolchain give the same digests; <out>/images.json
@@ -85,7 +85,7 @@ func run(out, tag, epoch, arch string) error {
 		if err != nil {
 			return err
 		}
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", bin, "./cmd/"+p.name)
+		build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w -buildid=", "-o", bin, "./cmd/"+p.name)
 		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		if err := build.Run(); err != nil {
