@@ -301,7 +301,7 @@ func (a *Agent) buildHandlers() error {
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)
-	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)
+	a.buildProxyParity(a.latency)
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
@@ -311,12 +311,12 @@ func (a *Agent) buildHandlers() error {
 		route = []controller.Handler{pr}
 	}
 	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
-		[]controller.Handler{a.latency, a.par.proxy})
+		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,
 		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps latency, which wraps readiness, which wraps the renderer
+		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps kube-proxy's metrics, latency, readiness, the renderer
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -329,6 +329,7 @@ func (a *Agent) buildHandlers() error {
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))
+	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
 	return nil
 }

@@ -167,3 +167,25 @@ func TestSweepSurvivesANodeItCannotCheck(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.released))
 	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.releaseErrors))
 }
+
+// TestNodeTaintsReachEtcd: the cluster autoscaler's to-be-deleted taint,
+// put on and taken off a Node, reaches the Node's stored model, which the
+// agents' proxy health reads to drain the node.
+func TestNodeTaintsReachEtcd(t *testing.T) {
+	n1 := node("node-1", "192.168.56.101", "10.1.1.0/24")
+	f := newFixture(t, n1)
+	r := f.start(Params{})
+	r.waitSynced(t, 1)
+	key := kubestate.Key{Resource: kubestate.ResNode, Name: "node-1"}
+	stored := func() *kubestate.Node {
+		n, _ := f.etcdState()[key].(*kubestate.Node)
+		return n
+	}
+	tainted := n1.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: kubestate.TaintToBeDeleted, Value: "1732560000", Effect: corev1.TaintEffectNoSchedule}}
+	f.update(tainted)
+	eventually(t, func() bool { n := stored(); return n != nil && n.HasTaint(kubestate.TaintToBeDeleted) }, "taint stored")
+	require.Equal(t, []kubestate.Taint{{Key: kubestate.TaintToBeDeleted, Value: "1732560000", Effect: "NoSchedule"}}, stored().Taints)
+	f.update(n1)
+	eventually(t, func() bool { n := stored(); return n != nil && len(n.Taints) == 0 }, "taint removed")
+}
