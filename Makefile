@@ -37,6 +37,17 @@ lint:
 build:
 	$(GO) build $(PKGS)
 
+## images: the agent, reflector and CLI images as OCI archives in IMAGES_DIR, built without a
+## container daemon from the static binaries on a scratch-like base, reproducibly (every timestamp
+## is SOURCE_DATE_EPOCH, default the last commit's time); then each is opened and checked
+## (entrypoint, user, labels, the binary runs -h, the digest rebuilds)
+IMAGE_TAG ?= latest
+IMAGES_DIR ?= $(CURDIR)/.images
+.PHONY: images
+images:
+	$(GO) run ./deploy/images -out $(IMAGES_DIR) -tag $(IMAGE_TAG)
+	CONTIV_IMAGES=$(IMAGES_DIR) $(GO) test -count=1 -run '^TestBuiltImages$$' -v ./deploy/images
+
 ## fuzz: every fuzz target for FUZZTIME each, one after the other (FUZZFLAGS=-parallel=1 to use one core)
 FUZZTIME ?= 30s
 FUZZFLAGS ?=

@@ -181,6 +181,8 @@ func statusView(a *Agent) StatusView {
 			}
 		}
 		v.NodeSync, v.IPAM = a.nodes.WriteStatus(), a.ipamH.WriteStatus()
+		ph := a.par.proxy.status()
+		v.ProxyHealth = &ph
 	}
 	return v
 }

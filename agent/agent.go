@@ -188,9 +188,12 @@ func (a *Agent) load(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
-	// As contivctl load does: only what differs is written, and the
-	// layout marker with the pods.
+	// As contivctl load does: only what differs is written, then the
+	// layout and sync markers that make it a complete output.
 	if _, err := kubestate.NewWriter(a.etcd, a.log).PutChanged(ctx, objs); err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	if _, err := kubestate.MarkSynced(ctx, a.etcd, "contiv-agent --load", 0); err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
@@ -298,31 +301,35 @@ func (a *Agent) buildHandlers() error {
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
 	a.latency = newLatencyTracker(ra)
-	a.par.proxy = newProxyHealth(a.latency, 0, a.vppConnected)
+	a.buildProxyParity(a.latency)
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
 	var route []controller.Handler
-	if port := proxyHealthPort(a.par.proxyAddr); port != 0 && a.renderer != nil {
-		route = []controller.Handler{&proxyHealthRoute{r: a.renderer, port: port}}
+	if pr := newProxyHealthRoute(r, a.par.proxyAddr); pr != nil {
+		route = []controller.Handler{pr}
 	}
 	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
-		[]controller.Handler{a.latency, a.par.proxy})
+		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),
 		Client:           a.etcd,
 		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps latency, which wraps readiness, which wraps the renderer
+		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps kube-proxy's metrics, latency, readiness, the renderer
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
 		RelistJitter:     relistJitter,
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 		PodNode:          cfg.NodeName, // only this node's pods are watched and decoded
+		// Never prune on what is not a complete reflector output (an empty
+		// or restored etcd): keep the last state, not ready.
+		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))
+	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
 	return nil
 }
@@ -334,6 +341,19 @@ func (a *Agent) view(src func() any) rest.Source {
 			return nil
 		}
 		return src()
+	}
+}
+
+// nat44Source serves a NAT44 view: under another renderer there is no
+// NAT44 state, and the view answers 409 naming the renderer that runs.
+func (a *Agent) nat44Source(src func() any) rest.Source {
+	view := a.view(src)
+	return func() any {
+		if r := a.cfg.Renderer; r != "" && r != contivconf.RendererNAT44 {
+			return &rest.Error{Status: http.StatusConflict,
+				Message: fmt.Sprintf("no NAT44 state: the agent runs renderer %s (see /v1/%s)", r, r)}
+		}
+		return view()
 	}
 }
 
@@ -349,8 +369,8 @@ func (a *Agent) buildHTTP() {
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
 			"interfaces":     a.view(func() any { return a.proc.Interfaces() }),
-			"nat44":          a.view(func() any { return nat44View(a.renderer) }),
-			"nat44/mappings": a.view(func() any { return nat44MappingsView(a.renderer) }),
+			"nat44":          a.nat44Source(func() any { return nat44View(a.renderer) }),
+			"nat44/mappings": a.nat44Source(func() any { return nat44MappingsView(a.renderer) }),
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -197,7 +199,7 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 	var connected atomic.Bool
 	connected.Store(true)
 	inner := &fakeApplier{}
-	p := newProxyHealth(inner, time.Minute, connected.Load)
+	p := newProxyHealth(inner, "node-1", time.Minute, connected.Load)
 	// The clock is read by the server's goroutines: atomic.
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC).UnixNano())
@@ -267,6 +269,94 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 	}
 }
 
+// TestProxyHealthDrain: while this node's Node carries the cluster
+// autoscaler's to-be-deleted taint, /healthz fails and /livez stays up
+// (KEP-3836); another node's taint, other taints and the taint's removal
+// leave /healthz up; a resync reads the taint from the snapshot. Every
+// answer is counted by code under kube-proxy's metric names.
+func TestProxyHealthDrain(t *testing.T) {
+	p := newProxyHealth(&fakeApplier{}, "node-1", time.Minute, nil)
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	code := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	node := func(name string, taints ...string) *kubestate.Node {
+		n := &kubestate.Node{Name: name}
+		for _, k := range taints {
+			n.Taints = append(n.Taints, kubestate.Taint{Key: k, Effect: "NoSchedule"})
+		}
+		return n
+	}
+	ctx := context.Background()
+	change := func(n *kubestate.Node, name string) {
+		t.Helper()
+		ev := &controller.ChangeEvent{Key: kubestate.Key{Resource: kubestate.ResNode, Name: name}}
+		if n != nil {
+			ev.New = n
+		}
+		if err := p.Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name        string
+		do          func()
+		healthz     int
+		wantDrained bool
+	}{
+		{"untainted", func() { change(node("node-1"), "node-1") }, http.StatusOK, false},
+		{"another taint", func() { change(node("node-1", "node.kubernetes.io/unschedulable"), "node-1") }, http.StatusOK, false},
+		{"another node to be deleted", func() { change(node("node-2", kubestate.TaintToBeDeleted), "node-2") }, http.StatusOK, false},
+		{"this node to be deleted", func() {
+			change(node("node-1", "node.kubernetes.io/unschedulable", kubestate.TaintToBeDeleted), "node-1")
+		}, http.StatusServiceUnavailable, true},
+		{"taint removed (scale-down cancelled)", func() { change(node("node-1"), "node-1") }, http.StatusOK, false},
+		{"resync with the taint", func() {
+			snap := &controller.Snapshot{Objects: map[kubestate.Key]kubestate.Object{
+				{Resource: kubestate.ResNode, Name: "node-1"}: node("node-1", kubestate.TaintToBeDeleted)}}
+			if err := p.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncRelist, State: snap}); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusServiceUnavailable, true},
+		{"node deleted", func() { change(nil, "node-1") }, http.StatusOK, false},
+	}
+	drained := 0
+	for _, st := range steps {
+		st.do()
+		if got := code("/healthz"); got != st.healthz {
+			t.Errorf("%s: /healthz %d, want %d", st.name, got, st.healthz)
+		}
+		if got := code("/livez"); got != http.StatusOK {
+			t.Errorf("%s: /livez %d, want 200", st.name, got)
+		}
+		if p.status().NodeEligible == st.wantDrained {
+			t.Errorf("%s: nodeEligible %v", st.name, !st.wantDrained)
+		}
+		if st.wantDrained {
+			drained++
+		}
+	}
+	if got := testutil.ToFloat64(p.healthzTotal.WithLabelValues("503")); got != float64(drained) {
+		t.Errorf("kubeproxy_proxy_healthz_total{code=503} = %v, want %d", got, drained)
+	}
+	if got := testutil.ToFloat64(p.healthzTotal.WithLabelValues("200")); got != float64(len(steps)-drained) {
+		t.Errorf("kubeproxy_proxy_healthz_total{code=200} = %v, want %d", got, len(steps)-drained)
+	}
+	if got := testutil.ToFloat64(p.livezTotal.WithLabelValues("200")); got != float64(len(steps)) {
+		t.Errorf("kubeproxy_proxy_livez_total{code=200} = %v, want %d", got, len(steps))
+	}
+}
+
 // TestProxyHealthServe: serve listens until its context ends, and retries
 // a busy address.
 func TestProxyHealthServe(t *testing.T) {
@@ -275,7 +365,7 @@ func TestProxyHealthServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := busy.Addr().String()
-	p := newProxyHealth(&fakeApplier{}, 0, nil)
+	p := newProxyHealth(&fakeApplier{}, "node-1", 0, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -41,12 +41,15 @@ var latencyBuckets = []float64{
 type latencyTracker struct {
 	inner controller.Applier
 	hist  prometheus.Histogram
-	start time.Time
-	now   func() time.Time
+	// kpHist observes the same under kube-proxy's name, by the slice's
+	// address type (its ip_family).
+	kpHist *prometheus.HistogramVec
+	start  time.Time
+	now    func() time.Time
 
 	mu sync.Mutex
 	// pending holds, per slice, the newest trigger time not yet observed.
-	pending map[kubestate.Key]time.Time
+	pending map[kubestate.Key]trigger
 	// seen holds, per existing slice, the newest trigger time observed.
 	seen map[kubestate.Key]time.Time
 	// recent are the latest observations (seconds), a ring of
@@ -66,9 +69,14 @@ func newLatencyTracker(inner controller.Applier) *latencyTracker {
 			Help:    "Time from an EndpointSlice's last-change-trigger-time to VPP acknowledging the change.",
 			Buckets: latencyBuckets,
 		}),
+		kpHist: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubeproxy_network_programming_duration_seconds",
+			Help:    "Network programming latency under kube-proxy's name: as contiv_network_programming_duration_seconds, by the slice's IP family.",
+			Buckets: latencyBuckets,
+		}, []string{ipFamilyLabel}),
 		start:   time.Now(),
 		now:     time.Now,
-		pending: map[kubestate.Key]time.Time{},
+		pending: map[kubestate.Key]trigger{},
 		seen:    map[kubestate.Key]time.Time{},
 	}
 }
@@ -113,10 +121,10 @@ func (l *latencyTracker) Update(_ context.Context, ev controller.Event) error {
 		l.stale++
 	case !t.After(l.seen[c.Key]):
 		l.repeated++ // observed already
-	case !t.After(l.pending[c.Key]):
+	case !t.After(l.pending[c.Key].at):
 		// pending already (another change in the same batch)
 	default:
-		l.pending[c.Key] = t
+		l.pending[c.Key] = trigger{at: t, family: s.AddressType}
 	}
 	return nil
 }
@@ -129,17 +137,25 @@ func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, t := range l.pending {
-		l.observe(now.Sub(t).Seconds())
-		if t.After(l.seen[k]) {
-			l.seen[k] = t
+		l.observe(now.Sub(t.at).Seconds(), t.family)
+		if t.at.After(l.seen[k]) {
+			l.seen[k] = t.at
 		}
 	}
 	clear(l.pending)
 	return nil
 }
 
-func (l *latencyTracker) observe(sec float64) {
+// trigger is a slice's trigger time waiting for an apply, and the slice's
+// address type.
+type trigger struct {
+	at     time.Time
+	family string
+}
+
+func (l *latencyTracker) observe(sec float64, family string) {
 	l.hist.Observe(sec)
+	l.kpHist.WithLabelValues(family).Observe(sec)
 	l.observed++
 	if len(l.recent) < latencyWindow {
 		l.recent = append(l.recent, sec)

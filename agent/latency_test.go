@@ -33,7 +33,7 @@ func TestLatencyTracker(t *testing.T) {
 	ctx := context.Background()
 	key := kubestate.Key{Resource: kubestate.ResEndpointSlice, Namespace: "shop", Name: "web-abc"}
 	slice := func(trigger time.Time) *controller.ChangeEvent {
-		return &controller.ChangeEvent{Key: key, New: &kubestate.EndpointSlice{Namespace: "shop", Name: "web-abc", ServiceName: "web", TriggerTime: trigger}}
+		return &controller.ChangeEvent{Key: key, New: &kubestate.EndpointSlice{Namespace: "shop", Name: "web-abc", ServiceName: "web", AddressType: "IPv4", TriggerTime: trigger}}
 	}
 	step := func(ev controller.Event) {
 		t.Helper()
@@ -53,7 +53,8 @@ func TestLatencyTracker(t *testing.T) {
 	want := func(observed, stale, repeated uint64, why string) {
 		t.Helper()
 		v := l.view()
-		if v.Observed != observed || v.Stale != stale || v.Repeated != repeated || histCount(t, l) != observed {
+		if v.Observed != observed || v.Stale != stale || v.Repeated != repeated || histCount(t, l) != observed ||
+			vecCount(t, l.kpHist, "IPv4") != observed { // kube-proxy's name, by the slice's family
 			t.Fatalf("%s: %+v (histogram %d), want observed=%d stale=%d repeated=%d", why, v, histCount(t, l), observed, stale, repeated)
 		}
 	}

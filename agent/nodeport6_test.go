@@ -21,7 +21,7 @@ import (
 // interface's ipv6CIDR in this node's NodeSync record (IPv4 first), the
 // record comes back through etcd to the service processor, and the cnat
 // renderer translates the dual-stack NodePort on the IPv6 node IP to the
-// IPv6 backend.
+// IPv6 backend. The NAT44 views answer 409 under cnat.
 func TestAgentIPv6NodePort(t *testing.T) {
 	srv := etcdtest.Start(t)
 	dir := t.TempDir()
@@ -71,5 +71,15 @@ func TestAgentIPv6NodePort(t *testing.T) {
 	}
 	if strings.Contains(body, "contiv_nat44_mappings") {
 		t.Error("/metrics counts cnat translations as NAT44 mappings")
+	}
+
+	// The NAT44 views hold nothing under cnat: a JSON error naming the
+	// renderer, not a crash.
+	for _, path := range []string{"/v1/nat44", "/v1/nat44/mappings"} {
+		rec := httptest.NewRecorder()
+		r.a.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), `"error":"no NAT44 state: the agent runs renderer cnat (see /v1/cnat)"`) {
+			t.Errorf("GET %s under cnat = %d %s", path, rec.Code, rec.Body)
+		}
 	}
 }

@@ -167,6 +167,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
+	v.CreateTable(cfg.Routing.PodVRFID) // as the agent's simulated node (Handlers)
 	// This node's own addresses, as NodeSync's record gives them to the
 	// agent's service processor: management and VPP (IPv4, then IPv6).
 	ips := slices.Clone(mgmt)
@@ -225,9 +226,9 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	if port := proxyHealthPort(cfg.HTTP.ProxyHealthAddress); port != 0 && nr != nil {
-		// As the agent's proxyHealthRoute does (with nat44 only).
-		if err := nr.AddService(proxyHealthService(port)); err != nil {
+	if pr := newProxyHealthRoute(r, cfg.HTTP.ProxyHealthAddress); pr != nil {
+		// As the agent does after the processor's resync.
+		if err := pr.Resync(ctx, ev); err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}
 	}

@@ -248,6 +248,45 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 	}
 }
 
+// TestProxyHealthReachedThroughVPPUnderCNAT: the same under cnat: a
+// translation (is_real_ip) of nodeIP:port, on each IPv4 address of the
+// node, to the host end of the host interconnect; a probe from outside
+// reaches it.
+func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
+	cfg := renderConfig("node-1")
+	cfg.Renderer = contivconf.RendererCNAT
+	cfg.HTTP.ProxyHealthAddress = ":10300"
+	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: cfg})
+	target := cnat.Path{IP: r.Plan.HostInterconnectLinux.Addr(), Port: 10300}
+	found := 0
+	for _, tr := range r.CNAT.Applied {
+		if tr.Port != 10300 {
+			continue
+		}
+		found++
+		if tr.IP != r.NodeIP.Addr() && !slices.Contains(r.MgmtIPs, tr.IP) {
+			t.Errorf("proxy health translated on %v, not an address of the node", tr.IP)
+		}
+		if !tr.RealIP || tr.Proto != sr.TCP || !slices.Equal(tr.Paths, []cnat.Path{target}) {
+			t.Errorf("%v, want TCP, real IP, the one path %v", tr, target)
+		}
+	}
+	if found != 1+len(r.MgmtIPs) {
+		t.Errorf("%d proxy health translations, want one per node address (%d)", found, 1+len(r.MgmtIPs))
+	}
+	probe := sim.Packet{Src: netip.MustParseAddr("192.0.2.9"), Dst: r.NodeIP.Addr(), Proto: sr.TCP, DstPort: 10300}
+	if res := r.TranslateCNAT(probe); res.Verdict != sim.Translated || len(res.Backends) != 1 ||
+		res.Backends[0].Backend != netip.AddrPortFrom(target.IP, target.Port) || res.Backends[0].Verdict != sim.Translated {
+		t.Errorf("probe of nodeIP:10300 from outside: %+v", res)
+	}
+	cfg.HTTP.ProxyHealthAddress = "off"
+	for _, tr := range mustRender(t, RenderParams{Objects: exampleObjects(t), Config: cfg}).CNAT.Applied {
+		if tr.Port == 10300 || tr.Port == 10256 {
+			t.Errorf("proxy health off, still translated: %v", tr)
+		}
+	}
+}
+
 func TestRenderCNAT(t *testing.T) {
 	cfg := renderConfig("node-2")
 	cfg.Renderer = contivconf.RendererCNAT
@@ -370,7 +409,7 @@ func TestRenderIPv6Node(t *testing.T) {
 	for _, p := range n.Exclude {
 		exclude = append(exclude, p.String())
 	}
-	want := []string{"10.1.0.0/16", "10.50.0.0/24", "10.96.0.0/12", "192.168.16.0/24", "2001:db8:16::/64", "2001:db8:50::/64", "fd00:1::/48", "fd00:96::/108"}
+	want := []string{"10.1.0.0/16", "10.50.0.0/24", "10.96.0.0/12", "172.30.0.0/16", "192.168.16.0/24", "192.168.30.0/24", "2001:db8:16::/64", "2001:db8:50::/64", "fd00:1::/48", "fd00:96::/108"}
 	if !slices.Equal(exclude, want) {
 		t.Errorf("exclude %v, want %v", exclude, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
 )
 
 // parity holds the parts that give the agent kube-proxy's behaviour beyond
@@ -20,6 +21,38 @@ type parity struct {
 	hcAddr    netip.Addr
 	hc        *serviceHealth
 	proxy     *proxyHealth
+	metrics   *proxyMetrics // kube-proxy's sync metrics
+}
+
+// buildProxyParity wraps the apply step inner in kube-proxy's sync
+// metrics, and those in the proxy health.
+func (a *Agent) buildProxyParity(inner controller.Applier) {
+	a.par.metrics = newProxyMetrics(inner, a.ipFamilies())
+	a.par.proxy = newProxyHealth(a.par.metrics, a.cfg.NodeName, 0, a.vppConnected)
+	// Every series exists from the start, at zero (see newProxyMetrics).
+	for _, f := range a.ipFamilies() {
+		a.latency.kpHist.WithLabelValues(f)
+	}
+	for _, code := range []string{"200", "503"} {
+		a.par.proxy.healthzTotal.WithLabelValues(code)
+		a.par.proxy.livezTotal.WithLabelValues(code)
+	}
+}
+
+// ipFamilies are the IP families this node serves: IPv4, and IPv6 with
+// an IPv6 node address.
+func (a *Agent) ipFamilies() []string {
+	if a.nodeIP6().IsValid() {
+		return []string{"IPv4", "IPv6"}
+	}
+	return []string{"IPv4"}
+}
+
+// parityCollectors are kube-proxy's metrics the agent exports beside its
+// own (docs/operations.md lists them).
+func (a *Agent) parityCollectors() []prometheus.Collector {
+	return append(a.par.metrics.collectors(), a.latency.kpHist, a.par.proxy.healthzTotal, a.par.proxy.livezTotal,
+		newNoLocalCollector(a.proc.Services, a.ipFamilies()))
 }
 
 // healthCheckTarget is where VPP sends the health checks of this node's

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -27,13 +31,19 @@ const DefaultProxyHealthTimeout = 60 * time.Second
 // /healthz and /livez: healthy while VPP is connected and no change the
 // controller took in has waited longer than the timeout for a successful
 // apply. As a controller handler it notes when changes arrive (every
-// event); as the applier it wraps the apply step and notes when one
-// succeeds.
+// event) and whether this node's Node carries the cluster autoscaler's
+// to-be-deleted taint (KEP-3836: /healthz then fails so that load
+// balancers drain the node; /livez does not); as the applier it wraps the
+// apply step and notes when one succeeds.
 type proxyHealth struct {
 	inner     controller.Applier
 	timeout   time.Duration
 	connected func() bool
 	now       func() time.Time
+	node      string // this node's name
+	// healthzTotal and livezTotal count the answers of /healthz and /livez
+	// by status code (kube-proxy's metrics of the same names).
+	healthzTotal, livezTotal *prometheus.CounterVec
 
 	mu sync.Mutex
 	// lastUpdated is when an apply last succeeded.
@@ -41,6 +51,9 @@ type proxyHealth struct {
 	// pendingSince is when the oldest change not yet applied was taken in;
 	// zero when none waits.
 	pendingSince time.Time
+	// draining is set while this node's Node carries
+	// kubestate.TaintToBeDeleted.
+	draining bool
 }
 
 var (
@@ -48,11 +61,17 @@ var (
 	_ controller.Applier = (*proxyHealth)(nil)
 )
 
-func newProxyHealth(inner controller.Applier, timeout time.Duration, connected func() bool) *proxyHealth {
+func newProxyHealth(inner controller.Applier, node string, timeout time.Duration, connected func() bool) *proxyHealth {
 	if timeout <= 0 {
 		timeout = DefaultProxyHealthTimeout
 	}
-	return &proxyHealth{inner: inner, timeout: timeout, connected: connected, now: time.Now}
+	total := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"code"})
+	}
+	return &proxyHealth{inner: inner, node: node, timeout: timeout, connected: connected, now: time.Now,
+		healthzTotal: total("kubeproxy_proxy_healthz_total", "Answers of the proxy's /healthz (kube-proxy's meaning), by HTTP status code."),
+		livezTotal:   total("kubeproxy_proxy_livez_total", "Answers of the proxy's /livez (kube-proxy's meaning), by HTTP status code."),
+	}
 }
 
 // Name implements controller.Handler.
@@ -66,15 +85,33 @@ func (p *proxyHealth) HandlesEvent(ev controller.Event) bool {
 }
 
 // Update implements controller.Handler.
-func (p *proxyHealth) Update(context.Context, controller.Event) error {
+func (p *proxyHealth) Update(_ context.Context, ev controller.Event) error {
+	if c, ok := ev.(*controller.ChangeEvent); ok && c.Key == p.nodeKey() {
+		p.nodeChanged(c.New)
+	}
 	p.queued()
 	return nil
 }
 
 // Resync implements controller.Handler.
-func (p *proxyHealth) Resync(context.Context, *controller.ResyncEvent) error {
+func (p *proxyHealth) Resync(_ context.Context, ev *controller.ResyncEvent) error {
+	if ev.State != nil {
+		p.nodeChanged(ev.State.Objects[p.nodeKey()])
+	}
 	p.queued()
 	return nil
+}
+
+func (p *proxyHealth) nodeKey() kubestate.Key {
+	return kubestate.Key{Resource: kubestate.ResNode, Name: p.node}
+}
+
+// nodeChanged takes in this node's Node (nil: absent).
+func (p *proxyHealth) nodeChanged(o kubestate.Object) {
+	n, _ := o.(*kubestate.Node)
+	p.mu.Lock()
+	p.draining = n != nil && n.HasTaint(kubestate.TaintToBeDeleted)
+	p.mu.Unlock()
 }
 
 func (p *proxyHealth) queued() {
@@ -104,13 +141,22 @@ type proxyHealthStatus struct {
 	VPPConnected bool      `json:"vppConnected"`
 	// PendingSince is when the oldest change waiting for an apply came.
 	PendingSince time.Time `json:"pendingSince,omitzero"`
-	Healthy      bool      `json:"healthy"`
+	// Healthy tells whether the proxy programs its changes (/livez).
+	Healthy bool `json:"healthy"`
+	// NodeEligible is false while the node carries the cluster
+	// autoscaler's to-be-deleted taint: /healthz then fails (kube-proxy's
+	// field of the same name).
+	NodeEligible bool `json:"nodeEligible"`
 }
+
+// ProxyHealthStatus is the node-level proxy health as the status view
+// shows it.
+type ProxyHealthStatus = proxyHealthStatus
 
 // status tells whether the proxy is healthy, and the body telling why.
 func (p *proxyHealth) status() proxyHealthStatus {
 	p.mu.Lock()
-	s := proxyHealthStatus{LastUpdated: p.lastUpdated, PendingSince: p.pendingSince, CurrentTime: p.now()}
+	s := proxyHealthStatus{LastUpdated: p.lastUpdated, PendingSince: p.pendingSince, CurrentTime: p.now(), NodeEligible: !p.draining}
 	p.mu.Unlock()
 	s.VPPConnected = p.connected == nil || p.connected()
 	s.Healthy = s.VPPConnected && (s.PendingSince.IsZero() || s.CurrentTime.Sub(s.PendingSince) <= p.timeout)
@@ -121,23 +167,26 @@ func (p *proxyHealth) status() proxyHealthStatus {
 func (p *proxyHealth) Healthy() bool { return p.status().Healthy }
 
 // Handler serves /healthz and /livez: 200 when healthy, 503 otherwise.
-// (kube-proxy's /healthz also fails on a node being deleted; the agent's
-// node model has no deletion mark, so both answer the same.)
+// /healthz also fails while the node is not eligible (being deleted by
+// the cluster autoscaler), /livez does not: a draining proxy is alive.
 func (p *proxyHealth) Handler() http.Handler {
 	mux := http.NewServeMux()
-	serve := func(w http.ResponseWriter, _ *http.Request) {
-		s := p.status()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if s.Healthy {
-			w.WriteHeader(http.StatusOK)
-		} else {
-			w.WriteHeader(http.StatusServiceUnavailable)
+	serve := func(total *prometheus.CounterVec, drains bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			s := p.status()
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			code := http.StatusOK
+			if !s.Healthy || drains && !s.NodeEligible {
+				code = http.StatusServiceUnavailable
+			}
+			total.WithLabelValues(strconv.Itoa(code)).Inc()
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(s)
 		}
-		_ = json.NewEncoder(w).Encode(s)
 	}
-	mux.HandleFunc("/healthz", serve)
-	mux.HandleFunc("/livez", serve)
+	mux.HandleFunc("/healthz", serve(p.healthzTotal, true))
+	mux.HandleFunc("/livez", serve(p.livezTotal, false))
 	return mux
 }
 

@@ -7,19 +7,32 @@ import (
 
 	"contiv.dev/vpp/plugins/controller"
 	sr "contiv.dev/vpp/servicerenderer"
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // proxyHealthRoute brings kube-proxy's node health endpoint to the agent
 // through VPP: load balancers probe nodeIP:10256, and the node IP lives on
 // VPP's NIC, not on the host. On every resync (after the service
-// processor's, which replaces the renderer's services) it gives the NAT44
-// renderer a pseudo-service whose only frontend is that port as a
-// health-check NodePort, mapped like every other to the host end of the
-// host interconnect, where the endpoint listens.
+// processor's, which replaces the renderer's services) it gives the
+// services renderer, nat44 or cnat alike, a pseudo-service whose only
+// frontend is that port as a health-check NodePort, which each renderer
+// sends like every other to the host end of the host interconnect, where
+// the endpoint listens (a NAT44 static mapping, a cnat translation with
+// is_real_ip). It is not the service processor's output: the health-check
+// server (serviceHealth), which the processor also feeds, must not listen
+// on that port (the proxy health server does).
 type proxyHealthRoute struct {
-	r    *nat44.Renderer
+	r    sr.Renderer
 	port uint16
+}
+
+// newProxyHealthRoute is the route of the proxy health endpoint at addr
+// into r; nil when there is none to bring (see proxyHealthPort).
+func newProxyHealthRoute(r sr.Renderer, addr string) *proxyHealthRoute {
+	port := proxyHealthPort(addr)
+	if port == 0 {
+		return nil
+	}
+	return &proxyHealthRoute{r: r, port: port}
 }
 
 // proxyHealthPort is the port of the proxy health address, 0 when there is

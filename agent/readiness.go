@@ -42,10 +42,21 @@ type readiness struct {
 	addrs ownAddrs
 }
 
-// waiting is one interface whose features wait for it.
+// waiting is one interface whose features wait for it, or (What "FIB
+// table") a table whose routes wait for it.
 type waiting struct {
 	Name  string
 	Since time.Time
+	// What is what waits is for; "" is an interface.
+	What string
+}
+
+// what is what w waits for, "interface" by default.
+func (w waiting) what() string {
+	if w.What == "" {
+		return "interface"
+	}
+	return w.What
 }
 
 // vppLost records that VPP's state can no longer be trusted until a full
@@ -106,9 +117,9 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 		d := now.Sub(w.Since)
 		switch {
 		case lost && reprogrammed:
-			out = append(out, fmt.Sprintf("VPP %s: waiting for it to re-create interface %s (%s)", why, w.Name, d.Round(100*time.Millisecond)))
+			out = append(out, fmt.Sprintf("VPP %s: waiting for it to re-create %s %s (%s)", why, w.what(), w.Name, d.Round(100*time.Millisecond)))
 		case d > r.grace:
-			out = append(out, fmt.Sprintf("waiting for interface %s for %s", w.Name, d.Round(100*time.Millisecond)))
+			out = append(out, fmt.Sprintf("waiting for %s %s for %s", w.what(), w.Name, d.Round(100*time.Millisecond)))
 		}
 	}
 	if held > 0 {
@@ -186,10 +197,14 @@ func (a *Agent) notReady() []string {
 	if !a.built.Load() {
 		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
 	}
-	ctlReady := a.ctl.Ready()
+	held := a.ctl.Held()
+	ctlReady := a.ctl.Ready() || (held != "" && a.ctl.Applied())
 	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
 	if why := a.owner.reason(); why != "" {
 		out = append(out, why)
+	}
+	if held != "" {
+		out = append(out, "keeping the last state: "+held)
 	}
 	if ctlReady {
 		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {

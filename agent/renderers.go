@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
@@ -37,7 +40,11 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 			return nil, fmt.Errorf("cnat renderer: %w", err)
 		}
 		a.cnat = r
-		a.rd.pending = waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
+		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting {
+			return waiting{Name: strconv.FormatUint(uint64(p.VRF), 10), Since: p.Since, What: "FIB table"}
+		})
+		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
 		return r, nil
 	}
 	nc := a.cfg.ForNode(a.cfg.NodeName)
@@ -49,7 +56,7 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
-	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{p.Name, p.Since} })
+	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
 	a.rd.held = r.Held
 	return r, nil
 }
@@ -68,9 +75,10 @@ func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waitin
 
 // cnatConfig is the cnat renderer's configuration of this node: the node
 // IPs (IPv4, and IPv6 when the main interface has an ipv6CIDR) source-NAT;
-// pod, service and node networks of both families are excluded from source
-// NAT; the service CIDRs get drop routes in the pod and main VRFs (as with
-// NAT44); the node's own interfaces get the features without a SNAT table.
+// pod and service CIDRs and every range from which untranslated traffic
+// reaches pods (directSources) are excluded from source NAT; the service
+// CIDRs get drop routes in the pod and main VRFs (as with NAT44); the
+// node's own interfaces get the features without a SNAT table.
 func (a *Agent) cnatConfig() cnat.Config {
 	cfg := a.cfg
 	nc := cfg.ForNode(cfg.NodeName)
@@ -79,19 +87,52 @@ func (a *Agent) cnatConfig() cnat.Config {
 	c.NodeIP6 = a.nodeIP6().Addr() // invalid (no IPv6) when unset
 	c.PodCIDRs = appendValid([]netip.Prefix{cfg.IPAM.PodSubnetCIDR}, cfg.IPAM.PodSubnetCIDRv6)
 	c.ServiceCIDRs = appendValid([]netip.Prefix{a.plan.ServiceCIDR}, cfg.IPAM.ServiceCIDRv6)
-	c.NodeNetworks = appendValid([]netip.Prefix{a.nodeIP().Masked()}, a.nodeIP6().Masked())
+	c.NodeNetworks = directSources(cfg, a.nodeIP(), a.nodeIP6())
 	c.HostInterfaces = []string{a.mainInterface(), nc.HostInterconnectInterface}
 	if a.overlay() {
 		c.HostInterfaces = append(c.HostInterfaces, nc.VXLANBVIInterface)
 	}
 	for _, o := range nc.OtherInterfaces {
 		c.HostInterfaces = append(c.HostInterfaces, o.Name)
-		c.NodeNetworks = appendValid(c.NodeNetworks, o.IPCIDR.Masked(), o.IPv6CIDR.Masked())
 	}
 	c.MainVRF, c.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
 	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
 	c.HealthCheckTarget = a.healthCheckTarget()
 	return c
+}
+
+// directSources are the ranges, besides the pod and service CIDRs, from
+// which untranslated traffic reaches this node's pods: cnat's K8S policy
+// source-NATs a pod's reply to any other source, which kills the
+// connection (FACTS §6: a SYN-ACK to another node's VXLAN address left
+// with the node IP). They are this node's networks (nodeIP, the other
+// interfaces), every node's networks the configuration names
+// (nodeConfig[] interfaces; ipam.nodeInterconnectCIDR, where IPAM places
+// node IPs), the VXLAN range with the vxlan transport (ipam.vxlanCIDR:
+// traffic from another node's VXLAN address) and the VPP-to-host range
+// (ipam.vppHostSubnetCIDR: every node's host reaches pods through its
+// host interconnect), masked, both families, without duplicates.
+func directSources(cfg contivconf.Config, nodeIP, nodeIP6 netip.Prefix) []netip.Prefix {
+	ps := appendValid(nil, nodeIP.Masked(), nodeIP6.Masked(), cfg.IPAM.NodeInterconnectCIDR, cfg.IPAM.VPPHostSubnetCIDR)
+	if cfg.Routing.NodeToNodeTransport == contivconf.TransportVXLAN {
+		ps = appendValid(ps, cfg.IPAM.VXLANCIDR)
+	}
+	for _, n := range cfg.NodeConfig {
+		ifs := n.OtherInterfaces
+		if n.MainInterface != nil {
+			ifs = append([]contivconf.InterfaceConfig{*n.MainInterface}, ifs...)
+		}
+		for _, i := range ifs {
+			ps = appendValid(ps, i.IPCIDR.Masked(), i.IPv6CIDR.Masked())
+		}
+	}
+	for i := range ps {
+		ps[i] = ps[i].Masked()
+	}
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	return slices.Compact(ps)
 }
 
 // appendValid appends the valid prefixes of ps to dst.

@@ -42,6 +42,7 @@ func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 		have[i.Name] = true
 	}
 	for _, i := range ifs {
+		s.vpp.CreateTable(i.VRF) // the startup configuration makes the tables of its interfaces
 		if i.Name != "" && !have[i.Name] {
 			if _, err := s.vpp.CreateInterface(sim.InterfaceSpec{Name: i.Name, Address: i.Address, VRF: i.VRF}); err != nil {
 				return err
@@ -52,7 +53,13 @@ func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 	return nil
 }
 
+// Handlers is the simulated CNI. The simulated node's startup
+// configuration also makes the pod VRF's table (ip table add, as
+// docs/vpp-node.md's does), where the CNI puts pods: it exists before any
+// pod, and again only once the startup configuration has run after a VPP
+// restart.
 func (s simulated) Handlers(b Beside) []controller.Handler {
+	s.vpp.CreateTable(b.PodVRF)
 	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh, vrf: b.PodVRF}}
 }
 

@@ -160,7 +160,11 @@ type StatusView struct {
 	// NodeSync and IPAM say what the agent still owes etcd.
 	NodeSync nsplugin.WriteStatus   `json:"nodesync"`
 	IPAM     ipamplugin.WriteStatus `json:"ipam"`
-	Note     string                 `json:"note"`
+	// ProxyHealth is what the proxy health endpoint answers (/livez:
+	// Healthy; /healthz: Healthy and NodeEligible, false while the node is
+	// to be deleted by the cluster autoscaler).
+	ProxyHealth *ProxyHealthStatus `json:"proxyHealth,omitempty"`
+	Note        string             `json:"note"`
 }
 
 // TraceState answers, from a NAT44 state alone, what NAT44-ED does with a

@@ -2,7 +2,9 @@
 // complete kustomize base: namespace, RBAC, the contiv-bootstrap addresses,
 // the agent's ConfigMap, the in-cluster etcd, the reflector and the agent),
 // overlays/ (vxlan, nooverlay, external-etcd, dev-kind), docker/ (the
-// programs' Dockerfiles) and examples/ (the agent's configuration with every
+// programs' Dockerfiles), images/ (make images: the programs' OCI images,
+// built without a daemon), grafana/ (a dashboard on kube-proxy's and the
+// agent's metrics) and examples/ (the agent's configuration with every
 // option, per-node overrides, a sample cluster and examples/vpp, a VPP
 // startup configuration).
 //
@@ -22,4 +24,6 @@
 //     programs, built with go build and asked with -h;
 //   - the reflector's RBAC is exactly the API requests it makes, recorded
 //     from a run against a fake API.
+//   - every query of the Grafana dashboard names a metric a running agent
+//     exports.
 package deploy

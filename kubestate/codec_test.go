@@ -33,7 +33,8 @@ func sampleObjects() []Object {
 			TriggerTime: time.Date(2024, 1, 2, 3, 4, 5, 600000000, time.UTC),
 		},
 		&Pod{Namespace: "ns", Name: "web-1", NodeName: "node-1", IPs: []string{"10.1.1.2"}, HostIP: "192.168.16.1", HostNetwork: true},
-		&Node{Name: "node-1", PodCIDRs: []string{"10.1.1.0/24"}, Addresses: []NodeAddress{{Type: "InternalIP", Address: "192.168.16.1"}}},
+		&Node{Name: "node-1", PodCIDRs: []string{"10.1.1.0/24"}, Addresses: []NodeAddress{{Type: "InternalIP", Address: "192.168.16.1"}}, Zone: "z",
+			Taints: []Taint{{Key: TaintToBeDeleted, Value: "1732560000", Effect: "NoSchedule"}}},
 		&Namespace{Name: "ns", Labels: map[string]string{"a": "b"}},
 		&VppNode{Name: "node-1", ID: 1, VppIPs: []string{"192.168.16.1/24"}, MgmtIPs: []string{"10.0.0.1"}},
 	}

@@ -242,7 +242,8 @@ func FromPod(p *corev1.Pod) (*Pod, error) {
 	return out, nil
 }
 
-// FromNode converts a core/v1 Node: its pod CIDRs and addresses.
+// FromNode converts a core/v1 Node: its pod CIDRs, addresses, zone and
+// taints.
 func FromNode(n *corev1.Node) (*Node, error) {
 	if n == nil {
 		return nil, fmt.Errorf("nil Node: %w", ErrInvalid)
@@ -256,6 +257,9 @@ func FromNode(n *corev1.Node) (*Node, error) {
 	}
 	for _, a := range n.Status.Addresses {
 		out.Addresses = append(out.Addresses, NodeAddress{Type: string(a.Type), Address: a.Address})
+	}
+	for _, t := range n.Spec.Taints {
+		out.Taints = append(out.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	return out, nil
 }

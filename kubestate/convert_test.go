@@ -302,6 +302,16 @@ func TestFromPodNodeNamespace(t *testing.T) {
 		in:   &corev1.Node{ObjectMeta: objMeta("", "node-2"), Spec: corev1.NodeSpec{PodCIDR: "10.1.2.0/24"}},
 		want: &Node{Name: "node-2", PodCIDRs: []string{"10.1.2.0/24"}},
 	}, {
+		name: "node being deleted by the cluster autoscaler",
+		in: &corev1.Node{ObjectMeta: objMeta("", "node-4"), Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: TaintToBeDeleted, Value: "1732560000", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{}},
+		}}},
+		want: &Node{Name: "node-4", Taints: []Taint{
+			{Key: TaintToBeDeleted, Value: "1732560000", Effect: "NoSchedule"},
+			{Key: "node.kubernetes.io/unreachable", Effect: "NoExecute"},
+		}},
+	}, {
 		name: "namespace",
 		in:   &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}},
 		want: &Namespace{Name: "shop", Labels: map[string]string{"team": "a"}},

@@ -126,6 +126,33 @@ type Node struct {
 	Addresses []NodeAddress `json:"addresses,omitempty"`
 	// Zone is the topology.kubernetes.io/zone label.
 	Zone string `json:"zone,omitempty"`
+	// Taints are spec.taints (their time added left out): the agent
+	// drains the node (its proxy /healthz fails) while it carries
+	// TaintToBeDeleted.
+	Taints []Taint `json:"taints,omitempty"`
+}
+
+// Taint is one entry of a Node's spec.taints.
+type Taint struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
+	Effect string `json:"effect,omitempty"`
+}
+
+// TaintToBeDeleted is the taint the cluster autoscaler puts on a node it
+// is about to delete; kube-proxy (1.31+, KEP-3836) then fails its /healthz
+// so that load balancers drain the node.
+const TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+
+// HasTaint tells whether n carries a taint with key.
+func (n *Node) HasTaint(key string) bool {
+	for _, t := range n.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeAddress is one entry of status.addresses.

@@ -124,5 +124,13 @@ func cnatFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res 
 		out.VPPCallsPerChange = out.ChangeOps
 		res.CNAT[strconv.Itoa(n)] = out
 	}
+	o.Log.Info("cnat: W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
+	r, err := measureProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), true, o.Log)
+	if err != nil {
+		return fmt.Errorf("cnat: %w", err)
+	}
+	res.CNATProgram = &VPPProgramResult{
+		Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -40,6 +41,12 @@ type vppProgramRun struct {
 // waiting for its answer and pipelined, taking turns, runs times each;
 // the medians are kept.
 func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog.Logger) (*vppProgramRun, error) {
+	return measureProgram(ctx, env, n, runs, false, log)
+}
+
+// measureProgram is measureVPPProgram through the NAT44 renderer, or with
+// useCNAT the cnat renderer.
+func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool, log *slog.Logger) (*vppProgramRun, error) {
 	w := workload.New(n)
 	evs, err := allEvents(w)
 	if err != nil {
@@ -49,11 +56,11 @@ func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog
 	var syncMS, pipeMS []float64
 	for run := range runs {
 		for _, pipelined := range []bool{false, true} {
-			took, calls, err := programOnce(ctx, env, w, evs, pipelined)
+			took, calls, err := programOnce(ctx, env, w, evs, pipelined, useCNAT)
 			if err != nil {
 				return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
 			}
-			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "pipelined", pipelined, "took", took, "calls", calls)
+			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "cnat", useCNAT, "pipelined", pipelined, "took", took, "calls", calls)
 			if pipelined {
 				pipeMS = append(pipeMS, ms(took))
 			} else {
@@ -73,9 +80,13 @@ func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog
 // every answer.
 type synchronous struct{ nat44.VPP }
 
+// synchronousCNAT is synchronous for the cnat client.
+type synchronousCNAT struct{ cnat.VPP }
+
 // programOnce is one full apply of W(N) into an empty socket-served VPP:
-// its wall time and the binary-API calls the VPP received.
-func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *events, pipelined bool) (time.Duration, int, error) {
+// its wall time and the binary-API calls the VPP received; with useCNAT
+// through the cnat renderer.
+func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *events, pipelined, useCNAT bool) (time.Duration, int, error) {
 	quiet := slog.New(slog.DiscardHandler)
 	v, err := nodeVPP(env, w, sim.Options{ServiceTime: serviceTime})
 	if err != nil {
@@ -94,7 +105,11 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: quiet, HealthInterval: time.Minute})
+	vc := vpp.Config{Socket: srv.Path(), Logger: quiet, HealthInterval: time.Minute}
+	if useCNAT {
+		vc.ExtraMessages = vpp.CNATMessages()
+	}
+	conn := vpp.New(vc)
 	conn.Start(ctx)
 	defer conn.Close()
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -106,11 +121,20 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 	if err := ifaces.Refresh(ctx); err != nil {
 		return 0, 0, fmt.Errorf("simulated VPP interfaces: %w", err)
 	}
-	var client nat44.VPP = vpp.NewNAT44(conn, ifaces, quiet)
-	if !pipelined {
-		client = synchronous{client}
+	var p *pipeline
+	if useCNAT {
+		var client cnat.VPP = vpp.NewCNAT(conn, ifaces, quiet)
+		if !pipelined {
+			client = synchronousCNAT{client}
+		}
+		p, err = env.newCNATPipeline(client, ifaces)
+	} else {
+		var client nat44.VPP = vpp.NewNAT44(conn, ifaces, quiet)
+		if !pipelined {
+			client = synchronous{client}
+		}
+		p, err = env.newPipeline(client, ifaces)
 	}
-	p, err := env.newPipeline(client, ifaces)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -136,6 +160,7 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 // nodeVPP is a simulated VPP with node 1's interfaces and W's local pods'.
 func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
 	v := sim.New(opts)
+	v.CreateTable(env.cfg.Routing.PodVRFID) // the startup configuration's pod VRF
 	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
 		if _, err := v.AddInterface(name, ""); err != nil {
 			return nil, err

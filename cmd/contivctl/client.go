@@ -95,6 +95,12 @@ func (c *agentClient) get(ctx context.Context, path string) ([]byte, error) {
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error // a view that does not apply (rest.Error)
+		}
 		if resp.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("agent at %s has no view %s (is it a contiv-agent, and as new as this contivctl?): %s", c.base, path, resp.Status)
 		}

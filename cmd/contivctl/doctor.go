@@ -107,11 +107,20 @@ func runDoctor(ctx context.Context, s streams, args []string) error {
 	if _, err := c.view(ctx, "/v1/interfaces", &d.roles); err != nil {
 		d.add(verdictWarn, "interfaces", "cannot read /v1/interfaces: "+err.Error(), "")
 	}
-	var n agent.NAT44View
-	if _, err := c.view(ctx, "/v1/nat44", &n); err != nil {
-		d.add(verdictWarn, "nat44", "cannot read /v1/nat44: "+err.Error(), "")
+	if d.cnatRenderer() {
+		var v agent.CNATView
+		if _, err := c.view(ctx, "/v1/cnat", &v); err != nil {
+			d.add(verdictWarn, "cnat", "cannot read /v1/cnat: "+err.Error(), "")
+		} else {
+			d.cnat = &v
+		}
 	} else {
-		d.nat = &n
+		var n agent.NAT44View
+		if _, err := c.view(ctx, "/v1/nat44", &n); err != nil {
+			d.add(verdictWarn, "nat44", "cannot read /v1/nat44: "+err.Error(), "")
+		} else {
+			d.nat = &n
+		}
 	}
 	d.diagnose()
 	if of.json() {
@@ -134,10 +143,25 @@ type doctor struct {
 	cfg      *contivconf.Config // nil: not read
 	roles    map[string]sr.InterfaceRole
 	nat      *agent.NAT44View // nil: not read
+	cnat     *agent.CNATView  // nil: not read (renderer nat44)
 	// built is set once the agent found its main NIC and started its
 	// controller.
 	built    bool
 	findings []finding
+}
+
+// cnatRenderer tells whether the agent runs the cnat renderer (its
+// configuration says so); nat44 otherwise.
+func (d *doctor) cnatRenderer() bool {
+	return d.cfg != nil && d.cfg.Renderer == contivconf.RendererCNAT
+}
+
+// failuresHint is where the objects VPP refused are listed, per renderer.
+func (d *doctor) failuresHint() string {
+	if d.cnatRenderer() {
+		return "'curl -s AGENT/v1/cnat' lists every failure"
+	}
+	return "'contivctl nat44' lists every failure"
 }
 
 func (d *doctor) add(verdict, check, detail, fix string) {
@@ -180,6 +204,7 @@ func (d *doctor) diagnose() {
 	d.checkSync(claim(reasonFirstSync), claim(reasonReprogram))
 	d.checkPending(claim(reasonInterface))
 	d.checkNAT44()
+	d.checkCNAT()
 	d.checkEtcdWrites()
 	d.checkOwnAddrs(claim(reasonOwnAddrs))
 	for _, r := range d.status.NotReady {
@@ -270,7 +295,7 @@ func (d *doctor) checkSync(first, reprogram []string) {
 		d.add(verdictFail, "first-sync", r, fix)
 	}
 	for _, r := range reprogram {
-		d.add(verdictWarn, "reprogram", r, "transient after a VPP restart or reconnect; if it stays, see 'contivctl nat44' failures")
+		d.add(verdictWarn, "reprogram", r, "transient after a VPP restart or reconnect; if it stays, "+d.failuresHint())
 	}
 }
 
@@ -285,11 +310,19 @@ func (d *doctor) checkPending(reasons []string) {
 			}
 		}
 		role, fix := d.interfaceRole(p.Name)
-		d.add(verdict, "interface", fmt.Sprintf("%s %s is pending: VPP has no such interface (NAT44 features %s wait, since %s)",
-			role, p.Name, p.Features, p.Since.UTC().Format(time.RFC3339)), fix)
+		what := fmt.Sprintf("NAT44 features %s wait", p.Features)
+		if d.cnatRenderer() {
+			what = "its cnat features and SNAT tables wait"
+		}
+		d.add(verdict, "interface", fmt.Sprintf("%s %s is pending: VPP has no such interface (%s, since %s)",
+			role, p.Name, what, p.Since.UTC().Format(time.RFC3339)), fix)
 	}
 	if len(pending) == 0 && d.built && d.status.VPP.Connected {
-		d.add(verdictOK, "interface", "no NAT44 interface feature waits for an interface", "")
+		what := "no NAT44 interface feature waits for an interface"
+		if d.cnatRenderer() {
+			what = "no cnat interface configuration waits for an interface"
+		}
+		d.add(verdictOK, "interface", what, "")
 	}
 }
 
@@ -339,6 +372,24 @@ func (d *doctor) checkNAT44() {
 	}
 	if len(d.nat.Failures) == 0 {
 		d.add(verdictOK, "nat44", "VPP accepted every NAT44 object the agent programmed", "")
+	}
+}
+
+// checkCNAT reports the objects VPP refused and the contested frontends
+// of the cnat renderer.
+func (d *doctor) checkCNAT() {
+	if d.cnat == nil || !d.built {
+		return
+	}
+	for _, f := range d.cnat.Failures {
+		d.add(verdictFail, "cnat", fmt.Sprintf("VPP refused %s (%s): %s", f.Object, f.Op, f.Reason),
+			"not retried until the object changes or a full resync; "+d.failuresHint())
+	}
+	for _, c := range d.cnat.Conflicts {
+		d.add(verdictWarn, "cnat", fmt.Sprintf("frontend %s is claimed by %s and %s; %s wins", c.Key, c.Winner, joinStrings(c.Losers, ","), c.Winner), "")
+	}
+	if len(d.cnat.Failures) == 0 {
+		d.add(verdictOK, "cnat", "VPP accepted every cnat object the agent programmed", "")
 	}
 }
 

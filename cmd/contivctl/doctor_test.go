@@ -13,6 +13,7 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -225,5 +226,38 @@ func TestDoctorTable(t *testing.T) {
 	lines := strings.Split(fields(out), "\n")
 	if len(lines) < 3 || lines[0] != "VERDICT CHECK DETAIL" || !strings.HasPrefix(lines[1], "FAIL vpp VPP not connected") || !strings.HasPrefix(lines[2], "fix: start VPP") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// Under cnat doctor reads /v1/cnat (the NAT44 views answer 409 there):
+// it reports cnat's refused objects and pending interfaces in cnat's
+// terms, and says nothing of NAT44.
+func TestDoctorUnderCNAT(t *testing.T) {
+	st, cfg := realNode()
+	cfg.Renderer = contivconf.RendererCNAT
+	st.Ready = false
+	st.Pending = []nat44.PendingInterface{{Name: "tap7", Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	st.NotReady = []string{"waiting for interface tap7 for 1s"}
+	v := agent.CNATView{Failures: []cnat.Failure{{
+		Object: cnat.ObjectID{Kind: cnat.ObjectTranslation, Key: cnat.Key{IP: addr("10.96.0.10"), Port: 80, Proto: sr.TCP}},
+		Op:     cnat.OpUpdateTranslation, Reason: "VPPApiError: invalid value (-7)",
+	}}}
+	views := map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "cnat": v}
+	code, fs := doctorRun(t, views)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "cnat", "translation 10.96.0.10:80/TCP", "update-translation", "invalid value", "/v1/cnat")
+	requireFinding(t, fs, verdictFail, "interface", "tap7", "cnat features and SNAT tables wait")
+	for _, f := range fs {
+		if f.Check == "nat44" || strings.Contains(f.Detail+f.Fix, "NAT44") || strings.Contains(f.Detail+f.Fix, "nat44") {
+			t.Errorf("NAT44 finding under cnat: %+v", f)
+		}
+	}
+	st.Ready, st.Pending, st.NotReady = true, nil, nil
+	views["status"], views["cnat"] = st, agent.CNATView{}
+	if code, fs := doctorRun(t, views); code != 0 || !has(fs, verdictOK, "cnat", "accepted every cnat object") ||
+		!has(fs, verdictOK, "interface", "no cnat interface configuration waits") {
+		t.Errorf("healthy cnat node: exit %d\n%s", code, dump(fs))
 	}
 }

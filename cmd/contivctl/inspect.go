@@ -362,8 +362,30 @@ type statusRow struct {
 		Restarts  int       `json:"restarts"`
 		LastError string    `json:"lastError"`
 	} `json:"vpp"`
-	NAT44 nat44.Stats `json:"nat44"`
-	Note  string      `json:"note"`
+	NAT44       nat44.Stats `json:"nat44"`
+	ProxyHealth *struct {
+		LastUpdated  time.Time `json:"lastUpdated"`
+		Healthy      bool      `json:"healthy"`
+		NodeEligible bool      `json:"nodeEligible"`
+	} `json:"proxyHealth"`
+	Note string `json:"note"`
+}
+
+// proxyHealthLine tells what /healthz and /livez answer: /livez follows
+// the proxy's health, /healthz also fails while the node is to be deleted
+// by the cluster autoscaler (draining).
+func proxyHealthLine(healthy, eligible bool) string {
+	code := func(ok bool) string {
+		if ok {
+			return "200"
+		}
+		return "503"
+	}
+	s := "/healthz " + code(healthy && eligible) + ", /livez " + code(healthy)
+	if !eligible {
+		s += " (node DRAINING: tainted " + kubestate.TaintToBeDeleted + ")"
+	}
+	return s
 }
 
 func runStatus(ctx context.Context, s streams, args []string) error {
@@ -422,6 +444,9 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 	n := v.NAT44
 	t.row("NAT44", fmt.Sprintf("%d applies (%d full), %d VPP calls, %d refused as invalid, %d transient failures; mappings +%d -%d ~%d, locals changed %d",
 		n.Applies, n.FullApplies, n.Calls, n.Invalid, n.Transient, n.MappingsAdded, n.MappingsRemoved, n.MappingsUpdated, n.LocalsChanged))
+	if ph := v.ProxyHealth; ph != nil {
+		t.row("PROXY HEALTH", proxyHealthLine(ph.Healthy, ph.NodeEligible)+"; last update "+when(ph.LastUpdated))
+	}
 	if v.Note != "" {
 		t.row("NOTE", v.Note)
 	}

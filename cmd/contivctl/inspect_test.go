@@ -108,7 +108,9 @@ func cannedViews() map[string]any {
 			},
 			VPP:   vpp.Status{Connected: true, Simulated: true, Version: "25.02-simulated", PID: 4242, Connects: 1, Note: "SIMULATED VPP"},
 			NAT44: nat44.Stats{Applies: 7, FullApplies: 1, Calls: 61},
-			Note:  "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
+			ProxyHealth: &agent.ProxyHealthStatus{Healthy: true, NodeEligible: false, VPPConnected: true,
+				LastUpdated: time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC)},
+			Note: "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
 		},
 	}
 }
@@ -190,6 +192,7 @@ func TestInspectCommands(t *testing.T) {
 			"VPP connected to 25.02-simulated, pid 4242, since never, SIMULATED; 1 connects, 0 restarts seen",
 			"LAST RESYNC 2025-01-02T03:04:05Z (startup); 1 resyncs",
 			"ERRORS 2; last at 2025-01-02T03:00:00Z: apply: VPP not connected",
+			"PROXY HEALTH /healthz 503, /livez 200 (node DRAINING: tainted ToBeDeletedByClusterAutoscaler); last update 2025-01-02T03:04:06Z",
 			"NOTE SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
 		}},
 	}

@@ -3,6 +3,7 @@ package ksr
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,4 +224,54 @@ func TestFencedTxnKeepsCallersComparisons(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got.Kvs, 3)
 	require.Equal(t, 4.0, testutil.ToFloat64(r.m.refused))
+}
+
+// TestReleaseThatFailsIsNotLoggedAsDone: a term ending while etcd is down
+// cannot revoke its lease; it says so (the key expires) instead of
+// claiming a release.
+func TestReleaseThatFailsIsNotLoggedAsDone(t *testing.T) {
+	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
+	a := f.start(Params{Identity: "a", EtcdTimeout: time.Second})
+	a.waitSynced(t, 1)
+	f.etcd.Stop()
+	a.stop()
+	require.Empty(t, f.logs.lines("released the etcd leader key"), "a failed revoke was logged as a release")
+	require.Len(t, f.logs.lines("could not release the etcd leader key"), 1)
+}
+
+// revokeBound is a lease client whose Revoke notes how long its context
+// lets it wait, and fails as an etcd that does not answer would.
+type revokeBound struct {
+	clientv3.Lease
+	mu     sync.Mutex
+	allows []time.Duration
+}
+
+func (l *revokeBound) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	dl, ok := ctx.Deadline()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !ok {
+		l.allows = append(l.allows, -1)
+	} else {
+		l.allows = append(l.allows, time.Until(dl))
+	}
+	return nil, context.DeadlineExceeded
+}
+
+// TestReleaseDoesNotWaitTheEtcdTimeout: a term's end gives its revoke at
+// most revokeTimeout, not the (long) EtcdTimeout: the lease expires anyway.
+func TestReleaseDoesNotWaitTheEtcdTimeout(t *testing.T) {
+	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
+	lease := &revokeBound{Lease: f.cli}
+	a := f.startKV(Params{Identity: "a", EtcdTimeout: time.Minute}, &watchedKV{KV: f.cli, Lease: lease})
+	a.waitSynced(t, 1)
+	a.stop()
+	lease.mu.Lock()
+	defer lease.mu.Unlock()
+	require.NotEmpty(t, lease.allows)
+	for _, d := range lease.allows {
+		require.True(t, d > 0 && d <= revokeTimeout, "a revoke may wait %v, want at most %v", d, revokeTimeout)
+	}
+	require.Len(t, f.logs.lines("could not release the etcd leader key"), 1)
 }

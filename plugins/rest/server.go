@@ -13,8 +13,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Source produces the JSON-encodable value of one view, read at request time.
+// Source produces the JSON-encodable value of one view, read at request
+// time; an *Error when the view does not apply.
 type Source func() any
+
+// Error is a Source's answer when its view does not apply to the
+// program's current state (e.g. a renderer's view while another renderer
+// runs): the server answers Status with the JSON {"error": Message}.
+type Error struct {
+	Status  int    `json:"-"`
+	Message string `json:"error"`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Message }
 
 // Params configures the server.
 type Params struct {
@@ -77,7 +89,14 @@ func New(p Params) *Server {
 	for name, src := range p.Views {
 		names = append(names, name)
 		s.mux.HandleFunc("GET /v1/"+name, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, src())
+			v := src()
+			if e, ok := v.(*Error); ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(e.Status)
+				_ = json.NewEncoder(w).Encode(e)
+				return
+			}
+			writeJSON(w, v)
 		})
 	}
 	s.mux.HandleFunc("GET /v1/", func(w http.ResponseWriter, r *http.Request) {

@@ -92,3 +92,16 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// TestViewError: a Source answering an *Error gets its status and a JSON
+// body naming the error, on one line.
+func TestViewError(t *testing.T) {
+	s := New(Params{Views: map[string]Source{
+		"nat44": func() any { return &Error{Status: http.StatusConflict, Message: "renderer is cnat"} },
+	}})
+	code, body := get(t, s.Handler(), "/v1/nat44")
+	var e struct{ Error string }
+	if code != http.StatusConflict || json.Unmarshal([]byte(body), &e) != nil || e.Error != "renderer is cnat" || strings.Count(body, "\n") != 1 {
+		t.Errorf("/v1/nat44 = %d %q", code, body)
+	}
+}

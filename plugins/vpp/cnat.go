@@ -61,7 +61,8 @@ func cnatMessages() []api.Message {
 }
 
 // classifyCNAT wraps a failed call: -2 (no such interface) wraps
-// cnat.ErrNoInterface, -6 (no such entry) cnat.ErrNotFound, and every
+// cnat.ErrNoInterface, -3 (no such FIB table) cnat.ErrNoTable, -6 (no
+// such entry) cnat.ErrNotFound, and every
 // answer of VPP refusing the call cnat.ErrInvalid; anything else is
 // transient.
 func classifyCNAT(err error, what string) error {
@@ -75,6 +76,8 @@ func classifyCNAT(err error, what string) error {
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoInterface, cnat.ErrInvalid, err)
 		case rv == api.NO_SUCH_ENTRY:
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNotFound, cnat.ErrInvalid, err)
+		case rv == api.NO_SUCH_FIB:
+			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoTable, cnat.ErrInvalid, err)
 		case slices.Contains(invalidRetvals, rv) || rv > 0:
 			return fmt.Errorf("%s: %w: %w", what, cnat.ErrInvalid, err)
 		}
@@ -277,7 +280,7 @@ func (c *CNAT) AddDelExcludePrefix(ctx context.Context, p netip.Prefix, add bool
 
 // AddDelSNATInterface implements cnat.VPP.
 func (c *CNAT) AddDelSNATInterface(ctx context.Context, ifName string, table cnat.SNATTable, add bool) (uint32, error) {
-	what := fmt.Sprintf("%s interface %q in cnat SNAT table %d", addDel(add), ifName, table)
+	what := snatInterfaceWhat(ifName, table, add)
 	idx, err := c.index(ctx, ifName, what)
 	if err != nil {
 		return 0, err
@@ -323,7 +326,7 @@ func featureRequest(idx uint32, f cnat.Feature, enable bool) (*feature.FeatureEn
 // feature twice (it is then on the arc twice, FACTS §6): the renderer
 // tracks what it enabled.
 func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.Feature, enable bool) (uint32, error) {
-	what := fmt.Sprintf("%s %s on interface %q", map[bool]string{true: "enable", false: "disable"}[enable], cnat.FeatureNode(f), ifName)
+	what := featureWhat(ifName, f, enable)
 	idx, err := c.index(ctx, ifName, what)
 	if err != nil {
 		return 0, err
@@ -335,4 +338,18 @@ func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.F
 	err = c.conn.invoke(ctx, req, &feature.FeatureEnableDisableReply{})
 	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "error", err)
 	return idx, classifyCNAT(err, what)
+}
+
+// snatInterfaceWhat names an interface's SNAT table call in errors.
+func snatInterfaceWhat(ifName string, table cnat.SNATTable, add bool) string {
+	return fmt.Sprintf("%s interface %q in cnat SNAT table %d", addDel(add), ifName, table)
+}
+
+// featureWhat names a cnat feature call in errors.
+func featureWhat(ifName string, f cnat.Feature, enable bool) string {
+	verb := "disable"
+	if enable {
+		verb = "enable"
+	}
+	return fmt.Sprintf("%s %s on interface %q", verb, cnat.FeatureNode(f), ifName)
 }

@@ -217,6 +217,7 @@ func TestClassifyCNAT(t *testing.T) {
 	}{
 		{api.NO_SUCH_ENTRY, []error{cnat.ErrNotFound, cnat.ErrInvalid}},
 		{api.INVALID_SW_IF_INDEX, []error{cnat.ErrNoInterface, cnat.ErrInvalid}},
+		{api.NO_SUCH_FIB, []error{cnat.ErrNoTable, cnat.ErrInvalid}},
 		{api.INVALID_VALUE, []error{cnat.ErrInvalid}},
 		{1, []error{cnat.ErrInvalid}},
 	} {
@@ -245,6 +246,11 @@ func TestCNATDropRoutes(t *testing.T) {
 	ctx := context.Background()
 	v4 := cnat.Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
 	v6 := cnat.Route{Prefix: netip.MustParsePrefix("fd00:96::/108"), VRF: 1}
+	// Table 1 is not there until the startup configuration makes it.
+	if err := c.AddDelDropRoute(ctx, v4, true); !errors.Is(err, cnat.ErrNoTable) {
+		t.Errorf("route in a missing table: %v, want ErrNoTable", err)
+	}
+	e.vpp.CreateTable(1)
 	for _, r := range []cnat.Route{v4, v6} {
 		if err := c.AddDelDropRoute(ctx, r, true); err != nil {
 			t.Fatal(err)

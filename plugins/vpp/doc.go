@@ -34,6 +34,11 @@
 //     method classifies it (the interface features' steps joined alike).
 //     The renderer keeps one call per object in flight, so that an
 //     object's later operations are skipped after a failure.
+//   - CNAT: the cnat.VPP of the cnat renderer (cnat binary API, features,
+//     drop routes); -2 wraps cnat.ErrNoInterface, -3 (no such FIB table)
+//     cnat.ErrNoTable, -6 cnat.ErrNotFound. CNAT.Pipeline
+//     (cnat.Pipeliner) pipelines its translation and interface calls as
+//     NAT44.Pipeline does, one message per operation.
 //   - RouteGovppLogs: govpp logs through logrus; this sends its lines to
 //     the agent's slog logger (attribute part=govpp).
 //

@@ -5,21 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"go.fd.io/govpp/api"
 	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/nat_types"
-	"go.fd.io/govpp/core"
 
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
-
-// PipelineWindow is how many calls a Pipeline keeps in flight at most.
-// govpp drops answers its reply queue cannot take within 100 ms, so the
-// stream's queue is sized to hold the whole window.
-const PipelineWindow = 256
 
 var _ nat44.Pipeliner = (*NAT44)(nil)
 
@@ -32,49 +25,26 @@ var _ nat44.Pipeliner = (*NAT44)(nil)
 // receive failing, CallTimeout without an answer) breaks the pipeline:
 // every later call fails with that error.
 func (n *NAT44) Pipeline(ctx context.Context) (nat44.Pipeline, error) {
-	conn, _, err := n.conn.current()
+	st, err := openStream[nat44Call](ctx, n.conn)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s, err := conn.NewStream(ctx,
-		core.WithRequestSize(PipelineWindow), core.WithReplySize(PipelineWindow+8),
-		core.WithReplyTimeout(n.conn.cfg.CallTimeout))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	return &pipeline{n: n, ctx: ctx, s: s, cancel: cancel}, nil
+	return &pipeline{n: n, st: st}, nil
 }
 
-// pipeline is a nat44.Pipeline on one govpp stream.
+// pipeline is a nat44.Pipeline on one stream.
 type pipeline struct {
-	n      *NAT44
-	ctx    context.Context
-	s      api.Stream
-	cancel context.CancelFunc
-	// q holds the messages sent and not handed out by Recv, oldest first,
-	// from head; next is the oldest without an answer read from the
-	// stream, unread how many have none.
-	q      []inFlight
-	head   int
-	next   int
-	unread int
-	broken error
+	n  *NAT44
+	st *stream[nat44Call]
 }
 
-// inFlight is one message sent (or, with no name, an operation that
-// needed none): what to expect and how to report it. An operation's
-// messages are adjacent; last marks its final one.
-type inFlight struct {
-	op    *nat44.Op
-	name  string // the request's message name
-	reply string // the reply's message name
-	what  string // how errors name the call; "" for describeOp(op)
-	last  bool
-	sent  time.Time
-	done  bool
-	err   error
+// nat44Call is what one message of a pipelined operation is for (or, with
+// no message, the operation that needed none). An operation's messages
+// are adjacent; last marks its final one.
+type nat44Call struct {
+	op   *nat44.Op
+	what string // how errors name the call; "" for describeOp(op)
+	last bool
 }
 
 // Send implements nat44.Pipeline.
@@ -83,33 +53,16 @@ func (p *pipeline) Send(op *nat44.Op) error {
 	if err != nil {
 		return err
 	}
-	if p.broken != nil {
+	if p.st.broken != nil {
 		what := describeOp(op)
-		return classify(fmt.Errorf("%s: %w", what, p.broken), what, false)
-	}
-	if p.head > 0 && p.head == len(p.q) {
-		p.q, p.head, p.next = p.q[:0], 0, 0
+		return classify(fmt.Errorf("%s: %w", what, p.st.broken), what, false)
 	}
 	if len(calls) == 0 {
-		p.q = append(p.q, inFlight{op: op, last: true, done: true})
+		p.st.settled(nat44Call{op: op, last: true})
 		return nil
 	}
 	for i, c := range calls {
-		if p.unread >= PipelineWindow {
-			p.readOne()
-		}
-		f := inFlight{op: op, name: c.req.GetMessageName(), reply: c.reply.GetMessageName(), what: c.what, last: i == len(calls)-1, sent: time.Now()}
-		if err := p.s.SendMsg(c.req); err != nil {
-			p.broken = err
-			p.n.conn.poke()
-		}
-		if p.broken != nil {
-			f.done, f.err = true, fmt.Errorf("%s: %w", f.name, p.broken)
-			p.n.conn.observe(f.name, f.sent, &f.err)
-		} else {
-			p.unread++
-		}
-		p.q = append(p.q, f)
+		p.st.send(nat44Call{op: op, what: c.what, last: i == len(calls)-1}, c.req, c.reply)
 	}
 	return nil
 }
@@ -122,7 +75,7 @@ func (p *pipeline) calls(op *nat44.Op) ([]featureCall, error) {
 		if op.OldFeatures == op.NewFeatures {
 			return nil, nil
 		}
-		idx, ok, err := p.n.ifaces.index(p.ctx, op.Interface)
+		idx, ok, err := p.n.ifaces.index(p.st.ctx, op.Interface)
 		what := describeOp(op)
 		switch {
 		case err != nil:
@@ -140,64 +93,29 @@ func (p *pipeline) calls(op *nat44.Op) ([]featureCall, error) {
 	return []featureCall{{req: req, reply: reply}}, nil
 }
 
-// readOne reads the answer to the oldest message without one.
-func (p *pipeline) readOne() {
-	p.next = max(p.next, p.head) // those before head are answered
-	for p.q[p.next].done {
-		p.next++ // answered without a message
-	}
-	c := &p.q[p.next]
-	p.next++
-	p.unread--
-	c.done = true
-	if p.broken != nil {
-		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
-		return
-	}
-	m, err := p.s.RecvMsg()
-	switch {
-	case err != nil:
-		p.broken = err
-		c.err = fmt.Errorf("%s: %w", c.name, err)
-	case m.GetMessageName() != c.reply:
-		// Answers no longer match calls: nothing after can be trusted.
-		p.broken = fmt.Errorf("got %s for %s", m.GetMessageName(), c.name)
-		c.err = p.broken
-	default:
-		if rv := retval(m); rv != 0 {
-			c.err = fmt.Errorf("%s: %w", c.name, api.VPPApiError(rv))
-		}
-	}
-	p.n.conn.observe(c.name, c.sent, &c.err)
-}
-
 // Recv implements nat44.Pipeline: the result of the oldest operation in
 // flight, its messages' errors joined as the synchronous method joins
 // them.
 func (p *pipeline) Recv() error {
 	var errs []error
 	for {
-		if p.head == len(p.q) {
+		c, ok := p.st.pop()
+		if !ok {
 			return errors.New("NAT44 pipeline: no call in flight")
 		}
-		if !p.q[p.head].done {
-			p.readOne()
-		}
-		c := p.q[p.head]
-		p.q[p.head] = inFlight{}
-		p.head++
 		if c.name != "" {
-			if c.err != nil && c.what == "" {
-				c.what = describeOp(c.op)
+			what := c.meta.what
+			if c.err != nil && what == "" {
+				what = describeOp(c.meta.op)
 			}
-			if p.n.log.Enabled(p.ctx, slog.LevelDebug) {
-				p.n.log.Debug("NAT44 call", "op", c.op.String(), "call", c.what, "error", c.err)
+			if p.n.log.Enabled(p.st.ctx, slog.LevelDebug) {
+				p.n.log.Debug("NAT44 call", "op", c.meta.op.String(), "call", what, "error", c.err)
 			}
 			// Removing one of a mapping's last two locals is refused with
 			// VPP's unspecified error (-1), as in AddDelLBLocal.
-			errs = append(errs, classify(c.err, c.what, c.op.Kind == nat44.OpDelLocal))
+			errs = append(errs, classify(c.err, what, c.meta.op.Kind == nat44.OpDelLocal))
 		}
-		if c.last {
+		if c.meta.last {
 			break
 		}
 	}
@@ -208,11 +126,7 @@ func (p *pipeline) Recv() error {
 }
 
 // Close implements nat44.Pipeline.
-func (p *pipeline) Close() {
-	p.cancel()
-	_ = p.s.Close()
-	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
-}
+func (p *pipeline) Close() { p.st.close() }
 
 // opRequest is the request (and its reply) of a single-call operation,
 // the same the synchronous methods send.

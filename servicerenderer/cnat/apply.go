@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"time"
@@ -39,6 +40,7 @@ import (
 // from the reply of an update of the key with the paths VPP holds (an
 // identical update changes nothing and keeps every connection, FACTS §6).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
+	start := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Applies++
@@ -71,6 +73,11 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 				delete(r.pending, name)
 			}
 		}
+		for vrf := range r.pendingTables {
+			if !slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf }) {
+				delete(r.pendingTables, vrf)
+			}
+		}
 		ops = DiffNode(r.desired, r.applied)
 		keys := make([]Key, 0, len(r.frontends))
 		for k := range r.frontends {
@@ -93,13 +100,21 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			slices.Sort(names)
 			ops = diffNode(ops, r.desired, r.applied, names, false)
 			r.dirtyIfs = nil
+			// Tables come with the startup configuration's interfaces (and
+			// pods go only into a table that exists): an apply with
+			// interface news tries the routes that wait for a table.
+			for _, op := range diffRoutes(nil, r.desired.Routes, r.applied.Routes, true) {
+				if _, ok := r.pendingTables[op.Route.VRF]; ok {
+					ops = append(ops, op)
+				}
+			}
 		}
 		for _, fe := range r.dirty {
 			ops = appendDiffTranslation(ops, fe.desired, fe.applied, 0, false)
 			fe.dirty = false
 		}
 	}
-	err := r.run(ctx, ops)
+	err := r.run(ctx, ops, full, start)
 	for _, fe := range r.dirty {
 		if fe.unused() {
 			delete(r.frontends, fe.key)
@@ -246,65 +261,217 @@ func (r *Renderer) fromDump(d *Dumped) *Translation {
 
 // run issues ops in order. After a failed call the object's remaining
 // operations are skipped; the applied state records only what succeeded.
-func (r *Renderer) run(ctx context.Context, ops []Op) error {
-	var failed map[ObjectID]struct{}
-	var firstErr error
-	nodeChanged := false
+// With a Pipeliner VPP the Pipelined operations are sent without waiting
+// for each answer (see Pipeliner); answers are handled in send order.
+// It logs one line for the batch (at debug level when an incremental
+// apply called nothing).
+func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
+	x := runner{r: r, ctx: ctx, ops: ops}
+	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
+		if p, err := pl.Pipeline(ctx); err == nil {
+			x.p = p
+			defer p.Close()
+		} else {
+			r.log.Debug("cnat: no pipeline; calling synchronously", "error", err)
+		}
+	}
 	for i := range ops {
 		op := &ops[i]
 		id := objectOf(op)
-		if _, skip := failed[id]; skip {
+		// A translation's earlier call decides whether its next one runs (a
+		// delete that failed must not be followed by the re-add). An
+		// interface's calls go out together, as NAT44's features of one
+		// interface do: each records its own result, and a missing
+		// interface is known before sending (Send's error).
+		for id.Kind != ObjectInterface && x.busy[id] > 0 {
+			x.recv()
+		}
+		if _, skip := x.failed[id]; skip {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
+			x.drain()
 			r.stats.Transient += len(ops) - i
-			firstErr = cmpErr(firstErr, err)
+			x.b.transient += len(ops) - i
+			x.b.firstErr = cmpErr(x.b.firstErr, err)
 			break
 		}
+		if x.p != nil && Pipelined(op) {
+			r.stats.Calls++
+			r.stats.Writes++
+			if err := x.p.Send(op); err != nil {
+				x.result(i, 0, err)
+				continue
+			}
+			x.inflight = append(x.inflight, i)
+			if x.busy == nil {
+				x.busy = map[ObjectID]int{}
+			}
+			x.busy[id]++
+			continue
+		}
+		x.drain()
 		idx, err := r.call(ctx, op)
-		switch {
-		case err == nil:
-		case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
-			err = nil // the interface is gone, and its configuration with it
-		case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
-			err = nil
-		}
-		if err == nil {
-			if op.Kind < OpDeleteTranslation {
-				nodeChanged = true
-			}
-			if op.Interface != "" {
-				delete(r.pending, op.Interface)
-			}
-			r.record(op, idx)
-			continue
-		}
-		if failed == nil {
-			failed = map[ObjectID]struct{}{}
-		}
-		failed[id] = struct{}{}
-		if errors.Is(err, ErrNoInterface) {
-			// Not a failure: the interface is not there yet (a pod's
-			// interface being made); UpdateInterface and full applies try again.
-			if _, ok := r.pending[op.Interface]; !ok {
-				r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
-				r.log.Info("cnat: waiting for interface", "interface", op.Interface)
-			}
-			continue
-		}
-		if errors.Is(err, ErrInvalid) {
-			r.stats.Invalid++
-			r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-			r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
-			continue
-		}
-		r.stats.Transient++
-		firstErr = cmpErr(firstErr, err)
+		x.result(i, idx, err)
 	}
-	if nodeChanged {
+	x.drain()
+	if x.nodeChanged {
 		r.saveNode()
 	}
-	return firstErr
+	b := &x.b
+	level := slog.LevelInfo
+	if !full && b.calls == 0 && b.transient == 0 {
+		level = slog.LevelDebug
+	}
+	if r.log.Enabled(ctx, level) {
+		r.log.Log(ctx, level, "cnat applied", "full", full, "translationsAdded", b.added, "translationsRemoved", b.removed,
+			"translationsUpdated", b.updated, "nodeCalls", b.node, "calls", b.calls, "invalid", b.invalid,
+			"transient", b.transient, "pending", len(r.pending), "pipelined", x.p != nil, "duration", time.Since(start))
+	}
+	return b.firstErr
+}
+
+// batch counts what one apply did.
+type batch struct {
+	calls, invalid, transient int
+	added, removed, updated   int
+	// node counts the successful node operations (interfaces, prefixes,
+	// policy, routes, SNAT addresses).
+	node int
+	// deleted holds the keys whose translation this apply deleted: adding
+	// one again is an update (an affinity change).
+	deleted  map[Key]struct{}
+	firstErr error
+}
+
+// runner is the state of one run: the pipeline, if any, the calls in
+// flight (indexes into ops, oldest first) and per object, the objects
+// that failed.
+type runner struct {
+	r           *Renderer
+	ctx         context.Context
+	ops         []Op
+	b           batch
+	p           Pipeline
+	inflight    []int
+	busy        map[ObjectID]int
+	failed      map[ObjectID]struct{}
+	nodeChanged bool
+}
+
+// recv handles the answer to the oldest call in flight.
+func (x *runner) recv() {
+	i := x.inflight[0]
+	x.inflight = x.inflight[1:]
+	idx, err := x.p.Recv()
+	id := objectOf(&x.ops[i])
+	if x.busy[id]--; x.busy[id] == 0 {
+		delete(x.busy, id)
+	}
+	x.result(i, idx, err)
+}
+
+// drain handles every answer in flight.
+func (x *runner) drain() {
+	for len(x.inflight) > 0 {
+		x.recv()
+	}
+}
+
+// result records the outcome of ops[i]'s call; idx is the interface's
+// sw_if_index for an interface's operation.
+func (x *runner) result(i int, idx uint32, err error) {
+	r, b, op := x.r, &x.b, &x.ops[i]
+	id := objectOf(op)
+	b.calls++
+	switch {
+	case err == nil:
+	case !op.Add && (op.Kind == OpFeature || op.Kind == OpSNATInterface) && errors.Is(err, ErrNoInterface):
+		err = nil // the interface is gone, and its configuration with it
+	case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
+		err = nil
+	case op.Kind == OpRoute && !op.Add && errors.Is(err, ErrNoTable):
+		err = nil // the table is gone, and its routes with it
+	}
+	if err == nil {
+		if op.Kind == OpRoute && op.Add {
+			delete(r.pendingTables, op.Route.VRF)
+		}
+		if op.Kind < OpDeleteTranslation {
+			x.nodeChanged = true
+			b.node++
+		}
+		if op.Interface != "" {
+			delete(r.pending, op.Interface)
+		}
+		b.count(op, r.frontends[op.Translation.keyOrZero()])
+		r.record(op, idx)
+		return
+	}
+	if x.failed == nil {
+		x.failed = map[ObjectID]struct{}{}
+	}
+	x.failed[id] = struct{}{}
+	if op.Kind == OpRoute && errors.Is(err, ErrNoTable) {
+		// Not a failure either: VPP has not made the table yet (its
+		// startup configuration runs seconds after a restart); the next
+		// apply tries again.
+		if _, ok := r.pendingTables[op.Route.VRF]; !ok {
+			r.pendingTables[op.Route.VRF] = time.Now()
+			r.log.Info("cnat: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.String())
+		}
+		return
+	}
+	if errors.Is(err, ErrNoInterface) {
+		// Not a failure: the interface is not there yet (a pod's
+		// interface being made); UpdateInterface and full applies try again.
+		if _, ok := r.pending[op.Interface]; !ok {
+			r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
+			r.log.Info("cnat: waiting for interface", "interface", op.Interface)
+		}
+		return
+	}
+	if errors.Is(err, ErrInvalid) {
+		b.invalid++
+		r.stats.Invalid++
+		r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
+		return
+	}
+	b.transient++
+	r.stats.Transient++
+	b.firstErr = cmpErr(b.firstErr, err)
+}
+
+// count records one successful translation operation; fe is its
+// frontend, before the operation is recorded.
+func (b *batch) count(op *Op, fe *frontend) {
+	switch op.Kind {
+	case OpDeleteTranslation:
+		if b.deleted == nil {
+			b.deleted = map[Key]struct{}{}
+		}
+		b.deleted[op.Translation.Key] = struct{}{}
+		b.removed++
+	case OpUpdateTranslation:
+		switch _, again := b.deleted[op.Translation.Key]; {
+		case again:
+			b.removed--
+			b.updated++
+		case fe == nil || fe.applied == nil:
+			b.added++
+		default:
+			b.updated++
+		}
+	}
+}
+
+// keyOrZero is t's key, the zero key for no translation.
+func (t *Translation) keyOrZero() Key {
+	if t == nil {
+		return Key{}
+	}
+	return t.Key
 }
 
 func cmpErr(first, err error) error {

@@ -22,8 +22,11 @@ type Config struct {
 	// are the renderer's (see Owned).
 	PodCIDRs     []netip.Prefix
 	ServiceCIDRs []netip.Prefix
-	// NodeNetworks are the networks that reach pods directly (the node
-	// network): excluded from source NAT like the pod and service CIDRs.
+	// NodeNetworks are the other ranges from which untranslated traffic
+	// reaches pods (the nodes' networks, their VXLAN and host-interconnect
+	// ranges): excluded from source NAT like the pod and service CIDRs,
+	// else the K8S policy source-NATs a pod's replies to them and the
+	// connection dies (FACTS §6).
 	NodeNetworks []netip.Prefix
 	// HostInterfaces are the interfaces that are not pods' (uplink, other
 	// NICs, VXLAN BVI, host interconnect): they get the cnat features but

@@ -106,6 +106,24 @@
 //     the renderer added it.
 //   - cnat_session_purge is never sent: it deletes every session and every
 //     translation.
+//   - Tables: after a VPP restart the API answers before the startup
+//     configuration has made the pod VRF's table, and a route into it
+//     answers -3 for seconds (FACTS §6). Such a route waits
+//     (PendingTables), as an interface's configuration waits for the
+//     interface: not a failure, no healing; an apply with interface news
+//     tries it again.
+//
+// # Calls and logs
+//
+// With a VPP that implements Pipeliner (plugins/vpp.CNAT does), Apply
+// sends translation updates, deletes by a dumped id and interfaces'
+// features and tables without waiting for each answer (Pipelined); an
+// object's next call waits for its previous answer, so results per object
+// are as in a synchronous apply. Each apply logs one line ("cnat
+// applied") with the translations added, removed and updated, the node
+// calls, all calls, the invalid and transient failures, the pending
+// interfaces, whether it pipelined and how long it took; at debug level
+// when an incremental apply called nothing.
 //
 // # Differences from nat44
 //

@@ -22,6 +22,13 @@ var ErrInvalid = errors.New("rejected by VPP as invalid")
 // succeeds in effect: VPP drops them with the interface.
 var ErrNoInterface = errors.New("VPP has no such interface")
 
+// ErrNoTable marks a route into a FIB table VPP does not have (yet): it
+// wraps ErrInvalid too. After a VPP restart the pod VRF's table comes with
+// the startup configuration, seconds after the API answers (FACTS §6): the
+// route waits for it (PendingTables), as an interface's configuration
+// waits for the interface.
+var ErrNoTable = errors.New("VPP has no such FIB table")
+
 // ErrNotFound marks a delete of something VPP does not hold (it wraps
 // ErrInvalid too): the delete is done in effect.
 var ErrNotFound = errors.New("VPP holds no such entry")

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
@@ -64,6 +65,9 @@ type Renderer struct {
 	// pending are the interfaces whose configuration waits for VPP to have
 	// the interface.
 	pending map[string]PendingInterface
+	// pendingTables are the VRFs whose drop routes wait for VPP to make
+	// the table, with since when.
+	pendingTables map[uint32]time.Time
 	// ifIndex is the sw_if_index each interface had when the renderer
 	// configured it; unknown for configuration taken from the Store or
 	// assumed (see InterfaceLost).
@@ -129,7 +133,7 @@ func New(p Params) (*Renderer, error) {
 		log = slog.Default()
 	}
 	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
-		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{},
+		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}, pendingTables: map[uint32]time.Time{},
 		ifIndex: map[string]uint32{}}
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil

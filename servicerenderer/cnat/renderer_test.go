@@ -580,3 +580,31 @@ func TestServiceRouteFailure(t *testing.T) {
 	apply(t, r, true)
 	checkState(t, f, wantState(r))
 }
+
+// After a VPP restart the pod VRF's table may not exist yet (FACTS §6:
+// -3 for ~2-4 s until the startup configuration makes it): its drop route
+// is pending, not a failure and not an error to heal; the next apply
+// after the table appears adds it, incremental as it may be.
+func TestServiceRouteWaitsForTable(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	missing := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
+	f.failRoute = map[Route]error{missing: fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)}
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(web()))
+	if err := r.Apply(context.Background(), true); err != nil {
+		t.Fatalf("a missing table is no error: %v", err)
+	}
+	if fs := r.Failures(); len(fs) != 0 {
+		t.Errorf("failures %+v, want none", fs)
+	}
+	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{missing}) || p[0].Since.IsZero() {
+		t.Fatalf("pending tables %+v, want VRF 1 with its route", p)
+	}
+	f.failRoute = nil // the startup configuration made table 1
+	_ = r.UpdateInterface("host-vcw1", sr.RoleBackend)
+	apply(t, r, false)
+	if p := r.PendingTables(); len(p) != 0 {
+		t.Errorf("still pending: %+v", p)
+	}
+	checkState(t, f, wantState(r))
+}

@@ -150,6 +150,33 @@ func (r *Renderer) Pending() []PendingInterface {
 	return ps
 }
 
+// PendingTable is a FIB table whose drop routes wait for VPP to have it.
+type PendingTable struct {
+	VRF uint32
+	// Routes are the routes waiting, sorted.
+	Routes []Route
+	Since  time.Time
+}
+
+// PendingTables lists the tables whose drop routes wait for VPP to make
+// them, by VRF.
+func (r *Renderer) PendingTables() []PendingTable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := make([]PendingTable, 0, len(r.pendingTables))
+	for vrf, since := range r.pendingTables {
+		p := PendingTable{VRF: vrf, Since: since}
+		for _, rt := range r.desired.Routes {
+			if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
+				p.Routes = append(p.Routes, rt)
+			}
+		}
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b PendingTable) int { return int(a.VRF) - int(b.VRF) })
+	return ps
+}
+
 // Stats returns the cumulative counters.
 func (r *Renderer) Stats() Stats {
 	r.mu.Lock()

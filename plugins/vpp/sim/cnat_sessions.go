@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"slices"
+	"time"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/cnat"
@@ -42,21 +43,30 @@ var ErrNoCnatTranslation = errors.New("simulated VPP: no cnat translation")
 type cnatSessions struct {
 	seed   uint64
 	onCut  func(int)
+	maxAge time.Duration
 	nextID uint64
 	live   map[uint64]cnatLive
 	byFlow map[flowKey]uint64
 	cut    uint64
 	lost   uint64
+	// expired counts the UDP sessions that expired idle (CnatPacket).
+	expired uint64
 }
 
 type cnatLive struct {
 	CnatSession
 	flow flowKey
+	// seen is when a packet (CnatPacket) last refreshed the session;
+	// zero for sessions OpenCnatSession opened, which never expire.
+	seen time.Time
 }
+
+// defaultCnatSessionMaxAge is VPP 25.02's cnat session-max-age (FACTS §6).
+const defaultCnatSessionMaxAge = 30 * time.Second
 
 func newCnatSessions(opts Options) *cnatSessions {
 	return &cnatSessions{
-		seed: opts.SessionSeed, onCut: opts.OnCut, nextID: 1,
+		seed: opts.SessionSeed, onCut: opts.OnCut, maxAge: cmp.Or(opts.CnatSessionMaxAge, defaultCnatSessionMaxAge), nextID: 1,
 		live: make(map[uint64]cnatLive), byFlow: make(map[flowKey]uint64),
 	}
 }
@@ -83,16 +93,58 @@ func newCnatSessions(opts Options) *cnatSessions {
 // every session (CnatSessionsCut) and deletes every translation. A
 // restart or crash loses them all (CnatSessionsLost).
 //
-// ASSUMPTION: sessions never expire (VPP's idle timeout, tcp-max-age
-// 3600 s, is not modelled); the Maglev table has VPP's default length
+// Sessions it opens never expire; CnatPacket models the expiry of idle
+// UDP sessions. ASSUMPTION: the Maglev table has VPP's default length
 // 1009.
 func (v *VPP) OpenCnatSession(p Packet, srcPort uint16) (CnatSession, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.openCnatSessionLocked(p, srcPort, time.Time{})
+}
+
+// CnatPacket is one packet of the flow p.Src:srcPort to p.Dst:p.DstPort
+// at time at (the caller's clock): as OpenCnatSession, but a UDP
+// session lives only while packets refresh it: one that no packet
+// refreshed for Options.CnatSessionMaxAge (VPP's session-max-age, 30 s by
+// default) has expired, and this packet is balanced again over the
+// translation's current paths (FACTS §6: a UDP sender that never pauses
+// 30 s stays on a backend removed from the translation for ever; after
+// 35 s of silence it moves). CnatSessionsExpired counts the expired
+// sessions (an expiry is not a cut: no packet was in flight).
+// ASSUMPTION: session-max-age applies to every non-TCP session as to UDP
+// (recorded for UDP); TCP sessions (tcp-max-age 3600 s once established)
+// do not expire here.
+func (v *VPP) CnatPacket(p Packet, srcPort uint16, at time.Time) (CnatSession, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.openCnatSessionLocked(p, srcPort, at)
+}
+
+// CnatSessionsExpired returns how many idle UDP sessions expired since
+// New (CnatPacket).
+func (v *VPP) CnatSessionsExpired() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cnatSess.expired
+}
+
+// openCnatSessionLocked finds the flow's live session, refreshed at at
+// (zero: no clock, no expiry), or opens one.
+func (v *VPP) openCnatSessionLocked(p Packet, srcPort uint16, at time.Time) (CnatSession, error) {
 	t := v.cnatSess
 	fk := flowKey{client: netip.AddrPortFrom(p.Src, srcPort), dst: netip.AddrPortFrom(p.Dst, p.DstPort), proto: uint8(p.Proto)}
 	if id, ok := t.byFlow[fk]; ok {
-		return t.live[id].CnatSession, nil
+		l := t.live[id]
+		if at.IsZero() || l.seen.IsZero() || ip_types.IPProto(p.Proto) == ip_types.IP_API_PROTO_TCP || at.Sub(l.seen) <= t.maxAge {
+			if !at.IsZero() {
+				l.seen = at
+				t.live[id] = l
+			}
+			return l.CnatSession, nil
+		}
+		delete(t.live, id)
+		delete(t.byFlow, fk)
+		t.expired++
 	}
 	res := v.cnatTraceLocked(p)
 	switch res.Verdict {
@@ -114,7 +166,7 @@ func (v *VPP) OpenCnatSession(p Packet, srcPort uint16) (CnatSession, error) {
 		TranslationID: tr.id, Backend: rp.dst, Src: reach.Src,
 	}
 	t.nextID++
-	t.live[s.ID] = cnatLive{s, fk}
+	t.live[s.ID] = cnatLive{CnatSession: s, flow: fk, seen: at}
 	t.byFlow[fk] = s.ID
 	return s, nil
 }

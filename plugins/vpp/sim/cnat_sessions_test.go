@@ -6,9 +6,11 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/core"
 
 	"contiv.dev/vpp/servicerenderer"
@@ -328,5 +330,78 @@ func TestCnatTrace(t *testing.T) {
 	s, err := v.OpenCnatSession(podClient("10.96.0.14:80"), 5555)
 	if err != nil || s.Src != node {
 		t.Errorf("hairpin session %+v, %v: want source %v", s, err, node)
+	}
+}
+
+// udpFlow sends a datagram of one UDP flow to 10.96.1.1:53 every gap
+// from start, count times, and returns the backends they reached.
+func udpFlow(t *testing.T, v *VPP, start time.Time, gap time.Duration, count int) (reached map[netip.AddrPort]int, end time.Time) {
+	t.Helper()
+	p := Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.1.1"), DstPort: 53, Proto: servicerenderer.UDP, Ingress: "host-vccl"}
+	reached = map[netip.AddrPort]int{}
+	at := start
+	for range count {
+		s, err := v.CnatPacket(p, 40000, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reached[s.Backend]++
+		at = at.Add(gap)
+	}
+	return reached, at.Add(-gap)
+}
+
+// TestCnatUDPIdleAge is FACTS §6 (cnat, measured with the agent): a UDP
+// session is refreshed by every datagram and expires after
+// session-max-age (30 s) idle; a sender that never pauses that long stays
+// on a backend removed from the translation (641 of 641 datagrams in
+// 64 s), and after 35 s of silence it is balanced again over the
+// remaining backends. A shorter age (cnat { session-max-age 5 }) moves it
+// after a shorter silence, and that is its cost: a flow pausing 6 s is
+// balanced again even when its backend stays (here: with the two
+// backends still there).
+func TestCnatUDPIdleAge(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	udp := func(backends ...string) *cnat.CnatTranslationUpdate {
+		return with(ctr("10.96.1.1:53", backends...), func(t *cnat.CnatTranslation) { t.IPProto = ip_types.IP_API_PROTO_UDP })
+	}
+	for _, c := range []struct {
+		maxAge  time.Duration
+		silence time.Duration
+		moves   bool
+	}{
+		{0, 29 * time.Second, false},
+		{0, 35 * time.Second, true},
+		{5 * time.Second, 6 * time.Second, true},
+	} {
+		t.Run(fmt.Sprintf("age %v silence %v", c.maxAge, c.silence), func(t *testing.T) {
+			v, conn := cnatVPP(t, Options{SessionSeed: 3, CnatSessionMaxAge: c.maxAge})
+			update(t, conn, udp("10.1.1.11:53", "10.1.1.12:53"))
+			first, end := udpFlow(t, v, t0, 100*time.Millisecond, 1)
+			var was netip.AddrPort
+			for b := range first {
+				was = b
+			}
+			// The flow's backend leaves the translation; the sender goes on
+			// every 100 ms for 64 s.
+			var other string
+			for _, b := range []string{"10.1.1.11:53", "10.1.1.12:53"} {
+				if b != was.String() {
+					other = b
+				}
+			}
+			update(t, conn, udp(other))
+			reached, end := udpFlow(t, v, end.Add(100*time.Millisecond), 100*time.Millisecond, 641)
+			if reached[was] != 641 {
+				t.Errorf("busy sender after its backend left: %v, want all 641 on %v", reached, was)
+			}
+			after, _ := udpFlow(t, v, end.Add(c.silence), 100*time.Millisecond, 1)
+			if moved := after[was] == 0; moved != c.moves {
+				t.Errorf("after %v of silence: %v (moved %v, want %v)", c.silence, after, moved, c.moves)
+			}
+			if c.moves && (after[ap(other)] != 1 || v.CnatSessionsExpired() != 1) {
+				t.Errorf("moved to %v, %d expired; want %s, 1", after, v.CnatSessionsExpired(), other)
+			}
+		})
 	}
 }

@@ -73,6 +73,7 @@ func del(t *testing.T, conn *core.Connection, id uint32) api.VPPApiError {
 func cnatVPP(t *testing.T, opts Options) (*VPP, *core.Connection) {
 	t.Helper()
 	v, conn := connect(t, opts)
+	v.CreateTable(1) // the recording's startup configuration (its VRF 1)
 	for _, s := range corpusInterfaces {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)

@@ -186,6 +186,7 @@ func replayFile(t *testing.T, path string, cnt *corpusCount) {
 	recs := readCorpus(t, path)
 	v := New(Options{})
 	t.Cleanup(v.Close)
+	v.CreateTable(1) // the recording's startup configuration (its VRF 1)
 	for _, s := range corpusInterfaces {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)

@@ -111,7 +111,8 @@
 //
 // # Restarts
 //
-// Restart and RestartWith clear NAT44 and FIB state, change the PID and
+// Restart and RestartWith clear NAT44, cnat and FIB state (tables
+// included), change the PID and
 // break the connection (calls fail with ErrConnectionReset until the
 // client reconnects; event registrations are lost). The API answers at
 // once; with RestartOptions.InterfacesAfter the interfaces (all but
@@ -167,13 +168,19 @@
 // interface-address records while disabled -> -126; the stats index of
 // the first API route is 28 (the recorded startup configuration's FIB);
 // the 256-locals crash needs the plugin enabled and happens on delete
-// too; a route into an unknown table creates it (the real VPP probably
-// refuses it); ip_table_add_del always answers 0; an API-made
-// ICMP_UNREACH route dumps with its path type; a lookup route into a table
-// without a covering route ends there; replacing an ACL index that holds
-// none -> -6, an unknown interface -> -2, an unknown ACL in a set list ->
-// -6, output ACL lists not kept; acl_dump and acl_interface_list_dump
-// answer as sent; show_threads reports cpu and core 1;
+// too; an IPv4 route into a table that does not exist answers -3 as
+// recorded (FACTS §6), a delete there too, IPv6 tables always exist, a
+// NAT44 local or identity in a VRF makes its table, an interface put in
+// a VRF does not (CreateTable is the startup configuration's "ip table
+// add"; its tables come back with its interfaces after a restart);
+// ip_table_add_del always answers 0; cnat's session-max-age applies to
+// every non-TCP session as recorded for UDP (CnatPacket), established TCP
+// sessions do not expire; an API-made ICMP_UNREACH route dumps with its
+// path type; a lookup route into a table without a covering route ends
+// there; replacing an ACL index that holds none -> -6, an unknown
+// interface -> -2, an unknown ACL in a set list -> -6, output ACL lists
+// not kept; acl_dump and acl_interface_list_dump answer as sent;
+// show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; the load-balanced pick
 // with one worker and the session RNG for random_u32 (257 locals of
 // probability 1: all sessions to the first, recorded 294 of 300); cnat
@@ -185,7 +192,7 @@
 // the FIB lookup, so a DROP route drops only what no translation matched
 // (CnatTrace); IPv6 routes take the IPv4 rules and VPP has no IPv6 drop
 // routes of its own (fib.go); session dumps list
-// sessions in ID order; sessions never expire; the output feature walks
+// sessions in ID order; NAT44 sessions never expire; the output feature walks
 // the mappings at the outside feature's measured rate, linear in their
 // number (cost.go).
 //

@@ -39,14 +39,69 @@ type route struct {
 	stats uint32
 }
 
-// fibState holds the routes and IPv4 tables added through the API.
+// fibState holds the routes and the IPv4 tables that exist: added
+// through the API, made by the startup configuration (CreateTable), or
+// made implicitly (a route or a NAT44 local in them). startup are the
+// tables the startup configuration makes: a restart loses every table,
+// and they come back with the startup interfaces.
 type fibState struct {
 	routes    []route
 	tables    map[uint32]bool
+	startup   map[uint32]bool
 	nextStats uint32
 }
 
-func (f *fibState) reset() { *f = fibState{nextStats: firstRouteStats, tables: map[uint32]bool{}} }
+func (f *fibState) reset() {
+	*f = fibState{nextStats: firstRouteStats, tables: map[uint32]bool{}, startup: f.startup}
+	if f.startup == nil {
+		f.startup = map[uint32]bool{}
+	}
+}
+
+// CreateTable makes IPv4 table vrf as the startup configuration's
+// "ip table add" does: it exists now, and again once the startup
+// configuration has run after a restart (RestartWith's InterfacesAfter).
+func (v *VPP) CreateTable(vrf uint32) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if vrf != 0 {
+		v.fib.startup[vrf] = true
+		v.fib.tables[vrf] = true
+	}
+}
+
+// tableExists tells whether IPv4 table vrf exists: table 0 always; any
+// other once made (ip_table_add_del, the startup configuration's
+// CreateTable, a route added to it), or while a NAT44 mapping has a local
+// or an identity in it.
+// ASSUMPTION: NAT44 locals and identities in a VRF create its table as
+// FACTS §6 records for mappings with locals in VRF 1 ("NAT44 mappings with
+// locals in VRF 1 create the table implicitly; cnat does not").
+// ASSUMPTION: an interface put in a VRF (InterfaceSpec.VRF) does not make
+// the table: VPP binds an interface only to an existing table, which the
+// startup configuration makes ("ip table add"); the simulated CNI, which
+// re-creates pods' interfaces at once after a restart, does not check it.
+func (v *VPP) tableExists(vrf uint32) bool {
+	return vrf == 0 || v.fib.tables[vrf] || v.nat.usesVRF(vrf)
+}
+
+// usesVRF tells whether a NAT44 mapping has a local, or an identity
+// mapping a VRF, in table vrf.
+func (n *natState) usesVRF(vrf uint32) bool {
+	for _, m := range n.statics {
+		for _, l := range m.locals {
+			if l.vrf == vrf {
+				return true
+			}
+		}
+	}
+	for _, id := range n.identities {
+		if slices.Contains(id.vrfs, vrf) {
+			return true
+		}
+	}
+	return false
+}
 
 func (v *VPP) ipTableAddDel(req *ipapi.IPTableAddDel) []api.Message {
 	// ASSUMPTION: adding an existing table or deleting a missing one
@@ -79,16 +134,22 @@ func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	}
 	pfx = pfx.Masked()
 	vrf := req.Route.TableID
-	// ASSUMPTION: a route in a table the sim does not know (no interface
-	// in it, not added by ip_table_add_del) creates it; the real VPP
-	// probably refuses it (the corpus only uses existing tables).
+	// An IPv4 route in a table that does not exist answers -3 (no such
+	// FIB), as VPP 25.02 did for table 1 before its startup configuration
+	// had made it (FACTS §6, cnat measured with the agent). ASSUMPTION:
+	// a delete there answers -3 too; IPv6 tables are not modelled (every
+	// IPv6 table exists).
+	if pfx.Addr().Is4() && !v.tableExists(vrf) {
+		return reply(r, api.NO_SUCH_FIB)
+	}
 	if vrf != 0 && req.IsAdd {
 		v.fib.tables[vrf] = true
 	}
 	i := v.fib.find(vrf, pfx)
 	switch {
 	case req.IsAdd && i >= 0:
-		// Adding an existing route again changes nothing.
+		// Adding an existing route again keeps its entry and replaces its
+		// path (c2-nat44.jsonl: a DROP replaced by ICMP_UNREACH).
 		r.StatsIndex = v.fib.routes[i].stats
 		kind.VRF, kind.Prefix = vrf, pfx
 		v.fib.routes[i].Route = kind
@@ -195,7 +256,7 @@ func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 		return v.apiRoutes(req.Table.TableID, true)
 	}
 	vrf := req.Table.TableID
-	if vrf != 0 && !v.fib.tables[vrf] && !v.vrfInUse(vrf) {
+	if !v.tableExists(vrf) && !v.vrfInUse(vrf) {
 		return nil
 	}
 	var out []api.Message

@@ -58,6 +58,8 @@ func TestRecordsACLRoutes(t *testing.T) {
 func replayRecords(t *testing.T, path string) int {
 	v := New(Options{})
 	t.Cleanup(v.Close)
+	// The recordings' VPP had run its startup configuration: table 1 exists.
+	v.CreateTable(1)
 	for _, s := range corpusInterfaces {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)

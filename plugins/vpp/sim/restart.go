@@ -73,8 +73,9 @@ func (v *VPP) restartLocked(o RestartOptions) {
 }
 
 // FinishStartup runs the rest of the startup configuration now: it
-// re-creates the interfaces a RestartWith removed and has not re-created
-// yet (tests use it in place of a long InterfacesAfter).
+// re-creates the tables (CreateTable) and the interfaces a restart
+// removed and has not re-created yet (tests use it in place of a long
+// InterfacesAfter).
 func (v *VPP) FinishStartup() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -88,6 +89,9 @@ func (v *VPP) finishStartupLocked() {
 	}
 	pending := v.startup
 	v.startup = nil
+	for vrf := range v.fib.startup {
+		v.fib.tables[vrf] = true // before the interfaces put in them
+	}
 	for _, i := range pending {
 		if _, taken := v.ifaces[i.index]; taken || v.ifaceByName(i.name) != nil {
 			continue

@@ -55,6 +55,11 @@ type Options struct {
 	// the zero value (unit tests) costs nothing, VPP2502FeatureWalk is
 	// what VPP 25.02 was measured to spend.
 	FeatureWalk FeatureWalk
+	// CnatSessionMaxAge is cnat's session-max-age (startup configuration
+	// cnat { session-max-age N }): a UDP session no packet refreshed for
+	// that long has expired, and the flow's next packet (CnatPacket) is
+	// balanced again. 0 is VPP's default, 30 s (FACTS §6).
+	CnatSessionMaxAge time.Duration
 }
 
 // DefaultVersion is the version the simulator reports.

@@ -124,6 +124,11 @@ func TestRoutes(t *testing.T) {
 	v, conn := connect(t, Options{})
 	drop := fib_types.FIB_API_PATH_TYPE_DROP
 	r := &ipapi.IPRouteAddDelReply{}
+	// Table 1 does not exist until the startup configuration makes it.
+	if rv := call(t, conn, routeReq(1, "10.96.0.0/12", true, drop), r); rv != api.NO_SUCH_FIB {
+		t.Errorf("route in a missing table: %v, want -3", rv)
+	}
+	v.CreateTable(1)
 	call(t, conn, routeReq(1, "10.96.0.0/12", true, drop), r)
 	first := r.StatsIndex
 	call(t, conn, routeReq(1, "10.96.0.0/12", true, drop), r)
@@ -175,6 +180,7 @@ func TestRoutes(t *testing.T) {
 // lookup route more specific than the pod VRF's drop route.
 func TestRejectRoutes(t *testing.T) {
 	v, conn := connect(t, Options{})
+	v.CreateTable(1)
 	for _, s := range []InterfaceSpec{{Name: "host-eth0"}, {Name: "host-pod", VRF: 1}} {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)
@@ -210,6 +216,40 @@ func TestRejectRoutes(t *testing.T) {
 			Proto: 6, DstPort: 80})
 		if res.Verdict != c.want {
 			t.Errorf("%s from %s: %v (%s), want %v", c.dst, c.ingress, res.Verdict, res.Reason, c.want)
+		}
+	}
+}
+
+// TestMissingTableAfterRestart: a restart loses every table; the startup
+// configuration's come back with its interfaces, and a NAT44 local in a
+// VRF makes its table (FACTS §6). Until then a route there answers -3.
+// An interface in a VRF does not make the table.
+func TestMissingTableAfterRestart(t *testing.T) {
+	v := New(Options{})
+	v.CreateTable(1)
+	v.CreateTable(2)
+	if _, err := v.CreateInterface(InterfaceSpec{Name: "loop9", VRF: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for vrf, want := range map[uint32]bool{0: true, 1: true, 2: true, 4: false} {
+		if got := v.tableExists(vrf); got != want {
+			t.Errorf("table %d exists %v before the restart, want %v", vrf, got, want)
+		}
+	}
+	v.RestartWith(RestartOptions{InterfacesAfter: time.Hour})
+	defer v.Close()
+	for vrf, want := range map[uint32]bool{0: true, 1: false, 2: false, 3: false} {
+		if got := v.tableExists(vrf); got != want {
+			t.Errorf("table %d exists %v after the restart, want %v", vrf, got, want)
+		}
+	}
+	v.mu.Lock()
+	v.nat.statics[o2iKey{}] = &staticMapping{locals: []local{{vrf: 3}}}
+	v.finishStartupLocked()
+	v.mu.Unlock()
+	for _, vrf := range []uint32{1, 2, 3} {
+		if !v.tableExists(vrf) {
+			t.Errorf("table %d missing once the startup configuration ran", vrf)
 		}
 	}
 }

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/plugins/vpp/sim"
+)
+
+// TestCNATWaitsForThePodVRFTable: after a VPP restart the API answers
+// before the startup configuration has made table 1 (FACTS §6: the VRF-1
+// drop route answers -3 for ~2-4 s). The full reprogram applies all it
+// can and the route waits for the table, named by readiness, as an
+// interface waits for VPP to make it; once the startup configuration has
+// run, the route is added and the agent is ready, without a healing
+// resync.
+func TestCNATWaitsForThePodVRFTable(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	cluster, err := os.ReadFile("../deploy/examples/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(load, cluster, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := contivconf.Defaults()
+	cfg.Renderer = contivconf.RendererCNAT
+	cfg.VPP.PendingInterfaceGrace = contivconf.Duration(time.Hour)
+	vpp := sim.New(sim.Options{})
+	r := start(t, testConfigFrom(t, cfg, srv.Endpoint(), dir), vpp, load)
+	podRoute := sim.Route{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true}
+	if !slices.Contains(vpp.Routes(), podRoute) {
+		t.Fatalf("routes %v lack %v", vpp.Routes(), podRoute)
+	}
+	healings := r.a.Controller().Status().Resyncs
+
+	vpp.RestartWith(sim.RestartOptions{InterfacesAfter: 2 * time.Second})
+	defer vpp.Close()
+	waitFor(t, "readiness naming the missing table", func() bool {
+		return slices.ContainsFunc(r.a.notReady(), func(s string) bool { return strings.Contains(s, "re-create FIB table 1") })
+	})
+	if slices.Contains(vpp.Routes(), podRoute) {
+		t.Error("the route is there before its table")
+	}
+	waitFor(t, "ready after the startup configuration ran", r.a.Ready)
+	if !slices.Contains(vpp.Routes(), podRoute) {
+		t.Errorf("routes %v lack %v once the table is there", vpp.Routes(), podRoute)
+	}
+	if got := r.a.Controller().Status().Resyncs - healings; got != 1 {
+		t.Errorf("%d resyncs since the restart, want the one reprogram (no healing)", got)
+	}
+}

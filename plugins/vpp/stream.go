@@ -1,0 +1,154 @@
+package vpp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/core"
+)
+
+// PipelineWindow is how many calls a pipeline keeps in flight at most.
+// govpp drops answers its reply queue cannot take within 100 ms, so the
+// stream's queue is sized to hold the whole window.
+const PipelineWindow = 256
+
+// stream keeps binary-API calls in flight on one govpp stream: the core of
+// NAT44.Pipeline and CNAT.Pipeline. VPP answers on one connection in
+// order, so answers are matched to calls by position; at most
+// PipelineWindow calls wait for their answer. Each call carries the
+// caller's meta (what the call was for). A transport failure (a send or a
+// receive failing, CallTimeout without an answer) breaks the stream: every
+// later call fails with that error.
+type stream[M any] struct {
+	conn   *Conn
+	ctx    context.Context
+	s      api.Stream
+	cancel context.CancelFunc
+	// q holds the calls sent (or settled without a message) and not
+	// handed out by pop, oldest first, from head; next is the oldest
+	// without an answer read from the stream, unread how many have none.
+	q      []streamCall[M]
+	head   int
+	next   int
+	unread int
+	broken error
+}
+
+// streamCall is one call: its meta, what to expect and its result once
+// done.
+type streamCall[M any] struct {
+	meta  M
+	name  string // the request's message name; "" for a call without one
+	reply string // the reply's message name
+	sent  time.Time
+	done  bool
+	err   error
+}
+
+// openStream opens a stream on c's live connection.
+func openStream[M any](ctx context.Context, c *Conn) (*stream[M], error) {
+	conn, _, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := conn.NewStream(ctx,
+		core.WithRequestSize(PipelineWindow), core.WithReplySize(PipelineWindow+8),
+		core.WithReplyTimeout(c.cfg.CallTimeout))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &stream[M]{conn: c, ctx: ctx, s: s, cancel: cancel}, nil
+}
+
+// settled queues a call that needs no message: done, without error.
+func (p *stream[M]) settled(meta M) {
+	p.reuse()
+	p.q = append(p.q, streamCall[M]{meta: meta, done: true})
+}
+
+// send sends req, whose answer is a reply of reply's type. On a broken
+// stream nothing is sent and the call is done with the breaking error.
+func (p *stream[M]) send(meta M, req, reply api.Message) {
+	p.reuse()
+	if p.unread >= PipelineWindow {
+		p.readOne()
+	}
+	c := streamCall[M]{meta: meta, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: time.Now()}
+	if p.broken == nil {
+		if err := p.s.SendMsg(req); err != nil {
+			p.broken = err
+			p.conn.poke()
+		}
+	}
+	if p.broken != nil {
+		c.done, c.err = true, fmt.Errorf("%s: %w", c.name, p.broken)
+		p.conn.observe(c.name, c.sent, &c.err)
+	} else {
+		p.unread++
+	}
+	p.q = append(p.q, c)
+}
+
+// reuse empties the queue once everything in it was handed out.
+func (p *stream[M]) reuse() {
+	if p.head > 0 && p.head == len(p.q) {
+		p.q, p.head, p.next = p.q[:0], 0, 0
+	}
+}
+
+// readOne reads the answer to the oldest call without one.
+func (p *stream[M]) readOne() {
+	p.next = max(p.next, p.head) // those before head are answered
+	for p.q[p.next].done {
+		p.next++ // answered without a message
+	}
+	c := &p.q[p.next]
+	p.next++
+	p.unread--
+	c.done = true
+	if p.broken != nil {
+		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
+		return
+	}
+	m, err := p.s.RecvMsg()
+	switch {
+	case err != nil:
+		p.broken = err
+		c.err = fmt.Errorf("%s: %w", c.name, err)
+	case m.GetMessageName() != c.reply:
+		// Answers no longer match calls: nothing after can be trusted.
+		p.broken = fmt.Errorf("got %s for %s", m.GetMessageName(), c.name)
+		c.err = p.broken
+	default:
+		if rv := retval(m); rv != 0 {
+			c.err = fmt.Errorf("%s: %w", c.name, api.VPPApiError(rv))
+		}
+	}
+	p.conn.observe(c.name, c.sent, &c.err)
+}
+
+// pop hands out the oldest call with its result, reading answers as
+// needed; false when none is queued.
+func (p *stream[M]) pop() (streamCall[M], bool) {
+	if p.head == len(p.q) {
+		return streamCall[M]{}, false
+	}
+	if !p.q[p.head].done {
+		p.readOne()
+	}
+	c := p.q[p.head]
+	p.q[p.head] = streamCall[M]{}
+	p.head++
+	return c, true
+}
+
+// close ends the stream; answers not read are dropped.
+func (p *stream[M]) close() {
+	p.cancel()
+	_ = p.s.Close()
+	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
+}
