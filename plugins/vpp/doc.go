@@ -18,7 +18,8 @@
 //     over the nat44_ed binary API. VPP refusing a call as invalid (value
 //     exists, no such entry, invalid value, unknown interface, removing
 //     one of the last two locals of a load-balanced mapping) wraps
-//     nat44.ErrInvalid; every other failure is transient. It also adds,
+//     nat44.ErrInvalid, -3 (no such FIB table) nat44.ErrNoTable too, as
+//     for cnat; every other failure is transient. It also adds,
 //     deletes and reads back the drop routes of the service CIDR
 //     (ip_route_add_del with the DROP path type, ip_route_v2_dump). Every
 //     request is built as the corpus of a real VPP 25.02 records it.
