@@ -366,9 +366,6 @@ func (x *runner) result(i int, err error) {
 	if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
 		err = nil // the interface is gone, and its features with it
 	}
-	if err != nil && op.Kind == OpDelRoute && errors.Is(err, ErrNoTable) {
-		err = nil // the table is gone, and its routes with it
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b.calls++

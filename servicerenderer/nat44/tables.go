@@ -14,8 +14,7 @@ import (
 // interface news (the startup configuration makes its tables before its
 // interfaces, whose events then reach the renderer), by every full apply,
 // and, within the apply, after mappings were added: NAT44 mappings with
-// locals in a VRF make its table (FACTS §6). Deleting a route from a
-// missing table is done in effect.
+// locals in a VRF make its table (FACTS §6).
 
 // waitForTable records that op's route waits for VPP to make its table;
 // the caller holds mu.

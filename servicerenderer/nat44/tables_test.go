@@ -117,3 +117,34 @@ func TestMappingsMakeTheTable(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestFullApplyFindsTheRoute: a full apply that finds the waiting route
+// in VPP (made meanwhile by another hand) ends the wait without a call.
+func TestFullApplyFindsTheRoute(t *testing.T) {
+	var log acks
+	e := newSimEnvWith(t, sim.Options{Traffic: true, OnAck: log.on})
+	e.cfg.NodeInterfaces = []string{"GbE"}
+	e.cfg.HoldMappings = time.Hour
+	e.cfg.SNAT = nat44.SNAT{}
+	if err := e.vpp.DelInterface("GbE"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.renderer()
+	if err := r.Resync(cluster()); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	if len(r.PendingTables()) != 1 {
+		t.Fatalf("PendingTables() = %+v, want table 1", r.PendingTables())
+	}
+	route := nat44.Route{RouteKey: nat44.RouteKey{Prefix: e.cfg.ServiceCIDR, VRF: 1}}
+	e.vpp.CreateTable(1)
+	if err := e.nat.AddDelRoute(t.Context(), route, true); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	e.apply(r, true)
+	if n := routeCalls(log.take()); n != 0 || len(r.PendingTables()) != 0 {
+		t.Errorf("%d route calls, pending tables %+v: want none", n, r.PendingTables())
+	}
+}
