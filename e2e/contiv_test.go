@@ -111,6 +111,7 @@ func startNode(t testing.TB, name, endpoint string) *node {
 	cfg.Etcd.Endpoints = []string{endpoint}
 	cfg.NodeSync.StateFile = filepath.Join(t.TempDir(), "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.HTTP.ProxyHealthAddress = "127.0.0.1:0"
 	cfg.Log.Level = contivconf.LogLevelInfo
 	short := contivconf.Backoff{Initial: contivconf.Duration(20 * time.Millisecond), Max: contivconf.Duration(500 * time.Millisecond)}
 	cfg.Controller.HealingBackoff = short

@@ -112,7 +112,7 @@ func (cp *controlPlane) waitReady(limit time.Duration) {
 // and starts it again; it returns when it is ready.
 func (cp *controlPlane) restartAPIServer(down time.Duration) {
 	cp.t.Helper()
-	if err := cp.api.stop(30 * time.Second); err != nil {
+	if err := cp.api.stop(15 * time.Second); err != nil {
 		cp.t.Logf("kube-apiserver stopped: %v", err)
 	}
 	time.Sleep(down)

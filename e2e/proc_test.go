@@ -33,7 +33,7 @@ type proc struct {
 
 func startProc(t testing.TB, name, path string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, path: path, args: args, out: &tailBuffer{max: 32 << 10}}
+	p := &proc{t: t, name: name, path: path, args: args, out: &tailBuffer{max: 16 << 10}}
 	p.start()
 	t.Cleanup(func() {
 		p.kill()

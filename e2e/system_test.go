@@ -52,6 +52,10 @@ func startSystem(t *testing.T) *system {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.kubelet.run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	for _, id := range []string{"ksr-1", "ksr-2"} {
+		s.replicas = append(s.replicas, startReplica(t, s.ksrBin, s.kubeconfig, s.etcd.Endpoint(), id))
+	}
+	s.waitLeader(nil, time.Minute)
 	for _, name := range []string{"node-1", "node-2"} {
 		n := startNode(t, name, s.etcd.Endpoint())
 		s.nodes = append(s.nodes, n)
@@ -59,10 +63,6 @@ func startSystem(t *testing.T) *system {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range []string{"ksr-1", "ksr-2"} {
-		s.replicas = append(s.replicas, startReplica(t, s.ksrBin, s.kubeconfig, s.etcd.Endpoint(), id))
-	}
-	s.waitLeader(nil, time.Minute)
 	if _, err := s.cp.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
