@@ -16,7 +16,6 @@ func TestE2E(t *testing.T) {
 	s := startSystem(t)
 	t.Logf("system up in %v", time.Since(start).Round(time.Millisecond))
 
-	s.run(t, "workload", s.workload)
 	s.run(t, "readiness", s.readinessFlip)
 	s.run(t, "scale-and-delete", s.scaleUpAndDelete)
 	s.run(t, "service-types", s.serviceTypes)

@@ -66,6 +66,7 @@ func startSystem(t *testing.T) *system {
 	if _, err := s.cp.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	s.workload() // every scenario may change it
 	return s
 }
 
