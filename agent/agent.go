@@ -180,9 +180,12 @@ func (a *Agent) load(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
-	// As contivctl load does: only what differs is written, and the
-	// layout marker with the pods.
+	// As contivctl load does: only what differs is written, then the
+	// layout and sync markers that make it a complete output.
 	if _, err := kubestate.NewWriter(a.etcd, a.log).PutChanged(ctx, objs); err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	if _, err := kubestate.MarkSynced(ctx, a.etcd, "contiv-agent --load", 0); err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
@@ -295,6 +298,9 @@ func (a *Agent) buildHandlers() error {
 		RelistJitter:     relistJitter,
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 		PodNode:          cfg.NodeName, // only this node's pods are watched and decoded
+		// Never prune on what is not a complete reflector output (an empty
+		// or restored etcd): keep the last state, not ready.
+		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
 	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))

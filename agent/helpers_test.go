@@ -91,8 +91,20 @@ func newHarness(t tb, endpoint string, cfg contivconf.Config) *harness {
 		t.Fatalf("serving the simulated VPP: %v", err)
 	}
 	h.cfg.VPP.Socket = h.srv.Path()
+	h.markSynced()
 	h.startAgent()
 	return h
+}
+
+// markSynced writes the markers of a complete reflector output (as
+// contiv-ksr's sweep does): the agent takes no listing without them.
+func (h *harness) markSynced() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kubestate.MarkSynced(ctx, h.cli, "test", 0); err != nil {
+		h.t.Fatalf("sync marker: %v", err)
+	}
 }
 
 // close stops the agent, the simulated VPP's server and the etcd client.

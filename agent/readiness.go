@@ -171,8 +171,12 @@ func (a *Agent) notReady() []string {
 	if !a.built.Load() {
 		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
 	}
-	ctlReady := a.ctl.Ready()
+	held := a.ctl.Held()
+	ctlReady := a.ctl.Ready() || (held != "" && a.ctl.Applied())
 	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
+	if held != "" {
+		out = append(out, "keeping the last state: "+held)
+	}
 	if ctlReady {
 		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {
 			out = append(out, why)

@@ -232,6 +232,9 @@ func load(t *testing.T, cli *clientv3.Client, objs []runtime.Object) {
 	if _, err := kubestate.NewWriter(cli, nil).PutChanged(ctx, compact(t, objs)); err != nil {
 		t.Fatalf("loading the cluster into etcd: %v", err)
 	}
+	if _, err := kubestate.MarkSynced(ctx, cli, "test", 0); err != nil {
+		t.Fatalf("loading the cluster into etcd: %v", err)
+	}
 }
 
 // waitStored waits until etcd holds the last version of every churned

@@ -16,6 +16,7 @@ import (
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -50,6 +51,9 @@ func TestAgentProbesHitTheAgent(t *testing.T) {
 	// The same configuration, with a test etcd, a simulated VPP and a
 	// free port.
 	e := etcdtest.Start(t)
+	if _, err := kubestate.MarkSynced(context.Background(), e.Client(), "test", 0); err != nil { // as a reflector's sweep
+		t.Fatal(err)
+	}
 	cfg.Etcd.Endpoints = []string{e.Endpoint()}
 	cfg.VPP.Simulate = contivconf.SimulateAlways
 	cfg.HTTP.Address = "127.0.0.1:0"

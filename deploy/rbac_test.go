@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/ksr"
 )
 
@@ -41,17 +42,30 @@ func (a access) String() string {
 	return scope + " " + a.verb + " " + a.group + "/" + a.resource
 }
 
-// reflectorAccess runs a real reflector (leader election on) against a fake
-// API and a real etcd until it leads and is in sync, and returns every kind
-// of API request it made, and its HTTP handler while it ran.
+// reflectorAccess runs a real reflector (leader election on, releasing
+// deleted nodes' NodeSync records as contiv-ksr does) against a fake API and
+// a real etcd until it leads and is in sync, and returns every kind of API
+// request it made, and its HTTP handler while it ran. etcd holds the record
+// of a node the API does not have, so the sweep checks it in the API and
+// releases it.
 func reflectorAccess(t *testing.T, probe func(h http.Handler)) []access {
 	t.Helper()
 	e := etcdtest.Start(t)
+	cli := e.Client()
 	kube := fake.NewClientset()
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	_, err := nodesync.Claim(cctx, nodesync.Params{Client: cli, Name: "node-gone"})
+	ccancel()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := ksr.New(ksr.Params{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kube:     kube,
-		Etcd:     e.Client(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Kube:   kube,
+		Etcd:   cli,
+		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, etcd ksr.Etcd, name string) error {
+			return nodesync.Release(ctx, etcd, name, 0)
+		}),
 		Identity: "ksr-0",
 		Election: &ksr.Election{
 			Namespace: "contiv-system", Name: ksr.DefaultLeaseName,
@@ -121,7 +135,8 @@ func granted(rules []rbacv1.PolicyRule, namespaced bool) map[access]bool {
 }
 
 // The reflector's RBAC grants exactly what the reflector does — the lists
-// and watches of its informers, its Lease calls — derived by running it,
+// and watches of its informers, the get of a Node before a release, its
+// Lease calls — derived by running it,
 // not by reading its code. Its probes hit endpoints its server has, on the
 // port it listens on.
 func TestReflectorRBACAndProbes(t *testing.T) {

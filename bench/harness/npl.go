@@ -187,6 +187,10 @@ func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error
 	if _, err := cli.Txn(ctx).Then(ids...).Commit(); err != nil {
 		return fmt.Errorf("node IDs: %w", err)
 	}
+	// As a reflector's sweep: a complete output, which agents require.
+	if _, err := kubestate.MarkSynced(ctx, cli, "bench", 0); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/kubestate"
 )
@@ -37,6 +40,9 @@ func runLoad(ctx context.Context, s streams, args []string) error {
 	stats, err := load(ctx, w, objs, *prune)
 	printLoad(s.out, stats)
 	if err != nil {
+		return err
+	}
+	if err := markLoaded(ctx, cli, stats); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.out, "loaded %d objects from %s into etcd at %s\n", len(objs), *file, ef.endpoints)
@@ -97,6 +103,31 @@ func load(ctx context.Context, w *kubestate.Writer, objs []kubestate.Object, pru
 		}
 	}
 	return out, nil
+}
+
+// markLoaded writes the layout and sync markers (kubestate.MarkSynced):
+// what was loaded is the cluster state, which agents take only as a
+// complete output in their layout. A load that changed nothing, into an
+// etcd that has them, writes nothing.
+func markLoaded(ctx context.Context, cli *clientv3.Client, stats []loadStats) error {
+	changed := slices.ContainsFunc(stats, func(s loadStats) bool { return s.Put+s.Deleted > 0 })
+	if !changed {
+		resp, err := cli.Txn(ctx).Then(clientv3.OpGet(kubestate.LayoutKey), clientv3.OpGet(kubestate.SyncedKey)).Commit()
+		if err != nil {
+			return err
+		}
+		value := func(i int) []byte {
+			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+				return kvs[0].Value
+			}
+			return nil
+		}
+		if _, err := kubestate.Completeness(value(0), value(1)); err == nil {
+			return nil
+		}
+	}
+	_, err := kubestate.MarkSynced(ctx, cli, "contivctl load", 0)
+	return err
 }
 
 func printLoad(w io.Writer, stats []loadStats) {

@@ -80,6 +80,20 @@ func TestLoadExampleCluster(t *testing.T) {
 	if !reflect.DeepEqual(l.Objects, want) {
 		t.Errorf("etcd holds %d objects, the file %d, or they differ", len(l.Objects), len(want))
 	}
+	// Agents take it as a complete output, in their layout.
+	markers, err := cli.Txn(context.Background()).Then(clientv3.OpGet(kubestate.LayoutKey), clientv3.OpGet(kubestate.SyncedKey)).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals [2][]byte
+	for i, r := range markers.Responses {
+		if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+			vals[i] = kvs[0].Value
+		}
+	}
+	if _, err := kubestate.Completeness(vals[0], vals[1]); err != nil {
+		t.Errorf("after load: %v", err)
+	}
 
 	// Loading again writes nothing.
 	code, out, errs = contivctl(t, "", "load", "-f", clusterYAML, "--etcd", srv.Endpoint(), "--prune")

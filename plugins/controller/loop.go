@@ -66,6 +66,16 @@ type Params struct {
 	// ClusterSize, when set, is the number of nodes: the re-listing
 	// spreads over one RelistJitter per 500 nodes.
 	ClusterSize func() int
+	// RequireSynced takes in only listings that are a complete reflector
+	// output: etcd holds the layout marker and a sync marker
+	// (kubestate.Completeness) whose generation is no older than the one
+	// taken in last (and, at the same generation, a revision no older).
+	// Any other listing is held: the handlers keep the last state taken
+	// in, Status.Held says why (not ready), and etcd is listed again when
+	// the sync marker is written. A watched wipe (the marker deleted, or
+	// keys deleted at a revision without it) is not taken in either. The
+	// agent sets it.
+	RequireSynced bool
 }
 
 // Controller is the agent's event loop: one goroutine takes queued events
@@ -130,6 +140,7 @@ func New(p Params) *Controller {
 		c.w = newWatcher(watcherParams{
 			log: p.Logger, cli: p.Client, resources: p.Resources, podNode: p.PodNode,
 			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter, clusterSize: p.ClusterSize,
+			requireSynced: p.RequireSynced,
 		})
 	}
 	return c

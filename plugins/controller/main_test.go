@@ -325,9 +325,13 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 }
 
 // has tells whether a record at level holds every one of parts.
-func (s *logSink) has(level slog.Level, parts ...string) bool {
+func (s *logSink) has(level slog.Level, parts ...string) bool { return s.count(level, parts...) > 0 }
+
+// count is the number of records at level that hold every one of parts.
+func (s *logSink) count(level slog.Level, parts ...string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 next:
 	for _, r := range s.recs {
 		if !strings.HasPrefix(r, level.String()+" ") {
@@ -338,9 +342,9 @@ next:
 				continue next
 			}
 		}
-		return true
+		n++
 	}
-	return false
+	return n
 }
 
 // testEtcd starts an embedded etcd and returns a client for it.

@@ -89,25 +89,49 @@ func TestPodNodeWatchesOnlyItsNode(t *testing.T) {
 	}
 }
 
-// TestLayoutMismatchIsLogged: an etcd without the layout marker (an older
-// reflector's, or none swept it yet) is not refused but logged at error
-// level; its layout-1 pod keys are not seen by an agent watching its node.
+// TestLayoutMismatchIsLogged: without RequireSynced, an etcd without the
+// layout marker (none swept it yet: a fresh install) is taken in and said
+// at info level, once; one in another layout is logged at error level. Its
+// layout-1 pod keys are not seen by an agent watching its node.
 func TestLayoutMismatchIsLogged(t *testing.T) {
-	_, cli := testEtcd(t)
-	putRaw(t, cli, kubestate.ResPod.KeyPrefix()+"shop/old", `{"namespace":"shop","name":"old","nodeName":"n1"}`)
-	put(t, cli, ns("a", "1"))
-	sink := &logSink{}
-	rec := newRecorder("rec", nil)
-	ctl := New(Params{Logger: slog.New(sink), Client: cli, Handlers: []Handler{rec}, PodNode: "n1"})
-	start(t, ctl)
-	eventually(t, "ready", ctl.Ready)
-	if !sink.has(slog.LevelError, "not in this agent's layout", "want="+kubestate.LayoutVersion) {
-		t.Error("no error log tells the layout is not this agent's")
-	}
-	if st := ctl.Status(); st.Layout != "" || st.Decoded != 1 {
-		t.Errorf("status: layout %q, decoded %d; want none and 1 (the namespace)", st.Layout, st.Decoded)
-	}
-	if view, _, _ := rec.snapshot(); len(view) != 1 {
-		t.Errorf("view %v: want the namespace only", view)
+	for _, tc := range []struct {
+		name, layout string
+		level        slog.Level
+		msg          string
+	}{
+		{"absent", "", slog.LevelInfo, "no layout marker yet"},
+		{"another", "3", slog.LevelError, "not in this agent's layout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cli := testEtcd(t)
+			putRaw(t, cli, kubestate.ResPod.KeyPrefix()+"shop/old", `{"namespace":"shop","name":"old","nodeName":"n1"}`)
+			put(t, cli, ns("a", "1"))
+			if tc.layout != "" {
+				putRaw(t, cli, kubestate.LayoutKey, tc.layout)
+			}
+			sink := &logSink{}
+			rec := newRecorder("rec", nil)
+			ctl := New(Params{Logger: slog.New(sink), Client: cli, Handlers: []Handler{rec}, PodNode: "n1"})
+			start(t, ctl)
+			eventually(t, "ready", ctl.Ready)
+			if n := sink.count(tc.level, tc.msg, "want="+kubestate.LayoutVersion); n != 1 {
+				t.Errorf("%d logs at %v tell the layout; want 1", n, tc.level)
+			}
+			if tc.level != slog.LevelError && sink.has(slog.LevelError) {
+				t.Error("an etcd no reflector swept yet is logged as an error")
+			}
+			if st := ctl.Status(); st.Layout != tc.layout || st.Decoded != 1 {
+				t.Errorf("status: layout %q, decoded %d; want %q and 1 (the namespace)", st.Layout, st.Decoded, tc.layout)
+			}
+			if view, _, _ := rec.snapshot(); len(view) != 1 {
+				t.Errorf("view %v: want the namespace only", view)
+			}
+			// Said once, not at every listing.
+			ctl.RequestRelist()
+			eventually(t, "relisted", func() bool { return rec.sawResync(ResyncRelist) })
+			if n := sink.count(tc.level, tc.msg); n != 1 {
+				t.Errorf("%d logs at %v tell the layout after a relist; want 1", n, tc.level)
+			}
+		})
 	}
 }

@@ -26,6 +26,9 @@ type listing struct {
 	bad map[kubestate.Key]bool
 	// cluster is the etcd cluster the listing was read from.
 	cluster uint64
+	// layout and synced are the values of kubestate.LayoutKey and
+	// kubestate.SyncedKey at the listing's revision (nil: absent).
+	layout, synced []byte
 }
 
 // newListing is an empty listing at rev with room for n objects.

@@ -43,6 +43,10 @@ type Status struct {
 	// Layout is the layout marker (kubestate.LayoutKey) etcd held at the
 	// last listing; empty when absent.
 	Layout string `json:"layout,omitempty"`
+	// Held says why the last listing of etcd was not taken in (RequireSynced:
+	// not a complete reflector output): the handlers keep the last state
+	// taken in, and the controller is not ready. Empty otherwise.
+	Held string `json:"held,omitempty"`
 	// LastError is the last handler or apply error, at LastErrorTime.
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
@@ -58,6 +62,7 @@ type status struct {
 	decodeErrors  atomic.Uint64
 	decoded       atomic.Uint64
 	layout        atomic.Pointer[string]
+	held          atomic.Pointer[string]
 	relists       atomic.Uint64
 	resumes       atomic.Uint64
 	watchRevision atomic.Int64
@@ -108,11 +113,27 @@ func (c *Controller) Status() Status {
 	if l := c.st.layout.Load(); l != nil {
 		s.Layout = *l
 	}
+	s.Held = c.Held()
+	s.Ready = s.Ready && s.Held == ""
 	return s
 }
 
-// Ready tells whether the first full sync has been applied (/readyz).
-func (c *Controller) Ready() bool { return c.st.ready.Load() }
+// Ready tells whether the first full sync has been applied and etcd's last
+// listing was taken in (/readyz).
+func (c *Controller) Ready() bool { return c.st.ready.Load() && c.st.held.Load() == nil }
+
+// Applied tells whether the first full sync has been applied, held
+// listings or not.
+func (c *Controller) Applied() bool { return c.st.ready.Load() }
+
+// Held says why etcd's last listing was not taken in (see Status.Held);
+// empty when it was.
+func (c *Controller) Held() string {
+	if h := c.st.held.Load(); h != nil {
+		return *h
+	}
+	return ""
+}
 
 // Collector exports the controller's status as Prometheus metrics; the
 // caller registers it.
@@ -139,7 +160,14 @@ func (c *Controller) Collector() prometheus.Collector {
 			func(s Status) uint64 { return s.DecodeErrors }),
 		{prometheus.NewDesc("contiv_controller_queue_depth", "Items waiting for the event loop.", nil, nil),
 			prometheus.GaugeValue, func(s Status) float64 { return float64(s.QueueDepth) }},
-		{prometheus.NewDesc("contiv_controller_ready", "1 once the first full sync is applied.", nil, nil),
+		{prometheus.NewDesc("contiv_controller_listing_held", "1 while etcd's last listing is held: not a complete reflector output (the last state taken in is kept).", nil, nil),
+			prometheus.GaugeValue, func(s Status) float64 {
+				if s.Held != "" {
+					return 1
+				}
+				return 0
+			}},
+		{prometheus.NewDesc("contiv_controller_ready", "1 once the first full sync is applied, while no listing is held.", nil, nil),
 			prometheus.GaugeValue, func(s Status) float64 {
 				if s.Ready {
 					return 1

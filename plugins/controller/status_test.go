@@ -35,7 +35,7 @@ func TestStatusAndMetrics(t *testing.T) {
 # HELP contiv_controller_decode_errors_total Stored values skipped as undecodable, oversized or under a malformed key.
 # TYPE contiv_controller_decode_errors_total counter
 contiv_controller_decode_errors_total 1
-# HELP contiv_controller_ready 1 once the first full sync is applied.
+# HELP contiv_controller_ready 1 once the first full sync is applied, while no listing is held.
 # TYPE contiv_controller_ready gauge
 contiv_controller_ready 1
 # HELP contiv_controller_resyncs_total Full resyncs taken in by the handlers.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ var (
 	errWatchClosed     = errors.New("watch channel closed")
 	errReconnected     = errors.New("reconnected to etcd")
 	errRelistRequested = errors.New("re-list requested")
+	errOutputLost      = errors.New("the reflector's sync marker was deleted")
 )
 
 type watcherParams struct {
@@ -45,6 +47,9 @@ type watcherParams struct {
 	// clusterSize, when set, tells how many nodes the cluster has: the
 	// re-listing after an outage spreads with it.
 	clusterSize func() int
+	// requireSynced holds every listing that is not a complete reflector
+	// output (Params.RequireSynced).
+	requireSynced bool
 }
 
 // watcher lists the watched resources at one revision, queues the listing
@@ -63,8 +68,13 @@ type watcher struct {
 	prefixes []string // of the watched resources
 	relist   chan struct{}
 	// afterList, when set (tests), runs after a listing is queued and
-	// before the watch starts.
+	// before the watch starts; queued, when set (tests), is told the
+	// revision of every change queued.
 	afterList func()
+	queued    func(rev int64)
+	// generation is the newest sync marker generation taken in (listed or
+	// watched); the watcher goroutine's.
+	generation int64
 }
 
 func newWatcher(p watcherParams) *watcher {
@@ -110,6 +120,15 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			continue
 		}
+		if w.requireSynced {
+			if err := w.complete(l); err != nil {
+				if !w.hold(ctx, l.snap.Revision, err, reconnected) {
+					return
+				}
+				continue
+			}
+		}
+		w.unhold()
 		// Once queued, the listing is the loop's.
 		rev, cluster := l.snap.Revision, l.cluster
 		w.log.Info("listed etcd", "kind", kind, "rev", rev, "objects", len(l.snap.Objects), "skipped", len(l.bad))
@@ -123,9 +142,12 @@ func (w *watcher) run(ctx context.Context) {
 			w.afterList()
 		}
 
-		next := make(map[string]int64, len(w.prefixes))
+		next := make(map[string]int64, len(w.prefixes)+1)
 		for _, p := range w.prefixes {
 			next[p] = rev + 1
+		}
+		if w.requireSynced {
+			next[kubestate.SyncedKey] = rev + 1
 		}
 		var healthy bool
 		for {
@@ -167,7 +189,8 @@ func drain(ch <-chan struct{}) {
 	}
 }
 
-// list reads every watched resource at one revision.
+// list reads every watched resource, and the layout and sync markers, at
+// one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
 	l := newListing(0, 0)
 	for _, p := range w.prefixes {
@@ -175,35 +198,129 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 			return nil, err
 		}
 	}
-	if err := w.checkLayout(ctx, l.snap.Revision); err != nil {
-		return nil, err
+	if !w.requireSynced && !slices.Contains(w.resources, kubestate.ResPod) {
+		return l, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	resp, err := w.cli.Txn(rctx).Then(
+		clientv3.OpGet(kubestate.LayoutKey, clientv3.WithRev(l.snap.Revision)),
+		clientv3.OpGet(kubestate.SyncedKey, clientv3.WithRev(l.snap.Revision)),
+	).Commit()
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("read the layout and sync markers: %w", err)
+	}
+	l.layout, l.synced = rangeValue(resp, 0), rangeValue(resp, 1)
+	layout := string(l.layout)
+	if old := w.st.layout.Swap(&layout); !w.requireSynced && (old == nil || *old != layout) {
+		w.logLayout(l.layout)
 	}
 	return l, nil
 }
 
-// checkLayout reads the layout marker at revision rev. An etcd in another
-// layout is not refused (services keep working) but logged at error level:
-// there this agent sees none of the pods, which layout 1 keyed without
-// their node, until an upgraded reflector sweeps etcd.
-func (w *watcher) checkLayout(ctx context.Context, rev int64) error {
-	if !slices.Contains(w.resources, kubestate.ResPod) {
-		return nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	resp, err := w.cli.Get(rctx, kubestate.LayoutKey, clientv3.WithRev(rev))
-	cancel()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", kubestate.LayoutKey, err)
-	}
-	var layout string
-	if len(resp.Kvs) > 0 {
-		layout = string(resp.Kvs[0].Value)
-	}
-	if old := w.st.layout.Swap(&layout); layout != kubestate.LayoutVersion && (old == nil || *old != layout) {
-		w.log.Error("etcd is not in this agent's layout (no reflector has swept it yet, or an older one did): pods an older contiv-ksr stored without their node are not seen; upgrade contiv-ksr, whose first sweep migrates etcd (docs/etcd-layout.md)",
-			"marker", kubestate.LayoutKey, "found", layout, "want", kubestate.LayoutVersion)
+// rangeValue is the value read by the i-th (range) response of a
+// transaction, nil when the key is absent.
+func rangeValue(resp *clientv3.TxnResponse, i int) []byte {
+	if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+		return kvs[0].Value
 	}
 	return nil
+}
+
+// logLayout says, without RequireSynced, what a layout marker other than
+// this agent's means: the listing is taken (services keep working), but pods
+// an older contiv-ksr stored without their node are not seen. An absent
+// marker is what an etcd no reflector has swept yet holds (a fresh install).
+func (w *watcher) logLayout(layout []byte) {
+	switch {
+	case string(layout) == kubestate.LayoutVersion:
+	case layout == nil:
+		w.log.Info("etcd holds no layout marker yet: waiting for contiv-ksr's first sweep (docs/etcd-layout.md)",
+			"marker", kubestate.LayoutKey, "want", kubestate.LayoutVersion)
+	default:
+		w.log.Error("etcd is not in this agent's layout: pods an older contiv-ksr stored without their node are not seen; upgrade contiv-ksr, whose first sweep migrates etcd (docs/etcd-layout.md)",
+			"marker", kubestate.LayoutKey, "found", string(layout), "want", kubestate.LayoutVersion)
+	}
+}
+
+// complete tells whether l is a complete reflector output newer than what
+// was taken in (nil), or why not (kubestate.ErrNotComplete): markers
+// missing, or a generation (or, at the same generation, a revision) older
+// than the one taken in, as in an etcd restored from an older backup.
+func (w *watcher) complete(l *listing) error {
+	m, err := kubestate.Completeness(l.layout, l.synced)
+	switch {
+	case err != nil:
+		return err
+	case m.Generation < w.generation:
+		return fmt.Errorf("%w: sync marker generation %d is older than the %d already taken in (etcd restored from an older backup?)",
+			kubestate.ErrNotComplete, m.Generation, w.generation)
+	case m.Generation == w.generation && l.snap.Revision < w.st.watchRevision.Load():
+		return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker generation %d",
+			kubestate.ErrNotComplete, l.snap.Revision, w.st.watchRevision.Load(), m.Generation)
+	}
+	w.generation = m.Generation
+	return nil
+}
+
+// hold keeps the last state taken in while etcd holds no complete reflector
+// output: it reports why (Status.Held, not ready) and waits for the sync
+// marker to be written (the reflector's sweep completed), for a
+// reconnection or a re-list request. False when ctx ended.
+func (w *watcher) hold(ctx context.Context, rev int64, why error, reconnected <-chan struct{}) bool {
+	reason := why.Error()
+	if old := w.st.held.Swap(&reason); old == nil || *old != reason {
+		lvl := slog.LevelInfo
+		l := w.st.layout.Load()
+		switch {
+		case w.st.ready.Load():
+			lvl = slog.LevelWarn // it had a complete output: lost or gone back
+		case l != nil && *l != "" && *l != kubestate.LayoutVersion:
+			lvl = slog.LevelError
+		}
+		w.log.Log(ctx, lvl, "etcd holds no complete reflector output: keeping the last state taken in until contiv-ksr's sweep completes",
+			"reason", reason, "rev", rev)
+	}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := w.cli.Watch(wctx, kubestate.SyncedKey, clientv3.WithRev(rev+1))
+	bo := newBackoff(w.backoff)
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-reconnected:
+			return true
+		case <-w.relist:
+			return true
+		case resp, ok := <-wch:
+			switch {
+			case ok && resp.Err() == nil && len(resp.Events) == 0:
+				continue // a progress notification
+			case ok && resp.Err() == nil:
+				return true
+			}
+			return sleep(ctx, bo.delay())
+		}
+	}
+}
+
+// unhold clears what hold reported.
+func (w *watcher) unhold() {
+	if old := w.st.held.Swap(nil); old != nil {
+		w.log.Info("etcd holds a complete reflector output again", "generation", w.generation)
+	}
+}
+
+// markerAt tells whether the sync marker existed at revision rev.
+func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := w.cli.Get(rctx, kubestate.SyncedKey, clientv3.WithRev(rev), clientv3.WithCountOnly())
+	if err != nil {
+		return false, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
+	}
+	return resp.Count > 0, nil
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of
@@ -296,6 +413,9 @@ func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected 
 				return healthy, fmt.Errorf("watch of %s from revision %d: cancelled by etcd", r.prefix, next[r.prefix])
 			}
 			healthy = true
+			if lost, err := w.outputLost(ctx, r.prefix, resp.Events); lost || err != nil {
+				return healthy, cmp.Or(err, errOutputLost)
+			}
 			for _, ev := range resp.Events {
 				w.take(ev)
 				next[r.prefix] = max(next[r.prefix], ev.Kv.ModRevision+1)
@@ -307,6 +427,36 @@ func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected 
 			}
 		}
 	}
+}
+
+// outputLost tells, with RequireSynced, whether events watched under
+// prefix show that etcd lost the reflector's output: the sync marker was
+// deleted, or did not exist any more when watched keys were deleted (a wipe
+// of every key at once). Then none of them is taken in: the watcher lists
+// again and holds. A put of the marker raises the generation taken in.
+func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*clientv3.Event) (bool, error) {
+	if !w.requireSynced {
+		return false, nil
+	}
+	var deleted int64
+	for _, ev := range evs {
+		switch {
+		case prefix != kubestate.SyncedKey && ev.Type == clientv3.EventTypeDelete:
+			deleted = max(deleted, ev.Kv.ModRevision)
+		case prefix != kubestate.SyncedKey:
+		case ev.Type == clientv3.EventTypeDelete:
+			return true, nil
+		default:
+			if m, err := kubestate.ParseSyncMarker(ev.Kv.Value); err == nil {
+				w.generation = max(w.generation, m.Generation)
+			}
+		}
+	}
+	if deleted == 0 {
+		return false, nil
+	}
+	ok, err := w.markerAt(ctx, deleted)
+	return !ok && err == nil, err
 }
 
 // resumable tells whether, after a reconnection, etcd still holds the
@@ -355,8 +505,12 @@ const relistNodesPerJitter = 500
 // end with ctx.
 func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, next map[string]int64) <-chan watchResp {
 	out := make(chan watchResp)
-	for _, p := range w.prefixes {
-		wch := w.cli.Watch(ctx, p, clientv3.WithPrefix(), clientv3.WithRev(next[p]), clientv3.WithProgressNotify())
+	for p := range next {
+		opts := []clientv3.OpOption{clientv3.WithRev(next[p]), clientv3.WithProgressNotify()}
+		if p != kubestate.SyncedKey {
+			opts = append(opts, clientv3.WithPrefix())
+		}
+		wch := w.cli.Watch(ctx, p, opts...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -390,6 +544,9 @@ func (w *watcher) take(ev *clientv3.Event) {
 		return
 	}
 	defer storeMax(&w.st.watchRevision, kv.ModRevision)
+	if w.queued != nil {
+		w.queued(kv.ModRevision)
+	}
 	if ev.Type == clientv3.EventTypeDelete {
 		k, err := kubestate.ParseKey(string(kv.Key))
 		if err != nil {

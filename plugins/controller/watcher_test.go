@@ -77,8 +77,19 @@ func TestEtcdRestartResumesAndLosesNothing(t *testing.T) {
 	ctl := New(Params{Client: cli, Handlers: []Handler{rec},
 		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
 		RelistJitter:   300 * time.Millisecond})
+	// Every revision the watcher queues, to tell that a resumed watch
+	// starts after the last one delivered, not at it.
+	var mu sync.Mutex
+	queued := map[int64]int{}
+	ctl.w.queued = func(rev int64) {
+		mu.Lock()
+		queued[rev]++
+		mu.Unlock()
+	}
 	start(t, ctl)
 	eventually(t, "ready", ctl.Ready)
+	put(t, cli, ns("e", "1")) // delivered before the restart: not again after it
+	eventually(t, "e taken in", func() bool { return rec.holds(nsKey("e"), ns("e", "1")) })
 
 	// Changes just before the restart, maybe not yet delivered by the watch.
 	put(t, cli, ns("c", "1"))
@@ -93,10 +104,17 @@ func TestEtcdRestartResumesAndLosesNothing(t *testing.T) {
 	// cause).
 	eventually(t, "watch resumed after the restart", func() bool { return ctl.Status().Resumes > 0 })
 	eventually(t, "view equals etcd", func() bool { return rec.viewEquals(t, cli) })
-	want := map[kubestate.Key]kubestate.Object{nsKey("b"): ns("b", "2"), nsKey("c"): ns("c", "1"), nsKey("d"): ns("d", "1")}
+	want := map[kubestate.Key]kubestate.Object{nsKey("b"): ns("b", "2"), nsKey("c"): ns("c", "1"), nsKey("d"): ns("d", "1"), nsKey("e"): ns("e", "1")}
 	if view, _, _ := rec.snapshot(); !reflect.DeepEqual(view, want) {
 		t.Errorf("view %v, want %v", view, want)
 	}
+	mu.Lock()
+	for rev, n := range queued {
+		if n > 1 {
+			t.Errorf("revision %d queued %d times: a resumed watch delivered it again", rev, n)
+		}
+	}
+	mu.Unlock()
 	if st := ctl.Status(); st.Relists != 0 || rec.sawResync(ResyncRelist) {
 		t.Errorf("status %+v: re-listed an etcd that kept its history", st)
 	}

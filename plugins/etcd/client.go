@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // ClientParams describes how to reach an etcd cluster.
@@ -19,6 +21,46 @@ type ClientParams struct {
 	// TLS files; all empty means plain connections.
 	CAFile, CertFile, KeyFile string
 	Username, Password        string
+}
+
+// Reconnection and keepalive of every client (agent, reflector, contivctl).
+// gRPC's default reconnection backoff grows to 120s: after an etcd outage a
+// client could wait that long before it tries again. Here it grows from
+// 100ms to at most ReconnectMaxDelay (jitter included), and keepalive pings
+// find a dead connection (a peer gone without closing it) within
+// KeepAliveTime + KeepAliveTimeout.
+const (
+	ReconnectMaxDelay = 2 * time.Second
+	KeepAliveTime     = 10 * time.Second // etcd refuses pings more often than every 5s
+	KeepAliveTimeout  = 5 * time.Second
+)
+
+// reconnect is the gRPC connection backoff: 100ms growing ×1.6 with ±20%
+// jitter, capped so that the jittered delay stays within ReconnectMaxDelay.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   ReconnectMaxDelay * 5 / 6, // ×1.2 jitter: ReconnectMaxDelay
+	},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+// config is the client configuration NewClient dials with.
+func config(ctx context.Context, endpoints []string, dial time.Duration, tlsCfg *tls.Config, user, password string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          dial,
+		DialKeepAliveTime:    KeepAliveTime,
+		DialKeepAliveTimeout: KeepAliveTimeout,
+		DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnect)},
+		TLS:                  tlsCfg,
+		Username:             user,
+		Password:             password,
+		Context:              ctx,
+		Logger:               zap.NewNop(),
+	}
 }
 
 // NewClient dials etcd and checks that it answers within the dial timeout.
@@ -39,15 +81,7 @@ func NewClient(ctx context.Context, p ClientParams) (*clientv3.Client, error) {
 		}
 		tlsCfg = c
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   p.Endpoints,
-		DialTimeout: dt,
-		TLS:         tlsCfg,
-		Username:    p.Username,
-		Password:    p.Password,
-		Context:     ctx,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := clientv3.New(config(ctx, p.Endpoints, dt, tlsCfg, p.Username, p.Password))
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connect %v: %w", p.Endpoints, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/kubestate"
@@ -111,7 +112,7 @@ func (r *Reflector) tryAcquire(ctx context.Context, ttl int64, val string) (*fen
 	if err == nil && resp.Succeeded {
 		return &fence{r: r, lease: l.ID, rev: resp.Header.Revision}, "", nil
 	}
-	r.revoke(l.ID)
+	_ = r.revoke(l.ID)
 	if err != nil {
 		return nil, "", fmt.Errorf("create %s: %w", LeaderKey, err)
 	}
@@ -138,23 +139,40 @@ func (f *fence) keepAlive(ctx context.Context, lost func()) error {
 }
 
 // release stops the keepalive and revokes the lease, deleting LeaderKey
-// unless it has expired already.
+// unless it has expired already. It logs what happened: a revoke that
+// failed (etcd down) leaves the key to expire after Params.LeaderTTL.
 func (f *fence) release() {
 	if f.stop != nil {
 		f.stop()
 	}
 	f.wg.Wait()
-	f.r.revoke(f.lease)
+	err := f.r.revoke(f.lease)
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		f.r.log.Info("the etcd leader key had expired already", "key", LeaderKey, "revision", f.rev)
+		return
+	case err != nil:
+		f.r.log.Warn("could not release the etcd leader key: the next leader waits until it expires",
+			"key", LeaderKey, "revision", f.rev, "expiresWithin", f.r.p.LeaderTTL, "err", err)
+		return
+	}
 	f.r.log.Info("released the etcd leader key", "key", LeaderKey, "revision", f.rev)
 }
 
-// revoke revokes a lease, best effort (it expires anyway).
-func (r *Reflector) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.p.EtcdTimeout)
+// revokeTimeout bounds a revoke: a lease that cannot be revoked expires
+// anyway, and a term's end must not wait for an etcd that does not answer.
+const revokeTimeout = 2 * time.Second
+
+// revoke revokes a lease, best effort (it expires anyway), within
+// revokeTimeout (or EtcdTimeout if shorter).
+func (r *Reflector) revoke(id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), min(revokeTimeout, r.p.EtcdTimeout))
 	defer cancel()
 	if _, err := r.p.Etcd.Revoke(ctx, id); err != nil {
 		r.log.Debug("revoke etcd lease", "lease", int64(id), "err", err)
+		return err
 	}
+	return nil
 }
 
 // held is the comparison every write of the term carries.

@@ -224,3 +224,16 @@ func TestFencedTxnKeepsCallersComparisons(t *testing.T) {
 	require.Len(t, got.Kvs, 3)
 	require.Equal(t, 4.0, testutil.ToFloat64(r.m.refused))
 }
+
+// TestReleaseThatFailsIsNotLoggedAsDone: a term ending while etcd is down
+// cannot revoke its lease; it says so (the key expires) instead of
+// claiming a release.
+func TestReleaseThatFailsIsNotLoggedAsDone(t *testing.T) {
+	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
+	a := f.start(Params{Identity: "a", EtcdTimeout: time.Second})
+	a.waitSynced(t, 1)
+	f.etcd.Stop()
+	a.stop()
+	require.Empty(t, f.logs.lines("released the etcd leader key"), "a failed revoke was logged as a release")
+	require.Len(t, f.logs.lines("could not release the etcd leader key"), 1)
+}

@@ -16,9 +16,11 @@ type metrics struct {
 	writeErrors prometheus.Counter
 	resyncs     prometheus.Counter
 	released    prometheus.Counter
-	isLeader    prometheus.Gauge
-	refused     prometheus.Counter
-	deposed     prometheus.Counter
+	// releaseErrors counts the orphaned records a sweep could not release.
+	releaseErrors prometheus.Counter
+	isLeader      prometheus.Gauge
+	refused       prometheus.Counter
+	deposed       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,6 +45,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "contiv_ksr_nodes_released_total",
 			Help: "NodeSync records released for deleted Kubernetes nodes.",
 		}),
+		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "contiv_ksr_node_release_errors_total",
+			Help: "NodeSync records of deleted nodes a mark and sweep could not release (or could not confirm deleted); retried by the next sweep.",
+		}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "contiv_ksr_is_leader",
 			Help: "1 while this replica holds the lease and reflects, else 0.",
@@ -64,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.isLeader, m.refused, m.deposed} {
+	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.releaseErrors, m.isLeader, m.refused, m.deposed} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -2,12 +2,14 @@ package ksr
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -141,4 +143,27 @@ func TestReleaseByDeposedLeaderIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrDeposed)
 	require.True(t, f.hasRecord("node-1"), "the record was deleted")
 	require.False(t, f.quarantined(id), "a tombstone was written")
+}
+
+// TestSweepSurvivesANodeItCannotCheck: the API refuses to say whether
+// node-a exists (403, as with RBAC lacking get on nodes); the sweep still
+// completes, releases node-b, and keeps node-a's record for the next one.
+func TestSweepSurvivesANodeItCannotCheck(t *testing.T) {
+	f := newFixture(t, node("node-1", "192.168.56.101", "10.1.1.0/24"))
+	f.kube.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "node-a" {
+			return true, nil, apierrors.NewForbidden(corev1.Resource("nodes"), "node-a", errors.New("RBAC"))
+		}
+		return false, nil, nil
+	})
+	f.claim("node-1")
+	f.claim("node-a")
+	f.claim("node-b")
+	r := f.start(Params{Nodes: f.releaser()})
+	r.waitSynced(t, 1)
+	require.False(t, f.hasRecord("node-b"), "node-b is released")
+	require.True(t, f.hasRecord("node-a"), "node-a, which could not be checked, is kept")
+	require.True(t, f.hasRecord("node-1"))
+	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.released))
+	require.Equal(t, 1.0, testutil.ToFloat64(r.r.m.releaseErrors))
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,10 +21,11 @@ import (
 	"contiv.dev/vpp/kubestate"
 )
 
-// MarkerKey is written after every completed mark and sweep (value: JSON
-// {identity, synced}); the health probe reads it, and its absence tells
-// that etcd lost its data.
-const MarkerKey = kubestate.Prefix + "ksr/synced"
+// MarkerKey is written after every completed mark and sweep
+// (kubestate.SyncedKey, value kubestate.SyncMarker: identity, time and a
+// generation above every earlier one); the health probe reads it, and its
+// absence tells that etcd lost its data. Agents take no listing without it.
+const MarkerKey = kubestate.SyncedKey
 
 // NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
 // node (nodesync.Release does it) through etcd, the reflector's fenced view
@@ -144,6 +146,10 @@ type Reflector struct {
 	m        *metrics
 	lec      *leaderelection.LeaderElectionConfig
 	watchdog *leaderelection.HealthzAdaptor
+
+	// generation is the last sync marker generation this replica wrote
+	// (kept across terms, so that it still grows after etcd lost its data).
+	generation atomic.Int64
 
 	mu     sync.Mutex
 	status Status

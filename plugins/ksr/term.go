@@ -3,7 +3,6 @@ package ksr
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -345,7 +344,10 @@ func (t *term) resync(ctx context.Context) error {
 
 // releaseOrphans releases the NodeSync records of nodes that are neither in
 // the cache nor, asked directly, in the API: nodes deleted while no
-// reflector was running (or whose release failed).
+// reflector was running (or whose release failed). A node that cannot be
+// checked or released is logged and counted and left for the next sweep:
+// it fails neither the sweep nor the other releases. Only a lost fence and
+// a failed listing are returned.
 func (t *term) releaseOrphans(ctx context.Context) error {
 	if t.r.p.Nodes == nil {
 		return nil
@@ -372,33 +374,34 @@ func (t *term) releaseOrphans(ctx context.Context) error {
 		case err == nil:
 			continue
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("node %s has a record but no Node in the cache: %w", k.Name, err)
+			t.r.m.releaseErrors.Inc()
+			t.log.Warn("node has a NodeSync record but no Node in the cache, and the API cannot be asked: not released; retried by the next sweep",
+				"node", k.Name, "err", err)
+			continue
 		}
-		if err := t.release(ctx, k.Name); err != nil {
+		err = t.release(ctx, k.Name)
+		if errors.Is(err, ErrDeposed) || ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			t.r.m.releaseErrors.Inc()
+			t.log.Warn("NodeSync record of a deleted node not released; retried by the next sweep", "node", k.Name, "err", err)
 		}
 	}
 	return nil
 }
 
-// marker is the value of MarkerKey.
-type marker struct {
-	Identity string    `json:"identity,omitempty"`
-	Synced   time.Time `json:"synced"`
-}
-
-// mark writes the marker.
+// mark writes the layout and sync markers (kubestate.MarkSynced) with the
+// next generation.
 func (t *term) mark(ctx context.Context) error {
-	b, err := json.Marshal(marker{Identity: t.r.p.Identity, Synced: time.Now().UTC()})
-	if err != nil {
-		return err
-	}
 	mctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	if _, err := t.kv.Put(mctx, MarkerKey, string(b)); err != nil {
+	gen, err := kubestate.MarkSynced(mctx, t.kv, t.r.p.Identity, t.r.generation.Load())
+	if err != nil {
 		t.r.m.writeErrors.Inc()
 		return fmt.Errorf("write marker: %w", err)
 	}
+	t.r.generation.Store(gen)
 	return nil
 }
 
