@@ -130,7 +130,7 @@ func startNode(t testing.TB, name, endpoint string) *node {
 	}
 	n.cfg = cfg
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.SimulatedOverSocket(n.vpp), LogOutput: n.logs})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: agent.SimulatedOverSocket(n.vpp), LogOutput: io.MultiWriter(n.logs, artifact(t, name+".log"))})
 	if err != nil {
 		cancel()
 		t.Fatalf("agent %s: %v", name, err)

@@ -25,7 +25,8 @@ const kubeLDFlags = "-X k8s.io/component-base/version.gitVersion=" + kubeVersion
 	" -X k8s.io/component-base/version.gitTreeState=clean"
 
 // binCache is where the built programs are kept between runs: by
-// Kubernetes version, Go version and the hash of ./kube/go.sum, under
+// Kubernetes version, Go version and the hash of ./kube/go.sum and the
+// link flags, under
 // $XDG_CACHE_HOME (or ~/.cache), so that a warm run builds nothing.
 func binCache(t testing.TB) string {
 	t.Helper()
@@ -33,7 +34,7 @@ func binCache(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sha256.Sum256(sum)
+	h := sha256.Sum256(append(sum, kubeLDFlags...))
 	base, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatalf("no cache directory: %v", err)

@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -24,6 +26,7 @@ type proc struct {
 	args []string
 	env  []string
 	out  *tailBuffer
+	log  io.Writer // the whole output, an artifact (go test -artifacts)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -34,6 +37,7 @@ type proc struct {
 func startProc(t testing.TB, name, path string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, name: name, path: path, args: args, out: &tailBuffer{max: 16 << 10}}
+	p.log = artifact(t, name+".log")
 	p.start()
 	t.Cleanup(func() {
 		p.kill()
@@ -51,7 +55,8 @@ func (p *proc) start() {
 	defer p.mu.Unlock()
 	c := exec.Command(p.path, p.args...)
 	c.Env = append(os.Environ(), p.env...)
-	c.Stdout, c.Stderr = p.out, p.out
+	w := io.MultiWriter(p.out, p.log)
+	c.Stdout, c.Stderr = w, w
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.Start(); err != nil {
 		p.t.Fatalf("starting %s: %v", p.name, err)
@@ -145,4 +150,16 @@ func (b *tailBuffer) Contains(s string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+// artifact creates file name in t's artifact directory (kept with go test
+// -artifacts, under -outputdir); it is closed when the test ends.
+func artifact(t testing.TB, name string) io.Writer {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.ArtifactDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
