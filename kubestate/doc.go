@@ -12,7 +12,10 @@
 // Pods are keyed by node (k8s/pod/<node>/<namespace>/<name>, PodPrefix), so
 // that an agent lists and watches its own node's pods only; layout 1 keyed
 // them by namespace alone, and ParseKey refuses such keys (ErrOldLayout).
-// A mark and sweep of pods writes the layout marker (LayoutKey).
+// A mark and sweep of pods writes the layout marker (LayoutKey). A complete
+// output (every sweep of the reflector, a load) ends with the sync marker
+// (SyncedKey, MarkSynced), whose generation grows across losses of etcd's
+// data; Completeness tells an agent whether a listing is such an output.
 //
 // Everything read from etcd or from a manifest is untrusted: Decode,
 // ParseKey and LoadYAML have fuzz targets (fuzz_test.go, `make fuzz`) that

@@ -22,9 +22,14 @@
 //
 // With Params.PodNode set, the pods listed and watched are that node's only
 // (kubestate.PodPrefix): an agent never receives, nor decodes, another
-// node's pods. Each listing reads the layout marker (kubestate.LayoutKey);
-// an etcd in another layout is logged at error level and reported in
-// Status.Layout, not refused.
+// node's pods. Each listing reads the layout marker (kubestate.LayoutKey),
+// reported in Status.Layout. With Params.RequireSynced (the agent) a listing
+// that is not a complete reflector output (kubestate.Completeness: no layout
+// marker, no sync marker, or one older than what was taken in) is held: the
+// handlers keep their state, Status.Held says why, the controller is not
+// ready, and etcd is listed again when the sync marker is written; a watched
+// wipe is not taken in either. Without it, an absent layout marker is said
+// once at info level and another layout at error level.
 //
 // The package knows the stored models (kubestate) and etcd, nothing about
 // the handlers it drives nor about VPP: what to compute and what to program

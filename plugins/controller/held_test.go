@@ -62,12 +62,20 @@ func TestIncompleteOutputIsHeld(t *testing.T) {
 		{"etcd wiped", func(_ *testing.T, srv interface{ Wipe() }, _ *clientv3.Client, _ int64, _ *Controller) {
 			srv.Wipe()
 		}, "no layout marker"},
-		{"restored from an older backup", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, gen int64, ctl *Controller) {
+		{"restored from an older backup", func(t *testing.T, srv interface{ Wipe() }, cli *clientv3.Client, gen int64, _ *Controller) {
+			srv.Wipe()
+			put(t, cli, ns("b", "1"))
 			old, _ := json.Marshal(kubestate.SyncMarker{Identity: "old", Generation: gen - 1})
-			if _, err := cli.Txn(ctxT(t)).Then(clientv3.OpDelete(nsKey("a").String()), clientv3.OpPut(kubestate.SyncedKey, string(old))).Commit(); err != nil {
+			if _, err := cli.Txn(ctxT(t)).Then(
+				clientv3.OpPut(kubestate.LayoutKey, kubestate.LayoutVersion), clientv3.OpPut(kubestate.SyncedKey, string(old)),
+			).Commit(); err != nil {
 				t.Fatal(err)
 			}
-			ctl.RequestRelist()
+		}, "older than"},
+		{"an older output put back", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, gen int64, _ *Controller) {
+			old, _ := json.Marshal(kubestate.SyncMarker{Identity: "old", Generation: gen - 1})
+			putRaw(t, cli, kubestate.SyncedKey, string(old))
+			del(t, cli, nsKey("a"))
 		}, "older than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +92,7 @@ func TestIncompleteOutputIsHeld(t *testing.T) {
 			held := map[kubestate.Key]kubestate.Object{nsKey("a"): ns("a", "1"), nsKey("b"): ns("b", "1")}
 
 			tc.lose(t, srv, cli, gen, ctl)
-			eventually(t, "held", func() bool { return ctl.Held() != "" })
+			eventually(t, "held: "+tc.reason, func() bool { return strings.Contains(ctl.Held(), tc.reason) })
 			if why := ctl.Status().Held; !strings.Contains(why, tc.reason) || ctl.Ready() || ctl.Status().Ready {
 				t.Errorf("held %q (want it to name %q), ready %v", why, tc.reason, ctl.Ready())
 			}

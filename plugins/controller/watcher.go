@@ -31,7 +31,7 @@ var (
 	errWatchClosed     = errors.New("watch channel closed")
 	errReconnected     = errors.New("reconnected to etcd")
 	errRelistRequested = errors.New("re-list requested")
-	errOutputLost      = errors.New("the reflector's sync marker was deleted")
+	errOutputLost      = errors.New("etcd lost the reflector's output: its sync marker was deleted or put back older")
 )
 
 type watcherParams struct {
@@ -73,8 +73,8 @@ type watcher struct {
 	afterList func()
 	queued    func(rev int64)
 	// generation is the newest sync marker generation taken in (listed or
-	// watched); the watcher goroutine's.
-	generation int64
+	// watched), known since revision genRev; the watcher goroutine's.
+	generation, genRev int64
 }
 
 func newWatcher(p watcherParams) *watcher {
@@ -259,7 +259,7 @@ func (w *watcher) complete(l *listing) error {
 		return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker generation %d",
 			kubestate.ErrNotComplete, l.snap.Revision, w.st.watchRevision.Load(), m.Generation)
 	}
-	w.generation = m.Generation
+	w.generation, w.genRev = m.Generation, l.snap.Revision
 	return nil
 }
 
@@ -312,15 +312,20 @@ func (w *watcher) unhold() {
 	}
 }
 
-// markerAt tells whether the sync marker existed at revision rev.
-func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, error) {
+// markerAt tells whether the sync marker existed at revision rev, and its
+// generation then (0 when it does not decode).
+func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, int64, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	resp, err := w.cli.Get(rctx, kubestate.SyncedKey, clientv3.WithRev(rev), clientv3.WithCountOnly())
+	resp, err := w.cli.Get(rctx, kubestate.SyncedKey, clientv3.WithRev(rev))
 	if err != nil {
-		return false, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
+		return false, 0, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
 	}
-	return resp.Count > 0, nil
+	if len(resp.Kvs) == 0 {
+		return false, 0, nil
+	}
+	m, _ := kubestate.ParseSyncMarker(resp.Kvs[0].Value)
+	return true, m.Generation, nil
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of
@@ -431,9 +436,10 @@ func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected 
 
 // outputLost tells, with RequireSynced, whether events watched under
 // prefix show that etcd lost the reflector's output: the sync marker was
-// deleted, or did not exist any more when watched keys were deleted (a wipe
-// of every key at once). Then none of them is taken in: the watcher lists
-// again and holds. A put of the marker raises the generation taken in.
+// deleted or put back with an older generation, or did not exist any more
+// when watched keys were deleted (a wipe of every key at once). Then none of
+// them is taken in: the watcher lists again and holds. A put of the marker
+// raises the generation taken in.
 func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*clientv3.Event) (bool, error) {
 	if !w.requireSynced {
 		return false, nil
@@ -447,16 +453,28 @@ func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*clientv3
 		case ev.Type == clientv3.EventTypeDelete:
 			return true, nil
 		default:
-			if m, err := kubestate.ParseSyncMarker(ev.Kv.Value); err == nil {
-				w.generation = max(w.generation, m.Generation)
+			m, err := kubestate.ParseSyncMarker(ev.Kv.Value)
+			if err == nil && m.Generation < w.generation {
+				return true, nil // an older output put back
+			}
+			if err == nil {
+				w.generation, w.genRev = m.Generation, ev.Kv.ModRevision
 			}
 		}
 	}
 	if deleted == 0 {
 		return false, nil
 	}
-	ok, err := w.markerAt(ctx, deleted)
-	return !ok && err == nil, err
+	ok, gen, err := w.markerAt(ctx, deleted)
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
+		return true, nil
+	}
+	// An older marker at that revision than one known at or before it
+	// was put back.
+	return gen < w.generation && w.genRev <= deleted, nil
 }
 
 // resumable tells whether, after a reconnection, etcd still holds the

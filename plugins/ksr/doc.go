@@ -24,8 +24,10 @@
 // A short loss of the Kubernetes API is absorbed by the informers' relist; a
 // longer one costs the leadership, and the next term starts with fresh
 // informers and a mark and sweep. The probe also reads the marker key
-// (MarkerKey) written after each sweep: when it is gone, etcd lost its data
-// and the reflector writes everything again.
+// (MarkerKey, kubestate.SyncedKey) written last by each sweep, with a
+// generation above every earlier one (kept across terms): when it is gone,
+// etcd lost its data and the reflector writes everything again. Agents take
+// no listing without it.
 //
 // With leader election (a coordination.k8s.io Lease) only the holder of the
 // lease runs informers and writes; losing the lease cancels the term at
@@ -46,7 +48,14 @@
 // from writing at once. A deleted Kubernetes Node has its NodeSync record and ID released
 // through the NodeReleaser the caller provides; a sweep releases the records
 // of nodes deleted while no reflector was running, after the API confirms
-// that the node is gone.
+// that the node is gone; a node the API cannot be asked about, or whose
+// release fails, is logged, counted and left for the next sweep without
+// failing it.
+//
+// With election, every replica notes when a leader was last seen (a changed
+// Lease read, or its own successful write of it): when none was seen for
+// longer than the lease duration and a follower's takeover retries, every
+// replica is not ready, with the reason (contiv_ksr_no_leader).
 //
 // The package knows the Kubernetes API, kubestate and etcd. It knows nothing
 // of the agent: not the controller, the service processor, VPP, nor how

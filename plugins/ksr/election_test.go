@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,9 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 const leaseNS = "contiv-system"
@@ -178,4 +183,25 @@ func (l partLeases) Update(ctx context.Context, lease *coordv1.Lease, o metav1.U
 		return nil, errCut
 	}
 	return l.LeaseInterface.Update(ctx, lease, o)
+}
+
+// TestNoLeaderIsNotReady: when no replica can lead (here the Lease's
+// namespace does not exist, so it cannot be created), every replica says
+// so once no leader was seen for longer than the lease duration: not
+// ready, with the reason and the API's error, and a metric.
+func TestNoLeaderIsNotReady(t *testing.T) {
+	f := newFixture(t)
+	f.kube.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(corev1.Resource("namespaces"), leaseNS)
+	})
+	r := f.start(Params{Identity: "a", Election: testElection()})
+	h := r.r.HTTP("", r.reg).Handler()
+	eventually(t, func() bool { return !r.r.Ready() }, "not ready without a leader")
+	code, body := get(t, h, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "no replica has led for")
+	require.Contains(t, body, `namespaces "contiv-system" not found`)
+	require.NotEmpty(t, r.r.Status().NoLeaderFor)
+	_, body = get(t, h, "/metrics")
+	require.Contains(t, body, "contiv_ksr_no_leader 1")
 }

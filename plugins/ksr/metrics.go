@@ -19,11 +19,12 @@ type metrics struct {
 	// releaseErrors counts the orphaned records a sweep could not release.
 	releaseErrors prometheus.Counter
 	isLeader      prometheus.Gauge
+	noLeader      prometheus.GaugeFunc
 	refused       prometheus.Counter
 	deposed       prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, noLeader func() float64) (*metrics, error) {
 	m := &metrics{
 		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "contiv_ksr_objects",
@@ -53,6 +54,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "contiv_ksr_is_leader",
 			Help: "1 while this replica holds the lease and reflects, else 0.",
 		}),
+		noLeader: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "contiv_ksr_no_leader",
+			Help: "1 while no replica has been seen leading for longer than the lease duration (with leader election), else 0.",
+		}, noLeader),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "contiv_ksr_fenced_writes_refused_total",
 			Help: "etcd transactions refused because this replica no longer held the etcd leader key.",
@@ -70,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.releaseErrors, m.isLeader, m.refused, m.deposed} {
+	for _, c := range []prometheus.Collector{m.objects, m.invalid, m.writeErrors, m.resyncs, m.released, m.releaseErrors, m.isLeader, m.noLeader, m.refused, m.deposed} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -136,6 +136,12 @@ type Status struct {
 	Queued int `json:"queued"`
 	// LastError is the last etcd failure, cleared by the next sweep.
 	LastError string `json:"lastError,omitempty"`
+	// NoLeaderFor, with election, is how long no replica has been seen
+	// leading, once that is longer than the lease duration (the replica
+	// is then not ready); ElectionError is the last failed call on the
+	// Lease, cleared when a leader is seen.
+	NoLeaderFor   string `json:"noLeaderFor,omitempty"`
+	ElectionError string `json:"electionError,omitempty"`
 }
 
 // Reflector mirrors the Kubernetes API into etcd. Run runs it; Status and
@@ -153,6 +159,9 @@ type Reflector struct {
 
 	mu     sync.Mutex
 	status Status
+	// leaderAt is when a leader was last seen (with election): see
+	// observingLock.
+	leaderAt time.Time
 	// queue is the current term's, for Status.
 	queue *queue
 }
@@ -210,11 +219,11 @@ func New(p Params) (*Reflector, error) {
 		e.RetryPeriod = orDefault(e.RetryPeriod, DefaultRetryPeriod)
 		r.watchdog = leaderelection.NewLeaderHealthzAdaptor(e.LeaseDuration)
 		r.lec = &leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
+			Lock: &observingLock{r: r, Interface: &resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
 				Client:     p.Kube.CoordinationV1(),
 				LockConfig: resourcelock.ResourceLockConfig{Identity: p.Identity},
-			},
+			}},
 			LeaseDuration:   e.LeaseDuration,
 			RenewDeadline:   e.RenewDeadline,
 			RetryPeriod:     e.RetryPeriod,
@@ -231,7 +240,12 @@ func New(p Params) (*Reflector, error) {
 			return nil, fmt.Errorf("ksr: leader election: %w: %w", err, ErrConfig)
 		}
 	}
-	m, err := newMetrics(p.Registerer)
+	m, err := newMetrics(p.Registerer, func() float64 {
+		if r.leaderless(time.Now()) > 0 {
+			return 1
+		}
+		return 0
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +259,9 @@ func New(p Params) (*Reflector, error) {
 // stopped.
 func (r *Reflector) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(r.log.Handler()))
+	r.mu.Lock()
+	r.leaderAt = time.Now() // none seen yet: counts from the start
+	r.mu.Unlock()
 	if r.lec == nil {
 		for ctx.Err() == nil {
 			r.lead(ctx)
@@ -349,6 +366,7 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // Status returns a copy of the reflector's status.
 func (r *Reflector) Status() Status {
+	d := r.leaderless(time.Now())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.status
@@ -356,16 +374,16 @@ func (r *Reflector) Status() Status {
 	if r.queue != nil {
 		s.Queued = r.queue.len()
 	}
+	if d > 0 {
+		s.NoLeaderFor = d.Round(time.Second).String()
+	}
 	return s
 }
 
-// Ready tells whether the replica does its part: a follower always does, a
-// leader once its mark and sweep completed and while etcd takes its writes.
-func (r *Reflector) Ready() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return !r.status.Leader || r.status.Synced
-}
+// Ready tells whether the replica does its part: a follower while a leader
+// was seen within the lease duration, a leader once its mark and sweep
+// completed and while etcd takes its writes.
+func (r *Reflector) Ready() bool { return len(r.notReady(time.Now())) == 0 }
 
 // synced records a completed mark and sweep.
 func (r *Reflector) synced(counts map[kubestate.Resource]int) {

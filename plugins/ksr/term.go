@@ -410,12 +410,17 @@ func (t *term) mark(ctx context.Context) error {
 func (t *term) probe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	resp, err := t.r.p.Etcd.Get(pctx, MarkerKey, clientv3.WithCountOnly())
+	resp, err := t.r.p.Etcd.Get(pctx, MarkerKey)
 	if err != nil {
 		return fmt.Errorf("etcd probe: %w", err)
 	}
-	if resp.Count == 0 {
+	if len(resp.Kvs) == 0 {
 		return errDataLost
+	}
+	// An older marker than the last one written: etcd was restored from
+	// an older backup.
+	if m, err := kubestate.ParseSyncMarker(resp.Kvs[0].Value); err != nil || m.Generation < t.r.generation.Load() {
+		return fmt.Errorf("%w (or put back older)", errDataLost)
 	}
 	return t.f.check(pctx)
 }

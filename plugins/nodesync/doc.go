@@ -11,8 +11,9 @@
 // is not ready until it has the ID; it then asks the controller for a
 // resync so that IPAM, the next handler, derives the address plan. It
 // claims the ID again when the node's record is missing (lost with etcd's
-// data) while its Kubernetes Node exists; a node whose Kubernetes Node was
-// deleted is left released. (The reflector therefore deletes a node's
+// data) while its Kubernetes Node exists, keeping the record it had meanwhile
+// (so nothing of this node, such as its NodePorts, goes away); a node whose
+// Kubernetes Node was deleted is left released. (The reflector therefore deletes a node's
 // Kubernetes Node before releasing its NodeSync record.)
 //
 // # etcd down

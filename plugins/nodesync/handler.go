@@ -65,6 +65,11 @@ type Handler struct {
 	id     uint32
 	vppIPs []netip.Prefix // as last given to PublishVppIPs; nil: keep the record's
 	synced bool
+	// selfLost is set while this node's record is missing from etcd
+	// though its Kubernetes Node exists (lost with etcd's data): the table
+	// keeps the last one, so that nothing of this node (its NodePorts)
+	// goes away while the writer claims the ID again.
+	selfLost bool
 	// The writer's work: gen counts the requests, done is the last one
 	// written; claimGen is the request that asked for a claim (0: none).
 	gen, done, claimGen uint64
@@ -142,6 +147,11 @@ func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 		}
 	}
 	h.mu.Lock()
+	h.selfLost = false
+	if last, ok := h.table.Record(h.p.NodeName); ok && h.lostSelf(records, nodes) {
+		records = append(records, last)
+		h.selfLost = true
+	}
 	err := h.table.Reset(records, nodes)
 	h.synced = true
 	h.mu.Unlock()
@@ -172,11 +182,26 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		changed bool
 		err     error
 	)
+	self := ce.Key.Name == h.p.NodeName
 	h.mu.Lock()
 	switch ce.Key.Resource {
 	case kubestate.ResVppNode:
 		rec, _ := ce.New.(*kubestate.VppNode)
-		ch, changed, err = h.table.SetRecord(ce.Key.Name, rec)
+		_, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
+		kept, _ := h.table.Record(h.p.NodeName)
+		switch {
+		case self && rec == nil && h.id != 0 && haveK8sNode:
+			h.selfLost = true // kept in the table; claimed again below
+		case self && h.selfLost && rec != nil && len(rec.VppIPs) == 0 && kept != nil && len(kept.VppIPs) > 0:
+			// Claimed again, not yet republished: keep the addresses
+			// until the writer republishes them.
+			h.selfLost = false
+		case self:
+			h.selfLost = false
+			fallthrough
+		default:
+			ch, changed, err = h.table.SetRecord(ce.Key.Name, rec)
+		}
 	case kubestate.ResNode:
 		n, _ := ce.New.(*kubestate.Node)
 		ch, changed, err = h.table.SetK8sNode(ce.Key.Name, n)
@@ -191,10 +216,20 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 			h.events.FollowUp(&controller.NodeUpdate{Name: ch.Name, Prev: ch.Prev, New: ch.New})
 		}
 	}
-	if ce.Key.Resource == kubestate.ResNode && ce.Key.Name == h.p.NodeName {
+	if self {
 		h.ensureSelf(false)
 	}
 	return nil
+}
+
+// lostSelf tells whether this node's record is missing from records while
+// its Kubernetes Node is in nodes and it has an ID: lost with etcd's data,
+// not released.
+func (h *Handler) lostSelf(records []*kubestate.VppNode, nodes []*kubestate.Node) bool {
+	has := func(name string) bool { return name == h.p.NodeName }
+	return h.id != 0 &&
+		!slices.ContainsFunc(records, func(r *kubestate.VppNode) bool { return has(r.Name) }) &&
+		slices.ContainsFunc(nodes, func(n *kubestate.Node) bool { return has(n.Name) })
 }
 
 // ensureSelf asks the writer to claim this node's ID if needed and to
@@ -204,6 +239,7 @@ func (h *Handler) ensureSelf(startup bool) {
 	defer h.mu.Unlock()
 	id := h.id
 	_, haveRecord := h.table.Record(h.p.NodeName)
+	haveRecord = haveRecord && !h.selfLost
 	_, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
 	switch {
 	case id == 0 && startup, id != 0 && !haveRecord && haveK8sNode:

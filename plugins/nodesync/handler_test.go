@@ -272,3 +272,53 @@ func TestHandlesEvent(t *testing.T) {
 		t.Error("no client: no error")
 	}
 }
+
+// TestOwnRecordLostKeepsThisNode: this node's record vanishes from etcd
+// (lost with its data) while its Kubernetes Node exists: the table keeps
+// the node as it was (no NodeUpdate takes its addresses, and so its
+// NodePorts, away), in a watched delete as in a resync, while the writer
+// claims the ID again and republishes the record.
+func TestOwnRecordLostKeepsThisNode(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client()
+	ctx := t.Context()
+	putNode(t, cli, "a", internalIP("10.0.0.1"))
+	a := startAgent(t, cli, "a", filepath.Join(t.TempDir(), "a.json"))
+	if err := a.h.PublishVppIPs(ctx, []netip.Prefix{netip.MustParsePrefix("192.168.16.1/24")}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"a","id":1,"vppIPs":["192.168.16.1/24"],"mgmtIPs":["10.0.0.1"]}`
+	eventually(t, "a's record", func() bool { return record(t, cli, "a") == want })
+	self := func() string {
+		v, _ := a.h.ThisNode()
+		return nsync.Change{Name: "a", New: v}.String()
+	}
+	eventually(t, "a's addresses taken in", func() bool { return strings.Contains(self(), "vpp=[192.168.16.1/24] mgmt=[10.0.0.1]") })
+	n := len(a.rec.get())
+	before := self()
+
+	for _, lose := range []func(){
+		func() { // a watched delete
+			if _, err := cli.Delete(ctx, kubestate.Key{Resource: kubestate.ResVppNode, Name: "a"}.String()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() { // a listing without it
+			a.ctl.RequestRelist()
+			if _, err := cli.Delete(ctx, kubestate.Key{Resource: kubestate.ResVppNode, Name: "a"}.String()); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		lose()
+		eventually(t, "a's record claimed again", func() bool { return record(t, cli, "a") == want })
+		if got := self(); got != before {
+			t.Errorf("this node %s, was %s", got, before)
+		}
+		for _, u := range a.rec.get()[n:] {
+			if strings.HasPrefix(u, "node a:") {
+				t.Errorf("this node changed while its record was claimed again: %s", u)
+			}
+		}
+	}
+}

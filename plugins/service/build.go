@@ -33,10 +33,15 @@ func (v *nodeView) own(ip netip.Addr) bool {
 }
 
 // locate tells whether a backend at ip is outside the cluster's pod range
-// (host network), and whether it runs on this node: in this node's pod
-// subnet, or a host-network backend on one of this node's own addresses.
-func (v *nodeView) locate(ip netip.Addr) (local, host bool) {
+// (host network), and whether it runs on this node. As in kube-proxy, the
+// endpoint's nodeName decides; only an endpoint without one is judged by
+// its address: in this node's pod subnet, or a host-network backend on one
+// of this node's own addresses.
+func (v *nodeView) locate(ip netip.Addr, nodeName string) (local, host bool) {
 	host = !v.allPods.Contains(ip)
+	if nodeName != "" && v.name != "" {
+		return nodeName == v.name, host
+	}
 	return v.podNet.Contains(ip) || host && v.own(ip), host
 }
 
@@ -548,7 +553,7 @@ func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.Endp
 			IP: ip, Port: uint16(port),
 			Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating,
 		}, ep: e, s: s}
-		c.b.Local, c.b.HostNetwork = v.locate(ip)
+		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName)
 		if c.b.HostNetwork {
 			b.d.hostNet = true
 		}

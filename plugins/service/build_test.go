@@ -51,6 +51,18 @@ func terminating(ip string, serving bool) kubestate.Endpoint {
 
 func notReady(ip string) kubestate.Endpoint { return kubestate.Endpoint{Addresses: []string{ip}} }
 
+// servingOnly is an endpoint serving but neither ready nor terminating (a
+// pod failing its readiness probe reports it so): it takes no traffic.
+func servingOnly(ip string) kubestate.Endpoint {
+	return kubestate.Endpoint{Addresses: []string{ip}, Serving: true}
+}
+
+// onNode is e on node.
+func onNode(e kubestate.Endpoint, node string) kubestate.Endpoint {
+	e.NodeName = node
+	return e
+}
+
 func withSlice(s *kubestate.EndpointSlice, f func(*kubestate.EndpointSlice)) *kubestate.EndpointSlice {
 	f(s)
 	return s
@@ -98,6 +110,43 @@ func TestBuild(t *testing.T) {
 		want: `svc default/web cluster=10.96.0.10
   port http TCP 80
     backend 10.1.2.5:8080 serving terminating
+`,
+	}, {
+		name:   "an endpoint serving but neither ready nor terminating is not used",
+		svc:    svcM("web"),
+		slices: []*kubestate.EndpointSlice{sliceM("web", "web-a", ready("10.1.2.5", ""), servingOnly("10.1.2.6"))},
+		want: `svc default/web cluster=10.96.0.10
+  port http TCP 80
+    backend 10.1.2.5:8080 ready serving
+`,
+	}, {
+		name:   "an endpoint serving but neither ready nor terminating is no fallback either",
+		svc:    svcM("web"),
+		slices: []*kubestate.EndpointSlice{sliceM("web", "web-a", servingOnly("10.1.2.6"), terminating("10.1.2.7", true))},
+		want: `svc default/web cluster=10.96.0.10
+  port http TCP 80
+    backend 10.1.2.7:8080 serving terminating
+`,
+	}, {
+		name:   "an endpoint serving but neither ready nor terminating alone gives no backend",
+		svc:    svcM("web"),
+		slices: []*kubestate.EndpointSlice{sliceM("web", "web-a", servingOnly("10.1.2.6"))},
+		want:   "svc default/web cluster=10.96.0.10\n  port http TCP 80\n",
+	}, {
+		name: "locality follows the endpoint's nodeName; the address decides only without one",
+		svc:  svcM("web", func(s *kubestate.Service) { s.InternalTrafficPolicy = "Local" }),
+		slices: []*kubestate.EndpointSlice{sliceM("web", "web-a",
+			onNode(ready("10.1.9.5", ""), "node-1"), // outside this node's pod subnet, on this node
+			onNode(ready("10.1.1.6", ""), "node-2"), // inside it, on another node
+			ready("10.1.1.7", ""), ready("10.1.2.8", ""))},
+		want: `svc default/web cluster=10.96.0.10 itp=Local
+  port http TCP 80
+    backend 10.1.1.6:8080 ready serving
+    backend 10.1.1.7:8080 local ready serving
+    backend 10.1.2.8:8080 ready serving
+    backend 10.1.9.5:8080 local ready serving
+    localBackend 10.1.1.7:8080 local ready serving
+    localBackend 10.1.9.5:8080 local ready serving
 `,
 	}, {
 		name:   "service without slices is rendered without backends",

@@ -404,7 +404,33 @@ func (r *rig) check() string {
 	if !maps.Equal(r.p.Interfaces(), r.rec.ifs) {
 		r.t.Fatalf("Interfaces() = %v, renderer holds %v", r.p.Interfaces(), r.rec.ifs)
 	}
+	for _, s := range r.p.Services() {
+		for _, p := range s.Ports {
+			for _, set := range [][]sr.Backend{p.Backends, p.LocalBackends} {
+				if why := unusable(set); why != "" {
+					r.t.Fatalf("%s port %s: %s", s.ID, p.Name, why)
+				}
+			}
+		}
+	}
 	return got
+}
+
+// unusable is the oracle of endpoint conditions, written apart from the
+// derivation (which incremental and resync share): a set of backends holds
+// ready endpoints only or, when it has none, serving-and-terminating ones
+// only. An endpoint serving but neither ready nor terminating is never in it.
+func unusable(set []sr.Backend) string {
+	anyReady := slices.ContainsFunc(set, func(b sr.Backend) bool { return b.Ready })
+	for _, b := range set {
+		switch {
+		case anyReady && !b.Ready:
+			return "backend " + formatBackend(b) + " is not ready, beside ready ones"
+		case !anyReady && !(b.Serving && b.Terminating):
+			return "backend " + formatBackend(b) + " is neither ready nor serving and terminating"
+		}
+	}
+	return ""
 }
 
 // errRender is what a failing renderer returns.

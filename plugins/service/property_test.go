@@ -77,6 +77,7 @@ func genSlice(t *rapid.T, svc *kubestate.Service) *kubestate.EndpointSlice {
 			Ready:       rapid.SampledFrom([]bool{true, true, true, false}).Draw(t, "ready"),
 			Serving:     rapid.Bool().Draw(t, "serving"),
 			Terminating: rapid.Bool().Draw(t, "terminating"),
+			NodeName:    rapid.SampledFrom([]string{"", "", "node-1", "node-2"}).Draw(t, "nodeName"),
 		}
 		if pod := rapid.SampledFrom(append(slices.Clone(propPods), "")).Draw(t, "pod"); pod != "" {
 			e.TargetKind, e.TargetName = "Pod", pod
