@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,10 +46,12 @@ func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	apiserver, cmBin := kubeBinary(t, "kube-apiserver"), kubeBinary(t, "kube-controller-manager")
 	cp := &controlPlane{t: t, pki: newPKI(t), etcd: etcdtest.Start(t), port: freePort(t)}
+	// The certificate in memory, not as files: client-go watches files for
+	// rotation with a goroutine that never ends.
 	cp.admin = &rest.Config{
 		Host: "https://" + loopback(cp.port),
 		TLSClientConfig: rest.TLSClientConfig{
-			CAFile: cp.pki.caCert, CertFile: cp.pki.adminCert, KeyFile: cp.pki.adminKey,
+			CAData: cp.pki.caPEM, CertData: readFile(t, cp.pki.adminCert), KeyData: readFile(t, cp.pki.adminKey),
 		},
 		QPS: 200, Burst: 400, UserAgent: "contiv-e2e",
 	}
@@ -118,6 +121,15 @@ func (cp *controlPlane) restartAPIServer(down time.Duration) {
 	time.Sleep(down)
 	cp.api.start()
 	cp.waitReady(2 * time.Minute)
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // writeKubeconfig writes a kubeconfig for server with the given credentials.
