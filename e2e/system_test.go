@@ -104,6 +104,9 @@ func (s *system) step(name string, change func(ctx context.Context) error, settl
 	}
 	if settled != nil {
 		waitFor(s.t, time.Minute, func() (bool, string) { return settled(ctx) })
+		if d := time.Since(start); d > time.Second {
+			s.t.Logf("%s: the API showed the outcome (controllers, kubelet) only after %v", name, d.Round(time.Millisecond))
+		}
 	}
 	d := s.waitConverged(start, time.Minute)
 	s.figures.add(name, d)
