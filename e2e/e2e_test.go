@@ -21,6 +21,10 @@ func TestE2E(t *testing.T) {
 	s.run(t, "service-types", s.serviceTypes)
 	s.run(t, "selectorless", s.selectorless)
 	s.run(t, "named-ports", s.namedPorts)
+	s.run(t, "serving-terminating", s.servingTerminating)
+	s.run(t, "publish-not-ready", s.notReadyAddresses)
+	s.run(t, "host-network-and-binding", s.hostNetworkAndBinding)
+	s.run(t, "120-pods", s.manyPods)
 
 	s.run(t, "defect1-node-deleted-without-leader", s.nodeDeletedWithoutLeader)
 	s.run(t, "defect2-empty-etcd-no-reflector", func() { s.emptyEtcd(false) })
@@ -36,6 +40,7 @@ func TestE2E(t *testing.T) {
 	s.run(t, "apiserver-restart", s.apiServerRestart)
 	s.run(t, "apiserver-etcd-restart", s.apiEtcdRestart)
 
+	s.run(t, "namespace-deleted", s.namespaceDeleted)
 	s.run(t, "rbac", func() { checkKSRAccess(s.t, s.cp) })
 	t.Logf("figures:\n%s", s.figures.table())
 }
