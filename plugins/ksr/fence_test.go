@@ -3,6 +3,7 @@ package ksr
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,4 +268,41 @@ func TestOwnStaleLeaderKeyIsTakenAtOnce(t *testing.T) {
 	require.False(t, b.r.Status().Leader)
 	holder, _ = f.leaderKeyHolder()
 	require.Equal(t, "c", holder)
+}
+
+// revokeBound is a lease client whose Revoke notes how long its context
+// lets it wait, and fails as an etcd that does not answer would.
+type revokeBound struct {
+	clientv3.Lease
+	mu     sync.Mutex
+	allows []time.Duration
+}
+
+func (l *revokeBound) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	dl, ok := ctx.Deadline()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !ok {
+		l.allows = append(l.allows, -1)
+	} else {
+		l.allows = append(l.allows, time.Until(dl))
+	}
+	return nil, context.DeadlineExceeded
+}
+
+// TestReleaseDoesNotWaitTheEtcdTimeout: a term's end gives its revoke at
+// most revokeTimeout, not the (long) EtcdTimeout: the lease expires anyway.
+func TestReleaseDoesNotWaitTheEtcdTimeout(t *testing.T) {
+	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
+	lease := &revokeBound{Lease: f.cli}
+	a := f.startKV(Params{Identity: "a", EtcdTimeout: time.Minute}, &watchedKV{KV: f.cli, Lease: lease})
+	a.waitSynced(t, 1)
+	a.stop()
+	lease.mu.Lock()
+	defer lease.mu.Unlock()
+	require.NotEmpty(t, lease.allows)
+	for _, d := range lease.allows {
+		require.True(t, d > 0 && d <= revokeTimeout, "a revoke may wait %v, want at most %v", d, revokeTimeout)
+	}
+	require.Len(t, f.logs.lines("could not release the etcd leader key"), 1)
 }

@@ -206,6 +206,9 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		n, _ := ce.New.(*kubestate.Node)
 		ch, changed, err = h.table.SetK8sNode(ce.Key.Name, n)
 	}
+	// This node's Kubernetes Node changed (addresses to republish), or its
+	// record was lost (to claim again).
+	ensure := self && (ce.Key.Resource == kubestate.ResNode || h.selfLost)
 	h.mu.Unlock()
 	if err != nil {
 		h.log.Warn("nodesync: bad values left out", "key", ce.Key.String(), "error", err)
@@ -216,7 +219,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 			h.events.FollowUp(&controller.NodeUpdate{Name: ch.Name, Prev: ch.Prev, New: ch.New})
 		}
 	}
-	if self {
+	if ensure {
 		h.ensureSelf(false)
 	}
 	return nil
