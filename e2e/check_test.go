@@ -51,12 +51,12 @@ func apiObjects(ctx context.Context, kube kubernetes.Interface) (map[kubestate.K
 	for i := range svcs.Items {
 		all = append(all, &svcs.Items[i])
 	}
-	slices, err := kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	eps, err := kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for i := range slices.Items {
-		all = append(all, &slices.Items[i])
+	for i := range eps.Items {
+		all = append(all, &eps.Items[i])
 	}
 	out := make(map[kubestate.Key]kubestate.Object, len(all))
 	for _, o := range all {
