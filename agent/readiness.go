@@ -21,8 +21,9 @@ import (
 // interface. Agent.notReady adds this node's own addresses (ownaddrs.go).
 type readiness struct {
 	grace time.Duration
-	// pending lists the interfaces whose NAT44 features wait for VPP to
-	// create them, with since when; held counts the NAT44 mappings that
+	// pending lists the interfaces whose features, and the FIB tables
+	// whose drop routes, wait for VPP to create them, with since when;
+	// held counts the NAT44 mappings that
 	// wait for the features of the node's interfaces (features first).
 	pending func() []waiting
 	held    func() int

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
@@ -41,9 +42,7 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		}
 		a.cnat = r
 		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
-		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting {
-			return waiting{Name: strconv.FormatUint(uint64(p.VRF), 10), Since: p.Since, What: "FIB table"}
-		})
+		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting { return table(p.VRF, p.Since) })
 		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
 		return r, nil
 	}
@@ -56,9 +55,16 @@ func (a *Agent) buildRenderer() (servicesRenderer, error) {
 		return nil, fmt.Errorf("nat44 renderer: %w", err)
 	}
 	a.renderer = r
-	a.rd.pending = waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
+	ifs := waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
+	tables := waitingFor(r.PendingTables, func(p nat44.PendingTable) waiting { return table(p.VRF, p.Since) })
+	a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
 	a.rd.held = r.Held
 	return r, nil
+}
+
+// table is a FIB table some routes wait for.
+func table(vrf uint32, since time.Time) waiting {
+	return waiting{Name: strconv.FormatUint(uint64(vrf), 10), Since: since, What: "FIB table"}
 }
 
 // waitingFor turns a renderer's list of pending interfaces into

@@ -1,10 +1,18 @@
 package servicerenderer
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"time"
 )
+
+// ErrNoTable marks a route into a routing table the data plane does not
+// have (yet). Both renderers take it as pending, not as a failure: after a
+// VPP restart its API answers seconds before the startup configuration has
+// made the pod VRF's table (FACTS §6), and the route waits for the table
+// as an interface's configuration waits for the interface.
+var ErrNoTable = errors.New("VPP has no such FIB table")
 
 // ServiceID identifies a service.
 type ServiceID struct {

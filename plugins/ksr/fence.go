@@ -85,6 +85,10 @@ func (r *Reflector) acquire(ctx context.Context) *fence {
 			return nil
 		case err != nil:
 			r.log.Log(ctx, levelOf(fails), "cannot take the etcd leader key; retrying", "attempt", fails, "err", err)
+		case holder == ownStaleKey:
+			r.log.Info("deleted this replica's own etcd leader key of an earlier term", "key", LeaderKey)
+			fails = 0 // take it at once
+			continue
 		case holder != waitingFor:
 			waitingFor = holder
 			r.log.Info("waiting for the etcd leader key to be released or to expire", "key", LeaderKey, "holder", holder)
@@ -116,7 +120,39 @@ func (r *Reflector) tryAcquire(ctx context.Context, ttl int64, val string) (*fen
 	if err != nil {
 		return nil, "", fmt.Errorf("create %s: %w", LeaderKey, err)
 	}
-	return nil, holderOf(rangeKVs(resp, 0)), nil
+	kvs := rangeKVs(resp, 0)
+	if r.ownKey(kvs) {
+		// This replica's key of an earlier term, whose lease it no longer
+		// keeps alive (etcd was away longer than the TTL, or the release
+		// failed): nobody writes under it, and etcd, restarted, may keep it
+		// for a whole TTL more. Delete it unless it changed meanwhile.
+		del, err := r.p.Etcd.Txn(ectx).
+			If(clientv3.Compare(clientv3.ModRevision(LeaderKey), "=", kvs[0].ModRevision)).
+			Then(clientv3.OpDelete(LeaderKey)).
+			Commit()
+		if err != nil {
+			return nil, "", fmt.Errorf("delete this replica's stale %s: %w", LeaderKey, err)
+		}
+		if del.Succeeded {
+			return nil, ownStaleKey, nil
+		}
+	}
+	return nil, holderOf(kvs), nil
+}
+
+// ownStaleKey is tryAcquire's holder when it deleted this replica's own
+// key of an earlier term: the next try may take the key at once.
+const ownStaleKey = "this replica's earlier term"
+
+// ownKey tells whether kvs (LeaderKey) names this replica. ASSUMPTION:
+// identities are unique among the replicas (the pod name), and acquire
+// runs only once this replica's previous term stopped writing.
+func (r *Reflector) ownKey(kvs []*mvccpb.KeyValue) bool {
+	if len(kvs) == 0 {
+		return false
+	}
+	var rec leaderRecord
+	return json.Unmarshal(kvs[0].Value, &rec) == nil && rec.Identity != "" && rec.Identity == r.p.Identity
 }
 
 // keepAlive keeps the fence's lease alive until release, and calls lost

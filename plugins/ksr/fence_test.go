@@ -239,6 +239,37 @@ func TestReleaseThatFailsIsNotLoggedAsDone(t *testing.T) {
 	require.Len(t, f.logs.lines("could not release the etcd leader key"), 1)
 }
 
+// TestOwnStaleLeaderKeyIsTakenAtOnce: LeaderKey names this replica but on a
+// lease nobody keeps alive (its earlier term lost etcd for longer than the
+// TTL, and a restarted etcd keeps leases for a whole TTL more): the replica
+// deletes it and leads at once instead of waiting for it to expire. Another
+// replica's key is still waited for.
+func TestOwnStaleLeaderKeyIsTakenAtOnce(t *testing.T) {
+	f := newFixture(t, service("shop", "a", "10.96.0.1", 80))
+	stale := func(identity string) {
+		l, err := f.cli.Grant(context.Background(), 3600)
+		require.NoError(t, err)
+		val, err := json.Marshal(leaderRecord{Identity: identity, Since: time.Now().UTC()})
+		require.NoError(t, err)
+		_, err = f.cli.Put(context.Background(), LeaderKey, string(val), clientv3.WithLease(l.ID))
+		require.NoError(t, err)
+	}
+	stale("a")
+	a := f.start(Params{Identity: "a"})
+	a.waitSynced(t, 1)
+	holder, _ := f.leaderKeyHolder()
+	require.Equal(t, "a", holder)
+	require.NotEmpty(t, f.logs.lines("deleted this replica's own etcd leader key"))
+	a.stop()
+
+	stale("c")
+	b := f.start(Params{Identity: "b"})
+	eventually(t, func() bool { return len(f.logs.lines("waiting for the etcd leader key", "holder=\"c ")) > 0 }, "b waits for c")
+	require.False(t, b.r.Status().Leader)
+	holder, _ = f.leaderKeyHolder()
+	require.Equal(t, "c", holder)
+}
+
 // revokeBound is a lease client whose Revoke notes how long its context
 // lets it wait, and fails as an etcd that does not answer would.
 type revokeBound struct {

@@ -61,13 +61,16 @@ func cnatMessages() []api.Message {
 }
 
 // classifyCNAT wraps a failed call: -2 (no such interface) wraps
-// cnat.ErrNoInterface, -3 (no such FIB table) cnat.ErrNoTable, -6 (no
-// such entry) cnat.ErrNotFound, and every
+// cnat.ErrNoInterface, -3 (no such FIB table) cnat.ErrNoTable (noTable,
+// as for NAT44), -6 (no such entry) cnat.ErrNotFound, and every
 // answer of VPP refusing the call cnat.ErrInvalid; anything else is
 // transient.
 func classifyCNAT(err error, what string) error {
 	if err == nil {
 		return nil
+	}
+	if e := noTable(err, what, cnat.ErrInvalid); e != nil {
+		return e
 	}
 	var rv api.VPPApiError
 	if errors.As(err, &rv) {
@@ -76,8 +79,6 @@ func classifyCNAT(err error, what string) error {
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoInterface, cnat.ErrInvalid, err)
 		case rv == api.NO_SUCH_ENTRY:
 			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNotFound, cnat.ErrInvalid, err)
-		case rv == api.NO_SUCH_FIB:
-			return fmt.Errorf("%s: %w: %w: %w", what, cnat.ErrNoTable, cnat.ErrInvalid, err)
 		case slices.Contains(invalidRetvals, rv) || rv > 0:
 			return fmt.Errorf("%s: %w: %w", what, cnat.ErrInvalid, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"contiv.dev/vpp/plugins/vpp/sim"
 	"contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
+	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // recorded is the request fields of a corpus step, checked to be the
@@ -230,6 +231,10 @@ func TestClassifyCNAT(t *testing.T) {
 	}
 	if err := classifyCNAT(errors.New("broken pipe"), "x"); errors.Is(err, cnat.ErrInvalid) {
 		t.Error("a transport error classified invalid")
+	}
+	// -3 is one sentinel for both renderers (noTable).
+	if err := classify(api.NO_SUCH_FIB, "x", false); !errors.Is(err, cnat.ErrNoTable) || !errors.Is(err, nat44.ErrNoTable) || !errors.Is(err, nat44.ErrInvalid) {
+		t.Errorf("NAT44's -3: %v, want ErrNoTable and nat44.ErrInvalid", err)
 	}
 	if len(CNATMessages()) != 18 {
 		t.Errorf("%d cnat messages", len(CNATMessages()))

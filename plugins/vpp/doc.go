@@ -18,15 +18,16 @@
 //     over the nat44_ed binary API. VPP refusing a call as invalid (value
 //     exists, no such entry, invalid value, unknown interface, removing
 //     one of the last two locals of a load-balanced mapping) wraps
-//     nat44.ErrInvalid; every other failure is transient. It also adds,
-//     deletes and reads back the routes of the service CIDR and of
-//     kube-proxy's verdicts (ip_route_add_del with the DROP, ICMP_UNREACH —
-//     table 0 only, never sent elsewhere: it crashes VPP 25.02 — or lookup
-//     path, ip_route_v2_dump), and the loadBalancerSourceRanges ACL
-//     (acl.go: acl_add_replace, acl_del, acl_interface_set_acl_list,
-//     acl_dump, acl_interface_list_dump; ACLMessages are checked at
-//     connect: acl_plugin.so must be loaded). Every request is built as the
-//     corpus and records-acl-routes of a real VPP 25.02 record it.
+//     nat44.ErrInvalid, -3 (no such FIB table) nat44.ErrNoTable too, as
+//     for cnat; every other failure is transient. It also adds, deletes
+//     and reads back the routes of the service CIDR and of kube-proxy's
+//     verdicts (ip_route_add_del with the DROP, ICMP_UNREACH — table 0
+//     only, never sent elsewhere: it crashes VPP 25.02 — or lookup path,
+//     ip_route_v2_dump), and the loadBalancerSourceRanges ACL (acl.go:
+//     acl_add_replace, acl_del, acl_interface_set_acl_list, acl_dump,
+//     acl_interface_list_dump; ACLMessages are checked at connect:
+//     acl_plugin.so must be loaded). Every request is built as the corpus
+//     and records-acl-routes of a real VPP 25.02 record it.
 //   - NAT44.Pipeline (nat44.Pipeliner): the apply's calls sent on one
 //     govpp stream without waiting for each answer, at most
 //     PipelineWindow in flight; answers come back in order and are matched

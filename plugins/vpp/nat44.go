@@ -61,18 +61,34 @@ var invalidRetvals = []api.VPPApiError{
 }
 
 // classify wraps a failed call: VPP refusing it as invalid wraps
-// nat44.ErrInvalid (and the api.VPPApiError); anything else is transient.
+// nat44.ErrInvalid (and the api.VPPApiError), -3 (no such FIB table)
+// nat44.ErrNoTable too (noTable); anything else is transient.
 // unspecifiedInvalid also counts VPP's unspecified error (-1) as invalid,
 // which is how it refuses to remove one of a mapping's last two locals.
 func classify(err error, what string, unspecifiedInvalid bool) error {
 	if err == nil {
 		return nil
 	}
+	if e := noTable(err, what, nat44.ErrInvalid); e != nil {
+		return e
+	}
 	var rv api.VPPApiError
 	if errors.As(err, &rv) && (slices.Contains(invalidRetvals, rv) || (unspecifiedInvalid && rv == api.UNSPECIFIED)) {
 		return fmt.Errorf("%s: %w: %w", what, nat44.ErrInvalid, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// noTable is err, VPP's -3 (no such FIB table), as both renderers take
+// it: servicerenderer.ErrNoTable (nat44.ErrNoTable, cnat.ErrNoTable) and
+// invalid, the renderer's ErrInvalid (the call cannot succeed before the
+// table is made); nil for any other error.
+func noTable(err error, what string, invalid error) error {
+	var rv api.VPPApiError
+	if errors.As(err, &rv) && rv == api.NO_SUCH_FIB {
+		return fmt.Errorf("%s: %w: %w: %w", what, servicerenderer.ErrNoTable, invalid, err)
+	}
+	return nil
 }
 
 // invalid reports bad input found before calling VPP.

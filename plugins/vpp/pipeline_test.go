@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func socketEnv(t testing.TB, opts sim.Options, cfg Config) (*sim.VPP, *sim.Serve
 
 // pipelineOps is a batch mixing every pipelined kind, with calls VPP
 // refuses (a duplicate, removing one of two locals, a local of a missing
-// mapping) and one the client refuses before sending; more calls than
+// mapping, a route into a missing table) and one the client refuses before sending; more calls than
 // PipelineWindow.
 func pipelineOps() []nat44.Op {
 	ext := netip.MustParseAddr("10.96.0.1")
@@ -55,6 +56,7 @@ func pipelineOps() []nat44.Op {
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}}, // -81
 		{Kind: nat44.OpAddIdentity, Identity: &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv-snat"}},
 		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}}},
+		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 7}}}, // no table 7: -3
 		{Kind: nat44.OpSetInterface, Interface: "tap1", NewFeatures: nat44.FeatureIn},
 		{Kind: nat44.OpSetInterface, Interface: "tap2", NewFeatures: nat44.FeatureIn | nat44.FeatureOut},
 		{Kind: nat44.OpSetInterface, Interface: "eth0", NewFeatures: nat44.FeatureOutput},
@@ -136,15 +138,19 @@ func testPipelineAnswers(t *testing.T, keep int) {
 	invalid := 0
 	for i := range ops {
 		want := nat44.Call(ctx, se.nat, &ops[i])
-		if fmt.Sprint(got[i]) != fmt.Sprint(want) || errors.Is(got[i], nat44.ErrInvalid) != errors.Is(want, nat44.ErrInvalid) {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want) || errors.Is(got[i], nat44.ErrInvalid) != errors.Is(want, nat44.ErrInvalid) ||
+			errors.Is(got[i], nat44.ErrNoTable) != errors.Is(want, nat44.ErrNoTable) {
 			t.Errorf("%s: pipelined %v, synchronous %v", ops[i].String(), got[i], want)
 		}
 		if errors.Is(got[i], nat44.ErrInvalid) {
 			invalid++
 		}
 	}
-	if invalid != 8 {
-		t.Errorf("%d operations refused, want 8", invalid)
+	if invalid != 9 {
+		t.Errorf("%d operations refused, want 9", invalid)
+	}
+	if noTable := slices.IndexFunc(got, func(err error) bool { return errors.Is(err, nat44.ErrNoTable) }); noTable != 4 {
+		t.Errorf("the route into the missing table (op 4) is not the one ErrNoTable: op %d", noTable)
 	}
 	if a, b := pv.Snapshot(), se.vpp.Snapshot(); !reflect.DeepEqual(a, b) {
 		t.Errorf("the VPPs differ\npipelined %s\nsynchronous %s", show(a), show(b))

@@ -26,8 +26,9 @@ var ErrNoInterface = errors.New("VPP has no such interface")
 // wraps ErrInvalid too. After a VPP restart the pod VRF's table comes with
 // the startup configuration, seconds after the API answers (FACTS §6): the
 // route waits for it (PendingTables), as an interface's configuration
-// waits for the interface.
-var ErrNoTable = errors.New("VPP has no such FIB table")
+// waits for the interface. It is servicerenderer.ErrNoTable, which NAT44
+// shares.
+var ErrNoTable = servicerenderer.ErrNoTable
 
 // ErrNotFound marks a delete of something VPP does not hold (it wraps
 // ErrInvalid too): the delete is done in effect.

@@ -72,6 +72,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			}
 		}
 		r.loadApplied(dumped)
+		r.forgetTables()
 		r.synced = true
 		clear(r.failures)
 		r.dirtyInterfaces = nil
@@ -92,6 +93,9 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	} else {
 		for name := range r.dirtyInterfaces {
 			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
+		}
+		if len(r.dirtyInterfaces) > 0 {
+			add(r.appendTableRetries(nil), nil) // tables.go
 		}
 		for ip := range r.dirtyExt {
 			add(r.diffExternal(nil, ip), nil)
@@ -274,6 +278,14 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 		x.result(i, r.call(ctx, op))
 	}
 	x.drain()
+	if x.retry {
+		// Mappings made the table a route waited for (tables.go).
+		retry := x.noTable
+		x.noTable, x.retry = nil, false
+		for _, i := range retry {
+			x.result(i, r.call(ctx, &ops[i].Op))
+		}
+	}
 	r.mu.Lock()
 	b.finish(&r.stats)
 	r.mu.Unlock()
@@ -317,6 +329,10 @@ type runner struct {
 	inflight []int
 	busy     map[ObjectID]int
 	failed   map[ObjectID]struct{}
+	// noTable are the route adds refused for want of their table; retry
+	// is set once a mapping added since may have made one (tables.go).
+	noTable []int
+	retry   bool
 }
 
 // recv handles the answer to the oldest call in flight.
@@ -363,9 +379,19 @@ func (x *runner) result(i int, err error) {
 			return
 		}
 	}
+	if op.Kind == OpAddRoute {
+		if err == nil {
+			delete(r.pendingTables, op.Route.VRF)
+		} else if errors.Is(err, ErrNoTable) {
+			r.waitForTable(op) // not a failure (tables.go)
+			x.noTable = append(x.noTable, i)
+			return
+		}
+	}
 	if err == nil {
 		r.record(&x.ops[i])
 		b.count(op)
+		x.madeTable(op)
 		return
 	}
 	if x.failed == nil {

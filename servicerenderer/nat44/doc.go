@@ -230,7 +230,11 @@
 // one of Config.NodeInterfaces is pending (as after a VPP restart), the
 // mapping operations wait too, at most Config.HoldMappings (hold.go; Held,
 // HoldUntil), since enabling an outside feature walks every mapping VPP
-// holds (FACTS §7).
+// holds (FACTS §7). A drop route into a FIB table VPP has not made yet
+// (ErrNoTable: after a restart, until the startup configuration has run)
+// is not a failure either: it waits (PendingTables) and is retried on
+// applies with interface news, on full applies, and after mappings with
+// locals in its VRF, which make the table (tables.go).
 //
 // Two services claiming one frontend address:port/protocol: the oldest
 // (then the lower ID) wins, the other is logged once and listed by

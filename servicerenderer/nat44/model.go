@@ -19,6 +19,12 @@ var ErrInvalid = errors.New("rejected by VPP as invalid")
 // renderer records the removal as done.
 var ErrNoInterface = errors.New("VPP has no such interface")
 
+// ErrNoTable marks a route into a FIB table VPP does not have (yet): it
+// wraps ErrInvalid too. The route waits for the table (PendingTables), as
+// an interface's features wait for the interface. It is
+// servicerenderer.ErrNoTable, which cnat shares.
+var ErrNoTable = servicerenderer.ErrNoTable
+
 // Protocol re-exports the renderer API's protocol.
 type Protocol = servicerenderer.Protocol
 

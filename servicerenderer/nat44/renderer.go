@@ -72,6 +72,9 @@ type Renderer struct {
 	// pending are the interfaces whose features wait for VPP to have the
 	// interface.
 	pending map[string]PendingInterface
+	// pendingTables are the VRFs whose drop route waits for VPP to make
+	// the table, with since when (tables.go).
+	pendingTables map[uint32]time.Time
 	// holdSince is when an apply first held mapping operations for a
 	// pending node interface (zero: no hold); holdOver is set once the
 	// hold ran out; held counts the frontends held (hold.go).

@@ -1,0 +1,96 @@
+package nat44
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Routes wait for their table. After a VPP restart the API answers
+// seconds before the startup configuration has made the pod VRF's table
+// (FACTS §6): the service CIDR's drop route into it answers -3
+// (ErrNoTable). That is not a failure, and no reason to heal: the route
+// waits for its table (PendingTables) and is tried again by an apply with
+// interface news (the startup configuration makes its tables before its
+// interfaces, whose events then reach the renderer), by every full apply,
+// and, within the apply, after mappings were added: NAT44 mappings with
+// locals in a VRF make its table (FACTS §6).
+
+// waitForTable records that op's route waits for VPP to make its table;
+// the caller holds mu.
+func (r *Renderer) waitForTable(op *Op) {
+	if _, ok := r.pendingTables[op.Route.VRF]; !ok {
+		if r.pendingTables == nil {
+			r.pendingTables = map[uint32]time.Time{}
+		}
+		r.pendingTables[op.Route.VRF] = time.Now()
+		r.log.Info("NAT44: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.Prefix)
+	}
+}
+
+// appendTableRetries appends the adds of the desired routes that wait for
+// their table; the caller holds mu.
+func (r *Renderer) appendTableRetries(ops []Op) []Op {
+	for k, rt := range r.desired.Routes {
+		if _, ok := r.pendingTables[k.VRF]; ok && r.applied.Routes[k] == nil {
+			ops = append(ops, Op{Kind: OpAddRoute, Route: *rt})
+		}
+	}
+	return ops
+}
+
+// forgetTables drops the tables no desired route waits for any more; the
+// caller holds mu.
+func (r *Renderer) forgetTables() {
+	for vrf := range r.pendingTables {
+		wanted := false
+		for k := range r.desired.Routes {
+			wanted = wanted || (k.VRF == vrf && r.applied.Routes[k] == nil)
+		}
+		if !wanted {
+			delete(r.pendingTables, vrf)
+		}
+	}
+}
+
+// PendingTable is a FIB table whose drop route waits for VPP to make it.
+type PendingTable struct {
+	VRF uint32
+	// Routes are the routes waiting, sorted.
+	Routes []Route
+	// Since is when the renderer first found VPP without it.
+	Since time.Time
+}
+
+// PendingTables lists the tables whose drop routes wait for VPP to make
+// them, by VRF.
+func (r *Renderer) PendingTables() []PendingTable {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ps := make([]PendingTable, 0, len(r.pendingTables))
+	for vrf, since := range r.pendingTables {
+		p := PendingTable{VRF: vrf, Since: since}
+		for k, rt := range r.desired.Routes {
+			if k.VRF == vrf && r.applied.Routes[k] == nil {
+				p.Routes = append(p.Routes, *rt)
+			}
+		}
+		slices.SortFunc(p.Routes, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b PendingTable) int { return cmp.Compare(a.VRF, b.VRF) })
+	return ps
+}
+
+// madeTable sets retry when op, which succeeded, added a local in the
+// VRF of a route refused earlier in the run for want of its table.
+func (x *runner) madeTable(op *Op) {
+	if x.retry || len(x.noTable) == 0 || (op.Kind != OpAddMapping && op.Kind != OpAddLocal) {
+		return
+	}
+	for _, i := range x.noTable {
+		vrf := x.ops[i].Route.VRF
+		x.retry = x.retry || (op.Kind == OpAddLocal && op.Local.VRF == vrf) ||
+			(op.Kind == OpAddMapping && slices.ContainsFunc(op.Mapping.Locals, func(l Local) bool { return l.VRF == vrf }))
+	}
+}
