@@ -54,14 +54,16 @@ func TestRouteWaitsForItsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.apply(r, true) // no error, no failure
-	if n := routeCalls(log.take()); n != 2 {
-		t.Errorf("%d route calls in the full apply, want 2 (VRF 0 added, VRF 1 refused)", n)
+	// The service CIDR's VRF 0 route added, its VRF 1 route refused; per
+	// cluster IP (4) its reject in VRF 0 added, its lookup in VRF 1 refused.
+	if n := routeCalls(log.take()); n != 2+4*2 {
+		t.Errorf("%d route calls in the full apply, want 10 (VRF 0 added, VRF 1 refused, each twice per cluster IP)", n)
 	}
 	if !hasRoute(e.vpp, cidr, 0) || hasRoute(e.vpp, cidr, 1) {
 		t.Errorf("routes %v: want the VRF 0 route only", e.vpp.Routes())
 	}
 	p := r.PendingTables()
-	if len(p) != 1 || p[0].VRF != 1 || len(p[0].Routes) != 1 || p[0].Routes[0].Prefix != cidr || p[0].Since.IsZero() {
+	if len(p) != 1 || p[0].VRF != 1 || len(p[0].Routes) != 5 || p[0].Routes[0].Prefix != cidr || p[0].Since.IsZero() {
 		t.Errorf("PendingTables() = %+v, want table 1 with %v", p, cidr)
 	}
 	if s := r.Stats(); s.Transient != 0 || s.Invalid != 0 {
@@ -81,8 +83,8 @@ func TestRouteWaitsForItsTable(t *testing.T) {
 		}
 	}
 	e.apply(r, false)
-	if n := routeCalls(log.take()); n != 1 {
-		t.Errorf("%d route calls once the table is there, want 1", n)
+	if n := routeCalls(log.take()); n != 1+4 {
+		t.Errorf("%d route calls once the table is there, want 5 (the service CIDR's, 4 lookups)", n)
 	}
 	if !hasRoute(e.vpp, cidr, 1) || len(r.PendingTables()) != 0 {
 		t.Errorf("routes %v, pending tables %+v: want the VRF 1 route added", e.vpp.Routes(), r.PendingTables())
@@ -106,8 +108,11 @@ func TestMappingsMakeTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.apply(r, true)
-	if n := routeCalls(log.take()); n != 3 {
-		t.Errorf("%d route calls, want 3 (VRF 0, VRF 1 refused, VRF 1 after the mappings)", n)
+	// The service CIDR: VRF 0, VRF 1 refused, VRF 1 after the mappings;
+	// each of the 4 cluster IPs (verdict.go): its reject in VRF 0, its
+	// lookup in VRF 1 refused, then added after the mappings.
+	if n := routeCalls(log.take()); n != 3+4*3 {
+		t.Errorf("%d route calls, want 15 (3 for the service CIDR, 3 per cluster IP)", n)
 	}
 	if !hasRoute(e.vpp, e.cfg.ServiceCIDR, 1) || len(r.PendingTables()) != 0 {
 		t.Errorf("routes %v, pending tables %+v: want the VRF 1 route added", e.vpp.Routes(), r.PendingTables())
@@ -144,7 +149,9 @@ func TestFullApplyFindsTheRoute(t *testing.T) {
 	}
 	log.take()
 	e.apply(r, true)
-	if n := routeCalls(log.take()); n != 0 || len(r.PendingTables()) != 0 {
-		t.Errorf("%d route calls, pending tables %+v: want none", n, r.PendingTables())
+	// Only the cluster IPs' lookups into table 1, which waited too, are
+	// added (4); the service CIDR's route is not sent again.
+	if n := routeCalls(log.take()); n != 4 || len(r.PendingTables()) != 0 {
+		t.Errorf("%d route calls, pending tables %+v: want the 4 lookups only", n, r.PendingTables())
 	}
 }
