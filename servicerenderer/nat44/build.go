@@ -21,7 +21,9 @@ import (
 //   - NodePorts are rendered on this node's own addresses only.
 //   - NAT44 is IPv4 only: IPv6 frontends and backends are skipped.
 //   - A frontend without backends gets no mapping (see the package
-//     documentation for where its traffic goes).
+//     documentation for where its traffic goes), but an external or
+//     LoadBalancer IP whose Local policy leaves this node no backend while
+//     others have some is mapped to SinkAddress, which drops it.
 //   - Every mapping is load-balanced: one backend is paired with the
 //     probability-0 Placeholder local, which VPP never picks.
 //   - The probabilities of a mapping sum to at most MaxProbabilitySum: a
@@ -96,9 +98,16 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 				add(ip, p.Port, p.Protocol, clusterLocals, clusterSubset, TwiceNATSelf, false)
 			}
 		}
+		ipLocals, ipSubset := extLocals, extSubset
+		if len(extLocals) == 0 && len(all) > 0 {
+			// Local policy, endpoints elsewhere only: kube-proxy drops it;
+			// so does the sink (verdict.go), through the service CIDR's
+			// drop route.
+			ipLocals, ipSubset = sinkLocals(cfg, p.Port), nil
+		}
 		for _, ip := range svc.ExternalIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, extLocals, extSubset, extTwice, true)
+				add(ip, p.Port, p.Protocol, ipLocals, ipSubset, extTwice, true)
 			}
 		}
 		if p.NodePort != 0 {

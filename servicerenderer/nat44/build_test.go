@@ -90,7 +90,7 @@ func TestBuildService(t *testing.T) {
 			"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 10.1.1.3:8080 vrf=2 p=1, 10.1.1.4:8080 vrf=2 p=1",
 		},
 	}, {
-		name: "external policy Local without local backends: cluster IP only",
+		name: "external policy Local without local backends: the external IP to the sink (dropped), no NodePort",
 		svc: func() *servicerenderer.ContivService {
 			s := withExt(web(port("http", 80, 30080, pod3)), "20.20.20.20")
 			s.ExternalPolicy = servicerenderer.PolicyLocal
@@ -98,6 +98,7 @@ func TestBuildService(t *testing.T) {
 		}(),
 		expect: []string{
 			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
+			"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.111.255.255:80 vrf=1 p=1",
 		},
 	}, {
 		name: "NodePort under Cluster: on this node's own IPs only, full twice-NAT",

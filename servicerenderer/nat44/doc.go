@@ -170,9 +170,10 @@
 //	                                                 and mainVRF (BuildGlobal)
 //	a cluster IP whose Local internal       DROP     no reject route (the service-CIDR drop route)
 //	policy leaves this node no endpoint
-//	an external/LB IP, Local policy, no     DROP     /32 DROP in the main VRF
-//	local endpoint (endpoints elsewhere)
-//	an external/LB IP, no endpoint at all   REJECT   /32 ICMP_UNREACH in table 0
+//	an external/LB IP:port, Local policy,   DROP     a mapping to SinkAddress:port (main VRF), which
+//	no local endpoint (endpoints elsewhere)          the service CIDR's drop route drops (FACTS §4)
+//	an external/LB IP, no endpoint at all   -        none: routed on by destination (kube-proxy
+//	                                                 rejects it; not done)
 //
 // What VPP forbids: an ICMP_UNREACH or ICMP_PROHIBIT path in any table but
 // 0 crashes VPP 25.02 (SIGSEGV), so rejects need the main VRF to be table
@@ -182,11 +183,13 @@
 // plain path), so it is never used. The FIB is keyed by address, not port:
 // one reject route serves every unmapped port of a cluster IP, and a
 // service mixing a Local-internal port without local endpoints with
-// other ports gets no reject route (all its unmapped ports drop). An
-// external IP that is this node's, the NAT loopback's, or inside the pod
-// subnet or service CIDR gets no verdict route; one with mappings on some
-// ports and none on others gets none either (its unmapped ports are routed
-// on by destination, as before). A NodePort without mapping is dropped by
+// other ports gets no reject route (all its unmapped ports drop). External
+// IPs get no verdict route: routes have no tag, so a /32 outside the
+// service CIDR could not be told from another's after a restart (the
+// agent's property test caught one left behind); the sink mapping is
+// tagged, per port (kube-proxy's scope) and read back like any mapping. A
+// REJECT of an external IP would need an ICMP_UNREACH route on it in table
+// 0, with the same ownership problem. A NodePort without mapping is dropped by
 // VPP's ip4-local. A cluster IP's routes stay while the service exists:
 // endpoint changes write no route. Without Config.ServiceCIDR no route is
 // programmed, and unmapped cluster-IP traffic leaks out of the main NIC

@@ -9,94 +9,61 @@ import (
 )
 
 // BuildRoutes is the verdict routes of one service on this node: what
-// becomes of traffic to its addresses that no mapping takes (NAT runs
+// becomes of traffic to its cluster IPs that no mapping takes (NAT runs
 // before the FIB lookup, so mapped traffic never sees them), as
-// kube-proxy decides it (FACTS §1, §4):
-//
-//   - REJECT each IPv4 cluster IP inside Config.ServiceCIDR: a /32
-//     ICMP_UNREACH route in table 0 and a /32 lookup of table 0 in the pod
-//     VRF (more specific than the pod VRF's service-CIDR drop route). Its
-//     ports without endpoints and the ports it does not define are then
-//     refused at once. Not when the service has the Local internal
-//     policy and a port with endpoints but none on this node (kube-proxy
-//     drops that traffic: the service-CIDR drop route does), nor when
-//     the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
-//     in any other table).
-//   - For each external or LoadBalancer IP on which the service has no
-//     mapping on this node: REJECT (/32 ICMP_UNREACH in table 0) when
-//     none of its ports has an endpoint, DROP (/32 in the main VRF) when
-//     the Local external policy leaves this node without a local one.
-//     Only for addresses that are the service's own: not this node's,
-//     the NAT loopback's, or in the pod subnet or the service CIDR.
-//
-// Without a service CIDR there are no verdict routes. The routes are
-// sorted by key; a key appears once.
+// kube-proxy decides it (FACTS §1, §4): REJECT each IPv4 cluster IP inside
+// Config.ServiceCIDR with a /32 ICMP_UNREACH route in table 0 and a /32
+// lookup of table 0 in the pod VRF (more specific than the pod VRF's
+// service-CIDR drop route). Its ports without endpoints and the ports it
+// does not define are then refused at once. Not when the service has the
+// Local internal policy and a port with endpoints but none on this node
+// (kube-proxy drops that traffic: the service-CIDR drop route does), nor
+// when the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
+// in any other table), nor without a service CIDR. External and
+// LoadBalancer IPs get no route (routes have no tag: a /32 outside the
+// service CIDR could not be recognised after a restart); their verdict is
+// a mapping to SinkAddress (BuildService). The routes are sorted by key.
 func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config) []Route {
-	if svc == nil || !cfg.ServiceCIDR.IsValid() || !cfg.ServiceCIDR.Addr().Is4() {
+	if svc == nil || cfg.MainVRF != 0 || !cfg.ServiceCIDR.IsValid() || !cfg.ServiceCIDR.Addr().Is4() {
 		return nil
 	}
-	any, localOnlyMissing := false, false
-	for i := range svc.Ports {
-		p := &svc.Ports[i]
-		if len(p.Backends) == 0 {
-			continue
-		}
-		any = true
-		if len(p.BackendsFor(servicerenderer.PolicyLocal)) == 0 {
-			localOnlyMissing = true
+	if svc.InternalPolicy == servicerenderer.PolicyLocal {
+		for i := range svc.Ports {
+			p := &svc.Ports[i]
+			if len(p.Backends) > 0 && len(p.BackendsFor(servicerenderer.PolicyLocal)) == 0 {
+				return nil
+			}
 		}
 	}
 	var out []Route
-	add := func(r Route) {
-		if !slices.ContainsFunc(out, func(o Route) bool { return o.RouteKey == r.RouteKey }) {
-			out = append(out, r)
-		}
-	}
-	reject := cfg.MainVRF == 0
-	if reject && !(svc.InternalPolicy == servicerenderer.PolicyLocal && localOnlyMissing) {
-		for _, ip := range svc.ClusterIPs {
-			ip, ok := frontendIPv4(ip)
-			if !ok || !cfg.ServiceCIDR.Contains(ip) {
-				continue
-			}
-			host := netip.PrefixFrom(ip, 32)
-			add(Route{RouteKey: RouteKey{Prefix: host, VRF: 0}, Kind: RouteReject})
-			add(Route{RouteKey: RouteKey{Prefix: host, VRF: cfg.PodVRF}, Kind: RouteLookup, Table: 0})
-		}
-	}
-	for _, ip := range svc.ExternalIPs {
+	for _, ip := range svc.ClusterIPs {
 		ip, ok := frontendIPv4(ip)
-		if !ok || !ownAddress(ip, node, cfg) || mapsIP(svc, node, cfg, ip) {
+		if !ok || !cfg.ServiceCIDR.Contains(ip) || slices.ContainsFunc(out, func(r Route) bool { return r.Prefix.Addr() == ip }) {
 			continue
 		}
-		host := RouteKey{Prefix: netip.PrefixFrom(ip, 32), VRF: cfg.MainVRF}
-		switch {
-		case !any && reject:
-			add(Route{RouteKey: host, Kind: RouteReject})
-		case any && svc.ExternalPolicy == servicerenderer.PolicyLocal && localOnlyMissing:
-			add(Route{RouteKey: host, Kind: RouteDrop})
-		}
+		host := netip.PrefixFrom(ip, 32)
+		out = append(out, Route{RouteKey: RouteKey{Prefix: host, VRF: 0}, Kind: RouteReject},
+			Route{RouteKey: RouteKey{Prefix: host, VRF: cfg.PodVRF}, Kind: RouteLookup, Table: 0})
 	}
 	slices.SortFunc(out, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
 	return out
 }
 
-// ownAddress tells whether an external IP may carry a verdict route: not
-// this node's own address, the NAT loopback's or source NAT's, and outside
-// the pod subnet and the service CIDR.
-func ownAddress(ip netip.Addr, node servicerenderer.LocalNode, cfg *Config) bool {
-	return !slices.Contains(node.IPs, ip) && ip != cfg.NATLoopback && ip != cfg.SNAT.IP &&
-		!cfg.PodSubnet.Contains(ip) && !cfg.ServiceCIDR.Contains(ip)
-}
-
-// mapsIP tells whether the service has a mapping on ip on this node.
-func mapsIP(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, ip netip.Addr) bool {
-	for _, m := range appendService(nil, svc, node, cfg, "") {
-		if m.IP == ip {
-			return true
-		}
+// SinkAddress is the last address of the service CIDR, which Kubernetes
+// never allocates: a mapping to it drops its frontend's traffic through
+// the service CIDR's drop route in the main VRF (FACTS §4: a mapping
+// nodeIP:port → an unallocated service address drops exactly that port).
+// Invalid without an IPv4 service CIDR.
+func SinkAddress(cfg *Config) netip.Addr {
+	p := cfg.ServiceCIDR.Masked()
+	if !p.IsValid() || !p.Addr().Is4() {
+		return netip.Addr{}
 	}
-	return false
+	a := p.Addr().As4()
+	for i := p.Bits(); i < 32; i++ {
+		a[i/8] |= 1 << (7 - i%8)
+	}
+	return netip.AddrFrom4(a)
 }
 
 // compareRoutes orders routes by key, then kind and table.
@@ -161,10 +128,8 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 // CIDR's drop route in the pod or the main VRF, a /32 reject in table 0 or
 // lookup in the pod VRF inside the service CIDR, or a route the agent
 // wants on that key. ASSUMPTION: routes have no tag, so such a route is
-// taken for the agent's whoever made it; a /32 drop or reject of an
-// external IP that no service wants any more after an agent restart is
-// not recognised and stays (outside the service CIDR the prefix alone
-// cannot tell).
+// taken for the agent's whoever made it (which is why the renderer makes
+// no route outside the service CIDR).
 func (r *Renderer) ownedRoute(rt Route) bool {
 	cidr := r.cfg.ServiceCIDR
 	if !cidr.IsValid() {
@@ -181,4 +146,14 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 		return (rt.Kind == RouteReject && k.VRF == 0) || (rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF)
 	}
 	return false
+}
+
+// sinkLocals are the locals of a frontend that drops: the sink at port
+// (main VRF) beside the placeholder; nil without a service CIDR.
+func sinkLocals(cfg *Config, port uint16) []Local {
+	sink := SinkAddress(cfg)
+	if !sink.IsValid() {
+		return nil
+	}
+	return []Local{Placeholder, {IP: sink, Port: port, VRF: cfg.MainVRF, Probability: 1}}
 }

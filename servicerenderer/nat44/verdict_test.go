@@ -48,32 +48,23 @@ func TestBuildRoutes(t *testing.T) {
 	)
 	main0 := func(c *Config) { c.MainVRF = 0 }
 	cases := []struct {
-		name     string
-		cfg      func(*Config)
-		svc      *servicerenderer.ContivService
-		node     func(*servicerenderer.LocalNode)
-		want     []string
-		whyEmpty string
+		name string
+		cfg  func(*Config)
+		svc  *servicerenderer.ContivService
+		want []string
 	}{
 		{name: "endpoints: the cluster IP rejects what no mapping takes (undefined ports)", cfg: main0,
 			svc: verdictSvc(cl, cl, "10.1.2.5"), want: []string{reject, lookup}},
-		{name: "no endpoints: cluster IP and external IP reject", cfg: main0,
-			svc: verdictSvc(cl, cl), want: []string{reject, lookup, "203.0.113.5/32 vrf=0 reject"}},
-		{name: "Local external policy, no local endpoint: the external IP drops", cfg: main0,
-			svc: verdictSvc(cl, lo, "10.1.2.5"), want: []string{reject, lookup, "203.0.113.5/32 vrf=0 drop"}},
-		{name: "Local external policy with a local endpoint: mapped, no route", cfg: main0,
-			svc: verdictSvc(cl, lo, "10.1.1.5"), want: []string{reject, lookup}},
+		{name: "no endpoints: the cluster IP rejects (external IPs get no route)", cfg: main0,
+			svc: verdictSvc(cl, cl), want: []string{reject, lookup}},
 		{name: "Local internal policy, no local endpoint: the service CIDR's drop route drops (no reject)", cfg: main0,
 			svc: verdictSvc(lo, cl, "10.1.2.5"), want: nil},
+		{name: "Local internal policy with a local endpoint: reject", cfg: main0,
+			svc: verdictSvc(lo, cl, "10.1.1.5"), want: []string{reject, lookup}},
 		{name: "main VRF not table 0: ICMP_UNREACH would crash VPP, no reject routes",
 			svc: verdictSvc(cl, cl), want: nil},
-		{name: "main VRF not table 0: Local external drop still works",
-			svc: verdictSvc(cl, lo, "10.1.2.5"), want: []string{"203.0.113.5/32 vrf=1 drop"}},
 		{name: "no service CIDR: no verdict routes", cfg: func(c *Config) { c.MainVRF = 0; c.ServiceCIDR = netip.Prefix{} },
 			svc: verdictSvc(cl, cl), want: nil},
-		{name: "an external IP that is this node's gets no route", cfg: main0, svc: verdictSvc(cl, cl),
-			node: func(n *servicerenderer.LocalNode) { n.IPs = append(n.IPs, netip.MustParseAddr("203.0.113.5")) },
-			want: []string{reject, lookup}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,11 +72,7 @@ func TestBuildRoutes(t *testing.T) {
 			if c.cfg != nil {
 				c.cfg(&cfg)
 			}
-			node := testNode()
-			if c.node != nil {
-				c.node(&node)
-			}
-			got := routeLines(BuildRoutes(c.svc, node, &cfg))
+			got := routeLines(BuildRoutes(c.svc, testNode(), &cfg))
 			if len(got) == 0 {
 				got = nil
 			}
@@ -96,9 +83,19 @@ func TestBuildRoutes(t *testing.T) {
 	}
 }
 
+// TestSinkAddress: the last address of the service CIDR.
+func TestSinkAddress(t *testing.T) {
+	for cidr, want := range map[string]string{"10.96.0.0/12": "10.111.255.255", "10.96.0.0/24": "10.96.0.255", "fd00::/108": "invalid IP"} {
+		cfg := Config{ServiceCIDR: netip.MustParsePrefix(cidr)}
+		if got := SinkAddress(&cfg).String(); got != want {
+			t.Errorf("%s: %s, want %s", cidr, got, want)
+		}
+	}
+}
+
 // TestVerdictRoutesApplied: the renderer programs the verdict routes with
-// the service, keeps them over endpoint changes (no call), removes them
-// with the service, and a restarted renderer finds them in place (no
+// the service, keeps them over endpoint changes (no route call), removes
+// them with the service, and a restarted renderer finds them in place (no
 // write).
 func TestVerdictRoutesApplied(t *testing.T) {
 	cfg := testConfig()
@@ -119,17 +116,15 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		}
 		return out
 	}
-	if got := routes(); len(got) != 5 { // /12 in both VRFs, reject + lookup, external reject
+	if got := routes(); len(got) != 4 { // /12 in both VRFs, reject + lookup
 		t.Fatalf("first apply: %q", got)
 	}
-	// Endpoints come: the external IP is mapped, its reject goes; the
-	// cluster IP keeps its routes.
 	s2 := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster, "10.1.2.5")
 	if err := r.UpdateService(s, s2); err != nil {
 		t.Fatal(err)
 	}
 	mustApply(t, r, false)
-	if got := routes(); !slices.Equal(got, []string{"del-route 203.0.113.5/32 vrf=0 reject"}) {
+	if got := routes(); len(got) != 0 {
 		t.Errorf("endpoints added: %q", got)
 	}
 	// A restarted renderer: everything is read back, nothing written.

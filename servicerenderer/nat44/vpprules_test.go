@@ -437,13 +437,22 @@ func TestPendingInterfaces(t *testing.T) {
 	}
 }
 
-// NodePort under the Local policy with no local endpoint: nothing maps it.
+// NodePort under the Local policy with no local endpoint: nothing maps it
+// (ip4-local drops it); the external IP goes to the sink (dropped, as
+// kube-proxy does), the cluster IP to the backend.
 func TestLocalNodePortWithoutLocalEndpoint(t *testing.T) {
 	svc := service("default", "np", 0, "10.96.0.5", port("http", 80, 30080, be("10.2.1.1", 8080)))
 	svc.ExternalPolicy = servicerenderer.PolicyLocal
 	svc.ExternalIPs = ips("20.0.0.9")
-	for _, m := range BuildService(svc, testNode(), testConfig()) {
-		if m.IP != netip.MustParseAddr("10.96.0.5") {
+	cfg := testConfig()
+	for _, m := range BuildService(svc, testNode(), cfg) {
+		switch m.IP {
+		case netip.MustParseAddr("10.96.0.5"):
+		case netip.MustParseAddr("20.0.0.9"):
+			if len(m.Locals) != 2 || m.Locals[1].IP != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {
+				t.Errorf("external IP not to the sink: %s", m)
+			}
+		default:
 			t.Errorf("mapped: %s", m)
 		}
 	}

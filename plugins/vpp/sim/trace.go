@@ -61,6 +61,9 @@ func (v *VPP) traceLocked(p Packet) (Result, *staticMapping) {
 		if r, hidden := v.identityFirst(p, m); hidden {
 			return r, nil
 		}
+		if r, sunk := v.translatedIntoDrop(res); sunk {
+			return r, m
+		}
 		v.traceReplies(&res, p)
 		return res, m
 	case forwarded, noFeature:
@@ -69,6 +72,25 @@ func (v *VPP) traceLocked(p Packet) (Result, *staticMapping) {
 		}
 	}
 	return res, nil
+}
+
+// translatedIntoDrop tells whether every backend a translated packet may
+// reach is covered by a DROP route of its VRF: NAT runs before the FIB
+// lookup, so the translated packet is dropped (FACTS §4: a mapping to an
+// unallocated service address drops exactly that port).
+func (v *VPP) translatedIntoDrop(res Result) (Result, bool) {
+	if len(res.Backends) == 0 {
+		return Result{}, false
+	}
+	for _, b := range res.Backends {
+		if rt, ok := v.routeLocked(b.VRF, b.IP); !ok || !rt.Drop {
+			return Result{}, false
+		}
+	}
+	b := res.Backends[0]
+	return Result{Verdict: Dropped, Reason: fmt.Sprintf(
+		"translated to %v, which a DROP route of VRF %d drops (a frontend with no usable endpoint here)",
+		netip.AddrPortFrom(b.IP, b.Port), b.VRF)}, true
 }
 
 // identityFirst applies the rule that, from an inside interface, an
