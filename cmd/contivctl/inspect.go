@@ -66,7 +66,31 @@ func runServices(ctx context.Context, s streams, args []string) error {
 	if of.json() {
 		return writeRawJSON(s.out, body)
 	}
-	return printServices(s.out, svcs)
+	if err := printServices(s.out, svcs); err != nil {
+		return err
+	}
+	// The NAT44 renderer's subsets (VPP's u8 probability sum): best effort,
+	// an agent running cnat (409) or an older one has none to show.
+	var v agent.NAT44View
+	if _, err := c.view(ctx, "/v1/nat44", &v); err != nil {
+		return nil
+	}
+	return printSubsetNotes(s.out, v.Subsets)
+}
+
+// printSubsetNotes writes a line per frontend that this node serves with
+// part of its endpoints (contivctl nat44 has the table).
+func printSubsetNotes(w io.Writer, subsets []nat44.SubsetStatus) error {
+	var b strings.Builder
+	for _, sub := range subsets {
+		fmt.Fprintf(&b, "%s: %s served by %d of its %d endpoints on this node (%d of %d local): VPP 25.02 sums a NAT44 mapping's probabilities in a u8 (see contivctl nat44)\n",
+			sub.Service, sub.Frontend, sub.Used, sub.Endpoints, sub.UsedLocal, sub.Local)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err := io.WriteString(w, "\n"+b.String())
+	return err
 }
 
 // printServices writes one row per service port; the service's own

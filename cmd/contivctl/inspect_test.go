@@ -159,6 +159,7 @@ func TestInspectCommands(t *testing.T) {
 		{[]string{"services"}, []string{
 			"shop/web: health-check NodePort 32000",
 			"shop/web: source ranges 198.51.100.0/24: enforced under renderer nat44 (input ACL on the main NIC), NOT enforced under cnat",
+			"shop/web: 203.0.113.10:80/TCP served by 255 of its 300 endpoints on this node (4 of 4 local)",
 		}},
 		{[]string{"latency"}, []string{
 			"network programming latency over the last 200 of 250 changes: p50 12.3ms, p99 45.6ms, max 1.5s",
