@@ -32,6 +32,7 @@ func TestE2E(t *testing.T) {
 	s.run(t, "defect3-etcd-outage-10s", func() { s.etcdOutage(10 * time.Second) })
 	s.run(t, "defect3-etcd-outage-10s-again", func() { s.etcdOutage(10 * time.Second) })
 	s.run(t, "defect3-etcd-outage-30s", func() { s.etcdOutage(30 * time.Second) })
+	s.run(t, "defect3-etcd-outage-60s", func() { s.etcdOutage(60 * time.Second) })
 	s.run(t, "defect5-no-leader", s.noLeader)
 
 	s.run(t, "node-reregister", s.nodeReregister)
