@@ -142,7 +142,8 @@ func (h *Handler) claimAfterRelease() bool {
 //
 // ASSUMPTION: the check and the claim are two requests; a Node deleted and
 // released between them leaves a record the reflector's next mark and sweep
-// releases (it releases the records of nodes the API does not have).
+// releases (it releases the records of deleted nodes; every 10 minutes by
+// default).
 func (h *Handler) nodeGone(ctx context.Context) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, h.p.WriteTimeout)
 	defer cancel()
