@@ -318,7 +318,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.wants(FigLarge) {
 		runs := min(o.Runs, 3)
 		o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
-		if res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.AgentLog, o.Log); err != nil {
+		if res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.ProfileDir, o.AgentLog, o.Log); err != nil {
 			return nil, err
 		}
 	}

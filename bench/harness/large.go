@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 
 	"contiv.dev/vpp/bench/workload"
 )
@@ -41,7 +44,10 @@ type LargeResult struct {
 }
 
 // measureLarge measures the large figure at n, runs times each (medians).
-func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
+// With profileDir, the start-ups' CPU profile goes to
+// large-startup.pprof there and the running agent's heap to
+// large-heap.pprof.
+func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
 	out := &LargeResult{N: n, ServiceUS: us(serviceTime), Runs: runs}
 	if err := func() error {
 		w := workload.New(n)
@@ -64,7 +70,20 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	}(); err != nil {
 		return nil, err
 	}
-	s, err := measureStartupOf(ctx, env, n, runs, fastEtcd, true, logOut, log)
+	heap := heapProbe{measure: true}
+	if profileDir != "" {
+		heap.profile = filepath.Join(profileDir, "large-heap.pprof")
+		f, err := os.Create(filepath.Join(profileDir, "large-startup.pprof"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	s, err := measureStartupOf(ctx, env, n, runs, fastEtcd, heap, logOut, log)
 	if err != nil {
 		return nil, fmt.Errorf("large: %w", err)
 	}

@@ -199,12 +199,19 @@ func (socketServed) Adapter() adapter.VppAPI { return nil }
 // first empty, then, after stopping it, again against the VPP it
 // programmed; runs times, each with a new VPP, keeping the medians.
 func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
-	return measureStartupOf(ctx, env, n, runs, fastEtcd, false, logOut, log)
+	return measureStartupOf(ctx, env, n, runs, fastEtcd, heapProbe{}, logOut, log)
 }
 
-// measureStartupOf is measureStartup; with heap it also measures the
-// agent's live heap after its second start of each run.
-func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd, heap bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+// heapProbe asks startTwice for the agent's live heap (measure) and, when
+// profile is set, for a heap profile written there while it runs.
+type heapProbe struct {
+	measure bool
+	profile string
+}
+
+// measureStartupOf is measureStartup; with heap.measure it also measures
+// the agent's live heap after its second start of each run.
+func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, heap heapProbe, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
 	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
@@ -253,7 +260,7 @@ type started struct {
 // the second start also measures the agent's live heap: the heap after a
 // full collection with the agent running less the same once it stopped
 // (etcd and the simulated VPP hold the same in both).
-func startTwice(ctx context.Context, cfg contivconf.Config, heap bool, logOut io.Writer) (empty, programmed started, err error) {
+func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logOut io.Writer) (empty, programmed started, err error) {
 	v := sim.New(sim.Options{ServiceTime: serviceTime})
 	defer v.Close()
 	srv, err := v.Serve(cfg.VPP.Socket)
@@ -261,7 +268,7 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap bool, logOut io
 		return empty, programmed, err
 	}
 	defer srv.Close()
-	start := func(heap bool) (s started, err error) {
+	start := func(heap heapProbe) (s started, err error) {
 		v.ResetCalls()
 		t0 := time.Now()
 		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
@@ -290,14 +297,19 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap bool, logOut io
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
 			return started{}, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
-		if heap {
+		if heap.profile != "" {
+			if err := writeHeapProfile(heap.profile); err != nil {
+				return started{}, err
+			}
+		}
+		if heap.measure {
 			with := heapAfterGC()
 			stop()
 			s.heapMiB = float64(with-min(with, heapAfterGC())) / (1 << 20)
 		}
 		return s, nil
 	}
-	if empty, err = start(false); err != nil {
+	if empty, err = start(heapProbe{}); err != nil {
 		return empty, programmed, err
 	}
 	if programmed, err = start(heap); err != nil {
