@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"go.fd.io/govpp/adapter"
@@ -248,10 +249,14 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd b
 }
 
 // settledHeap is the live heap once what a stopped agent held is freed:
-// its last goroutines (the etcd client's among them) may end after Run
-// returns, so collections repeat until the heap stops falling (at most
-// about 3 s).
-func settledHeap(ctx context.Context) (uint64, error) {
+// some of its goroutines (its etcd client's among them) end after Run
+// returns and hold its state until then. It waits (up to 3 s) for the
+// goroutines to be back to at most before, then collects until the heap
+// stops falling.
+func settledHeap(ctx context.Context, before int) (uint64, error) {
+	if err := waitUntil(ctx, 3*time.Second, func() bool { return runtime.NumGoroutine() <= before }); err != nil && ctx.Err() != nil {
+		return 0, err
+	}
 	h := heapAfterGC()
 	for range 30 {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
@@ -289,6 +294,7 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 	defer srv.Close()
 	start := func(heap heapProbe) (s started, err error) {
 		v.ResetCalls()
+		goroutines := runtime.NumGoroutine()
 		t0 := time.Now()
 		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
@@ -324,7 +330,7 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 		if heap.measure {
 			with := heapAfterGC()
 			stop()
-			after, err := settledHeap(ctx)
+			after, err := settledHeap(ctx, goroutines)
 			if err != nil {
 				return started{}, err
 			}
