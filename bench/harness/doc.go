@@ -8,7 +8,9 @@
 // (controller, processor, renderer over a counting VPP) sharing one
 // embedded etcd holding W(10000) — the fan-out latency of a change, heap
 // per agent and etcd's heap (fanout) — and the running agent's CPU per
-// change from the etcd watch event to the VPP calls (agent-change). Run
+// change from the etcd watch event to the VPP calls (agent-change), and
+// W(50 000) over a socket-served simulated VPP: its pipelined programming,
+// the agent's start to ready and the running agent's live heap (large). Run
 // returns the figures; Results prints the table and the JSON of
 // results.json.
 //

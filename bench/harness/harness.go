@@ -48,16 +48,20 @@ const (
 	// FigAgentChange: the running agent's CPU per change at N=10000, from
 	// the etcd watch event to the VPP calls issued.
 	FigAgentChange Figure = "agent-change"
+	// FigLarge: W(50 000) over a socket-served simulated VPP (200 µs per
+	// request): full programming pipelined, the agent's start to ready
+	// (empty and programmed) and its live heap.
+	FigLarge Figure = "large"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
 func AllFigures() []Figure {
-	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart, FigVPPProgram, FigStartup, FigFanout, FigAgentChange}
+	return []Figure{FigPipeline, FigCNAT, FigCalls, FigDecode, FigNodeSync, FigNodeSyncMany, FigNPL, FigRestart, FigVPPProgram, FigStartup, FigFanout, FigAgentChange, FigLarge}
 }
 
 // Options configure Run. Zero fields take the defaults of BENCH.md.
 type Options struct {
-	// Sizes are the N of W(N); default 1000, 5000, 10000.
+	// Sizes are the N of W(N); default 1000, 5000, 10000, 50000.
 	Sizes []int
 	// Runs is the number of runs whose median is reported; default 5.
 	Runs int
@@ -74,6 +78,8 @@ type Options struct {
 	// ProgramSize is the N of the vpp-program and startup figures;
 	// default 10000.
 	ProgramSize int
+	// LargeSize is the N of the large figure; default 50000.
+	LargeSize int
 	// NPLDuration and NPLRate: how long and how many changes per second
 	// are written; defaults 60s and 20.
 	NPLDuration time.Duration
@@ -105,7 +111,7 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if len(o.Sizes) == 0 {
-		o.Sizes = []int{1000, 5000, 10000}
+		o.Sizes = []int{1000, 5000, 10000, largeSize}
 	}
 	if o.Runs <= 0 {
 		o.Runs = 5
@@ -127,6 +133,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ProgramSize <= 0 {
 		o.ProgramSize = programSize
+	}
+	if o.LargeSize <= 0 {
+		o.LargeSize = largeSize
 	}
 	if len(o.FanoutKs) == 0 {
 		o.FanoutKs = []int{50, 100, 200}
@@ -304,6 +313,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		res.Startup = &StartupResult{
 			EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 			EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
+		}
+	}
+	if o.wants(FigLarge) {
+		runs := min(o.Runs, 3)
+		o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
+		if res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.ProfileDir, o.AgentLog, o.Log); err != nil {
+			return nil, err
 		}
 	}
 	if o.wants(FigFanout) {

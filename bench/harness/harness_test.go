@@ -56,7 +56,7 @@ func TestQuickRun(t *testing.T) {
 	res, err := Run(t.Context(), Options{
 		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
 		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true, ProgramSize: 100,
-		FanoutKs: []int{3, 2}, FanoutSize: 100, FanoutChanges: 4, AgentChanges: 100,
+		FanoutKs: []int{3, 2}, FanoutSize: 100, FanoutChanges: 4, AgentChanges: 100, LargeSize: 200,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +104,12 @@ func TestQuickRun(t *testing.T) {
 	if s := res.Startup; s == nil || s.EmptyWrites < r.ResyncOps || s.ProgrammedWrites != 0 || s.EmptyMS <= 0 || s.ProgrammedMS <= 0 {
 		t.Errorf("startup %+v", s)
 	}
+	// The large figure's path at a small N: W(200)'s 200 cluster-IP
+	// mappings programmed, the agent started both ways, its heap seen.
+	if l := res.Large; l == nil || l.N != 200 || l.Calls < 200 || l.EmptyWrites < 200 || l.PipelinedMS <= 0 ||
+		l.StartupEmptyMS <= 0 || l.StartupProgrammedMS <= 0 || l.AgentHeapMiB <= 0 {
+		t.Errorf("large %+v", l)
+	}
 
 	// Every agent applied every change; each one's heap holds at least
 	// its view of W(100); etcd's server holds the stored W(100).
@@ -128,6 +134,7 @@ func TestQuickRun(t *testing.T) {
 		NPL      map[string]any            `json:"npl"`
 		Program  map[string]any            `json:"vpp_program"`
 		Startup  map[string]any            `json:"startup"`
+		Large    map[string]any            `json:"large"`
 		Fanout   map[string]map[string]any `json:"fanout"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
@@ -151,6 +158,9 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup keys %v", got)
 	}
 
+	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
+		t.Errorf("large keys %v, want %v", got, want)
+	}
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {
 		t.Errorf("fanout keys %v", got)
 	}
@@ -160,7 +170,32 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| figure | N=100 | target | met? |", "| per-change CPU (µs) |", "network programming latency", "NodeSync",
-		"programmed over the VPP socket", "agent start to ready", "fan-out, 3 agents", "agent CPU per change"} {
+		"programmed over the VPP socket", "agent start to ready", "fan-out, 3 agents", "agent CPU per change", "agent's live heap holding W(200)"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+}
+
+// TestTableAtFiftyThousand checks the rows of issue 25's targets at
+// N = 50 000: the growth from N = 1000 and the large figure, judged.
+func TestTableAtFiftyThousand(t *testing.T) {
+	res := &Results{
+		N:       map[string]*SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}},
+		Figures: []Figure{FigPipeline, FigLarge},
+		Large:   &LargeResult{N: largeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
+	}
+	var tab bytes.Buffer
+	if err := res.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| growth: per-change CPU N=50000 / N=1000 | — | 2.00 | ≤ 1.5 | NO |",
+		"pipelined, median of 3 (ms; calls) | — | 700 (60503) | ≤ 1500 | yes |",
+		"empty VPP over its socket (ms; VPP writes) | — | 2500 (0) | ≤ 2000 | NO |",
+		"| … VPP already programmed (ms) | — | 900 | ≤ 1000 | yes |",
+		"renderer (MiB) | — | 120.0 | ≤ 150 | yes |",
+	} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}

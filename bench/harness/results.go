@@ -34,6 +34,8 @@ type Results struct {
 	// CNATProgram is VPPProgram through the cnat renderer (figure cnat).
 	CNATProgram *VPPProgramResult `json:"cnat_program,omitempty"`
 	Startup     *StartupResult    `json:"startup,omitempty"`
+	// Large is W(50 000) over the socket and the agent's heap there.
+	Large *LargeResult `json:"large,omitempty"`
 	// Fanout holds the fan-out figure, keyed by K in decimal;
 	// FanoutStopped tells why a larger K was not measured.
 	Fanout        map[string]*FanoutResult `json:"fanout,omitempty"`
@@ -329,6 +331,10 @@ func (r *Results) WriteTable(w io.Writer) error {
 	default:
 		single("growth: per-change CPU N=10000 / N=1000", "n/a", "≤ 1.5", "n/a")
 	}
+	if l := at(largeSize); r.has(FigPipeline) && l != nil && small != nil && small.ChangeCPUUS > 0 {
+		g := l.ChangeCPUUS / small.ChangeCPUUS
+		single("growth: per-change CPU N=50000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+	}
 	if r.DecodeUS > 0 {
 		single("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
 	}
@@ -371,6 +377,17 @@ func (r *Results) WriteTable(w io.Writer) error {
 			fmt.Sprintf("%.0f (%d)", s.EmptyMS, s.EmptyWrites), "≤ 1000", verdict(s.N == targetSize, func() bool { return s.EmptyMS <= targetStartupEmptyMS }))
 		single("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
 			"≤ 500", verdict(s.N == targetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
+	}
+	if l := r.Large; l != nil {
+		judged := l.N == largeSize
+		single(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, pipelined, median of %d (ms; calls)", l.N, l.ServiceUS, l.Runs),
+			fmt.Sprintf("%.0f (%d)", l.PipelinedMS, l.Calls), "≤ 1500", verdict(judged, func() bool { return l.PipelinedMS <= targetLargePipelinedMS }))
+		single(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket (ms; VPP writes)", l.N), fmt.Sprintf("%.0f (%d)", l.StartupEmptyMS, l.EmptyWrites),
+			"≤ 2000", verdict(judged, func() bool { return l.StartupEmptyMS <= targetLargeEmptyMS }))
+		single("… VPP already programmed (ms)", fmt.Sprintf("%.0f", l.StartupProgrammedMS),
+			"≤ 1000", verdict(judged, func() bool { return l.StartupProgrammedMS <= targetLargeProgrammedMS }))
+		single(fmt.Sprintf("agent's live heap holding W(%d): view, digests, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
+			"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
 	}
 	for _, k := range sortedNumeric(r.Fanout) {
 		f := r.Fanout[k]

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"go.fd.io/govpp/adapter"
@@ -181,6 +182,9 @@ type startupRun struct {
 	// against a VPP that holds W(N) already (nothing written).
 	emptyMS, programmedMS         float64
 	emptyWrites, programmedWrites int
+	// heapMiB is the agent's live heap once ready against the programmed
+	// VPP (median; measured only when asked).
+	heapMiB float64
 }
 
 // socketServed is the simulated dataplane reached through VPP's socket:
@@ -196,6 +200,19 @@ func (socketServed) Adapter() adapter.VppAPI { return nil }
 // first empty, then, after stopping it, again against the VPP it
 // programmed; runs times, each with a new VPP, keeping the medians.
 func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+	return measureStartupOf(ctx, env, n, runs, fastEtcd, heapProbe{}, logOut, log)
+}
+
+// heapProbe asks startTwice for the agent's live heap (measure) and, when
+// profile is set, for a heap profile written there while it runs.
+type heapProbe struct {
+	measure bool
+	profile string
+}
+
+// measureStartupOf is measureStartup; with heap.measure it also measures
+// the agent's live heap after its second start of each run.
+func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, heap heapProbe, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
 	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
@@ -216,29 +233,58 @@ func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd boo
 	}
 	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	out := &startupRun{}
-	var empty, programmed []float64
+	var empty, programmed, heaps []float64
 	for run := range runs {
-		e, p, err := startTwice(ctx, cfg, logOut)
+		e, p, err := startTwice(ctx, cfg, heap, logOut)
 		if err != nil {
 			return nil, err
 		}
-		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "empty", e.took, "programmed", p.took)
+		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "empty", e.took, "programmed", p.took, "heapMiB", p.heapMiB)
 		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
+		heaps = append(heaps, p.heapMiB)
 		out.emptyWrites, out.programmedWrites = e.writes, p.writes
 	}
-	out.emptyMS, out.programmedMS = median(empty), median(programmed)
+	out.emptyMS, out.programmedMS, out.heapMiB = median(empty), median(programmed), median(heaps)
 	return out, nil
 }
 
-// started is one agent start: to ready, and the VPP writes until then.
+// settledHeap is the live heap once what a stopped agent held is freed:
+// some of its goroutines (its etcd client's among them) end after Run
+// returns and hold its state until then. It waits (up to 3 s) for the
+// goroutines to be back to at most before, then collects until the heap
+// stops falling.
+func settledHeap(ctx context.Context, before int) (uint64, error) {
+	if err := waitUntil(ctx, 3*time.Second, func() bool { return runtime.NumGoroutine() <= before }); err != nil && ctx.Err() != nil {
+		return 0, err
+	}
+	h := heapAfterGC()
+	for range 30 {
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+		next := heapAfterGC()
+		if next+(1<<20) > h {
+			return min(h, next), nil
+		}
+		h = next
+	}
+	return h, nil
+}
+
+// started is one agent start: to ready, and the VPP writes until then;
+// heapMiB the agent's live heap once quiesced, when measured.
 type started struct {
-	took   time.Duration
-	writes int
+	took    time.Duration
+	writes  int
+	heapMiB float64
 }
 
 // startTwice starts the agent against a new, empty socket-served VPP,
-// stops it, and starts it again against the VPP it programmed.
-func startTwice(ctx context.Context, cfg contivconf.Config, logOut io.Writer) (empty, programmed started, err error) {
+// stops it, and starts it again against the VPP it programmed. With heap,
+// the second start also measures the agent's live heap: the heap after a
+// full collection with the agent running less the same once it stopped
+// (etcd and the simulated VPP hold the same in both).
+func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logOut io.Writer) (empty, programmed started, err error) {
 	v := sim.New(sim.Options{ServiceTime: serviceTime})
 	defer v.Close()
 	srv, err := v.Serve(cfg.VPP.Socket)
@@ -246,8 +292,9 @@ func startTwice(ctx context.Context, cfg contivconf.Config, logOut io.Writer) (e
 		return empty, programmed, err
 	}
 	defer srv.Close()
-	start := func() (started, error) {
+	start := func(heap heapProbe) (s started, err error) {
 		v.ResetCalls()
+		goroutines := runtime.NumGoroutine()
 		t0 := time.Now()
 		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
@@ -256,23 +303,45 @@ func startTwice(ctx context.Context, cfg contivconf.Config, logOut io.Writer) (e
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- a.Run(runCtx) }()
-		defer func() { cancel(); <-done }()
+		running := true
+		stop := func() {
+			if running {
+				cancel()
+				<-done
+				running = false
+			}
+		}
+		defer stop()
 		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
 			return started{}, fmt.Errorf("startup: agent not ready: %w", err)
 		}
-		s := started{took: time.Since(t0), writes: v.Writes()}
+		s = started{took: time.Since(t0), writes: v.Writes()}
 		if err := quiesce(ctx, a, v); err != nil {
 			return started{}, err
 		}
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
 			return started{}, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
+		if heap.profile != "" {
+			if err := writeHeapProfile(heap.profile); err != nil {
+				return started{}, err
+			}
+		}
+		if heap.measure {
+			with := heapAfterGC()
+			stop()
+			after, err := settledHeap(ctx, goroutines)
+			if err != nil {
+				return started{}, err
+			}
+			s.heapMiB = float64(with-min(with, after)) / (1 << 20)
+		}
 		return s, nil
 	}
-	if empty, err = start(); err != nil {
+	if empty, err = start(heapProbe{}); err != nil {
 		return empty, programmed, err
 	}
-	if programmed, err = start(); err != nil {
+	if programmed, err = start(heap); err != nil {
 		return empty, programmed, err
 	}
 	if c := v.Crashes(); c != 0 {
