@@ -1,8 +1,7 @@
 package controller
 
 import (
-	"log/slog"
-	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,11 +26,10 @@ func everyResource(v string) []kubestate.Object {
 
 // outage is an agent's controller on an etcd that goes away and comes back.
 type outage struct {
-	srv  *etcdtest.Server
-	cli  *clientv3.Client
-	ctl  *Controller
-	rec  *recorder
-	down time.Duration
+	srv *etcdtest.Server
+	cli *clientv3.Client
+	ctl *Controller
+	rec *recorder
 }
 
 // wipe loses etcd's data; the reflector's sweep then writes what the API
@@ -50,14 +48,21 @@ func (o *outage) wipe(t *testing.T) {
 	put(t, o.cli, record)
 }
 
-// stop stops etcd for o.down and starts it again on its data; the
-// reflector marks its sweep once it is back.
+// stop stops etcd and starts it again on its data; the reflector marks
+// its sweep once it is back.
 func (o *outage) stop(t *testing.T) {
 	o.srv.Stop()
 	eventually(t, "disconnection noticed", func() bool { return !o.ctl.Status().EtcdConnected })
-	time.Sleep(o.down) // as long as an outage lasts; asserts no timing
 	o.srv.Restart()
 	markSynced(t, o.cli)
+}
+
+// partition cuts the agent off etcd, which is written meanwhile.
+func (o *outage) partition(t *testing.T) {
+	o.srv.SetReachable(false)
+	eventually(t, "disconnection noticed", func() bool { return !o.ctl.Status().EtcdConnected })
+	markSynced(t, o.cli)
+	o.srv.SetReachable(true)
 }
 
 // cycle deletes the object of every resource, checks that each delete
@@ -80,32 +85,33 @@ func (o *outage) cycle(t *testing.T, v string) {
 }
 
 // TestEveryResourceAfterOutages: after etcd was wiped (the reflector
-// restoring its output), stopped and restarted, deletes and puts of every
-// watched resource reach the handler, each watch on its own.
+// restoring its output), stopped and restarted, or out of the agent's reach,
+// deletes and puts of every watched resource reach the handler, each watch
+// on its own, on a controller that requires a complete reflector output.
 func TestEveryResourceAfterOutages(t *testing.T) {
-	srv, cli := testEtcd(t)
+	srv := etcdtest.StartProxied(t)
+	cli := srv.Client() // the reflector's, never cut off
 	for _, obj := range everyResource("1") {
 		put(t, cli, obj)
 	}
 	markSynced(t, cli)
 	rec := newRecorder("rec", nil)
-	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, RequireSynced: true, PodNode: "n1",
+	ctl := New(Params{Client: srv.ProxyClient(), Handlers: []Handler{rec}, RequireSynced: true, PodNode: "n1",
 		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
 		RelistJitter:   50 * time.Millisecond})
 	start(t, ctl)
 	eventually(t, "ready", ctl.Ready)
-	o := &outage{srv: srv, cli: cli, ctl: ctl, rec: rec, down: 100 * time.Millisecond}
-	if d, err := time.ParseDuration(os.Getenv("OUTAGE_DOWN")); err == nil {
-		o.down = d
-	}
+	o := &outage{srv: srv, cli: cli, ctl: ctl, rec: rec}
 	o.cycle(t, "2")
-	for i, step := range []func(*testing.T){o.wipe, o.stop, o.stop, o.stop, o.wipe, o.stop} {
+	for i, step := range []func(*testing.T){o.wipe, o.stop, o.partition} {
 		step(t)
-		eventually(t, "ready after the outage", func() bool { return ctl.Held() == "" && ctl.Ready() })
-		o.cycle(t, string(rune('3'+i)))
-		o.cycle(t, string(rune('3'+i))+"0")
+		eventually(t, "view equals etcd after the outage", func() bool { return ctl.Ready() && rec.viewEquals(t, cli) })
+		o.cycle(t, strconv.Itoa(3+i))
+		o.cycle(t, strconv.Itoa(30+i))
 	}
-	eventually(t, "view equals etcd", func() bool { return rec.viewEquals(t, cli) })
+	if st := ctl.Status(); st.Resumes == 0 {
+		t.Errorf("status %+v: no watch resumed after a restart or a partition", st)
+	}
 	rec.checkConsistent(t)
 }
 
@@ -125,7 +131,7 @@ func TestWipeUnseenWhileCutOffRelists(t *testing.T) {
 	}
 	markSynced(t, cli)
 	rec := newRecorder("rec", nil)
-	ctl := New(Params{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Client: srv.ProxyClient(), Handlers: []Handler{rec}, RequireSynced: true, PodNode: "n1",
+	ctl := New(Params{Client: srv.ProxyClient(), Handlers: []Handler{rec}, RequireSynced: true, PodNode: "n1",
 		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
 	start(t, ctl)
 	eventually(t, "ready", ctl.Ready)

@@ -90,9 +90,11 @@ type seenPut struct {
 	sum digest
 }
 
-// see takes in a put read from etcd.
+// see takes in a put read from etcd. Of puts at one revision (one
+// transaction) the last read wins: the sync marker, read last by a
+// listing, has a value no other etcd holds (its sweep's time).
 func (w *watcher) see(kv *mvccpb.KeyValue) {
-	if kv.ModRevision > w.seen.rev {
+	if kv.ModRevision >= w.seen.rev {
 		w.seen = seenPut{key: string(kv.Key), rev: kv.ModRevision, sum: digestOf(kv.Value)}
 	}
 }
