@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -81,21 +82,21 @@ type watcher struct {
 	seen seenPut
 }
 
-// seenPut is a put read from etcd: the key, its revision and the value's
-// digest. An etcd that still holds it at that revision kept the history
-// it was read from.
+// seenPut is a put read from etcd (key and value as read, never changed).
+// An etcd that still holds it at its revision kept the history it was read
+// from.
 type seenPut struct {
-	key string
-	rev int64
-	sum digest
+	key, value []byte
+	rev        int64
 }
 
-// see takes in a put read from etcd. Of puts at one revision (one
-// transaction) the last read wins: the sync marker, read last by a
-// listing, has a value no other etcd holds (its sweep's time).
+// see takes in a put read from etcd; it keeps the read slices, copying
+// nothing. Of puts at one revision (one transaction) the last read wins:
+// the sync marker, read last by a listing, has a value no other etcd holds
+// (its sweep's time).
 func (w *watcher) see(kv *mvccpb.KeyValue) {
 	if kv.ModRevision >= w.seen.rev {
-		w.seen = seenPut{key: string(kv.Key), rev: kv.ModRevision, sum: digestOf(kv.Value)}
+		w.seen = seenPut{key: kv.Key, value: kv.Value, rev: kv.ModRevision}
 	}
 }
 
@@ -538,12 +539,12 @@ func (w *watcher) resumable(ctx context.Context, cluster uint64, next map[string
 	if w.seen.rev == 0 {
 		return true // nothing read to check it by
 	}
-	got, err := w.cli.Get(rctx, w.seen.key, clientv3.WithRev(w.seen.rev))
+	got, err := w.cli.Get(rctx, string(w.seen.key), clientv3.WithRev(w.seen.rev))
 	if err != nil || len(got.Kvs) == 0 {
 		return false
 	}
 	kv := got.Kvs[0]
-	return kv.ModRevision == w.seen.rev && digestOf(kv.Value) == w.seen.sum
+	return kv.ModRevision == w.seen.rev && bytes.Equal(kv.Value, w.seen.value)
 }
 
 // relistDelay spreads the agents' re-listing after etcd comes back: a
