@@ -1,11 +1,13 @@
 // Package etcdtest starts a real embedded etcd for tests, with short tick
-// and election timings on free loopback ports: one member (Start), or a
+// and election timings on free loopback ports: one member (Start; or
+// StartProxied, behind a proxy that cuts its clients off), or a
 // cluster of several (StartCluster) whose members a test can kill, stop and
 // start again.
 package etcdtest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ type Server struct {
 	clientU string
 	peerU   string
 	m       *etcd.Embedded
+	proxy   *proxy // StartProxied's
 }
 
 // Start starts an embedded etcd that is stopped when the test ends.
@@ -31,6 +34,33 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// StartProxied starts a server like Start, with a proxy in front of it
+// whose clients (ProxyClient) the test can cut off while the server runs
+// and keeps being written (SetReachable), as a network partition would.
+func StartProxied(t testing.TB) *Server {
+	t.Helper()
+	s := Start(t)
+	p, err := newProxy("127.0.0.1:0", strings.TrimPrefix(s.clientU, "http://"))
+	if err != nil {
+		t.Fatalf("etcdtest: proxy: %v", err)
+	}
+	p.setUp(true)
+	s.proxy = p
+	t.Cleanup(p.close)
+	return s
+}
+
+// ProxyClient returns a new client that reaches the server through its
+// proxy (StartProxied), closed when the test ends.
+func (s *Server) ProxyClient() *clientv3.Client {
+	s.t.Helper()
+	return s.client("http://" + s.proxy.ln.Addr().String())
+}
+
+// SetReachable lets the proxy's clients reach the server (true), or cuts
+// their connections and refuses new ones (false).
+func (s *Server) SetReachable(up bool) { s.proxy.setUp(up) }
 
 func (s *Server) start() {
 	s.t.Helper()
@@ -56,8 +86,13 @@ func (s *Server) Endpoint() string { return s.clientU }
 // Client returns a new client closed when the test ends.
 func (s *Server) Client() *clientv3.Client {
 	s.t.Helper()
+	return s.client(s.clientU)
+}
+
+func (s *Server) client(endpoint string) *clientv3.Client {
+	s.t.Helper()
 	cli, err := etcd.NewClient(context.Background(), etcd.ClientParams{
-		Endpoints: []string{s.clientU}, DialTimeout: 5 * time.Second,
+		Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		s.t.Fatalf("etcdtest: %v", err)

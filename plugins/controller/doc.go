@@ -13,9 +13,15 @@
 // ready, so the first apply is a consistent snapshot.
 //
 // The watcher lists the watched resources at one revision and watches from
-// the next; on a lost, failed or compacted watch, or when the connection
-// to etcd comes back, it lists again and the handlers resync from the new
-// listing. Undecodable values are logged, counted and skipped; the last
+// the next; on a lost, failed or compacted watch it lists again and the
+// handlers resync from the new listing. When the connection to etcd comes
+// back, the watches resume where they stopped if etcd kept their history:
+// the same cluster ID, a revision not gone back, and the newest put the
+// watcher read still there at its revision (an etcd wiped while out of
+// reach, and written past the agent's revision since, keeps its cluster
+// ID); else it lists again. ASSUMPTION (watcher.go, resumable): no wiped
+// etcd holds that very put by chance; the sync marker carries its sweep's
+// time. Undecodable values are logged, counted and skipped; the last
 // good value of their key is kept. A failed handler or apply schedules a
 // healing resync from the cached view with exponential backoff; a periodic
 // resync repairs drift. Status reports all of it.

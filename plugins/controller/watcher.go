@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
@@ -75,6 +77,27 @@ type watcher struct {
 	// generation is the newest sync marker generation taken in (listed or
 	// watched), known since revision genRev; the watcher goroutine's.
 	generation, genRev int64
+	// seen is the newest put read from etcd since the last listing; the
+	// watcher goroutine's.
+	seen seenPut
+}
+
+// seenPut is a put read from etcd (key and value as read, never changed).
+// An etcd that still holds it at its revision kept the history it was read
+// from.
+type seenPut struct {
+	key, value []byte
+	rev        int64
+}
+
+// see takes in a put read from etcd; it keeps the read slices, copying
+// nothing. Of puts at one revision (one transaction) the last read wins:
+// the sync marker, read last by a listing, has a value no other etcd holds
+// (its sweep's time).
+func (w *watcher) see(kv *mvccpb.KeyValue) {
+	if kv.ModRevision >= w.seen.rev {
+		w.seen = seenPut{key: kv.Key, value: kv.Value, rev: kv.ModRevision}
+	}
 }
 
 func newWatcher(p watcherParams) *watcher {
@@ -193,6 +216,7 @@ func drain(ch <-chan struct{}) {
 // one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
 	l := newListing(0, 0)
+	w.seen = seenPut{}
 	for _, p := range w.prefixes {
 		if err := w.listPrefix(ctx, p, l); err != nil {
 			return nil, err
@@ -211,6 +235,11 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 		return nil, fmt.Errorf("read the layout and sync markers: %w", err)
 	}
 	l.layout, l.synced = rangeValue(resp, 0), rangeValue(resp, 1)
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().Kvs {
+			w.see(kv)
+		}
+	}
 	layout := string(l.layout)
 	if old := w.st.layout.Swap(&layout); !w.requireSynced && (old == nil || *old != layout) {
 		w.logLayout(l.layout)
@@ -348,6 +377,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			l.cluster = resp.Header.ClusterId
 		}
 		for _, kv := range resp.Kvs {
+			w.see(kv)
 			k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
@@ -422,6 +452,9 @@ func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected 
 				return healthy, cmp.Or(err, errOutputLost)
 			}
 			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypePut {
+					w.see(ev.Kv)
+				}
 				w.take(ev)
 				next[r.prefix] = max(next[r.prefix], ev.Kv.ModRevision+1)
 			}
@@ -478,14 +511,24 @@ func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*clientv3
 }
 
 // resumable tells whether, after a reconnection, etcd still holds the
-// history the watches were following: the same cluster, and a revision no
+// history the watches were following: the same cluster, a revision no
 // older than what they delivered (a restore from a backup or a wiped etcd
-// goes back; then only a listing is right).
+// goes back; then only a listing is right), and the newest put the
+// watcher read, at its revision. The last check catches an etcd wiped
+// while the agent could not reach it and written past the agent's revision
+// since: a member started again on empty data with its name and peer
+// address has its cluster ID, and its revisions count again from 1.
+//
+// ASSUMPTION: a wiped etcd does not hold, by chance, the very put the
+// watcher read last at its revision (same key, same value); the sync
+// marker, rewritten at every sweep, carries the time of its sweep. An
+// etcd compacted past that put is listed again: the price of a quiet
+// cluster, spread by RelistJitter.
 func (w *watcher) resumable(ctx context.Context, cluster uint64, next map[string]int64) bool {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	resp, err := w.cli.Get(rctx, w.prefixes[0], clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
+	if err != nil || resp.Header.ClusterId != cluster {
 		return false
 	}
 	for _, n := range next {
@@ -493,7 +536,15 @@ func (w *watcher) resumable(ctx context.Context, cluster uint64, next map[string
 			return false
 		}
 	}
-	return resp.Header.ClusterId == cluster
+	if w.seen.rev == 0 {
+		return true // nothing read to check it by
+	}
+	got, err := w.cli.Get(rctx, string(w.seen.key), clientv3.WithRev(w.seen.rev))
+	if err != nil || len(got.Kvs) == 0 {
+		return false
+	}
+	kv := got.Kvs[0]
+	return kv.ModRevision == w.seen.rev && bytes.Equal(kv.Value, w.seen.value)
 }
 
 // relistDelay spreads the agents' re-listing after etcd comes back: a
