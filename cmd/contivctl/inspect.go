@@ -166,7 +166,7 @@ func printServiceNotes(w io.Writer, svcs []*sr.ContivService, notEnforced map[sr
 				fmt.Fprintf(&b, "%s: source ranges %s: enforced under renderer nat44 (input ACL on the main NIC, VPP's acl_plugin.so), NOT enforced under cnat (every client reaches the service)\n",
 					svc.ID, ranges)
 			case not:
-				fmt.Fprintf(&b, "%s: source ranges %s: NOT ENFORCED on this node: %s\n", svc.ID, ranges, orDash(why))
+				fmt.Fprintf(&b, "%s: source ranges %s: NOT enforced on this node: %s\n", svc.ID, ranges, orDash(why))
 			default:
 				fmt.Fprintf(&b, "%s: source ranges %s: enforced (input ACL on the main NIC)\n", svc.ID, ranges)
 			}

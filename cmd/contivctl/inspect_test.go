@@ -326,7 +326,7 @@ func TestServicesSourceRangesNotEnforced(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if want := "shop/web: source ranges 198.51.100.0/24: NOT ENFORCED on this node: VPP does not load acl_plugin.so (the ACL plugin); every source reaches the service"; !strings.Contains(fields(out), want) {
+	if want := "shop/web: source ranges 198.51.100.0/24: NOT enforced on this node: VPP does not load acl_plugin.so (the ACL plugin); every source reaches the service"; !strings.Contains(fields(out), want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }

@@ -294,8 +294,9 @@ func TestNotVPPSocket(t *testing.T) {
 // the plugin, it has it.
 func TestOptionalPluginMissing(t *testing.T) {
 	v, evs := sim.New(sim.Options{NoACLPlugin: true}), newEvents()
+	var logs syncBuffer
 	conn := New(Config{Adapter: v, HealthInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
-		OnEvent: evs.add, OptionalPlugins: []Plugin{ACLPlugin()}})
+		OnEvent: evs.add, OptionalPlugins: []Plugin{ACLPlugin()}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); conn.Close() })
 	conn.Start(ctx)
@@ -313,6 +314,9 @@ func TestOptionalPluginMissing(t *testing.T) {
 	}
 	if _, err := nat.Dump(ctx); err != nil {
 		t.Errorf("NAT44 dump: %v", err)
+	}
+	if n := strings.Count(logs.String(), "level=WARN msg=\"VPP lacks the optional plugin acl_plugin.so"); n != 1 {
+		t.Errorf("%d warnings naming the missing plugin, want 1:\n%s", n, logs.String())
 	}
 	v.SetACLPlugin(true)
 	v.Restart()

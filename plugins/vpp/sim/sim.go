@@ -179,6 +179,12 @@ func (v *VPP) buildTable() {
 	for _, name := range v.without {
 		skip[name] = true
 	}
+	// ASSUMPTION: a VPP that does not load acl_plugin.so has none of its
+	// messages in the table (VPP registers a plugin's messages when it
+	// loads it; not recorded).
+	// ASSUMPTION: a VPP that does not load acl_plugin.so has none of its
+	// messages in the table (VPP registers a plugin's messages as it loads
+	// it; not recorded).
 	unloaded := func(m api.Message) bool { return !v.aclPlugin && msgPackage(m) == "acl" }
 	next := uint16(100)
 	assign := func(m api.Message) uint16 {
