@@ -399,15 +399,16 @@ type statusRow struct {
 		Errors         uint64    `json:"errors"`
 	} `json:"controller"`
 	VPP struct {
-		Connected bool      `json:"connected"`
-		Simulated bool      `json:"simulated"`
-		Socket    string    `json:"socket"`
-		Version   string    `json:"version"`
-		PID       uint32    `json:"pid"`
-		Since     time.Time `json:"since"`
-		Connects  int       `json:"connects"`
-		Restarts  int       `json:"restarts"`
-		LastError string    `json:"lastError"`
+		Connected      bool      `json:"connected"`
+		Simulated      bool      `json:"simulated"`
+		Socket         string    `json:"socket"`
+		Version        string    `json:"version"`
+		PID            uint32    `json:"pid"`
+		Since          time.Time `json:"since"`
+		Connects       int       `json:"connects"`
+		Restarts       int       `json:"restarts"`
+		LastError      string    `json:"lastError"`
+		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
 	NAT44       nat44.Stats `json:"nat44"`
 	ProxyHealth *struct {
@@ -476,6 +477,9 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		vpp += ", socket " + v.VPP.Socket
 	}
 	t.row("VPP", fmt.Sprintf("%s; %d connects, %d restarts seen", vpp, v.VPP.Connects, v.VPP.Restarts))
+	if len(v.VPP.MissingPlugins) > 0 {
+		t.row("VPP LACKS", strings.Join(v.VPP.MissingPlugins, ",")+" (optional: what needs it is not done; contivctl doctor)")
+	}
 	if v.VPP.LastError != "" {
 		t.row("VPP LAST ERROR", v.VPP.LastError)
 	}

@@ -326,6 +326,13 @@ func TestServicesSourceRangesNotEnforced(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	st := views["status"].(agent.StatusView)
+	st.VPP.MissingPlugins = []string{"acl_plugin.so"}
+	views["status"] = st
+	url = serveViews(t, views)
+	if code, out, errs := contivctl(t, "", "status", "--agent", url); code != 0 || !strings.Contains(fields(out), "VPP LACKS acl_plugin.so (optional") {
+		t.Errorf("status: exit %d %s\n%s", code, errs, out)
+	}
 	if want := "shop/web: source ranges 198.51.100.0/24: NOT enforced on this node: VPP does not load acl_plugin.so (the ACL plugin); every source reaches the service"; !strings.Contains(fields(out), want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
