@@ -419,7 +419,7 @@ func (c *Conn) run(ctx context.Context) {
 			}
 		})
 		c.log.Info("connected to VPP", "version", info.version, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
-		c.warnMissing(info.missing)
+		c.warnMissing(info.lacks)
 		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version,
 			MissingPlugins: slices.Clone(info.missing)})
 
@@ -447,6 +447,7 @@ type vppInfo struct {
 	version string
 	sock    os.FileInfo // the socket file connected to; nil with an Adapter
 	missing []string    // optional plugins VPP lacks
+	lacks   map[string][]string
 }
 
 // dial makes one connection attempt and checks compatibility.
@@ -493,13 +494,17 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	msgs := append(messages(), c.cfg.ExtraMessages...)
 	err = ch.CheckCompatiblity(msgs...)
 	var missing []string
+	lacks := map[string][]string{} // by plugin: its messages VPP lacks
 	for _, p := range c.cfg.OptionalPlugins {
 		if err != nil {
 			break
 		}
-		// Each plugin apart: one lacking its messages is left unused.
-		if err = ch.CheckCompatiblity(p.Messages...); errors.As(err, new(*api.CompatibilityError)) {
+		// Each plugin apart: one lacking any of its messages (or with
+		// other CRCs) is left unused.
+		var pe *api.CompatibilityError
+		if err = ch.CheckCompatiblity(p.Messages...); errors.As(err, &pe) {
 			missing, err = append(missing, p.Name), nil
+			lacks[p.Name] = pe.IncompatibleMessages
 		}
 	}
 	ch.Close()
@@ -521,16 +526,17 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	if err := c.invokeOn(ctx, conn, &vpe.ShowVersion{}, ver); err != nil {
 		return vppInfo{}, err
 	}
-	return vppInfo{pid: pid, version: ver.Version, missing: missing}, nil
+	return vppInfo{pid: pid, version: ver.Version, missing: missing, lacks: lacks}, nil
 }
 
 // warnMissing logs, once per connection, each optional plugin VPP lacks
-// and what the agent does not do without it.
-func (c *Conn) warnMissing(missing []string) {
+// (lacks: its messages VPP does not have, name_crc) and what the agent
+// does not do without it.
+func (c *Conn) warnMissing(lacks map[string][]string) {
 	for _, p := range c.cfg.OptionalPlugins {
-		if slices.Contains(missing, p.Name) {
+		if msgs, ok := lacks[p.Name]; ok {
 			c.log.Warn("VPP lacks the optional plugin "+p.Name+" (load it: 'plugins { plugin "+p.Name+" { enable } }' in VPP's startup configuration, then restart VPP): "+p.Without,
-				"plugin", p.Name)
+				"plugin", p.Name, "messages", strings.Join(msgs, ", "))
 		}
 	}
 }
