@@ -7,6 +7,7 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/plugins/service"
+	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -116,6 +117,19 @@ func (a *Agent) nat44Config() nat44.Config {
 	return nc
 }
 
+// sourceRangesNotEnforced says why loadBalancerSourceRanges are not
+// enforced now ("" when they are): cnat cannot; NAT44 needs VPP's ACL
+// plugin (an offline render's simulated VPP has it).
+func (a *Agent) sourceRangesNotEnforced() string {
+	switch {
+	case a.cfg.Renderer == contivconf.RendererCNAT:
+		return service.NotEnforcedCNAT
+	case a.conn != nil && a.conn.Status().Connects > 0 && !a.conn.HasPlugin(vpp.ACLPluginName):
+		return "VPP does not load " + vpp.ACLPluginName + " (the ACL plugin); every source reaches the service"
+	}
+	return ""
+}
+
 // serviceConfig is the service processor's configuration of this node.
 func (a *Agent) serviceConfig() service.Config {
 	cfg := a.cfg
@@ -129,7 +143,8 @@ func (a *Agent) serviceConfig() service.Config {
 		HostInterconnect: cfg.ForNode(cfg.NodeName).HostInterconnectInterface,
 		PodInterfaceTag:  cfg.NAT44.InterfaceTag,
 		// NAT44 enforces them with an input ACL; cnat cannot (FACTS §6).
-		SourceRangesEnforced: cfg.Renderer != contivconf.RendererCNAT,
+		SourceRangesEnforced:    cfg.Renderer != contivconf.RendererCNAT,
+		SourceRangesNotEnforced: a.sourceRangesNotEnforced,
 	}
 	if a.overlay() {
 		sc.VXLANBVI = cfg.ForNode(cfg.NodeName).VXLANBVIInterface

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -110,16 +109,18 @@ type sourceRangesCollector struct {
 
 func newSourceRangesCollector(a *Agent) *sourceRangesCollector {
 	return &sourceRangesCollector{a: a, desc: prometheus.NewDesc("contiv_service_source_ranges_not_enforced",
-		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (cnat cannot filter by source; NAT44 enforces them with an input ACL).", nil, nil)}
+		"LoadBalancer services whose loadBalancerSourceRanges are NOT enforced (cnat cannot filter by source; NAT44 enforces them with an input ACL when VPP loads acl_plugin.so).", nil, nil)}
 }
 
 func (c *sourceRangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *sourceRangesCollector) Collect(ch chan<- prometheus.Metric) {
 	n := 0
-	for _, s := range c.a.proc.Services() {
-		if len(s.SourceRanges) > 0 && c.a.cfg.Renderer == contivconf.RendererCNAT {
-			n++
+	if c.a.sourceRangesNotEnforced() != "" {
+		for _, s := range c.a.proc.Services() {
+			if len(s.SourceRanges) > 0 {
+				n++
+			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))

@@ -77,8 +77,10 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 	if a.cfg.Renderer == contivconf.RendererCNAT {
 		vc.ExtraMessages = vpp.CNATMessages()
 	} else {
-		// loadBalancerSourceRanges: an input ACL on the main NIC.
-		vc.ExtraMessages = vpp.ACLMessages()
+		// loadBalancerSourceRanges: an input ACL on the main NIC, when
+		// VPP loads the ACL plugin; without it they are reported as not
+		// enforced and everything else is programmed.
+		vc.OptionalPlugins = []vpp.Plugin{vpp.ACLPlugin()}
 	}
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)

@@ -11,7 +11,9 @@
 //	                       traffic policies, session affinity; --skipped
 //	                       lists what was left out, and why; under the
 //	                       table, each health-check NodePort and each
-//	                       service whose source ranges are NOT enforced
+//	                       service's source ranges: NOT enforced on this
+//	                       node, and why (cnat; VPP without acl_plugin.so),
+//	                       from /v1/skipped, or enforced
 //	nat44 [--applied]      the desired (or applied) NAT44 state, one sorted
 //	                       line per object, then failures and conflicts
 //	nodes                  node names, IDs, VPP and management IPs
@@ -23,7 +25,8 @@
 //	                       connected, main NIC not found, an interface VPP
 //	                       or the CNI has not created — with its role —,
 //	                       NAT44 objects VPP refused, etcd lost, a SIMULATED
-//	                       VPP) with what to do, from /v1/status, /v1/config,
+//	                       VPP; a warning for an optional VPP plugin VPP
+//	                       lacks, e.g. acl_plugin.so) with what to do, from /v1/status, /v1/config,
 //	                       /v1/interfaces and /v1/nat44; exit 1 when a check
 //	                       fails (docs/vpp-node.md)
 //	latency                network programming latency (the kube-proxy

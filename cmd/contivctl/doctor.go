@@ -12,6 +12,7 @@ import (
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -49,6 +50,8 @@ type doctorStatus struct {
 		Socket    string `json:"socket"`
 		Version   string `json:"version"`
 		LastError string `json:"lastError"`
+		// MissingPlugins are optional plugins VPP lacks (vpp.Status).
+		MissingPlugins []string `json:"missingPlugins"`
 	} `json:"vpp"`
 	Pending  []pendingIf `json:"pending"`
 	NodeSync writeStatus `json:"nodesync"`
@@ -194,6 +197,7 @@ func (d *doctor) diagnose() {
 	}
 	claim(reasonVPPDown) // explained by checkVPP
 	d.checkVPP()
+	d.checkPlugins()
 	d.checkOwner(claim(reasonOwner))
 	d.checkSimulated()
 	mainNIC := claim(reasonMainNIC)
@@ -232,6 +236,21 @@ func (d *doctor) checkVPP() {
 	}
 	d.add(verdictFail, "vpp", detail, "start VPP with its API socket at vpp.socket (startup configuration: socksvr { socket-name "+
 		cmp.Or(v.Socket, "/run/vpp/api.sock")+" }) and mount its directory into the agent; 'vppctl show version' must answer (docs/vpp-node.md)")
+}
+
+// checkPlugins warns of each optional plugin VPP lacks: the agent works
+// without it, short of what the plugin does.
+func (d *doctor) checkPlugins() {
+	if !d.status.VPP.Connected {
+		return
+	}
+	for _, p := range d.status.VPP.MissingPlugins {
+		detail := "VPP does not load " + p
+		if p == vpp.ACLPluginName {
+			detail += ": loadBalancerSourceRanges are NOT enforced on this node (every source reaches the LoadBalancer IPs; 'contivctl services' names the services); everything else is programmed"
+		}
+		d.add(verdictWarn, "vpp-plugins", detail, "load it: 'plugins { plugin "+p+" { enable } }' in VPP's startup configuration, then restart VPP; the agent uses it at the reconnect (docs/vpp-node.md)")
+	}
 }
 
 // checkOwner names the other agent that owns VPP (agent/owner.go).

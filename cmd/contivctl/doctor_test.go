@@ -261,3 +261,16 @@ func TestDoctorUnderCNAT(t *testing.T) {
 		t.Errorf("healthy cnat node: exit %d\n%s", code, dump(fs))
 	}
 }
+
+// A VPP without the ACL plugin is a warning naming acl_plugin.so (the
+// agent programs everything else and stays ready), not a failure.
+func TestDoctorWarnsOfMissingACLPlugin(t *testing.T) {
+	st, cfg := realNode()
+	st.VPP.MissingPlugins = []string{vpp.ACLPluginName}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "nat44": agent.NAT44View{}})
+	if code != 0 {
+		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
+	}
+	requireFinding(t, fs, verdictWarn, "vpp-plugins", "acl_plugin.so", "loadBalancerSourceRanges are NOT enforced")
+	requireFinding(t, fs, verdictOK, "readiness")
+}

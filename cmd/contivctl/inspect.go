@@ -66,7 +66,20 @@ func runServices(ctx context.Context, s streams, args []string) error {
 	if of.json() {
 		return writeRawJSON(s.out, body)
 	}
-	if err := printServices(s.out, svcs); err != nil {
+	// Which services' source ranges this node does not enforce, and why:
+	// best effort (an older agent's notes say what each renderer does).
+	var notEnforced map[sr.ServiceID]string
+	var skips []skipRow
+	if _, err := c.view(ctx, "/v1/skipped", &skips); err == nil {
+		notEnforced = map[sr.ServiceID]string{}
+		for _, k := range skips {
+			if k.Reason == "source-ranges-not-enforced" {
+				_, why, _ := strings.Cut(k.Detail, " NOT enforced: ")
+				notEnforced[k.Service] = why
+			}
+		}
+	}
+	if err := printServices(s.out, svcs, notEnforced); err != nil {
 		return err
 	}
 	// The NAT44 renderer's subsets (VPP's u8 probability sum): best effort,
@@ -95,7 +108,7 @@ func printSubsetNotes(w io.Writer, subsets []nat44.SubsetStatus) error {
 
 // printServices writes one row per service port; the service's own
 // columns are on its first row.
-func printServices(w io.Writer, svcs []*sr.ContivService) error {
+func printServices(w io.Writer, svcs []*sr.ContivService, notEnforced map[sr.ServiceID]string) error {
 	t := newTable(w, "SERVICE", "CLUSTER-IPS", "EXTERNAL-IPS", "PORT", "BACKENDS", "NODEPORT", "POLICY EXT/INT", "AFFINITY")
 	for _, svc := range svcs {
 		if svc == nil {
@@ -129,13 +142,14 @@ func printServices(w io.Writer, svcs []*sr.ContivService) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return printServiceNotes(w, svcs)
+	return printServiceNotes(w, svcs, notEnforced)
 }
 
 // printServiceNotes writes, under the table, what a row cannot say: a
 // service's health-check NodePort, and source ranges the agent does not
-// enforce (said loudly: the operator believes traffic is filtered).
-func printServiceNotes(w io.Writer, svcs []*sr.ContivService) error {
+// enforce (said loudly: the operator believes traffic is filtered), with
+// the reason notEnforced gives (nil: unknown, what each renderer does).
+func printServiceNotes(w io.Writer, svcs []*sr.ContivService, notEnforced map[sr.ServiceID]string) error {
 	var b strings.Builder
 	for _, svc := range svcs {
 		if svc == nil {
@@ -145,8 +159,17 @@ func printServiceNotes(w io.Writer, svcs []*sr.ContivService) error {
 			fmt.Fprintf(&b, "%s: health-check NodePort %d (answered by the agent on every node)\n", svc.ID, svc.HealthCheckNodePort)
 		}
 		if len(svc.SourceRanges) > 0 {
-			fmt.Fprintf(&b, "%s: source ranges %s: enforced under renderer nat44 (input ACL on the main NIC), NOT enforced under cnat (every client reaches the service)\n",
-				svc.ID, joinStrings(svc.SourceRanges, ","))
+			ranges := joinStrings(svc.SourceRanges, ",")
+			why, not := notEnforced[svc.ID]
+			switch {
+			case notEnforced == nil:
+				fmt.Fprintf(&b, "%s: source ranges %s: enforced under renderer nat44 (input ACL on the main NIC, VPP's acl_plugin.so), NOT enforced under cnat (every client reaches the service)\n",
+					svc.ID, ranges)
+			case not:
+				fmt.Fprintf(&b, "%s: source ranges %s: NOT enforced on this node: %s\n", svc.ID, ranges, orDash(why))
+			default:
+				fmt.Fprintf(&b, "%s: source ranges %s: enforced (input ACL on the main NIC)\n", svc.ID, ranges)
+			}
 		}
 	}
 	if b.Len() == 0 {
@@ -376,15 +399,16 @@ type statusRow struct {
 		Errors         uint64    `json:"errors"`
 	} `json:"controller"`
 	VPP struct {
-		Connected bool      `json:"connected"`
-		Simulated bool      `json:"simulated"`
-		Socket    string    `json:"socket"`
-		Version   string    `json:"version"`
-		PID       uint32    `json:"pid"`
-		Since     time.Time `json:"since"`
-		Connects  int       `json:"connects"`
-		Restarts  int       `json:"restarts"`
-		LastError string    `json:"lastError"`
+		Connected      bool      `json:"connected"`
+		Simulated      bool      `json:"simulated"`
+		Socket         string    `json:"socket"`
+		Version        string    `json:"version"`
+		PID            uint32    `json:"pid"`
+		Since          time.Time `json:"since"`
+		Connects       int       `json:"connects"`
+		Restarts       int       `json:"restarts"`
+		LastError      string    `json:"lastError"`
+		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
 	NAT44       nat44.Stats `json:"nat44"`
 	ProxyHealth *struct {
@@ -453,6 +477,9 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		vpp += ", socket " + v.VPP.Socket
 	}
 	t.row("VPP", fmt.Sprintf("%s; %d connects, %d restarts seen", vpp, v.VPP.Connects, v.VPP.Restarts))
+	if len(v.VPP.MissingPlugins) > 0 {
+		t.row("VPP LACKS", strings.Join(v.VPP.MissingPlugins, ",")+" (optional: what needs it is not done; contivctl doctor)")
+	}
 	if v.VPP.LastError != "" {
 		t.row("VPP LAST ERROR", v.VPP.LastError)
 	}

@@ -158,7 +158,7 @@ func TestInspectCommands(t *testing.T) {
 		}},
 		{[]string{"services"}, []string{
 			"shop/web: health-check NodePort 32000",
-			"shop/web: source ranges 198.51.100.0/24: enforced under renderer nat44 (input ACL on the main NIC), NOT enforced under cnat",
+			"shop/web: source ranges 198.51.100.0/24: enforced (input ACL on the main NIC)",
 			"shop/web: 203.0.113.10:80/TCP served by 255 of its 300 endpoints on this node (4 of 4 local)",
 		}},
 		{[]string{"latency"}, []string{
@@ -309,5 +309,31 @@ func TestAgentErrors(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("%s: exit %d, stderr %q; want %q", c.cmd, code, errs, c.want)
 		}
+	}
+}
+
+// TestServicesSourceRangesNotEnforced: a service whose source ranges the
+// agent reports as not enforced (VPP without acl_plugin.so) gets a loud
+// note with the agent's reason.
+func TestServicesSourceRangesNotEnforced(t *testing.T) {
+	views := cannedViews()
+	web := sr.ServiceID{Namespace: "shop", Name: "web"}
+	views["skipped"] = append(views["skipped"].([]service.Skip), service.Skip{Service: web,
+		Object: kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "web"}, Reason: service.ReasonSourceRangesNotEnforced,
+		Detail: "loadBalancerSourceRanges 198.51.100.0/24 NOT enforced: VPP does not load acl_plugin.so (the ACL plugin); every source reaches the service"})
+	url := serveViews(t, views)
+	code, out, errs := contivctl(t, "", "services", "--agent", url)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	st := views["status"].(agent.StatusView)
+	st.VPP.MissingPlugins = []string{"acl_plugin.so"}
+	views["status"] = st
+	url = serveViews(t, views)
+	if code, out, errs := contivctl(t, "", "status", "--agent", url); code != 0 || !strings.Contains(fields(out), "VPP LACKS acl_plugin.so (optional") {
+		t.Errorf("status: exit %d %s\n%s", code, errs, out)
+	}
+	if want := "shop/web: source ranges 198.51.100.0/24: NOT enforced on this node: VPP does not load acl_plugin.so (the ACL plugin); every source reaches the service"; !strings.Contains(fields(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }

@@ -277,9 +277,15 @@ func (b *builder) loadBalancer(out *sr.ContivService) {
 		}
 		list.WriteString(p.String())
 	}
-	b.skipSvc("", ReasonSourceRangesNotEnforced, "loadBalancerSourceRanges "+list.String()+
-		" NOT enforced: the cnat renderer translates before any input ACL could filter; every source reaches the service")
+	b.skipSvc("", ReasonSourceRangesNotEnforced, "loadBalancerSourceRanges "+list.String()+notEnforced+NotEnforcedCNAT)
 }
+
+// notEnforced separates the ranges from the reason in the detail of a
+// ReasonSourceRangesNotEnforced skip.
+const notEnforced = " NOT enforced: "
+
+// NotEnforcedCNAT is why the cnat renderer does not enforce source ranges.
+const NotEnforcedCNAT = "the cnat renderer translates before any input ACL could filter; every source reaches the service"
 
 func comparePrefixes(a, b netip.Prefix) int {
 	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))

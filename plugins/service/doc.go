@@ -13,8 +13,10 @@
 // label); a LoadBalancer's healthCheckNodePort under the Local policy;
 // status ingress IPs with ipMode Proxy left out (reason ipmode-proxy);
 // loadBalancerSourceRanges kept in the ContivService and reported as NOT
-// enforced (reason source-ranges-not-enforced, a warning): NAT44-ED cannot
-// filter by source.
+// enforced (reason source-ranges-not-enforced, a warning) unless
+// Config.SourceRangesEnforced (NAT44's input ACL) and, when set,
+// Config.SourceRangesNotEnforced has no reason against it now (VPP lacks
+// its ACL plugin); the reason is in the skip's detail.
 //
 // A change costs in proportion to what it touches: one EndpointSlice change
 // derives one service again; another node's update touches nothing; a

@@ -301,3 +301,27 @@ func TestSourceRangesScope(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceRangesNotEnforcedNow: a renderer that enforces source ranges
+// but cannot now (VPP without its ACL plugin) has each service with some
+// reported with its reason; once it can, nothing is reported.
+func TestSourceRangesNotEnforcedNow(t *testing.T) {
+	s := svcM("lb", func(s *kubestate.Service) {
+		s.Type, s.Ports[0].NodePort = "LoadBalancer", 30080
+		s.LBIngressIPs = []string{"203.0.113.2"}
+		s.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+	})
+	why := "VPP does not load acl_plugin.so"
+	p := &Processor{rangesEnforced: true, rangesWhy: func() string { return why }}
+	var got []string
+	for _, k := range p.deriveBase(s).skips {
+		got = append(got, k.Reason.String()+": "+k.Detail)
+	}
+	if want := []string{"source-ranges-not-enforced: loadBalancerSourceRanges 198.51.100.0/24 NOT enforced: VPP does not load acl_plugin.so"}; !slices.Equal(got, want) {
+		t.Errorf("skips %q, want %q", got, want)
+	}
+	why = ""
+	if skips := p.deriveBase(s).skips; len(skips) != 0 {
+		t.Errorf("enforced, yet skips %+v", skips)
+	}
+}

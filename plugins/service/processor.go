@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"contiv.dev/vpp/kubestate"
@@ -63,6 +64,12 @@ type Config struct {
 	// loadBalancerSourceRanges (NAT44: an input ACL); otherwise each
 	// service with some is reported as ReasonSourceRangesNotEnforced.
 	SourceRangesEnforced bool
+	// SourceRangesNotEnforced, when set with SourceRangesEnforced, tells
+	// why the renderer cannot enforce them now ("": it does), e.g. VPP
+	// lacks its ACL plugin: each service with some is then reported with
+	// that reason. It is asked at every derivation of a service; a resync
+	// after its answer changed reports every service anew.
+	SourceRangesNotEnforced func() string
 }
 
 // Params are the processor's dependencies.
@@ -133,8 +140,10 @@ type Processor struct {
 	ifaces    InterfaceLookup
 	tag       func(namespace, name string) string
 	static    map[string]sr.InterfaceRole
-	// rangesEnforced is Config.SourceRangesEnforced.
+	// rangesEnforced and rangesWhy are Config.SourceRangesEnforced and
+	// Config.SourceRangesNotEnforced.
 	rangesEnforced bool
+	rangesWhy      func() string
 
 	// name is this node's name, read at New and at every resync; the
 	// controller's goroutine alone reads and writes it.
@@ -260,6 +269,7 @@ func New(p Params) (*Processor, error) {
 		name:      p.Node.NodeName(),
 
 		rangesEnforced: p.Config.SourceRangesEnforced,
+		rangesWhy:      p.Config.SourceRangesNotEnforced,
 	}
 	pr.reset(0)
 	return pr, nil
@@ -915,11 +925,26 @@ func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Nam
 func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
 
 // deriveBase is deriveBase, without the "not enforced" report of source
-// ranges when the renderer enforces them.
+// ranges when the renderer enforces them, and with the renderer's reason
+// when it could but cannot now.
 func (p *Processor) deriveBase(svc *kubestate.Service) base {
 	b := deriveBase(svc)
-	if p.rangesEnforced {
+	if !p.rangesEnforced {
+		return b
+	}
+	why := ""
+	if p.rangesWhy != nil {
+		why = p.rangesWhy()
+	}
+	if why == "" {
 		b.skips = slices.DeleteFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced })
+		return b
+	}
+	for i := range b.skips {
+		if s := &b.skips[i]; s.Reason == ReasonSourceRangesNotEnforced {
+			ranges, _, _ := strings.Cut(s.Detail, notEnforced)
+			s.Detail = ranges + notEnforced + why
+		}
 	}
 	return b
 }

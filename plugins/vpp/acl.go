@@ -153,9 +153,24 @@ func fromACLPrefix(p ip_types.Prefix) netip.Prefix {
 	return pfx
 }
 
+// ACLPluginName is the ACL plugin's file: VPP loads it unless its startup
+// configuration disables it.
+const ACLPluginName = "acl_plugin.so"
+
+// ACLPlugin is the ACL plugin as an optional plugin (Config.OptionalPlugins)
+// of the NAT44 renderer: it enforces loadBalancerSourceRanges with it, and
+// without it programs everything else and reports the ranges not enforced.
+func ACLPlugin() Plugin {
+	return Plugin{Name: ACLPluginName, Messages: ACLMessages(),
+		Without: "loadBalancerSourceRanges are NOT enforced (every source reaches the LoadBalancer IPs); everything else is programmed"}
+}
+
+// HasACLPlugin implements nat44.ACLVPP: the connected VPP has the ACL
+// plugin (a plugin not in Config.OptionalPlugins counts as present).
+func (n *NAT44) HasACLPlugin() bool { return n.conn.HasPlugin(ACLPluginName) }
+
 // ACLMessages are the ACL plugin's messages the NAT44 renderer uses to
-// enforce loadBalancerSourceRanges: VPP must load acl_plugin.so (checked
-// at connect, as Config.ExtraMessages).
+// enforce loadBalancerSourceRanges (ACLPlugin).
 func ACLMessages() []api.Message {
 	return []api.Message{
 		&acl.ACLAddReplace{}, &acl.ACLAddReplaceReply{},

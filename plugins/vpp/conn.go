@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,11 @@ type Config struct {
 	// ExtraMessages are checked at connect besides the agent's own, e.g.
 	// CNATMessages when the cnat renderer is used.
 	ExtraMessages []api.Message
+	// OptionalPlugins are VPP plugins the agent can do without: each
+	// one's messages are checked at every (re)connect apart from the
+	// rest, and a VPP lacking them is connected all the same (HasPlugin,
+	// Status.MissingPlugins, a warning per connection).
+	OptionalPlugins []Plugin
 	// ConnectTimeout bounds one connection attempt: the socket's connect
 	// and the handshake (compatibility check, first ping, version); default
 	// 10s.
@@ -78,6 +84,16 @@ type Config struct {
 	// probes (metrics): the request's message name, how long it took and
 	// its error. It runs on the caller's goroutine and must not block.
 	OnCall func(msg string, took time.Duration, err error)
+}
+
+// Plugin is an optional VPP plugin (Config.OptionalPlugins).
+type Plugin struct {
+	// Name is the plugin's file, e.g. "acl_plugin.so".
+	Name string
+	// Messages are the plugin's messages the agent uses.
+	Messages []api.Message
+	// Without says what the agent does not do while VPP lacks it (logged).
+	Without string
 }
 
 func (c *Config) setDefaults() {
@@ -156,6 +172,9 @@ type Event struct {
 	Version string
 	// Err is why the connection broke or was refused.
 	Err error
+	// MissingPlugins, on Connected, name the optional plugins
+	// (Config.OptionalPlugins) the connected VPP lacks.
+	MissingPlugins []string
 }
 
 // Status is the connection's state, for REST.
@@ -174,6 +193,9 @@ type Status struct {
 	Restarts  int    `json:"restarts"`
 	LastError string `json:"lastError,omitempty"`
 	Note      string `json:"note,omitempty"`
+	// MissingPlugins name the optional plugins the VPP of the last
+	// connection lacks (Config.OptionalPlugins).
+	MissingPlugins []string `json:"missingPlugins,omitempty"`
 }
 
 // simulatedNote is the status note of a connection to the simulated VPP.
@@ -247,7 +269,19 @@ func (c *Conn) Close() {
 func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.status
+	st := c.status
+	st.MissingPlugins = slices.Clone(st.MissingPlugins)
+	return st
+}
+
+// HasPlugin tells whether the VPP of the last connection has the optional
+// plugin named name (Config.OptionalPlugins): false before the first
+// connection and when it lacks the plugin's messages. A plugin not listed
+// in OptionalPlugins counts as present.
+func (c *Conn) HasPlugin(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status.Connects > 0 && !slices.Contains(c.status.MissingPlugins, name)
 }
 
 // WaitConnected blocks until VPP is connected. It returns ctx's error, or
@@ -379,12 +413,15 @@ func (c *Conn) run(ctx context.Context) {
 			c.status.Since = now
 			c.status.Connects++
 			c.status.LastError = ""
+			c.status.MissingPlugins = info.missing
 			if restarted {
 				c.status.Restarts++
 			}
 		})
 		c.log.Info("connected to VPP", "version", info.version, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
-		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version})
+		c.warnMissing(info.lacks)
+		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version,
+			MissingPlugins: slices.Clone(info.missing)})
 
 		err = c.watch(ctx, conn, info.pid, info.sock)
 		c.setState(func() {
@@ -409,6 +446,8 @@ type vppInfo struct {
 	pid     uint32
 	version string
 	sock    os.FileInfo // the socket file connected to; nil with an Adapter
+	missing []string    // optional plugins VPP lacks
+	lacks   map[string][]string
 }
 
 // dial makes one connection attempt and checks compatibility.
@@ -454,6 +493,20 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	}
 	msgs := append(messages(), c.cfg.ExtraMessages...)
 	err = ch.CheckCompatiblity(msgs...)
+	var missing []string
+	lacks := map[string][]string{} // by plugin: its messages VPP lacks
+	for _, p := range c.cfg.OptionalPlugins {
+		if err != nil {
+			break
+		}
+		// Each plugin apart: one lacking any of its messages (or with
+		// other CRCs) is left unused.
+		var pe *api.CompatibilityError
+		if err = ch.CheckCompatiblity(p.Messages...); errors.As(err, &pe) {
+			missing, err = append(missing, p.Name), nil
+			lacks[p.Name] = pe.IncompatibleMessages
+		}
+	}
 	ch.Close()
 	var ce *api.CompatibilityError
 	switch {
@@ -473,5 +526,17 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	if err := c.invokeOn(ctx, conn, &vpe.ShowVersion{}, ver); err != nil {
 		return vppInfo{}, err
 	}
-	return vppInfo{pid: pid, version: ver.Version}, nil
+	return vppInfo{pid: pid, version: ver.Version, missing: missing, lacks: lacks}, nil
+}
+
+// warnMissing logs, once per connection, each optional plugin VPP lacks
+// (lacks: its messages VPP does not have, name_crc) and what the agent
+// does not do without it.
+func (c *Conn) warnMissing(lacks map[string][]string) {
+	for _, p := range c.cfg.OptionalPlugins {
+		if msgs, ok := lacks[p.Name]; ok {
+			c.log.Warn("VPP lacks the optional plugin "+p.Name+" (load it: 'plugins { plugin "+p.Name+" { enable } }' in VPP's startup configuration, then restart VPP): "+p.Without,
+				"plugin", p.Name, "messages", strings.Join(msgs, ", "))
+		}
+	}
 }

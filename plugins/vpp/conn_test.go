@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,54 @@ func TestNotVPPSocket(t *testing.T) {
 	<-accepted
 	if st := c.Status(); st.Connected || !strings.Contains(st.LastError, sock) {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestOptionalPluginMissing: a VPP without acl_plugin.so, the ACL plugin
+// optional, is connected (not incompatible): the event, the status and
+// HasPlugin name the missing plugin and the rest works. Restarted with
+// the plugin, it has it.
+func TestOptionalPluginMissing(t *testing.T) {
+	v, evs := sim.New(sim.Options{NoACLPlugin: true}), newEvents()
+	var logs syncBuffer
+	conn := New(Config{Adapter: v, HealthInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
+		OnEvent: evs.add, OptionalPlugins: []Plugin{ACLPlugin()}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); conn.Close() })
+	conn.Start(ctx)
+	nat := NewNAT44(conn, NewInterfaces(conn, nil), nil)
+	wait, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	if err := conn.WaitConnected(wait); err != nil {
+		t.Fatalf("WaitConnected: %v", err)
+	}
+	if ev := evs.next(t); ev.Kind != Connected || !slices.Equal(ev.MissingPlugins, []string{ACLPluginName}) {
+		t.Errorf("event %+v", ev)
+	}
+	if st := conn.Status(); !st.Connected || !slices.Equal(st.MissingPlugins, []string{ACLPluginName}) || conn.HasPlugin(ACLPluginName) || nat.HasACLPlugin() {
+		t.Errorf("status %+v, has plugin %v", st, conn.HasPlugin(ACLPluginName))
+	}
+	if _, err := nat.Dump(ctx); err != nil {
+		t.Errorf("NAT44 dump: %v", err)
+	}
+	if n := strings.Count(logs.String(), "level=WARN msg=\"VPP lacks the optional plugin acl_plugin.so"); n != 1 {
+		t.Errorf("%d warnings naming the missing plugin, want 1:\n%s", n, logs.String())
+	}
+	v.SetACLPlugin(true)
+	v.Restart()
+	for {
+		ev := evs.next(t)
+		if ev.Kind == Connected {
+			if len(ev.MissingPlugins) != 0 {
+				t.Errorf("event %+v", ev)
+			}
+			break
+		}
+	}
+	if !nat.HasACLPlugin() || len(conn.Status().MissingPlugins) != 0 {
+		t.Errorf("after a restart with the plugin: status %+v", conn.Status())
+	}
+	if _, err := nat.DumpACLs(ctx, "x"); err != nil {
+		t.Errorf("acl_dump: %v", err)
 	}
 }

@@ -25,8 +25,11 @@
 //     only, never sent elsewhere: it crashes VPP 25.02 — or lookup path,
 //     ip_route_v2_dump), and the loadBalancerSourceRanges ACL (acl.go:
 //     acl_add_replace, acl_del, acl_interface_set_acl_list, acl_dump,
-//     acl_interface_list_dump; ACLMessages are checked at connect:
-//     acl_plugin.so must be loaded). Every request is built as the corpus
+//     acl_interface_list_dump). acl_plugin.so is optional (ACLPlugin in
+//     Config.OptionalPlugins): its messages are checked at every connect
+//     apart from the rest, and a VPP lacking them is connected all the
+//     same (Conn.HasPlugin, Status.MissingPlugins, one warning per
+//     connection; NAT44.HasACLPlugin tells the renderer). Every request is built as the corpus
 //     and records-acl-routes of a real VPP 25.02 record it.
 //   - NAT44.Pipeline (nat44.Pipeliner): the apply's calls sent on one
 //     govpp stream without waiting for each answer, at most

@@ -217,7 +217,11 @@
 // every service with ranges. ASSUMPTION: acl_dump and
 // acl_interface_list_dump answer with what was sent (not recorded). Under
 // cnat nothing is enforced (cnat-input-ip4 runs before the ACL): the
-// processor reports it.
+// processor reports it. The ACL plugin is optional: while VPP lacks it
+// (ACLVPP.HasACLPlugin, checked at every connect) the renderer makes no
+// ACL call, fails nothing and programs everything else; the processor
+// reports the ranges as not enforced. The full apply after a reconnect to
+// a VPP with the plugin reads back and enforces.
 //
 // # Ownership and waiting
 //

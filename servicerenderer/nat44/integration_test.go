@@ -51,8 +51,9 @@ func newSimEnvWith(t *testing.T, opts sim.Options) *simEnv {
 			t.Fatal(err)
 		}
 	}
+	// The ACL plugin is optional, as in the agent.
 	e.conn = vpp.New(vpp.Config{Adapter: e.vpp, HealthInterval: 10 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond})
+		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond, OptionalPlugins: []vpp.Plugin{vpp.ACLPlugin()}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); e.conn.Close() })
 	e.conn.Start(ctx)

@@ -54,6 +54,10 @@ const NoACL = ^uint32(0)
 // ACLVPP is what enforcing source ranges needs from VPP (the ACL plugin).
 // A VPP of the renderer that does not implement it enforces nothing.
 type ACLVPP interface {
+	// HasACLPlugin tells whether VPP has loaded the ACL plugin now:
+	// without it no ACL call is made (the ranges are reported as not
+	// enforced elsewhere), and a full apply after VPP gained it enforces.
+	HasACLPlugin() bool
 	// DumpACLs reads the ACLs tagged tag.
 	DumpACLs(ctx context.Context, tag string) ([]SourceACL, error)
 	// AddReplaceACL creates (Index NoACL) or replaces an ACL; it returns
@@ -150,6 +154,14 @@ func (r *Renderer) setSourceRules(id servicerenderer.ServiceID, rules []ACLRule)
 // (retried on the next full apply).
 func (r *Renderer) applySourceACL(ctx context.Context, full bool) error {
 	av, ok := r.vpp.(ACLVPP)
+	if ok && !av.HasACLPlugin() {
+		// Nothing to read or write; what VPP holds is unknown (a restart
+		// with the plugin starts empty), read back on the next full apply.
+		r.mu.Lock()
+		r.aclDirty, r.aclKnown, r.aclApplied = true, false, nil
+		r.mu.Unlock()
+		return nil
+	}
 	r.mu.Lock()
 	ifName := r.cfg.SourceRangeInterface
 	if !ok || ifName == "" || (!full && !r.aclDirty) {

@@ -3,7 +3,9 @@ package nat44_test
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"go.fd.io/govpp/binapi/acl_types"
 
@@ -163,4 +165,49 @@ func writes(counts map[string]int) int {
 		n += counts[k]
 	}
 	return n
+}
+
+// TestSourceRangesWithoutACLPlugin: on a VPP that does not load
+// acl_plugin.so a full apply programs the service, makes no ACL call and
+// fails nothing (the ranges are not enforced); VPP restarted with the
+// plugin, the next full apply enforces them.
+func TestSourceRangesWithoutACLPlugin(t *testing.T) {
+	e := newSimEnvWith(t, sim.Options{Traffic: true, NoACLPlugin: true})
+	e.cfg.SourceRangeInterface = "GbE"
+	v := e.vpp
+	r := e.renderer()
+	data := &servicerenderer.ResyncData{Services: []*servicerenderer.ContivService{lbService("198.51.100.0/24")}, Node: simNode,
+		Interfaces: map[string]servicerenderer.InterfaceRole{"GbE": servicerenderer.RoleFrontend}}
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	e.apply(r, false)
+	trace := func(src string) sim.Verdict {
+		return v.Trace(sim.Packet{Ingress: "GbE", Src: addr(src), Dst: addr("203.0.113.80"), Proto: servicerenderer.TCP, DstPort: 80}).Verdict
+	}
+	if got := trace("192.0.2.9"); got != sim.Translated {
+		t.Errorf("without the plugin: %v, want translated (programmed, not filtered)", got)
+	}
+	for name, n := range v.CallCounts() {
+		if strings.HasPrefix(name, "acl_") && n > 0 {
+			t.Errorf("%d %s calls without the ACL plugin", n, name)
+		}
+	}
+	v.SetACLPlugin(true)
+	v.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.nat.HasACLPlugin() || !e.conn.Status().Connected {
+		if time.Now().After(deadline) {
+			t.Fatal("no reconnect to the VPP with the ACL plugin")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.apply(r, true)
+	if got := trace("192.0.2.9"); got != sim.Dropped {
+		t.Errorf("with the plugin, a source outside the ranges: %v, want dropped", got)
+	}
+	if got := trace("198.51.100.7"); got != sim.Translated {
+		t.Errorf("with the plugin, a source in the ranges: %v, want translated", got)
+	}
 }

@@ -71,7 +71,10 @@
 //     acl_interface_add_del (add twice -142, unknown ACL or missing -6),
 //     acl_dump and acl_interface_list_dump; Trace applies an interface's
 //     input ACLs before NAT (first matching rule; no match denies). ACLs,
-//     InputACLs and AddInputACL (another tool's ACL) for tests. IPv4 tables exist for VRF 0,
+//     InputACLs and AddInputACL (another tool's ACL) for tests.
+//     Options.NoACLPlugin stands for a VPP not loading acl_plugin.so: its
+//     messages are not in the message table; SetACLPlugin changes that
+//     from the next restart. IPv4 tables exist for VRF 0,
 //     the interfaces' VRFs and those added by ip_table_add_del (a
 //     per-VRF session limit needs one).
 //
@@ -179,7 +182,9 @@
 // path type; a lookup route into a table without a covering route ends
 // there; replacing an ACL index that holds none -> -6, an unknown
 // interface -> -2, an unknown ACL in a set list -> -6, output ACL lists
-// not kept; acl_dump and acl_interface_list_dump answer as sent;
+// not kept; acl_dump and acl_interface_list_dump answer as sent; a VPP
+// without acl_plugin.so has none of its messages in its message table and
+// the other messages keep their IDs;
 // show_threads reports cpu and core 1;
 // address ranges past 65536 addresses -> -7; the load-balanced pick
 // with one worker and the session RNG for random_u32 (257 locals of

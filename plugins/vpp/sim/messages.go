@@ -38,7 +38,7 @@ func tableMessages() []api.Message {
 	var out []api.Message
 	for _, msgs := range api.GetRegisteredMessages() {
 		for _, m := range msgs {
-			if want[path.Base(reflect.TypeOf(m).Elem().PkgPath())] && !tableLacks[m.GetMessageName()] {
+			if want[msgPackage(m)] && !tableLacks[m.GetMessageName()] {
 				out = append(out, m)
 			}
 		}
@@ -46,6 +46,9 @@ func tableMessages() []api.Message {
 	sort.Slice(out, func(a, b int) bool { return msgKey(out[a]) < msgKey(out[b]) })
 	return out
 }
+
+// msgPackage is the binapi package of m ("acl", "nat44_ed", ...).
+func msgPackage(m api.Message) string { return path.Base(reflect.TypeOf(m).Elem().PkgPath()) }
 
 // msgDef is one request the simulator answers.
 type msgDef struct {

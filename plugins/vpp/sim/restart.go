@@ -52,6 +52,10 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	v.loseCnatSessionsLocked() // cnat_sessions.go
 	v.fib.reset()
 	v.acls.reset()
+	if v.aclPlugin != v.aclNext {
+		v.aclPlugin = v.aclNext
+		v.buildTable()
+	}
 	v.ifaces = map[uint32]*iface{0: newLocal0()}
 	v.freeIf = nil
 	// ASSUMPTION: interfaces created before the startup configuration
@@ -70,6 +74,15 @@ func (v *VPP) restartLocked(o RestartOptions) {
 		return
 	}
 	v.timer = time.AfterFunc(o.InterfacesAfter, v.FinishStartup)
+}
+
+// SetACLPlugin edits the startup configuration: from the next restart on
+// VPP loads acl_plugin.so (its messages in the message table) or not. A
+// running VPP keeps the plugins it started with.
+func (v *VPP) SetACLPlugin(loaded bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.aclNext = loaded
 }
 
 // FinishStartup runs the rest of the startup configuration now: it

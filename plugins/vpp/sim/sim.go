@@ -25,6 +25,11 @@ type Options struct {
 	// "nat44_lb_static_mapping_add_del_local") this VPP lacks: they are
 	// left out of its message table, as in an older or newer VPP build.
 	Without []string
+	// NoACLPlugin stands for a VPP whose startup configuration does not
+	// load acl_plugin.so: the ACL plugin's messages are not in its message
+	// table (govpp's compatibility check finds them unknown) and none of
+	// them is answered. SetACLPlugin changes it for the next restart.
+	NoACLPlugin bool
 	// OnAck, when set, is called after every state-changing request has
 	// been answered, with the request's name and the time of the answer.
 	// It runs on the caller's goroutine and must not block.
@@ -83,9 +88,12 @@ type VPP struct {
 	traffic bool          // Options.Traffic
 	walk    FeatureWalk   // Options.FeatureWalk
 
-	// The message table: fixed at New.
-	ids  map[string]uint16 // name_crc -> ID
-	defs map[uint16]*msgDef
+	// The message table: built at New and at every restart (under mu).
+	without   []string          // Options.Without
+	aclPlugin bool              // acl_plugin.so is loaded (from the last (re)start on)
+	aclNext   bool              // acl_plugin.so is loaded from the next restart on
+	ids       map[string]uint16 // name_crc -> ID
+	defs      map[uint16]*msgDef
 
 	mu       sync.Mutex
 	callback adapter.MsgCallback
@@ -126,19 +134,20 @@ func New(opts Options) *VPP {
 		log = slog.New(slog.DiscardHandler)
 	}
 	v := &VPP{
-		log:     log,
-		version: opts.Version,
-		onAck:   opts.OnAck,
-		service: opts.ServiceTime,
-		traffic: opts.Traffic,
-		walk:    opts.FeatureWalk,
-		ids:     make(map[string]uint16),
-		defs:    make(map[uint16]*msgDef),
-		pid:     firstPID,
-		nat:     newNATState(),
-		ifaces:  map[uint32]*iface{0: newLocal0()},
-		nextIf:  1,
-		calls:   make(map[string]int),
+		log:       log,
+		version:   opts.Version,
+		onAck:     opts.OnAck,
+		service:   opts.ServiceTime,
+		traffic:   opts.Traffic,
+		walk:      opts.FeatureWalk,
+		without:   opts.Without,
+		aclPlugin: !opts.NoACLPlugin,
+		aclNext:   !opts.NoACLPlugin,
+		pid:       firstPID,
+		nat:       newNATState(),
+		ifaces:    map[uint32]*iface{0: newLocal0()},
+		nextIf:    1,
+		calls:     make(map[string]int),
 	}
 	v.sessions = newSessionTable(opts) // sessions.go
 	v.cnat = newCnatState()
@@ -148,7 +157,7 @@ func New(opts Options) *VPP {
 	if v.version == "" {
 		v.version = DefaultVersion
 	}
-	v.buildTable(opts.Without)
+	v.buildTable()
 	log.Warn("simulated VPP created: it keeps NAT44 state in memory and forwards NO packets")
 	return v
 }
@@ -160,12 +169,23 @@ func (v *VPP) Simulated() bool { return true }
 func msgKey(m api.Message) string { return m.GetMessageName() + "_" + m.GetCrcString() }
 
 // buildTable assigns message IDs to every message the simulator speaks,
-// except those it was told to lack.
-func (v *VPP) buildTable(without []string) {
-	skip := make(map[string]bool, len(without))
-	for _, name := range without {
+// except those it was told to lack and those of plugins it does not load.
+// A plugin not loaded keeps its messages' IDs unused, so the other IDs
+// stay the same across a restart that loads or drops it (the socket
+// server learns some of them once). The caller holds mu (or owns v).
+func (v *VPP) buildTable() {
+	v.ids, v.defs = make(map[string]uint16), make(map[uint16]*msgDef)
+	skip := make(map[string]bool, len(v.without))
+	for _, name := range v.without {
 		skip[name] = true
 	}
+	// ASSUMPTION: a VPP that does not load acl_plugin.so has none of its
+	// messages in the table (VPP registers a plugin's messages when it
+	// loads it; not recorded).
+	// ASSUMPTION: a VPP that does not load acl_plugin.so has none of its
+	// messages in the table (VPP registers a plugin's messages as it loads
+	// it; not recorded).
+	unloaded := func(m api.Message) bool { return !v.aclPlugin && msgPackage(m) == "acl" }
 	next := uint16(100)
 	assign := func(m api.Message) uint16 {
 		k := msgKey(m)
@@ -177,12 +197,16 @@ func (v *VPP) buildTable(without []string) {
 		return next
 	}
 	for _, m := range tableMessages() {
-		if !skip[m.GetMessageName()] {
+		switch {
+		case skip[m.GetMessageName()]:
+		case unloaded(m):
+			next++
+		default:
 			assign(m)
 		}
 	}
 	for _, d := range messageDefs() {
-		if skip[d.req.GetMessageName()] {
+		if skip[d.req.GetMessageName()] || unloaded(d.req) {
 			continue
 		}
 		v.defs[assign(d.req)] = d
@@ -300,6 +324,8 @@ func (v *VPP) Disconnect() error {
 
 // GetMsgID implements adapter.VppAPI.
 func (v *VPP) GetMsgID(name, crc string) (uint16, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if id, ok := v.ids[name+"_"+crc]; ok {
 		return id, nil
 	}

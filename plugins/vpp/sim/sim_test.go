@@ -10,6 +10,7 @@ import (
 
 	"go.fd.io/govpp/adapter"
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/acl"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/memclnt"
@@ -502,5 +503,39 @@ func TestDelInterfaceDropsFeatures(t *testing.T) {
 	}
 	if rv := call(t, conn, feature(idx, true, true), replyFor(feature(idx, true, true))); rv != api.INVALID_SW_IF_INDEX {
 		t.Errorf("feature on a deleted interface: %v", rv)
+	}
+}
+
+// TestWithoutACLPlugin: a VPP that does not load acl_plugin.so lacks the
+// ACL messages in its message table (the other IDs as with it); restarted
+// after SetACLPlugin(true) it has them.
+func TestWithoutACLPlugin(t *testing.T) {
+	with, v := New(Options{}), New(Options{NoACLPlugin: true})
+	aclMsgs := []api.Message{&acl.ACLAddReplace{}, &acl.ACLDump{}, &acl.ACLDetails{}, &acl.ACLInterfaceSetACLList{}}
+	known := func(v *VPP, m api.Message) bool {
+		_, err := v.GetMsgID(m.GetMessageName(), m.GetCrcString())
+		return err == nil
+	}
+	for _, m := range aclMsgs {
+		if known(v, m) || !known(with, m) {
+			t.Errorf("%s: known without the plugin %v, with it %v", m.GetMessageName(), known(v, m), known(with, m))
+		}
+	}
+	other := &nat44_ed.Nat44LbStaticMappingDump{}
+	a, errA := v.GetMsgID(other.GetMessageName(), other.GetCrcString())
+	b, errB := with.GetMsgID(other.GetMessageName(), other.GetCrcString())
+	if errA != nil || errB != nil || a != b {
+		t.Errorf("%s: ID %d (%v) without the plugin, %d (%v) with it", other.GetMessageName(), a, errA, b, errB)
+	}
+	v.Restart()
+	if known(v, aclMsgs[0]) {
+		t.Error("a restart loaded the plugin the startup configuration does not name")
+	}
+	v.SetACLPlugin(true)
+	v.Restart()
+	for _, m := range aclMsgs {
+		if !known(v, m) {
+			t.Errorf("%s unknown after a restart with the plugin", m.GetMessageName())
+		}
 	}
 }
