@@ -252,16 +252,16 @@ func TestCNATDropRoutes(t *testing.T) {
 	v4 := cnat.Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
 	v6 := cnat.Route{Prefix: netip.MustParsePrefix("fd00:96::/108"), VRF: 1}
 	// Table 1 is not there until the startup configuration makes it.
-	if err := c.AddDelDropRoute(ctx, v4, true); !errors.Is(err, cnat.ErrNoTable) {
+	if err := c.AddDelFIBRoute(ctx, v4, true); !errors.Is(err, cnat.ErrNoTable) {
 		t.Errorf("route in a missing table: %v, want ErrNoTable", err)
 	}
 	e.vpp.CreateTable(1)
 	for _, r := range []cnat.Route{v4, v6} {
-		if err := c.AddDelDropRoute(ctx, r, true); err != nil {
+		if err := c.AddDelFIBRoute(ctx, r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := c.DumpDropRoutes(ctx, []uint32{1}, true)
+	got, err := c.DumpFIBRoutes(ctx, []uint32{1}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,20 +272,20 @@ func TestCNATDropRoutes(t *testing.T) {
 	if want := []string{"240.0.0.0/4 vrf=1", "224.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1", "fd00:96::/108 vrf=1"}; !slices.Equal(s, want) {
 		t.Errorf("dumped %q, want %q", s, want)
 	}
-	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, false); slices.Contains(got, v6) {
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{1}, false); slices.Contains(got, v6) {
 		t.Error("IPv4-only dump returned the IPv6 route")
 	}
-	if err := c.AddDelDropRoute(ctx, v6, false); err != nil {
+	if err := c.AddDelFIBRoute(ctx, v6, false); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, true); slices.Contains(got, v6) {
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{1}, true); slices.Contains(got, v6) {
 		t.Error("deleted route still dumped")
 	}
 	req, err := dropRouteRequest(netip.MustParsePrefix("fd00:96::1/108"), 0, true)
 	if err != nil || req.Route.Prefix.String() != "fd00:96::/108" || req.Route.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP {
 		t.Errorf("IPv6 request %+v, %v", req, err)
 	}
-	if err := c.AddDelDropRoute(ctx, cnat.Route{}, true); !errors.Is(err, cnat.ErrInvalid) {
+	if err := c.AddDelFIBRoute(ctx, cnat.Route{}, true); !errors.Is(err, cnat.ErrInvalid) {
 		t.Errorf("invalid prefix: %v", err)
 	}
 }
