@@ -2,9 +2,9 @@ package cnat
 
 import (
 	"maps"
-	"time"
 	"net/netip"
 	"slices"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 )
