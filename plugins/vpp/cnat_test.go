@@ -290,6 +290,51 @@ func TestCNATDropRoutes(t *testing.T) {
 	}
 }
 
+// The cnat renderer's verdict routes: a reject in table 0 and a lookup of
+// table 0 in the pod VRF go through NAT44's requests and come back from
+// the dump as they were sent; a reject outside table 0 is refused as
+// invalid and never sent (it crashes VPP 25.02: the simulated VPP would
+// crash too).
+func TestCNATVerdictRoutes(t *testing.T) {
+	e := setup(t, sim.Options{})
+	e.connected(t)
+	e.vpp.CreateTable(1)
+	c := NewCNAT(e.conn, e.ifaces, nil)
+	ctx := context.Background()
+	host := netip.MustParsePrefix("10.96.0.10/32")
+	reject := cnat.Route{Prefix: host, VRF: 0, Kind: cnat.RouteReject}
+	lookup := cnat.Route{Prefix: host, VRF: 1, Kind: cnat.RouteLookup, Table: 0}
+	for _, r := range []cnat.Route{reject, lookup} {
+		if err := c.AddDelFIBRoute(ctx, r, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.DumpFIBRoutes(ctx, []uint32{0, 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []cnat.Route{reject, lookup} {
+		if !slices.Contains(got, r) {
+			t.Errorf("dump %v lacks %v", got, r)
+		}
+	}
+	bad := cnat.Route{Prefix: host, VRF: 1, Kind: cnat.RouteReject}
+	if err := c.AddDelFIBRoute(ctx, bad, true); !errors.Is(err, cnat.ErrInvalid) {
+		t.Errorf("reject in table 1: %v, want ErrInvalid", err)
+	}
+	if e.vpp.Crashes() != 0 {
+		t.Fatal("VPP crashed: the reject outside table 0 was sent")
+	}
+	for _, r := range []cnat.Route{lookup, reject} {
+		if err := c.AddDelFIBRoute(ctx, r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{0, 1}, false); slices.Contains(got, reject) || slices.Contains(got, lookup) {
+		t.Errorf("deleted routes still dumped: %v", got)
+	}
+}
+
 // Interface calls report the sw_if_index they addressed (the renderer
 // tells a late loss of an older interface by it), and a missing interface
 // is ErrNoInterface.
