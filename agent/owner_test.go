@@ -24,7 +24,7 @@ func (h *harness) local0Tag() string {
 // agent would; the harness's agent must be stopped.
 func (h *harness) markOwner(tag string) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // bounds a hung test only (a loaded machine reconnects slowly)
 	defer cancel()
 	c := vpp.New(vpp.Config{Socket: h.srv.Path(), HealthInterval: time.Minute})
 	c.Start(ctx)

@@ -16,6 +16,20 @@
 // Kubernetes Node was deleted is left released. (The reflector therefore deletes a node's
 // Kubernetes Node before releasing its NodeSync record.)
 //
+// Nodes and records are watched apart, so the controller may deliver a
+// record's release before or after its Node's delete, after the Node's
+// re-creation, or late. The outcome does not depend on it: the writer takes
+// in its own finding that the ID is no longer held (a publish refused), and
+// before claiming back an ID it held it checks that this node's Kubernetes
+// Node is in etcd, where the reflector deletes it before the release: a
+// release leaves the ID released until the Node is back, a loss of etcd's
+// data (or a Node already back) has it claimed again. A record kept after it
+// vanished is dropped when the Node's delete follows: it was released.
+//
+// ASSUMPTION (writer.go, nodeGone): that check and the claim are two
+// requests; a Node deleted and released between them leaves a record that
+// the reflector's next mark and sweep releases.
+//
 // # etcd down
 //
 // The handler never talks to etcd on the controller's goroutine: Resync,

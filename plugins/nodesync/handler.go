@@ -70,6 +70,11 @@ type Handler struct {
 	// keeps the last one, so that nothing of this node (its NodePorts)
 	// goes away while the writer claims the ID again.
 	selfLost bool
+	// released is set when the writer found this node's ID no longer held
+	// in etcd, until it claims the ID again: the record's delete may be
+	// delivered late (Nodes and records are watched apart), and the Node's
+	// re-creation must then have the ID claimed.
+	released bool
 	// The writer's work: gen counts the requests, done is the last one
 	// written; claimGen is the request that asked for a claim (0: none).
 	gen, done, claimGen uint64
@@ -204,6 +209,14 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		}
 	case kubestate.ResNode:
 		n, _ := ce.New.(*kubestate.Node)
+		if self && n == nil && h.selfLost {
+			// The Node is gone too: the record was released, not lost
+			// with etcd's data; this node leaves the table.
+			h.selfLost = false
+			ch, changed, err = h.table.SetRecord(ce.Key.Name, nil)
+			_, _, _ = h.table.SetK8sNode(ce.Key.Name, nil) // no record left: no change
+			break
+		}
 		ch, changed, err = h.table.SetK8sNode(ce.Key.Name, n)
 	}
 	// This node's Kubernetes Node changed (addresses to republish), or its
@@ -242,7 +255,7 @@ func (h *Handler) ensureSelf(startup bool) {
 	defer h.mu.Unlock()
 	id := h.id
 	_, haveRecord := h.table.Record(h.p.NodeName)
-	haveRecord = haveRecord && !h.selfLost
+	haveRecord = haveRecord && !h.selfLost && !h.released
 	_, haveK8sNode := h.table.K8sMgmtIPs(h.p.NodeName)
 	switch {
 	case id == 0 && startup, id != 0 && !haveRecord && haveK8sNode:

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"contiv.dev/vpp/internal/retryloop"
+	"contiv.dev/vpp/kubestate"
 	nsync "contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 )
@@ -18,6 +21,25 @@ func (h *Handler) write(ctx context.Context) error {
 	h.mu.RLock()
 	gen, id, claim := h.gen, h.id, h.claimGen != 0
 	h.mu.RUnlock()
+	if claim && id != 0 {
+		gone, err := h.nodeGone(ctx)
+		if err != nil {
+			return err
+		}
+		if gone {
+			// Released with its Node: the Node's return asks again.
+			h.log.Info("nodesync: this node's Kubernetes Node is gone: its ID stays released until the Node is back",
+				"node", h.p.NodeName, "id", id)
+			h.mu.Lock()
+			h.released = true
+			if h.claimGen <= gen {
+				h.claimGen = 0
+			}
+			h.done = max(h.done, gen)
+			h.mu.Unlock()
+			return nil
+		}
+	}
 	if claim {
 		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
 		got, err := nsync.Claim(cctx, nsync.Params{
@@ -35,6 +57,7 @@ func (h *Handler) write(ctx context.Context) error {
 		h.mu.Lock()
 		first := h.id == 0
 		h.id = got
+		h.released = false
 		if h.claimGen <= gen {
 			h.claimGen = 0
 		}
@@ -79,9 +102,11 @@ func (h *Handler) publish(ctx context.Context) error {
 	wrote, err := nsync.Publish(wctx, h.p.Client, h.p.NodeName, id, addrs)
 	if err != nil {
 		if errors.Is(err, nsync.ErrReleased) {
-			// A resync or this node's Kubernetes Node decides whether to claim again.
 			h.log.Warn("nodesync: this node's ID was released", "node", h.p.NodeName, "id", id)
-			err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
+			if !h.claimAfterRelease() {
+				// The Node's return asks for the claim.
+				err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
+			}
 		}
 		return fmt.Errorf("nodesync: %w", err)
 	}
@@ -90,6 +115,44 @@ func (h *Handler) publish(ctx context.Context) error {
 			"vppIPs", addrs.VppIPs, "mgmtIPs", addrs.MgmtIPs)
 	}
 	return nil
+}
+
+// claimAfterRelease takes in that this node's ID is no longer held, found
+// by a publish: the record's delete may not be delivered yet, and the Node's
+// re-creation may have been. While the Node is known, it asks for a claim
+// (the next run, after the backoff, checks that the Node still exists) and
+// returns true.
+func (h *Handler) claimAfterRelease() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released = true
+	if _, ok := h.table.K8sMgmtIPs(h.p.NodeName); !ok {
+		return false
+	}
+	h.gen++
+	h.claimGen = h.gen
+	return true
+}
+
+// nodeGone tells whether this node's Kubernetes Node is missing from etcd.
+// The reflector deletes it before it releases the node's record, so an ID
+// found released while the Node is in etcd was lost with etcd's data, or
+// the Node came back: either way this node claims it again. A released ID
+// whose Node is gone stays released.
+//
+// ASSUMPTION: the check and the claim are two requests; a Node deleted and
+// released between them leaves a record the reflector's next mark and sweep
+// releases (it releases the records of deleted nodes; every 10 minutes by
+// default).
+func (h *Handler) nodeGone(ctx context.Context) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, h.p.WriteTimeout)
+	defer cancel()
+	key := kubestate.Key{Resource: kubestate.ResNode, Name: h.p.NodeName}.String()
+	resp, err := h.p.Client.Txn(rctx).Then(clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return false, fmt.Errorf("nodesync: read this node's Kubernetes Node: %w", err)
+	}
+	return resp.Responses[0].GetResponseRange().GetCount() == 0, nil
 }
 
 // WriteStatus is the state of the handler's background etcd writer.
