@@ -132,8 +132,13 @@ func (r *runner) cnatLines() []string {
 		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, t.Proto, t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
 	}
 	for _, rt := range r.h.vpp.Routes() {
-		if rt.Drop {
+		switch {
+		case rt.Drop:
 			out = append(out, fmt.Sprintf("route %v vrf=%d drop", rt.Prefix, rt.VRF))
+		case rt.Reject:
+			out = append(out, fmt.Sprintf("route %v vrf=%d reject", rt.Prefix, rt.VRF))
+		case rt.Lookup:
+			out = append(out, fmt.Sprintf("route %v vrf=%d lookup table=%d", rt.Prefix, rt.VRF, rt.LookupVRF))
 		}
 	}
 	return out

@@ -65,6 +65,8 @@ func cnatTraceLines(res sim.CnatResult, p sim.Packet, ts []sim.CnatTranslation) 
 		return []string{"not translated"}
 	case sim.Dropped:
 		return []string{"dropped: " + res.Reason}
+	case sim.Rejected:
+		return []string{"rejected: " + res.Reason}
 	}
 	head := "translated"
 	if i := slices.IndexFunc(ts, func(t sim.CnatTranslation) bool { return t.ID == res.TranslationID }); i >= 0 && ts[i].LBType == 1 {

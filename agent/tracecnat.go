@@ -29,7 +29,8 @@ type CNATTraceState struct {
 // backends the client; an untranslated packet from an INCLUDE_V4/V6
 // interface to an address outside the exclude prefixes leaves with the
 // SNAT address, unless a drop route of the node (the service-CIDR routes)
-// covers the destination: it is dropped. An empty p.Ingress is taken for
+// covers the destination: it is dropped, or a cluster IP's reject route
+// (Node.Verdicts) does: it is refused. An empty p.Ingress is taken for
 // the main NIC (in no SNAT table). TranslationID is left 0: the view does
 // not carry VPP's ids.
 //
@@ -48,7 +49,9 @@ func TraceCNAT(s CNATTraceState, p sim.Packet) sim.CnatResult {
 	key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}
 	i := slices.IndexFunc(s.Translations, func(t *cnat.Translation) bool { return t != nil && t.Key == key })
 	if i < 0 {
-		if rt, ok := dropRoute(node, p.Dst); ok {
+		if rt, ok := verdictRoute(node, p.Dst); ok && rt.Kind == cnat.RouteReject {
+			return sim.CnatResult{Verdict: sim.Rejected, Reason: sim.RouteRejectReason(p.Dst, rt.VRF)}
+		} else if ok {
 			return sim.CnatResult{Verdict: sim.Dropped, Reason: sim.RouteDropReason(p.Dst, rt.VRF)}
 		}
 		return sim.CnatResult{Verdict: sim.NotTranslated, Src: outboundSource(node, p),
@@ -57,11 +60,13 @@ func TraceCNAT(s CNATTraceState, p sim.Packet) sim.CnatResult {
 	return traceTranslation(s, node, s.Translations[i], p)
 }
 
-// dropRoute is the node's longest drop route covering dst.
-func dropRoute(node *cnat.Node, dst netip.Addr) (cnat.Route, bool) {
+// verdictRoute is the node's longest route covering dst that drops (the
+// service-CIDR routes) or rejects (a cluster IP's reject route in table 0;
+// the pod VRF's lookup route leads there).
+func verdictRoute(node *cnat.Node, dst netip.Addr) (cnat.Route, bool) {
 	best, found := cnat.Route{}, false
-	for _, rt := range node.Routes {
-		if rt.Prefix.Contains(dst) && (!found || rt.Prefix.Bits() > best.Prefix.Bits()) {
+	for _, rt := range slices.Concat(node.Routes, node.Verdicts) {
+		if rt.Kind != cnat.RouteLookup && rt.Prefix.Contains(dst) && (!found || rt.Prefix.Bits() > best.Prefix.Bits()) {
 			best, found = rt, true
 		}
 	}

@@ -62,8 +62,9 @@ func agreeWithCnatOracle(t *testing.T, r *Rendered, packets []sim.Packet) []sim.
 // the example cluster rendered through cnat for node-1: every translation
 // (cluster IPs, NodePorts on the VPP and management addresses) from an
 // outside client and from each backend (a local one from its pod
-// interface), a port nothing translates, and untranslated packets from a
-// pod towards the outside and towards an excluded range.
+// interface), a port nothing translates (a cluster IP's rejects), and
+// untranslated packets from a pod towards the outside and towards an
+// excluded range.
 func TestTraceCNATAgreesWithOracle(t *testing.T) {
 	objs := exampleObjects(t)
 	cfg := renderConfig("node-1")
@@ -102,7 +103,7 @@ func TestTraceCNATAgreesWithOracle(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"translated", "not translated", "dropped", "outbound SNAT", "local",
+	for _, want := range []string{"translated", "not translated", "dropped", "rejected", "outbound SNAT", "local",
 		"the client's own address",
 		"a remote backend reached from outside: source-NATed to the SNAT address by the K8S policy",
 		"hairpin (the backend is the client): source-NATed to the SNAT address by the K8S policy"} {

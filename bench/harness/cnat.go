@@ -57,12 +57,12 @@ func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature
 	return 1, nil
 }
 
-func (c *countingVPP) AddDelDropRoute(context.Context, cnat.Route, bool) error {
+func (c *countingVPP) AddDelFIBRoute(context.Context, cnat.Route, bool) error {
 	c.calls++
 	return nil
 }
 
-func (c *countingVPP) DumpDropRoutes(context.Context, []uint32, bool) ([]cnat.Route, error) {
+func (c *countingVPP) DumpFIBRoutes(context.Context, []uint32, bool) ([]cnat.Route, error) {
 	c.dumps++
 	return nil, nil
 }

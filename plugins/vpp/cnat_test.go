@@ -252,16 +252,16 @@ func TestCNATDropRoutes(t *testing.T) {
 	v4 := cnat.Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
 	v6 := cnat.Route{Prefix: netip.MustParsePrefix("fd00:96::/108"), VRF: 1}
 	// Table 1 is not there until the startup configuration makes it.
-	if err := c.AddDelDropRoute(ctx, v4, true); !errors.Is(err, cnat.ErrNoTable) {
+	if err := c.AddDelFIBRoute(ctx, v4, true); !errors.Is(err, cnat.ErrNoTable) {
 		t.Errorf("route in a missing table: %v, want ErrNoTable", err)
 	}
 	e.vpp.CreateTable(1)
 	for _, r := range []cnat.Route{v4, v6} {
-		if err := c.AddDelDropRoute(ctx, r, true); err != nil {
+		if err := c.AddDelFIBRoute(ctx, r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := c.DumpDropRoutes(ctx, []uint32{1}, true)
+	got, err := c.DumpFIBRoutes(ctx, []uint32{1}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,21 +272,66 @@ func TestCNATDropRoutes(t *testing.T) {
 	if want := []string{"240.0.0.0/4 vrf=1", "224.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1", "fd00:96::/108 vrf=1"}; !slices.Equal(s, want) {
 		t.Errorf("dumped %q, want %q", s, want)
 	}
-	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, false); slices.Contains(got, v6) {
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{1}, false); slices.Contains(got, v6) {
 		t.Error("IPv4-only dump returned the IPv6 route")
 	}
-	if err := c.AddDelDropRoute(ctx, v6, false); err != nil {
+	if err := c.AddDelFIBRoute(ctx, v6, false); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.DumpDropRoutes(ctx, []uint32{1}, true); slices.Contains(got, v6) {
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{1}, true); slices.Contains(got, v6) {
 		t.Error("deleted route still dumped")
 	}
 	req, err := dropRouteRequest(netip.MustParsePrefix("fd00:96::1/108"), 0, true)
 	if err != nil || req.Route.Prefix.String() != "fd00:96::/108" || req.Route.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP {
 		t.Errorf("IPv6 request %+v, %v", req, err)
 	}
-	if err := c.AddDelDropRoute(ctx, cnat.Route{}, true); !errors.Is(err, cnat.ErrInvalid) {
+	if err := c.AddDelFIBRoute(ctx, cnat.Route{}, true); !errors.Is(err, cnat.ErrInvalid) {
 		t.Errorf("invalid prefix: %v", err)
+	}
+}
+
+// The cnat renderer's verdict routes: a reject in table 0 and a lookup of
+// table 0 in the pod VRF go through NAT44's requests and come back from
+// the dump as they were sent; a reject outside table 0 is refused as
+// invalid and never sent (it crashes VPP 25.02: the simulated VPP would
+// crash too).
+func TestCNATVerdictRoutes(t *testing.T) {
+	e := setup(t, sim.Options{})
+	e.connected(t)
+	e.vpp.CreateTable(1)
+	c := NewCNAT(e.conn, e.ifaces, nil)
+	ctx := context.Background()
+	host := netip.MustParsePrefix("10.96.0.10/32")
+	reject := cnat.Route{Prefix: host, VRF: 0, Kind: cnat.RouteReject}
+	lookup := cnat.Route{Prefix: host, VRF: 1, Kind: cnat.RouteLookup, Table: 0}
+	for _, r := range []cnat.Route{reject, lookup} {
+		if err := c.AddDelFIBRoute(ctx, r, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.DumpFIBRoutes(ctx, []uint32{0, 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []cnat.Route{reject, lookup} {
+		if !slices.Contains(got, r) {
+			t.Errorf("dump %v lacks %v", got, r)
+		}
+	}
+	bad := cnat.Route{Prefix: host, VRF: 1, Kind: cnat.RouteReject}
+	if err := c.AddDelFIBRoute(ctx, bad, true); !errors.Is(err, cnat.ErrInvalid) {
+		t.Errorf("reject in table 1: %v, want ErrInvalid", err)
+	}
+	if e.vpp.Crashes() != 0 {
+		t.Fatal("VPP crashed: the reject outside table 0 was sent")
+	}
+	for _, r := range []cnat.Route{lookup, reject} {
+		if err := c.AddDelFIBRoute(ctx, r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := c.DumpFIBRoutes(ctx, []uint32{0, 1}, false); slices.Contains(got, reject) || slices.Contains(got, lookup) {
+		t.Errorf("deleted routes still dumped: %v", got)
 	}
 }
 

@@ -181,7 +181,7 @@ func describeOp(op *nat44.Op) string {
 	case nat44.OpAddLocal, nat44.OpDelLocal:
 		return localWhat(op.Mapping.MappingKey, op.Local, add)
 	case nat44.OpAddRoute, nat44.OpDelRoute:
-		return fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), op.Route.Prefix, op.Route.VRF)
+		return routeWhat(op.Route.Prefix, op.Route.VRF, add)
 	case nat44.OpSetInterface:
 		return fmt.Sprintf("NAT44 features of interface %q", op.Interface)
 	}

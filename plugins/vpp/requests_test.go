@@ -55,7 +55,8 @@ func TestRequestsAsRecorded(t *testing.T) {
 	})
 	t.Run("route dump of VRF 1 (fib_unreach step 6)", func(t *testing.T) {
 		sameJSON(t, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 1}}, `{"table":{"table_id":1}}`)
-		// The recorded details: only the drop routes are returned.
+		// The recorded details: the routes that drop or look up a table are
+		// returned (the default route looks up table 0).
 		recorded := []string{
 			`{"route":{"table_id":1,"stats_index":8,"prefix":"0.0.0.0/0","src":9,"paths":[{"sw_if_index":4294967295,"weight":1,` + zeroNH + `}]}}`,
 			`{"route":{"table_id":1,"stats_index":10,"prefix":"240.0.0.0/4","src":1,"paths":[{"sw_if_index":4294967295,"weight":1,"type":2,` + zeroNH + `}]}}`,
@@ -68,12 +69,12 @@ func TestRequestsAsRecorded(t *testing.T) {
 			if err := json.Unmarshal([]byte(r), &d); err != nil {
 				t.Fatal(err)
 			}
-			if rt, ok := dropRoute(&d); ok {
+			if rt, ok := cnatRoute(&d); ok {
 				got = append(got, rt.String())
 			}
 		}
-		if want := []string{"240.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1"}; !slices.Equal(got, want) {
-			t.Errorf("drop routes %q, want %q", got, want)
+		if want := []string{"0.0.0.0/0 vrf=1 lookup table=0", "240.0.0.0/4 vrf=1", "10.96.0.0/12 vrf=1"}; !slices.Equal(got, want) {
+			t.Errorf("routes %q, want %q", got, want)
 		}
 	})
 	t.Run("route prefix not IPv4", func(t *testing.T) {

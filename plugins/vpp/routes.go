@@ -37,21 +37,21 @@ func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error 
 	return classify(err, what, false)
 }
 
-// AddDelDropRoute implements cnat.VPP with the request NAT44's
+// AddDelFIBRoute implements cnat.VPP with the requests NAT44's
 // AddDelRoute sends (IPv6 prefixes too).
-func (c *CNAT) AddDelDropRoute(ctx context.Context, r cnat.Route, add bool) error {
+func (c *CNAT) AddDelFIBRoute(ctx context.Context, r cnat.Route, add bool) error {
 	what := routeWhat(r.Prefix, r.VRF, add)
-	req, err := dropRouteRequest(r.Prefix, r.VRF, add)
+	req, err := pathRequest(r.Prefix, r.VRF, add, r.Kind == cnat.RouteReject, r.Kind == cnat.RouteLookup, r.Table)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
-	c.log.Debug("drop route", "op", addDel(add), "prefix", r.Prefix, "vrf", r.VRF, "error", err)
+	c.log.Debug("route", "op", addDel(add), "route", r.String(), "error", err)
 	return classifyCNAT(err, what)
 }
 
 func routeWhat(p netip.Prefix, vrf uint32, add bool) string {
-	return fmt.Sprintf("%s drop route %v in VRF %d", addDel(add), p, vrf)
+	return fmt.Sprintf("%s route %v in VRF %d", addDel(add), p, vrf)
 }
 
 // routeRequest is the request that adds or deletes NAT44's route r (IPv4
@@ -60,19 +60,26 @@ func routeRequest(r nat44.Route, add bool) (*ipapi.IPRouteAddDel, error) {
 	if !r.Prefix.IsValid() || !r.Prefix.Addr().Is4() {
 		return nil, errors.New("not an IPv4 prefix")
 	}
-	req, err := dropRouteRequest(r.Prefix, r.VRF, add)
+	return pathRequest(r.Prefix, r.VRF, add, r.Kind == nat44.RouteReject, r.Kind == nat44.RouteLookup, r.Table)
+}
+
+// pathRequest is the request that adds or deletes a route on p in table
+// vrf whose one path drops, rejects (ICMP_UNREACH: table 0 only) or looks
+// up table.
+func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uint32) (*ipapi.IPRouteAddDel, error) {
+	req, err := dropRouteRequest(p, vrf, add)
 	if err != nil {
 		return nil, err
 	}
 	path := &req.Route.Paths[0]
-	switch r.Kind {
-	case nat44.RouteReject:
-		if r.VRF != 0 {
+	switch {
+	case reject:
+		if vrf != 0 {
 			return nil, errors.New("an ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
 		}
 		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
-	case nat44.RouteLookup:
-		path.Type, path.Weight, path.TableID = fib_types.FIB_API_PATH_TYPE_NORMAL, 1, r.Table
+	case lookup:
+		path.Type, path.Weight, path.TableID = fib_types.FIB_API_PATH_TYPE_NORMAL, 1, table
 	}
 	return req, nil
 }
@@ -121,64 +128,49 @@ func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, e
 	return out, nil
 }
 
-// DumpDropRoutes implements cnat.VPP: the drop routes of the given VRFs,
-// IPv4 and, with ip6, IPv6 (ip_route_v2_dump per table and family).
-func (c *CNAT) DumpDropRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cnat.Route, error) {
+// DumpFIBRoutes implements cnat.VPP: the routes of the given VRFs whose
+// only path drops, rejects or looks up a table, IPv4 and, with ip6, IPv6
+// (ip_route_v2_dump per table and family).
+func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cnat.Route, error) {
 	var out []cnat.Route
 	for _, v6 := range []bool{false, true} {
 		if v6 && !ip6 {
 			break
 		}
 		for _, vrf := range vrfs {
-			drops, err := c.conn.dropRoutes(ctx, vrf, v6)
+			err := c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
+				d, ok := m.(*ipapi.IPRouteV2Details)
+				if !ok {
+					return unexpected(m)
+				}
+				if r, ok := cnatRoute(d); ok {
+					out = append(out, r)
+				}
+				return nil
+			})
 			if err != nil {
 				return nil, classifyCNAT(err, fmt.Sprintf("dumping routes of VRF %d", vrf))
-			}
-			for _, d := range drops {
-				out = append(out, cnat.Route{Prefix: d.Prefix, VRF: d.VRF})
 			}
 		}
 	}
 	return out, nil
 }
 
-// droute is a drop route read back: its prefix in one table.
-type droute struct {
-	Prefix netip.Prefix
-	VRF    uint32
-}
-
-// String is "prefix vrf=N".
-func (d droute) String() string { return fmt.Sprintf("%v vrf=%d", d.Prefix, d.VRF) }
-
-// dropRoutes reads one table of one family and returns the routes whose
-// only path drops.
-func (c *Conn) dropRoutes(ctx context.Context, vrf uint32, ip6 bool) ([]droute, error) {
-	var out []droute
-	err := c.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: ip6}}, func(m api.Message) error {
-		d, ok := m.(*ipapi.IPRouteV2Details)
-		if !ok {
-			return unexpected(m)
-		}
-		if r, ok := dropRoute(d); ok {
-			out = append(out, r)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// dropRoute is the route of d when its only path drops.
-func dropRoute(d *ipapi.IPRouteV2Details) (droute, bool) {
-	rt := d.Route
-	if len(rt.Paths) != 1 || rt.Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP {
-		return droute{}, false
+// cnatRoute is the route of d when its only path drops, rejects or looks
+// up a table, read as nat44Route reads it.
+func cnatRoute(d *ipapi.IPRouteV2Details) (cnat.Route, bool) {
+	r, ok := nat44Route(d)
+	if !ok {
+		return cnat.Route{}, false
 	}
-	p, err := fromAddress(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
-	if err != nil {
-		return droute{}, false
+	out := cnat.Route{Prefix: r.Prefix, VRF: r.VRF, Table: r.Table}
+	switch r.Kind {
+	case nat44.RouteReject:
+		out.Kind = cnat.RouteReject
+	case nat44.RouteLookup:
+		out.Kind = cnat.RouteLookup
 	}
-	return droute{Prefix: p, VRF: rt.TableID}, true
+	return out, true
 }
 
 // nat44Route is the route of d when its only path drops, rejects (ICMP

@@ -65,6 +65,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			return fmt.Errorf("dump routes: %w", err)
 		}
 		r.loadNode(ip4, ip6, routes)
+		r.loadVerdicts(routes)
 		r.loadTranslations(dumped)
 		r.synced = true
 		clear(r.failures)
@@ -89,8 +90,10 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			ops = appendDiffTranslation(ops, fe.desired, fe.applied, fe.id, fe.haveID)
 			fe.dirty = false
 		}
+		ops = r.appendDiffVerdicts(ops, nil, nil)
 		r.dirty = r.dirty[:0]
 		r.dirtyIfs = nil
+		r.dirtyRoutes = nil
 	} else {
 		if len(r.dirtyIfs) > 0 {
 			names := make([]string, 0, len(r.dirtyIfs))
@@ -108,10 +111,17 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 					ops = append(ops, op)
 				}
 			}
+			if len(r.pendingTables) > 0 {
+				ops = r.appendDiffVerdicts(ops, nil, r.pendingTables)
+			}
 		}
 		for _, fe := range r.dirty {
 			ops = appendDiffTranslation(ops, fe.desired, fe.applied, 0, false)
 			fe.dirty = false
+		}
+		if len(r.dirtyRoutes) > 0 {
+			ops = r.appendDiffVerdicts(ops, r.dirtyRoutes, nil)
+			r.dirtyRoutes = nil
 		}
 	}
 	err := r.run(ctx, ops, full, start)
@@ -132,14 +142,14 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	return err
 }
 
-// dumpRoutes reads the drop routes of the pod and main VRFs (none without
-// a service CIDR: the renderer then owns no route).
+// dumpRoutes reads the routes of the pod and main VRFs (none without a
+// service CIDR: the renderer then owns no route).
 func (r *Renderer) dumpRoutes(ctx context.Context) ([]Route, error) {
 	if len(r.cfg.ServiceCIDRs) == 0 {
 		return nil, nil
 	}
 	r.stats.Calls++
-	return r.vpp.DumpDropRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF}, r.cfg.IPv6())
+	return r.vpp.DumpFIBRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF}, r.cfg.IPv6())
 }
 
 // loadNode decides what node configuration VPP holds, given the SNAT
@@ -164,7 +174,7 @@ func (r *Renderer) ownedRoutes(dumped []Route) []Route {
 	var out []Route
 	for _, rt := range dumped {
 		rt.Prefix = rt.Prefix.Masked()
-		if r.cfg.ownedRoute(rt) || slices.Contains(r.applied.Routes, rt) {
+		if rt.Kind == RouteDrop && (r.cfg.ownedRoute(rt) || slices.Contains(r.applied.Routes, rt)) {
 			out = append(out, rt)
 		}
 	}
@@ -390,11 +400,11 @@ func (x *runner) result(i int, idx uint32, err error) {
 		err = nil // the interface is gone, and its configuration with it
 	case op.Kind == OpDeleteTranslation && errors.Is(err, ErrNotFound):
 		err = nil
-	case op.Kind == OpRoute && !op.Add && errors.Is(err, ErrNoTable):
+	case op.isRoute() && !op.Add && errors.Is(err, ErrNoTable):
 		err = nil // the table is gone, and its routes with it
 	}
 	if err == nil {
-		if op.Kind == OpRoute && op.Add {
+		if op.isRoute() && op.Add {
 			delete(r.pendingTables, op.Route.VRF)
 		}
 		if op.Kind < OpDeleteTranslation {
@@ -412,7 +422,7 @@ func (x *runner) result(i int, idx uint32, err error) {
 		x.failed = map[ObjectID]struct{}{}
 	}
 	x.failed[id] = struct{}{}
-	if op.Kind == OpRoute && errors.Is(err, ErrNoTable) {
+	if op.isRoute() && errors.Is(err, ErrNoTable) {
 		// Not a failure either: VPP has not made the table yet (its
 		// startup configuration runs seconds after a restart); the next
 		// apply tries again.
@@ -502,8 +512,8 @@ func (r *Renderer) callNode(ctx context.Context, op *Op) error {
 		return r.vpp.AddDelExcludePrefix(ctx, op.Prefix, op.Add)
 	case OpPolicy:
 		return r.vpp.SetSNATPolicy(ctx, op.Policy)
-	case OpRoute:
-		return r.vpp.AddDelDropRoute(ctx, op.Route, op.Add)
+	case OpRoute, OpVerdictRoute:
+		return r.vpp.AddDelFIBRoute(ctx, op.Route, op.Add)
 	case OpSNATAddresses:
 		return r.vpp.SetSNATAddresses(ctx, op.IP4, op.IP6)
 	case OpUpdateTranslation:
@@ -579,6 +589,12 @@ func (r *Renderer) record(op *Op, idx uint32) {
 		}
 	case OpSNATAddresses:
 		a.SNAT4, a.SNAT6 = op.IP4, op.IP6
+	case OpVerdictRoute:
+		if op.Add {
+			r.verdicts[op.Route] = struct{}{}
+		} else {
+			delete(r.verdicts, op.Route)
+		}
 	case OpDeleteTranslation:
 		if fe := r.frontends[op.Translation.Key]; fe != nil {
 			fe.applied, fe.haveID = nil, false

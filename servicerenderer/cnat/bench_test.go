@@ -38,8 +38,8 @@ func (c *countVPP) AddDelSNATInterface(context.Context, string, SNATTable, bool)
 	c.calls++
 	return 1, nil
 }
-func (c *countVPP) AddDelDropRoute(context.Context, Route, bool) error { c.calls++; return nil }
-func (c *countVPP) DumpDropRoutes(context.Context, []uint32, bool) ([]Route, error) {
+func (c *countVPP) AddDelFIBRoute(context.Context, Route, bool) error { c.calls++; return nil }
+func (c *countVPP) DumpFIBRoutes(context.Context, []uint32, bool) ([]Route, error) {
 	c.calls++
 	return nil, nil
 }

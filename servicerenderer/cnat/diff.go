@@ -28,12 +28,15 @@ const (
 	OpDeleteTranslation
 	// OpUpdateTranslation creates or updates a translation.
 	OpUpdateTranslation
+	// OpVerdictRoute adds or deletes a service's verdict route
+	// (BuildRoutes).
+	OpVerdictRoute
 )
 
 // String names the kind.
 func (k OpKind) String() string {
 	return [...]string{"feature", "snat-interface", "exclude-prefix", "snat-policy", "route", "snat-addresses",
-		"delete-translation", "update-translation"}[k]
+		"delete-translation", "update-translation", "verdict-route"}[k]
 }
 
 // Op is one VPP call of the apply step; only the fields of its Kind are set.
@@ -55,6 +58,9 @@ type Op struct {
 	ID     uint32
 	HaveID bool
 }
+
+// isRoute tells whether op adds or deletes a route.
+func (op *Op) isRoute() bool { return op.Kind == OpRoute || op.Kind == OpVerdictRoute }
 
 // DiffTranslation is the operations that make VPP hold desired where it
 // holds applied (either may be nil): nothing when equal; an update when

@@ -49,6 +49,10 @@
 //	                                                                                        ~0 interface)
 //	unknown service address       -                                             -           none: the service-CIDR route drops
 //	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
+//	cluster IP (IPv4, in the      -                                             -           ip_route_add_del /32 ICMP_UNREACH in
+//	service CIDR; main VRF 0)                                                               table 0, /32 lookup of table 0 in the
+//	                                                                                        pod VRF (BuildRoutes): its untranslated
+//	                                                                                        ports are refused
 //
 // Calls per change, per frontend (a NodePort is one frontend per node IP);
 // none of them cuts a connection (FACTS §6):
@@ -63,6 +67,8 @@
 //	                                        cnat_translation_del
 //	interface given a role                  2 feature_enable_disable (4 with IPv6); a pod's
 //	                                        also 2 cnat_snat_policy_add_del_if (3 with IPv6)
+//	service with a cluster IP added         +2 ip_route_add_del (its verdict routes); removed: +2
+//	or removed
 //
 // The service-CIDR routes are the nat44 renderer's (FACTS §4: a route for
 // the service CIDR in the pod and the main VRF drops a packet to an
@@ -73,6 +79,48 @@
 // before the FIB lookup, so the DROP route catches only packets no
 // translation matched; a translated packet is forwarded to its backend.
 // To be measured on a real VPP.
+//
+// # Verdicts (kube-proxy's REJECT and DROP)
+//
+// By the same ASSUMPTION, a packet to a cluster IP on a port no
+// translation has (no endpoints, or a port the service does not define)
+// reaches the FIB: the renderer gives each IPv4 cluster IP in a service
+// CIDR the NAT44 renderer's verdict routes (the choice is
+// servicerenderer.RejectIPs, shared with it): a /32 ICMP_UNREACH route in
+// table 0, which refuses it at once, and a /32 lookup of table 0 in the
+// pod VRF, more specific than the pod VRF's service-CIDR drop route
+// (FACTS §1: an ICMP_UNREACH path in any other table crashes VPP 25.02,
+// so with a main VRF other than 0 there are none and the drop route
+// drops). The routes stay while the service exists, whatever its
+// endpoints: a translated port never sees them. Otherwise:
+//
+//   - an unallocated service-CIDR address: dropped (service-CIDR route);
+//   - a cluster IP under the Local internal policy whose endpoints are
+//     all on other nodes: no translation and no reject route, so the
+//     service-CIDR route drops it (kube-proxy's DROP);
+//   - a LoadBalancer or external IP under the Local external policy with
+//     no local endpoint: no translation, and no route (it is outside the
+//     service CIDR: an untagged route there could not be told from
+//     another program's after a restart); its traffic is routed on by
+//     destination, as before. NAT44 drops it by a mapping to the service
+//     CIDR's last address; cnat would need the same of a translation
+//     whose backend a DROP route covers, which FACTS §6 does not record;
+//     not built. A NodePort without a local endpoint is not translated
+//     either: the packet is for the node's own address, and what VPP
+//     then does with it was not measured;
+//   - IPv6 cluster IPs: no reject route (never measured); the IPv6
+//     service-CIDR route drops.
+//
+// Ownership as for the drop routes: routes have no tag, so a /32 reject in
+// table 0, or a /32 lookup of table 0 in the pod VRF, on an address of an
+// IPv4 service CIDR is the renderer's (ASSUMPTION: whoever made it). Every
+// full apply reads them back (ip_route_v2_dump of the pod and the main
+// VRF): a restarted agent writes nothing, one whose service is gone is
+// deleted. They are not in the node record (Store): the key decides, and
+// recording them would make each service change rewrite the record. One
+// left in a service CIDR no longer configured stays (not owned any more).
+// The views (DesiredNode, AppliedNode) list them as Node.Verdicts, which
+// agent.TraceCNAT reads.
 //
 // Weights: cnat has no weight field; when a translation has local and
 // remote backends, each local backend's path is repeated
@@ -98,7 +146,8 @@
 //     the record only while VPP reports those addresses. After a VPP
 //     restart the agent calls VPPRestarted (a full apply also notices it:
 //     a restarted VPP reports no SNAT address).
-//   - Drop routes are read back (ip_route_v2_dump of the pod and main VRF)
+//   - Drop routes (and verdict routes, see Verdicts) are read back
+//     (ip_route_v2_dump of the pod and main VRF)
 //     by every full apply: a restarted agent writes nothing, a route VPP
 //     lost is added again. Routes have no tag: one on a service CIDR in
 //     the pod or main VRF is the renderer's (as for nat44); one on a CIDR
@@ -154,8 +203,9 @@
 //   - No twice-NAT: local backends see the real client; remote backends and
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not
-//     translated and the service-CIDR route drops it (the same end as
-//     nat44's, by the ASSUMPTION above).
+//     translated; a cluster IP's is refused by its reject route, the rest
+//     of the service CIDR dropped (the same ends as nat44's, by the
+//     ASSUMPTION above); see Verdicts for LoadBalancer and external IPs.
 //   - The renderer never removes nat44's state, nor nat44 the renderer's:
 //     switching a node is an operator's procedure (docs/operations.md).
 //

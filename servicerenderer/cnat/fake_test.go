@@ -227,24 +227,35 @@ func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feat
 	return idx, nil
 }
 
-func (f *fakeVPP) AddDelDropRoute(_ context.Context, r Route, add bool) error {
+// AddDelFIBRoute keys routes by prefix and VRF, as VPP does: an add
+// replaces the route there, a delete removes it. A reject outside table 0
+// is refused (plugins/vpp never sends it: it crashes VPP 25.02).
+func (f *fakeVPP) AddDelFIBRoute(_ context.Context, r Route, add bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
 	if err := f.failRoute[r]; err != nil {
 		return err
 	}
+	if r.Kind == RouteReject && r.VRF != 0 {
+		return fmt.Errorf("reject route %v: %w: outside table 0", r, ErrInvalid)
+	}
+	for o := range f.routes {
+		if o.Prefix == r.Prefix && o.VRF == r.VRF {
+			delete(f.routes, o)
+		}
+	}
 	if add {
 		f.routes[r] = true
 	} else {
-		delete(f.routes, r) // VPP answers 0 to deleting a missing route
+		// VPP answers 0 to deleting a missing route.
 	}
 	return nil
 }
 
-// DumpDropRoutes returns VPP's own drop route 240.0.0.0/4 of each VRF too
+// DumpFIBRoutes returns VPP's own drop route 240.0.0.0/4 of each VRF too
 // (as VPP does, fib_unreach.jsonl).
-func (f *fakeVPP) DumpDropRoutes(_ context.Context, vrfs []uint32, ip6 bool) ([]Route, error) {
+func (f *fakeVPP) DumpFIBRoutes(_ context.Context, vrfs []uint32, ip6 bool) ([]Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []Route

@@ -204,21 +204,54 @@ func (s Tables) Has(t SNATTable) bool { return s&(1<<t) != 0 }
 // allTables lists the tables in the order they are added.
 var allTables = []SNATTable{TableIncludeV4, TableIncludeV6, TablePod, TableHost}
 
-// Route is a drop route (FIB_API_PATH_TYPE_DROP) on a prefix in one VRF
-// (FIB table): the service CIDR, so that a packet to a service address no
+// RouteKind is what a route does with the traffic it matches: traffic no
+// translation took (cnat translates before the FIB lookup).
+type RouteKind uint8
+
+// The route kinds.
+const (
+	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDRs.
+	RouteDrop RouteKind = iota
+	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
+	// a cluster IP, whose ports without endpoints (and undefined ports) are
+	// then refused at once. VPP 25.02 crashes on it outside table 0.
+	RouteReject
+	// RouteLookup looks the destination up again in table Route.Table (a
+	// path with neither interface nor next hop): the pod VRF's way to a
+	// cluster IP's reject route in table 0, past its service-CIDR drop route.
+	RouteLookup
+)
+
+// Route is a route on a prefix in one VRF (FIB table): a drop route on a
+// service CIDR (Node.Routes), so that a packet to a service address no
 // translation matched is dropped instead of following the default route
-// (FACTS §4; see the package documentation for why cnat allows it).
+// (FACTS §4; see the package documentation for why cnat allows it), or a
+// cluster IP's verdict route (BuildRoutes).
 type Route struct {
 	Prefix netip.Prefix
 	VRF    uint32
+	Kind   RouteKind `json:",omitempty"`
+	// Table is the table a RouteLookup looks up (0 otherwise).
+	Table uint32 `json:",omitempty"`
 }
 
-// String is "prefix vrf=N".
-func (r Route) String() string { return fmt.Sprintf("%v vrf=%d", r.Prefix, r.VRF) }
+// String is "prefix vrf=N", then "reject" or "lookup table=T" for those
+// kinds.
+func (r Route) String() string {
+	s := fmt.Sprintf("%v vrf=%d", r.Prefix, r.VRF)
+	switch r.Kind {
+	case RouteReject:
+		s += " reject"
+	case RouteLookup:
+		s += fmt.Sprintf(" lookup table=%d", r.Table)
+	}
+	return s
+}
 
-// Compare orders routes by VRF, then prefix.
+// Compare orders routes by VRF, prefix, kind, then table.
 func (r Route) Compare(o Route) int {
-	return cmp.Or(cmp.Compare(r.VRF, o.VRF), comparePrefix(r.Prefix, o.Prefix))
+	return cmp.Or(cmp.Compare(r.VRF, o.VRF), comparePrefix(r.Prefix, o.Prefix), cmp.Compare(r.Kind, o.Kind),
+		cmp.Compare(r.Table, o.Table))
 }
 
 // Node is the node-wide cnat configuration. None of it can be read back
@@ -238,6 +271,10 @@ type Node struct {
 	// Routes are the drop routes of the service CIDRs, sorted
 	// (Route.Compare). A full apply reads them back from VPP.
 	Routes []Route `json:",omitempty"`
+	// Verdicts are the services' verdict routes (BuildRoutes), sorted; set
+	// in the views only (DesiredNode, AppliedNode), never in the record: a
+	// full apply reads them back and owns them by key (see Apply).
+	Verdicts []Route `json:",omitempty"`
 }
 
 // Clone is a deep copy.
@@ -245,6 +282,7 @@ func (n *Node) Clone() *Node {
 	c := *n
 	c.Exclude = slices.Clone(n.Exclude)
 	c.Routes = slices.Clone(n.Routes)
+	c.Verdicts = slices.Clone(n.Verdicts)
 	c.Tables = cloneMap(n.Tables)
 	c.Features = cloneMap(n.Features)
 	return &c
@@ -292,11 +330,13 @@ type VPP interface {
 	// not refuse enabling twice: the feature is then on the arc twice. The
 	// renderer never does it.
 	EnableDisableFeature(ctx context.Context, ifName string, f Feature, enable bool) (swIfIndex uint32, err error)
-	// AddDelDropRoute adds or deletes a drop route (path type DROP, never
-	// ICMP_UNREACH, which crashes VPP 25.02). VPP answers 0 to adding an
-	// existing route and to deleting a missing one.
-	AddDelDropRoute(ctx context.Context, r Route, add bool) error
-	// DumpDropRoutes reads the drop routes (routes whose only path drops)
-	// of the given VRFs: IPv4 ones, and IPv6 ones too with ip6.
-	DumpDropRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]Route, error)
+	// AddDelFIBRoute adds or deletes a route: one path of type DROP,
+	// ICMP_UNREACH (a RouteReject; in table 0 only: in any other table it
+	// crashes VPP 25.02, so it is refused as invalid unsent) or a lookup.
+	// VPP answers 0 to adding an existing route and to deleting a missing
+	// one.
+	AddDelFIBRoute(ctx context.Context, r Route, add bool) error
+	// DumpFIBRoutes reads the routes of the given VRFs whose only path drops,
+	// rejects or looks up a table: IPv4 ones, and IPv6 ones too with ip6.
+	DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]Route, error)
 }

@@ -72,13 +72,22 @@ type Renderer struct {
 	// configured it; unknown for configuration taken from the Store or
 	// assumed (see InterfaceLost).
 	ifIndex map[string]uint32
-	stats   Stats
+	// routeRefs counts the services wanting each verdict route (BuildRoutes);
+	// verdicts are the verdict routes VPP holds as far as the renderer
+	// knows (read back by every full apply); dirtyRoutes the routes whose
+	// count started or stopped being 0 since the last apply.
+	routeRefs   map[Route]int
+	verdicts    map[Route]struct{}
+	dirtyRoutes map[Route]struct{}
+	stats       Stats
 }
 
-// entry is one known service and its translations, sorted by key.
+// entry is one known service, its translations, sorted by key, and its
+// verdict routes, sorted.
 type entry struct {
-	svc   *servicerenderer.ContivService
-	trans []Translation
+	svc    *servicerenderer.ContivService
+	trans  []Translation
+	routes []Route
 }
 
 // find is the entry's translation on key.
@@ -134,7 +143,7 @@ func New(p Params) (*Renderer, error) {
 	}
 	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
 		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}, pendingTables: map[uint32]time.Time{},
-		ifIndex: map[string]uint32{}}
+		ifIndex: map[string]uint32{}, verdicts: map[Route]struct{}{}}
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -152,6 +161,8 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 		*fe = frontend{key: k, applied: fe.applied}
 	}
 	r.dirty = r.dirty[:0]
+	r.routeRefs = map[Route]int{}
+	r.dirtyRoutes = nil
 	r.interfaces = maps.Clone(interfaces)
 	if r.interfaces == nil {
 		r.interfaces = map[string]servicerenderer.InterfaceRole{}
@@ -198,6 +209,7 @@ func (r *Renderer) removeService(id servicerenderer.ServiceID) {
 	for i := range e.trans {
 		r.release(e, r.frontends[e.trans[i].Key])
 	}
+	r.setRoutes(e, nil)
 	r.countExternal(e.svc, -1)
 	delete(r.services, id)
 }
@@ -220,6 +232,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		r.countExternal(e.svc, -1)
 	}
 	r.countExternal(svc, 1)
+	r.setRoutes(e, BuildRoutes(svc, &r.cfg))
 	old := e.trans
 	e.svc, e.trans = svc, trans
 	i, j := 0, 0
@@ -393,6 +406,7 @@ func (r *Renderer) VPPRestarted() {
 	}
 	r.applied = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
 	clear(r.ifIndex)
+	clear(r.verdicts)
 	r.synced = false
 	r.saveNode()
 }

@@ -42,7 +42,8 @@ func apply(t testing.TB, r *Renderer, full bool) {
 func wantState(r *Renderer) fakeState {
 	d := r.DesiredNode()
 	s := fakeState{SNAT4: unspec4(d.SNAT4), SNAT6: unspec6(d.SNAT6), Policy: d.Policy, Exclude: d.Exclude,
-		Tables: d.Tables, Features: d.Features, Routes: d.Routes, Trans: map[Key]Translation{}}
+		Tables: d.Tables, Features: d.Features, Routes: slices.SortedFunc(slices.Values(slices.Concat(d.Routes, d.Verdicts)), Route.Compare),
+		Trans: map[Key]Translation{}}
 	for _, t := range r.Desired() {
 		s.Trans[t.Key] = *t
 	}
@@ -492,7 +493,7 @@ func TestServiceRoutes(t *testing.T) {
 	apply(t, r, true)
 	svc := netip.MustParsePrefix("10.96.0.0/12")
 	want := []Route{{Prefix: svc, VRF: 0}, {Prefix: svc, VRF: 1}}
-	if got := f.state().Routes; !slices.Equal(got, want) {
+	if got := drops(f.state().Routes); !slices.Equal(got, want) {
 		t.Fatalf("routes %v, want %v", got, want)
 	}
 	foreign := []Route{{Prefix: netip.MustParsePrefix("10.200.0.0/16"), VRF: 1}, {Prefix: svc, VRF: 7}}
@@ -517,7 +518,7 @@ func TestServiceRoutes(t *testing.T) {
 	if f.Writes() != w+1 {
 		t.Errorf("full apply wrote %d times, want 1 (the lost route)", f.Writes()-w)
 	}
-	if got := f.state().Routes; !slices.Equal(got, slices.SortedFunc(slices.Values(append(want, foreign...)), Route.Compare)) {
+	if got := drops(f.state().Routes); !slices.Equal(got, slices.SortedFunc(slices.Values(append(want, foreign...)), Route.Compare)) {
 		t.Errorf("routes %v: want the lost one back and the foreign ones kept", got)
 	}
 	if n := second.AppliedNode(); !slices.Equal(n.Routes, want) {
@@ -544,7 +545,7 @@ func TestServiceRoutesOfOldCIDR(t *testing.T) {
 			_ = second.Resync(resyncData())
 			apply(t, second, true)
 			var got []string
-			for _, rt := range f.state().Routes {
+			for _, rt := range drops(f.state().Routes) {
 				got = append(got, rt.String())
 			}
 			want := []string{"10.97.0.0/16 vrf=0", "10.97.0.0/16 vrf=1"}
@@ -573,7 +574,7 @@ func TestServiceRouteFailure(t *testing.T) {
 	if len(fs) != 1 || fs[0].Object != (ObjectID{Kind: ObjectRoute, Route: bad}) || fs[0].Op != OpRoute {
 		t.Fatalf("failures %+v, want the route in VRF 1", fs)
 	}
-	if s := f.state(); len(s.Routes) != 1 || len(s.Trans) != 3 || s.SNAT4 != nodeIP {
+	if s := f.state(); len(drops(s.Routes)) != 1 || len(s.Trans) != 3 || s.SNAT4 != nodeIP {
 		t.Errorf("the rest not applied: %+v", s)
 	}
 	f.failRoute = nil
@@ -588,7 +589,9 @@ func TestServiceRouteFailure(t *testing.T) {
 func TestServiceRouteWaitsForTable(t *testing.T) {
 	f := newFake(t, allIfaces...)
 	missing := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
-	f.failRoute = map[Route]error{missing: fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)}
+	lookup := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup} // the cluster IP's
+	noTable := fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)
+	f.failRoute = map[Route]error{missing: noTable, lookup: noTable}
 	r := newRenderer(t, f, nil)
 	_ = r.Resync(resyncData(web()))
 	if err := r.Apply(context.Background(), true); err != nil {
@@ -597,7 +600,7 @@ func TestServiceRouteWaitsForTable(t *testing.T) {
 	if fs := r.Failures(); len(fs) != 0 {
 		t.Errorf("failures %+v, want none", fs)
 	}
-	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{missing}) || p[0].Since.IsZero() {
+	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{missing, lookup}) || p[0].Since.IsZero() {
 		t.Fatalf("pending tables %+v, want VRF 1 with its route", p)
 	}
 	f.failRoute = nil // the startup configuration made table 1
@@ -607,4 +610,9 @@ func TestServiceRouteWaitsForTable(t *testing.T) {
 		t.Errorf("still pending: %+v", p)
 	}
 	checkState(t, f, wantState(r))
+}
+
+// drops are the drop routes among rs.
+func drops(rs []Route) []Route {
+	return slices.DeleteFunc(slices.Clone(rs), func(r Route) bool { return r.Kind != RouteDrop })
 }

@@ -58,7 +58,7 @@ func objectOf(op *Op) ObjectID {
 		return ObjectID{Kind: ObjectPrefix, Prefix: op.Prefix.String()}
 	case OpDeleteTranslation, OpUpdateTranslation:
 		return ObjectID{Kind: ObjectTranslation, Key: op.Translation.Key}
-	case OpRoute:
+	case OpRoute, OpVerdictRoute:
 		return ObjectID{Kind: ObjectRoute, Route: op.Route}
 	}
 	return ObjectID{Kind: ObjectNode}
@@ -150,7 +150,7 @@ func (r *Renderer) Pending() []PendingInterface {
 	return ps
 }
 
-// PendingTable is a FIB table whose drop routes wait for VPP to have it.
+// PendingTable is a FIB table whose routes wait for VPP to have it.
 type PendingTable struct {
 	VRF uint32
 	// Routes are the routes waiting, sorted.
@@ -158,8 +158,8 @@ type PendingTable struct {
 	Since  time.Time
 }
 
-// PendingTables lists the tables whose drop routes wait for VPP to make
-// them, by VRF.
+// PendingTables lists the tables whose routes (drop and verdict routes)
+// wait for VPP to make them, by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,6 +171,12 @@ func (r *Renderer) PendingTables() []PendingTable {
 				p.Routes = append(p.Routes, rt)
 			}
 		}
+		for rt := range r.routeRefs {
+			if _, ok := r.verdicts[rt]; rt.VRF == vrf && !ok {
+				p.Routes = append(p.Routes, rt)
+			}
+		}
+		slices.SortFunc(p.Routes, Route.Compare)
 		ps = append(ps, p)
 	}
 	slices.SortFunc(ps, func(a, b PendingTable) int { return int(a.VRF) - int(b.VRF) })
@@ -212,11 +218,14 @@ func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
 }
 
 // DesiredNode and AppliedNode are copies of the node configuration wanted
-// and held (AppliedNode is nil while unknown).
+// and held (AppliedNode is nil while unknown), with the services' verdict
+// routes (Verdicts).
 func (r *Renderer) DesiredNode() *Node {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.desired.Clone()
+	n := r.desired.Clone()
+	n.Verdicts = verdictList(r.routeRefs)
+	return n
 }
 
 // AppliedNode is a copy of the node configuration VPP holds as far as the
@@ -227,7 +236,9 @@ func (r *Renderer) AppliedNode() *Node {
 	if r.applied == nil {
 		return nil
 	}
-	return r.applied.Clone()
+	n := r.applied.Clone()
+	n.Verdicts = verdictList(r.verdicts)
+	return n
 }
 
 // Store keeps the node configuration applied to VPP (which cannot be read

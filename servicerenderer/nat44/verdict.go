@@ -14,33 +14,20 @@ import (
 // kube-proxy decides it (FACTS §1, §4): REJECT each IPv4 cluster IP inside
 // Config.ServiceCIDR with a /32 ICMP_UNREACH route in table 0 and a /32
 // lookup of table 0 in the pod VRF (more specific than the pod VRF's
-// service-CIDR drop route). Its ports without endpoints and the ports it
-// does not define are then refused at once. Not when the service has the
-// Local internal policy and a port with endpoints but none on this node
-// (kube-proxy drops that traffic: the service-CIDR drop route does), nor
-// when the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
+// service-CIDR drop route), for the cluster IPs servicerenderer.RejectIPs
+// picks (the cnat renderer shares it). Its ports without endpoints and
+// the ports it does not define are then refused at once. Not when the
+// main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
 // in any other table), nor without a service CIDR. External and
 // LoadBalancer IPs get no route (routes have no tag: a /32 outside the
 // service CIDR could not be recognised after a restart); their verdict is
 // a mapping to SinkAddress (BuildService). The routes are sorted by key.
 func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config) []Route {
-	if svc == nil || cfg.MainVRF != 0 || !cfg.ServiceCIDR.IsValid() || !cfg.ServiceCIDR.Addr().Is4() {
+	if cfg.MainVRF != 0 {
 		return nil
 	}
-	if svc.InternalPolicy == servicerenderer.PolicyLocal {
-		for i := range svc.Ports {
-			p := &svc.Ports[i]
-			if len(p.Backends) > 0 && len(p.BackendsFor(servicerenderer.PolicyLocal)) == 0 {
-				return nil
-			}
-		}
-	}
 	var out []Route
-	for _, ip := range svc.ClusterIPs {
-		ip, ok := frontendIPv4(ip)
-		if !ok || !cfg.ServiceCIDR.Contains(ip) || slices.ContainsFunc(out, func(r Route) bool { return r.Prefix.Addr() == ip }) {
-			continue
-		}
+	for _, ip := range servicerenderer.RejectIPs(svc, cfg.ServiceCIDR) {
 		host := netip.PrefixFrom(ip, 32)
 		out = append(out, Route{RouteKey: RouteKey{Prefix: host, VRF: 0}, Kind: RouteReject},
 			Route{RouteKey: RouteKey{Prefix: host, VRF: cfg.PodVRF}, Kind: RouteLookup, Table: 0})

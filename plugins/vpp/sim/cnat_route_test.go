@@ -100,3 +100,34 @@ func TestRouteDumpIPv6(t *testing.T) {
 		t.Errorf("IPv4 dump %q", got)
 	}
 }
+
+// TestCnatTraceRejectRoute: a packet to a cluster IP no cnat translation
+// matched (a port without endpoints, or one the service does not define)
+// is refused by the cluster IP's ICMP_UNREACH route in table 0, reached
+// from the pod VRF by its /32 lookup of table 0 (past the /12 DROP); a
+// translated port is not; another service-CIDR address is still dropped.
+func TestCnatTraceRejectRoute(t *testing.T) {
+	v, conn := cnatVPP(t, Options{})
+	update(t, conn, ctr("10.96.0.10:80", "10.1.1.11:8080"))
+	reject := dropRoute("10.96.0.10/32", 0, true)
+	reject.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
+	lookup := dropRoute("10.96.0.10/32", 1, true)
+	lookup.Route.Paths[0] = fib_types.FibPath{SwIfIndex: noIndex, Weight: 1, TableID: 0}
+	send(t, v, conn, dropRoute("10.96.0.0/12", 0, true), dropRoute("10.96.0.0/12", 1, true), reject, lookup)
+	pkt := func(dst string, port uint16, ingress string) Packet {
+		return Packet{Src: netip.MustParseAddr("10.1.1.12"), Dst: netip.MustParseAddr(dst), Proto: servicerenderer.TCP,
+			DstPort: port, Ingress: ingress}
+	}
+	for _, in := range []string{"host-vcw1", "host-vcup"} {
+		got := v.CnatTrace(pkt("10.96.0.10", 443, in))
+		if got.Verdict != Rejected || !strings.Contains(got.Reason, "reject route covering 10.96.0.10 in VRF 0") {
+			t.Errorf("undefined port via %s: %+v", in, got)
+		}
+		if got := v.CnatTrace(pkt("10.96.0.10", 80, in)); got.Verdict != Translated {
+			t.Errorf("translated port via %s: %+v", in, got)
+		}
+		if got := v.CnatTrace(pkt("10.96.0.11", 80, in)); got.Verdict != Dropped {
+			t.Errorf("unallocated address via %s: %+v", in, got)
+		}
+	}
+}

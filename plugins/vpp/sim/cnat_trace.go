@@ -12,9 +12,10 @@ import (
 type CnatResult struct {
 	// Verdict is Translated (a translation matched and has a resolved
 	// path), Dropped (a translation matched but has no resolved path, or
-	// none matched and a DROP route covers the destination) or
-	// NotTranslated (no translation of the destination address, port and
-	// protocol, and no DROP route).
+	// none matched and a DROP route covers the destination), Rejected
+	// (none matched and the FIB lookup, following lookup routes, ends in
+	// an ICMP_UNREACH route) or NotTranslated (no translation of the
+	// destination address, port and protocol, and no such route).
 	Verdict Verdict
 	Reason  string
 	// TranslationID is the matching translation's id (Translated,
@@ -68,7 +69,9 @@ type CnatReach struct {
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
 //   - A packet no translation matched is dropped by a DROP route of its
 //     ingress interface's VRF covering its destination (the service-CIDR
-//     route), as the NAT44 oracle drops it (Trace).
+//     route), or refused by a reject route (ICMP_UNREACH, in table 0,
+//     reached from the pod VRF by a lookup route), as the NAT44 oracle
+//     decides it (Trace).
 //
 // ASSUMPTION: with the cnat features on the interfaces (the mode the
 // agent uses), cnat translates in cnat-input-ip4/ip6 on the ingress
@@ -94,8 +97,10 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	id, ok := c.byKey[cnatKey{vip: p.Dst, port: p.DstPort, proto: uint8(p.Proto)}]
 	if !ok {
 		vrf := v.ifaceVRF(p.Ingress)
-		if drop, found := v.routeLookupLocked(vrf, p.Dst); found && drop {
+		if rt, found := v.routeLocked(vrf, p.Dst); found && rt.Drop {
 			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+		} else if found && rt.Reject {
+			return CnatResult{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
 		}
 		src := p.Src
 		if s, ok := v.cnatOutboundSNAT(p); ok {

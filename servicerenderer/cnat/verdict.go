@@ -1,0 +1,126 @@
+package cnat
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// BuildRoutes is the verdict routes of one service on this node, as the
+// NAT44 renderer makes them: cnat translates in cnat-input before the FIB
+// lookup, so a packet to a cluster IP that no translation took (a port
+// without endpoints, a port the service does not define) reaches the FIB.
+// For each cluster IP servicerenderer.RejectIPs picks in an IPv4 service
+// CIDR: a /32 ICMP_UNREACH route in table 0 and, when the pod VRF is
+// another table, a /32 lookup of table 0 there (more specific than the pod
+// VRF's service-CIDR drop route). None when the main VRF is not table 0
+// (an ICMP_UNREACH path crashes VPP 25.02 in any other table, FACTS §1).
+// Sorted (Route.Compare).
+func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
+	if svc == nil || cfg.MainVRF != 0 {
+		return nil
+	}
+	var out []Route
+	for _, cidr := range cfg.ServiceCIDRs {
+		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
+			host := netip.PrefixFrom(ip, 32)
+			out = append(out, Route{Prefix: host, VRF: 0, Kind: RouteReject})
+			if cfg.PodVRF != 0 {
+				out = append(out, Route{Prefix: host, VRF: cfg.PodVRF, Kind: RouteLookup, Table: 0})
+			}
+		}
+	}
+	slices.SortFunc(out, Route.Compare)
+	return slices.Compact(out)
+}
+
+// ownedVerdict tells whether a route VPP holds is one of the renderer's
+// verdict routes: a /32 inside an IPv4 service CIDR, a reject in table 0
+// or a lookup of table 0 in the pod VRF. ASSUMPTION (as for the drop
+// routes and the NAT44 renderer): routes have no tag, so such a route is
+// taken for the renderer's, whoever made it.
+func (c *Config) ownedVerdict(r Route) bool {
+	a := r.Prefix.Addr()
+	if r.Prefix.Bits() != 32 || !a.Is4() || !c.inServiceCIDR(a) {
+		return false
+	}
+	return (r.Kind == RouteReject && r.VRF == 0) ||
+		(r.Kind == RouteLookup && r.Table == 0 && r.VRF == c.PodVRF && c.PodVRF != 0)
+}
+
+// setRoutes records that entry e now wants routes (sorted): each route
+// whose count of services starts or stops being 0 is queued for Apply.
+// The caller holds mu.
+func (r *Renderer) setRoutes(e *entry, routes []Route) {
+	if slices.Equal(e.routes, routes) {
+		return
+	}
+	for _, rt := range e.routes {
+		if r.routeRefs[rt]--; r.routeRefs[rt] <= 0 {
+			delete(r.routeRefs, rt)
+			r.markRoute(rt)
+		}
+	}
+	for _, rt := range routes {
+		if r.routeRefs[rt]++; r.routeRefs[rt] == 1 {
+			r.markRoute(rt)
+		}
+	}
+	e.routes = routes
+}
+
+func (r *Renderer) markRoute(rt Route) {
+	if r.dirtyRoutes == nil {
+		r.dirtyRoutes = map[Route]struct{}{}
+	}
+	r.dirtyRoutes[rt] = struct{}{}
+	delete(r.failures, ObjectID{Kind: ObjectRoute, Route: rt})
+}
+
+// loadVerdicts makes the dumped verdict routes the renderer owns what VPP
+// holds.
+func (r *Renderer) loadVerdicts(dumped []Route) {
+	clear(r.verdicts)
+	for _, rt := range dumped {
+		rt.Prefix = rt.Prefix.Masked()
+		if r.cfg.ownedVerdict(rt) {
+			r.verdicts[rt] = struct{}{}
+		}
+	}
+}
+
+// appendDiffVerdicts appends the operations that make VPP hold the wanted
+// verdict routes among routes (all of them when routes is nil): deletes
+// first, then adds, each sorted. With pending, only the adds into those
+// VRFs (routes that wait for their table).
+func (r *Renderer) appendDiffVerdicts(ops []Op, routes map[Route]struct{}, pending map[uint32]time.Time) []Op {
+	var keys []Route
+	if routes == nil {
+		keys = slices.Concat(slices.Collect(maps.Keys(r.routeRefs)), slices.Collect(maps.Keys(r.verdicts)))
+	} else {
+		keys = slices.Collect(maps.Keys(routes))
+	}
+	slices.SortFunc(keys, Route.Compare)
+	keys = slices.Compact(keys)
+	var adds []Op
+	for _, rt := range keys {
+		_, have := r.verdicts[rt]
+		want := r.routeRefs[rt] > 0
+		_, waits := pending[rt.VRF]
+		switch {
+		case have && !want && pending == nil:
+			ops = append(ops, Op{Kind: OpVerdictRoute, Route: rt})
+		case want && !have && (pending == nil || waits):
+			adds = append(adds, Op{Kind: OpVerdictRoute, Route: rt, Add: true})
+		}
+	}
+	return append(ops, adds...)
+}
+
+// verdictList is a sorted list of a set of routes.
+func verdictList[V any](m map[Route]V) []Route {
+	return slices.SortedFunc(maps.Keys(m), Route.Compare)
+}
