@@ -117,7 +117,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	restarted := time.Now()
 	v.RestartWith(sim.RestartOptions{InterfacesAfter: lateInterfaces})
 	var appeared time.Time
-	err = waitUntil(ctx, 5*time.Minute, func() bool {
+	err = waitUntil(ctx, restartWait, func() bool {
 		if !a.Ready() {
 			out.notReadySeen = true
 		}
@@ -130,7 +130,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 		return a.Ready() && strings.Join(v.Snapshot().Lines(), "\n") == want
 	})
 	if err != nil {
-		return nil, fmt.Errorf("restart: W(%d) not back after a VPP restart: %w", n, err)
+		return nil, fmt.Errorf("restart: W(%d) not back after a VPP restart (ready %v; VPP state %s): %w", n, a.Ready(), firstDiff(want, strings.Join(v.Snapshot().Lines(), "\n")), err)
 	}
 	out.recovery, out.total = time.Since(appeared), time.Since(restarted)
 	out.reprogramWrites = v.Writes()
@@ -155,3 +155,25 @@ func restartSizes(sizes []int) []int {
 	}
 	return out
 }
+
+// firstDiff names the first line where have differs from want, for an error.
+func firstDiff(want, have string) string {
+	w, h := strings.Split(want, "\n"), strings.Split(have, "\n")
+	for i := range max(len(w), len(h)) {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(h) {
+			b = h[i]
+		}
+		if a != b {
+			return fmt.Sprintf("differs at line %d of %d/%d: want %q, have %q", i+1, len(w), len(h), a, b)
+		}
+	}
+	return "as before the restart"
+}
+
+// restartWait bounds the wait for a restarted VPP to be reprogrammed (a
+// hung benchmark only).
+var restartWait = 5 * time.Minute

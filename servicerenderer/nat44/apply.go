@@ -288,6 +288,7 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 	}
 	r.mu.Lock()
 	b.finish(&r.stats)
+	r.forgetTables() // a table stays pending while any route waits for it
 	r.mu.Unlock()
 	r.changedBuf = b.changed[:0]
 	level := slog.LevelInfo
@@ -381,7 +382,7 @@ func (x *runner) result(i int, err error) {
 	}
 	if op.Kind == OpAddRoute {
 		if err == nil {
-			delete(r.pendingTables, op.Route.VRF)
+			x.routeAdded(op.Route.VRF) // the table exists (tables.go)
 		} else if errors.Is(err, ErrNoTable) {
 			r.waitForTable(op) // not a failure (tables.go)
 			x.noTable = append(x.noTable, i)

@@ -94,3 +94,14 @@ func (x *runner) madeTable(op *Op) {
 			(op.Kind == OpAddMapping && slices.ContainsFunc(op.Mapping.Locals, func(l Local) bool { return l.VRF == vrf }))
 	}
 }
+
+// routeAdded sets retry when a route into vrf was added while routes into
+// the same table were refused earlier in the run: the table exists now
+// (made meanwhile by mappings, or by VPP's startup configuration). The
+// table stays pending until no desired route waits for it (forgetTables
+// at the end of the run), however the run's routes interleave.
+func (x *runner) routeAdded(vrf uint32) {
+	for _, i := range x.noTable {
+		x.retry = x.retry || x.ops[i].Route.VRF == vrf
+	}
+}

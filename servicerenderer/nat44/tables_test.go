@@ -155,3 +155,53 @@ func TestFullApplyFindsTheRoute(t *testing.T) {
 		t.Errorf("%d route calls, pending tables %+v: want the 4 lookups only", n, r.PendingTables())
 	}
 }
+
+// TestTableMadeBehindTheRenderersBack: the startup configuration makes the
+// pod VRF's table before the renderer hears of any interface; a new
+// service's lookup route into it is then added. The routes refused before
+// still wait: the table stays pending (readiness says so) until they are
+// added, rather than being forgotten with them missing from VPP.
+func TestTableMadeBehindTheRenderersBack(t *testing.T) {
+	var log acks
+	e := newSimEnvWith(t, sim.Options{Traffic: true, OnAck: log.on})
+	e.vpp.CreateTable(1)
+	e.cfg.NodeInterfaces = []string{"GbE", "VXLAN-BVI", "VPP-Host"}
+	e.cfg.HoldMappings = time.Hour
+	e.cfg.SNAT = nat44.SNAT{}
+	data := cluster()
+	r := e.renderer()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	e.restartLate()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true) // the VRF 1 routes refused: table 1 pending
+	if p := r.PendingTables(); len(p) != 1 || len(p[0].Routes) != 5 {
+		t.Fatalf("PendingTables() = %+v, want table 1 with 5 routes", p)
+	}
+
+	e.vpp.FinishStartup() // table 1 and the interfaces; no event taken in yet
+	if err := r.UpdateService(nil, svc("new", "10.96.0.77", "10.1.2.7")); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, false)
+	if !slices.ContainsFunc(e.vpp.Routes(), func(rt sim.Route) bool {
+		return rt.VRF == 1 && rt.Prefix == netip.MustParsePrefix("10.96.0.77/32")
+	}) {
+		t.Fatalf("routes %v: want the new cluster IP's lookup in VRF 1", e.vpp.Routes())
+	}
+	// Every desired route is in VPP or reported waiting.
+	missing := 0
+	for _, p := range []netip.Prefix{e.cfg.ServiceCIDR, netip.MustParsePrefix("10.96.0.1/32"), netip.MustParsePrefix("10.96.0.2/32"),
+		netip.MustParsePrefix("10.96.0.9/32"), netip.MustParsePrefix("10.96.0.10/32")} {
+		if !slices.ContainsFunc(e.vpp.Routes(), func(rt sim.Route) bool { return rt.VRF == 1 && rt.Prefix == p }) {
+			missing++
+		}
+	}
+	if p := r.PendingTables(); missing > 0 && (len(p) != 1 || len(p[0].Routes) != missing) {
+		t.Errorf("%d routes into table 1 missing from VPP, pending tables %+v: the missing routes are not reported", missing, p)
+	}
+}
