@@ -125,6 +125,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		}
 	}
 	err := r.run(ctx, ops, full, start)
+	r.forgetTables() // a table stays pending while any route waits for it
 	for _, fe := range r.dirty {
 		if fe.unused() {
 			delete(r.frontends, fe.key)
@@ -404,9 +405,6 @@ func (x *runner) result(i int, idx uint32, err error) {
 		err = nil // the table is gone, and its routes with it
 	}
 	if err == nil {
-		if op.isRoute() && op.Add {
-			delete(r.pendingTables, op.Route.VRF)
-		}
 		if op.Kind < OpDeleteTranslation {
 			x.nodeChanged = true
 			b.node++
@@ -623,5 +621,24 @@ func (r *Renderer) saveNode() {
 	}
 	if err := r.store.Save(r.applied); err != nil {
 		r.log.Warn("cnat node record not saved", "error", err)
+	}
+}
+
+// forgetTables drops the tables no wanted route (drop or verdict) waits
+// for any more: one route added into a table does not mean the others
+// refused for want of it are in. The caller holds mu.
+func (r *Renderer) forgetTables() {
+	for vrf := range r.pendingTables {
+		waits := slices.ContainsFunc(diffRoutes(nil, r.desired.Routes, r.applied.Routes, true), func(op Op) bool {
+			return op.Add && op.Route.VRF == vrf
+		})
+		for rt, n := range r.routeRefs {
+			if _, have := r.verdicts[rt]; n > 0 && !have && rt.VRF == vrf {
+				waits = true
+			}
+		}
+		if !waits {
+			delete(r.pendingTables, vrf)
+		}
 	}
 }
