@@ -59,8 +59,14 @@ func testConfigFrom(t *testing.T, cfg contivconf.Config, etcdURL string, dir str
 
 func start(t *testing.T, cfg contivconf.Config, vpp *sim.VPP, load string) *running {
 	t.Helper()
+	return startWith(t, Options{Config: cfg, Dataplane: Simulated(vpp), LoadFile: load, LogOutput: io.Discard})
+}
+
+// startWith is start with the agent's options given whole.
+func startWith(t *testing.T, opts Options) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{Config: cfg, Dataplane: Simulated(vpp), LoadFile: load, LogOutput: io.Discard})
+	a, err := New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,23 +63,10 @@ endpoints:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{
+	a := startWith(t, Options{
 		Config: cfg, Dataplane: Simulated(sim.New(sim.Options{})), LoadFile: manifest, LogOutput: io.Discard,
 		HealthCheckAddress: loopback, ProxyHealthAddress: "127.0.0.1:" + strconv.Itoa(int(proxy)),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = a.Run(ctx)
-	}()
-	defer func() { cancel(); wg.Wait() }()
-	waitFor(t, "agent ready", a.Ready)
+	}).a
 
 	get := func(path string) int {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(proxy)) + path)
@@ -95,7 +80,7 @@ endpoints:
 	putNode := func(taints ...kubestate.Taint) {
 		t.Helper()
 		n := &kubestate.Node{Name: "node-1", PodCIDRs: []string{"10.1.1.0/24"}, Taints: taints}
-		if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(n)}); err != nil {
+		if err := w.Apply(t.Context(), []kubestate.Op{kubestate.PutOp(n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +104,7 @@ endpoints:
 		Endpoints:   []kubestate.Endpoint{{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"}},
 		TriggerTime: time.Now().UTC(),
 	}
-	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(slice)}); err != nil {
+	if err := w.Apply(t.Context(), []kubestate.Op{kubestate.PutOp(slice)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "latency observed", func() bool { return a.latency.view().Observed == 1 })
