@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,9 +29,29 @@ type agentChangeRun struct {
 	// the difference of.
 	withAgent, baseline time.Duration
 	changes             int
+	// allocs and bytes are the agent's heap allocations per change (with
+	// the agent less the bare watch).
+	allocs, bytes float64
+	// paced is the agent's CPU per change when the changes come at
+	// pacedRate a second, each written without waiting for the one
+	// before; pacedChanges were written, at pacedAchieved a second, in
+	// pacedBatches applied batches.
+	paced                      time.Duration
+	pacedChanges, pacedBatches int
+	pacedAchieved              float64
+	pacedWithAgent, pacedBase  time.Duration
 	// profiled is the number of changes in the CPU profile.
 	profiled int
 }
+
+// pacedRate is the rate of the paced blocks, changes a second, and
+// pacedInFlight the most puts of them in flight at once.
+const (
+	pacedRate     = 1000
+	pacedInFlight = 16
+	// pacedBlock is the most changes of one paced block.
+	pacedBlock = 1000
+)
 
 // agentChangeBlock is the number of changes of one block; the agent's and
 // the baseline's blocks alternate, so that the machine's drift weighs on
@@ -78,16 +100,35 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	wch := bare.Watch(wctx, basePrefix, clientv3.WithPrefix())
+	// The bare watch counts the events it receives and says so on got.
+	var received atomic.Int64
 	got := make(chan struct{}, 1)
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		for resp := range wch {
-			for range resp.Events {
-				got <- struct{}{}
+			received.Add(int64(len(resp.Events)))
+			select {
+			case got <- struct{}{}:
+			default:
 			}
 		}
 	}()
+	baseWritten := int64(0)
+	// baseWait waits until the bare watch has received every put written.
+	baseWait := func() error {
+		timeout := time.After(time.Minute)
+		for received.Load() < baseWritten {
+			select {
+			case <-got:
+			case <-timeout:
+				return errors.New("agent-change: the bare watch received nothing within a minute")
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
 	defer func() { stopWatch(); <-watchDone }()
 
 	// Each path has its own cursor: the agent must see every change of
@@ -108,14 +149,8 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		if _, err := cli.Put(ctx, basePrefix+s.Name, string(val)); err != nil {
 			return err
 		}
-		select {
-		case <-got:
-			return nil
-		case <-time.After(time.Minute):
-			return errors.New("agent-change: the bare watch received nothing within a minute")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		baseWritten++
+		return baseWait()
 	}
 	// Warm up both paths (connections, the runtime's caches).
 	for range agentChangeBlock / 2 {
@@ -123,18 +158,32 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 			return nil, err
 		}
 	}
-	block := func(one func() error) (time.Duration, error) {
+	var ms runtime.MemStats
+	// measured runs f and returns its process CPU and heap allocations.
+	measured := func(f func() error) (changeCost, error) {
 		runtime.GC()
-		c0 := cpuTime()
-		for range agentChangeBlock {
-			if err := one(); err != nil {
-				return 0, err
-			}
+		runtime.ReadMemStats(&ms)
+		c := changeCost{cpu: -cpuTime(), allocs: -int64(ms.Mallocs), bytes: -int64(ms.TotalAlloc)}
+		if err := f(); err != nil {
+			return changeCost{}, err
 		}
-		return cpuTime() - c0, nil
+		c.cpu += cpuTime()
+		runtime.ReadMemStats(&ms)
+		c.allocs, c.bytes = c.allocs+int64(ms.Mallocs), c.bytes+int64(ms.TotalAlloc)
+		return c, nil
+	}
+	block := func(one func() error) (changeCost, error) {
+		return measured(func() error {
+			for range agentChangeBlock {
+				if err := one(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 	out := &agentChangeRun{}
-	var agentCPU, baseCPU time.Duration
+	var agentCost, baseCost changeCost
 	for out.changes < changes {
 		a, err := block(agentOne)
 		if err != nil {
@@ -144,12 +193,76 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		if err != nil {
 			return nil, err
 		}
-		agentCPU, baseCPU = agentCPU+a, baseCPU+b
+		agentCost, baseCost = agentCost.add(a), baseCost.add(b)
 		out.changes += agentChangeBlock
 	}
-	out.withAgent = agentCPU / time.Duration(out.changes)
-	out.baseline = baseCPU / time.Duration(out.changes)
+	out.withAgent = agentCost.cpu / time.Duration(out.changes)
+	out.baseline = baseCost.cpu / time.Duration(out.changes)
 	out.perChange = max(out.withAgent-out.baseline, 0)
+	out.allocs = float64(agentCost.allocs-baseCost.allocs) / float64(out.changes)
+	out.bytes = float64(agentCost.bytes-baseCost.bytes) / float64(out.changes)
+
+	// The paced blocks: pacedRate changes a second, each put without
+	// waiting for the one before, the agent's and the bare watch's in
+	// turn as above. The agent's block ends with one change waited for
+	// (the watch delivers and the loop applies in order, so every change
+	// before it is applied then); the bare watch's once it received all.
+	vals := make([][]byte, len(seq))
+	for i, sl := range seq {
+		if vals[i], err = kubestate.Encode(sl); err != nil {
+			return nil, err
+		}
+	}
+	agentPut := func(i int) error {
+		i = (next + i) % len(seq)
+		_, err := cli.Put(ctx, seq[i].Key().String(), string(vals[i]))
+		return err
+	}
+	basePut := func(i int) error {
+		i = (bnext + i) % len(seq)
+		_, err := cli.Put(ctx, basePrefix+seq[i].Name, string(vals[i]))
+		return err
+	}
+	ctl := set.agents[0].ctl
+	var agentPaced, basePaced changeCost
+	var pacedWall time.Duration
+	batches0 := ctl.Status().Batches
+	pb := min(pacedBlock, changes)
+	for out.pacedChanges < changes {
+		t0 := time.Now()
+		a, err := measured(func() error {
+			if err := paced(ctx, pb-1, agentPut); err != nil {
+				return err
+			}
+			next += pb - 1
+			return agentOne()
+		})
+		if err != nil {
+			return nil, err
+		}
+		pacedWall += time.Since(t0)
+		b, err := measured(func() error {
+			baseWritten += int64(pb - 1)
+			if err := paced(ctx, pb-1, basePut); err != nil {
+				return err
+			}
+			bnext += pb - 1
+			if err := baseWait(); err != nil {
+				return err
+			}
+			return baseOne()
+		})
+		if err != nil {
+			return nil, err
+		}
+		agentPaced, basePaced = agentPaced.add(a), basePaced.add(b)
+		out.pacedChanges += pb
+	}
+	out.pacedBatches = int(ctl.Status().Batches - batches0)
+	out.pacedAchieved = float64(out.pacedChanges) / pacedWall.Seconds()
+	out.pacedWithAgent = agentPaced.cpu / time.Duration(out.pacedChanges)
+	out.pacedBase = basePaced.cpu / time.Duration(out.pacedChanges)
+	out.paced = max(out.pacedWithAgent-out.pacedBase, 0)
 	if dir == "" {
 		return out, nil
 	}
@@ -169,6 +282,53 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		out.profiled++
 	}
 	return out, nil
+}
+
+// changeCost is the process CPU and the heap allocations of a section.
+type changeCost struct {
+	cpu           time.Duration
+	allocs, bytes int64
+}
+
+func (c changeCost) add(d changeCost) changeCost {
+	return changeCost{cpu: c.cpu + d.cpu, allocs: c.allocs + d.allocs, bytes: c.bytes + d.bytes}
+}
+
+// paced calls put count times (with 0, 1, …), pacedRate times a second, without waiting
+// for a call to return before making the next (up to pacedInFlight at
+// once; when they fall behind, the calls go as fast as they can until they
+// are back on time). It returns once every call returned.
+func paced(ctx context.Context, count int, put func(i int) error) error {
+	calls := make(chan int)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range pacedInFlight {
+		wg.Go(func() {
+			for i := range calls {
+				if err := put(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	start := time.Now()
+	for i := range count {
+		if d := time.Until(start.Add(time.Duration(i) * time.Second / pacedRate)); d > 0 {
+			time.Sleep(d)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		calls <- i
+	}
+	close(calls)
+	wg.Wait()
+	return errors.Join(append(errs, ctx.Err())...)
 }
 
 // writeHeapProfile writes the live heap after a full collection (the

@@ -330,7 +330,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.wants(FigAgentChange) {
 		runs := min(o.Runs, 3)
 		o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges, "runs", runs)
-		var per, with, base []float64
+		var per, with, base, allocs, bytes, paced, rate, batches []float64
 		var changes int
 		for i := range runs {
 			// The profiles are taken in the last run only.
@@ -344,10 +344,15 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			}
 			o.Log.Info("agent-change run", "run", i+1, "perChange", r.perChange, "profiled", r.profiled)
 			per, with, base = append(per, us(r.perChange)), append(with, us(r.withAgent)), append(base, us(r.baseline))
+			allocs, bytes = append(allocs, r.allocs), append(bytes, r.bytes)
+			paced, rate = append(paced, us(r.paced)), append(rate, r.pacedAchieved)
+			batches = append(batches, float64(r.pacedBatches)/float64(max(r.pacedChanges, 1)))
 			changes = r.changes
 		}
 		res.AgentChangeCPUUS = median(per)
-		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base)}
+		res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base),
+			AllocsPerChange: median(allocs), BytesPerChange: median(bytes),
+			CPUUSPerChange1000ps: median(paced), PacedPerRunUS: paced, PacedRate: median(rate), BatchesPerChange: median(batches)}
 	}
 	if o.wants(FigNPL) {
 		o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)

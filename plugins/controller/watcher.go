@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -422,49 +423,112 @@ func (w *watcher) watched(key []byte) bool {
 // watch queues the changes after revision rev until the watch is lost or
 // ctx is done. healthy tells that the watch worked (it delivered, or it
 // ended for a reason that is no failure of its own).
+//
+// Each resource's watch is taken in on its own goroutine, the one that
+// receives from the client's watch channel: it decodes and queues the
+// changes there, so that a change passes through no goroutine of the
+// watcher's own on its way to the loop. takeIn serialises them: the
+// watches' state (next, seen, the sync marker's generation) is shared, and
+// once one of them ends the watch, nothing more is taken in. One watch per
+// resource (multiplexed by the client on one stream) keeps the agent from
+// receiving keys under the prefix that are not cluster state, such as every
+// node's pod IP allocations.
 func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected <-chan struct{}) (healthy bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	t := &takeIn{w: w, next: next, ended: make(chan struct{})}
+	from := maps.Clone(next) // next is the watches' once they start
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wch := w.watchAll(wctx, &wg, next)
-	for {
-		select {
-		case <-ctx.Done():
-			return healthy, ctx.Err()
-		case <-reconnected:
-			return true, errReconnected
-		case <-w.relist:
-			return true, errRelistRequested
-		case r := <-wch:
-			if !r.ok {
-				return healthy, errWatchClosed
-			}
-			resp := r.resp
-			if err := resp.Err(); err != nil {
-				return healthy, fmt.Errorf("watch of %s from revision %d: %w", r.prefix, next[r.prefix], err)
-			}
-			if resp.Canceled {
-				return healthy, fmt.Errorf("watch of %s from revision %d: cancelled by etcd", r.prefix, next[r.prefix])
-			}
-			healthy = true
-			if lost, err := w.outputLost(ctx, r.prefix, resp.Events); lost || err != nil {
-				return healthy, cmp.Or(err, errOutputLost)
-			}
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypePut {
-					w.see(ev.Kv)
-				}
-				w.take(ev)
-				next[r.prefix] = max(next[r.prefix], ev.Kv.ModRevision+1)
-			}
-			if resp.IsProgressNotify() {
-				// Every change of the prefix up to the header's
-				// revision has been delivered.
-				next[r.prefix] = max(next[r.prefix], resp.Header.Revision+1)
-			}
+	for p, rev := range from {
+		opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithProgressNotify()}
+		if p != kubestate.SyncedKey {
+			opts = append(opts, clientv3.WithPrefix())
 		}
+		wch := w.cli.Watch(wctx, p, opts...)
+		wg.Go(func() {
+			for resp := range wch {
+				if !t.response(ctx, p, &resp) {
+					return
+				}
+			}
+			t.end(errWatchClosed)
+		})
 	}
+	select {
+	case <-ctx.Done():
+		t.end(ctx.Err())
+	case <-reconnected:
+		t.end(errReconnected)
+	case <-w.relist:
+		t.end(errRelistRequested)
+	case <-t.ended:
+	}
+	cancel()
+	wg.Wait()
+	return t.healthy, t.err
+}
+
+// takeIn is one watch's taking in of the responses of its per-resource
+// watches, one response at a time.
+type takeIn struct {
+	w  *watcher
+	mu sync.Mutex
+	// next is each prefix's next revision to watch from.
+	next map[string]int64
+	// healthy tells that a response was taken in; err is why the watch
+	// ended, set once; ended is closed then.
+	healthy bool
+	err     error
+	ended   chan struct{}
+}
+
+// end ends the watch for err unless it has ended already.
+func (t *takeIn) end(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endLocked(err)
+}
+
+func (t *takeIn) endLocked(err error) {
+	if t.err == nil {
+		t.err = err
+		close(t.ended)
+	}
+}
+
+// response takes in one response of the watch of prefix; false when the
+// watch has ended (by this response or before).
+func (t *takeIn) response(ctx context.Context, prefix string, resp *clientv3.WatchResponse) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, next := t.w, t.next
+	switch {
+	case t.err != nil:
+		return false
+	case resp.Err() != nil:
+		t.endLocked(fmt.Errorf("watch of %s from revision %d: %w", prefix, next[prefix], resp.Err()))
+		return false
+	case resp.Canceled:
+		t.endLocked(fmt.Errorf("watch of %s from revision %d: cancelled by etcd", prefix, next[prefix]))
+		return false
+	}
+	t.healthy = true
+	if lost, err := w.outputLost(ctx, prefix, resp.Events); lost || err != nil {
+		t.endLocked(cmp.Or(err, errOutputLost))
+		return false
+	}
+	for _, ev := range resp.Events {
+		if ev.Type == clientv3.EventTypePut {
+			w.see(ev.Kv)
+		}
+		w.take(ev)
+		next[prefix] = max(next[prefix], ev.Kv.ModRevision+1)
+	}
+	if resp.IsProgressNotify() {
+		// Every change of the prefix up to the header's revision has
+		// been delivered.
+		next[prefix] = max(next[prefix], resp.Header.Revision+1)
+	}
+	return true
 }
 
 // outputLost tells, with RequireSynced, whether events watched under
@@ -565,46 +629,6 @@ func (w *watcher) relistDelay() time.Duration {
 // relistNodesPerJitter is how many nodes share one RelistJitter of the
 // spread: 5000 nodes re-list over 10 jitters.
 const relistNodesPerJitter = 500
-
-// watchAll watches every resource prefix from its next revision and merges
-// the responses into one channel; a response with ok unset tells that one
-// watch ended. One watch per resource (multiplexed by the client on one
-// stream) keeps the agent from receiving keys under the prefix that are not
-// cluster state, such as every node's pod IP allocations. The goroutines
-// end with ctx.
-func (w *watcher) watchAll(ctx context.Context, wg *sync.WaitGroup, next map[string]int64) <-chan watchResp {
-	out := make(chan watchResp)
-	for p := range next {
-		opts := []clientv3.OpOption{clientv3.WithRev(next[p]), clientv3.WithProgressNotify()}
-		if p != kubestate.SyncedKey {
-			opts = append(opts, clientv3.WithPrefix())
-		}
-		wch := w.cli.Watch(ctx, p, opts...)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for resp := range wch {
-				select {
-				case out <- watchResp{prefix: p, resp: resp, ok: true}:
-				case <-ctx.Done():
-					return
-				}
-			}
-			select {
-			case out <- watchResp{prefix: p}:
-			case <-ctx.Done():
-			}
-		}()
-	}
-	return out
-}
-
-// watchResp is one response of one of the merged watches.
-type watchResp struct {
-	prefix string
-	resp   clientv3.WatchResponse
-	ok     bool
-}
 
 // take queues one watched change.
 func (w *watcher) take(ev *clientv3.Event) {
