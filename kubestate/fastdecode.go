@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-	"unique"
+	"unsafe"
 )
 
 // The fast path of Decode.
@@ -42,8 +42,15 @@ const maxSkipDepth = 100
 // decoder is the state of one fast decode.
 type decoder struct {
 	b []byte // the value
-	s string // a copy of it: decoded strings are cut from it before rehome
-	i int    // the next byte to read
+	// s is the value's bytes as a string, not a copy: decoded strings are
+	// cut from it, and rehome copies them out (or they are interned)
+	// before decodeFast returns, so that the object holds nothing of the
+	// value, which stays the caller's.
+	s string
+	i int // the next byte to read
+	// shared gathers the addresses of a slice's endpoints, which rehome
+	// moves into one array.
+	shared []string
 	// recent holds strings interned lately: a slice's endpoints repeat
 	// their namespace and target kind, cheaper to compare than to look up.
 	recent [8]string
@@ -55,13 +62,14 @@ func decodeFast(r Resource, value []byte) (Object, bool) {
 	if r != ResEndpointSlice && r != ResService && r != ResPod {
 		return nil, false
 	}
-	d := decoder{b: value, s: string(value)}
+	d := decoder{b: value, s: unsafe.String(unsafe.SliceData(value), len(value))}
 	d.ws()
 	var o Object
 	var ok bool
 	switch r {
 	case ResEndpointSlice:
 		x := &EndpointSlice{}
+		d.shared = make([]string, 0, 16) // a slice's endpoints hold one address each, mostly
 		o, ok = x, d.endpointSlice(x)
 	case ResService:
 		x := &Service{}
@@ -263,10 +271,53 @@ func (d *decoder) intern(s string) string {
 			return r
 		}
 	}
-	s = unique.Make(s).Value()
+	s = canonical(s)
 	d.recent[d.next%len(d.recent)] = s
 	d.next++
 	return s
+}
+
+// sharedStrs reads an array of strings or null as strs does, appending
+// the strings to d.shared: *p is a slice of it until rehome gives every
+// such slice of the object one array.
+func (d *decoder) sharedStrs(p *[]string) bool {
+	if d.null() {
+		*p = nil
+		return true
+	}
+	if d.peek() != '[' {
+		return false
+	}
+	d.i++
+	if d.ws(); d.peek() == ']' {
+		d.i++
+		*p = []string{}
+		return true
+	}
+	start := len(d.shared)
+	for {
+		var s string
+		if !d.null() {
+			var ok bool
+			if s, ok = d.plainString(); !ok {
+				return false
+			}
+		}
+		d.shared = append(d.shared, s)
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.ws()
+		case ']':
+			d.i++
+			end := len(d.shared)
+			*p = d.shared[start:end:end]
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // strs reads an array of strings or null.
@@ -476,6 +527,9 @@ var (
 // the copy of the whole value, into one allocation of their own: the
 // object then does not hold on to the value's keys and syntax.
 func rehome(o Object) {
+	if s, ok := o.(*EndpointSlice); ok {
+		shareAddresses(s)
+	}
 	n := 0
 	ownStrings(o, func(p *string) { n += len(*p) })
 	if n == 0 {
@@ -491,6 +545,28 @@ func rehome(o Object) {
 		b.WriteString(*p)
 		*p = b.String()[off:]
 	})
+}
+
+// shareAddresses moves the addresses of every endpoint of s into one
+// array, each endpoint's a slice of it with no room to grow into the next.
+func shareAddresses(s *EndpointSlice) {
+	n := 0
+	for i := range s.Endpoints {
+		n += len(s.Endpoints[i].Addresses)
+	}
+	if n == 0 {
+		return
+	}
+	all := make([]string, 0, n)
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		if len(e.Addresses) == 0 {
+			continue // nil or empty, as decoded
+		}
+		start := len(all)
+		all = append(all, e.Addresses...)
+		e.Addresses = all[start:len(all):len(all)]
+	}
 }
 
 // ownStrings calls f for each string of o that compact does not intern.

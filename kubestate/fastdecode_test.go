@@ -1,6 +1,7 @@
 package kubestate_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -145,6 +146,44 @@ func TestDecodeFastTakesWriterOutput(t *testing.T) {
 		}
 		if want := s.res == es || s.res == svc || s.res == pod; fast != want {
 			t.Errorf("%s %s: fast path taken: %v", s.res, s.value, fast)
+		}
+	}
+}
+
+// TestDecodeEndpointSliceAllocations holds the fast path to its few
+// allocations for a slice of 11 endpoints: the object, its ports, its
+// endpoints, their addresses (one array for all, gathered in one more) and
+// the strings moved out of the value; nothing per endpoint. Every
+// repeated string is interned (cached after the first run).
+func TestDecodeEndpointSliceAllocations(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"namespace":"ns","name":"web-abc","serviceName":"web","addressType":"IPv4","ports":[{"name":"http","protocol":"TCP","port":8080}],"endpoints":[`)
+	for i := range 11 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"addresses":["10.1.%d.2"],"ready":true,"serving":true,"nodeName":"node-%d","targetKind":"Pod","targetNamespace":"ns","targetName":"web-%d"}`, i, i, i)
+	}
+	b.WriteString(`]}`)
+	value := []byte(b.String())
+	k := kubestate.Key{Resource: es, Namespace: "ns", Name: "web-abc"}
+	var got *kubestate.EndpointSlice
+	allocs := testing.AllocsPerRun(100, func() {
+		o, err := kubestate.Decode(k, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = o.(*kubestate.EndpointSlice)
+	})
+	if len(got.Endpoints) != 11 || got.Endpoints[10].Addresses[0] != "10.1.10.2" {
+		t.Fatalf("decoded %+v", got)
+	}
+	if allocs > 6 {
+		t.Errorf("%.0f allocations per decode, want at most 6", allocs)
+	}
+	for i, e := range got.Endpoints {
+		if cap(e.Addresses) != len(e.Addresses) {
+			t.Errorf("endpoint %d: addresses cap %d for %d: an append would overwrite the next endpoint's", i, cap(e.Addresses), len(e.Addresses))
 		}
 	}
 }

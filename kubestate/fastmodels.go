@@ -48,7 +48,7 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 	ok = d.object(func(key string) bool {
 		switch key {
 		case "addresses":
-			return seen.first(0) && d.strs(&e.Addresses)
+			return seen.first(0) && d.sharedStrs(&e.Addresses)
 		case "ready":
 			return seen.first(1) && d.boolean(&e.Ready)
 		case "serving":

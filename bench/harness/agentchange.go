@@ -281,7 +281,38 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		}
 		out.profiled++
 	}
-	return out, nil
+	pprof.StopCPUProfile()
+	// As many changes watched by the bare watch alone: the base that
+	// go tool pprof -diff_base agent-change-base.pprof agent-change.pprof
+	// takes out, leaving the agent's own work.
+	fb, err := os.Create(filepath.Join(dir, "agent-change-base.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	defer fb.Close()
+	if err := pprof.StartCPUProfile(fb); err != nil {
+		return nil, err
+	}
+	for range out.profiled {
+		if err := baseOne(); err != nil {
+			return nil, err
+		}
+	}
+	pprof.StopCPUProfile()
+	// The allocations of the agent's changes: every 4 KiB allocated is
+	// sampled from here on, and the heap profile written before them is
+	// the base to take out (go tool pprof -sample_index=alloc_space
+	// -diff_base agent-allocs-base.pprof agent-allocs.pprof).
+	runtime.MemProfileRate = 4096
+	if err := writeHeapProfile(filepath.Join(dir, "agent-allocs-base.pprof")); err != nil {
+		return nil, err
+	}
+	for range agentChangeBlock * 10 {
+		if err := agentOne(); err != nil {
+			return nil, err
+		}
+	}
+	return out, writeHeapProfile(filepath.Join(dir, "agent-allocs.pprof"))
 }
 
 // changeCost is the process CPU and the heap allocations of a section.
