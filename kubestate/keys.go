@@ -52,8 +52,19 @@ func (r Resource) Namespaced() bool {
 
 // KeyPrefix is the etcd prefix holding every object of r.
 func (r Resource) KeyPrefix() string {
-	if r == ResVppNode {
+	switch r { // constants: ParseKey tries them for every key it parses
+	case ResVppNode:
 		return Prefix + "nodesync/node/"
+	case ResService:
+		return Prefix + "k8s/" + string(ResService) + "/"
+	case ResEndpointSlice:
+		return Prefix + "k8s/" + string(ResEndpointSlice) + "/"
+	case ResPod:
+		return Prefix + "k8s/" + string(ResPod) + "/"
+	case ResNode:
+		return Prefix + "k8s/" + string(ResNode) + "/"
+	case ResNamespace:
+		return Prefix + "k8s/" + string(ResNamespace) + "/"
 	}
 	return Prefix + "k8s/" + string(r) + "/"
 }
@@ -130,14 +141,21 @@ func ParseKey(s string) (Key, error) {
 
 // parsePodKey parses rest, the part of pod key s after the pod prefix.
 func parsePodKey(s, rest string) (Key, error) {
-	parts := strings.Split(rest, "/")
-	for _, p := range parts {
-		if p == "" {
-			parts = nil // an empty segment: malformed
+	var parts [3]string
+	n := 0 // segments; 0 when one is empty (malformed), 4 for more than 3
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "" {
+			n = 0
 			break
 		}
+		if n == len(parts) {
+			n++
+			break
+		}
+		parts[n] = seg
+		n++
 	}
-	switch len(parts) {
+	switch n {
 	case 3:
 		k := Key{Resource: ResPod, Node: parts[0], Namespace: parts[1], Name: parts[2]}
 		if k.Node == UnscheduledNode {

@@ -109,3 +109,28 @@ func TestApplyMove(t *testing.T) {
 		t.Errorf("pods %v, %v; want only %s", l.Objects, err, scheduled.Key())
 	}
 }
+
+// TestParseKeyAllocatesNothing: the watcher parses the key of every change;
+// the parsed key's strings are cut from the one given, and the resources'
+// prefixes it tries are constants.
+func TestParseKeyAllocatesNothing(t *testing.T) {
+	for _, s := range []string{
+		ResEndpointSlice.KeyPrefix() + "ns/web-abc",
+		ResPod.KeyPrefix() + "node-1/ns/web-1",
+		ResVppNode.KeyPrefix() + "node-1",
+	} {
+		var k Key
+		allocs := testing.AllocsPerRun(100, func() {
+			var err error
+			if k, err = ParseKey(s); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if k.String() != s {
+			t.Errorf("parsed %q as %+v", s, k)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: %.0f allocations, want none", s, allocs)
+		}
+	}
+}

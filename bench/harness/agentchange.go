@@ -50,7 +50,7 @@ const (
 	pacedRate     = 1000
 	pacedInFlight = 16
 	// pacedBlock is the most changes of one paced block.
-	pacedBlock = 1000
+	pacedBlock = 250
 )
 
 // agentChangeBlock is the number of changes of one block; the agent's and

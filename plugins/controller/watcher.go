@@ -379,7 +379,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 		}
 		for _, kv := range resp.Kvs {
 			w.see(kv)
-			k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
+			k, o, err := w.decode(string(kv.Key), kv.Value, kv.ModRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
 				l.bad[k] = true
@@ -396,8 +396,8 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 
 // decode parses a stored key and decodes its value. A failure is logged
 // with the key, counted, and returned; the key is returned when it parsed.
-func (w *watcher) decode(key, value []byte, rev int64) (kubestate.Key, kubestate.Object, error) {
-	k, err := kubestate.ParseKey(string(key))
+func (w *watcher) decode(key string, value []byte, rev int64) (kubestate.Key, kubestate.Object, error) {
+	k, err := kubestate.ParseKey(key)
 	if err == nil {
 		var o kubestate.Object
 		w.st.decoded.Add(1)
@@ -406,14 +406,14 @@ func (w *watcher) decode(key, value []byte, rev int64) (kubestate.Key, kubestate
 		}
 	}
 	w.st.decodeErrors.Add(1)
-	w.log.Error("skipping a stored value that cannot be decoded", "key", string(key), "rev", rev, "size", len(value), "err", err)
+	w.log.Error("skipping a stored value that cannot be decoded", "key", key, "rev", rev, "size", len(value), "err", err)
 	return k, nil, err
 }
 
 // watched tells whether key belongs to a watched resource.
-func (w *watcher) watched(key []byte) bool {
+func (w *watcher) watched(key string) bool {
 	for _, p := range w.prefixes {
-		if strings.HasPrefix(string(key), p) {
+		if strings.HasPrefix(key, p) {
 			return true
 		}
 	}
@@ -633,7 +633,8 @@ const relistNodesPerJitter = 500
 // take queues one watched change.
 func (w *watcher) take(ev *clientv3.Event) {
 	kv := ev.Kv
-	if !w.watched(kv.Key) {
+	key := string(kv.Key) // one copy, which the parsed key's strings share
+	if !w.watched(key) {
 		return
 	}
 	defer storeMax(&w.st.watchRevision, kv.ModRevision)
@@ -641,16 +642,16 @@ func (w *watcher) take(ev *clientv3.Event) {
 		w.queued(kv.ModRevision)
 	}
 	if ev.Type == clientv3.EventTypeDelete {
-		k, err := kubestate.ParseKey(string(kv.Key))
+		k, err := kubestate.ParseKey(key)
 		if err != nil {
 			// Its put was skipped (and counted) already.
-			w.log.Debug("skipping a delete of a malformed key", "key", string(kv.Key), "rev", kv.ModRevision)
+			w.log.Debug("skipping a delete of a malformed key", "key", key, "rev", kv.ModRevision)
 			return
 		}
 		w.q.pushChange(change{key: k, rev: kv.ModRevision})
 		return
 	}
-	k, o, err := w.decode(kv.Key, kv.Value, kv.ModRevision)
+	k, o, err := w.decode(key, kv.Value, kv.ModRevision)
 	if err != nil {
 		return // the controller keeps the last good value
 	}
