@@ -82,8 +82,16 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	seq := changeSeq(w)
 	set := newFanoutSet(env, m, env.podTable(w), 1)
 	defer set.close()
-	if err := set.grow(ctx, 1, func(int) bool { return true }); err != nil {
-		return nil, err
+	// The agent's goroutines, and the ones they start (its etcd client's
+	// included), carry the profile label part=agent: its own CPU shows in
+	// agent-change.pprof with -tagfocus part=agent, etcd's and the
+	// writer's left out.
+	var err2 error
+	pprof.Do(ctx, pprof.Labels("part", "agent"), func(ctx context.Context) {
+		err2 = set.grow(ctx, 1, func(int) bool { return true })
+	})
+	if err2 != nil {
+		return nil, err2
 	}
 
 	if dir != "" {
