@@ -48,7 +48,7 @@ type agentChangeRun struct {
 // pacedInFlight the most puts of them in flight at once.
 const (
 	pacedRate     = 1000
-	pacedInFlight = 16
+	pacedInFlight = 64
 	// pacedBlock is the most changes of one paced block.
 	pacedBlock = 250
 )
@@ -237,18 +237,19 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	batches0 := ctl.Status().Batches
 	pb := min(pacedBlock, changes)
 	for out.pacedChanges < changes {
-		t0 := time.Now()
 		a, err := measured(func() error {
+			t0 := time.Now() // after measured's collection
 			if err := paced(ctx, pb-1, agentPut); err != nil {
 				return err
 			}
 			next += pb - 1
-			return agentOne()
+			err := agentOne()
+			pacedWall += time.Since(t0)
+			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		pacedWall += time.Since(t0)
 		b, err := measured(func() error {
 			baseWritten += int64(pb - 1)
 			if err := paced(ctx, pb-1, basePut); err != nil {
