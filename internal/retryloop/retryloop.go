@@ -9,9 +9,10 @@ package retryloop
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"contiv.dev/vpp/internal/backoff"
 )
 
 // Defaults of Params.
@@ -162,6 +163,5 @@ func (l *Loop) run(ctx context.Context) {
 
 // delay is the jittered pause after the fails-th failure in a row.
 func (l *Loop) delay(fails int) time.Duration {
-	d := min(l.p.Min<<min(fails-1, 20), l.p.Max)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{Initial: l.p.Min, Max: l.p.Max, Jitter: true}.Delay(fails)
 }
