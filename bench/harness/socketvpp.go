@@ -59,7 +59,7 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 		for _, pipelined := range []bool{false, true} {
 			took, calls, err := programOnce(ctx, env, w, evs, pipelined, useCNAT)
 			if err != nil {
-				return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
+				return nil, fmt.Errorf("n=%d (pipelined %v): %w", n, pipelined, err)
 			}
 			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "cnat", useCNAT, "pipelined", pipelined, "took", took, "calls", calls)
 			if pipelined {
@@ -68,7 +68,7 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 				syncMS = append(syncMS, ms(took))
 			}
 			if out.calls != 0 && calls != out.calls {
-				return nil, fmt.Errorf("N=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
+				return nil, fmt.Errorf("n=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
 			}
 			out.calls = calls
 		}
