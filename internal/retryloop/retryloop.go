@@ -89,11 +89,13 @@ func (l *Loop) Kick() {
 		l.cancel = cancel
 		l.wg.Go(func() { l.run(ctx) })
 	}
-	l.mu.Unlock()
+	// Sent under the lock, so that a run ending now sees the kick waiting
+	// and does not call itself stalled.
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
+	l.mu.Unlock()
 }
 
 // Close stops the goroutine, cancelling a run in progress, and waits for
@@ -152,9 +154,11 @@ func (l *Loop) run(ctx context.Context) {
 			l.st.Failures++
 			l.st.LastError, l.st.LastErrorAt = err.Error(), now
 			fails = l.st.Failures
-			l.st.Stalled = errors.Is(err, ErrNoRetry)
-			if l.st.Stalled {
+			l.st.Stalled = false
+			if errors.Is(err, ErrNoRetry) {
 				fails = 0
+				// A Kick during the run already asked for the next one.
+				l.st.Stalled = len(l.kick) == 0
 			}
 		}
 		l.mu.Unlock()
