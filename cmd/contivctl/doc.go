@@ -46,7 +46,8 @@
 //	    processor skipped, and why (in -o json: failures, conflicts, skipped).
 //	    Through cnat (--renderer cnat, or renderer: cnat in --config): the
 //	    node configuration, one line per object (snat addresses and policy,
-//	    exclude prefixes, each interface's SNAT tables and features), then
+//	    exclude prefixes, each interface's SNAT tables and features), its
+//	    routes as under NAT44 (service-CIDR drop, reject, lookup), then
 //	    one line per translation (key, LB type, flow hash, is_real_ip,
 //	    paths), failures and skips (-o json: renderer, translations,
 //	    nodeConfig, failures, skipped).
