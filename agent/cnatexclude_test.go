@@ -8,6 +8,7 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 )
@@ -89,4 +90,22 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podIngress maps the IPv4 address of each of node's pods to its
+// interface, as the simulated CNI names it.
+func podIngress(objs []kubestate.Object, node string) map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, o := range objs {
+		p, ok := o.(*kubestate.Pod)
+		if !ok || p.NodeName != node || p.HostNetwork {
+			continue
+		}
+		for _, ip := range p.IPs {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+				out[a] = ifName(p.Namespace, p.Name)
+			}
+		}
+	}
+	return out
 }

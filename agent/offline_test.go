@@ -111,52 +111,6 @@ func TestRenderNodeID(t *testing.T) {
 	}
 }
 
-// TestTraceStateAgreesWithOracle holds TraceState to the simulated VPP's
-// translation oracle: for every mapping of the rendered example cluster,
-// from an outside client and from each of its backends, and for addresses
-// without a mapping and an interface without NAT.
-func TestTraceStateAgreesWithOracle(t *testing.T) {
-	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
-	st := r.Applied
-	var packets []sim.Packet
-	outside := netip.MustParseAddr("192.0.2.1")
-	for _, m := range st.Mappings {
-		srcs := []netip.Addr{outside}
-		for _, l := range m.Locals {
-			srcs = append(srcs, l.IP)
-		}
-		for _, src := range srcs {
-			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: m.Proto, DstPort: m.Port, Ingress: r.MainInterface})
-		}
-		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: m.Proto, DstPort: m.Port + 1, Ingress: r.MainInterface})
-	}
-	packets = append(packets,
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sr.UDP, DstPort: 53, Ingress: r.MainInterface},
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080, Ingress: "local0"},
-	)
-	translated := 0
-	for _, p := range packets {
-		want := r.Translate(p)
-		got := TraceState(st, p)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%+v:\nTraceState %+v\noracle     %+v", p, got, want)
-		}
-		if want.Verdict == sim.Translated {
-			translated++
-		}
-	}
-	if translated < len(st.Mappings) {
-		t.Errorf("only %d of %d packets translated", translated, len(packets))
-	}
-
-	// Forwarding off drops what no mapping matches.
-	off := st.Clone()
-	off.Global.Forwarding = false
-	if res := TraceState(off, packets[len(packets)-2]); res.Verdict != sim.Dropped {
-		t.Errorf("forwarding off: %+v", res)
-	}
-}
-
 func TestNAT44ObjectsRoundTrip(t *testing.T) {
 	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
 	st := r.Applied
@@ -195,17 +149,6 @@ func BenchmarkRenderExampleCluster(b *testing.B) {
 	for b.Loop() {
 		if _, err := Render(context.Background(), RenderParams{Objects: objs, Config: cfg}); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkTraceState measures one trace over the example cluster's state.
-func BenchmarkTraceState(b *testing.B) {
-	r := mustRender(b, RenderParams{Objects: exampleObjects(b), Config: renderConfig("node-1")})
-	p := sim.Packet{Src: netip.MustParseAddr("10.1.1.4"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}
-	for b.Loop() {
-		if res := TraceState(r.Applied, p); res.Verdict != sim.Translated {
-			b.Fatal(res)
 		}
 	}
 }

@@ -64,9 +64,9 @@
 //	    (NAT44's, or cnat's with --renderer cnat), the packet entering on
 //	    the main NIC. Without, it asks the agent's renderer (/v1/config)
 //	    and answers from the state VPP holds: for nat44 /v1/nat44/mappings
-//	    with agent.TraceState, for cnat /v1/cnat and /v1/ipam (which
-//	    backends are local) with agent.TraceCNAT; tests hold both to the
-//	    oracles. A path repeated k times of n weighs k/n. A note on
+//	    with packettrace.NAT44, for cnat /v1/cnat and /v1/ipam (which
+//	    backends are local) with packettrace.CNAT: both load that state
+//	    into a simulated VPP and ask its oracle. A path repeated k times of n weighs k/n. A note on
 //	    standard error says when VPP does not hold what the agent wants
 //	    for the target. NAT44 translates IPv4 only: an IPv6 target needs
 //	    cnat.
@@ -90,5 +90,5 @@
 // against embedded etcd, a served agent view or a real in-process agent.
 // A new subcommand is one function and one entry in commands(). contivctl
 // knows kubestate, the etcd client, and of the agent only its exported
-// view types, Render, TraceState and TraceCNAT.
+// view types and Render (and package packettrace for the live trace).
 package main

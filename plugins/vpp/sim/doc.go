@@ -203,8 +203,8 @@
 //
 // The translation oracle has two questions. Translate answers the
 // mapping lookup alone: which mapping a packet arriving on an interface
-// matches and where it may go, with probabilities (agent.TraceState
-// mirrors it). Trace follows the packet and its reply through the
+// matches and where it may go, with probabilities (packettrace asks it
+// over an agent's applied state). Trace follows the packet and its reply through the
 // datapath as a real VPP 25.02 was measured to (FACTS.md §4): the reply
 // of a frontend reached through the main NIC's output feature is dropped
 // unless an address-only identity mapping of the frontend address exists
