@@ -76,7 +76,7 @@ func TestRenderExampleCluster(t *testing.T) {
 		t.Errorf("node-2 renders node-1's address:\n%s", desired)
 	}
 
-	res := r.Translate(sim.Packet{Src: netip.MustParseAddr("10.1.2.50"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	res := r.Translate(sim.Packet{Src: netip.MustParseAddr("10.1.2.50"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080})
 	if res.Verdict != sim.Translated || len(res.Backends) != 2 || res.Affinity != 3600 {
 		t.Errorf("cart VIP from node-2: %+v", res)
 	}
@@ -217,7 +217,7 @@ func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
 	if found != 1+len(r.MgmtIPs) {
 		t.Errorf("%d proxy health translations, want one per node address (%d)", found, 1+len(r.MgmtIPs))
 	}
-	probe := sim.Packet{Src: netip.MustParseAddr("192.0.2.9"), Dst: r.NodeIP.Addr(), Proto: sr.TCP, DstPort: 10300}
+	probe := sim.Packet{Src: netip.MustParseAddr("192.0.2.9"), Dst: r.NodeIP.Addr(), Proto: sim.TCP, DstPort: 10300}
 	if res := r.TranslateCNAT(probe); res.Verdict != sim.Translated || len(res.Backends) != 1 ||
 		res.Backends[0].Backend != netip.AddrPortFrom(target.IP, target.Port) || res.Backends[0].Verdict != sim.Translated {
 		t.Errorf("probe of nodeIP:10300 from outside: %+v", res)
@@ -267,12 +267,12 @@ func TestRenderCNAT(t *testing.T) {
 	if n := len(r.vpp.CnatTranslations()); n != len(c.Applied) {
 		t.Errorf("simulated VPP holds %d translations, applied %d", n, len(c.Applied))
 	}
-	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080})
 	if res.Verdict != sim.Translated || len(res.Backends) != 2 {
 		t.Errorf("cart VIP through cnat: %+v", res)
 	}
 	// The NAT44 oracle sees no NAT44 state.
-	if res := r.Translate(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}); res.Verdict == sim.Translated {
+	if res := r.Translate(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080}); res.Verdict == sim.Translated {
 		t.Errorf("NAT44 oracle translates a cnat render: %+v", res)
 	}
 }
@@ -415,7 +415,7 @@ func TestRenderIPv6NodePort(t *testing.T) {
 	if keys["192.168.16.2:30080/TCP"] == nil || keys["[2001:db8:16::2]:30080/TCP"] != nil {
 		t.Errorf("IPv4-only NodePort: v4 %v, v6 %v", keys["192.168.16.2:30080/TCP"], keys["[2001:db8:16::2]:30080/TCP"])
 	}
-	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::2"), Proto: sr.TCP, DstPort: 31090})
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::2"), Proto: sim.TCP, DstPort: 31090})
 	if res.Verdict != sim.Translated || len(res.Backends) != 1 || res.Backends[0].Backend != netip.MustParseAddrPort("[fd00:1:1::20]:8080") {
 		t.Errorf("IPv6 NodePort through cnat: %+v", res)
 	}

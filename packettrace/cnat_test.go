@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.fd.io/govpp/binapi/ip_types"
+
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
@@ -80,21 +82,21 @@ func TestCNATAgreesWithOracle(t *testing.T) {
 	outside := netip.MustParseAddr("192.0.2.1")
 	var packets []sim.Packet
 	for _, tr := range r.CNAT.Applied {
-		packets = append(packets, sim.Packet{Src: outside, Dst: tr.IP, Proto: tr.Proto, DstPort: tr.Port, Ingress: r.MainInterface},
-			sim.Packet{Src: outside, Dst: tr.IP, Proto: tr.Proto, DstPort: tr.Port + 1, Ingress: r.MainInterface})
+		packets = append(packets, sim.Packet{Src: outside, Dst: tr.IP, Proto: ip_types.IPProto(tr.Proto), DstPort: tr.Port, Ingress: r.MainInterface},
+			sim.Packet{Src: outside, Dst: tr.IP, Proto: ip_types.IPProto(tr.Proto), DstPort: tr.Port + 1, Ingress: r.MainInterface})
 		for _, p := range tr.Paths {
 			ingress := r.MainInterface
 			if name, ok := pods[p.IP]; ok {
 				ingress = name
 			}
-			packets = append(packets, sim.Packet{Src: p.IP, Dst: tr.IP, Proto: tr.Proto, DstPort: tr.Port, Ingress: ingress})
+			packets = append(packets, sim.Packet{Src: p.IP, Dst: tr.IP, Proto: ip_types.IPProto(tr.Proto), DstPort: tr.Port, Ingress: ingress})
 		}
 	}
 	client := slices.MinFunc(slices.Collect(maps.Keys(pods)), netip.Addr.Compare)
 	for _, dst := range []string{"8.8.8.8", "10.96.99.99", "10.1.3.7"} {
-		packets = append(packets, sim.Packet{Src: client, Dst: netip.MustParseAddr(dst), Proto: sr.TCP, DstPort: 443, Ingress: pods[client]})
+		packets = append(packets, sim.Packet{Src: client, Dst: netip.MustParseAddr(dst), Proto: sim.TCP, DstPort: 443, Ingress: pods[client]})
 	}
-	packets = append(packets, sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080, Ingress: "local0"})
+	packets = append(packets, sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080, Ingress: "local0"})
 
 	seen := map[string]int{}
 	for _, res := range agreeWithCnatOracle(t, r, packets) {
@@ -180,11 +182,11 @@ nodeConfig:
 	ip := netip.MustParseAddr
 	vip, pod := ip("fd00:96::50"), ip("fd00:1:1::50")
 	packets := []sim.Packet{
-		{Src: ip("2001:db8::1"), Dst: vip, Proto: sr.TCP, DstPort: 80, Ingress: r.MainInterface},
-		{Src: pod, Dst: vip, Proto: sr.TCP, DstPort: 80, Ingress: "tap-shop-client"},
-		{Src: pod, Dst: ip("2001:db8:99::1"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
-		{Src: pod, Dst: ip("fd00:96::99"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
-		{Src: pod, Dst: ip("fd00:1::7"), Proto: sr.TCP, DstPort: 443, Ingress: "tap-shop-client"},
+		{Src: ip("2001:db8::1"), Dst: vip, Proto: sim.TCP, DstPort: 80, Ingress: r.MainInterface},
+		{Src: pod, Dst: vip, Proto: sim.TCP, DstPort: 80, Ingress: "tap-shop-client"},
+		{Src: pod, Dst: ip("2001:db8:99::1"), Proto: sim.TCP, DstPort: 443, Ingress: "tap-shop-client"},
+		{Src: pod, Dst: ip("fd00:96::99"), Proto: sim.TCP, DstPort: 443, Ingress: "tap-shop-client"},
+		{Src: pod, Dst: ip("fd00:1::7"), Proto: sim.TCP, DstPort: 443, Ingress: "tap-shop-client"},
 	}
 	res := agreeWithCnatOracle(t, r, packets)
 	snat6 := ip("2001:db8:16::1")
@@ -214,7 +216,7 @@ func TestCNAT(t *testing.T) {
 	node := &cnat.Node{SNAT4: ip("192.168.16.1"), Policy: cnat.PolicyK8S,
 		Tables: map[string]cnat.Tables{"tap-a": 1<<cnat.TableIncludeV4 | 1<<cnat.TablePod}}
 	st := packettrace.CNATState{Translations: []*cnat.Translation{tr}, Node: node, PodSubnets: []netip.Prefix{netip.MustParsePrefix("10.1.1.0/24")}}
-	p := sim.Packet{Src: ip("192.0.2.1"), Dst: vip.IP, Proto: vip.Proto, DstPort: vip.Port}
+	p := sim.Packet{Src: ip("192.0.2.1"), Dst: vip.IP, Proto: ip_types.IPProto(vip.Proto), DstPort: vip.Port}
 
 	trace := func(st packettrace.CNATState, p sim.Packet) sim.CnatResult {
 		t.Helper()

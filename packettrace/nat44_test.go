@@ -5,10 +5,11 @@ import (
 	"reflect"
 	"testing"
 
+	"go.fd.io/govpp/binapi/ip_types"
+
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/packettrace"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestNAT44AgreesWithOracle holds the trace of an applied state to the
@@ -27,13 +28,13 @@ func TestNAT44AgreesWithOracle(t *testing.T) {
 			srcs = append(srcs, l.IP)
 		}
 		for _, src := range srcs {
-			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: m.Proto, DstPort: m.Port, Ingress: r.MainInterface})
+			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: ip_types.IPProto(m.Proto), DstPort: m.Port, Ingress: r.MainInterface})
 		}
-		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: m.Proto, DstPort: m.Port + 1, Ingress: r.MainInterface})
+		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: ip_types.IPProto(m.Proto), DstPort: m.Port + 1, Ingress: r.MainInterface})
 	}
 	packets = append(packets,
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sr.UDP, DstPort: 53, Ingress: r.MainInterface},
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080, Ingress: "local0"},
+		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sim.UDP, DstPort: 53, Ingress: r.MainInterface},
+		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080, Ingress: "local0"},
 	)
 	translated := 0
 	for _, p := range packets {
@@ -72,7 +73,7 @@ func TestNAT44AgreesWithOracle(t *testing.T) {
 // BenchmarkNAT44 measures one trace over the example cluster's state.
 func BenchmarkNAT44(b *testing.B) {
 	r := mustRender(b, agent.RenderParams{Objects: exampleObjects(b), Config: renderConfig("node-1")})
-	p := sim.Packet{Src: netip.MustParseAddr("10.1.1.4"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}
+	p := sim.Packet{Src: netip.MustParseAddr("10.1.1.4"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080}
 	for b.Loop() {
 		if res, err := packettrace.NAT44(b.Context(), r.Applied, p); err != nil || res.Verdict != sim.Translated {
 			b.Fatal(res, err)

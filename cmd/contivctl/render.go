@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.fd.io/govpp/binapi/ip_types"
+
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/packettrace"
@@ -353,7 +355,7 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := sim.Packet{Src: src, Dst: t.ip, Proto: t.proto, DstPort: t.port}
+	p := sim.Packet{Src: src, Dst: t.ip, Proto: ip_types.IPProto(t.proto), DstPort: t.port}
 	var res sim.Result
 	if rf.file != "" {
 		res, err = traceOffline(ctx, s, &rf, t, p)
@@ -458,7 +460,7 @@ func cnatAsResult(c sim.CnatResult, p sim.Packet) sim.Result {
 	res := sim.Result{Verdict: c.Verdict, Reason: c.Reason}
 	switch c.Verdict {
 	case sim.Translated:
-		key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}
+		key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: sr.Protocol(p.Proto)}
 		res.Reason, res.Tag = "cnat translation", "cnat translation "+key.String()
 	case sim.NotTranslated:
 		if c.Src.IsValid() && c.Src != p.Src {
