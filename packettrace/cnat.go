@@ -37,6 +37,8 @@ func CNAT(ctx context.Context, s CNATState, p sim.Packet) (sim.CnatResult, error
 		node = &cnat.Node{}
 	}
 	if p.Ingress == "" {
+		// ASSUMPTION: a packet given no ingress enters on the main NIC, in
+		// no SNAT table and VRF 0.
 		p.Ingress = traceIngress
 	}
 	podVRF := podVRF(node)
@@ -53,7 +55,8 @@ func CNAT(ctx context.Context, s CNATState, p sim.Packet) (sim.CnatResult, error
 		spec := sim.InterfaceSpec{Name: n}
 		if node.Tables[n].Has(cnat.TablePod) {
 			// ASSUMPTION: a pod interface is in the pod VRF and holds
-			// this node's pod subnet of the first family given.
+			// the first pod subnet given (a simulated interface has one
+			// address), so that the oracle finds the local backends.
 			spec.VRF = podVRF
 			if len(s.PodSubnets) > 0 {
 				spec.Address = s.PodSubnets[0]

@@ -16,10 +16,12 @@
 //   - an interface the state does not name, and an empty Packet.Ingress,
 //     are made for the trace (an empty ingress gets the NAT44 outside
 //     feature, or, under cnat, stands for the main NIC, in no SNAT table);
-//   - under cnat, the interfaces in the POD table carry this node's pod
-//     subnets (a backend inside one is local) and sit in the pod VRF (the
-//     VRF of the verdict lookup routes, else the highest VRF the routes
-//     name), every other interface in VRF 0;
+//   - under cnat, the interfaces in the POD table carry this node's first
+//     pod subnet (a backend inside it is local; with no interface in the
+//     POD table none is, which changes no verdict) and sit in the pod VRF
+//     (the VRF of the verdict lookup routes, else the highest VRF the
+//     routes name), every other interface in VRF 0; the cnat features are
+//     not loaded (the oracle does not read them);
 //   - VPP's translation ids of the agent's VPP are unknown: CnatResult's
 //     TranslationID is 0 and its reason names the translation by its key.
 //

@@ -18,6 +18,8 @@ import (
 func NAT44(ctx context.Context, s *nat44.State, p sim.Packet) (sim.Result, error) {
 	st := s.Clone()
 	if p.Ingress == "" {
+		// ASSUMPTION: a packet given no ingress enters on an outside
+		// interface (the main NIC's role); the view names no such role.
 		p.Ingress = traceIngress
 		if st.Interfaces == nil {
 			st.Interfaces = map[string]nat44.Features{}
@@ -26,7 +28,9 @@ func NAT44(ctx context.Context, s *nat44.State, p sim.Packet) (sim.Result, error
 	}
 	names := slices.Sorted(maps.Keys(st.Interfaces))
 	if _, ok := st.Interfaces[p.Ingress]; !ok && p.Ingress != "local0" {
-		names = append(names, p.Ingress) // named by the packet only: no feature
+		// ASSUMPTION: an interface only the packet names exists in VPP
+		// without NAT44 features.
+		names = append(names, p.Ingress)
 	}
 	specs := make([]sim.InterfaceSpec, len(names))
 	for i, n := range names {
