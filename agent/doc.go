@@ -30,7 +30,6 @@
 // Render connects the same parts offline, for one node, without etcd or a
 // real VPP (contivctl render and trace). The types of the REST views
 // (NAT44View, NAT44MappingsView, IPAMView, StatusView) are exported for
-// clients; TraceState answers the translation oracle's question from a
-// NAT44 state read over REST, and TraceCNAT (tracecnat.go) the cnat
-// oracle's from a cnat state read over REST.
+// clients; package packettrace answers a trace from the states read over
+// REST.
 package agent

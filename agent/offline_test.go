@@ -76,7 +76,7 @@ func TestRenderExampleCluster(t *testing.T) {
 		t.Errorf("node-2 renders node-1's address:\n%s", desired)
 	}
 
-	res := r.Translate(sim.Packet{Src: netip.MustParseAddr("10.1.2.50"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	res := r.Translate(sim.Packet{Src: netip.MustParseAddr("10.1.2.50"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080})
 	if res.Verdict != sim.Translated || len(res.Backends) != 2 || res.Affinity != 3600 {
 		t.Errorf("cart VIP from node-2: %+v", res)
 	}
@@ -108,52 +108,6 @@ func TestRenderNodeID(t *testing.T) {
 	}
 	if _, err := Render(context.Background(), RenderParams{Objects: objs}); err == nil {
 		t.Error("render without a node name succeeded")
-	}
-}
-
-// TestTraceStateAgreesWithOracle holds TraceState to the simulated VPP's
-// translation oracle: for every mapping of the rendered example cluster,
-// from an outside client and from each of its backends, and for addresses
-// without a mapping and an interface without NAT.
-func TestTraceStateAgreesWithOracle(t *testing.T) {
-	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
-	st := r.Applied
-	var packets []sim.Packet
-	outside := netip.MustParseAddr("192.0.2.1")
-	for _, m := range st.Mappings {
-		srcs := []netip.Addr{outside}
-		for _, l := range m.Locals {
-			srcs = append(srcs, l.IP)
-		}
-		for _, src := range srcs {
-			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: m.Proto, DstPort: m.Port, Ingress: r.MainInterface})
-		}
-		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: m.Proto, DstPort: m.Port + 1, Ingress: r.MainInterface})
-	}
-	packets = append(packets,
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sr.UDP, DstPort: 53, Ingress: r.MainInterface},
-		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080, Ingress: "local0"},
-	)
-	translated := 0
-	for _, p := range packets {
-		want := r.Translate(p)
-		got := TraceState(st, p)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%+v:\nTraceState %+v\noracle     %+v", p, got, want)
-		}
-		if want.Verdict == sim.Translated {
-			translated++
-		}
-	}
-	if translated < len(st.Mappings) {
-		t.Errorf("only %d of %d packets translated", translated, len(packets))
-	}
-
-	// Forwarding off drops what no mapping matches.
-	off := st.Clone()
-	off.Global.Forwarding = false
-	if res := TraceState(off, packets[len(packets)-2]); res.Verdict != sim.Dropped {
-		t.Errorf("forwarding off: %+v", res)
 	}
 }
 
@@ -195,17 +149,6 @@ func BenchmarkRenderExampleCluster(b *testing.B) {
 	for b.Loop() {
 		if _, err := Render(context.Background(), RenderParams{Objects: objs, Config: cfg}); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkTraceState measures one trace over the example cluster's state.
-func BenchmarkTraceState(b *testing.B) {
-	r := mustRender(b, RenderParams{Objects: exampleObjects(b), Config: renderConfig("node-1")})
-	p := sim.Packet{Src: netip.MustParseAddr("10.1.1.4"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}
-	for b.Loop() {
-		if res := TraceState(r.Applied, p); res.Verdict != sim.Translated {
-			b.Fatal(res)
 		}
 	}
 }
@@ -274,7 +217,7 @@ func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
 	if found != 1+len(r.MgmtIPs) {
 		t.Errorf("%d proxy health translations, want one per node address (%d)", found, 1+len(r.MgmtIPs))
 	}
-	probe := sim.Packet{Src: netip.MustParseAddr("192.0.2.9"), Dst: r.NodeIP.Addr(), Proto: sr.TCP, DstPort: 10300}
+	probe := sim.Packet{Src: netip.MustParseAddr("192.0.2.9"), Dst: r.NodeIP.Addr(), Proto: sim.TCP, DstPort: 10300}
 	if res := r.TranslateCNAT(probe); res.Verdict != sim.Translated || len(res.Backends) != 1 ||
 		res.Backends[0].Backend != netip.AddrPortFrom(target.IP, target.Port) || res.Backends[0].Verdict != sim.Translated {
 		t.Errorf("probe of nodeIP:10300 from outside: %+v", res)
@@ -324,12 +267,12 @@ func TestRenderCNAT(t *testing.T) {
 	if n := len(r.vpp.CnatTranslations()); n != len(c.Applied) {
 		t.Errorf("simulated VPP holds %d translations, applied %d", n, len(c.Applied))
 	}
-	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080})
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080})
 	if res.Verdict != sim.Translated || len(res.Backends) != 2 {
 		t.Errorf("cart VIP through cnat: %+v", res)
 	}
 	// The NAT44 oracle sees no NAT44 state.
-	if res := r.Translate(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sr.TCP, DstPort: 8080}); res.Verdict == sim.Translated {
+	if res := r.Translate(sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080}); res.Verdict == sim.Translated {
 		t.Errorf("NAT44 oracle translates a cnat render: %+v", res)
 	}
 }
@@ -472,7 +415,7 @@ func TestRenderIPv6NodePort(t *testing.T) {
 	if keys["192.168.16.2:30080/TCP"] == nil || keys["[2001:db8:16::2]:30080/TCP"] != nil {
 		t.Errorf("IPv4-only NodePort: v4 %v, v6 %v", keys["192.168.16.2:30080/TCP"], keys["[2001:db8:16::2]:30080/TCP"])
 	}
-	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::2"), Proto: sr.TCP, DstPort: 31090})
+	res := r.TranslateCNAT(sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::2"), Proto: sim.TCP, DstPort: 31090})
 	if res.Verdict != sim.Translated || len(res.Backends) != 1 || res.Backends[0].Backend != netip.MustParseAddrPort("[fd00:1:1::20]:8080") {
 		t.Errorf("IPv6 NodePort through cnat: %+v", res)
 	}

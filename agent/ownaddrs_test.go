@@ -13,7 +13,6 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestFirstStartReadyHasOwnNodePorts: on a node's first start its VPP
@@ -46,7 +45,7 @@ func TestFirstStartReadyHasOwnNodePorts(t *testing.T) {
 		}
 	}
 	for _, ip := range []string{"192.168.16.1", "192.168.56.101"} {
-		np := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr(ip), Proto: sr.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
+		np := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr(ip), Proto: sim.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
 		if res := vpp.Translate(np); res.Verdict != sim.Translated {
 			t.Errorf("ready, but the NodePort on this node's address %s is not programmed: %+v", ip, res)
 		}
