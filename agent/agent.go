@@ -22,6 +22,7 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/etcd"
@@ -30,7 +31,6 @@ import (
 	"contiv.dev/vpp/plugins/rest"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
-	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -40,7 +40,7 @@ const relistJitter = 2 * time.Second
 
 // simulatedMainNIC is the main NIC of the simulated VPP when the
 // configuration names none.
-const simulatedMainNIC = "GigabitEthernet0/8/0"
+const simulatedMainNIC = nodepipeline.SimulatedMainNIC
 
 // Options are what newAgent needs besides the configuration.
 type Options struct {
@@ -215,7 +215,7 @@ func (a *Agent) readClusterID(ctx context.Context) error {
 // claimNodeID claims this node's cluster-wide ID before anything else runs,
 // so the address plan is known when the handlers are built.
 func (a *Agent) claimNodeID(ctx context.Context) error {
-	ic := ipamConfig(a.cfg)
+	ic := nodepipeline.IPAMConfig(a.cfg)
 	if err := ic.Validate(); err != nil {
 		return fmt.Errorf("ipam: %w", err)
 	}
@@ -242,16 +242,12 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 
 func (a *Agent) buildHandlers() error {
 	cfg := a.cfg
-	r, err := a.buildRenderer()
-	if err != nil {
-		return err
-	}
-
+	var err error
 	a.nodes, err = nsplugin.New(nsplugin.Params{
 		Client:       a.etcd,
 		NodeName:     cfg.NodeName,
 		StateFile:    cfg.NodeSync.StateFile,
-		MaxID:        ipamConfig(cfg).MaxNodeID(),
+		MaxID:        nodepipeline.IPAMConfig(cfg).MaxNodeID(),
 		ClaimTimeout: cfg.NodeSync.ClaimTimeout.Std(),
 		WriteTimeout: cfg.Etcd.RequestTimeout.Std(),
 		ID:           a.nodeID,
@@ -261,7 +257,7 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.ipamH, err = ipamplugin.New(ipamplugin.Params{
-		Config:    ipamConfig(cfg),
+		Config:    nodepipeline.IPAMConfig(cfg),
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,
 		Client:    a.etcd,
@@ -276,18 +272,11 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.buildServiceHealth()
-	a.proc, err = service.New(service.Params{
-		Logger:     a.log.With("part", "service"),
-		Renderers:  []sr.Renderer{r, a.par.hc},
-		Node:       thisNode{h: a.nodes, addrs: &a.rd.addrs},
-		Subnets:    a.plan,
-		Interfaces: a.ifaces,
-		Config:     a.serviceConfig(),
-	})
+	p, err := a.buildPipeline()
 	if err != nil {
 		return err
 	}
-	a.owner = a.newOwnership(r, a.cluster)
+	a.owner = a.newOwnership(p.Renderer, a.cluster)
 	ra := readyApplier{inner: a.owner, r: a.rd, log: a.log.With("part", "nat44")}
 	if a.renderer != nil {
 		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
@@ -306,11 +295,7 @@ func (a *Agent) buildHandlers() error {
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
-	var route []controller.Handler
-	if pr := newProxyHealthRoute(r, a.par.proxyAddr); pr != nil {
-		route = []controller.Handler{pr}
-	}
-	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
+	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc},
 		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:           a.log.With("part", "controller"),

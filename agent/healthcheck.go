@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"contiv.dev/vpp/plugins/service"
 	sr "contiv.dev/vpp/servicerenderer"
 )
 
@@ -77,9 +78,11 @@ func newServiceHealth(log *slog.Logger, addr netip.Addr, healthy func() bool) *s
 	}
 }
 
-// healthCheckOf is the health check of svc; false when it has none.
+// healthCheckOf is the health check of svc; false when it has none. The
+// node proxy health pseudo-service has none here: the proxy health server
+// listens on its port.
 func healthCheckOf(svc *sr.ContivService) (hcService, bool) {
-	if svc == nil || svc.HealthCheckNodePort == 0 || svc.ExternalPolicy != sr.PolicyLocal {
+	if svc == nil || svc.HealthCheckNodePort == 0 || svc.ExternalPolicy != sr.PolicyLocal || svc.ID == service.ProxyHealthID {
 		return hcService{}, false
 	}
 	var ips []netip.Addr

@@ -19,6 +19,7 @@ import (
 
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/service"
 	sr "contiv.dev/vpp/servicerenderer"
 )
 
@@ -393,3 +394,12 @@ func TestProxyHealthServe(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestServiceHealthLeavesProxyHealthAlone: the service processor hands
+// every renderer the node proxy health pseudo-service; the health-check
+// server must not take its port (the proxy health server listens there).
+func TestServiceHealthLeavesProxyHealthAlone(t *testing.T) {
+	if hc, ok := healthCheckOf(service.ProxyHealthService(10256)); ok {
+		t.Errorf("the proxy health pseudo-service has a service health check: %+v", hc)
+	}
+}

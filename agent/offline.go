@@ -11,6 +11,7 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
@@ -148,7 +149,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	plan, err := ipam.NewPlan(ipamConfig(cfg), id)
+	plan, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), id)
 	if err != nil {
 		return nil, fmt.Errorf("render: ipam: %w", err)
 	}
@@ -188,36 +189,20 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	ifaces := vpp.NewInterfaces(conn, nil)
-	var (
-		r  servicesRenderer
-		nr *nat44.Renderer
-		cr *cnat.Renderer
-	)
-	switch cfg.Renderer {
-	case contivconf.RendererCNAT:
-		// No Store: a fresh simulated VPP holds no cnat configuration.
-		cr, err = cnat.New(cnat.Params{Config: a.cnatConfig(), VPP: vpp.NewCNAT(conn, ifaces, log), Log: log})
-		r = cr
-	case contivconf.RendererNAT44, "":
-		nr, err = nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
-		r = nr
-	default:
-		err = fmt.Errorf("unknown renderer %q (want nat44 or cnat)", cfg.Renderer)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	proc, err := service.New(service.Params{
-		Logger:     log,
-		Renderers:  []sr.Renderer{r},
-		Node:       staticNode{name: cfg.NodeName, id: id, ips: ips},
-		Subnets:    plan,
-		Interfaces: ifaces,
-		Config:     a.serviceConfig(),
+	// No CNATStore: a fresh simulated VPP holds no cnat configuration.
+	pl, err := nodepipeline.Build(nodepipeline.Params{
+		Node:               *a.node(),
+		Ports:              nodepipeline.Ports{NAT44: vpp.NewNAT44(conn, ifaces, log), CNAT: vpp.NewCNAT(conn, ifaces, log)},
+		ThisNode:           staticNode{name: cfg.NodeName, id: id, ips: ips},
+		Interfaces:         ifaces,
+		ProxyHealthAddress: cfg.HTTP.ProxyHealthAddress,
+		ServiceLog:         log,
+		RendererLog:        log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	proc, r, nr, cr := pl.Processor, pl.Renderer, pl.NAT44, pl.CNAT
 	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
 	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh, vrf: cfg.Routing.PodVRFID}
 	if err := cni.Resync(ctx, ev); err != nil {
@@ -225,12 +210,6 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	}
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
-	}
-	if pr := newProxyHealthRoute(r, cfg.HTTP.ProxyHealthAddress); pr != nil {
-		// As the agent does after the processor's resync.
-		if err := pr.Resync(ctx, ev); err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
 	}
 	if err := r.Apply(ctx, true); err != nil {
 		return nil, fmt.Errorf("render: apply: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -216,7 +217,7 @@ func BenchmarkTraceState(b *testing.B) {
 // interconnect, where the endpoint listens; without a fixed port, nothing.
 func TestProxyHealthReachedThroughVPP(t *testing.T) {
 	for addr, want := range map[string]uint16{":10256": 10256, "0.0.0.0:10300": 10300, "off": 0, "127.0.0.1:0": 0, "bad": 0} {
-		if got := proxyHealthPort(addr); got != want {
+		if got := nodepipeline.ProxyHealthPort(addr); got != want {
 			t.Errorf("proxyHealthPort(%q) = %d, want %d", addr, got, want)
 		}
 	}

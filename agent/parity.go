@@ -56,7 +56,7 @@ func (a *Agent) parityCollectors() []prometheus.Collector {
 
 // healthCheckTarget is where VPP sends the health checks of this node's
 // IPs: the host end of the host interconnect.
-func (a *Agent) healthCheckTarget() netip.Addr { return a.plan.HostInterconnectLinux.Addr() }
+func (a *Agent) healthCheckTarget() netip.Addr { return a.fixed().HealthCheckTarget() }
 
 // buildServiceHealth makes the health-check server: it listens on
 // Options.HealthCheckAddress, or on the health-check target.

@@ -70,6 +70,11 @@ type Config struct {
 	// that reason. It is asked at every derivation of a service; a resync
 	// after its answer changed reports every service anew.
 	SourceRangesNotEnforced func() string
+	// ProxyHealthPort is the port of this node's proxy health endpoint
+	// (kube-proxy's :10256), 0 when there is none to bring through VPP:
+	// every resync hands the renderers, after the services, the
+	// pseudo-service ProxyHealthID (ProxyHealthService).
+	ProxyHealthPort uint16
 }
 
 // Params are the processor's dependencies.
@@ -144,6 +149,8 @@ type Processor struct {
 	// Config.SourceRangesNotEnforced.
 	rangesEnforced bool
 	rangesWhy      func() string
+	// proxyHealth is Config.ProxyHealthPort's pseudo-service; nil without.
+	proxyHealth *sr.ContivService
 
 	// name is this node's name, read at New and at every resync; the
 	// controller's goroutine alone reads and writes it.
@@ -271,6 +278,9 @@ func New(p Params) (*Processor, error) {
 		rangesEnforced: p.Config.SourceRangesEnforced,
 		rangesWhy:      p.Config.SourceRangesNotEnforced,
 	}
+	if port := p.Config.ProxyHealthPort; port != 0 {
+		pr.proxyHealth = ProxyHealthService(port)
+	}
 	pr.reset(0)
 	return pr, nil
 }
@@ -390,6 +400,13 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	for i, r := range p.renderers {
 		if err := r.Resync(data); err != nil {
 			p.errs = append(p.errs, fmt.Errorf("renderer %d: resync: %w", i, err))
+		}
+	}
+	if p.proxyHealth != nil {
+		for i, r := range p.renderers {
+			if err := r.AddService(p.proxyHealth); err != nil {
+				p.errs = append(p.errs, fmt.Errorf("renderer %d: %s: %w", i, ProxyHealthID, err))
+			}
 		}
 	}
 	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
