@@ -277,7 +277,7 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.owner = a.newOwnership(p.Renderer, a.cluster)
-	ra := readyApplier{inner: a.owner, r: a.rd, log: a.log.With("part", "nat44")}
+	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44")}
 	if a.renderer != nil {
 		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
 		ra.hold = a.hold
@@ -289,8 +289,8 @@ func (a *Agent) buildHandlers() error {
 			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
-	a.latency = newLatencyTracker(ra)
-	a.buildProxyParity(a.latency)
+	a.latency = newLatencyTracker()
+	a.buildProxyParity()
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
@@ -298,10 +298,13 @@ func (a *Agent) buildHandlers() error {
 	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc},
 		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
-		Logger:           a.log.With("part", "controller"),
-		Client:           a.etcd,
-		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps kube-proxy's metrics, latency, readiness, the renderer
+		Logger:   a.log.With("part", "controller"),
+		Client:   a.etcd,
+		Handlers: handlers,
+		Appliers: []controller.Applier{a.owner}, // the renderer, on a VPP this agent owns
+		// Readiness, latency, kube-proxy's metrics and the proxy health
+		// watch each apply.
+		ApplyObservers:   []controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy},
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),

@@ -200,7 +200,8 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 	var connected atomic.Bool
 	connected.Store(true)
 	inner := &fakeApplier{}
-	p := newProxyHealth(inner, "node-1", time.Minute, connected.Load)
+	p := newProxyHealth("node-1", time.Minute, connected.Load)
+	app := observed{inner: inner, obs: []controller.ApplyObserver{p}}
 	// The clock is read by the server's goroutines: atomic.
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC).UnixNano())
@@ -244,12 +245,12 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 
 	// A failing apply leaves the change waiting; a successful one clears it.
 	inner.err = errors.New("vpp says no")
-	if err := p.Apply(ctx, false); err == nil {
+	if err := app.Apply(ctx, false); err == nil {
 		t.Fatal("inner error not returned")
 	}
 	both(http.StatusServiceUnavailable, "after a failed apply")
 	inner.err = nil
-	if err := p.Apply(ctx, false); err != nil {
+	if err := app.Apply(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	code, s := get("/healthz")
@@ -276,7 +277,8 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 // leave /healthz up; a resync reads the taint from the snapshot. Every
 // answer is counted by code under kube-proxy's metric names.
 func TestProxyHealthDrain(t *testing.T) {
-	p := newProxyHealth(&fakeApplier{}, "node-1", time.Minute, nil)
+	p := newProxyHealth("node-1", time.Minute, nil)
+	app := observed{inner: &fakeApplier{}, obs: []controller.ApplyObserver{p}}
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
 	code := func(path string) int {
@@ -305,7 +307,7 @@ func TestProxyHealthDrain(t *testing.T) {
 		if err := p.Update(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Apply(ctx, false); err != nil {
+		if err := app.Apply(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +368,7 @@ func TestProxyHealthServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := busy.Addr().String()
-	p := newProxyHealth(&fakeApplier{}, "node-1", 0, nil)
+	p := newProxyHealth("node-1", 0, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

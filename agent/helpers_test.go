@@ -19,6 +19,7 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/etcd"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -418,4 +419,15 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// observed is inner's apply step watched by obs, as the controller runs
+// it (controller.Observe).
+type observed struct {
+	inner controller.Applier
+	obs   []controller.ApplyObserver
+}
+
+func (o observed) Apply(ctx context.Context, full bool) error {
+	return controller.Observe(o.obs, full, func() error { return o.inner.Apply(ctx, full) })
 }

@@ -34,9 +34,10 @@ var syncBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 // in and notes when a sync was queued; as the applier it wraps the apply
 // step and times it.
 type proxyMetrics struct {
-	inner    controller.Applier
 	families []string
 	now      func() time.Time
+	// start is when the apply being observed started.
+	start time.Time
 
 	syncAll, syncFull, syncPartial *prometheus.HistogramVec
 	lastQueued, lastSync           *prometheus.GaugeVec
@@ -52,13 +53,13 @@ type proxyMetrics struct {
 }
 
 var (
-	_ controller.Handler = (*proxyMetrics)(nil)
-	_ controller.Applier = (*proxyMetrics)(nil)
+	_ controller.Handler       = (*proxyMetrics)(nil)
+	_ controller.ApplyObserver = (*proxyMetrics)(nil)
 )
 
-// newProxyMetrics wraps inner; families are the IP families the node
-// serves ("IPv4", "IPv6").
-func newProxyMetrics(inner controller.Applier, families []string) *proxyMetrics {
+// newProxyMetrics returns the metrics; families are the IP families the
+// node serves ("IPv4", "IPv6").
+func newProxyMetrics(families []string) *proxyMetrics {
 	hist := func(name, help string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: syncBuckets}, []string{ipFamilyLabel})
 	}
@@ -66,7 +67,7 @@ func newProxyMetrics(inner controller.Applier, families []string) *proxyMetrics 
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{ipFamilyLabel})
 	}
 	m := &proxyMetrics{
-		inner: inner, families: families, now: time.Now,
+		families: families, now: time.Now,
 		services: map[sr.ServiceID]struct{}{}, endpoints: map[sr.ServiceID]struct{}{},
 		syncAll: hist("kubeproxy_sync_proxy_rules_duration_seconds",
 			"Time of one apply step (kube-proxy: SyncProxyRules latency), full or partial."),
@@ -169,12 +170,14 @@ func (m *proxyMetrics) queued() {
 	}
 }
 
-// Apply implements controller.Applier: it times the inner apply.
-func (m *proxyMetrics) Apply(ctx context.Context, full bool) error {
-	start := m.now()
-	err := m.inner.Apply(ctx, full)
+// ApplyStarting implements controller.ApplyObserver: the apply's timing
+// starts.
+func (m *proxyMetrics) ApplyStarting(bool) { m.start = m.now() }
+
+// Applied implements controller.ApplyObserver: it times the apply.
+func (m *proxyMetrics) Applied(full bool, err error) {
 	end := m.now()
-	d := end.Sub(start).Seconds()
+	d := end.Sub(m.start).Seconds()
 	kind := m.syncPartial
 	if full {
 		kind = m.syncFull
@@ -194,7 +197,6 @@ func (m *proxyMetrics) Apply(ctx context.Context, full bool) error {
 		clear(m.endpoints)
 		m.mu.Unlock()
 	}
-	return err
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -39,8 +39,7 @@ var latencyBuckets = []float64{
 // starting agent finds in etcd is no change it programmed). A resync drops
 // the pending trigger times: a full reprogram is no measured change.
 type latencyTracker struct {
-	inner controller.Applier
-	hist  prometheus.Histogram
+	hist prometheus.Histogram
 	// kpHist observes the same under kube-proxy's name, by the slice's
 	// address type (its ip_family).
 	kpHist *prometheus.HistogramVec
@@ -61,9 +60,8 @@ type latencyTracker struct {
 	observed, stale, repeated uint64
 }
 
-func newLatencyTracker(inner controller.Applier) *latencyTracker {
+func newLatencyTracker() *latencyTracker {
 	return &latencyTracker{
-		inner: inner,
 		hist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "contiv_network_programming_duration_seconds",
 			Help:    "Time from an EndpointSlice's last-change-trigger-time to VPP acknowledging the change.",
@@ -129,9 +127,13 @@ func (l *latencyTracker) Update(_ context.Context, ev controller.Event) error {
 	return nil
 }
 
-func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
-	if err := l.inner.Apply(ctx, full); err != nil {
-		return err // pending changes are measured when a later apply succeeds
+// ApplyStarting implements controller.ApplyObserver.
+func (l *latencyTracker) ApplyStarting(bool) {}
+
+// Applied implements controller.ApplyObserver.
+func (l *latencyTracker) Applied(_ bool, err error) {
+	if err != nil {
+		return // pending changes are measured when a later apply succeeds
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -143,7 +145,6 @@ func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
 		}
 	}
 	clear(l.pending)
-	return nil
 }
 
 // trigger is a slice's trigger time waiting for an apply, and the slice's

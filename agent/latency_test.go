@@ -26,7 +26,8 @@ func histCount(t *testing.T, l *latencyTracker) uint64 {
 // resync dropped are not.
 func TestLatencyTracker(t *testing.T) {
 	inner := &fakeApplier{}
-	l := newLatencyTracker(inner)
+	l := newLatencyTracker()
+	app := observed{inner: inner, obs: []controller.ApplyObserver{l}}
 	start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	now := start.Add(time.Minute)
 	l.start, l.now = start, func() time.Time { return now }
@@ -46,7 +47,7 @@ func TestLatencyTracker(t *testing.T) {
 	}
 	apply := func() {
 		t.Helper()
-		if err := l.Apply(ctx, false); err != nil {
+		if err := app.Apply(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestLatencyTracker(t *testing.T) {
 	step(slice(t1))
 	step(slice(t1)) // the same change twice in one batch counts once
 	inner.err = errors.New("vpp down")
-	if err := l.Apply(ctx, false); err == nil {
+	if err := app.Apply(ctx, false); err == nil {
 		t.Fatal("apply error not returned")
 	}
 	want(0, 1, 0, "failed apply observes nothing")

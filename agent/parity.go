@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"contiv.dev/vpp/plugins/controller"
 )
 
 // parity holds the parts that give the agent kube-proxy's behaviour beyond
@@ -23,11 +21,11 @@ type parity struct {
 	metrics   *proxyMetrics // kube-proxy's sync metrics
 }
 
-// buildProxyParity wraps the apply step inner in kube-proxy's sync
-// metrics, and those in the proxy health.
-func (a *Agent) buildProxyParity(inner controller.Applier) {
-	a.par.metrics = newProxyMetrics(inner, a.ipFamilies())
-	a.par.proxy = newProxyHealth(a.par.metrics, a.cfg.NodeName, 0, a.vppConnected)
+// buildProxyParity makes kube-proxy's sync metrics and the proxy health,
+// both observers of the apply step.
+func (a *Agent) buildProxyParity() {
+	a.par.metrics = newProxyMetrics(a.ipFamilies())
+	a.par.proxy = newProxyHealth(a.cfg.NodeName, 0, a.vppConnected)
 	// Every series exists from the start, at zero (see newProxyMetrics).
 	for _, f := range a.ipFamilies() {
 		a.latency.kpHist.WithLabelValues(f)

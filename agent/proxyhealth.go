@@ -36,7 +36,6 @@ const DefaultProxyHealthTimeout = 60 * time.Second
 // balancers drain the node; /livez does not); as the applier it wraps the
 // apply step and notes when one succeeds.
 type proxyHealth struct {
-	inner     controller.Applier
 	timeout   time.Duration
 	connected func() bool
 	now       func() time.Time
@@ -57,18 +56,18 @@ type proxyHealth struct {
 }
 
 var (
-	_ controller.Handler = (*proxyHealth)(nil)
-	_ controller.Applier = (*proxyHealth)(nil)
+	_ controller.Handler       = (*proxyHealth)(nil)
+	_ controller.ApplyObserver = (*proxyHealth)(nil)
 )
 
-func newProxyHealth(inner controller.Applier, node string, timeout time.Duration, connected func() bool) *proxyHealth {
+func newProxyHealth(node string, timeout time.Duration, connected func() bool) *proxyHealth {
 	if timeout <= 0 {
 		timeout = DefaultProxyHealthTimeout
 	}
 	total := func(name, help string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"code"})
 	}
-	return &proxyHealth{inner: inner, node: node, timeout: timeout, connected: connected, now: time.Now,
+	return &proxyHealth{node: node, timeout: timeout, connected: connected, now: time.Now,
 		healthzTotal: total("kubeproxy_proxy_healthz_total", "Answers of the proxy's /healthz (kube-proxy's meaning), by HTTP status code."),
 		livezTotal:   total("kubeproxy_proxy_livez_total", "Answers of the proxy's /livez (kube-proxy's meaning), by HTTP status code."),
 	}
@@ -122,15 +121,18 @@ func (p *proxyHealth) queued() {
 	p.mu.Unlock()
 }
 
-// Apply implements controller.Applier.
-func (p *proxyHealth) Apply(ctx context.Context, full bool) error {
-	if err := p.inner.Apply(ctx, full); err != nil {
-		return err
+// ApplyStarting implements controller.ApplyObserver.
+func (p *proxyHealth) ApplyStarting(bool) {}
+
+// Applied implements controller.ApplyObserver: a successful apply is the
+// proxy's last update.
+func (p *proxyHealth) Applied(_ bool, err error) {
+	if err != nil {
+		return
 	}
 	p.mu.Lock()
 	p.lastUpdated, p.pendingSince = p.now(), time.Time{}
 	p.mu.Unlock()
-	return nil
 }
 
 // proxyHealthStatus is the body of /healthz and /livez (kube-proxy's

@@ -116,14 +116,12 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 				why = "restarted"
 			}
 			a.rd.vppLost(why)
-			if a.cnat != nil && e.Restarted {
-				a.cnat.VPPRestarted() // its node bookkeeping is gone with VPP's state
-			}
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
-			// them (pending).
-			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+			// them (pending). After a restart the renderers hear, on the
+			// loop in that resync, that what they applied is gone.
+			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing, DataplaneRestarted: e.Restarted})
 		}
 	case vpp.Disconnected:
 		a.rd.vppLost("disconnected")

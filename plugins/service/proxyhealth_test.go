@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
 
 	sr "contiv.dev/vpp/servicerenderer"
 )
@@ -43,5 +44,36 @@ func TestProxyHealthIsProcessorOutput(t *testing.T) {
 	r.resync()
 	if r.rec.services[ProxyHealthID] != nil {
 		t.Error("no proxy health port, yet the renderer got the pseudo-service")
+	}
+}
+
+// restartRecorder is a recorder that counts VPPRestarted calls.
+type restartRecorder struct {
+	*recorder
+	restarts int
+	// resyncsThen is the recorder's resync count at the last restart.
+	resyncsThen int
+}
+
+func (r *restartRecorder) VPPRestarted() { r.restarts++; r.resyncsThen = r.resyncs }
+
+// TestRestartReachesRenderersInTheResync: a resync saying VPP restarted
+// tells each renderer that can hear it, before handing it the state; other
+// resyncs do not.
+func TestRestartReachesRenderersInTheResync(t *testing.T) {
+	r := newRig(t)
+	rr := &restartRecorder{recorder: newRecorder()}
+	plain := newRecorder()
+	p, err := New(Params{Renderers: []sr.Renderer{rr, plain}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces, Config: r.cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := r.snapshot()
+	if err := p.Resync(t.Context(), ev); err != nil || rr.restarts != 0 {
+		t.Fatalf("startup resync: err %v, restarts %d", err, rr.restarts)
+	}
+	ev.Kind, ev.DataplaneRestarted = controller.ResyncHealing, true
+	if err := p.Resync(t.Context(), ev); err != nil || rr.restarts != 1 || rr.resyncsThen != 1 || plain.resyncs != 2 {
+		t.Fatalf("restart resync: err %v, restarts %d (at resync %d), plain resyncs %d", err, rr.restarts, rr.resyncsThen, plain.resyncs)
 	}
 }
