@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
@@ -82,7 +83,7 @@ type Agent struct {
 	ctl      *controller.Controller
 	http     *rest.Server
 	registry *prometheus.Registry
-	latency  *latencyTracker
+	latency  *syncmetrics.Latency
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
 	// cluster is the etcd cluster's ID, owner the gate that keeps the
@@ -289,7 +290,7 @@ func (a *Agent) buildHandlers() error {
 			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
-	a.latency = newLatencyTracker()
+	a.latency = syncmetrics.NewLatency()
 	a.buildProxyParity()
 	var beside []controller.Handler
 	if a.dp != nil {
@@ -316,7 +317,7 @@ func (a *Agent) buildHandlers() error {
 		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
-	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))
+	a.registry.MustRegister(a.ctl.Collector(), newStateCollector(a), newSourceRangesCollector(a))
 	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
 	return nil
@@ -362,7 +363,7 @@ func (a *Agent) buildHTTP() {
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
-			"latency":        a.view(func() any { return a.latency.view() }),
+			"latency":        a.view(func() any { return a.latency.View() }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
 		},

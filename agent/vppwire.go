@@ -1,13 +1,13 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
@@ -88,21 +88,8 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 }
 
 // nodeInterfaces are the interfaces a node's VPP has besides pods', as a
-// dataplane standing in for VPP creates them: the main NIC (named
-// simulatedMainNIC unless configured) holds the node IP.
-func (a *Agent) nodeInterfaces() []NodeInterface {
-	nc := a.cfg.ForNode(a.cfg.NodeName)
-	main := cmp.Or(a.configuredMainInterface(), simulatedMainNIC)
-	mainVRF, podVRF := a.cfg.Routing.MainVRFID, a.cfg.Routing.PodVRFID
-	ifs := []NodeInterface{{Name: main, Address: a.nodeIP(), VRF: mainVRF}, {Name: nc.HostInterconnectInterface, VRF: mainVRF}}
-	if a.overlay() {
-		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface, VRF: podVRF})
-	}
-	for _, o := range nc.OtherInterfaces {
-		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR, VRF: mainVRF})
-	}
-	return ifs
-}
+// dataplane standing in for VPP creates them.
+func (a *Agent) nodeInterfaces() []NodeInterface { return simnode.Interfaces(a.fixed()) }
 
 // onVPPEvent reacts to the VPP connection: every (re)connection after the
 // first makes the controller reconcile everything against what VPP holds.

@@ -55,7 +55,7 @@ var readers = map[string]struct{ file, re string }{
 	"nat44.natExternalTraffic":           {"contivconf/config.go", `c\.NAT44\.NATExternalTraffic`},
 	"nat44.externalIPTenantVRF":          {"nodepipeline/node.go", `NAT44\.ExternalIPTenantVRF`},
 	"nat44.podInterfaceTag":              {"agent/agent.go", `NAT44\.PodInterfaceTag`},
-	"routing.mainVRFID":                  {"agent/vppwire.go", `Routing\.MainVRFID`},
+	"routing.mainVRFID":                  {"nodepipeline/node.go", `Routing\.MainVRFID`},
 	"routing.podVRFID":                   {"agent/agent.go", `Routing\.PodVRFID`},
 	"routing.nodeToNodeTransport":        {"nodepipeline/node.go", `Routing\.NodeToNodeTransport`},
 	"routing.hostInterconnectInterface":  {"contivconf/config.go", `c\.Routing\.HostInterconnectInterface`},

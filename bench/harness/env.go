@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
@@ -56,7 +57,7 @@ func (e *nodeEnv) rendererConfig() nat44.Config {
 // podInterface is the name and tag of a local pod's interface, as the
 // agent's simulated CNI makes them.
 func (e *nodeEnv) podInterface(namespace, pod string) (name, tag string) {
-	return "tap-" + namespace + "-" + pod, e.cfg.NAT44.InterfaceTag(namespace, pod)
+	return simnode.PodInterface(namespace, pod), e.cfg.NAT44.InterfaceTag(namespace, pod)
 }
 
 // node1 is what NodeSync tells the processor about node 1.

@@ -1,4 +1,4 @@
-package agent
+package offline
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
@@ -26,8 +27,8 @@ import (
 // node is not among the objects' Nodes, so its ID cannot be derived.
 var ErrUnknownNode = errors.New("node not among the Nodes")
 
-// RenderParams are the inputs of an offline render.
-type RenderParams struct {
+// Params are the inputs of an offline render.
+type Params struct {
 	// Objects are the cluster's objects, e.g. kubestate.LoadYAML of
 	// manifests. A later object replaces an earlier one with the same key.
 	Objects []kubestate.Object
@@ -47,7 +48,7 @@ type RenderParams struct {
 // VPP it was programmed into.
 type Rendered struct {
 	// Node is the node rendered for; NodeID its ID, derived when
-	// RenderParams.NodeID was 0.
+	// Params.NodeID was 0.
 	Node   string
 	NodeID uint32
 	// Plan is the node's address plan.
@@ -132,7 +133,7 @@ func (n staticNode) NodeIPs() []netip.Addr { return n.ips }
 // into a fresh simulated VPP whose pod interfaces are made as the
 // simulated CNI makes them. It uses neither etcd nor a real VPP, and the
 // same inputs give the same result.
-func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
+func Render(ctx context.Context, p Params) (*Rendered, error) {
 	cfg := p.Config
 	if cfg.NodeName == "" {
 		return nil, errors.New("render: no node name")
@@ -163,16 +164,17 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	// and the simulated VPP with the NICs a node's VPP has.
 	// The simulator's warnings that it forwards nothing are no news here.
 	v := sim.New(sim.Options{})
-	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, dp: Simulated(v)}
-	a.mainIf = a.nodeInterfaces()[0].Name
-	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
+	n := &nodepipeline.Node{Config: cfg, Plan: plan}
+	nodeIfs := simnode.Interfaces(n)
+	n.MainInterface = nodeIfs[0].Name
+	if err := simnode.EnsureInterfaces(v, nodeIfs); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
 	v.CreateTable(cfg.Routing.PodVRFID) // as the agent's simulated node (Handlers)
 	// This node's own addresses, as NodeSync's record gives them to the
 	// agent's service processor: management and VPP (IPv4, then IPv6).
 	ips := slices.Clone(mgmt)
-	for _, ip := range []netip.Prefix{a.nodeIP(), a.nodeIP6()} {
+	for _, ip := range []netip.Prefix{n.IP(), n.IP6()} {
 		if ip.IsValid() {
 			ips = append(ips, ip.Addr())
 		}
@@ -191,7 +193,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	ifaces := vpp.NewInterfaces(conn, nil)
 	// No CNATStore: a fresh simulated VPP holds no cnat configuration.
 	pl, err := nodepipeline.Build(nodepipeline.Params{
-		Node:               *a.node(),
+		Node:               *n,
 		Ports:              nodepipeline.Ports{NAT44: vpp.NewNAT44(conn, ifaces, log), CNAT: vpp.NewCNAT(conn, ifaces, log)},
 		ThisNode:           staticNode{name: cfg.NodeName, id: id, ips: ips},
 		Interfaces:         ifaces,
@@ -204,7 +206,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	}
 	proc, r, nr, cr := pl.Processor, pl.Renderer, pl.NAT44, pl.CNAT
 	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
-	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh, vrf: cfg.Routing.PodVRFID}
+	cni := simnode.NewCNI(v, simnode.Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	if err := cni.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: pod interfaces: %w", err)
 	}
@@ -218,9 +220,9 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		Node:          cfg.NodeName,
 		NodeID:        id,
 		Plan:          plan,
-		NodeIP:        a.nodeIP(),
+		NodeIP:        n.IP(),
 		MgmtIPs:       mgmt,
-		MainInterface: a.mainInterface(),
+		MainInterface: n.MainInterface,
 		Services:      proc.Services(),
 		Skipped:       proc.Skipped(),
 		Renderer:      contivconf.RendererNAT44,

@@ -1,4 +1,4 @@
-package agent
+package syncmetrics
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func vecCount(t *testing.T, h *prometheus.HistogramVec, family string) uint64 {
 // partial, the timestamps move, failures count, for every family served.
 func TestProxyMetricsSync(t *testing.T) {
 	inner := &fakeApplier{}
-	m := newProxyMetrics([]string{"IPv4", "IPv6"})
+	m := NewKubeProxy([]string{"IPv4", "IPv6"})
 	app := observed{inner: inner, obs: []controller.ApplyObserver{m}}
 	clock := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }

@@ -1,4 +1,4 @@
-package agent
+package healthcheck
 
 import (
 	"context"
@@ -37,15 +37,15 @@ func freePort(t *testing.T) uint16 {
 }
 
 // hcGet asks the health check on port; code 0 when nothing answers.
-func hcGet(t *testing.T, port uint16) (int, hcResponse, http.Header) {
+func hcGet(t *testing.T, port uint16) (int, ServiceResponse, http.Header) {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/")
 	if err != nil {
-		return 0, hcResponse{}, nil
+		return 0, ServiceResponse{}, nil
 	}
 	defer resp.Body.Close()
-	var body hcResponse
+	var body ServiceResponse
 	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &body); err != nil {
 		t.Fatalf("body %q: %v", b, err)
@@ -74,7 +74,7 @@ func localBackend(ip string, ready bool) sr.Backend {
 func TestServiceHealthOverHTTP(t *testing.T) {
 	var proxyOK atomic.Bool
 	proxyOK.Store(true)
-	h := newServiceHealth(nil, loopback, proxyOK.Load)
+	h := NewServices(nil, loopback, proxyOK.Load)
 	defer h.Close()
 	port := freePort(t)
 
@@ -183,24 +183,13 @@ func TestHealthCheckOf(t *testing.T) {
 	}
 }
 
-// fakeApplier fails while err is set and counts its calls.
-type fakeApplier struct {
-	err   error
-	calls int
-}
-
-func (f *fakeApplier) Apply(context.Context, bool) error {
-	f.calls++
-	return f.err
-}
-
 // TestProxyHealthOverHTTP: /healthz and /livez answer 200 while VPP is
 // connected and no change waits longer than the timeout, 503 otherwise.
 func TestProxyHealthOverHTTP(t *testing.T) {
 	var connected atomic.Bool
 	connected.Store(true)
 	inner := &fakeApplier{}
-	p := newProxyHealth("node-1", time.Minute, connected.Load)
+	p := NewProxy("node-1", time.Minute, connected.Load)
 	app := observed{inner: inner, obs: []controller.ApplyObserver{p}}
 	// The clock is read by the server's goroutines: atomic.
 	var clock atomic.Int64
@@ -209,14 +198,14 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 	advance := func(d time.Duration) { clock.Add(int64(d)) }
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
-	get := func(path string) (int, proxyHealthStatus) {
+	get := func(path string) (int, ProxyStatus) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var s proxyHealthStatus
+		var s ProxyStatus
 		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +266,7 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 // leave /healthz up; a resync reads the taint from the snapshot. Every
 // answer is counted by code under kube-proxy's metric names.
 func TestProxyHealthDrain(t *testing.T) {
-	p := newProxyHealth("node-1", time.Minute, nil)
+	p := NewProxy("node-1", time.Minute, nil)
 	app := observed{inner: &fakeApplier{}, obs: []controller.ApplyObserver{p}}
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
@@ -342,7 +331,7 @@ func TestProxyHealthDrain(t *testing.T) {
 		if got := code("/livez"); got != http.StatusOK {
 			t.Errorf("%s: /livez %d, want 200", st.name, got)
 		}
-		if p.status().NodeEligible == st.wantDrained {
+		if p.Status().NodeEligible == st.wantDrained {
 			t.Errorf("%s: nodeEligible %v", st.name, !st.wantDrained)
 		}
 		if st.wantDrained {
@@ -368,15 +357,15 @@ func TestProxyHealthServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := busy.Addr().String()
-	p := newProxyHealth("node-1", 0, nil)
+	p := NewProxy("node-1", 0, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.serve(ctx, discardLogger(), addr)
+		p.Serve(ctx, discardLogger(), addr)
 	}()
-	busy.Close() // the retry (every proxyHealthRetry) takes the address
-	deadline := time.Now().Add(3 * proxyHealthRetry)
+	busy.Close() // the retry (every proxyRetry) takes the address
+	deadline := time.Now().Add(3 * proxyRetry)
 	for {
 		resp, err := http.Get("http://" + addr + "/livez")
 		if err == nil {
@@ -404,4 +393,26 @@ func TestServiceHealthLeavesProxyHealthAlone(t *testing.T) {
 	if hc, ok := healthCheckOf(service.ProxyHealthService(10256)); ok {
 		t.Errorf("the proxy health pseudo-service has a service health check: %+v", hc)
 	}
+}
+
+// fakeApplier fails while err is set and counts its calls.
+type fakeApplier struct {
+	err   error
+	calls int
+}
+
+func (f *fakeApplier) Apply(context.Context, bool) error {
+	f.calls++
+	return f.err
+}
+
+// observed is inner's apply step watched by obs, as the controller runs
+// it (controller.Observe).
+type observed struct {
+	inner controller.Applier
+	obs   []controller.ApplyObserver
+}
+
+func (o observed) Apply(ctx context.Context, full bool) error {
+	return controller.Observe(o.obs, full, func() error { return o.inner.Apply(ctx, full) })
 }
