@@ -13,6 +13,7 @@ import (
 // queued together survives their merge.
 func TestQueueMergesDataplaneRestarted(t *testing.T) {
 	q := newQueue()
+	q.pushResync(ResyncPeriodic, nil)
 	q.pushResyncOf(ResyncHealing, nil, true)
 	q.pushResync(ResyncPeriodic, nil)
 	if b := q.drain(); b.resync == nil || !b.resync.restarted || b.resync.kind != ResyncHealing {
