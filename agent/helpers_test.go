@@ -471,16 +471,5 @@ func hcGet(t *testing.T, port uint16) (int, healthcheck.ServiceResponse, http.He
 	return resp.StatusCode, body, resp.Header
 }
 
-// fakeApplier fails while err is set and counts its calls.
-type fakeApplier struct {
-	err   error
-	calls int
-}
-
-func (f *fakeApplier) Apply(context.Context, bool) error {
-	f.calls++
-	return f.err
-}
-
 // ifName is the interface the simulated CNI gives a pod.
 func ifName(namespace, pod string) string { return simnode.PodInterface(namespace, pod) }

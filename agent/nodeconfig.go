@@ -28,8 +28,6 @@ func (a *Agent) nodeIP() netip.Prefix { return a.fixed().IP() }
 // when there is none.
 func (a *Agent) nodeIP6() netip.Prefix { return a.fixed().IP6() }
 
-func (a *Agent) overlay() bool { return a.fixed().Overlay() }
-
 // sourceRangesNotEnforced says why loadBalancerSourceRanges are not
 // enforced now ("" when they are): cnat cannot; NAT44 needs VPP's ACL
 // plugin (an offline render's simulated VPP has it).

@@ -13,9 +13,6 @@ import (
 	"contiv.dev/vpp/plugins/vpp"
 )
 
-// mainInterface is the name of this node's main NIC ("" until known).
-func (a *Agent) mainInterface() string { return a.mainIf }
-
 // configuredMainInterface is the main NIC's name as far as configuration
 // tells: "" leaves it to VPP (the interface holding the node IP).
 func (a *Agent) configuredMainInterface() string {
