@@ -9,6 +9,7 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -27,7 +28,7 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 	plan2 := func(cfg contivconf.Config) *ipam.Plan {
 		t.Helper()
 		cfg.NodeName = "node-2"
-		p, err := ipam.NewPlan(ipamConfig(cfg), 2)
+		p, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,7 @@ func TestOwnAddrsReadinessEtcdDown(t *testing.T) {
 		// IPAM publishes, the processor reads the record, the apply runs.
 		_ = publishTap{inner: h, addrs: &r.addrs}.PublishVppIPs(context.Background(), []netip.Prefix{vppIP})
 		thisNode{h: h, addrs: &r.addrs}.NodeIPs()
-		_ = readyApplier{r: r, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
+		_ = observed{obs: []controller.ApplyObserver{&readyObserver{r: r}}, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
 		waitFor(t, "a failed write", func() bool { return h.WriteStatus().LastError != "" })
 		return ownAddrsReason(r.addrs.missing(), h.WriteStatus()), h
 	}

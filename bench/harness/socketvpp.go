@@ -78,8 +78,11 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 }
 
 // synchronous hides a VPP client's Pipeline: the renderer then waits for
-// every answer.
-type synchronous struct{ nat44.VPP }
+// every answer. Its ACL port stays: source ranges are enforced either way.
+type synchronous struct {
+	nat44.VPP
+	nat44.ACLVPP
+}
 
 // synchronousCNAT is synchronous for the cnat client.
 type synchronousCNAT struct{ cnat.VPP }
@@ -130,9 +133,10 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 		}
 		p, err = env.newCNATPipeline(client, ifaces)
 	} else {
-		var client nat44.VPP = vpp.NewNAT44(conn, ifaces, quiet)
+		nc := vpp.NewNAT44(conn, ifaces, quiet)
+		var client nat44.VPP = nc
 		if !pipelined {
-			client = synchronous{client}
+			client = synchronous{nc, nc}
 		}
 		p, err = env.newPipeline(client, ifaces)
 	}
