@@ -78,6 +78,13 @@ func startControlPlane(t testing.TB) *controlPlane {
 		// exists; no pod here runs, so none needs its token.
 		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false", "--profiling=false",
+		// On SIGTERM the server shuts its HTTP server down, which waits for
+		// every connection to go idle, and a connection with an open watch
+		// (the controller-manager's, the reflectors', the kubelet's) never
+		// does: by default it waits --request-timeout (60 s) for them. In
+		// this mode it answers 429 + Retry-After until the short requests
+		// drain, then gives the watches 2 s and cuts them.
+		"--shutdown-send-retry-after=true",
 		"--audit-policy-file="+policy, "--audit-log-path="+cp.auditLog, "--audit-log-format=json",
 	)
 	cp.waitReady(2 * time.Minute)
@@ -115,9 +122,11 @@ func (cp *controlPlane) waitReady(limit time.Duration) {
 // and starts it again; it returns when it is ready.
 func (cp *controlPlane) restartAPIServer(down time.Duration) {
 	cp.t.Helper()
+	start := time.Now()
 	if err := cp.api.stop(15 * time.Second); err != nil {
-		cp.t.Logf("kube-apiserver stopped: %v", err)
+		cp.t.Errorf("kube-apiserver stopped: %v", err)
 	}
+	cp.t.Logf("kube-apiserver exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 	time.Sleep(down)
 	cp.api.start()
 	cp.waitReady(2 * time.Minute)
