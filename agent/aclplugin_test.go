@@ -14,7 +14,6 @@ import (
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 const sourceRangesManifest = `
@@ -72,7 +71,7 @@ func TestAgentWithoutACLPlugin(t *testing.T) {
 
 	trace := func(src string) sim.Verdict {
 		return v.Trace(sim.Packet{Ingress: simulatedMainNIC, Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr("203.0.113.80"),
-			Proto: sr.TCP, DstPort: 80}).Verdict
+			Proto: sim.TCP, DstPort: 80}).Verdict
 	}
 	notEnforced := func() []service.Skip {
 		return slices.DeleteFunc(r.a.Processor().Skipped(), func(s service.Skip) bool { return s.Reason != service.ReasonSourceRangesNotEnforced })

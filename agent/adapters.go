@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"contiv.dev/vpp/agent/healthcheck"
+	"contiv.dev/vpp/agent/syncmetrics"
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -155,6 +157,13 @@ func ipamView(a *Agent) IPAMView {
 	return v
 }
 
+// LatencyView is the /v1/latency view.
+type LatencyView = syncmetrics.LatencyView
+
+// ProxyHealthStatus is the node-level proxy health as the status view
+// shows it.
+type ProxyHealthStatus = healthcheck.ProxyStatus
+
 func statusView(a *Agent) StatusView {
 	note := ""
 	if a.dp != nil {
@@ -181,7 +190,7 @@ func statusView(a *Agent) StatusView {
 			}
 		}
 		v.NodeSync, v.IPAM = a.nodes.WriteStatus(), a.ipamH.WriteStatus()
-		ph := a.par.proxy.status()
+		ph := a.par.proxy.Status()
 		v.ProxyHealth = &ph
 	}
 	return v

@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/etcd"
@@ -30,7 +32,6 @@ import (
 	"contiv.dev/vpp/plugins/rest"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
-	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -40,7 +41,7 @@ const relistJitter = 2 * time.Second
 
 // simulatedMainNIC is the main NIC of the simulated VPP when the
 // configuration names none.
-const simulatedMainNIC = "GigabitEthernet0/8/0"
+const simulatedMainNIC = nodepipeline.SimulatedMainNIC
 
 // Options are what newAgent needs besides the configuration.
 type Options struct {
@@ -82,7 +83,7 @@ type Agent struct {
 	ctl      *controller.Controller
 	http     *rest.Server
 	registry *prometheus.Registry
-	latency  *latencyTracker
+	latency  *syncmetrics.Latency
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
 	// cluster is the etcd cluster's ID, owner the gate that keeps the
@@ -215,7 +216,7 @@ func (a *Agent) readClusterID(ctx context.Context) error {
 // claimNodeID claims this node's cluster-wide ID before anything else runs,
 // so the address plan is known when the handlers are built.
 func (a *Agent) claimNodeID(ctx context.Context) error {
-	ic := ipamConfig(a.cfg)
+	ic := nodepipeline.IPAMConfig(a.cfg)
 	if err := ic.Validate(); err != nil {
 		return fmt.Errorf("ipam: %w", err)
 	}
@@ -242,16 +243,12 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 
 func (a *Agent) buildHandlers() error {
 	cfg := a.cfg
-	r, err := a.buildRenderer()
-	if err != nil {
-		return err
-	}
-
+	var err error
 	a.nodes, err = nsplugin.New(nsplugin.Params{
 		Client:       a.etcd,
 		NodeName:     cfg.NodeName,
 		StateFile:    cfg.NodeSync.StateFile,
-		MaxID:        ipamConfig(cfg).MaxNodeID(),
+		MaxID:        nodepipeline.IPAMConfig(cfg).MaxNodeID(),
 		ClaimTimeout: cfg.NodeSync.ClaimTimeout.Std(),
 		WriteTimeout: cfg.Etcd.RequestTimeout.Std(),
 		ID:           a.nodeID,
@@ -261,7 +258,7 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.ipamH, err = ipamplugin.New(ipamplugin.Params{
-		Config:    ipamConfig(cfg),
+		Config:    nodepipeline.IPAMConfig(cfg),
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,
 		Client:    a.etcd,
@@ -276,19 +273,12 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.buildServiceHealth()
-	a.proc, err = service.New(service.Params{
-		Logger:     a.log.With("part", "service"),
-		Renderers:  []sr.Renderer{r, a.par.hc},
-		Node:       thisNode{h: a.nodes, addrs: &a.rd.addrs},
-		Subnets:    a.plan,
-		Interfaces: a.ifaces,
-		Config:     a.serviceConfig(),
-	})
+	p, err := a.buildPipeline()
 	if err != nil {
 		return err
 	}
-	a.owner = a.newOwnership(r, a.cluster)
-	ra := readyApplier{inner: a.owner, r: a.rd, log: a.log.With("part", "nat44")}
+	a.owner = a.newOwnership(p.Renderer, a.cluster)
+	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44")}
 	if a.renderer != nil {
 		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
 		ra.hold = a.hold
@@ -300,23 +290,22 @@ func (a *Agent) buildHandlers() error {
 			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
 		}, func() float64 { return float64(sc.SessionsCut()) }))
 	}
-	a.latency = newLatencyTracker(ra)
-	a.buildProxyParity(a.latency)
+	a.latency = syncmetrics.NewLatency()
+	a.buildProxyParity()
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	}
-	var route []controller.Handler
-	if pr := newProxyHealthRoute(r, a.par.proxyAddr); pr != nil {
-		route = []controller.Handler{pr}
-	}
-	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc}, route,
+	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc},
 		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
-		Logger:           a.log.With("part", "controller"),
-		Client:           a.etcd,
-		Handlers:         handlers,
-		Appliers:         []controller.Applier{a.par.proxy}, // the proxy health wraps kube-proxy's metrics, latency, readiness, the renderer
+		Logger:   a.log.With("part", "controller"),
+		Client:   a.etcd,
+		Handlers: handlers,
+		Appliers: []controller.Applier{a.owner}, // the renderer, on a VPP this agent owns
+		// Readiness, latency, kube-proxy's metrics and the proxy health
+		// watch each apply.
+		ApplyObservers:   []controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy},
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -328,7 +317,7 @@ func (a *Agent) buildHandlers() error {
 		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
-	a.registry.MustRegister(a.ctl.Collector(), a.latency.hist, newStateCollector(a), newSourceRangesCollector(a))
+	a.registry.MustRegister(a.ctl.Collector(), newStateCollector(a), newSourceRangesCollector(a))
 	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
 	return nil
@@ -374,7 +363,7 @@ func (a *Agent) buildHTTP() {
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
-			"latency":        a.view(func() any { return a.latency.view() }),
+			"latency":        a.view(func() any { return a.latency.View() }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
 		},

@@ -98,7 +98,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 var cartVIP = sim.Packet{
 	Src:     netip.MustParseAddr("10.1.1.77"),
 	Dst:     netip.MustParseAddr("10.96.10.30"),
-	Proto:   sr.TCP,
+	Proto:   sim.TCP,
 	DstPort: 8080,
 	Ingress: simulatedMainNIC,
 }
@@ -166,7 +166,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	// Ready waited for this node's own addresses to come back from etcd:
 	// its NodePorts are programmed, and only the endpoint change is counted.
 	for _, ip := range []string{"192.168.16.1", "192.168.56.101"} {
-		np := sim.Packet{Src: cartVIP.Src, Dst: netip.MustParseAddr(ip), Proto: sr.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
+		np := sim.Packet{Src: cartVIP.Src, Dst: netip.MustParseAddr(ip), Proto: sim.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
 		if res := vpp.Translate(np); res.Verdict != sim.Translated {
 			t.Fatalf("ready without the NodePort on %s: %+v", ip, res)
 		}

@@ -8,8 +8,9 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestCNATRepliesToDirectSourcesKeepThePodAddress renders node-1 through
@@ -27,7 +28,7 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 	plan2 := func(cfg contivconf.Config) *ipam.Plan {
 		t.Helper()
 		cfg.NodeName = "node-2"
-		p, err := ipam.NewPlan(ipamConfig(cfg), 2)
+		p, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,15 +79,33 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 			sources := tc.sources(cfg)
 			sources["this node's host"] = r.Plan.HostInterconnectLinux.Addr()
 			for what, src := range sources {
-				reply := sim.Packet{Src: pod, Dst: src, Proto: sr.TCP, DstPort: 40000, Ingress: pods[pod]}
+				reply := sim.Packet{Src: pod, Dst: src, Proto: sim.TCP, DstPort: 40000, Ingress: pods[pod]}
 				if res := r.TranslateCNAT(reply); res.Src != pod {
 					t.Errorf("reply of pod %v to %s %v leaves from %v (%s), want the pod's own address", pod, what, src, res.Src, res.Reason)
 				}
 			}
-			out := sim.Packet{Src: pod, Dst: netip.MustParseAddr("192.0.2.1"), Proto: sr.TCP, DstPort: 443, Ingress: pods[pod]}
+			out := sim.Packet{Src: pod, Dst: netip.MustParseAddr("192.0.2.1"), Proto: sim.TCP, DstPort: 443, Ingress: pods[pod]}
 			if res := r.TranslateCNAT(out); res.Src != r.NodeIP.Addr() {
 				t.Errorf("pod to the outside leaves from %v, want the node IP %v", res.Src, r.NodeIP.Addr())
 			}
 		})
 	}
+}
+
+// podIngress maps the IPv4 address of each of node's pods to its
+// interface, as the simulated CNI names it.
+func podIngress(objs []kubestate.Object, node string) map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, o := range objs {
+		p, ok := o.(*kubestate.Pod)
+		if !ok || p.NodeName != node || p.HostNetwork {
+			continue
+		}
+		for _, ip := range p.IPs {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+				out[a] = ifName(p.Namespace, p.Name)
+			}
+		}
+	}
+	return out
 }

@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"context"
-	"net/netip"
-
 	"go.fd.io/govpp/adapter"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -29,23 +27,10 @@ type Dataplane interface {
 
 // NodeInterface is one of a node's VPP interfaces besides pods': its name
 // and, for NICs, its address.
-type NodeInterface struct {
-	Name    string
-	Address netip.Prefix
-	VRF     uint32
-}
+type NodeInterface = simnode.Interface
 
 // Beside is what a Dataplane's handlers know of the agent.
-type Beside struct {
-	// Node is this node's name.
-	Node string
-	// Tag is the tag the CNI gives a pod's interface.
-	Tag func(namespace, pod string) string
-	// Refresh re-reads the agent's cache of VPP's interface table.
-	Refresh func(context.Context) error
-	// PodVRF is the VRF of pod interfaces.
-	PodVRF uint32
-}
+type Beside = simnode.Beside
 
 // sessionCounter is a Dataplane that counts the NAT sessions its
 // configuration changes cut (the simulated VPP keeps sessions).

@@ -3,22 +3,32 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.fd.io/govpp/api"
 
+	"contiv.dev/vpp/agent/healthcheck"
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/etcd"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -419,3 +429,47 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// observed is inner's apply step watched by obs, as the controller runs
+// it (controller.Observe).
+type observed struct {
+	inner controller.Applier
+	obs   []controller.ApplyObserver
+}
+
+func (o observed) Apply(ctx context.Context, full bool) error {
+	return controller.Observe(o.obs, full, func() error { return o.inner.Apply(ctx, full) })
+}
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+// freePort is a TCP port of 127.0.0.1 free a moment ago.
+func freePort(t *testing.T) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// hcGet asks the health check on port; code 0 when nothing answers.
+func hcGet(t *testing.T, port uint16) (int, healthcheck.ServiceResponse, http.Header) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/")
+	if err != nil {
+		return 0, healthcheck.ServiceResponse{}, nil
+	}
+	defer resp.Body.Close()
+	var body healthcheck.ServiceResponse
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("body %q: %v", b, err)
+	}
+	return resp.StatusCode, body, resp.Header
+}
+
+// ifName is the interface the simulated CNI gives a pod.
+func ifName(namespace, pod string) string { return simnode.PodInterface(namespace, pod) }

@@ -107,7 +107,7 @@ endpoints:
 	if err := w.Apply(t.Context(), []kubestate.Op{kubestate.PutOp(slice)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "latency observed", func() bool { return a.latency.view().Observed == 1 })
+	waitFor(t, "latency observed", func() bool { return a.latency.View().Observed == 1 })
 
 	value := func(name string, labels ...string) float64 {
 		t.Helper()

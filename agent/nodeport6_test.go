@@ -14,7 +14,6 @@ import (
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestAgentIPv6NodePort runs the whole chain: IPAM publishes the main
@@ -46,14 +45,14 @@ func TestAgentIPv6NodePort(t *testing.T) {
 		rec, ok := r.a.nodes.ThisNode()
 		return ok && slices.Equal(rec.VppIPs, []string{"192.168.16.1/24", "2001:db8:16::1/64"})
 	})
-	np := sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::1"), Proto: sr.TCP, DstPort: 31090, Ingress: simulatedMainNIC}
+	np := sim.Packet{Src: netip.MustParseAddr("2001:db8:99::1"), Dst: netip.MustParseAddr("2001:db8:16::1"), Proto: sim.TCP, DstPort: 31090, Ingress: simulatedMainNIC}
 	waitFor(t, "the NodePort on the IPv6 node IP", func() bool { return vpp.CnatTrace(np).Verdict == sim.Translated })
 	if res := vpp.CnatTrace(np); len(res.Backends) != 1 || res.Backends[0].Backend != netip.MustParseAddrPort("[fd00:1:1::20]:8080") {
 		t.Errorf("IPv6 NodePort: %+v", res)
 	}
 	// The IPv4-only shop/frontend has its NodePort on the IPv4 node IP
 	// only.
-	np4 := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.168.16.1"), Proto: sr.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
+	np4 := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.168.16.1"), Proto: sim.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
 	np.DstPort = 30080
 	if v4, v6 := vpp.CnatTrace(np4), vpp.CnatTrace(np); v4.Verdict != sim.Translated || v6.Verdict != sim.NotTranslated {
 		t.Errorf("IPv4-only NodePort: on the IPv4 node IP %+v, on the IPv6 one %+v", v4, v6)

@@ -13,7 +13,6 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestFirstStartReadyHasOwnNodePorts: on a node's first start its VPP
@@ -46,7 +45,7 @@ func TestFirstStartReadyHasOwnNodePorts(t *testing.T) {
 		}
 	}
 	for _, ip := range []string{"192.168.16.1", "192.168.56.101"} {
-		np := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr(ip), Proto: sr.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
+		np := sim.Packet{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr(ip), Proto: sim.TCP, DstPort: 30080, Ingress: simulatedMainNIC}
 		if res := vpp.Translate(np); res.Verdict != sim.Translated {
 			t.Errorf("ready, but the NodePort on this node's address %s is not programmed: %+v", ip, res)
 		}
@@ -79,7 +78,7 @@ func TestOwnAddrsReadinessEtcdDown(t *testing.T) {
 		// IPAM publishes, the processor reads the record, the apply runs.
 		_ = publishTap{inner: h, addrs: &r.addrs}.PublishVppIPs(context.Background(), []netip.Prefix{vppIP})
 		thisNode{h: h, addrs: &r.addrs}.NodeIPs()
-		_ = readyApplier{r: r, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
+		_ = observed{obs: []controller.ApplyObserver{&readyObserver{r: r}}, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
 		waitFor(t, "a failed write", func() bool { return h.WriteStatus().LastError != "" })
 		return ownAddrsReason(r.addrs.missing(), h.WriteStatus()), h
 	}

@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/agent/healthcheck"
+	"contiv.dev/vpp/agent/syncmetrics"
 )
 
 // parity holds the parts that give the agent kube-proxy's behaviour beyond
@@ -18,24 +20,16 @@ type parity struct {
 	// Options.HealthCheckAddress.
 	proxyAddr string
 	hcAddr    netip.Addr
-	hc        *serviceHealth
-	proxy     *proxyHealth
-	metrics   *proxyMetrics // kube-proxy's sync metrics
+	hc        *healthcheck.Services
+	proxy     *healthcheck.Proxy
+	metrics   *syncmetrics.KubeProxy // kube-proxy's sync metrics
 }
 
-// buildProxyParity wraps the apply step inner in kube-proxy's sync
-// metrics, and those in the proxy health.
-func (a *Agent) buildProxyParity(inner controller.Applier) {
-	a.par.metrics = newProxyMetrics(inner, a.ipFamilies())
-	a.par.proxy = newProxyHealth(a.par.metrics, a.cfg.NodeName, 0, a.vppConnected)
-	// Every series exists from the start, at zero (see newProxyMetrics).
-	for _, f := range a.ipFamilies() {
-		a.latency.kpHist.WithLabelValues(f)
-	}
-	for _, code := range []string{"200", "503"} {
-		a.par.proxy.healthzTotal.WithLabelValues(code)
-		a.par.proxy.livezTotal.WithLabelValues(code)
-	}
+// buildProxyParity makes kube-proxy's sync metrics and the proxy health,
+// both observers of the apply step.
+func (a *Agent) buildProxyParity() {
+	a.par.metrics = syncmetrics.NewKubeProxy(a.ipFamilies())
+	a.par.proxy = healthcheck.NewProxy(a.cfg.NodeName, 0, a.vppConnected)
 }
 
 // ipFamilies are the IP families this node serves: IPv4, and IPv6 with
@@ -48,15 +42,15 @@ func (a *Agent) ipFamilies() []string {
 }
 
 // parityCollectors are kube-proxy's metrics the agent exports beside its
-// own (docs/operations.md lists them).
+// own (docs/operations.md lists them), and the latency histograms.
 func (a *Agent) parityCollectors() []prometheus.Collector {
-	return append(a.par.metrics.collectors(), a.latency.kpHist, a.par.proxy.healthzTotal, a.par.proxy.livezTotal,
-		newNoLocalCollector(a.proc.Services, a.ipFamilies()))
+	return slices.Concat(a.par.metrics.Collectors(), a.par.proxy.Collectors(), a.latency.Collectors(a.ipFamilies()),
+		[]prometheus.Collector{syncmetrics.NewNoLocalCollector(a.proc.Services, a.ipFamilies())})
 }
 
 // healthCheckTarget is where VPP sends the health checks of this node's
 // IPs: the host end of the host interconnect.
-func (a *Agent) healthCheckTarget() netip.Addr { return a.plan.HostInterconnectLinux.Addr() }
+func (a *Agent) healthCheckTarget() netip.Addr { return a.fixed().HealthCheckTarget() }
 
 // buildServiceHealth makes the health-check server: it listens on
 // Options.HealthCheckAddress, or on the health-check target.
@@ -65,7 +59,7 @@ func (a *Agent) buildServiceHealth() {
 	if !addr.IsValid() {
 		addr = a.healthCheckTarget()
 	}
-	a.par.hc = newServiceHealth(a.log.With("part", "healthcheck"), addr, func() bool {
+	a.par.hc = healthcheck.NewServices(a.log.With("part", "healthcheck"), addr, func() bool {
 		return a.par.proxy == nil || a.par.proxy.Healthy()
 	})
 }
@@ -92,13 +86,18 @@ func (a *Agent) runParity(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a.par.proxy.serve(ctx, a.log.With("part", "proxy-health"), addr)
+		a.par.proxy.Serve(ctx, a.log.With("part", "proxy-health"), addr)
 	}()
 }
 
 // ProxyHealthOff as Options.ProxyHealthAddress serves no proxy health
 // endpoint.
 const ProxyHealthOff = "off"
+
+// DefaultProxyHealthAddress is where the node-level proxy health endpoint
+// listens unless configured otherwise: kube-proxy's healthz port, which
+// cloud load balancers probe.
+const DefaultProxyHealthAddress = ":10256"
 
 // sourceRangesCollector exports how many services have
 // loadBalancerSourceRanges the agent cannot enforce.

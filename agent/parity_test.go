@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/agent/healthcheck"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -88,7 +89,7 @@ endpoints:
 	waitFor(t, "agent ready", a.Ready)
 
 	var code int
-	var body hcResponse
+	var body healthcheck.ServiceResponse
 	waitFor(t, "health check answered", func() bool {
 		code, body, _ = hcGet(t, hc)
 		return code != 0
@@ -126,14 +127,14 @@ endpoints:
 	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(slice)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "latency observed", func() bool { return a.latency.view().Observed == 1 })
+	waitFor(t, "latency observed", func() bool { return a.latency.View().Observed == 1 })
 	again := *slice
 	again.Endpoints = append(slices.Clone(slice.Endpoints), kubestate.Endpoint{Addresses: []string{"10.1.1.9"}, Ready: true, Serving: true, NodeName: "node-1"})
 	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(&again)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "repeated trigger time seen", func() bool { return a.latency.view().Repeated == 1 })
-	if v := a.latency.view(); v.Observed != 1 || v.Window != 1 {
+	waitFor(t, "repeated trigger time seen", func() bool { return a.latency.View().Repeated == 1 })
+	if v := a.latency.View(); v.Observed != 1 || v.Window != 1 {
 		t.Errorf("latency after a repeated trigger time: %+v", v)
 	}
 }

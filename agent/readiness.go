@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -132,41 +132,49 @@ func (r *readiness) reasons(ctlReady, connected bool, now time.Time) []string {
 	return out
 }
 
-// readyApplier runs the renderer's apply step and tells readiness how it
-// went; with a dataplane that counts cut sessions, it logs what each apply
-// cut.
-type readyApplier struct {
-	inner controller.Applier
-	r     *readiness
-	cuts  sessionCounter // nil: not counted
-	log   *slog.Logger
+// readyObserver tells readiness how each apply of the renderer went; with
+// a dataplane that counts cut sessions, it logs what each apply cut. It
+// observes the controller's apply step (controller.ApplyObserver).
+type readyObserver struct {
+	r    *readiness
+	cuts sessionCounter // nil: not counted
+	log  *slog.Logger
 	// hold, when set, is armed after every apply with when the NAT44
 	// renderer's hold of mapping operations runs out (holdwake.go).
 	hold *holdWaker
+
+	// gen, own and before are the loss generation, the own addresses the
+	// processor had read and the sessions cut, as the apply started.
+	gen    uint64
+	own    []netip.Addr
+	before uint64
 }
 
-// Apply implements controller.Applier.
-func (a readyApplier) Apply(ctx context.Context, full bool) error {
-	gen := a.r.generation()
-	own := a.r.addrs.seenNow()
-	var before uint64
+var _ controller.ApplyObserver = (*readyObserver)(nil)
+
+// ApplyStarting implements controller.ApplyObserver.
+func (a *readyObserver) ApplyStarting(bool) {
+	a.gen = a.r.generation()
+	a.own = a.r.addrs.seenNow()
 	if a.cuts != nil {
-		before = a.cuts.SessionsCut()
+		a.before = a.cuts.SessionsCut()
 	}
-	err := a.inner.Apply(ctx, full)
-	a.r.applied(gen, full, err)
+}
+
+// Applied implements controller.ApplyObserver.
+func (a *readyObserver) Applied(full bool, err error) {
+	a.r.applied(a.gen, full, err)
 	if a.hold != nil {
 		a.hold.arm()
 	}
 	if err == nil {
-		a.r.addrs.appliedNow(own)
+		a.r.addrs.appliedNow(a.own)
 	}
 	if a.cuts != nil {
-		if cut := a.cuts.SessionsCut() - before; cut > 0 {
+		if cut := a.cuts.SessionsCut() - a.before; cut > 0 {
 			a.log.Warn("NAT44 apply cut established sessions (simulated VPP's accounting)", "sessionsCut", cut, "full", full)
 		}
 	}
-	return err
 }
 
 // ready is true once the first full sync is applied, VPP is connected and

@@ -10,6 +10,7 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/plugins/controller"
 )
 
 type applyFunc func(context.Context, bool) error
@@ -22,7 +23,7 @@ func TestReadinessFollowsVPP(t *testing.T) {
 	r := &readiness{grace: 3 * time.Second, pending: func() []waiting { return waits }}
 	var lostDuringApply bool
 	fail := false
-	app := readyApplier{r: r, inner: applyFunc(func(context.Context, bool) error {
+	app := observed{obs: []controller.ApplyObserver{&readyObserver{r: r}}, inner: applyFunc(func(context.Context, bool) error {
 		if lostDuringApply {
 			r.vppLost("disconnected") // VPP goes away while the apply runs
 		}
@@ -98,7 +99,7 @@ func TestReadinessWaitsForHeldMappings(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	held := 0
 	r := &readiness{grace: 3 * time.Second, held: func() int { return held }}
-	app := readyApplier{r: r, inner: applyFunc(func(context.Context, bool) error { return nil })}
+	app := observed{obs: []controller.ApplyObserver{&readyObserver{r: r}}, inner: applyFunc(func(context.Context, bool) error { return nil })}
 	r.vppLost("restarted")
 	held = 11021
 	_ = app.Apply(context.Background(), true)

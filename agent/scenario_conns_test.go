@@ -15,6 +15,7 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp/sim"
+	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // interfaceStep deletes, re-creates or creates a VPP interface as the CNI
@@ -129,7 +130,7 @@ func (r *runner) cnatLines() []string {
 			paths[i] = p.String()
 		}
 		slices.Sort(paths)
-		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, t.Proto, t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
+		out = append(out, fmt.Sprintf("translation %s/%v lb=%d real=%v -> %s", t.VIP, sr.Protocol(t.Proto), t.LBType, t.IsRealIP, strings.Join(paths, ", ")))
 	}
 	for _, rt := range r.h.vpp.Routes() {
 		switch {

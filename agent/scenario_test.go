@@ -136,7 +136,6 @@ import (
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp/sim"
-	sr "contiv.dev/vpp/servicerenderer"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected blocks of testdata/scenarios from the agent's results")
@@ -679,9 +678,9 @@ func parseTrace(args []string) (sim.Packet, error) {
 	p.Dst, p.DstPort = ap.Addr(), ap.Port()
 	switch strings.ToUpper(proto) {
 	case "TCP":
-		p.Proto = sr.TCP
+		p.Proto = sim.TCP
 	case "UDP":
-		p.Proto = sr.UDP
+		p.Proto = sim.UDP
 	default:
 		return p, fmt.Errorf("%q: protocol TCP or UDP", args[0])
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"go.fd.io/govpp/adapter"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -37,20 +38,7 @@ func (s simulated) Name() string {
 }
 
 func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
-	have := map[string]bool{}
-	for _, i := range s.vpp.Interfaces() {
-		have[i.Name] = true
-	}
-	for _, i := range ifs {
-		s.vpp.CreateTable(i.VRF) // the startup configuration makes the tables of its interfaces
-		if i.Name != "" && !have[i.Name] {
-			if _, err := s.vpp.CreateInterface(sim.InterfaceSpec{Name: i.Name, Address: i.Address, VRF: i.VRF}); err != nil {
-				return err
-			}
-			have[i.Name] = true
-		}
-	}
-	return nil
+	return simnode.EnsureInterfaces(s.vpp, ifs)
 }
 
 // Handlers is the simulated CNI. The simulated node's startup
@@ -60,7 +48,7 @@ func (s simulated) EnsureInterfaces(ifs []NodeInterface) error {
 // restart.
 func (s simulated) Handlers(b Beside) []controller.Handler {
 	s.vpp.CreateTable(b.PodVRF)
-	return []controller.Handler{&simCNI{vpp: s.vpp, node: b.Node, tag: b.Tag, refresh: b.Refresh, vrf: b.PodVRF}}
+	return []controller.Handler{simnode.NewCNI(s.vpp, b)}
 }
 
 // SessionsCut is how many NAT44-ED and cnat sessions (only one renderer

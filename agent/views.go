@@ -10,7 +10,6 @@ import (
 	ipamplugin "contiv.dev/vpp/plugins/ipam"
 	nsplugin "contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp"
-	"contiv.dev/vpp/plugins/vpp/sim"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -165,92 +164,4 @@ type StatusView struct {
 	// to be deleted by the cluster autoscaler).
 	ProxyHealth *ProxyHealthStatus `json:"proxyHealth,omitempty"`
 	Note        string             `json:"note"`
-}
-
-// TraceState answers, from a NAT44 state alone, what NAT44-ED does with a
-// packet, with the rules of the simulated VPP's translation oracle
-// (sim.VPP.Translate, which tests hold it to): a mapping of the
-// destination address, port and protocol (or of the address alone)
-// translates it to its locals, with their probabilities; twice-NAT
-// rewrites the source to the first twice-NAT pool address, self-twice-NAT
-// only towards a backend that is the source itself. Otherwise an identity
-// mapping or forwarding lets it pass untranslated, and it is dropped with
-// forwarding off. An empty p.Ingress is taken for an interface with the
-// outside feature. contivctl trace uses it on an agent's applied state.
-func TraceState(s *nat44.State, p sim.Packet) sim.Result {
-	if p.Ingress != "" && s.Interfaces[p.Ingress]&(nat44.FeatureOut|nat44.FeatureOutput) == 0 {
-		return sim.Result{Reason: "ingress interface " + p.Ingress + " has neither the NAT44 outside nor the output feature"}
-	}
-	if !p.Dst.Is4() || !p.Src.Is4() {
-		return sim.Result{Reason: "not IPv4"}
-	}
-	m := s.Mappings[nat44.MappingKey{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}]
-	if m == nil {
-		m = s.Mappings[nat44.MappingKey{IP: p.Dst}]
-	}
-	if m != nil {
-		return traceMapping(s, m, p)
-	}
-	for k := range s.Identities {
-		if k.IP == p.Dst && (k.Port == 0 || k.Port == p.DstPort && k.Proto == p.Proto) {
-			return sim.Result{Reason: "identity mapping"}
-		}
-	}
-	if s.Global.Forwarding {
-		return sim.Result{Reason: "no mapping; forwarding passes it"}
-	}
-	return sim.Result{Verdict: sim.Dropped, Reason: "no mapping and forwarding off (no translation)"}
-}
-
-func traceMapping(s *nat44.State, m *nat44.Mapping, p sim.Packet) sim.Result {
-	lb := len(m.Locals) > 1
-	res := sim.Result{Verdict: sim.Translated, Reason: "static mapping", Tag: m.Tag}
-	if lb {
-		res.Reason = "load-balanced mapping"
-		res.Affinity = m.Affinity
-	}
-	weight := func(l nat44.Local) float64 {
-		if lb {
-			return float64(l.Probability)
-		}
-		return 1
-	}
-	total := 0.0
-	for _, l := range m.Locals {
-		total += weight(l)
-	}
-	if total == 0 {
-		return sim.Result{Verdict: sim.Dropped, Reason: "load-balanced mapping whose locals all have probability 0: VPP 25.02 crashes (SIGFPE) on the first packet", Tag: m.Tag, Affinity: res.Affinity}
-	}
-	var pool netip.Addr
-	sorted := slices.Clone(s.Pool)
-	sortPool(sorted)
-	for _, a := range sorted {
-		if a.TwiceNAT {
-			pool = a.IP
-			break
-		}
-	}
-	locals := slices.Clone(m.Locals)
-	slices.SortFunc(locals, func(a, b nat44.Local) int {
-		return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.VRF, b.VRF))
-	})
-	for _, l := range locals {
-		if weight(l) == 0 {
-			continue // never picked: the placeholder local of a one-backend mapping
-		}
-		src := p.Src
-		if m.TwiceNAT == nat44.TwiceNATOn || m.TwiceNAT == nat44.TwiceNATSelf && l.IP == p.Src {
-			if !pool.IsValid() {
-				return sim.Result{Verdict: sim.Dropped, Reason: "twice-NAT needs a twice-NAT pool address and there is none", Tag: m.Tag}
-			}
-			src = pool
-		}
-		port := l.Port
-		if m.Port == 0 {
-			port = p.DstPort // address-only mappings keep the port
-		}
-		res.Backends = append(res.Backends, sim.Reach{IP: l.IP, Port: port, VRF: l.VRF, Probability: weight(l) / total, Src: src})
-	}
-	return res
 }

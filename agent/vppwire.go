@@ -1,20 +1,17 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 )
-
-// mainInterface is the name of this node's main NIC ("" until known).
-func (a *Agent) mainInterface() string { return a.mainIf }
 
 // configuredMainInterface is the main NIC's name as far as configuration
 // tells: "" leaves it to VPP (the interface holding the node IP).
@@ -88,21 +85,8 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 }
 
 // nodeInterfaces are the interfaces a node's VPP has besides pods', as a
-// dataplane standing in for VPP creates them: the main NIC (named
-// simulatedMainNIC unless configured) holds the node IP.
-func (a *Agent) nodeInterfaces() []NodeInterface {
-	nc := a.cfg.ForNode(a.cfg.NodeName)
-	main := cmp.Or(a.configuredMainInterface(), simulatedMainNIC)
-	mainVRF, podVRF := a.cfg.Routing.MainVRFID, a.cfg.Routing.PodVRFID
-	ifs := []NodeInterface{{Name: main, Address: a.nodeIP(), VRF: mainVRF}, {Name: nc.HostInterconnectInterface, VRF: mainVRF}}
-	if a.overlay() {
-		ifs = append(ifs, NodeInterface{Name: nc.VXLANBVIInterface, VRF: podVRF})
-	}
-	for _, o := range nc.OtherInterfaces {
-		ifs = append(ifs, NodeInterface{Name: o.Name, Address: o.IPCIDR, VRF: mainVRF})
-	}
-	return ifs
-}
+// dataplane standing in for VPP creates them.
+func (a *Agent) nodeInterfaces() []NodeInterface { return simnode.Interfaces(a.fixed()) }
 
 // onVPPEvent reacts to the VPP connection: every (re)connection after the
 // first makes the controller reconcile everything against what VPP holds.
@@ -116,14 +100,12 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 				why = "restarted"
 			}
 			a.rd.vppLost(why)
-			if a.cnat != nil && e.Restarted {
-				a.cnat.VPPRestarted() // its node bookkeeping is gone with VPP's state
-			}
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
-			// them (pending).
-			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing})
+			// them (pending). After a restart the renderers hear, on the
+			// loop in that resync, that what they applied is gone.
+			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing, DataplaneRestarted: e.Restarted})
 		}
 	case vpp.Disconnected:
 		a.rd.vppLost("disconnected")

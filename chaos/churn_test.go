@@ -126,7 +126,8 @@ func (c *churner) step(ctx context.Context, k int) (done bool, err error) {
 func (c *churner) pause() {
 	c.paused.Store(true)
 	c.writing.Lock()
-	c.writing.Unlock() //nolint:staticcheck // waits for the write in progress
+	//lint:ignore SA2001 the empty section waits for the write in progress
+	c.writing.Unlock()
 }
 
 // resume lets the writes go on.

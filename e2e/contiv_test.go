@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"contiv.dev/vpp/agent"
@@ -29,19 +32,73 @@ const (
 )
 
 // ksrTokenKubeconfig writes a kubeconfig that authenticates as the
-// reflector's ServiceAccount only: a bound token from the TokenRequest API.
-// Its rights are exactly what deploy/base's RBAC grants that account.
+// reflector's ServiceAccount only, with the token a kubelet would get for
+// the pod of deploy/base's Deployment (ksrPod): one from the TokenRequest
+// API, bound to that pod. Its rights are exactly what deploy/base's RBAC
+// grants that account.
 func ksrTokenKubeconfig(t testing.TB, cp *controlPlane) string {
 	t.Helper()
+	pod := ksrPod(t, cp)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr, err := cp.kube.CoreV1().ServiceAccounts(ksrNamespace).CreateToken(ctx, ksrAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(6 * 3600))}}, metav1.CreateOptions{})
+	tr, err := cp.kube.CoreV1().ServiceAccounts(ksrNamespace).CreateToken(ctx, pod.Spec.ServiceAccountName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: new(int64(6 * 3600)),
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token of %s/%s: %v", ksrNamespace, ksrAccount, err)
+		t.Fatalf("token of %s/%s bound to pod %s: %v", ksrNamespace, ksrAccount, pod.Name, err)
 	}
 	return writeKubeconfig(t, filepath.Join(t.TempDir(), "ksr.kubeconfig"), cp.admin.Host, cp.pki.caCert,
 		&clientcmdapi.AuthInfo{Token: tr.Status.Token})
+}
+
+// serviceAccountDir is where a pod's containers find their ServiceAccount
+// token and the cluster's CA (the in-cluster configuration reads them).
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// ksrPod creates the pod the ReplicaSet of deploy/base's contiv-ksr
+// Deployment would (no scheduler runs: it stays pending) and checks what
+// the API server's ServiceAccount admission made of it, as in a real
+// cluster: its account is deploy/base's, its container mounts that
+// account's token and the CA, and the CA's ConfigMap exists.
+func ksrPod(t testing.TB, cp *controlPlane) *corev1.Pod {
+	t.Helper()
+	var dep appsv1.Deployment
+	for _, o := range kustomize(t, "../deploy/base") {
+		if o.GetKind() == "Deployment" && o.GetName() == ksrAccount {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &dep); err != nil {
+				t.Fatalf("deploy/base's Deployment %s: %v", ksrAccount, err)
+			}
+		}
+	}
+	if dep.Name == "" {
+		t.Fatalf("deploy/base has no Deployment %s", ksrAccount)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := cp.kube.CoreV1().Pods(dep.Namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: dep.Name + "-e2e", Namespace: dep.Namespace, Labels: dep.Spec.Template.Labels},
+		Spec:       dep.Spec.Template.Spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the pod of deploy/base's Deployment %s: %v", dep.Name, err)
+	}
+	if p.Namespace != ksrNamespace || p.Spec.ServiceAccountName != ksrAccount {
+		t.Fatalf("the pod of deploy/base's Deployment runs as %s/%s, want %s/%s", p.Namespace, p.Spec.ServiceAccountName, ksrNamespace, ksrAccount)
+	}
+	mounted := false
+	for _, m := range p.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || m.MountPath == serviceAccountDir
+	}
+	if !mounted {
+		t.Fatalf("the ServiceAccount admission mounted no token at %s into pod %s/%s: %+v", serviceAccountDir, p.Namespace, p.Name, p.Spec.Containers[0].VolumeMounts)
+	}
+	waitFor(t, time.Minute, func() (bool, string) {
+		_, err := cp.kube.CoreV1().ConfigMaps(p.Namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, fmt.Sprintf("the cluster CA of pod %s/%s's token volume: %v", p.Namespace, p.Name, err)
+	})
+	return p
 }
 
 // replica is one contiv-ksr process.

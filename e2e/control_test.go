@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,9 +22,11 @@ const serviceCIDR = "10.96.0.0/12"
 
 // controllers are the controller-manager's controllers the agents depend
 // on: EndpointSlices of Services and mirrored Endpoints, ServiceAccounts
-// and their tokens, namespace deletion, garbage collection of owned
-// objects and of terminated pods.
-const controllers = "endpointslice,endpointslicemirroring,serviceaccount,serviceaccount-token,namespace,garbagecollector,podgc"
+// (each namespace's default one, which the API server's ServiceAccount
+// admission requires of a pod) and their tokens, the cluster CA every
+// namespace publishes for its pods (kube-root-ca.crt), namespace deletion,
+// garbage collection of owned objects and of terminated pods.
+const controllers = "endpointslice,endpointslicemirroring,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,garbagecollector,podgc"
 
 // controlPlane is a real Kubernetes control plane on loopback: an etcd,
 // kube-apiserver and kube-controller-manager.
@@ -74,10 +77,14 @@ func startControlPlane(t testing.TB) *controlPlane {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode=RBAC", "--service-cluster-ip-range="+serviceCIDR,
 		"--endpoint-reconciler-type=none",
-		// Pods are created before their namespace's default ServiceAccount
-		// exists; no pod here runs, so none needs its token.
-		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false", "--profiling=false",
+		// On SIGTERM the server shuts its HTTP server down, which waits for
+		// every connection to go idle, and a connection with an open watch
+		// (the controller-manager's, the reflectors', the kubelet's) never
+		// does: by default it waits --request-timeout (60 s) for them. In
+		// this mode it answers 429 + Retry-After until the short requests
+		// drain, then gives the watches 2 s and cuts them.
+		"--shutdown-send-retry-after=true",
 		"--audit-policy-file="+policy, "--audit-log-path="+cp.auditLog, "--audit-log-format=json",
 	)
 	cp.waitReady(2 * time.Minute)
@@ -115,12 +122,27 @@ func (cp *controlPlane) waitReady(limit time.Duration) {
 // and starts it again; it returns when it is ready.
 func (cp *controlPlane) restartAPIServer(down time.Duration) {
 	cp.t.Helper()
+	start := time.Now()
 	if err := cp.api.stop(15 * time.Second); err != nil {
-		cp.t.Logf("kube-apiserver stopped: %v", err)
+		cp.t.Errorf("kube-apiserver stopped: %v", err)
 	}
+	cp.t.Logf("kube-apiserver exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 	time.Sleep(down)
 	cp.api.start()
 	cp.waitReady(2 * time.Minute)
+}
+
+// waitServiceAccount waits until ServiceAccount ns/name exists: the
+// controller-manager makes each namespace's default account, and the
+// API server admits no pod of an account that does not exist.
+func (cp *controlPlane) waitServiceAccount(ns, name string) {
+	cp.t.Helper()
+	waitFor(cp.t, time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := cp.kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprintf("ServiceAccount %s/%s: %v", ns, name, err)
+	})
 }
 
 func readFile(t testing.TB, path string) []byte {

@@ -6,6 +6,11 @@
 // only by a ServiceAccount token bound to deploy/base's ClusterRole, and two
 // agents on simulated VPPs served over the VPP socket API.
 //
+// The API server runs its ServiceAccount admission, as a real cluster does:
+// pods wait for their namespace's default account, get its token mounted,
+// and the reflectors' token is the one a kubelet would get for the pod of
+// deploy/base's contiv-ksr Deployment (bound to it, TokenRequest API).
+//
 // Every scenario changes the API and then waits until etcd holds exactly
 // the API's objects and each agent's VPP holds a fresh offline render of
 // them (agent.Render): how long that took is logged as a figure (see

@@ -66,6 +66,7 @@ func startSystem(t *testing.T) *system {
 	if _, err := s.cp.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	s.cp.waitServiceAccount(testNamespace, "default")
 	s.workload() // every scenario may change it
 	return s
 }
@@ -162,8 +163,7 @@ func pod(name, node string, labels map[string]string, port string, containerPort
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, Labels: labels},
 		Spec: corev1.PodSpec{
-			NodeName:                     node,
-			AutomountServiceAccountToken: new(false),
+			NodeName: node,
 			Containers: []corev1.Container{{Name: "c", Image: "e2e.invalid/none",
 				Ports: []corev1.ContainerPort{{Name: port, ContainerPort: containerPort, Protocol: corev1.ProtocolTCP}}}},
 		},

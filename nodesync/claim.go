@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -222,7 +222,7 @@ func (c *claimer) run(ctx context.Context) (id uint32, err error) {
 			c.log.Debug("nodesync: etcd request failed", "node", c.name, "error", err)
 		}
 		fails++
-		if !sleep(ctx, backoff(fails, c.maxBackoff)) {
+		if !backoff.Sleep(ctx, pause(fails, c.maxBackoff)) {
 			return 0, c.deadlineError(ctx, lastErr)
 		}
 	}
@@ -239,22 +239,10 @@ func (c *claimer) deadlineError(ctx context.Context, lastErr error) error {
 		c.name, ErrUnavailable, c.attempts, lastErr, ctx.Err())
 }
 
-// backoff is a jittered pause growing with the number of failures.
-func backoff(fails int, ceiling time.Duration) time.Duration {
-	d := min(minBackoff<<min(fails, 20), ceiling)
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleep waits d, false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// pause is the jittered wait after fails failures in a row (0: the first
+// retry): minBackoff·2^fails, at most ceiling.
+func pause(fails int, ceiling time.Duration) time.Duration {
+	return backoff.Policy{Initial: minBackoff, Max: ceiling, Jitter: true}.Delay(fails + 1)
 }
 
 // read reads the view at one revision.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/internal/backoff"
 )
 
 // Release frees node name's ID: it deletes the node record and the node's
@@ -24,7 +26,7 @@ func Release(ctx context.Context, cli Etcd, name string, quarantine time.Duratio
 		if done, err := releaseOnce(ctx, cli, name, quarantine); done || err != nil {
 			return err
 		}
-		if !sleep(ctx, backoff(fails, defaultMaxBackoff)) {
+		if !backoff.Sleep(ctx, pause(fails, defaultMaxBackoff)) {
 			return fmt.Errorf("node %s: release: %w", name, ctx.Err())
 		}
 	}

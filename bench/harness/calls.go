@@ -72,10 +72,10 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 		return nil, err
 	}
 	if err := p.resync(ctx, evs.snap); err != nil {
-		return nil, fmt.Errorf("N=%d: resync through the VPP client: %w", n, err)
+		return nil, fmt.Errorf("n=%d: resync through the VPP client: %w", n, err)
 	}
 	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("N=%d: resync through the VPP client: %w", n, err)
+		return nil, fmt.Errorf("n=%d: resync through the VPP client: %w", n, err)
 	}
 	out := &callsRun{resyncWrites: v.Writes()}
 	var all, cip, np, role meanOf
@@ -83,7 +83,7 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 		roles := p.proc.Interfaces()
 		before := v.Writes()
 		if err := p.batch(ctx, ev); err != nil {
-			return nil, fmt.Errorf("N=%d: change %s through the VPP client: %w", n, ev.Key, err)
+			return nil, fmt.Errorf("n=%d: change %s through the VPP client: %w", n, ev.Key, err)
 		}
 		d := v.Writes() - before
 		all.add(d)
@@ -98,7 +98,7 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 		}
 	}
 	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("N=%d: churn through the VPP client: %w", n, err)
+		return nil, fmt.Errorf("n=%d: churn through the VPP client: %w", n, err)
 	}
 	out.perChange, out.clusterIP, out.nodePort, out.podRole = all.mean(), cip.mean(), np.mean(), role.mean()
 	return out, nil

@@ -3,11 +3,11 @@ package harness
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"strconv"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
@@ -67,25 +67,6 @@ func (c *countingVPP) DumpFIBRoutes(context.Context, []uint32, bool) ([]cnat.Rou
 	return nil, nil
 }
 
-// cnatConfig is the cnat configuration node 1 would get: its VPP address
-// for source NAT, the pod and service CIDRs, the node network excluded,
-// the configured interfaces as host interfaces.
-func (e *nodeEnv) cnatConfig() cnat.Config {
-	c := cnat.DefaultConfig()
-	c.NodeIP4 = workload.VppIP(workload.ThisNode)
-	c.PodCIDRs = []netip.Prefix{e.cfg.IPAM.PodSubnetCIDR}
-	c.ServiceCIDRs = []netip.Prefix{e.cfg.IPAM.ServiceCIDR}
-	c.NodeNetworks = []netip.Prefix{netip.PrefixFrom(c.NodeIP4, 24).Masked()}
-	pc := e.processorConfig()
-	for _, n := range []string{pc.MainInterface, pc.HostInterconnect, pc.VXLANBVI} {
-		if n != "" {
-			c.HostInterfaces = append(c.HostInterfaces, n)
-		}
-	}
-	c.LocalEndpointWeight = max(e.cfg.NAT44.ServiceLocalEndpointWeight, 1)
-	return c
-}
-
 // cnatRenderer adapts the cnat renderer.
 type cnatRenderer struct{ *cnat.Renderer }
 
@@ -93,11 +74,7 @@ func (r cnatRenderer) refused() (int, string) { return firstOf(r.Failures()) }
 
 // newCNATPipeline is node 1's pipeline with the cnat renderer.
 func (e *nodeEnv) newCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
-	r, err := cnat.New(cnat.Params{Config: e.cnatConfig(), VPP: vpp, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, fmt.Errorf("cnat renderer: %w", err)
-	}
-	return e.pipelineOf(r, cnatRenderer{r}, ifaces)
+	return e.build(contivconf.RendererCNAT, nodepipeline.Ports{CNAT: vpp}, ifaces)
 }
 
 // cnatFigures runs the pipeline figures with the cnat renderer o.Runs

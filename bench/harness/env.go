@@ -1,26 +1,26 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"path/filepath"
-	"time"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
-	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // mainNIC is the main NIC the agent gives the simulated VPP when the
 // configuration names none.
-const mainNIC = "GigabitEthernet0/8/0"
+const mainNIC = nodepipeline.SimulatedMainNIC
 
 // nodeEnv is node 1 of W(N) under the default configuration: what its
 // agent would derive from contivconf and IPAM.
@@ -32,62 +32,32 @@ type nodeEnv struct {
 func newNodeEnv() (*nodeEnv, error) {
 	cfg := contivconf.Defaults()
 	cfg.NodeName = workload.NodeName(workload.ThisNode)
-	plan, err := ipam.NewPlan(ipamConfig(cfg), workload.ThisNode)
+	plan, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), workload.ThisNode)
 	if err != nil {
 		return nil, fmt.Errorf("address plan of node 1: %w", err)
 	}
 	return &nodeEnv{cfg: cfg, plan: plan}, nil
 }
 
-// ipamConfig maps the configuration onto IPAM's as the agent does with a
-// VXLAN overlay and no main-interface address configured.
-func ipamConfig(cfg contivconf.Config) ipam.Config {
-	c := cfg.IPAM
-	return ipam.Config{
-		PodSubnetCIDR:                 c.PodSubnetCIDR,
-		PodSubnetOneNodePrefixLen:     c.PodSubnetNodePrefixLength,
-		VPPHostSubnetCIDR:             c.VPPHostSubnetCIDR,
-		VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
-		NodeInterconnectCIDR:          c.NodeInterconnectCIDR,
-		ServiceCIDR:                   c.ServiceCIDR,
-		VXLANCIDR:                     c.VXLANCIDR,
-	}
+// node is node 1 as the agent configures its pipeline, through renderer
+// (nat44 or cnat): the main NIC is the configured one, or the simulated
+// VPP's.
+func (e *nodeEnv) node(renderer string) nodepipeline.Node {
+	cfg := e.cfg
+	cfg.Renderer = renderer
+	return nodepipeline.Node{Config: cfg, Plan: e.plan, MainInterface: cmp.Or(cfg.ForNode(cfg.NodeName).MainInterface.Name, mainNIC)}
 }
 
-func seconds(d contivconf.Duration) uint32 { return uint32(d.Std() / time.Second) }
-
-// rendererConfig is the NAT44 configuration the agent builds for node 1
-// (no default gateway is configured, so external traffic is not
-// source-NATed).
+// rendererConfig is the NAT44 configuration the agent builds for node 1.
 func (e *nodeEnv) rendererConfig() nat44.Config {
-	c := e.cfg
-	nc := nat44.DefaultConfig()
-	nc.MainVRF, nc.PodVRF = c.Routing.MainVRFID, c.Routing.PodVRFID
-	nc.Overlay = c.Routing.NodeToNodeTransport == contivconf.TransportVXLAN
-	nc.LocalEndpointWeight = c.NAT44.ServiceLocalEndpointWeight
-	nc.NATLoopback = e.plan.NATLoopback
-	nc.PodSubnet = e.plan.PodSubnet
-	nc.SessionLimit = c.NAT44.SessionLimit
-	t := c.NAT44.Timeouts
-	nc.Timeouts = nat44.Timeouts{UDP: seconds(t.UDP), TCPEstablished: seconds(t.TCPEstablished),
-		TCPTransitory: seconds(t.TCPTransitory), ICMP: seconds(t.ICMP)}
-	return nc
-}
-
-// processorConfig names the interfaces as the agent does.
-func (e *nodeEnv) processorConfig() service.Config {
-	return service.Config{
-		MainInterface:    mainNIC,
-		HostInterconnect: e.cfg.Routing.HostInterconnectInterface,
-		VXLANBVI:         e.cfg.Routing.VXLANBVIInterface,
-		PodInterfaceTag:  e.cfg.NAT44.InterfaceTag,
-	}
+	n := e.node(contivconf.RendererNAT44)
+	return n.NAT44Config()
 }
 
 // podInterface is the name and tag of a local pod's interface, as the
 // agent's simulated CNI makes them.
 func (e *nodeEnv) podInterface(namespace, pod string) (name, tag string) {
-	return "tap-" + namespace + "-" + pod, e.cfg.NAT44.InterfaceTag(namespace, pod)
+	return simnode.PodInterface(namespace, pod), e.cfg.NAT44.InterfaceTag(namespace, pod)
 }
 
 // node1 is what NodeSync tells the processor about node 1.
@@ -144,29 +114,31 @@ func firstOf[F any](fs []F) (int, string) {
 	return len(fs), fmt.Sprintf("%+v", fs[0])
 }
 
+// newPipeline is node 1's pipeline with the NAT44 renderer.
 func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
-	r, err := nat44.New(nat44.Params{Config: e.rendererConfig(), VPP: vpp, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, fmt.Errorf("nat44 renderer: %w", err)
-	}
-	return e.pipelineOf(r, nat44Renderer{r}, ifaces)
+	return e.build(contivconf.RendererNAT44, nodepipeline.Ports{NAT44: vpp}, ifaces)
 }
 
-// pipelineOf is node 1's service processor feeding r, applied through
-// rend.
-func (e *nodeEnv) pipelineOf(r sr.Renderer, rend pipelineRenderer, ifaces service.InterfaceLookup) (*pipeline, error) {
-	p, err := service.New(service.Params{
-		Logger:     slog.New(slog.DiscardHandler),
-		Renderers:  []sr.Renderer{r},
-		Node:       node1{},
-		Subnets:    e.plan,
-		Interfaces: ifaces,
-		Config:     e.processorConfig(),
+// build is node 1's pipeline through renderer, built by the agent's
+// builder with the agent's configuration of it (proxy health included).
+func (e *nodeEnv) build(renderer string, ports nodepipeline.Ports, ifaces service.InterfaceLookup) (*pipeline, error) {
+	b, err := nodepipeline.Build(nodepipeline.Params{
+		Node:               e.node(renderer),
+		Ports:              ports,
+		ThisNode:           node1{},
+		Interfaces:         ifaces,
+		ProxyHealthAddress: e.cfg.HTTP.ProxyHealthAddress,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("service processor: %w", err)
+		return nil, err
 	}
-	return &pipeline{proc: p, rend: rend}, nil
+	p := &pipeline{proc: b.Processor}
+	if b.CNAT != nil {
+		p.rend = cnatRenderer{b.CNAT}
+	} else {
+		p.rend = nat44Renderer{b.NAT44}
+	}
+	return p, nil
 }
 
 // resync takes in a full snapshot and applies it in full.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"contiv.dev/vpp/nodepipeline"
 )
 
 // Figure names a group of figures Run can measure.
@@ -261,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		maxID uint32
 		out   **NodeSyncResult
 	}{
-		{FigNodeSync, o.Joiners, ipamConfig(env.cfg).MaxNodeID(), &res.NodeSync},
+		{FigNodeSync, o.Joiners, nodepipeline.IPAMConfig(env.cfg).MaxNodeID(), &res.NodeSync},
 		{FigNodeSyncMany, o.ManyJoiners, 0, &res.NodeSyncMany},
 	} {
 		if !o.wants(f.fig) {

@@ -207,15 +207,15 @@ func quiesce(ctx context.Context, a *agent.Agent, v *sim.VPP) error {
 	})
 }
 
-// frontends finds, in the simulated VPP, the mapping keys of every
+// frontends finds, in the simulated VPP, the mapping keys (VPP's) of every
 // service of W(N): the frontends a change of its endpoints must reach.
-func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]nat44.MappingKey, error) {
-	byTag := map[string][]nat44.MappingKey{}
+func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]sim.MappingKey, error) {
+	byTag := map[string][]sim.MappingKey{}
 	for k, m := range v.Snapshot().Mappings {
 		byTag[m.Tag] = append(byTag[m.Tag], k)
 	}
 	prefix := env.rendererConfig().TagPrefix
-	out := make([][]nat44.MappingKey, w.N)
+	out := make([][]sim.MappingKey, w.N)
 	for i, s := range w.Services {
 		out[i] = byTag[nat44.ServiceTag(prefix, sr.ServiceID{Namespace: s.Namespace, Name: s.Name})]
 		if len(out[i]) == 0 {
@@ -231,7 +231,7 @@ func client() netip.Addr { return netip.AddrFrom4([4]byte{192, 0, 2, 7}) }
 
 // programOne writes one slice and returns its network programming latency
 // and how long the put took.
-func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *sim.VPP, s *kubestate.EndpointSlice, fronts []nat44.MappingKey) (lat, put time.Duration, err error) {
+func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *sim.VPP, s *kubestate.EndpointSlice, fronts []sim.MappingKey) (lat, put time.Duration, err error) {
 	val, err := kubestate.Encode(s)
 	if err != nil {
 		return 0, 0, err
@@ -269,7 +269,7 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 }
 
 // translatesTo tells whether every frontend translates to exactly want.
-func translatesTo(v *sim.VPP, fronts []nat44.MappingKey, want []netip.Addr) bool {
+func translatesTo(v *sim.VPP, fronts []sim.MappingKey, want []netip.Addr) bool {
 	for _, f := range fronts {
 		res := v.Translate(sim.Packet{Src: client(), Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: mainNIC})
 		if res.Verdict != sim.Translated || len(res.Backends) != len(want) {

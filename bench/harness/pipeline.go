@@ -55,12 +55,12 @@ func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP,
 	runtime.GC()
 	m := startMark()
 	if err := p.resync(ctx, evs.snap); err != nil {
-		return nil, fmt.Errorf("N=%d: resync: %w", n, err)
+		return nil, fmt.Errorf("n=%d: resync: %w", n, err)
 	}
 	out.resync = m.since()
 	out.resyncOps = vpp.calls
 	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("N=%d: resync: %w", n, err)
+		return nil, fmt.Errorf("n=%d: resync: %w", n, err)
 	}
 	if heap := heapAfterGC(); heap > withSnap {
 		out.heap = heap - withSnap
@@ -78,13 +78,13 @@ func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP,
 	for _, ev := range evs.churn {
 		t0 := time.Now()
 		if err := p.batch(ctx, ev); err != nil {
-			return nil, fmt.Errorf("N=%d: change %s: %w", n, ev.Key, err)
+			return nil, fmt.Errorf("n=%d: change %s: %w", n, ev.Key, err)
 		}
 		out.changeWall = append(out.changeWall, time.Since(t0))
 	}
 	c := m.since()
 	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("N=%d: churn: %w", n, err)
+		return nil, fmt.Errorf("n=%d: churn: %w", n, err)
 	}
 	out.changeCPU = c.cpu / time.Duration(len(evs.churn))
 	out.changeMall, out.changeByte = c.mallocs, c.bytes
@@ -93,12 +93,12 @@ func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP,
 	vpp.calls = 0
 	cpu0, wall0 := cpuTime(), time.Now()
 	if err := p.batch(ctx, evs.join...); err != nil {
-		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
+		return nil, fmt.Errorf("n=%d: node join: %w", n, err)
 	}
 	out.joinWall, out.joinCPU = time.Since(wall0), cpuTime()-cpu0
 	out.joinOps = vpp.calls
 	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("N=%d: node join: %w", n, err)
+		return nil, fmt.Errorf("n=%d: node join: %w", n, err)
 	}
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(evs)

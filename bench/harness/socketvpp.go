@@ -59,7 +59,7 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 		for _, pipelined := range []bool{false, true} {
 			took, calls, err := programOnce(ctx, env, w, evs, pipelined, useCNAT)
 			if err != nil {
-				return nil, fmt.Errorf("N=%d (pipelined %v): %w", n, pipelined, err)
+				return nil, fmt.Errorf("n=%d (pipelined %v): %w", n, pipelined, err)
 			}
 			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "cnat", useCNAT, "pipelined", pipelined, "took", took, "calls", calls)
 			if pipelined {
@@ -68,7 +68,7 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 				syncMS = append(syncMS, ms(took))
 			}
 			if out.calls != 0 && calls != out.calls {
-				return nil, fmt.Errorf("N=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
+				return nil, fmt.Errorf("n=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
 			}
 			out.calls = calls
 		}
@@ -78,8 +78,11 @@ func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool
 }
 
 // synchronous hides a VPP client's Pipeline: the renderer then waits for
-// every answer.
-type synchronous struct{ nat44.VPP }
+// every answer. Its ACL port stays: source ranges are enforced either way.
+type synchronous struct {
+	nat44.VPP
+	nat44.ACLVPP
+}
 
 // synchronousCNAT is synchronous for the cnat client.
 type synchronousCNAT struct{ cnat.VPP }
@@ -130,9 +133,10 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 		}
 		p, err = env.newCNATPipeline(client, ifaces)
 	} else {
-		var client nat44.VPP = vpp.NewNAT44(conn, ifaces, quiet)
+		nc := vpp.NewNAT44(conn, ifaces, quiet)
+		var client nat44.VPP = nc
 		if !pipelined {
-			client = synchronous{client}
+			client = synchronous{nc, nc}
 		}
 		p, err = env.newPipeline(client, ifaces)
 	}

@@ -46,7 +46,8 @@
 //	    processor skipped, and why (in -o json: failures, conflicts, skipped).
 //	    Through cnat (--renderer cnat, or renderer: cnat in --config): the
 //	    node configuration, one line per object (snat addresses and policy,
-//	    exclude prefixes, each interface's SNAT tables and features), then
+//	    exclude prefixes, each interface's SNAT tables and features), its
+//	    routes as under NAT44 (service-CIDR drop, reject, lookup), then
 //	    one line per translation (key, LB type, flow hash, is_real_ip,
 //	    paths), failures and skips (-o json: renderer, translations,
 //	    nodeConfig, failures, skipped).
@@ -63,9 +64,9 @@
 //	    (NAT44's, or cnat's with --renderer cnat), the packet entering on
 //	    the main NIC. Without, it asks the agent's renderer (/v1/config)
 //	    and answers from the state VPP holds: for nat44 /v1/nat44/mappings
-//	    with agent.TraceState, for cnat /v1/cnat and /v1/ipam (which
-//	    backends are local) with agent.TraceCNAT; tests hold both to the
-//	    oracles. A path repeated k times of n weighs k/n. A note on
+//	    with packettrace.NAT44, for cnat /v1/cnat and /v1/ipam (which
+//	    backends are local) with packettrace.CNAT: both load that state
+//	    into a simulated VPP and ask its oracle. A path repeated k times of n weighs k/n. A note on
 //	    standard error says when VPP does not hold what the agent wants
 //	    for the target. NAT44 translates IPv4 only: an IPv6 target needs
 //	    cnat.
@@ -89,5 +90,5 @@
 // against embedded etcd, a served agent view or a real in-process agent.
 // A new subcommand is one function and one entry in commands(). contivctl
 // knows kubestate, the etcd client, and of the agent only its exported
-// view types, Render, TraceState and TraceCNAT.
+// view types and Render (and package packettrace for the live trace).
 package main

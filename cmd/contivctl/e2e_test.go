@@ -141,7 +141,7 @@ func TestAgentEndToEnd(t *testing.T) {
 }
 
 // TestAgentEndToEndCNAT traces through a real agent running the cnat
-// renderer: the live answer (agent.TraceCNAT over /v1/cnat and /v1/ipam)
+// renderer: the live answer (packettrace.CNAT over /v1/cnat and /v1/ipam)
 // is the offline one (the simulated VPP's cnat oracle) for cluster IPs,
 // NodePorts on the VPP and management addresses, an address nothing
 // translates, from outside and from local and remote pods.

@@ -11,8 +11,11 @@ import (
 	"strconv"
 	"strings"
 
+	"go.fd.io/govpp/binapi/ip_types"
+
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/packettrace"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -352,7 +355,7 @@ func runTrace(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := sim.Packet{Src: src, Dst: t.ip, Proto: t.proto, DstPort: t.port}
+	p := sim.Packet{Src: src, Dst: t.ip, Proto: ip_types.IPProto(t.proto), DstPort: t.port}
 	var res sim.Result
 	if rf.file != "" {
 		res, err = traceOffline(ctx, s, &rf, t, p)
@@ -420,10 +423,10 @@ func traceLive(ctx context.Context, s streams, af *agentFlags, t target, p sim.P
 			fmt.Fprintln(s.err, note)
 		}
 	}
-	return agent.TraceState(applied, p), nil
+	return packettrace.NAT44(ctx, applied, p)
 }
 
-// traceLiveCNAT answers with agent.TraceCNAT from the agent's /v1/cnat
+// traceLiveCNAT answers with packettrace.CNAT from the agent's /v1/cnat
 // (what VPP holds) and /v1/ipam (which backends are local) views.
 func traceLiveCNAT(ctx context.Context, s streams, c *agentClient, t target, p sim.Packet) (sim.Result, error) {
 	var v *agent.CNATView
@@ -440,8 +443,12 @@ func traceLiveCNAT(ctx context.Context, s streams, c *agentClient, t target, p s
 	if note := cnatPendingNote(v, t); note != "" {
 		fmt.Fprintln(s.err, note)
 	}
-	st := agent.CNATTraceState{Translations: v.Applied, Node: v.AppliedNode, PodSubnets: []netip.Prefix{ipam.PodSubnet}}
-	return cnatAsResult(agent.TraceCNAT(st, p), p), nil
+	st := packettrace.CNATState{Translations: v.Applied, Node: v.AppliedNode, PodSubnets: []netip.Prefix{ipam.PodSubnet}}
+	res, err := packettrace.CNAT(ctx, st, p)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	return cnatAsResult(res, p), nil
 }
 
 // cnatAsResult shows a cnat trace as a NAT44 one: the backends a packet
@@ -453,7 +460,7 @@ func cnatAsResult(c sim.CnatResult, p sim.Packet) sim.Result {
 	res := sim.Result{Verdict: c.Verdict, Reason: c.Reason}
 	switch c.Verdict {
 	case sim.Translated:
-		key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: p.Proto}
+		key := cnat.Key{IP: p.Dst, Port: p.DstPort, Proto: sr.Protocol(p.Proto)}
 		res.Reason, res.Tag = "cnat translation", "cnat translation "+key.String()
 	case sim.NotTranslated:
 		if c.Src.IsValid() && c.Src != p.Src {

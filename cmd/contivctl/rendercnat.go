@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/netip"
@@ -121,11 +122,33 @@ func cnatTranslationLine(t *cnat.Translation) string {
 	return fmt.Sprintf("translation %s lb=%s fhc=%d real=%v -> %s", t.Key, lb, t.FlowHash, t.RealIP, strings.Join(paths, ", "))
 }
 
-// printCNAT prints the cnat node configuration, the translations, the
-// failures and the conflicts.
+// cnatRouteLines are a cnat node configuration's routes, the service-CIDR
+// drop routes and the verdict routes, one line each in the NAT44 render's
+// form ("route prefix vrf=N drop|reject|lookup table=T"), sorted as it
+// sorts them: by prefix, then VRF.
+func cnatRouteLines(n *cnat.Node) []string {
+	if n == nil {
+		return nil
+	}
+	routes := slices.Concat(n.Routes, n.Verdicts)
+	slices.SortFunc(routes, func(a, b cnat.Route) int {
+		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()), a.Compare(b))
+	})
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = "route " + rt.String()
+		if rt.Kind == cnat.RouteDrop {
+			out[i] += " drop"
+		}
+	}
+	return out
+}
+
+// printCNAT prints the cnat node configuration, its routes, the
+// translations, the failures and the conflicts.
 func printCNAT(w io.Writer, c *agent.CNATRendered) error {
 	var b strings.Builder
-	for _, l := range cnatNodeLines(c.DesiredNode) {
+	for _, l := range slices.Concat(cnatNodeLines(c.DesiredNode), cnatRouteLines(c.DesiredNode)) {
 		b.WriteString(l + "\n")
 	}
 	for _, t := range c.Desired {

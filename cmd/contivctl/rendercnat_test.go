@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,5 +183,32 @@ func TestTraceIPv6AgainstNAT44Agent(t *testing.T) {
 	code, out, errs := contivctl(t, "", "trace", "[fd00::10]:53/UDP", "--agent", url)
 	if code != 2 || out != "" || !strings.Contains(errs, "NAT44 translates IPv4 only (the agent at "+url+" runs renderer nat44)") {
 		t.Errorf("exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestRenderCNATRoutes: render through cnat prints the routes cnat
+// programs (the service-CIDR drop routes, the cluster IPs' reject routes
+// in table 0 and their lookup routes in the pod VRF), line for line as
+// the NAT44 render prints the same routes.
+func TestRenderCNATRoutes(t *testing.T) {
+	routes := func(renderer string) []string {
+		code, out, errs := contivctl(t, "", "render", "-f", clusterYAML, "--node", "node-1", "--renderer", renderer)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", renderer, code, errs)
+		}
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "route ") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	got, want := routes("cnat"), routes("nat44")
+	if len(want) == 0 || !slices.Contains(want, "route 10.96.0.0/12 vrf=0 drop") {
+		t.Fatalf("the NAT44 render prints no service-CIDR drop route: %q", want)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cnat render's routes differ from NAT44's\n got %q\nwant %q", got, want)
 	}
 }

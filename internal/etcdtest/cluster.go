@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"google.golang.org/grpc"
 
 	"contiv.dev/vpp/plugins/etcd"
 )
@@ -55,8 +56,9 @@ type member struct {
 	proxy, peerProxy *proxy
 	peerURL          url.URL
 
-	mu sync.Mutex // guards e, read by Leader from any goroutine
-	e  *embed.Etcd
+	mu   sync.Mutex // guards e and grpc; Leader reads e from any goroutine
+	e    *embed.Etcd
+	grpc []*grpc.Server // e's client servers, stopped before e (streamDrain)
 }
 
 // StartCluster starts a cluster of p.Members members and waits until it
@@ -167,6 +169,14 @@ func (c *Cluster) start(i int) error {
 	cfg.InitialCluster = c.initial
 	cfg.InitialClusterToken = "etcdtest"
 	cfg.ClusterState = embed.ClusterStateFlagNew // ignored once the data exists
+	m.mu.Lock()
+	m.grpc = nil
+	m.mu.Unlock()
+	cfg.ServiceRegister = func(s *grpc.Server) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.grpc = append(m.grpc, s)
+	}
 	m.peerProxy.setUp(true)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -278,7 +288,7 @@ func (c *Cluster) Stop(i int) { c.stop(i, false) }
 func (c *Cluster) stop(i int, hard bool) {
 	m := c.members[i]
 	m.mu.Lock()
-	e := m.e
+	e, servers := m.e, m.grpc
 	m.e = nil
 	m.mu.Unlock()
 	if e == nil {
@@ -291,6 +301,7 @@ func (c *Cluster) stop(i int, hard bool) {
 		// the server's context is done.
 		e.Server.HardStop()
 	}
+	etcd.StopGRPC(servers, streamDrain)
 	e.Close()
 	m.proxy.setUp(false)
 	m.peerProxy.setUp(false)

@@ -16,6 +16,11 @@ import (
 	"contiv.dev/vpp/plugins/etcd"
 )
 
+// streamDrain is how long a stopping member lets its clients' pending
+// calls finish before it cuts them, and with them the open watches, which
+// etcd alone would wait its request timeout (5 s) for.
+const streamDrain = 200 * time.Millisecond
+
 // Server is an embedded etcd started for one test.
 type Server struct {
 	t       testing.TB
@@ -69,6 +74,8 @@ func (s *Server) start() {
 		ClientURL: s.clientU,
 		PeerURL:   s.peerU,
 		Fast:      true,
+		// A test's stop need not wait etcd's 5 s for its clients' watches.
+		StreamDrain: streamDrain,
 	})
 	if err != nil {
 		s.t.Fatalf("etcdtest: %v", err)

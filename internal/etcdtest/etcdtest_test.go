@@ -29,3 +29,21 @@ func TestStartPutRestartWipe(t *testing.T) {
 		t.Fatalf("after wipe got %v", resp.Kvs)
 	}
 }
+
+// BenchmarkStopWatched stops a server while a client watches it: etcd alone
+// waits its request timeout (5 s) for the watch; streamDrain bounds that.
+func BenchmarkStopWatched(b *testing.B) {
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		s := Start(b)
+		cli := s.Client()
+		wch := cli.Watch(ctx, "/k")
+		if _, err := cli.Put(ctx, "/k", "v"); err != nil {
+			b.Fatal(err)
+		}
+		<-wch // the watch is open on the server
+		b.StartTimer()
+		s.Stop()
+	}
+}

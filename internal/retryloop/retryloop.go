@@ -9,9 +9,10 @@ package retryloop
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"contiv.dev/vpp/internal/backoff"
 )
 
 // Defaults of Params.
@@ -88,11 +89,13 @@ func (l *Loop) Kick() {
 		l.cancel = cancel
 		l.wg.Go(func() { l.run(ctx) })
 	}
-	l.mu.Unlock()
+	// Sent under the lock, so that a run ending now sees the kick waiting
+	// and does not call itself stalled.
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
+	l.mu.Unlock()
 }
 
 // Close stops the goroutine, cancelling a run in progress, and waits for
@@ -151,9 +154,11 @@ func (l *Loop) run(ctx context.Context) {
 			l.st.Failures++
 			l.st.LastError, l.st.LastErrorAt = err.Error(), now
 			fails = l.st.Failures
-			l.st.Stalled = errors.Is(err, ErrNoRetry)
-			if l.st.Stalled {
+			l.st.Stalled = false
+			if errors.Is(err, ErrNoRetry) {
 				fails = 0
+				// A Kick during the run already asked for the next one.
+				l.st.Stalled = len(l.kick) == 0
 			}
 		}
 		l.mu.Unlock()
@@ -162,6 +167,5 @@ func (l *Loop) run(ctx context.Context) {
 
 // delay is the jittered pause after the fails-th failure in a row.
 func (l *Loop) delay(fails int) time.Duration {
-	d := min(l.p.Min<<min(fails-1, 20), l.p.Max)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{Initial: l.p.Min, Max: l.p.Max, Jitter: true}.Delay(fails)
 }

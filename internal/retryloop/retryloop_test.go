@@ -71,6 +71,35 @@ func TestNoRetryWaitsForTheNextKick(t *testing.T) {
 	}
 }
 
+// A Kick during a run that then fails with ErrNoRetry asks for the next
+// run: the loop is not stalled while that run goes.
+func TestKickDuringANoRetryRunIsNotStalled(t *testing.T) {
+	var runs atomic.Int32
+	second := make(chan struct{})
+	release := make(chan struct{})
+	var l *Loop
+	l = New(Params{Min: time.Millisecond, Work: func(ctx context.Context) error {
+		if runs.Add(1) == 1 {
+			l.Kick() // the cluster changed while the run went
+			return fmt.Errorf("released: %w", ErrNoRetry)
+		}
+		close(second)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}})
+	defer l.Close()
+	l.Kick()
+	<-second
+	if st := l.Status(); st.Stalled {
+		t.Errorf("status %+v while the kicked run goes, want not stalled", st)
+	}
+	close(release)
+	eventually(t, "the second run's success", func() bool { return !l.Status().LastSuccess.IsZero() })
+}
+
 func TestCloseCancelsARunAndStopsKicks(t *testing.T) {
 	started := make(chan struct{})
 	l := New(Params{Work: func(ctx context.Context) error {

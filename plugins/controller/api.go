@@ -58,9 +58,15 @@ type Snapshot struct {
 // etcd) replaces the controller's view and supersedes the changes queued
 // before it; one without State asks for a resync from the controller's
 // cached view (healing, periodic, on request).
+//
+// DataplaneRestarted says that the data plane restarted since the last
+// resync and holds none of what was applied: handlers feeding renderers
+// tell them before the full apply that follows. Resyncs queued together
+// merge it (set when any of them has it).
 type ResyncEvent struct {
-	Kind  ResyncKind
-	State *Snapshot
+	Kind               ResyncKind
+	State              *Snapshot
+	DataplaneRestarted bool
 }
 
 // EventName implements Event.
@@ -125,6 +131,28 @@ type ReadyHandler interface {
 // a resync: the applier then reconciles against the data plane's real state.
 type Applier interface {
 	Apply(ctx context.Context, full bool) error
+}
+
+// ApplyObserver is told about every apply step, on the loop goroutine:
+// ApplyStarting before the appliers run, Applied after them with their
+// joined error (nil when all succeeded). Observers watch what the apply
+// step does (readiness, metrics, health); they never change it.
+type ApplyObserver interface {
+	ApplyStarting(full bool)
+	Applied(full bool, err error)
+}
+
+// Observe runs apply between the hooks of obs, each called in order, and
+// returns apply's error.
+func Observe(obs []ApplyObserver, full bool, apply func() error) error {
+	for _, o := range obs {
+		o.ApplyStarting(full)
+	}
+	err := apply()
+	for _, o := range obs {
+		o.Applied(full, err)
+	}
+	return err
 }
 
 // FollowUpper lets a handler queue an event derived from the one it is

@@ -10,7 +10,11 @@
 // phases: every Handler takes in every event, in a fixed order (reverse
 // order for removals); then every Applier is called once. Nothing is
 // applied before the startup snapshot is in and every ReadyHandler is
-// ready, so the first apply is a consistent snapshot.
+// ready, so the first apply is a consistent snapshot. ApplyObservers are
+// told before and after every apply step, with how it went (readiness,
+// metrics, health watch it without wrapping it). A ResyncEvent may say the
+// data plane restarted (DataplaneRestarted): resyncs queued together keep
+// it, and handlers hear it on the loop, in that resync.
 //
 // The watcher lists the watched resources at one revision and watches from
 // the next; on a lost, failed or compacted watch it lists again and the

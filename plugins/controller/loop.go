@@ -42,6 +42,8 @@ type Params struct {
 	Handlers []Handler
 	// Appliers are called once per batch, after the handlers, in this order.
 	Appliers []Applier
+	// ApplyObservers are told about every apply step (Observe).
+	ApplyObservers []ApplyObserver
 	// MinBatchInterval is the least time between two batches; 0 applies as
 	// soon as possible.
 	MinBatchInterval time.Duration
@@ -213,7 +215,7 @@ func (c *Controller) pushResync(e *ResyncEvent) {
 		}
 	}
 	if e.State == nil {
-		c.q.pushResync(kind, nil)
+		c.q.pushResyncOf(kind, nil, e.DataplaneRestarted)
 		return
 	}
 	l := newListing(e.State.Revision, len(e.State.Objects))
@@ -225,7 +227,7 @@ func (c *Controller) pushResync(e *ResyncEvent) {
 		}
 		l.put(k, o, raw)
 	}
-	c.q.pushResync(kind, l)
+	c.q.pushResyncOf(kind, l, e.DataplaneRestarted)
 }
 
 // FollowUp implements FollowUpper: called by a handler during a batch, ev
@@ -363,7 +365,7 @@ func (c *Controller) resync(ctx context.Context, b batch) {
 			c.view.apply(e.ch)
 		}
 	}
-	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap}
+	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap, DataplaneRestarted: r.restarted}
 	c.log.Info("resync", "kind", r.kind, "rev", ev.State.Revision, "objects", len(ev.State.Objects))
 	c.started, c.dirty, c.full = true, true, true
 	c.unhealthy, c.healQueued = false, false
@@ -412,11 +414,14 @@ func (c *Controller) apply(ctx context.Context) {
 	full := c.full
 	c.dirty, c.full = false, false
 	var errs []error
-	for _, a := range c.p.Appliers {
-		if err := c.applyOne(ctx, a, full); err != nil {
-			errs = append(errs, err)
+	_ = Observe(c.p.ApplyObservers, full, func() error {
+		for _, a := range c.p.Appliers {
+			if err := c.applyOne(ctx, a, full); err != nil {
+				errs = append(errs, err)
+			}
 		}
-	}
+		return errors.Join(errs...)
+	})
 	c.lastApply = time.Now()
 	c.st.batchSeconds.WithLabelValues(strconv.FormatBool(full)).Observe(time.Since(c.batchStart).Seconds())
 	c.st.update(func(s *Status) { s.Batches++ })

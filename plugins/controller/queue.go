@@ -53,6 +53,9 @@ type pendingResync struct {
 	// list is the newest listing merged in; nil means resync from the
 	// controller's cached view.
 	list *listing
+	// restarted is set when a resync merged in says the data plane
+	// restarted (ResyncEvent.DataplaneRestarted).
+	restarted bool
 }
 
 // entry is one queued item: a change or another event.
@@ -117,7 +120,10 @@ func (q *queue) pushEvent(ev Event) {
 
 // pushResync queues a resync of kind; with a listing, the changes queued
 // so far are superseded (the listing holds their outcome).
-func (q *queue) pushResync(kind ResyncKind, l *listing) {
+func (q *queue) pushResync(kind ResyncKind, l *listing) { q.pushResyncOf(kind, l, false) }
+
+// pushResyncOf is pushResync; restarted says the data plane restarted.
+func (q *queue) pushResyncOf(kind ResyncKind, l *listing, restarted bool) {
 	q.mu.Lock()
 	if l != nil && len(q.index) > 0 {
 		kept := q.entries[:0]
@@ -132,9 +138,10 @@ func (q *queue) pushResync(kind ResyncKind, l *listing) {
 	}
 	switch {
 	case q.resync == nil:
-		q.resync = &pendingResync{kind: kind, list: l}
+		q.resync = &pendingResync{kind: kind, list: l, restarted: restarted}
 	default:
 		q.resync.kind = min(q.resync.kind, kind)
+		q.resync.restarted = q.resync.restarted || restarted
 		if l != nil {
 			q.resync.list = l
 		}

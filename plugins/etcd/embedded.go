@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"google.golang.org/grpc"
 )
 
 // EmbeddedParams configures an embedded single-member etcd.
@@ -23,12 +25,22 @@ type EmbeddedParams struct {
 	Fast bool
 	// StartTimeout bounds how long to wait for the member to be ready.
 	StartTimeout time.Duration
+	// StreamDrain, when positive, bounds how long Close lets the clients'
+	// pending calls finish before it cuts them. Zero keeps etcd's own
+	// bound, its request timeout (about 5 s), which an open watch or lease
+	// keep-alive stream always uses up: tests, which stop etcd often, set
+	// it short.
+	StreamDrain time.Duration
 }
 
 // Embedded is a running embedded etcd member.
 type Embedded struct {
 	e         *embed.Etcd
 	clientURL string
+	drain     time.Duration
+
+	mu   sync.Mutex
+	grpc []*grpc.Server // the client listeners' servers (StreamDrain)
 }
 
 // StartEmbedded starts a single-member etcd and waits until it serves.
@@ -72,6 +84,14 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
+	m := &Embedded{drain: p.StreamDrain}
+	if m.drain > 0 {
+		cfg.ServiceRegister = func(s *grpc.Server) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.grpc = append(m.grpc, s)
+		}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: start: %w", err)
@@ -86,17 +106,45 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: not ready after %s", timeout)
 	}
-	return &Embedded{e: e, clientURL: e.Clients[0].Addr().String()}, nil
+	m.e, m.clientURL = e, e.Clients[0].Addr().String()
+	return m, nil
 }
 
 // Endpoint is the client address of the member, host:port.
 func (m *Embedded) Endpoint() string { return m.clientURL }
 
-// Close stops the member and waits for it to shut down.
+// Close stops the member and waits for it to shut down. With StreamDrain,
+// it first stops serving clients itself, cutting what is still open after
+// StreamDrain.
 func (m *Embedded) Close() {
+	m.mu.Lock()
+	servers := m.grpc
+	m.mu.Unlock()
+	StopGRPC(servers, m.drain)
 	m.e.Close()
 	<-m.e.Server.StopNotify()
 }
 
 // PeerURL is the member's peer URL.
 func (m *Embedded) PeerURL() string { return "http://" + m.e.Peers[0].Addr().String() }
+
+// StopGRPC stops the gRPC servers: gracefully, and after drain it cuts the
+// calls still open (an open watch never ends by itself).
+func StopGRPC(servers []*grpc.Server, drain time.Duration) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.GracefulStop)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		for _, s := range servers {
+			s.Stop()
+		}
+		<-done
+	}
+}

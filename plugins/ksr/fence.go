@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -93,7 +94,7 @@ func (r *Reflector) acquire(ctx context.Context) *fence {
 			waitingFor = holder
 			r.log.Info("waiting for the etcd leader key to be released or to expire", "key", LeaderKey, "holder", holder)
 		}
-		if !sleep(ctx, backoff(fails, r.p.MaxBackoff)) {
+		if !backoff.Sleep(ctx, pause(fails, r.p.MaxBackoff)) {
 			return nil
 		}
 	}

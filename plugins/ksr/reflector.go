@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -265,7 +266,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	if r.lec == nil {
 		for ctx.Err() == nil {
 			r.lead(ctx)
-			sleep(ctx, minBackoff)
+			backoff.Sleep(ctx, minBackoff)
 		}
 		return
 	}

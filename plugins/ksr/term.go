@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -135,7 +136,7 @@ func (t *term) loop(ctx context.Context) {
 					lvl = slog.LevelWarn
 				}
 				t.log.Log(ctx, lvl, "mark and sweep failed; retrying", "attempt", fails, "err", err)
-				if !sleep(ctx, backoff(fails, t.r.p.MaxBackoff)) {
+				if !backoff.Sleep(ctx, pause(fails, t.r.p.MaxBackoff)) {
 					return
 				}
 				continue
@@ -436,24 +437,8 @@ func (t *term) deposed(err error) bool {
 	return true
 }
 
-// backoff is the pause after the n-th failure in a row: 100ms doubling up
-// to max.
-func backoff(n int, max time.Duration) time.Duration {
-	d := minBackoff
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
-}
-
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
+// pause is the wait after the n-th failure in a row: minBackoff doubling
+// up to ceiling.
+func pause(n int, ceiling time.Duration) time.Duration {
+	return backoff.Policy{Initial: minBackoff, Max: ceiling}.Delay(n)
 }

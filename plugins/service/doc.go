@@ -24,6 +24,18 @@
 // resync derives everything once. Output is sorted and deterministic.
 // Input it cannot render is skipped with a reason readable through Skipped.
 //
+// The node's proxy health endpoint (kube-proxy's :10256) reaches renderers
+// as processor output: with Config.ProxyHealthPort every resync hands them,
+// after the services, the pseudo-service ProxyHealthID (proxyhealth.go). A
+// resync whose event says VPP restarted tells the renderers that can hear
+// it (Restarter) first.
+//
+// One concept a file: processor.go dispatches the controller's events;
+// index.go indexes Services and EndpointSlices and derives a service
+// again; pods.go tracks this node's pods and the interface roles they give;
+// nodeview.go follows this node's addresses and zone; views.go answers the
+// REST views.
+//
 // It reads this node's facts through small interfaces (ThisNode from
 // NodeSync, PodSubnets from IPAM, InterfaceLookup from the VPP layer) and
 // knows nothing about etcd, VPP, NAT44 or the agent's configuration format.

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"contiv.dev/vpp/kubestate"
@@ -70,6 +68,11 @@ type Config struct {
 	// that reason. It is asked at every derivation of a service; a resync
 	// after its answer changed reports every service anew.
 	SourceRangesNotEnforced func() string
+	// ProxyHealthPort is the port of this node's proxy health endpoint
+	// (kube-proxy's :10256), 0 when there is none to bring through VPP:
+	// every resync hands the renderers, after the services, the
+	// pseudo-service ProxyHealthID (ProxyHealthService).
+	ProxyHealthPort uint16
 }
 
 // Params are the processor's dependencies.
@@ -86,6 +89,13 @@ type Params struct {
 	Interfaces InterfaceLookup
 	// Config names the interfaces and the pod interface tag.
 	Config Config
+}
+
+// Restarter is a renderer that must be told when VPP restarted (its state
+// gone): the processor tells it in the resync whose event says so
+// (controller.ResyncEvent.DataplaneRestarted), before handing it the state.
+type Restarter interface {
+	VPPRestarted()
 }
 
 // PodInterfaceEvent tells that the VPP interface of a pod of this node
@@ -144,6 +154,8 @@ type Processor struct {
 	// Config.SourceRangesNotEnforced.
 	rangesEnforced bool
 	rangesWhy      func() string
+	// proxyHealth is Config.ProxyHealthPort's pseudo-service; nil without.
+	proxyHealth *sr.ContivService
 
 	// name is this node's name, read at New and at every resync; the
 	// controller's goroutine alone reads and writes it.
@@ -175,56 +187,6 @@ type Processor struct {
 	builds int
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
-}
-
-// entry is the state of one service: its inputs and what was derived.
-type entry struct {
-	// id holds the strings of the Service, when there is one, as the ID of
-	// its output does: reading one brings the other into the cache.
-	id  sr.ServiceID
-	svc *kubestate.Service
-	// base is derived from svc alone, when svc changes; once a derivation
-	// from it gave an output, base.out is that output (see base).
-	base base
-	// slices are the service's EndpointSlices, sorted by name.
-	slices []*kubestate.EndpointSlice
-	derived
-}
-
-// sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
-// the entry of the service the slice names.
-type sliceRef struct {
-	owner *entry
-	i     int
-}
-
-// insertSlice puts slice s, stored under k, in e's slices.
-func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.EndpointSlice) {
-	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
-	e.slices = slices.Insert(e.slices, i, s)
-	p.slices[k] = sliceRef{owner: e, i: i}
-	p.reindex(e, i+1)
-}
-
-// removeSlice takes the slice ref points to out of its owner's slices.
-func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
-	e := ref.owner
-	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
-	delete(p.slices, k)
-	p.reindex(e, ref.i)
-}
-
-// reindex records the places of e's slices from the i-th on.
-func (p *Processor) reindex(e *entry, i int) {
-	for ; i < len(e.slices); i++ {
-		p.slices[e.slices[i].Key()] = sliceRef{owner: e, i: i}
-	}
-}
-
-// localPod is a pod of this node.
-type localPod struct {
-	ifName  string // "" while the pod has no known interface
-	hostNet bool
 }
 
 var _ controller.Handler = (*Processor)(nil)
@@ -271,30 +233,11 @@ func New(p Params) (*Processor, error) {
 		rangesEnforced: p.Config.SourceRangesEnforced,
 		rangesWhy:      p.Config.SourceRangesNotEnforced,
 	}
+	if port := p.Config.ProxyHealthPort; port != 0 {
+		pr.proxyHealth = ProxyHealthService(port)
+	}
 	pr.reset(0)
 	return pr, nil
-}
-
-// staticRoles are the roles of the configured interfaces.
-func staticRoles(c Config) map[string]sr.InterfaceRole {
-	const both = sr.RoleFrontend | sr.RoleBackend
-	m := map[string]sr.InterfaceRole{}
-	add := func(name string, r sr.InterfaceRole) {
-		if name != "" {
-			m[name] |= r
-		}
-	}
-	add(c.VXLANBVI, both)
-	if c.VXLANBVI == "" {
-		add(c.MainInterface, both)
-	} else {
-		add(c.MainInterface, sr.RoleFrontend)
-	}
-	for _, n := range c.OtherInterfaces {
-		add(n, sr.RoleFrontend)
-	}
-	add(c.HostInterconnect, both)
-	return m
 }
 
 func (p *Processor) reset(n int) {
@@ -386,66 +329,30 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	for name := range p.ifPods {
 		p.roles[name] = p.role(name)
 	}
+	if ev.DataplaneRestarted {
+		// Before the full apply of this resync: what the renderers applied
+		// is gone with VPP's state.
+		for _, r := range p.renderers {
+			if rr, ok := r.(Restarter); ok {
+				rr.VPPRestarted()
+			}
+		}
+	}
 	data := &sr.ResyncData{Services: out, Interfaces: maps.Clone(p.roles), Node: p.view.localNode()}
 	for i, r := range p.renderers {
 		if err := r.Resync(data); err != nil {
 			p.errs = append(p.errs, fmt.Errorf("renderer %d: resync: %w", i, err))
 		}
 	}
-	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
-	return p.flush()
-}
-
-// index takes the snapshot's objects into the indexes.
-func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
-	for k, o := range objs {
-		switch k.Resource {
-		case kubestate.ResService:
-			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
-				e := p.entry(id)
-				e.id, e.svc = id, s
-			}
-		case kubestate.ResEndpointSlice:
-			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
-				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.slices = append(e.slices, s)
-			}
-		case kubestate.ResNode:
-			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
-				p.view.zone = n.Zone
-			}
-		case kubestate.ResPod:
-			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
-				k := podID(k)
-				lp := p.lookup(k, pod.HostNetwork)
-				p.pods[k] = lp
-				if lp.ifName != "" {
-					p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
-				}
+	if p.proxyHealth != nil {
+		for i, r := range p.renderers {
+			if err := r.AddService(p.proxyHealth); err != nil {
+				p.errs = append(p.errs, fmt.Errorf("renderer %d: %s: %w", i, ProxyHealthID, err))
 			}
 		}
 	}
-	for _, e := range p.services {
-		slices.SortFunc(e.slices, compareSlices)
-		p.reindex(e, 0)
-	}
-}
-
-// as returns o as the model k names (nil for nil); false after logging
-// when o is another model or stored under another key, which the codec
-// never produces: the event is then ignored rather than taken for a delete.
-func as[T kubestate.Object](p *Processor, k kubestate.Key, o kubestate.Object) (T, bool) {
-	var zero T
-	if o == nil {
-		return zero, true
-	}
-	t, ok := o.(T)
-	if !ok || o.Key() != k {
-		p.log.Error("object does not match its key: ignored", "key", k.String(), "object", o.Key().String())
-		return zero, false
-	}
-	return t, true
+	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
+	return p.flush()
 }
 
 // Update implements controller.Handler.
@@ -512,439 +419,4 @@ func (p *Processor) flush() error {
 	err := errors.Join(p.errs...)
 	p.errs = nil
 	return fmt.Errorf("service processor: %w", err)
-}
-
-// entry returns the entry of id, creating it.
-func (p *Processor) entry(id sr.ServiceID) *entry {
-	e := p.services[id]
-	if e == nil {
-		e = &entry{id: id}
-		p.services[id] = e
-	}
-	return e
-}
-
-func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
-	e := p.services[id]
-	if e == nil {
-		if s == nil {
-			return
-		}
-		e = p.entry(id)
-	}
-	if s != nil {
-		e.id = id
-	}
-	e.svc = s
-	e.base = p.deriveBase(s)
-	p.refresh(id, e)
-}
-
-// sliceChanged takes in slice k, new or changed (nil s: deleted), and
-// moves it to the service it now names.
-func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
-	ref, known := p.slices[k]
-	has := s != nil && s.ServiceName != ""
-	// The slice's namespace is its service's: only the name can differ.
-	if known && (!has || ref.owner.id.Name != s.ServiceName) {
-		p.removeSlice(k, ref)
-		p.refresh(ref.owner.id, ref.owner)
-		known = false
-	}
-	if !has {
-		return
-	}
-	if known {
-		ref.owner.slices[ref.i] = s
-	} else {
-		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-		p.insertSlice(ref.owner, k, s)
-	}
-	p.refresh(ref.owner.id, ref.owner)
-}
-
-// refresh derives service id again and tells renderers what changed.
-func (p *Processor) refresh(id sr.ServiceID, e *entry) {
-	old := e.derived
-	// The previous output stands for the base unless the service changed.
-	sameBase := old.out != nil && old.out == e.base.out
-	e.derived = derived{}
-	if e.svc != nil {
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
-		p.builds++
-	}
-	switch {
-	case old.out == nil && e.out == nil:
-	case old.out == nil:
-		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
-	case e.out == nil:
-		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
-	case sameBase && sameBackends(old.out, e.out) || !sameBase && old.out.Equal(e.out):
-		e.out = old.out // renderers hold this one
-	default:
-		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
-	}
-	if e.out != nil {
-		e.base.out = e.out
-	}
-	if e.hostNet != old.hostNet {
-		if e.hostNet {
-			p.hostNet[id] = struct{}{}
-		} else {
-			delete(p.hostNet, id)
-		}
-	}
-	if e.hinted != old.hinted {
-		if e.hinted {
-			p.hinted[id] = struct{}{}
-		} else {
-			delete(p.hinted, id)
-		}
-	}
-	if !slices.Equal(old.pods, e.pods) {
-		for _, k := range old.pods {
-			if _, ok := slices.BinarySearchFunc(e.pods, k, compareKeys); !ok {
-				p.user(k, id, false)
-			}
-		}
-		for _, k := range e.pods {
-			if _, ok := slices.BinarySearchFunc(old.pods, k, compareKeys); !ok {
-				p.user(k, id, true)
-			}
-		}
-	}
-	if !slices.Equal(old.skips, e.skips) {
-		p.logSkips(old.skips, e.skips)
-	}
-	if e.svc == nil && len(e.slices) == 0 {
-		delete(p.services, id)
-	}
-	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
-	}
-}
-
-// sameBackends tells whether two outputs of one base, which differ in
-// their backends only, have the same backends.
-func sameBackends(a, b *sr.ContivService) bool {
-	for i := range a.Ports {
-		x, y := &a.Ports[i], &b.Ports[i]
-		if !slices.Equal(x.Backends, y.Backends) || !slices.Equal(x.LocalBackends, y.LocalBackends) {
-			return false
-		}
-	}
-	return true
-}
-
-// call calls every renderer, collecting errors.
-func (p *Processor) call(id sr.ServiceID, op string, f func(sr.Renderer) error) {
-	for i, r := range p.renderers {
-		if err := f(r); err != nil {
-			p.errs = append(p.errs, fmt.Errorf("renderer %d: %s %s: %w", i, op, id, err))
-		}
-	}
-}
-
-// logSkips logs the skips in now that were not in was.
-func (p *Processor) logSkips(was, now []Skip) {
-	for _, s := range now {
-		if _, ok := slices.BinarySearchFunc(was, s, compareSkips); ok {
-			continue
-		}
-		p.log.Log(context.Background(), s.Reason.level(), "service input skipped",
-			"service", s.Service.String(), "object", s.Object.String(), "port", s.Port,
-			"reason", s.Reason.String(), "detail", s.Detail)
-	}
-}
-
-// user records (add) or forgets that service id has local pod k as a
-// backend. A pod's backend role follows from the set of its users, so it
-// can neither go negative nor stick.
-func (p *Processor) user(k kubestate.Key, id sr.ServiceID, add bool) {
-	if add {
-		if !p.addUser(k, id) {
-			return
-		}
-	} else {
-		m := p.users[k]
-		delete(m, id)
-		if len(m) > 0 {
-			return
-		}
-		delete(p.users, k)
-	}
-	if lp, ok := p.pods[k]; ok {
-		p.refreshInterface(lp.ifName)
-	}
-}
-
-// addUser records that service id has pod k as a backend; true when it is
-// the pod's first user.
-func (p *Processor) addUser(k kubestate.Key, id sr.ServiceID) bool {
-	m := p.users[k]
-	if m == nil {
-		m = map[sr.ServiceID]struct{}{}
-		p.users[k] = m
-	}
-	m[id] = struct{}{}
-	return len(m) == 1
-}
-
-// podID is pod key k without its node: the processor knows this node's pods
-// only, by namespace and name, as endpoints name them.
-func podID(k kubestate.Key) kubestate.Key {
-	k.Node = ""
-	return k
-}
-
-func (p *Processor) podChanged(k kubestate.Key, pod *kubestate.Pod) {
-	if pod == nil || pod.NodeName != p.name {
-		lp, had := p.pods[k]
-		if !had {
-			return
-		}
-		delete(p.pods, k)
-		p.unlink(lp.ifName, k)
-		p.refreshInterface(lp.ifName)
-		return
-	}
-	p.setPod(k, p.lookup(k, pod.HostNetwork))
-}
-
-// lookup finds the interface of local pod k; host-network pods have none.
-func (p *Processor) lookup(k kubestate.Key, hostNet bool) localPod {
-	if hostNet {
-		return localPod{hostNet: true}
-	}
-	name, ok := p.ifaces.InterfaceByTag(p.tag(k.Namespace, k.Name))
-	if !ok {
-		return localPod{}
-	}
-	return localPod{ifName: name}
-}
-
-// setPod records local pod k and updates the roles of its interfaces.
-func (p *Processor) setPod(k kubestate.Key, lp localPod) {
-	was, had := p.pods[k]
-	p.pods[k] = lp
-	if had && was.ifName == lp.ifName {
-		return
-	}
-	if had {
-		p.unlink(was.ifName, k)
-		p.refreshInterface(was.ifName)
-	}
-	if lp.ifName != "" {
-		p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
-		p.refreshInterface(lp.ifName)
-	}
-}
-
-func (p *Processor) unlink(ifName string, k kubestate.Key) {
-	if ifName == "" {
-		return
-	}
-	ks := slices.DeleteFunc(p.ifPods[ifName], func(x kubestate.Key) bool { return x == k })
-	if len(ks) == 0 {
-		delete(p.ifPods, ifName)
-	} else {
-		p.ifPods[ifName] = ks
-	}
-}
-
-// role is what interface name is: configured roles, frontend for a local
-// pod's interface, backend too while a service has the pod as a backend.
-func (p *Processor) role(name string) sr.InterfaceRole {
-	r := p.static[name]
-	for _, k := range p.ifPods[name] {
-		r |= sr.RoleFrontend
-		if len(p.users[k]) > 0 {
-			r |= sr.RoleBackend
-		}
-	}
-	return r
-}
-
-// refreshInterface tells renderers when the role of name changed.
-func (p *Processor) refreshInterface(name string) {
-	if name == "" {
-		return
-	}
-	r := p.role(name)
-	if r == p.roles[name] {
-		return
-	}
-	if r == 0 {
-		delete(p.roles, name)
-	} else {
-		p.roles[name] = r
-	}
-	for i, rd := range p.renderers {
-		if err := rd.UpdateInterface(name, r); err != nil {
-			p.errs = append(p.errs, fmt.Errorf("renderer %d: interface %s: %w", i, name, err))
-		}
-	}
-}
-
-// readNode reads this node's name, ID, own addresses and pod subnets.
-func (p *Processor) readNode() nodeView {
-	v := nodeView{
-		name:    p.node.NodeName(),
-		id:      p.node.NodeID(),
-		podNet:  p.subnets.PodSubnetThisNode().Masked(),
-		allPods: p.subnets.PodSubnetAllNodes().Masked(),
-	}
-	for _, ip := range p.node.NodeIPs() {
-		if ip.IsValid() {
-			v.ips = append(v.ips, ip)
-		}
-	}
-	slices.SortFunc(v.ips, netip.Addr.Compare)
-	v.ips = slices.Compact(v.ips)
-	return v
-}
-
-// nodeChanged follows a NodeUpdate. Only this node's own addresses and
-// subnets matter: when the addresses change, renderers are told (they own
-// the NodePort frontends) and only services with host-network endpoints are
-// derived again; other nodes' updates touch nothing.
-func (p *Processor) nodeChanged(name string) {
-	if name != p.name {
-		return
-	}
-	was, now := p.view, p.readNode()
-	now.zone = was.zone
-	sameIPs := slices.Equal(was.ips, now.ips)
-	sameNets := was.podNet == now.podNet && was.allPods == now.allPods
-	if sameIPs && sameNets && was.id == now.id {
-		return
-	}
-	p.view = now
-	if !sameIPs || was.id != now.id {
-		node := now.localNode()
-		for i, r := range p.renderers {
-			if err := r.UpdateLocalNode(node); err != nil {
-				p.errs = append(p.errs, fmt.Errorf("renderer %d: local node: %w", i, err))
-			}
-		}
-	}
-	var ids []sr.ServiceID
-	switch {
-	case !sameNets:
-		ids = slices.Collect(maps.Keys(p.services))
-	case !sameIPs:
-		ids = slices.Collect(maps.Keys(p.hostNet))
-	}
-	slices.SortFunc(ids, compareIDs)
-	for _, id := range ids {
-		if e := p.services[id]; e != nil {
-			p.refresh(id, e)
-		}
-	}
-	p.log.Info("this node's addresses changed", "node", now.name, "ips", len(now.ips), "servicesDerived", len(ids))
-}
-
-// zoneChanged follows a change of this node's Node object: when its zone
-// changed, only the services with topology hints are derived again.
-func (p *Processor) zoneChanged(n *kubestate.Node) {
-	zone := ""
-	if n != nil {
-		zone = n.Zone
-	}
-	if zone == p.view.zone {
-		return
-	}
-	p.view.zone = zone
-	ids := slices.SortedFunc(maps.Keys(p.hinted), compareIDs)
-	for _, id := range ids {
-		if e := p.services[id]; e != nil {
-			p.refresh(id, e)
-		}
-	}
-	p.log.Info("this node's zone changed", "node", p.name, "zone", zone, "servicesDerived", len(ids))
-}
-
-// Services returns the rendered services, sorted by ID. They must not be
-// modified.
-func (p *Processor) Services() []*sr.ContivService {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make([]*sr.ContivService, 0, len(p.services))
-	for _, e := range p.services {
-		if e.out != nil {
-			out = append(out, e.out)
-		}
-	}
-	slices.SortFunc(out, func(a, b *sr.ContivService) int { return compareIDs(a.ID, b.ID) })
-	return out
-}
-
-// Skipped returns what is currently left out of the rendered services, and
-// why, sorted by service.
-func (p *Processor) Skipped() []Skip {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	var out []Skip
-	for _, e := range p.services {
-		out = append(out, e.skips...)
-	}
-	slices.SortFunc(out, compareSkips)
-	return out
-}
-
-// SkipCounts returns how many skips of each reason there currently are.
-func (p *Processor) SkipCounts() map[Reason]int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := map[Reason]int{}
-	for _, e := range p.services {
-		for _, s := range e.skips {
-			m[s.Reason]++
-		}
-	}
-	return m
-}
-
-// Interfaces returns every interface with a role.
-func (p *Processor) Interfaces() map[string]sr.InterfaceRole {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return maps.Clone(p.roles)
-}
-
-func serviceID(k kubestate.Key) sr.ServiceID {
-	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
-}
-
-func compareIDs(a, b sr.ServiceID) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
-
-func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
-
-func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
-
-// deriveBase is deriveBase, without the "not enforced" report of source
-// ranges when the renderer enforces them, and with the renderer's reason
-// when it could but cannot now.
-func (p *Processor) deriveBase(svc *kubestate.Service) base {
-	b := deriveBase(svc)
-	if !p.rangesEnforced {
-		return b
-	}
-	why := ""
-	if p.rangesWhy != nil {
-		why = p.rangesWhy()
-	}
-	if why == "" {
-		b.skips = slices.DeleteFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced })
-		return b
-	}
-	for i := range b.skips {
-		if s := &b.skips[i]; s.Reason == ReasonSourceRangesNotEnforced {
-			ranges, _, _ := strings.Cut(s.Detail, notEnforced)
-			s.Detail = ranges + notEnforced + why
-		}
-	}
-	return b
 }

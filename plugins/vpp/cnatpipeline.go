@@ -9,6 +9,7 @@ import (
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/feature"
+	ipapi "go.fd.io/govpp/binapi/ip"
 
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
@@ -76,6 +77,14 @@ func (p *cnatPipeline) cnatOpRequest(op *cnat.Op) (req, reply api.Message, what 
 			return nil, nil, what, 0, err
 		}
 		return snatInterfaceRequest(idx, op.Table, op.Add), &cnatapi.CnatSnatPolicyAddDelIfReply{}, what, idx, nil
+	case cnat.OpRoute, cnat.OpVerdictRoute:
+		rt := op.Route
+		what = routeWhat(rt.Prefix, rt.VRF, op.Add)
+		r, err := pathRequest(rt.Prefix, rt.VRF, op.Add, rt.Kind == cnat.RouteReject, rt.Kind == cnat.RouteLookup, rt.Table)
+		if err != nil {
+			return nil, nil, what, 0, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		}
+		return r, &ipapi.IPRouteAddDelReply{}, what, 0, nil
 	}
 	what = op.Kind.String()
 	return nil, nil, what, 0, fmt.Errorf("%s: %w: not pipelined", what, cnat.ErrInvalid)

@@ -157,7 +157,7 @@ func (e *env) check(t *testing.T, want *nat44.State) {
 	if !reflect.DeepEqual(got, &dumped) {
 		t.Errorf("dump differs\n got %s\nwant %s", show(got), show(&dumped))
 	}
-	if snap := e.vpp.Snapshot(); !reflect.DeepEqual(snap, want) {
+	if snap := simState(e.vpp); !reflect.DeepEqual(snap, want) {
 		t.Errorf("simulator state differs\n got %s\nwant %s", show(snap), show(want))
 	}
 }
@@ -450,14 +450,14 @@ func TestSetGlobal(t *testing.T) {
 		t.Errorf("%d writes to enable, forward and set timeouts: %v", n, e.vpp.CallCounts())
 	}
 	want := nat44.Global{SessionLimit: 5000, Forwarding: true, Timeouts: nat44.Timeouts{UDP: 120, TCPEstablished: 7440, TCPTransitory: 240, ICMP: 60}}
-	if got := e.vpp.Snapshot().Global; got != want {
+	if got := simState(e.vpp).Global; got != want {
 		t.Errorf("global %+v, want %+v", got, want)
 	}
 	err := e.nat.SetGlobal(ctx, nat44.Global{SessionLimit: 6000, Forwarding: true})
 	if !errors.Is(err, nat44.ErrInvalid) || !strings.Contains(err.Error(), "6000") {
 		t.Errorf("changing the session limit: %v", err)
 	}
-	if got := e.vpp.Snapshot().Global; got != want {
+	if got := simState(e.vpp).Global; got != want {
 		t.Errorf("global changed to %+v", got)
 	}
 }

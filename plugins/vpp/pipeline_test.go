@@ -152,7 +152,7 @@ func testPipelineAnswers(t *testing.T, keep int) {
 	if noTable := slices.IndexFunc(got, func(err error) bool { return errors.Is(err, nat44.ErrNoTable) }); noTable != 4 {
 		t.Errorf("the route into the missing table (op 4) is not the one ErrNoTable: op %d", noTable)
 	}
-	if a, b := pv.Snapshot(), se.vpp.Snapshot(); !reflect.DeepEqual(a, b) {
+	if a, b := simState(pv), simState(se.vpp); !reflect.DeepEqual(a, b) {
 		t.Errorf("the VPPs differ\npipelined %s\nsynchronous %s", show(a), show(b))
 	}
 	if n := pv.Calls("nat44_add_del_lb_static_mapping") + pv.Calls("nat44_add_del_static_mapping_v2"); n != 302 {

@@ -10,6 +10,8 @@ import (
 	"go.fd.io/govpp/adapter"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/core"
+
+	"contiv.dev/vpp/internal/backoff"
 )
 
 // sleep waits d, or less when VPP's socket appears or is replaced (sock is
@@ -61,11 +63,7 @@ func retryDelay(prev time.Duration, socketPresent bool, cfg Config) time.Duratio
 	if socketPresent {
 		limit = cfg.RetryPresent
 	}
-	d := cfg.RetryMin
-	if prev > 0 {
-		d = 2 * prev
-	}
-	return min(max(d, cfg.RetryMin), limit)
+	return backoff.Policy{Initial: cfg.RetryMin, Max: limit}.After(prev)
 }
 
 // errNoSocket is why a connection attempt failed without a socket file.

@@ -33,13 +33,15 @@ type Pipeline interface {
 // Pipelined tells whether op goes through a Pipeline: a translation
 // update, a delete by an id this apply's dump read (VPP runs the calls in
 // order, so the id is still that translation's when the delete arrives),
-// an interface's feature or SNAT table. A delete that must re-read its id
+// an interface's feature or SNAT table, a route (drop, verdict or lookup:
+// a route's -3 for a table not yet there comes back in its answer as from
+// the synchronous call). A delete that must re-read its id
 // first (an incremental one) and the node-wide settings are called
 // synchronously: the SNAT addresses, which tell that the node
 // configuration is complete, are sent after every earlier answer came.
 func Pipelined(op *Op) bool {
 	switch op.Kind {
-	case OpUpdateTranslation, OpFeature, OpSNATInterface:
+	case OpUpdateTranslation, OpFeature, OpSNATInterface, OpRoute, OpVerdictRoute:
 		return true
 	case OpDeleteTranslation:
 		return op.HaveID

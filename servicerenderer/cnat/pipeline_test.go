@@ -44,6 +44,8 @@ func (q *fakePipe) Send(op *Op) error {
 		a.idx, a.err = q.p.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
 	case OpSNATInterface:
 		a.idx, a.err = q.p.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
+	case OpRoute, OpVerdictRoute:
+		a.err = q.p.AddDelFIBRoute(ctx, op.Route, op.Add)
 	}
 	q.answers = append(q.answers, a)
 	return nil
@@ -111,7 +113,9 @@ func TestApplyPipelinesTranslations(t *testing.T) {
 	for _, n := range allIfaces {
 		ifOps += bits.OnesCount8(uint8(syncState.Features[n])) + bits.OnesCount8(uint8(syncState.Tables[n]))
 	}
-	if want := 41 + ifOps; pf.sent != want { // 40 updates, 1 delete by the dumped id
+	// 40 updates, 1 delete by the dumped id, every route (the service
+	// CIDR's drops and the ClusterIPs' verdicts).
+	if want := 41 + ifOps + len(syncState.Routes); pf.sent != want {
 		t.Errorf("%d calls pipelined, want %d", pf.sent, want)
 	}
 	line := ""

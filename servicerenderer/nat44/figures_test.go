@@ -32,7 +32,7 @@ func TestRecordedFailuresFixed(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.apply(r, true)
-			res := e.vpp.Translate(sim.Packet{Src: addr("8.8.8.8"), Dst: addr("10.96.0.100"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "GbE"})
+			res := e.vpp.Translate(sim.Packet{Src: addr("8.8.8.8"), Dst: addr("10.96.0.100"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"})
 			if res.Verdict != sim.Translated || e.vpp.Crashes() != 0 || e.vpp.Skews() != 0 {
 				t.Fatalf("%s: %s (crashes %d, skews %d)", res.Verdict, res.Reason, e.vpp.Crashes(), e.vpp.Skews())
 			}

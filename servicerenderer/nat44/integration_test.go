@@ -184,7 +184,7 @@ func TestSimulatedVPPTranslatesAsSpecified(t *testing.T) {
 		expect  []reach // nil: not checked
 	}{{
 		name:    "external IP under Cluster: every backend, local weighted 2, source twice-NATed",
-		packet:  sim.Packet{Src: client, Dst: addr("20.20.20.20"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "GbE"},
+		packet:  sim.Packet{Src: client, Dst: addr("20.20.20.20"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
 		verdict: sim.Translated,
 		expect: append([]reach{{"10.1.1.3", 2.0 / 11, "10.1.1.254"}}, func() []reach {
 			var rs []reach
@@ -195,35 +195,35 @@ func TestSimulatedVPPTranslatesAsSpecified(t *testing.T) {
 		}()...),
 	}, {
 		name:    "NodePort on this node's address under Cluster: twice-NATed",
-		packet:  sim.Packet{Src: client, Dst: addr("192.168.16.10"), Proto: servicerenderer.TCP, DstPort: 30080, Ingress: "GbE"},
+		packet:  sim.Packet{Src: client, Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
 		verdict: sim.Translated,
 	}, {
 		name:    "external IP under Local: local backend only, client address kept",
-		packet:  sim.Packet{Src: client, Dst: addr("20.20.20.21"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "GbE"},
+		packet:  sim.Packet{Src: client, Dst: addr("20.20.20.21"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
 		verdict: sim.Translated,
 		expect:  []reach{{"10.1.1.4", 1, "8.8.8.8"}},
 	}, {
 		name:    "cluster IP under external policy Local: every backend",
-		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.2"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "master-tap1"},
+		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.2"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
 		verdict: sim.Translated,
 		expect:  []reach{{"10.1.1.4", 2.0 / 3, "10.1.1.3"}, {"10.1.2.2", 1.0 / 3, "10.1.1.3"}},
 	}, {
 		name:    "a pod reaching itself through its service: source rewritten (self-twice-NAT)",
-		packet:  sim.Packet{Src: addr("10.1.1.4"), Dst: addr("10.96.0.2"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "master-tap2"},
+		packet:  sim.Packet{Src: addr("10.1.1.4"), Dst: addr("10.96.0.2"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap2"},
 		verdict: sim.Translated,
 		expect:  []reach{{"10.1.1.4", 2.0 / 3, "10.1.1.254"}, {"10.1.2.2", 1.0 / 3, "10.1.1.4"}},
 	}, {
 		name:    "one backend: load-balanced with the never-picked placeholder",
-		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.10"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "master-tap1"},
+		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.10"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
 		verdict: sim.Translated,
 		expect:  []reach{{"10.1.2.9", 1, "10.1.1.3"}},
 	}, {
 		name:    "service without endpoints: passes untranslated (forwarding on)",
-		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.9"), Proto: servicerenderer.TCP, DstPort: 80, Ingress: "master-tap1"},
+		packet:  sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.9"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
 		verdict: sim.NotTranslated,
 	}, {
 		name:    "plain pod-to-pod traffic: untranslated",
-		packet:  sim.Packet{Src: addr("10.1.2.2"), Dst: addr("10.1.1.3"), Proto: servicerenderer.TCP, DstPort: 8080, Ingress: "VXLAN-BVI"},
+		packet:  sim.Packet{Src: addr("10.1.2.2"), Dst: addr("10.1.1.3"), Proto: sim.TCP, DstPort: 8080, Ingress: "VXLAN-BVI"},
 		verdict: sim.NotTranslated,
 	}}
 	for _, tc := range tests {

@@ -74,7 +74,7 @@ func TestSourceRangesEnforced(t *testing.T) {
 	}
 	e.apply(r, true)
 	trace := func(src, dst string) sim.Verdict {
-		return v.Trace(sim.Packet{Ingress: "GbE", Src: addr(src), Dst: addr(dst), Proto: servicerenderer.TCP, DstPort: 80}).Verdict
+		return v.Trace(sim.Packet{Ingress: "GbE", Src: addr(src), Dst: addr(dst), Proto: sim.TCP, DstPort: 80}).Verdict
 	}
 	check := func(step string, want map[[2]string]sim.Verdict) {
 		t.Helper()
@@ -184,7 +184,7 @@ func TestSourceRangesWithoutACLPlugin(t *testing.T) {
 	e.apply(r, true)
 	e.apply(r, false)
 	trace := func(src string) sim.Verdict {
-		return v.Trace(sim.Packet{Ingress: "GbE", Src: addr(src), Dst: addr("203.0.113.80"), Proto: servicerenderer.TCP, DstPort: 80}).Verdict
+		return v.Trace(sim.Packet{Ingress: "GbE", Src: addr(src), Dst: addr("203.0.113.80"), Proto: sim.TCP, DstPort: 80}).Verdict
 	}
 	if got := trace("192.0.2.9"); got != sim.Translated {
 		t.Errorf("without the plugin: %v, want translated (programmed, not filtered)", got)

@@ -10,8 +10,6 @@ import (
 	"go.fd.io/govpp/binapi/interface_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // cnat: VPP 25.02's cnat plugin as recorded (FACTS.md §6,
@@ -257,7 +255,7 @@ func (c *cnatState) purge() {
 type CnatTranslation struct {
 	ID    uint32
 	VIP   netip.AddrPort
-	Proto nat44.Protocol
+	Proto ip_types.IPProto
 	// LBType is cnat_lb_type: 0 default, 1 Maglev (set at creation).
 	LBType uint8
 	// FlowHashConfig is ip_flow_hash_config_v2 (set at creation; 0 is
@@ -283,7 +281,7 @@ func (v *VPP) CnatTranslations() []CnatTranslation {
 			continue
 		}
 		t := CnatTranslation{
-			ID: tr.id, VIP: netip.AddrPortFrom(tr.key.vip, tr.key.port), Proto: nat44.Protocol(tr.key.proto),
+			ID: tr.id, VIP: netip.AddrPortFrom(tr.key.vip, tr.key.port), Proto: ipProto(tr.key.proto),
 			LBType: uint8(tr.lbType), FlowHashConfig: uint32(tr.fhc), IsRealIP: tr.isRealIP, Flags: tr.flags,
 		}
 		for _, p := range tr.paths {

@@ -7,8 +7,6 @@ import (
 
 	"go.fd.io/govpp/binapi/fib_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
-
-	"contiv.dev/vpp/servicerenderer"
 )
 
 // dropRoute is the ip_route_add_del of a DROP route on p in table vrf.
@@ -26,7 +24,7 @@ func TestCnatTraceServiceRoute(t *testing.T) {
 	update(t, conn, ctr("10.96.0.10:80", "10.1.1.11:8080"))
 	update(t, conn, ctr("[fd00:96::10]:80", "[fd00:1::11]:8080"))
 	pkt := func(src, dst string, ingress string) Packet {
-		return Packet{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), Proto: servicerenderer.TCP, DstPort: 80, Ingress: ingress}
+		return Packet{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), Proto: TCP, DstPort: 80, Ingress: ingress}
 	}
 	pod := pkt("10.1.1.12", "10.96.0.99", "host-vcw1") // VRF 1
 	outside := pkt("192.0.2.1", "10.96.0.99", "host-vcup")
@@ -115,7 +113,7 @@ func TestCnatTraceRejectRoute(t *testing.T) {
 	lookup.Route.Paths[0] = fib_types.FibPath{SwIfIndex: noIndex, Weight: 1, TableID: 0}
 	send(t, v, conn, dropRoute("10.96.0.0/12", 0, true), dropRoute("10.96.0.0/12", 1, true), reject, lookup)
 	pkt := func(dst string, port uint16, ingress string) Packet {
-		return Packet{Src: netip.MustParseAddr("10.1.1.12"), Dst: netip.MustParseAddr(dst), Proto: servicerenderer.TCP,
+		return Packet{Src: netip.MustParseAddr("10.1.1.12"), Dst: netip.MustParseAddr(dst), Proto: TCP,
 			DstPort: port, Ingress: ingress}
 	}
 	for _, in := range []string{"host-vcw1", "host-vcup"} {

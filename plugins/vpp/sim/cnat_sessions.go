@@ -15,8 +15,6 @@ import (
 	"go.fd.io/govpp/binapi/interface_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // CnatSession is one cnat session (one connection) the simulated VPP
@@ -25,7 +23,7 @@ type CnatSession struct {
 	ID     uint64
 	Client netip.AddrPort
 	VIP    netip.AddrPort
-	Proto  nat44.Protocol
+	Proto  ip_types.IPProto
 	// TranslationID is the id of the translation that made the session
 	// (it may since have been deleted or its id reused).
 	TranslationID uint32

@@ -12,8 +12,6 @@ import (
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/core"
-
-	"contiv.dev/vpp/servicerenderer"
 )
 
 // Tests of cnat sessions (the cut rules of FACTS.md §6, affinity,
@@ -22,7 +20,7 @@ import (
 // podClient is a packet from the client pod to a service.
 func podClient(dst string) Packet {
 	d := ap(dst)
-	return Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: d.Addr(), DstPort: d.Port(), Proto: servicerenderer.TCP, Ingress: "host-vccl"}
+	return Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: d.Addr(), DstPort: d.Port(), Proto: TCP, Ingress: "host-vccl"}
 }
 
 func TestCnatSessionCutRules(t *testing.T) {
@@ -163,7 +161,7 @@ func clients(t *testing.T, v *VPP, vip string, n int, port uint16) map[int]netip
 	d := ap(vip)
 	for i := 1; i <= n; i++ {
 		p := Packet{Src: netip.AddrFrom4([4]byte{10, 2, byte(i / 250), byte(i%250 + 1)}), Dst: d.Addr(), DstPort: d.Port(),
-			Proto: servicerenderer.TCP, Ingress: "host-vccl"}
+			Proto: TCP, Ingress: "host-vccl"}
 		s, err := v.OpenCnatSession(p, port)
 		if err != nil {
 			t.Fatal(err)
@@ -277,7 +275,7 @@ func TestCnatTrace(t *testing.T) {
 	}))
 	fromOutside := func(dst string) Packet {
 		d := ap(dst)
-		return Packet{Src: ext, Dst: d.Addr(), DstPort: d.Port(), Proto: servicerenderer.TCP, Ingress: "host-vcup"}
+		return Packet{Src: ext, Dst: d.Addr(), DstPort: d.Port(), Proto: TCP, Ingress: "host-vcup"}
 	}
 	type reach struct {
 		backend string
@@ -337,7 +335,7 @@ func TestCnatTrace(t *testing.T) {
 // from start, count times, and returns the backends they reached.
 func udpFlow(t *testing.T, v *VPP, start time.Time, gap time.Duration, count int) (reached map[netip.AddrPort]int, end time.Time) {
 	t.Helper()
-	p := Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.1.1"), DstPort: 53, Proto: servicerenderer.UDP, Ingress: "host-vccl"}
+	p := Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.1.1"), DstPort: 53, Proto: UDP, Ingress: "host-vccl"}
 	reached = map[netip.AddrPort]int{}
 	at := start
 	for range count {

@@ -13,8 +13,6 @@ import (
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/core"
-
-	"contiv.dev/vpp/servicerenderer"
 )
 
 const anyIf = ^interface_types.InterfaceIndex(0)
@@ -105,7 +103,7 @@ func TestCnatTranslationRules(t *testing.T) {
 		t.Fatalf("update on an existing key got id %d, want %d", again, a)
 	}
 	got := v.CnatTranslations()[0]
-	want := CnatTranslation{ID: a, VIP: ap("10.96.0.1:80"), Proto: servicerenderer.TCP, Flags: 5, IsRealIP: true,
+	want := CnatTranslation{ID: a, VIP: ap("10.96.0.1:80"), Proto: TCP, Flags: 5, IsRealIP: true,
 		Paths: []netip.AddrPort{ap("10.1.1.13:8080")}, PathSrcs: []netip.AddrPort{ap("0.0.0.0:0")}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after update:\n got %+v\nwant %+v", got, want)
@@ -181,7 +179,7 @@ func TestCnatPathsAndFamilies(t *testing.T) {
 		for lb := range 2 {
 			vip := fmt.Sprintf("10.96.9.%d:80", 10*i+lb)
 			update(t, conn, with(ctr(vip, many(n)...), func(t *cnat.CnatTranslation) { t.LbType = cnat.CnatLbType(lb) }))
-			res := v.CnatTrace(Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: ap(vip).Addr(), DstPort: 80, Proto: servicerenderer.TCP})
+			res := v.CnatTrace(Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: ap(vip).Addr(), DstPort: 80, Proto: TCP})
 			if res.Verdict != Translated || len(res.Backends) != n {
 				t.Errorf("%d paths, lb %d: %v with %d backends", n, lb, res.Verdict, len(res.Backends))
 			}
@@ -224,7 +222,7 @@ func TestCnatPathsAndFamilies(t *testing.T) {
 			}
 		}
 	}
-	pkt := Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.8.2"), DstPort: 80, Proto: servicerenderer.TCP}
+	pkt := Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.8.2"), DstPort: 80, Proto: TCP}
 	if res := v.CnatTrace(pkt); res.Verdict != Dropped {
 		t.Errorf("unresolved-only translation: %v (%s), want dropped", res.Verdict, res.Reason)
 	}
@@ -244,7 +242,7 @@ func TestCnatZeroPathsCrash(t *testing.T) {
 	v, conn := cnatVPP(t, Options{})
 	update(t, conn, ctr("10.96.0.1:80", "10.1.1.11:8080"))
 	s, err := v.OpenCnatSession(Packet{Src: netip.MustParseAddr("10.1.1.20"), Dst: netip.MustParseAddr("10.96.0.1"),
-		DstPort: 80, Proto: servicerenderer.TCP, Ingress: "host-vccl"}, 40000)
+		DstPort: 80, Proto: TCP, Ingress: "host-vccl"}, 40000)
 	if err != nil {
 		t.Fatal(err)
 	}

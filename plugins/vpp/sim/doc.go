@@ -147,7 +147,9 @@
 //
 // # Other helpers
 //
-// Snapshot reads the NAT44 state in the renderer's model, Translate and
+// Snapshot reads the NAT44 state in VPP's terms (NAT44State: protocol
+// numbers, flags; Lines prints it in the NAT44 renderer's line form so
+// that tests compare the two), Translate and
 // Trace (the translation oracle, Trace with the reply path) tell where a
 // packet would go, OpenSession, SessionsCut and SessionsLost keep and
 // count connections (see Sessions below), Skews counts skewed
@@ -203,8 +205,8 @@
 //
 // The translation oracle has two questions. Translate answers the
 // mapping lookup alone: which mapping a packet arriving on an interface
-// matches and where it may go, with probabilities (agent.TraceState
-// mirrors it). Trace follows the packet and its reply through the
+// matches and where it may go, with probabilities (packettrace asks it
+// over an agent's applied state). Trace follows the packet and its reply through the
 // datapath as a real VPP 25.02 was measured to (FACTS.md §4): the reply
 // of a frontend reached through the main NIC's output feature is dropped
 // unless an address-only identity mapping of the frontend address exists
@@ -247,6 +249,7 @@
 // route of its ingress interface's VRF that drops it (the service-CIDR
 // route, as for NAT44), documented on CnatTrace.
 //
-// It knows nothing about the agent: only govpp's binary API and the
-// NAT44 model of servicerenderer/nat44 (its Protocol type).
+// It knows nothing about the agent nor its renderers' models: only
+// govpp's binary API. Packets, mappings, translations and sessions carry
+// VPP's protocol numbers (ip_types.IPProto: TCP, UDP).
 package sim

@@ -5,15 +5,14 @@ import (
 	"net/netip"
 	"slices"
 
+	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/nat_types"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // Packet is a packet entering VPP, as the translation oracle sees it.
 type Packet struct {
 	Src, Dst netip.Addr
-	Proto    nat44.Protocol
+	Proto    ip_types.IPProto
 	DstPort  uint16
 	// Ingress names the interface the packet arrives on.
 	Ingress string
@@ -205,7 +204,7 @@ func (n *natState) translate(m *staticMapping, p Packet) Result {
 		})
 	}
 	slices.SortStableFunc(res.Backends, func(a, b Reach) int {
-		return nat44.Local{IP: a.IP, Port: a.Port, VRF: a.VRF}.Compare(nat44.Local{IP: b.IP, Port: b.Port, VRF: b.VRF})
+		return Local{IP: a.IP, Port: a.Port, VRF: a.VRF}.compare(Local{IP: b.IP, Port: b.Port, VRF: b.VRF})
 	})
 	if m.key.port == 0 {
 		// Address-only mappings keep the port.

@@ -10,8 +10,6 @@ import (
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/nat_types"
 	"go.fd.io/govpp/core"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -74,7 +72,7 @@ func TestTranslate(t *testing.T) {
 			{IP: ip("10.1.2.3"), Port: 8080, VRF: 1, Probability: 1.0 / 3, Src: ip(src2)},
 		}
 	}
-	tcp, udp := nat44.Protocol(6), nat44.Protocol(17)
+	tcp, udp := TCP, UDP
 	tests := []struct {
 		name string
 		p    Packet

@@ -10,8 +10,6 @@ import (
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/nat44_ed"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // Session is one NAT44-ED session (one connection) the simulated VPP
@@ -21,7 +19,7 @@ type Session struct {
 	Client netip.AddrPort
 	// Frontend is the key of the mapping that translated the session
 	// (address-only mappings: port and protocol 0).
-	Frontend   nat44.MappingKey
+	Frontend   MappingKey
 	Backend    netip.AddrPort
 	BackendVRF uint32
 	// LoadBalanced tells a load-balanced mapping's session from a static
@@ -125,7 +123,7 @@ func (v *VPP) OpenSession(p Packet, srcPort uint16) (Session, error) {
 	s := Session{
 		ID:           t.nextID,
 		Client:       fk.client,
-		Frontend:     nat44.MappingKey{IP: m.key.addr, Port: m.key.port, Proto: nat44.Protocol(m.key.proto)},
+		Frontend:     MappingKey{IP: m.key.addr, Port: m.key.port, Proto: ipProto(m.key.proto)},
 		Backend:      b.addr,
 		BackendVRF:   b.vrf,
 		LoadBalanced: m.lb,
@@ -352,7 +350,7 @@ func (t *sessionTable) cutLB(backends []netip.AddrPort) int {
 // 0 if it has none. ASSUMPTION: "the first matching session" is the
 // oldest.
 func (t *sessionTable) cutFirst(key o2iKey) int {
-	fe := nat44.MappingKey{IP: key.addr, Port: key.port, Proto: nat44.Protocol(key.proto)}
+	fe := MappingKey{IP: key.addr, Port: key.port, Proto: ipProto(key.proto)}
 	first := uint64(0)
 	for id, s := range t.live {
 		if !s.LoadBalanced && s.Frontend == fe && (first == 0 || id < first) {

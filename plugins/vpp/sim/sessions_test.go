@@ -12,8 +12,6 @@ import (
 	"go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/nat_types"
 	"go.fd.io/govpp/core"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // answerOf returns an empty reply for any request the simulator speaks.
@@ -252,7 +250,7 @@ func TestOpenSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Session{
-		ID: s.ID, Client: ap("10.1.2.7:4000"), Frontend: nat44.MappingKey{IP: ip("10.96.0.40"), Port: 80, Proto: 6},
+		ID: s.ID, Client: ap("10.1.2.7:4000"), Frontend: MappingKey{IP: ip("10.96.0.40"), Port: 80, Proto: TCP},
 		Backend: ap("10.1.1.2:8080"), BackendVRF: 1,
 	}
 	if s != want || !v.SessionAlive(s.ID) {

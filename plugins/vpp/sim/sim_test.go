@@ -18,8 +18,6 @@ import (
 	"go.fd.io/govpp/binapi/nat_types"
 	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
-
-	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -221,16 +219,16 @@ func TestVPPRules(t *testing.T) {
 	}
 
 	got := v.Snapshot()
-	wantIfaces := map[string]nat44.Features{"eth0": nat44.FeatureOutput, "tap1": nat44.FeatureIn}
+	wantIfaces := map[string]NAT44Features{"eth0": FeatureOutput, "tap1": FeatureIn}
 	if !reflect.DeepEqual(got.Interfaces, wantIfaces) {
 		t.Errorf("interfaces %v, want %v", got.Interfaces, wantIfaces)
 	}
-	k := nat44.MappingKey{IP: netip.MustParseAddr("10.96.0.10"), Port: 80, Proto: 6}
+	k := MappingKey{IP: netip.MustParseAddr("10.96.0.10"), Port: 80, Proto: TCP}
 	m := got.Mappings[k]
 	if m == nil {
 		t.Fatalf("mapping %v missing: %v", k, got.Mappings)
 	}
-	wantLocals := []nat44.Local{
+	wantLocals := []Local{
 		{IP: netip.MustParseAddr("10.1.1.3"), Port: 8080, VRF: 1, Probability: 1},
 		{IP: netip.MustParseAddr("10.1.1.4"), Port: 8080, VRF: 1, Probability: 2},
 		{IP: netip.MustParseAddr("10.1.1.6"), Port: 8080, VRF: 1},
@@ -285,10 +283,10 @@ func TestDumpsMatchSnapshot(t *testing.T) {
 		t.Errorf("interface dump of index %d: %+v", idx, one)
 	}
 	snap := v.Snapshot()
-	if snap.Mappings[nat44.MappingKey{IP: netip.MustParseAddr("10.96.0.10"), Port: 80, Proto: 6}].TwiceNAT != nat44.TwiceNATSelf {
+	if snap.Mappings[MappingKey{IP: netip.MustParseAddr("10.96.0.10"), Port: 80, Proto: TCP}].Flags != nat_types.NAT_IS_SELF_TWICE_NAT {
 		t.Errorf("snapshot lost self-twice-NAT: %+v", snap.Mappings)
 	}
-	if snap.Interfaces["eth0"] != nat44.FeatureOut || !snap.Pool[0].TwiceNAT {
+	if snap.Interfaces["eth0"] != FeatureOut || !snap.Pool[0].TwiceNAT {
 		t.Errorf("snapshot interfaces %v pool %v", snap.Interfaces, snap.Pool)
 	}
 }
@@ -492,7 +490,7 @@ func TestDelInterfaceDropsFeatures(t *testing.T) {
 	if rv := call(t, conn, feature(idx, true, true), replyFor(feature(idx, true, true))); rv != 0 {
 		t.Fatal(rv)
 	}
-	if got := v.Snapshot().Interfaces; got["tap1"] != nat44.FeatureIn {
+	if got := v.Snapshot().Interfaces; got["tap1"] != FeatureIn {
 		t.Fatalf("features %v", got)
 	}
 	if err := v.DelInterface("tap1"); err != nil {

@@ -178,7 +178,7 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 
 // RouteDropReason says that a DROP route covering dst in table vrf
 // dropped a packet no translation matched: the reason of the NAT44 and
-// the cnat oracles alike (and of agent.TraceCNAT).
+// the cnat oracles alike.
 func RouteDropReason(dst netip.Addr, vrf uint32) string {
 	return fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
 }

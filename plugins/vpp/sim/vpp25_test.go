@@ -308,7 +308,7 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := watch(t, conn)
+	_ = watch(t, conn) // a client subscribed when VPP restarts
 	v.RestartWith(RestartOptions{InterfacesAfter: 10 * time.Millisecond})
 	conn.Disconnect()
 	conn, err = core.Connect(v)
@@ -316,7 +316,7 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { conn.Disconnect() }()
-	w = watch(t, conn)
+	w := watch(t, conn)
 	for _, want := range before[1:] {
 		if e := next(t, w); e.SwIfIndex != interface_types.InterfaceIndex(want.Index) || e.Flags != 3 {
 			t.Errorf("event %+v, want index %d up", e, want.Index)

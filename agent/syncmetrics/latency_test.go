@@ -1,4 +1,4 @@
-package agent
+package syncmetrics
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 )
 
-func histCount(t *testing.T, l *latencyTracker) uint64 {
+func histCount(t *testing.T, l *Latency) uint64 {
 	t.Helper()
 	var m dto.Metric
 	if err := l.hist.Write(&m); err != nil {
@@ -26,7 +26,8 @@ func histCount(t *testing.T, l *latencyTracker) uint64 {
 // resync dropped are not.
 func TestLatencyTracker(t *testing.T) {
 	inner := &fakeApplier{}
-	l := newLatencyTracker(inner)
+	l := NewLatency()
+	app := observed{inner: inner, obs: []controller.ApplyObserver{l}}
 	start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	now := start.Add(time.Minute)
 	l.start, l.now = start, func() time.Time { return now }
@@ -46,13 +47,13 @@ func TestLatencyTracker(t *testing.T) {
 	}
 	apply := func() {
 		t.Helper()
-		if err := l.Apply(ctx, false); err != nil {
+		if err := app.Apply(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := func(observed, stale, repeated uint64, why string) {
 		t.Helper()
-		v := l.view()
+		v := l.View()
 		if v.Observed != observed || v.Stale != stale || v.Repeated != repeated || histCount(t, l) != observed ||
 			vecCount(t, l.kpHist, "IPv4") != observed { // kube-proxy's name, by the slice's family
 			t.Fatalf("%s: %+v (histogram %d), want observed=%d stale=%d repeated=%d", why, v, histCount(t, l), observed, stale, repeated)
@@ -67,7 +68,7 @@ func TestLatencyTracker(t *testing.T) {
 	step(slice(t1))
 	step(slice(t1)) // the same change twice in one batch counts once
 	inner.err = errors.New("vpp down")
-	if err := l.Apply(ctx, false); err == nil {
+	if err := app.Apply(ctx, false); err == nil {
 		t.Fatal("apply error not returned")
 	}
 	want(0, 1, 0, "failed apply observes nothing")
@@ -75,7 +76,7 @@ func TestLatencyTracker(t *testing.T) {
 	now = now.Add(10 * time.Millisecond)
 	apply()
 	want(1, 1, 0, "observed after the apply that succeeded")
-	if v := l.view(); v.P50 < 0.029 || v.P50 > 0.031 || v.Max != v.P50 {
+	if v := l.View(); v.P50 < 0.029 || v.P50 > 0.031 || v.Max != v.P50 {
 		t.Errorf("latency %+v, want 0.03 s", v)
 	}
 

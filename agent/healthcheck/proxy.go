@@ -1,4 +1,4 @@
-package agent
+package healthcheck
 
 import (
 	"context"
@@ -17,26 +17,20 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 )
 
-// DefaultProxyHealthAddress is where the node-level proxy health endpoint
-// listens unless configured otherwise: kube-proxy's healthz port, which
-// cloud load balancers probe.
-const DefaultProxyHealthAddress = ":10256"
-
-// DefaultProxyHealthTimeout is how long a change may wait for its apply
+// DefaultProxyTimeout is how long a change may wait for its apply
 // before the proxy counts as unhealthy (kube-proxy: twice its 30 s sync
 // period).
-const DefaultProxyHealthTimeout = 60 * time.Second
+const DefaultProxyTimeout = 60 * time.Second
 
-// proxyHealth is the node-level health of the proxy, kube-proxy's
+// Proxy is the node-level health of the proxy, kube-proxy's
 // /healthz and /livez: healthy while VPP is connected and no change the
 // controller took in has waited longer than the timeout for a successful
 // apply. As a controller handler it notes when changes arrive (every
 // event) and whether this node's Node carries the cluster autoscaler's
 // to-be-deleted taint (KEP-3836: /healthz then fails so that load
-// balancers drain the node; /livez does not); as the applier it wraps the
-// apply step and notes when one succeeds.
-type proxyHealth struct {
-	inner     controller.Applier
+// balancers drain the node; /livez does not); as an observer of the apply
+// step it notes when one succeeds.
+type Proxy struct {
 	timeout   time.Duration
 	connected func() bool
 	now       func() time.Time
@@ -57,35 +51,49 @@ type proxyHealth struct {
 }
 
 var (
-	_ controller.Handler = (*proxyHealth)(nil)
-	_ controller.Applier = (*proxyHealth)(nil)
+	_ controller.Handler       = (*Proxy)(nil)
+	_ controller.ApplyObserver = (*Proxy)(nil)
 )
 
-func newProxyHealth(inner controller.Applier, node string, timeout time.Duration, connected func() bool) *proxyHealth {
+// NewProxy is the proxy health of node: unhealthy once a change waited
+// longer than timeout (0: DefaultProxyTimeout) or while connected (nil:
+// always) says VPP is not.
+func NewProxy(node string, timeout time.Duration, connected func() bool) *Proxy {
 	if timeout <= 0 {
-		timeout = DefaultProxyHealthTimeout
+		timeout = DefaultProxyTimeout
 	}
 	total := func(name, help string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"code"})
 	}
-	return &proxyHealth{inner: inner, node: node, timeout: timeout, connected: connected, now: time.Now,
+	p := &Proxy{node: node, timeout: timeout, connected: connected, now: time.Now,
 		healthzTotal: total("kubeproxy_proxy_healthz_total", "Answers of the proxy's /healthz (kube-proxy's meaning), by HTTP status code."),
 		livezTotal:   total("kubeproxy_proxy_livez_total", "Answers of the proxy's /livez (kube-proxy's meaning), by HTTP status code."),
 	}
+	// Every series exists from the start, at zero.
+	for _, code := range []string{"200", "503"} {
+		p.healthzTotal.WithLabelValues(code)
+		p.livezTotal.WithLabelValues(code)
+	}
+	return p
+}
+
+// Collectors are the answer counters of /healthz and /livez.
+func (p *Proxy) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.healthzTotal, p.livezTotal}
 }
 
 // Name implements controller.Handler.
-func (p *proxyHealth) Name() string { return "proxy-health" }
+func (p *Proxy) Name() string { return "proxy-health" }
 
 // HandlesEvent implements controller.Handler: every event but the
 // shutdown is a change that waits for an apply.
-func (p *proxyHealth) HandlesEvent(ev controller.Event) bool {
+func (p *Proxy) HandlesEvent(ev controller.Event) bool {
 	_, shutdown := ev.(*controller.ShutdownEvent)
 	return !shutdown
 }
 
 // Update implements controller.Handler.
-func (p *proxyHealth) Update(_ context.Context, ev controller.Event) error {
+func (p *Proxy) Update(_ context.Context, ev controller.Event) error {
 	if c, ok := ev.(*controller.ChangeEvent); ok && c.Key == p.nodeKey() {
 		p.nodeChanged(c.New)
 	}
@@ -94,7 +102,7 @@ func (p *proxyHealth) Update(_ context.Context, ev controller.Event) error {
 }
 
 // Resync implements controller.Handler.
-func (p *proxyHealth) Resync(_ context.Context, ev *controller.ResyncEvent) error {
+func (p *Proxy) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	if ev.State != nil {
 		p.nodeChanged(ev.State.Objects[p.nodeKey()])
 	}
@@ -102,19 +110,19 @@ func (p *proxyHealth) Resync(_ context.Context, ev *controller.ResyncEvent) erro
 	return nil
 }
 
-func (p *proxyHealth) nodeKey() kubestate.Key {
+func (p *Proxy) nodeKey() kubestate.Key {
 	return kubestate.Key{Resource: kubestate.ResNode, Name: p.node}
 }
 
 // nodeChanged takes in this node's Node (nil: absent).
-func (p *proxyHealth) nodeChanged(o kubestate.Object) {
+func (p *Proxy) nodeChanged(o kubestate.Object) {
 	n, _ := o.(*kubestate.Node)
 	p.mu.Lock()
 	p.draining = n != nil && n.HasTaint(kubestate.TaintToBeDeleted)
 	p.mu.Unlock()
 }
 
-func (p *proxyHealth) queued() {
+func (p *Proxy) queued() {
 	p.mu.Lock()
 	if p.pendingSince.IsZero() {
 		p.pendingSince = p.now()
@@ -122,20 +130,23 @@ func (p *proxyHealth) queued() {
 	p.mu.Unlock()
 }
 
-// Apply implements controller.Applier.
-func (p *proxyHealth) Apply(ctx context.Context, full bool) error {
-	if err := p.inner.Apply(ctx, full); err != nil {
-		return err
+// ApplyStarting implements controller.ApplyObserver.
+func (p *Proxy) ApplyStarting(bool) {}
+
+// Applied implements controller.ApplyObserver: a successful apply is the
+// proxy's last update.
+func (p *Proxy) Applied(_ bool, err error) {
+	if err != nil {
+		return
 	}
 	p.mu.Lock()
 	p.lastUpdated, p.pendingSince = p.now(), time.Time{}
 	p.mu.Unlock()
-	return nil
 }
 
-// proxyHealthStatus is the body of /healthz and /livez (kube-proxy's
+// ProxyStatus is the body of /healthz and /livez (kube-proxy's
 // lastUpdated and currentTime, plus why it is unhealthy).
-type proxyHealthStatus struct {
+type ProxyStatus struct {
 	LastUpdated  time.Time `json:"lastUpdated"`
 	CurrentTime  time.Time `json:"currentTime"`
 	VPPConnected bool      `json:"vppConnected"`
@@ -149,14 +160,10 @@ type proxyHealthStatus struct {
 	NodeEligible bool `json:"nodeEligible"`
 }
 
-// ProxyHealthStatus is the node-level proxy health as the status view
-// shows it.
-type ProxyHealthStatus = proxyHealthStatus
-
-// status tells whether the proxy is healthy, and the body telling why.
-func (p *proxyHealth) status() proxyHealthStatus {
+// Status tells whether the proxy is healthy, and the body telling why.
+func (p *Proxy) Status() ProxyStatus {
 	p.mu.Lock()
-	s := proxyHealthStatus{LastUpdated: p.lastUpdated, PendingSince: p.pendingSince, CurrentTime: p.now(), NodeEligible: !p.draining}
+	s := ProxyStatus{LastUpdated: p.lastUpdated, PendingSince: p.pendingSince, CurrentTime: p.now(), NodeEligible: !p.draining}
 	p.mu.Unlock()
 	s.VPPConnected = p.connected == nil || p.connected()
 	s.Healthy = s.VPPConnected && (s.PendingSince.IsZero() || s.CurrentTime.Sub(s.PendingSince) <= p.timeout)
@@ -164,16 +171,16 @@ func (p *proxyHealth) status() proxyHealthStatus {
 }
 
 // Healthy tells whether the proxy is healthy.
-func (p *proxyHealth) Healthy() bool { return p.status().Healthy }
+func (p *Proxy) Healthy() bool { return p.Status().Healthy }
 
 // Handler serves /healthz and /livez: 200 when healthy, 503 otherwise.
 // /healthz also fails while the node is not eligible (being deleted by
 // the cluster autoscaler), /livez does not: a draining proxy is alive.
-func (p *proxyHealth) Handler() http.Handler {
+func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	serve := func(total *prometheus.CounterVec, drains bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) {
-			s := p.status()
+			s := p.Status()
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			code := http.StatusOK
@@ -190,14 +197,14 @@ func (p *proxyHealth) Handler() http.Handler {
 	return mux
 }
 
-// proxyHealthRetry is the wait between attempts to open the proxy health
+// proxyRetry is the wait between attempts to open the proxy health
 // listener.
-const proxyHealthRetry = 5 * time.Second
+const proxyRetry = 5 * time.Second
 
-// serve listens on addr until ctx ends. A listener that cannot be opened
+// Serve listens on addr until ctx ends. A listener that cannot be opened
 // (the port is taken) is logged and tried again, as kube-proxy does: the
 // agent works without it.
-func (p *proxyHealth) serve(ctx context.Context, log *slog.Logger, addr string) {
+func (p *Proxy) Serve(ctx context.Context, log *slog.Logger, addr string) {
 	logged := ""
 	for {
 		ln, err := net.Listen("tcp", addr)
@@ -223,7 +230,7 @@ func (p *proxyHealth) serve(ctx context.Context, log *slog.Logger, addr string) 
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(proxyHealthRetry):
+		case <-time.After(proxyRetry):
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package syncmetrics
 
 import (
 	"context"
@@ -29,14 +29,15 @@ const ipFamilyLabel = "ip_family"
 // up to about 16 s.
 var syncBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 
-// proxyMetrics counts what kube-proxy counts about its syncs. As a
+// KubeProxy counts what kube-proxy counts about its syncs. As a
 // controller handler it counts the Service and EndpointSlice changes taken
 // in and notes when a sync was queued; as the applier it wraps the apply
 // step and times it.
-type proxyMetrics struct {
-	inner    controller.Applier
+type KubeProxy struct {
 	families []string
 	now      func() time.Time
+	// start is when the apply being observed started.
+	start time.Time
 
 	syncAll, syncFull, syncPartial *prometheus.HistogramVec
 	lastQueued, lastSync           *prometheus.GaugeVec
@@ -52,21 +53,21 @@ type proxyMetrics struct {
 }
 
 var (
-	_ controller.Handler = (*proxyMetrics)(nil)
-	_ controller.Applier = (*proxyMetrics)(nil)
+	_ controller.Handler       = (*KubeProxy)(nil)
+	_ controller.ApplyObserver = (*KubeProxy)(nil)
 )
 
-// newProxyMetrics wraps inner; families are the IP families the node
-// serves ("IPv4", "IPv6").
-func newProxyMetrics(inner controller.Applier, families []string) *proxyMetrics {
+// NewKubeProxy returns the metrics; families are the IP families the
+// node serves ("IPv4", "IPv6").
+func NewKubeProxy(families []string) *KubeProxy {
 	hist := func(name, help string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: syncBuckets}, []string{ipFamilyLabel})
 	}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{ipFamilyLabel})
 	}
-	m := &proxyMetrics{
-		inner: inner, families: families, now: time.Now,
+	m := &KubeProxy{
+		families: families, now: time.Now,
 		services: map[sr.ServiceID]struct{}{}, endpoints: map[sr.ServiceID]struct{}{},
 		syncAll: hist("kubeproxy_sync_proxy_rules_duration_seconds",
 			"Time of one apply step (kube-proxy: SyncProxyRules latency), full or partial."),
@@ -102,36 +103,36 @@ func newProxyMetrics(inner controller.Applier, families []string) *proxyMetrics 
 	return m
 }
 
-// collectors are the metrics to register.
-func (m *proxyMetrics) collectors() []prometheus.Collector {
+// Collectors are the metrics to register.
+func (m *KubeProxy) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.syncAll, m.syncFull, m.syncPartial, m.lastQueued, m.lastSync, m.failures,
 		m.serviceChanges, m.endpointsChgs, m.servicePending, m.endpointsPend}
 }
 
-func (m *proxyMetrics) pending(set map[sr.ServiceID]struct{}) float64 {
+func (m *KubeProxy) pending(set map[sr.ServiceID]struct{}) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return float64(len(set))
 }
 
 // Name implements controller.Handler.
-func (m *proxyMetrics) Name() string { return "kube-proxy-metrics" }
+func (m *KubeProxy) Name() string { return "kube-proxy-metrics" }
 
 // HandlesEvent implements controller.Handler: Service and EndpointSlice
 // changes.
-func (m *proxyMetrics) HandlesEvent(ev controller.Event) bool {
+func (m *KubeProxy) HandlesEvent(ev controller.Event) bool {
 	c, ok := ev.(*controller.ChangeEvent)
 	return ok && (c.Key.Resource == kubestate.ResService || c.Key.Resource == kubestate.ResEndpointSlice)
 }
 
 // Resync implements controller.Handler: a full sync is queued.
-func (m *proxyMetrics) Resync(context.Context, *controller.ResyncEvent) error {
+func (m *KubeProxy) Resync(context.Context, *controller.ResyncEvent) error {
 	m.queued()
 	return nil
 }
 
 // Update implements controller.Handler.
-func (m *proxyMetrics) Update(_ context.Context, ev controller.Event) error {
+func (m *KubeProxy) Update(_ context.Context, ev controller.Event) error {
 	c := ev.(*controller.ChangeEvent)
 	m.mu.Lock()
 	if c.Key.Resource == kubestate.ResService {
@@ -162,19 +163,21 @@ func sliceService(c *controller.ChangeEvent) sr.ServiceID {
 	return serviceID(c.Key)
 }
 
-func (m *proxyMetrics) queued() {
+func (m *KubeProxy) queued() {
 	t := unixSeconds(m.now())
 	for _, f := range m.families {
 		m.lastQueued.WithLabelValues(f).Set(t)
 	}
 }
 
-// Apply implements controller.Applier: it times the inner apply.
-func (m *proxyMetrics) Apply(ctx context.Context, full bool) error {
-	start := m.now()
-	err := m.inner.Apply(ctx, full)
+// ApplyStarting implements controller.ApplyObserver: the apply's timing
+// starts.
+func (m *KubeProxy) ApplyStarting(bool) { m.start = m.now() }
+
+// Applied implements controller.ApplyObserver: it times the apply.
+func (m *KubeProxy) Applied(full bool, err error) {
 	end := m.now()
-	d := end.Sub(start).Seconds()
+	d := end.Sub(m.start).Seconds()
 	kind := m.syncPartial
 	if full {
 		kind = m.syncFull
@@ -194,7 +197,6 @@ func (m *proxyMetrics) Apply(ctx context.Context, full bool) error {
 		clear(m.endpoints)
 		m.mu.Unlock()
 	}
-	return err
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
@@ -244,25 +246,26 @@ func families(addrs []netip.Addr) []string {
 	return out
 }
 
-// noLocalCollector exports noLocalEndpoints of the processor's services.
-type noLocalCollector struct {
+// NoLocalCollector exports noLocalEndpoints of the processor's services.
+type NoLocalCollector struct {
 	services func() []*sr.ContivService
 	families []string
 	desc     *prometheus.Desc
 }
 
-func newNoLocalCollector(services func() []*sr.ContivService, families []string) *noLocalCollector {
-	return &noLocalCollector{services: services, families: families, desc: prometheus.NewDesc(
+// NewNoLocalCollector counts over services, for each of families.
+func NewNoLocalCollector(services func() []*sr.ContivService, families []string) *NoLocalCollector {
+	return &NoLocalCollector{services: services, families: families, desc: prometheus.NewDesc(
 		"kubeproxy_sync_proxy_rules_no_local_endpoints_total",
 		"Service ports with a Local traffic policy and no local endpoint, by IP family and policy (internal, external).",
 		[]string{ipFamilyLabel, "traffic_policy"}, nil)}
 }
 
-func (c *noLocalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *NoLocalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect reports every family the node serves and both policies, zeros
 // included, as kube-proxy does.
-func (c *noLocalCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *NoLocalCollector) Collect(ch chan<- prometheus.Metric) {
 	n := noLocalEndpoints(c.services())
 	for _, f := range c.families {
 		for _, p := range []string{"internal", "external"} {

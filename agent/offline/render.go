@@ -1,4 +1,4 @@
-package agent
+package offline
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"slices"
 
+	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/nodesync"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
@@ -25,8 +27,8 @@ import (
 // node is not among the objects' Nodes, so its ID cannot be derived.
 var ErrUnknownNode = errors.New("node not among the Nodes")
 
-// RenderParams are the inputs of an offline render.
-type RenderParams struct {
+// Params are the inputs of an offline render.
+type Params struct {
 	// Objects are the cluster's objects, e.g. kubestate.LoadYAML of
 	// manifests. A later object replaces an earlier one with the same key.
 	Objects []kubestate.Object
@@ -46,7 +48,7 @@ type RenderParams struct {
 // VPP it was programmed into.
 type Rendered struct {
 	// Node is the node rendered for; NodeID its ID, derived when
-	// RenderParams.NodeID was 0.
+	// Params.NodeID was 0.
 	Node   string
 	NodeID uint32
 	// Plan is the node's address plan.
@@ -131,7 +133,7 @@ func (n staticNode) NodeIPs() []netip.Addr { return n.ips }
 // into a fresh simulated VPP whose pod interfaces are made as the
 // simulated CNI makes them. It uses neither etcd nor a real VPP, and the
 // same inputs give the same result.
-func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
+func Render(ctx context.Context, p Params) (*Rendered, error) {
 	cfg := p.Config
 	if cfg.NodeName == "" {
 		return nil, errors.New("render: no node name")
@@ -148,7 +150,7 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	plan, err := ipam.NewPlan(ipamConfig(cfg), id)
+	plan, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), id)
 	if err != nil {
 		return nil, fmt.Errorf("render: ipam: %w", err)
 	}
@@ -162,16 +164,17 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 	// and the simulated VPP with the NICs a node's VPP has.
 	// The simulator's warnings that it forwards nothing are no news here.
 	v := sim.New(sim.Options{})
-	a := &Agent{cfg: cfg, log: log, nodeID: id, plan: plan, dp: Simulated(v)}
-	a.mainIf = a.nodeInterfaces()[0].Name
-	if err := a.dp.EnsureInterfaces(a.nodeInterfaces()); err != nil {
+	n := &nodepipeline.Node{Config: cfg, Plan: plan}
+	nodeIfs := simnode.Interfaces(n)
+	n.MainInterface = nodeIfs[0].Name
+	if err := simnode.EnsureInterfaces(v, nodeIfs); err != nil {
 		return nil, fmt.Errorf("render: simulated VPP: %w", err)
 	}
 	v.CreateTable(cfg.Routing.PodVRFID) // as the agent's simulated node (Handlers)
 	// This node's own addresses, as NodeSync's record gives them to the
 	// agent's service processor: management and VPP (IPv4, then IPv6).
 	ips := slices.Clone(mgmt)
-	for _, ip := range []netip.Prefix{a.nodeIP(), a.nodeIP6()} {
+	for _, ip := range []netip.Prefix{n.IP(), n.IP6()} {
 		if ip.IsValid() {
 			ips = append(ips, ip.Addr())
 		}
@@ -188,49 +191,27 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	ifaces := vpp.NewInterfaces(conn, nil)
-	var (
-		r  servicesRenderer
-		nr *nat44.Renderer
-		cr *cnat.Renderer
-	)
-	switch cfg.Renderer {
-	case contivconf.RendererCNAT:
-		// No Store: a fresh simulated VPP holds no cnat configuration.
-		cr, err = cnat.New(cnat.Params{Config: a.cnatConfig(), VPP: vpp.NewCNAT(conn, ifaces, log), Log: log})
-		r = cr
-	case contivconf.RendererNAT44, "":
-		nr, err = nat44.New(nat44.Params{Config: a.nat44Config(), VPP: vpp.NewNAT44(conn, ifaces, log), Log: log})
-		r = nr
-	default:
-		err = fmt.Errorf("unknown renderer %q (want nat44 or cnat)", cfg.Renderer)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	proc, err := service.New(service.Params{
-		Logger:     log,
-		Renderers:  []sr.Renderer{r},
-		Node:       staticNode{name: cfg.NodeName, id: id, ips: ips},
-		Subnets:    plan,
-		Interfaces: ifaces,
-		Config:     a.serviceConfig(),
+	// No CNATStore: a fresh simulated VPP holds no cnat configuration.
+	pl, err := nodepipeline.Build(nodepipeline.Params{
+		Node:               *n,
+		Ports:              nodepipeline.Ports{NAT44: vpp.NewNAT44(conn, ifaces, log), CNAT: vpp.NewCNAT(conn, ifaces, log)},
+		ThisNode:           staticNode{name: cfg.NodeName, id: id, ips: ips},
+		Interfaces:         ifaces,
+		ProxyHealthAddress: cfg.HTTP.ProxyHealthAddress,
+		ServiceLog:         log,
+		RendererLog:        log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	proc, r, nr, cr := pl.Processor, pl.Renderer, pl.NAT44, pl.CNAT
 	ev := &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{Objects: objs}}
-	cni := &simCNI{vpp: v, node: cfg.NodeName, tag: cfg.NAT44.InterfaceTag, refresh: ifaces.Refresh, vrf: cfg.Routing.PodVRFID}
+	cni := simnode.NewCNI(v, simnode.Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
 	if err := cni.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: pod interfaces: %w", err)
 	}
 	if err := proc.Resync(ctx, ev); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
-	}
-	if pr := newProxyHealthRoute(r, cfg.HTTP.ProxyHealthAddress); pr != nil {
-		// As the agent does after the processor's resync.
-		if err := pr.Resync(ctx, ev); err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
 	}
 	if err := r.Apply(ctx, true); err != nil {
 		return nil, fmt.Errorf("render: apply: %w", err)
@@ -239,9 +220,9 @@ func Render(ctx context.Context, p RenderParams) (*Rendered, error) {
 		Node:          cfg.NodeName,
 		NodeID:        id,
 		Plan:          plan,
-		NodeIP:        a.nodeIP(),
+		NodeIP:        n.IP(),
 		MgmtIPs:       mgmt,
-		MainInterface: a.mainInterface(),
+		MainInterface: n.MainInterface,
 		Services:      proc.Services(),
 		Skipped:       proc.Skipped(),
 		Renderer:      contivconf.RendererNAT44,

@@ -1,4 +1,4 @@
-package agent
+package simnode
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
-// simCNI stands in for the CNI when VPP is simulated: it gives every pod of
+// CNI stands in for the CNI when VPP is simulated: it gives every pod of
 // this node a tap interface in the simulated VPP, tagged as the CNI would,
 // so that local backends and frontends behave as on a real node. It runs
-// before the service processor, which then finds the interfaces by tag.
-type simCNI struct {
+// before the service processor, which then finds the interfaces by tag. It
+// is a controller handler.
+type CNI struct {
 	vpp  *sim.VPP
 	node string
 	tag  func(namespace, pod string) string
@@ -25,24 +26,34 @@ type simCNI struct {
 	vrf uint32
 }
 
-func (c *simCNI) Name() string { return "sim-cni" }
+var _ controller.Handler = (*CNI)(nil)
 
-func (c *simCNI) HandlesEvent(ev controller.Event) bool {
+// NewCNI is the simulated CNI of node b.Node over v.
+func NewCNI(v *sim.VPP, b Beside) *CNI {
+	return &CNI{vpp: v, node: b.Node, tag: b.Tag, refresh: b.Refresh, vrf: b.PodVRF}
+}
+
+// Name implements controller.Handler.
+func (c *CNI) Name() string { return "sim-cni" }
+
+// HandlesEvent implements controller.Handler: pod changes.
+func (c *CNI) HandlesEvent(ev controller.Event) bool {
 	ch, ok := ev.(*controller.ChangeEvent)
 	return ok && ch.Key.Resource == kubestate.ResPod
 }
 
-func (c *simCNI) local(o kubestate.Object) bool {
+func (c *CNI) local(o kubestate.Object) bool {
 	p, ok := o.(*kubestate.Pod)
 	return ok && p.NodeName == c.node && !p.HostNetwork
 }
 
-func ifName(namespace, pod string) string { return "tap-" + namespace + "-" + pod }
+// PodInterface is the name of the interface the CNI gives a pod.
+func PodInterface(namespace, pod string) string { return "tap-" + namespace + "-" + pod }
 
 // spec is the interface the CNI gives a local pod: tagged, in the pod VRF,
 // with the pod's IPv4 address as a /32 (as a CNI that routes each pod).
-func (c *simCNI) spec(namespace, name string, o kubestate.Object) sim.InterfaceSpec {
-	s := sim.InterfaceSpec{Name: ifName(namespace, name), Tag: c.tag(namespace, name), VRF: c.vrf}
+func (c *CNI) spec(namespace, name string, o kubestate.Object) sim.InterfaceSpec {
+	s := sim.InterfaceSpec{Name: PodInterface(namespace, name), Tag: c.tag(namespace, name), VRF: c.vrf}
 	if p, ok := o.(*kubestate.Pod); ok {
 		for _, ip := range p.IPs {
 			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
@@ -55,11 +66,11 @@ func (c *simCNI) spec(namespace, name string, o kubestate.Object) sim.InterfaceS
 }
 
 // Resync gives every local pod an interface and removes the others.
-func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
+func (c *CNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
 	want := map[string]sim.InterfaceSpec{}
 	for k, o := range ev.State.Objects {
 		if k.Resource == kubestate.ResPod && c.local(o) {
-			want[ifName(k.Namespace, k.Name)] = c.spec(k.Namespace, k.Name, o)
+			want[PodInterface(k.Namespace, k.Name)] = c.spec(k.Namespace, k.Name, o)
 		}
 	}
 	var errs []error
@@ -82,9 +93,11 @@ func (c *simCNI) Resync(ctx context.Context, ev *controller.ResyncEvent) error {
 	return errors.Join(errs...)
 }
 
-func (c *simCNI) Update(ctx context.Context, ev controller.Event) error {
+// Update implements controller.Handler: a local pod gets its interface or
+// loses it.
+func (c *CNI) Update(ctx context.Context, ev controller.Event) error {
 	ch := ev.(*controller.ChangeEvent)
-	name := ifName(ch.Key.Namespace, ch.Key.Name)
+	name := PodInterface(ch.Key.Namespace, ch.Key.Name)
 	was, is := ch.Prev != nil && c.local(ch.Prev), ch.New != nil && c.local(ch.New)
 	var err error
 	switch {

@@ -1,4 +1,4 @@
-package agent
+package syncmetrics
 
 import (
 	"context"
@@ -32,7 +32,8 @@ func vecCount(t *testing.T, h *prometheus.HistogramVec, family string) uint64 {
 // partial, the timestamps move, failures count, for every family served.
 func TestProxyMetricsSync(t *testing.T) {
 	inner := &fakeApplier{}
-	m := newProxyMetrics(inner, []string{"IPv4", "IPv6"})
+	m := NewKubeProxy([]string{"IPv4", "IPv6"})
+	app := observed{inner: inner, obs: []controller.ApplyObserver{m}}
 	clock := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }
 	ctx := context.Background()
@@ -75,13 +76,13 @@ func TestProxyMetricsSync(t *testing.T) {
 
 	// A failed partial apply: counted and timed, nothing cleared.
 	inner.err = errors.New("vpp says no")
-	if err := m.Apply(ctx, false); !errors.Is(err, inner.err) {
+	if err := app.Apply(ctx, false); !errors.Is(err, inner.err) {
 		t.Fatalf("Apply: %v", err)
 	}
 	check("service changes pending after a failure", testutil.ToFloat64(m.servicePending), 2)
 	// A successful full apply.
 	inner.err = nil
-	if err := m.Apply(ctx, true); err != nil {
+	if err := app.Apply(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	synced := unixSeconds(clock)

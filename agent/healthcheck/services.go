@@ -1,4 +1,4 @@
-package agent
+package healthcheck
 
 import (
 	"cmp"
@@ -13,10 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"contiv.dev/vpp/plugins/service"
 	sr "contiv.dev/vpp/servicerenderer"
 )
 
-// serviceHealth answers load balancers' health checks of LoadBalancer
+// Services answers load balancers' health checks of LoadBalancer
 // services under externalTrafficPolicy Local, as kube-proxy does: every
 // node listens on each such service's healthCheckNodePort and answers 200
 // while it has ready endpoints of the service (and the proxy is healthy),
@@ -32,10 +33,10 @@ import (
 // service change; it keeps the health-check services and opens or closes
 // listeners to match. Its methods never fail: a port that cannot be opened
 // is logged and tried again on the next change or resync.
-type serviceHealth struct {
+type Services struct {
 	log  *slog.Logger
 	addr netip.Addr
-	// healthy tells whether the proxy itself is healthy (proxyHealth);
+	// healthy tells whether the proxy itself is healthy (Proxy);
 	// nil means always.
 	healthy func() bool
 
@@ -63,23 +64,25 @@ type hcServer struct {
 	id  sr.ServiceID
 }
 
-var _ sr.Renderer = (*serviceHealth)(nil)
+var _ sr.Renderer = (*Services)(nil)
 
-// newServiceHealth returns a server that listens on addr; healthy, when
+// NewServices returns a server that listens on addr; healthy, when
 // not nil, tells whether the proxy is healthy.
-func newServiceHealth(log *slog.Logger, addr netip.Addr, healthy func() bool) *serviceHealth {
+func NewServices(log *slog.Logger, addr netip.Addr, healthy func() bool) *Services {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &serviceHealth{
+	return &Services{
 		log: log, addr: addr, healthy: healthy,
 		svcs: map[sr.ServiceID]hcService{}, servers: map[uint16]*hcServer{}, failed: map[uint16]string{},
 	}
 }
 
-// healthCheckOf is the health check of svc; false when it has none.
+// healthCheckOf is the health check of svc; false when it has none. The
+// node proxy health pseudo-service has none here: the proxy health server
+// listens on its port.
 func healthCheckOf(svc *sr.ContivService) (hcService, bool) {
-	if svc == nil || svc.HealthCheckNodePort == 0 || svc.ExternalPolicy != sr.PolicyLocal {
+	if svc == nil || svc.HealthCheckNodePort == 0 || svc.ExternalPolicy != sr.PolicyLocal || svc.ID == service.ProxyHealthID {
 		return hcService{}, false
 	}
 	var ips []netip.Addr
@@ -94,31 +97,31 @@ func healthCheckOf(svc *sr.ContivService) (hcService, bool) {
 }
 
 // AddService implements servicerenderer.Renderer.
-func (h *serviceHealth) AddService(svc *sr.ContivService) error {
+func (h *Services) AddService(svc *sr.ContivService) error {
 	h.set(svc.ID, svc)
 	return nil
 }
 
 // UpdateService implements servicerenderer.Renderer.
-func (h *serviceHealth) UpdateService(_, svc *sr.ContivService) error {
+func (h *Services) UpdateService(_, svc *sr.ContivService) error {
 	h.set(svc.ID, svc)
 	return nil
 }
 
 // DeleteService implements servicerenderer.Renderer.
-func (h *serviceHealth) DeleteService(svc *sr.ContivService) error {
+func (h *Services) DeleteService(svc *sr.ContivService) error {
 	h.set(svc.ID, nil)
 	return nil
 }
 
 // UpdateInterface implements servicerenderer.Renderer: nothing to do.
-func (h *serviceHealth) UpdateInterface(string, sr.InterfaceRole) error { return nil }
+func (h *Services) UpdateInterface(string, sr.InterfaceRole) error { return nil }
 
 // UpdateLocalNode implements servicerenderer.Renderer: nothing to do.
-func (h *serviceHealth) UpdateLocalNode(sr.LocalNode) error { return nil }
+func (h *Services) UpdateLocalNode(sr.LocalNode) error { return nil }
 
 // Resync implements servicerenderer.Renderer.
-func (h *serviceHealth) Resync(d *sr.ResyncData) error {
+func (h *Services) Resync(d *sr.ResyncData) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	clear(h.svcs)
@@ -131,7 +134,7 @@ func (h *serviceHealth) Resync(d *sr.ResyncData) error {
 	return nil
 }
 
-func (h *serviceHealth) set(id sr.ServiceID, svc *sr.ContivService) {
+func (h *Services) set(id sr.ServiceID, svc *sr.ContivService) {
 	hc, ok := healthCheckOf(svc)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -154,7 +157,7 @@ func (h *serviceHealth) set(id sr.ServiceID, svc *sr.ContivService) {
 // owners maps each port to the service answering on it: the lowest ID
 // when two services claim one port (the API server never allocates one
 // port twice, but stored state may be anything).
-func (h *serviceHealth) owners() map[uint16]sr.ServiceID {
+func (h *Services) owners() map[uint16]sr.ServiceID {
 	m := make(map[uint16]sr.ServiceID, len(h.svcs))
 	for id, hc := range h.svcs {
 		if o, ok := m[hc.port]; !ok || compareServiceIDs(id, o) < 0 {
@@ -169,7 +172,7 @@ func compareServiceIDs(a, b sr.ServiceID) int {
 }
 
 // syncLocked opens and closes listeners to match the services.
-func (h *serviceHealth) syncLocked() {
+func (h *Services) syncLocked() {
 	if h.closed {
 		return
 	}
@@ -211,13 +214,13 @@ func (h *serviceHealth) syncLocked() {
 	}
 }
 
-func (h *serviceHealth) stop(port uint16, s *hcServer) {
+func (h *Services) stop(port uint16, s *hcServer) {
 	_ = s.srv.Close()
 	delete(h.servers, port)
 }
 
-// hcResponse is the body of a health-check answer (kube-proxy's shape).
-type hcResponse struct {
+// ServiceResponse is the body of a health-check answer (kube-proxy's shape).
+type ServiceResponse struct {
 	Service struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
@@ -227,10 +230,10 @@ type hcResponse struct {
 }
 
 // handler answers the health check of the service on port.
-func (h *serviceHealth) handler(port uint16) http.Handler {
+func (h *Services) handler(port uint16) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h.mu.Lock()
-		var body hcResponse
+		var body ServiceResponse
 		id, ok := h.owners()[port]
 		if ok {
 			body.Service.Namespace, body.Service.Name = id.Namespace, id.Name
@@ -255,7 +258,7 @@ func (h *serviceHealth) handler(port uint16) http.Handler {
 }
 
 // Ports returns the ports served now, sorted.
-func (h *serviceHealth) Ports() []uint16 {
+func (h *Services) Ports() []uint16 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]uint16, 0, len(h.servers))
@@ -268,7 +271,7 @@ func (h *serviceHealth) Ports() []uint16 {
 
 // Close stops every listener and waits for the servers to end; later
 // changes open none.
-func (h *serviceHealth) Close() {
+func (h *Services) Close() {
 	h.mu.Lock()
 	h.closed = true
 	for port, s := range h.servers {

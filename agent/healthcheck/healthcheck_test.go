@@ -1,4 +1,4 @@
-package agent
+package healthcheck
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/service"
 	sr "contiv.dev/vpp/servicerenderer"
 )
 
@@ -36,15 +37,15 @@ func freePort(t *testing.T) uint16 {
 }
 
 // hcGet asks the health check on port; code 0 when nothing answers.
-func hcGet(t *testing.T, port uint16) (int, hcResponse, http.Header) {
+func hcGet(t *testing.T, port uint16) (int, ServiceResponse, http.Header) {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/")
 	if err != nil {
-		return 0, hcResponse{}, nil
+		return 0, ServiceResponse{}, nil
 	}
 	defer resp.Body.Close()
-	var body hcResponse
+	var body ServiceResponse
 	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &body); err != nil {
 		t.Fatalf("body %q: %v", b, err)
@@ -73,7 +74,7 @@ func localBackend(ip string, ready bool) sr.Backend {
 func TestServiceHealthOverHTTP(t *testing.T) {
 	var proxyOK atomic.Bool
 	proxyOK.Store(true)
-	h := newServiceHealth(nil, loopback, proxyOK.Load)
+	h := NewServices(nil, loopback, proxyOK.Load)
 	defer h.Close()
 	port := freePort(t)
 
@@ -182,24 +183,14 @@ func TestHealthCheckOf(t *testing.T) {
 	}
 }
 
-// fakeApplier fails while err is set and counts its calls.
-type fakeApplier struct {
-	err   error
-	calls int
-}
-
-func (f *fakeApplier) Apply(context.Context, bool) error {
-	f.calls++
-	return f.err
-}
-
 // TestProxyHealthOverHTTP: /healthz and /livez answer 200 while VPP is
 // connected and no change waits longer than the timeout, 503 otherwise.
 func TestProxyHealthOverHTTP(t *testing.T) {
 	var connected atomic.Bool
 	connected.Store(true)
 	inner := &fakeApplier{}
-	p := newProxyHealth(inner, "node-1", time.Minute, connected.Load)
+	p := NewProxy("node-1", time.Minute, connected.Load)
+	app := observed{inner: inner, obs: []controller.ApplyObserver{p}}
 	// The clock is read by the server's goroutines: atomic.
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC).UnixNano())
@@ -207,14 +198,14 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 	advance := func(d time.Duration) { clock.Add(int64(d)) }
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
-	get := func(path string) (int, proxyHealthStatus) {
+	get := func(path string) (int, ProxyStatus) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var s proxyHealthStatus
+		var s ProxyStatus
 		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 			t.Fatal(err)
 		}
@@ -243,12 +234,12 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 
 	// A failing apply leaves the change waiting; a successful one clears it.
 	inner.err = errors.New("vpp says no")
-	if err := p.Apply(ctx, false); err == nil {
+	if err := app.Apply(ctx, false); err == nil {
 		t.Fatal("inner error not returned")
 	}
 	both(http.StatusServiceUnavailable, "after a failed apply")
 	inner.err = nil
-	if err := p.Apply(ctx, false); err != nil {
+	if err := app.Apply(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	code, s := get("/healthz")
@@ -275,7 +266,8 @@ func TestProxyHealthOverHTTP(t *testing.T) {
 // leave /healthz up; a resync reads the taint from the snapshot. Every
 // answer is counted by code under kube-proxy's metric names.
 func TestProxyHealthDrain(t *testing.T) {
-	p := newProxyHealth(&fakeApplier{}, "node-1", time.Minute, nil)
+	p := NewProxy("node-1", time.Minute, nil)
+	app := observed{inner: &fakeApplier{}, obs: []controller.ApplyObserver{p}}
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
 	code := func(path string) int {
@@ -304,7 +296,7 @@ func TestProxyHealthDrain(t *testing.T) {
 		if err := p.Update(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Apply(ctx, false); err != nil {
+		if err := app.Apply(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -339,7 +331,7 @@ func TestProxyHealthDrain(t *testing.T) {
 		if got := code("/livez"); got != http.StatusOK {
 			t.Errorf("%s: /livez %d, want 200", st.name, got)
 		}
-		if p.status().NodeEligible == st.wantDrained {
+		if p.Status().NodeEligible == st.wantDrained {
 			t.Errorf("%s: nodeEligible %v", st.name, !st.wantDrained)
 		}
 		if st.wantDrained {
@@ -365,15 +357,15 @@ func TestProxyHealthServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := busy.Addr().String()
-	p := newProxyHealth(&fakeApplier{}, "node-1", 0, nil)
+	p := NewProxy("node-1", 0, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.serve(ctx, discardLogger(), addr)
+		p.Serve(ctx, discardLogger(), addr)
 	}()
-	busy.Close() // the retry (every proxyHealthRetry) takes the address
-	deadline := time.Now().Add(3 * proxyHealthRetry)
+	busy.Close() // the retry (every proxyRetry) takes the address
+	deadline := time.Now().Add(3 * proxyRetry)
 	for {
 		resp, err := http.Get("http://" + addr + "/livez")
 		if err == nil {
@@ -393,3 +385,34 @@ func TestProxyHealthServe(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestServiceHealthLeavesProxyHealthAlone: the service processor hands
+// every renderer the node proxy health pseudo-service; the health-check
+// server must not take its port (the proxy health server listens there).
+func TestServiceHealthLeavesProxyHealthAlone(t *testing.T) {
+	if hc, ok := healthCheckOf(service.ProxyHealthService(10256)); ok {
+		t.Errorf("the proxy health pseudo-service has a service health check: %+v", hc)
+	}
+}
+
+// fakeApplier fails while err is set and counts its calls.
+type fakeApplier struct {
+	err   error
+	calls int
+}
+
+func (f *fakeApplier) Apply(context.Context, bool) error {
+	f.calls++
+	return f.err
+}
+
+// observed is inner's apply step watched by obs, as the controller runs
+// it (controller.Observe).
+type observed struct {
+	inner controller.Applier
+	obs   []controller.ApplyObserver
+}
+
+func (o observed) Apply(ctx context.Context, full bool) error {
+	return controller.Observe(o.obs, full, func() error { return o.inner.Apply(ctx, full) })
+}

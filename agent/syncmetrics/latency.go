@@ -1,4 +1,4 @@
-package agent
+package syncmetrics
 
 import (
 	"context"
@@ -25,22 +25,21 @@ var latencyBuckets = []float64{
 	1, 2, 5, 10, 20, 30, 60, 120, 300,
 }
 
-// latencyTracker measures network programming latency, the kube-proxy SLI:
+// Latency measures network programming latency, the kube-proxy SLI:
 // from an EndpointSlice's last-change-trigger-time to the moment VPP
 // acknowledged the batch that carried the change. As a handler it notes
 // the trigger times of the slice changes in a batch (the controller drops
-// unchanged values, so each is a real change); as the applier it runs the
-// renderer's apply step and, when it succeeds (VPP acknowledged the calls
-// it made, or the change needed none), observes them.
+// unchanged values, so each is a real change); as an observer of the
+// apply step, when one succeeds (VPP acknowledged the calls it made, or
+// the change needed none), it observes them.
 //
 // Each trigger time is observed once: a slice delivered again with a
 // trigger time already observed (a re-list, a change of another field) is
 // not measured again, nor is one older than the agent's start (what a
 // starting agent finds in etcd is no change it programmed). A resync drops
 // the pending trigger times: a full reprogram is no measured change.
-type latencyTracker struct {
-	inner controller.Applier
-	hist  prometheus.Histogram
+type Latency struct {
+	hist prometheus.Histogram
 	// kpHist observes the same under kube-proxy's name, by the slice's
 	// address type (its ip_family).
 	kpHist *prometheus.HistogramVec
@@ -61,9 +60,9 @@ type latencyTracker struct {
 	observed, stale, repeated uint64
 }
 
-func newLatencyTracker(inner controller.Applier) *latencyTracker {
-	return &latencyTracker{
-		inner: inner,
+// NewLatency measures from now on.
+func NewLatency() *Latency {
+	return &Latency{
 		hist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "contiv_network_programming_duration_seconds",
 			Help:    "Time from an EndpointSlice's last-change-trigger-time to VPP acknowledging the change.",
@@ -81,16 +80,16 @@ func newLatencyTracker(inner controller.Applier) *latencyTracker {
 	}
 }
 
-func (l *latencyTracker) Name() string { return "latency" }
+func (l *Latency) Name() string { return "latency" }
 
-func (l *latencyTracker) HandlesEvent(ev controller.Event) bool {
+func (l *Latency) HandlesEvent(ev controller.Event) bool {
 	c, ok := ev.(*controller.ChangeEvent)
 	return ok && c.Key.Resource == kubestate.ResEndpointSlice
 }
 
 // Resync drops pending trigger times: a resync is not a measured change.
 // The observed ones of slices that are gone are forgotten.
-func (l *latencyTracker) Resync(_ context.Context, ev *controller.ResyncEvent) error {
+func (l *Latency) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.pending)
@@ -104,7 +103,7 @@ func (l *latencyTracker) Resync(_ context.Context, ev *controller.ResyncEvent) e
 	return nil
 }
 
-func (l *latencyTracker) Update(_ context.Context, ev controller.Event) error {
+func (l *Latency) Update(_ context.Context, ev controller.Event) error {
 	c := ev.(*controller.ChangeEvent)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -129,9 +128,13 @@ func (l *latencyTracker) Update(_ context.Context, ev controller.Event) error {
 	return nil
 }
 
-func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
-	if err := l.inner.Apply(ctx, full); err != nil {
-		return err // pending changes are measured when a later apply succeeds
+// ApplyStarting implements controller.ApplyObserver.
+func (l *Latency) ApplyStarting(bool) {}
+
+// Applied implements controller.ApplyObserver.
+func (l *Latency) Applied(_ bool, err error) {
+	if err != nil {
+		return // pending changes are measured when a later apply succeeds
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -143,7 +146,6 @@ func (l *latencyTracker) Apply(ctx context.Context, full bool) error {
 		}
 	}
 	clear(l.pending)
-	return nil
 }
 
 // trigger is a slice's trigger time waiting for an apply, and the slice's
@@ -153,7 +155,7 @@ type trigger struct {
 	family string
 }
 
-func (l *latencyTracker) observe(sec float64, family string) {
+func (l *Latency) observe(sec float64, family string) {
 	l.hist.Observe(sec)
 	l.kpHist.WithLabelValues(family).Observe(sec)
 	l.observed++
@@ -184,8 +186,17 @@ type LatencyView struct {
 	Pending int `json:"pending"`
 }
 
-// view summarises the latest observations.
-func (l *latencyTracker) view() LatencyView {
+// Collectors are the latency histograms, contiv's and kube-proxy's, every
+// one of families' series existing from the start at zero.
+func (l *Latency) Collectors(families []string) []prometheus.Collector {
+	for _, f := range families {
+		l.kpHist.WithLabelValues(f)
+	}
+	return []prometheus.Collector{l.hist, l.kpHist}
+}
+
+// View summarises the latest observations.
+func (l *Latency) View() LatencyView {
 	l.mu.Lock()
 	v := LatencyView{Observed: l.observed, Window: len(l.recent), Stale: l.stale, Repeated: l.repeated, Pending: len(l.pending)}
 	w := slices.Clone(l.recent)

@@ -1,0 +1,289 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"contiv.dev/vpp/kubestate"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+// entry is the state of one service: its inputs and what was derived.
+type entry struct {
+	// id holds the strings of the Service, when there is one, as the ID of
+	// its output does: reading one brings the other into the cache.
+	id  sr.ServiceID
+	svc *kubestate.Service
+	// base is derived from svc alone, when svc changes; once a derivation
+	// from it gave an output, base.out is that output (see base).
+	base base
+	// slices are the service's EndpointSlices, sorted by name.
+	slices []*kubestate.EndpointSlice
+	derived
+}
+
+// sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
+// the entry of the service the slice names.
+type sliceRef struct {
+	owner *entry
+	i     int
+}
+
+// insertSlice puts slice s, stored under k, in e's slices.
+func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.EndpointSlice) {
+	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
+	e.slices = slices.Insert(e.slices, i, s)
+	p.slices[k] = sliceRef{owner: e, i: i}
+	p.reindex(e, i+1)
+}
+
+// removeSlice takes the slice ref points to out of its owner's slices.
+func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
+	e := ref.owner
+	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
+	delete(p.slices, k)
+	p.reindex(e, ref.i)
+}
+
+// reindex records the places of e's slices from the i-th on.
+func (p *Processor) reindex(e *entry, i int) {
+	for ; i < len(e.slices); i++ {
+		p.slices[e.slices[i].Key()] = sliceRef{owner: e, i: i}
+	}
+}
+
+// index takes the snapshot's objects into the indexes.
+func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
+	for k, o := range objs {
+		switch k.Resource {
+		case kubestate.ResService:
+			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
+				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
+				e := p.entry(id)
+				e.id, e.svc = id, s
+			}
+		case kubestate.ResEndpointSlice:
+			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
+				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+				e.slices = append(e.slices, s)
+			}
+		case kubestate.ResNode:
+			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
+				p.view.zone = n.Zone
+			}
+		case kubestate.ResPod:
+			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
+				k := podID(k)
+				lp := p.lookup(k, pod.HostNetwork)
+				p.pods[k] = lp
+				if lp.ifName != "" {
+					p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
+				}
+			}
+		}
+	}
+	for _, e := range p.services {
+		slices.SortFunc(e.slices, compareSlices)
+		p.reindex(e, 0)
+	}
+}
+
+// as returns o as the model k names (nil for nil); false after logging
+// when o is another model or stored under another key, which the codec
+// never produces: the event is then ignored rather than taken for a delete.
+func as[T kubestate.Object](p *Processor, k kubestate.Key, o kubestate.Object) (T, bool) {
+	var zero T
+	if o == nil {
+		return zero, true
+	}
+	t, ok := o.(T)
+	if !ok || o.Key() != k {
+		p.log.Error("object does not match its key: ignored", "key", k.String(), "object", o.Key().String())
+		return zero, false
+	}
+	return t, true
+}
+
+// entry returns the entry of id, creating it.
+func (p *Processor) entry(id sr.ServiceID) *entry {
+	e := p.services[id]
+	if e == nil {
+		e = &entry{id: id}
+		p.services[id] = e
+	}
+	return e
+}
+
+func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
+	e := p.services[id]
+	if e == nil {
+		if s == nil {
+			return
+		}
+		e = p.entry(id)
+	}
+	if s != nil {
+		e.id = id
+	}
+	e.svc = s
+	e.base = p.deriveBase(s)
+	p.refresh(id, e)
+}
+
+// sliceChanged takes in slice k, new or changed (nil s: deleted), and
+// moves it to the service it now names.
+func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
+	ref, known := p.slices[k]
+	has := s != nil && s.ServiceName != ""
+	// The slice's namespace is its service's: only the name can differ.
+	if known && (!has || ref.owner.id.Name != s.ServiceName) {
+		p.removeSlice(k, ref)
+		p.refresh(ref.owner.id, ref.owner)
+		known = false
+	}
+	if !has {
+		return
+	}
+	if known {
+		ref.owner.slices[ref.i] = s
+	} else {
+		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		p.insertSlice(ref.owner, k, s)
+	}
+	p.refresh(ref.owner.id, ref.owner)
+}
+
+// refresh derives service id again and tells renderers what changed.
+func (p *Processor) refresh(id sr.ServiceID, e *entry) {
+	old := e.derived
+	// The previous output stands for the base unless the service changed.
+	sameBase := old.out != nil && old.out == e.base.out
+	e.derived = derived{}
+	if e.svc != nil {
+		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		p.builds++
+	}
+	switch {
+	case old.out == nil && e.out == nil:
+	case old.out == nil:
+		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
+	case e.out == nil:
+		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
+	case sameBase && sameBackends(old.out, e.out) || !sameBase && old.out.Equal(e.out):
+		e.out = old.out // renderers hold this one
+	default:
+		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
+	}
+	if e.out != nil {
+		e.base.out = e.out
+	}
+	if e.hostNet != old.hostNet {
+		if e.hostNet {
+			p.hostNet[id] = struct{}{}
+		} else {
+			delete(p.hostNet, id)
+		}
+	}
+	if e.hinted != old.hinted {
+		if e.hinted {
+			p.hinted[id] = struct{}{}
+		} else {
+			delete(p.hinted, id)
+		}
+	}
+	if !slices.Equal(old.pods, e.pods) {
+		for _, k := range old.pods {
+			if _, ok := slices.BinarySearchFunc(e.pods, k, compareKeys); !ok {
+				p.user(k, id, false)
+			}
+		}
+		for _, k := range e.pods {
+			if _, ok := slices.BinarySearchFunc(old.pods, k, compareKeys); !ok {
+				p.user(k, id, true)
+			}
+		}
+	}
+	if !slices.Equal(old.skips, e.skips) {
+		p.logSkips(old.skips, e.skips)
+	}
+	if e.svc == nil && len(e.slices) == 0 {
+		delete(p.services, id)
+	}
+	if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
+	}
+}
+
+// sameBackends tells whether two outputs of one base, which differ in
+// their backends only, have the same backends.
+func sameBackends(a, b *sr.ContivService) bool {
+	for i := range a.Ports {
+		x, y := &a.Ports[i], &b.Ports[i]
+		if !slices.Equal(x.Backends, y.Backends) || !slices.Equal(x.LocalBackends, y.LocalBackends) {
+			return false
+		}
+	}
+	return true
+}
+
+// call calls every renderer, collecting errors.
+func (p *Processor) call(id sr.ServiceID, op string, f func(sr.Renderer) error) {
+	for i, r := range p.renderers {
+		if err := f(r); err != nil {
+			p.errs = append(p.errs, fmt.Errorf("renderer %d: %s %s: %w", i, op, id, err))
+		}
+	}
+}
+
+// logSkips logs the skips in now that were not in was.
+func (p *Processor) logSkips(was, now []Skip) {
+	for _, s := range now {
+		if _, ok := slices.BinarySearchFunc(was, s, compareSkips); ok {
+			continue
+		}
+		p.log.Log(context.Background(), s.Reason.level(), "service input skipped",
+			"service", s.Service.String(), "object", s.Object.String(), "port", s.Port,
+			"reason", s.Reason.String(), "detail", s.Detail)
+	}
+}
+
+func serviceID(k kubestate.Key) sr.ServiceID {
+	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
+}
+
+func compareIDs(a, b sr.ServiceID) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
+
+func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compare(s.Name, name) }
+
+// deriveBase is deriveBase, without the "not enforced" report of source
+// ranges when the renderer enforces them, and with the renderer's reason
+// when it could but cannot now.
+func (p *Processor) deriveBase(svc *kubestate.Service) base {
+	b := deriveBase(svc)
+	if !p.rangesEnforced {
+		return b
+	}
+	why := ""
+	if p.rangesWhy != nil {
+		why = p.rangesWhy()
+	}
+	if why == "" {
+		b.skips = slices.DeleteFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced })
+		return b
+	}
+	for i := range b.skips {
+		if s := &b.skips[i]; s.Reason == ReasonSourceRangesNotEnforced {
+			ranges, _, _ := strings.Cut(s.Detail, notEnforced)
+			s.Detail = ranges + notEnforced + why
+		}
+	}
+	return b
+}
