@@ -1,12 +1,10 @@
 package nat44
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 )
@@ -32,14 +30,14 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		}
 	}
 	diffFrontend := func(fe *frontendState) {
-		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
+		ops, b := diffMapping(r.opsBuf[:0], fe.Desired, fe.Applied, r.foreign(fe))
 		if b {
-			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
+			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.Key}, fe.Applied.Tag)
 		}
 		add(ops, fe)
 		clear(ops)
 		r.opsBuf = ops[:0]
-		fe.dirty = false
+		r.frontends.Clean(fe)
 	}
 	r.mu.Lock()
 	r.stats.Applies++
@@ -74,22 +72,15 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 		r.loadApplied(dumped)
 		r.forgetTables()
 		r.synced = true
-		clear(r.failures)
+		r.failures.Clear()
 		r.dirtyInterfaces = nil
 		r.dirtyExt = nil
 		r.dirtyRoutes = nil
-		for name := range r.pending {
-			if r.desired.Interfaces[name] == 0 {
-				delete(r.pending, name)
-			}
-		}
+		r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
 		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
-		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
-		for _, fe := range fes {
+		for _, fe := range r.frontends.Sorted() {
 			diffFrontend(fe)
 		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
 	} else {
 		for name := range r.dirtyInterfaces {
 			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
@@ -104,12 +95,12 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 			add(diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
 		}
 		if r.mayRelease(start) {
-			for _, fe := range r.dirty {
+			for _, fe := range r.frontends.Dirty() {
 				diffFrontend(fe)
 			}
 		} else {
 			// The hold goes on (hold.go): they stay dirty.
-			held = slices.Clone(r.dirty)
+			held = slices.Clone(r.frontends.Dirty())
 		}
 		r.dirtyInterfaces = nil
 		r.dirtyExt = nil
@@ -121,18 +112,7 @@ func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	r.mu.Lock()
 	// The frontends of this apply that nothing refers to any more go;
 	// the held ones stay dirty for a later apply.
-	if full {
-		for _, fe := range r.frontends {
-			r.forget(fe)
-		}
-	} else {
-		for _, fe := range r.dirty {
-			r.forget(fe)
-		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
-	}
-	r.dirty = append(r.dirty, held...)
+	r.frontends.Done(full, held)
 	r.held = len(held)
 	r.mu.Unlock()
 	if cap(steps) <= 1024 {
@@ -153,25 +133,17 @@ type step struct {
 // frontends (made for the keys no service claims), the rest to r.applied.
 // The caller holds mu.
 func (r *Renderer) loadApplied(dumped *State) {
-	for _, fe := range r.frontends {
-		fe.applied = nil
-	}
 	for k, m := range dumped.Mappings {
 		if len(m.Locals) > 1 && m.Affinity == 0 && r.owned(m.Tag) {
 			// VPP's dump never returns the affinity: the tag holds it.
 			if a := TagAffinity(m.Tag); a != 0 {
 				c := *m
 				c.Affinity = a
-				m = &c
+				dumped.Mappings[k] = &c
 			}
 		}
-		fe := r.frontends[k]
-		if fe == nil {
-			fe = &frontendState{key: k}
-			r.frontends[k] = fe
-		}
-		fe.applied = m
 	}
+	r.frontends.Load(dumped.Mappings)
 	dumped.Mappings = map[MappingKey]*Mapping{}
 	r.applied = dumped
 	for name := range r.ifIndex {
@@ -185,8 +157,8 @@ func (r *Renderer) loadApplied(dumped *State) {
 // The renderer tags the mappings it builds itself, always owned: one tagged
 // as the desired mapping is, which spares reading the tag (the same string).
 func (r *Renderer) foreign(fe *frontendState) bool {
-	a := fe.applied
-	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
+	a := fe.Applied
+	return a != nil && !(fe.Desired != nil && a.Tag == fe.Desired.Tag) && !r.owned(a.Tag)
 }
 
 // blocked records that a foreign object holds what the agent wants; the
@@ -194,14 +166,14 @@ func (r *Renderer) foreign(fe *frontendState) bool {
 func (r *Renderer) blocked(id ObjectID, tag string) {
 	f := Failure{Object: id, Reason: fmt.Sprintf("held by a foreign object tagged %q", tag)}
 	if id.Kind == ObjectMapping {
-		if fe := r.frontends[id.Mapping]; fe != nil && fe.winner != nil {
-			f.Service = fe.winner.svc.ID
+		if fe := r.frontends.Get(id.Mapping); fe != nil && fe.Winner() != nil {
+			f.Service = fe.Winner().Svc.ID
 		}
 	}
-	if _, ok := r.failures[id]; !ok {
+	if !r.failures.Has(id) {
 		r.log.Warn("NAT44 object not applied", "object", id.String(), "service", f.Service, "reason", f.Reason)
 	}
-	r.failures[id] = f
+	r.failures.Set(id, f)
 }
 
 // batch counts what one apply did.
@@ -310,8 +282,7 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 // and adds them to held; the caller holds mu.
 func (r *Renderer) hold(ops []step, held []*frontendState) []*frontendState {
 	for i := range ops {
-		if fe := ops[i].fe; fe != nil && !fe.dirty {
-			fe.dirty = true
+		if fe := ops[i].fe; fe != nil && r.frontends.Hold(fe) {
 			held = append(held, fe)
 		}
 	}
@@ -369,7 +340,7 @@ func (x *runner) result(i int, err error) {
 	r.stats.Calls++
 	if op.Kind == OpSetInterface {
 		if err == nil {
-			delete(r.pending, op.Interface)
+			r.pending.Delete(op.Interface)
 			if op.NewFeatures == 0 {
 				delete(r.ifIndex, op.Interface)
 			} else if op.SwIfIndex != 0 {
@@ -403,10 +374,10 @@ func (x *runner) result(i int, err error) {
 		b.invalid++
 		r.stats.Invalid++
 		f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-		if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
-			f.Service = fe.winner.svc.ID
+		if fe := r.frontends.Get(id.Mapping); id.Kind == ObjectMapping && fe != nil && fe.Winner() != nil {
+			f.Service = fe.Winner().Svc.ID
 		}
-		r.failures[id] = f
+		r.failures.Set(id, f)
 		r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
 	} else {
 		b.transient++
@@ -423,13 +394,9 @@ func (x *runner) result(i int, err error) {
 // name retries. The caller holds mu.
 func (r *Renderer) waitFor(op *Op) {
 	delete(r.applied.Interfaces, op.Interface)
-	p, ok := r.pending[op.Interface]
-	if !ok {
-		p = PendingInterface{Name: op.Interface, Since: time.Now()}
+	if r.pending.Add(op.Interface, op.NewFeatures, time.Now()) {
 		r.log.Info("NAT44: waiting for interface", "interface", op.Interface, "features", op.NewFeatures.String())
 	}
-	p.Features = op.NewFeatures
-	r.pending[op.Interface] = p
 }
 
 // Pending lists the interfaces whose features wait for VPP to have the
@@ -437,15 +404,17 @@ func (r *Renderer) waitFor(op *Op) {
 func (r *Renderer) Pending() []PendingInterface {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := slices.Collect(maps.Values(r.pending))
-	slices.SortFunc(ps, func(a, b PendingInterface) int { return cmp.Compare(a.Name, b.Name) })
+	var ps []PendingInterface // nil when none
+	for _, w := range r.pending.Sorted() {
+		ps = append(ps, PendingInterface{Name: w.Key, Features: w.Value, Since: w.Since})
+	}
 	return ps
 }
 
 // record notes in the applied state that s succeeded; the caller holds mu.
 func (r *Renderer) record(s *step) {
 	if s.fe != nil {
-		s.fe.applied = afterOp(s.fe.applied, &s.Op)
+		s.fe.Applied = afterOp(s.fe.Applied, &s.Op)
 		return
 	}
 	r.applied.Apply(s.Op)

@@ -1,7 +1,6 @@
 package nat44
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -19,11 +18,7 @@ import (
 // waitForTable records that op's route waits for VPP to make its table;
 // the caller holds mu.
 func (r *Renderer) waitForTable(op *Op) {
-	if _, ok := r.pendingTables[op.Route.VRF]; !ok {
-		if r.pendingTables == nil {
-			r.pendingTables = map[uint32]time.Time{}
-		}
-		r.pendingTables[op.Route.VRF] = time.Now()
+	if r.pendingTables.Add(op.Route.VRF, struct{}{}, time.Now()) {
 		r.log.Info("NAT44: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.Prefix)
 	}
 }
@@ -32,7 +27,7 @@ func (r *Renderer) waitForTable(op *Op) {
 // their table; the caller holds mu.
 func (r *Renderer) appendTableRetries(ops []Op) []Op {
 	for k, rt := range r.desired.Routes {
-		if _, ok := r.pendingTables[k.VRF]; ok && r.applied.Routes[k] == nil {
+		if r.pendingTables.Has(k.VRF) && r.applied.Routes[k] == nil {
 			ops = append(ops, Op{Kind: OpAddRoute, Route: *rt})
 		}
 	}
@@ -42,15 +37,14 @@ func (r *Renderer) appendTableRetries(ops []Op) []Op {
 // forgetTables drops the tables no desired route waits for any more; the
 // caller holds mu.
 func (r *Renderer) forgetTables() {
-	for vrf := range r.pendingTables {
-		wanted := false
+	r.pendingTables.Keep(func(vrf uint32) bool {
 		for k := range r.desired.Routes {
-			wanted = wanted || (k.VRF == vrf && r.applied.Routes[k] == nil)
+			if k.VRF == vrf && r.applied.Routes[k] == nil {
+				return true
+			}
 		}
-		if !wanted {
-			delete(r.pendingTables, vrf)
-		}
-	}
+		return false
+	})
 }
 
 // PendingTable is a FIB table whose drop route waits for VPP to make it.
@@ -67,9 +61,10 @@ type PendingTable struct {
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := make([]PendingTable, 0, len(r.pendingTables))
-	for vrf, since := range r.pendingTables {
-		p := PendingTable{VRF: vrf, Since: since}
+	ps := make([]PendingTable, 0, r.pendingTables.Len())
+	for _, w := range r.pendingTables.Sorted() {
+		vrf := w.Key
+		p := PendingTable{VRF: vrf, Since: w.Since}
 		for k, rt := range r.desired.Routes {
 			if k.VRF == vrf && r.applied.Routes[k] == nil {
 				p.Routes = append(p.Routes, *rt)
@@ -78,7 +73,6 @@ func (r *Renderer) PendingTables() []PendingTable {
 		slices.SortFunc(p.Routes, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b PendingTable) int { return cmp.Compare(a.VRF, b.VRF) })
 	return ps
 }
 

@@ -1,0 +1,27 @@
+// Package reconcile is what every service renderer shares: the frontends
+// services claim (the oldest service wins one; a conflict is logged once
+// per frontend and losing service), each frontend's desired and applied
+// object with the set of frontends changed since the last apply, the things
+// that wait for VPP to make them (interfaces, FIB tables), the objects VPP
+// refused, and the lock contract the renderers follow.
+//
+// It is generic over the frontend's key K and the object rendered there O
+// (nat44: MappingKey and Mapping; cnat: Key and Translation). A renderer
+// keeps its pure build, its per-object diff and its VPP port; this package
+// knows nothing of VPP, NAT44 or cnat.
+//
+// # Lock contract
+//
+// The controller's loop is the only writer: it calls the renderer's
+// Renderer methods and Apply. A renderer guards its state with one
+// sync.RWMutex, which the loop takes to write (it may read without it:
+// no one else writes) and the readers (REST views, status) take to read
+// snapshots (Conflicts, Failures, Pending…, copies only). No lock is held
+// while VPP is called: Apply plans under the lock, calls VPP without it,
+// and records each answer under it. The types here take no lock
+// themselves: their callers hold the renderer's.
+//
+// A renderer told something from another goroutine (cnat's VPPRestarted,
+// from the VPP connection's) records it in a Flag, which the loop takes at
+// the start of its next Apply.
+package reconcile
