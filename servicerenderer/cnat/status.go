@@ -3,14 +3,13 @@ package cnat
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // ObjectKind names the kinds of cnat objects.
@@ -86,40 +85,22 @@ type Stats struct {
 
 // Failures lists the objects not applied, sorted by name.
 func (r *Renderer) Failures() []Failure {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fs := slices.Collect(maps.Values(r.failures))
-	slices.SortFunc(fs, func(a, b Failure) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.failures.Sorted(func(a, b Failure) int {
 		return compareStrings(a.Object.String(), b.Object.String())
 	})
-	return fs
 }
 
 // Conflict is a frontend more than one service claims: the oldest wins
 // (by creation time, then namespace and name).
-type Conflict struct {
-	Key    Key
-	Winner servicerenderer.ServiceID
-	Losers []servicerenderer.ServiceID
-}
+type Conflict = reconcile.Conflict[Key]
 
 // Conflicts lists the contested frontends, sorted by key.
 func (r *Renderer) Conflicts() []Conflict {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cs := []Conflict{}
-	for key, fe := range r.frontends {
-		if len(fe.claimants) < 2 {
-			continue
-		}
-		c := Conflict{Key: key, Winner: fe.claimants[0].svc.ID}
-		for _, e := range fe.claimants[1:] {
-			c.Losers = append(c.Losers, e.svc.ID)
-		}
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(a, b Conflict) int { return a.Key.Compare(b.Key) })
-	return cs
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.frontends.Conflicts()
 }
 
 func compareStrings(a, b string) int {
@@ -143,10 +124,12 @@ type PendingInterface struct {
 
 // Pending lists the interfaces waiting for VPP to have them, sorted by name.
 func (r *Renderer) Pending() []PendingInterface {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := slices.Collect(maps.Values(r.pending))
-	slices.SortFunc(ps, func(a, b PendingInterface) int { return compareStrings(a.Name, b.Name) })
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var ps []PendingInterface // nil when none
+	for _, w := range r.pending.Sorted() {
+		ps = append(ps, PendingInterface{Name: w.Key, Since: w.Since})
+	}
 	return ps
 }
 
@@ -161,11 +144,12 @@ type PendingTable struct {
 // PendingTables lists the tables whose routes (drop and verdict routes)
 // wait for VPP to make them, by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := make([]PendingTable, 0, len(r.pendingTables))
-	for vrf, since := range r.pendingTables {
-		p := PendingTable{VRF: vrf, Since: since}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ps := make([]PendingTable, 0, r.pendingTables.Len())
+	for _, w := range r.pendingTables.Sorted() {
+		vrf := w.Key
+		p := PendingTable{VRF: vrf, Since: w.Since}
 		for _, rt := range r.desired.Routes {
 			if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
 				p.Routes = append(p.Routes, rt)
@@ -179,36 +163,35 @@ func (r *Renderer) PendingTables() []PendingTable {
 		slices.SortFunc(p.Routes, Route.Compare)
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b PendingTable) int { return int(a.VRF) - int(b.VRF) })
 	return ps
 }
 
 // Stats returns the cumulative counters.
 func (r *Renderer) Stats() Stats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return r.stats
 }
 
 // Desired is the desired translations, sorted by key (shared: not to be
 // mutated).
 func (r *Renderer) Desired() []*Translation {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.collect(func(fe *frontend) *Translation { return fe.desired })
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.collect(func(fe *frontend) *Translation { return fe.Desired })
 }
 
 // Applied is the renderer's translations VPP holds as far as it knows,
 // sorted by key (shared: not to be mutated).
 func (r *Renderer) Applied() []*Translation {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.collect(func(fe *frontend) *Translation { return fe.applied })
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.collect(func(fe *frontend) *Translation { return fe.Applied })
 }
 
 func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
 	var out []*Translation
-	for _, fe := range r.frontends {
+	for _, fe := range r.frontends.Frontends() {
 		if t := pick(fe); t != nil {
 			out = append(out, t)
 		}
@@ -221,8 +204,8 @@ func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
 // and held (AppliedNode is nil while unknown), with the services' verdict
 // routes (Verdicts).
 func (r *Renderer) DesiredNode() *Node {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	n := r.desired.Clone()
 	n.Verdicts = verdictList(r.routeRefs)
 	return n
@@ -231,8 +214,8 @@ func (r *Renderer) DesiredNode() *Node {
 // AppliedNode is a copy of the node configuration VPP holds as far as the
 // renderer knows; nil before the first full Apply of a fresh renderer.
 func (r *Renderer) AppliedNode() *Node {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if r.applied == nil {
 		return nil
 	}
