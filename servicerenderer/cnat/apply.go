@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // Apply pushes the desired state to VPP. With full set, or before the
@@ -280,7 +282,8 @@ func (r *Renderer) fromDump(d *Dumped) *Translation {
 // apply called nothing). It calls VPP without mu, and records each answer
 // under it.
 func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
-	x := runner{r: r, ctx: ctx, ops: ops}
+	x := &r.runner
+	*x = runner{r: r, ctx: ctx, ops: ops}
 	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
 		if p, err := pl.Pipeline(ctx); err == nil {
 			x.p = p
@@ -289,47 +292,21 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			r.log.Debug("cnat: no pipeline; calling synchronously", "error", err)
 		}
 	}
+	q := &r.queue
+	q.Start(ctx, x, ops)
+	defer q.End()
 	for i := range ops {
-		op := &ops[i]
-		id := objectOf(op)
-		// A translation's earlier call decides whether its next one runs (a
-		// delete that failed must not be followed by the re-add). An
-		// interface's calls go out together, as NAT44's features of one
-		// interface do: each records its own result, and a missing
-		// interface is known before sending (Send's error).
-		for id.Kind != ObjectInterface && x.busy[id] > 0 {
-			x.recv()
-		}
-		if _, skip := x.failed[id]; skip {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			x.drain()
+		if !q.Do(i) {
+			q.Drain()
 			r.mu.Lock()
 			r.stats.Transient += len(ops) - i
 			r.mu.Unlock()
 			x.b.transient += len(ops) - i
-			x.b.firstErr = cmpErr(x.b.firstErr, err)
+			x.b.firstErr = cmpErr(x.b.firstErr, ctx.Err())
 			break
 		}
-		if x.p != nil && Pipelined(op) {
-			x.writes++
-			if err := x.p.Send(op); err != nil {
-				x.result(i, 0, err)
-				continue
-			}
-			x.inflight = append(x.inflight, i)
-			if x.busy == nil {
-				x.busy = map[ObjectID]int{}
-			}
-			x.busy[id]++
-			continue
-		}
-		x.drain()
-		idx, err := x.call(op)
-		x.result(i, idx, err)
 	}
-	x.drain()
+	q.Drain()
 	if x.nodeChanged {
 		r.saveNode()
 	}
@@ -343,6 +320,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			"translationsUpdated", b.updated, "nodeCalls", b.node, "calls", b.calls, "invalid", b.invalid,
 			"transient", b.transient, "pending", r.pending.Len(), "pipelined", x.p != nil, "duration", time.Since(start))
 	}
+	x.ctx, x.ops, x.p = nil, nil, nil
 	return b.firstErr
 }
 
@@ -359,52 +337,51 @@ type batch struct {
 	firstErr error
 }
 
-// runner is the state of one run: the pipeline, if any, the calls in
-// flight (indexes into ops, oldest first) and per object, the objects
-// that failed.
+// runner is the renderer's side of one run (the reconcile.Port of its
+// queue): the pipeline, if any, and what the run did.
 type runner struct {
 	r           *Renderer
 	ctx         context.Context
 	ops         []Op
 	b           batch
 	p           Pipeline
-	inflight    []int
-	busy        map[ObjectID]int
-	failed      map[ObjectID]struct{}
 	nodeChanged bool
-	// writes counts the calls made since the last answer was recorded.
-	writes int
+	// extra counts the calls a call made before its own (callNode).
+	extra int
 }
 
-// recv handles the answer to the oldest call in flight.
-func (x *runner) recv() {
-	i := x.inflight[0]
-	x.inflight = x.inflight[1:]
-	idx, err := x.p.Recv()
-	id := objectOf(&x.ops[i])
-	if x.busy[id]--; x.busy[id] == 0 {
-		delete(x.busy, id)
-	}
-	x.result(i, idx, err)
-}
+var _ reconcile.Port[Op, ObjectID, uint32] = (*runner)(nil)
 
-// drain handles every answer in flight.
-func (x *runner) drain() {
-	for len(x.inflight) > 0 {
-		x.recv()
-	}
-}
+// Object implements reconcile.Port.
+func (x *runner) Object(op *Op) ObjectID { return objectOf(op) }
 
-// result records the outcome of ops[i]'s call; idx is the interface's
-// sw_if_index for an interface's operation.
-func (x *runner) result(i int, idx uint32, err error) {
+// Ordered implements reconcile.Port: a translation's earlier call decides
+// whether its next one runs (a delete that failed must not be followed by
+// the re-add). An interface's calls go out together, as NAT44's features
+// of one interface do: each records its own result, and a missing
+// interface is known before sending (Send's error).
+func (x *runner) Ordered(id ObjectID) bool { return id.Kind != ObjectInterface }
+
+// Pipelined implements reconcile.Port.
+func (x *runner) Pipelined(op *Op) bool { return x.p != nil && Pipelined(op) }
+
+// Send implements reconcile.Port.
+func (x *runner) Send(op *Op) error { return x.p.Send(op) }
+
+// Recv implements reconcile.Port.
+func (x *runner) Recv() (uint32, error) { return x.p.Recv() }
+
+// Result implements reconcile.Port: it records the outcome of ops[i]'s
+// call; idx is the interface's sw_if_index for an interface's operation.
+func (x *runner) Result(i int, idx uint32, err error) (failed bool) {
 	r, b, op := x.r, &x.b, &x.ops[i]
 	id := objectOf(op)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stats.Calls += x.writes
-	r.stats.Writes += x.writes
-	x.writes = 0
+	// The call, and those it made before (callNode).
+	r.stats.Calls += 1 + x.extra
+	r.stats.Writes += 1 + x.extra
+	x.extra = 0
 	b.calls++
 	switch {
 	case err == nil:
@@ -425,12 +402,8 @@ func (x *runner) result(i int, idx uint32, err error) {
 		}
 		b.count(op, r.frontends.Get(op.Translation.keyOrZero()))
 		r.record(op, idx)
-		return
+		return false
 	}
-	if x.failed == nil {
-		x.failed = map[ObjectID]struct{}{}
-	}
-	x.failed[id] = struct{}{}
 	if op.isRoute() && errors.Is(err, ErrNoTable) {
 		// Not a failure either: VPP has not made the table yet (its
 		// startup configuration runs seconds after a restart); the next
@@ -438,7 +411,7 @@ func (x *runner) result(i int, idx uint32, err error) {
 		if r.pendingTables.Add(op.Route.VRF, struct{}{}, time.Now()) {
 			r.log.Info("cnat: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.String())
 		}
-		return
+		return true
 	}
 	if errors.Is(err, ErrNoInterface) {
 		// Not a failure: the interface is not there yet (a pod's
@@ -446,18 +419,19 @@ func (x *runner) result(i int, idx uint32, err error) {
 		if r.pending.Add(op.Interface, struct{}{}, time.Now()) {
 			r.log.Info("cnat: waiting for interface", "interface", op.Interface)
 		}
-		return
+		return true
 	}
 	if errors.Is(err, ErrInvalid) {
 		b.invalid++
 		r.stats.Invalid++
 		r.failures.Set(id, Failure{Object: id, Op: op.Kind, Reason: err.Error()})
 		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
-		return
+		return true
 	}
 	b.transient++
 	r.stats.Transient++
 	b.firstErr = cmpErr(b.firstErr, err)
+	return true
 }
 
 // count records one successful translation operation; fe is its
@@ -498,17 +472,16 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// call issues one operation; for an interface's, it also returns the
+// Call implements reconcile.Port: it issues one operation; for an interface's, it also returns the
 // interface's sw_if_index.
-func (x *runner) call(op *Op) (uint32, error) {
-	x.writes++
+func (x *runner) Call(op *Op) (uint32, error) {
 	switch op.Kind {
 	case OpFeature:
 		return x.r.vpp.EnableDisableFeature(x.ctx, op.Interface, op.Feature, op.Add)
 	case OpSNATInterface:
 		return x.r.vpp.AddDelSNATInterface(x.ctx, op.Interface, op.Table, op.Add)
 	}
-	return 0, x.r.callNode(x.ctx, op, &x.writes)
+	return 0, x.r.callNode(x.ctx, op, &x.extra)
 }
 
 // callNode issues an operation that names no interface, adding the calls

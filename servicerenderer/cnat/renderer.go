@@ -90,8 +90,11 @@ type Renderer struct {
 	dirtyRoutes map[Route]struct{}
 	stats       Stats
 	// transBuf is a scratch buffer of the loop goroutine, reused from one
-	// change to the next; nothing kept aliases it.
+	// change to the next; nothing kept aliases it. runner and queue are
+	// the state of its runs (apply.go), reused from one apply to the next.
 	transBuf []Translation
+	runner   runner
+	queue    reconcile.Run[Op, ObjectID, uint32]
 }
 
 // entry is one known service, its translations (claims), and its

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // Apply pushes the desired state to VPP. With full set (after a resync),
@@ -193,8 +195,9 @@ type batch struct {
 // Mapping operations wait while a node interface is pending (hold.go):
 // their frontends are added to held, marked dirty, and returned.
 func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time, held []*frontendState) ([]*frontendState, error) {
-	b := batch{changed: r.changedBuf[:0]}
-	x := runner{r: r, ctx: ctx, ops: ops, b: &b}
+	x := &r.runner
+	*x = runner{r: r, ctx: ctx, ops: ops, b: batch{changed: r.changedBuf[:0]}, noTable: x.noTable[:0]}
+	b := &x.b
 	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
 		if p, err := pl.Pipeline(ctx); err == nil {
 			x.p = p
@@ -203,13 +206,16 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			r.log.Debug("NAT44: no pipeline; calling synchronously", "error", err)
 		}
 	}
+	q := &r.queue
+	q.Start(ctx, x, ops)
+	defer q.End()
 	checked := false
 	for i := range ops {
 		op := &ops[i].Op
 		if !checked && opClass(op.Kind) == OpDelMapping {
 			// The features are answered first: are node interfaces missing?
 			checked = true
-			x.drain()
+			q.Drain()
 			r.mu.Lock()
 			hold := r.holding(time.Now())
 			if hold {
@@ -220,43 +226,24 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 				break
 			}
 		}
-		id := op.Object()
-		for x.busy[id] > 0 {
-			x.recv() // the object's earlier call decides whether this one runs
-		}
-		if _, skip := x.failed[id]; skip {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
+		if !q.Do(i) {
 			b.transient += len(ops) - i
 			if b.firstErr == nil {
-				b.firstErr = err
+				b.firstErr = ctx.Err()
 			}
 			break
 		}
-		if x.p != nil && Pipelined(op.Kind) {
-			if err := x.p.Send(op); err != nil {
-				x.result(i, err)
-				continue
-			}
-			x.inflight = append(x.inflight, i)
-			if x.busy == nil {
-				x.busy = map[ObjectID]int{}
-			}
-			x.busy[id]++
-			continue
-		}
-		x.drain()
-		x.result(i, r.call(ctx, op))
 	}
-	x.drain()
+	q.Drain()
 	if x.retry {
 		// Mappings made the table a route waited for (tables.go).
 		retry := x.noTable
 		x.noTable, x.retry = nil, false
 		for _, i := range retry {
-			x.result(i, r.call(ctx, &ops[i].Op))
+			_, err := x.Call(&ops[i])
+			x.Result(i, struct{}{}, err)
 		}
+		x.noTable = retry[:0]
 	}
 	r.mu.Lock()
 	b.finish(&r.stats)
@@ -272,6 +259,7 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
 			"transient", b.transient, "pipelined", x.p != nil, "mappingsHeld", len(held), "duration", time.Since(start))
 	}
+	x.ctx, x.ops, x.p = nil, nil, nil
 	if b.transient > 0 {
 		return held, fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
@@ -289,46 +277,46 @@ func (r *Renderer) hold(ops []step, held []*frontendState) []*frontendState {
 	return held
 }
 
-// runner is the state of one run: the pipeline, if any, the calls in
-// flight (indexes into ops, oldest first) and per object, and the objects
-// that failed.
+// runner is the renderer's side of one run (the reconcile.Port of its
+// queue): the pipeline, if any, what the run did, and the route adds
+// refused for want of their table.
 type runner struct {
-	r        *Renderer
-	ctx      context.Context
-	ops      []step
-	b        *batch
-	p        Pipeline
-	inflight []int
-	busy     map[ObjectID]int
-	failed   map[ObjectID]struct{}
+	r   *Renderer
+	ctx context.Context
+	ops []step
+	b   batch
+	p   Pipeline
 	// noTable are the route adds refused for want of their table; retry
 	// is set once a mapping added since may have made one (tables.go).
 	noTable []int
 	retry   bool
 }
 
-// recv handles the answer to the oldest call in flight.
-func (x *runner) recv() {
-	i := x.inflight[0]
-	x.inflight = x.inflight[1:]
-	err := x.p.Recv()
-	id := x.ops[i].Object()
-	if x.busy[id]--; x.busy[id] == 0 {
-		delete(x.busy, id)
-	}
-	x.result(i, err)
-}
+var _ reconcile.Port[step, ObjectID, struct{}] = (*runner)(nil)
 
-// drain handles every answer in flight.
-func (x *runner) drain() {
-	for len(x.inflight) > 0 {
-		x.recv()
-	}
-}
+// Object implements reconcile.Port.
+func (x *runner) Object(s *step) ObjectID { return s.Object() }
 
-// result records the outcome of ops[i]'s call.
-func (x *runner) result(i int, err error) {
-	r, b := x.r, x.b
+// Ordered implements reconcile.Port: every object's calls wait for the
+// previous answer.
+func (x *runner) Ordered(ObjectID) bool { return true }
+
+// Pipelined implements reconcile.Port.
+func (x *runner) Pipelined(s *step) bool { return x.p != nil && Pipelined(s.Kind) }
+
+// Send implements reconcile.Port.
+func (x *runner) Send(s *step) error { return x.p.Send(&s.Op) }
+
+// Recv implements reconcile.Port.
+func (x *runner) Recv() (struct{}, error) { return struct{}{}, x.p.Recv() }
+
+// Call implements reconcile.Port.
+func (x *runner) Call(s *step) (struct{}, error) { return struct{}{}, x.r.call(x.ctx, &s.Op) }
+
+// Result implements reconcile.Port: it records the outcome of ops[i]'s
+// call.
+func (x *runner) Result(i int, _ struct{}, err error) (failed bool) {
+	r, b := x.r, &x.b
 	op := &x.ops[i].Op
 	id := op.Object()
 	if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
@@ -348,7 +336,7 @@ func (x *runner) result(i int, err error) {
 			}
 		} else if errors.Is(err, ErrNoInterface) {
 			r.waitFor(op)
-			return
+			return false
 		}
 	}
 	if op.Kind == OpAddRoute {
@@ -357,19 +345,15 @@ func (x *runner) result(i int, err error) {
 		} else if errors.Is(err, ErrNoTable) {
 			r.waitForTable(op) // not a failure (tables.go)
 			x.noTable = append(x.noTable, i)
-			return
+			return false
 		}
 	}
 	if err == nil {
 		r.record(&x.ops[i])
 		b.count(op)
 		x.madeTable(op)
-		return
+		return false
 	}
-	if x.failed == nil {
-		x.failed = map[ObjectID]struct{}{}
-	}
-	x.failed[id] = struct{}{}
 	if errors.Is(err, ErrInvalid) {
 		b.invalid++
 		r.stats.Invalid++
@@ -386,6 +370,7 @@ func (x *runner) result(i int, err error) {
 			b.firstErr = fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	return true
 }
 
 // waitFor records that the features of op's interface wait for VPP to

@@ -110,6 +110,10 @@ type Renderer struct {
 	opsBuf     []Op
 	mappingBuf []Mapping
 	changedBuf []MappingKey
+	// runner and queue are the state of the loop goroutine's runs
+	// (apply.go), reused from one apply to the next.
+	runner runner
+	queue  reconcile.Run[step, ObjectID, struct{}]
 }
 
 // frontendState is one external address:port/protocol: the services
