@@ -108,6 +108,9 @@ type Table[K Key, O any] struct {
 	// resync, those logged before it.
 	reported map[pair[K]]struct{}
 	quiet    map[pair[K]]struct{}
+	// keys and order are scratch buffers of Set.
+	keys  []K
+	order []int
 }
 
 // NewTable makes an empty table.
@@ -145,14 +148,17 @@ func (t *Table[K, O]) Sorted() []*Frontend[K, O] {
 // The objects are matched by key with those c claimed: a frontend c keeps
 // is reached through its old claim, without a lookup.
 func (t *Table[K, O]) Set(c *Claimant[K, O], svc *servicerenderer.ContivService, objs []O) {
-	claims := make([]claim[K, O], len(objs))
+	// The objects in key order: keys and order are scratch of the table.
+	keys, order := t.keys[:0], t.order[:0]
 	for i := range objs {
-		claims[i].obj = objs[i]
+		keys, order = append(keys, t.obj.KeyOf(&objs[i])), append(order, i)
 	}
-	if len(claims) > 1 {
-		slices.SortFunc(claims, func(a, b claim[K, O]) int {
-			return t.obj.Compare(t.obj.KeyOf(&a.obj), t.obj.KeyOf(&b.obj))
-		})
+	if len(order) > 1 {
+		slices.SortFunc(order, func(a, b int) int { return t.obj.Compare(keys[a], keys[b]) })
+	}
+	claims := make([]claim[K, O], len(objs))
+	for j, i := range order {
+		claims[j].obj = objs[i]
 	}
 	old := c.claims
 	c.Svc, c.claims = svc, claims
@@ -165,14 +171,14 @@ func (t *Table[K, O]) Set(c *Claimant[K, O], svc *servicerenderer.ContivService,
 		case j == len(claims):
 			d = -1
 		default:
-			d = t.obj.Compare(old[i].fe.Key, t.obj.KeyOf(&claims[j].obj))
+			d = t.obj.Compare(old[i].fe.Key, keys[order[j]])
 		}
 		switch {
 		case d < 0:
 			t.release(c, old[i].fe)
 			i++
 		case d > 0:
-			t.claim(c, &claims[j])
+			t.claim(c, &claims[j], keys[order[j]])
 			j++
 		default:
 			fe := old[i].fe
@@ -184,6 +190,8 @@ func (t *Table[K, O]) Set(c *Claimant[K, O], svc *servicerenderer.ContivService,
 			j++
 		}
 	}
+	clear(keys)
+	t.keys, t.order = keys[:0], order[:0]
 }
 
 // Release drops every claim of c.
@@ -203,9 +211,10 @@ func (c *Claimant[K, O]) find(k K, compare func(a, b K) int) *O {
 	return &c.claims[i].obj
 }
 
-// claim records that c wants cl's object, and which frontend it claims.
-func (t *Table[K, O]) claim(c *Claimant[K, O], cl *claim[K, O]) {
-	fe := t.Ensure(t.obj.KeyOf(&cl.obj))
+// claim records that c wants cl's object, on k, and which frontend it
+// claims.
+func (t *Table[K, O]) claim(c *Claimant[K, O], cl *claim[K, O], k K) {
+	fe := t.Ensure(k)
 	cl.fe = fe
 	w := fe.winner
 	switch {
