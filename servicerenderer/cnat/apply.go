@@ -42,37 +42,59 @@ import (
 // from the reply of an update of the key with the paths VPP holds (an
 // identical update changes nothing and keeps every connection, FACTS §6).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
-	start := time.Now()
-	r.mu.Lock()
+	return reconcile.Apply(ctx, &r.mu, (*cycle)(r), full)
+}
+
+// cycle is the renderer's side of reconcile.Apply.
+type cycle Renderer
+
+var _ reconcile.Cycle[dumped, Op] = (*cycle)(nil)
+
+// Begin implements reconcile.Cycle; it takes the news of a VPP restart.
+func (c *cycle) Begin(full bool) bool {
+	r := (*Renderer)(c)
+	r.start = time.Now()
 	if r.restarted.Take() {
 		r.forgetVPP()
 	}
 	r.stats.Applies++
-	full = full || !r.synced
-	var ops []Op
-	if full {
+	if full = full || !r.synced; full {
 		r.stats.FullApplies++
-		r.mu.Unlock()
-		d, calls, err := r.dump(ctx)
-		r.mu.Lock()
-		r.stats.Calls += calls
-		if err != nil {
-			r.stats.Transient++
-			r.mu.Unlock()
-			return err
-		}
-		ops = r.planFull(d)
-	} else {
-		ops = r.planChanges()
+	}
+	return full
+}
+
+// Dump implements reconcile.Cycle.
+func (c *cycle) Dump(ctx context.Context) (dumped, error) {
+	r := (*Renderer)(c)
+	d, calls, err := r.dump(ctx)
+	r.mu.Lock()
+	r.stats.Calls += calls
+	if err != nil {
+		r.stats.Transient++
 	}
 	r.mu.Unlock()
-	err := r.run(ctx, ops, full, start)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	return d, err
+}
+
+// PlanFull implements reconcile.Cycle.
+func (c *cycle) PlanFull(d dumped) []Op { return (*Renderer)(c).planFull(d) }
+
+// PlanChanges implements reconcile.Cycle.
+func (c *cycle) PlanChanges() []Op { return (*Renderer)(c).planChanges() }
+
+// Run implements reconcile.Cycle.
+func (c *cycle) Run(ctx context.Context, ops []Op, full bool) error {
+	r := (*Renderer)(c)
+	return r.run(ctx, ops, full, r.start)
+}
+
+// End implements reconcile.Cycle.
+func (c *cycle) End(full bool, _ []Op) {
+	r := (*Renderer)(c)
 	r.forgetTables() // a table stays pending while any route waits for it
 	r.frontends.Done(full, nil)
 	r.ids = nil
-	return err
 }
 
 // dumped is what a full apply reads from VPP.
@@ -83,7 +105,7 @@ type dumped struct {
 }
 
 // dump reads VPP's SNAT addresses, translations and drop routes; calls
-// is the number of calls made. It runs without mu.
+// is the number of calls made.
 func (r *Renderer) dump(ctx context.Context) (d dumped, calls int, err error) {
 	calls = 2
 	d.ip4, d.ip6, err = r.vpp.SNATAddresses(ctx)

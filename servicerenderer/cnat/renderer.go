@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/reconcile"
@@ -95,6 +96,8 @@ type Renderer struct {
 	transBuf []Translation
 	runner   runner
 	queue    reconcile.Run[Op, ObjectID, uint32]
+	// start is when the running apply started.
+	start time.Time
 }
 
 // entry is one known service, its translations (claims), and its

@@ -22,106 +22,157 @@ import (
 // an error after applying what it can: the controller then heals with a
 // full resync.
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
-	start := time.Now()
-	full = full || !r.synced
-	steps := r.stepsBuf[:0]
-	var held []*frontendState
-	add := func(ops []Op, fe *frontendState) {
-		for i := range ops {
-			steps = append(steps, step{Op: ops[i], fe: fe})
-		}
-	}
-	diffFrontend := func(fe *frontendState) {
-		ops, b := diffMapping(r.opsBuf[:0], fe.Desired, fe.Applied, r.foreign(fe))
-		if b {
-			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.Key}, fe.Applied.Tag)
-		}
-		add(ops, fe)
-		clear(ops)
-		r.opsBuf = ops[:0]
-		r.frontends.Clean(fe)
-	}
-	r.mu.Lock()
+	return reconcile.Apply(ctx, &r.mu, (*cycle)(r), full)
+}
+
+// cycle is the renderer's side of reconcile.Apply.
+type cycle Renderer
+
+var _ reconcile.Cycle[*State, step] = (*cycle)(nil)
+
+// Begin implements reconcile.Cycle.
+func (c *cycle) Begin(full bool) bool {
+	r := (*Renderer)(c)
+	r.start, r.heldBuf = time.Now(), r.heldBuf[:0]
 	r.stats.Applies++
-	if full {
+	if full = full || !r.synced; full {
 		r.stats.FullApplies++
-		r.stats.Calls++
-		r.mu.Unlock()
-		dumped, err := r.vpp.Dump(ctx)
-		r.mu.Lock()
+	}
+	return full
+}
+
+// Dump implements reconcile.Cycle: VPP's NAT44 state and, with a service
+// CIDR, the routes of the pod and main VRF that are the renderer's.
+func (c *cycle) Dump(ctx context.Context) (*State, error) {
+	r := (*Renderer)(c)
+	r.count(1, 0)
+	dumped, err := r.vpp.Dump(ctx)
+	if err != nil {
+		r.count(0, 1)
+		return nil, fmt.Errorf("dump NAT44 state: %w", err)
+	}
+	normalize(dumped)
+	if r.cfg.ServiceCIDR.IsValid() {
+		r.count(1, 0)
+		routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
 		if err != nil {
-			r.stats.Transient++
-			r.mu.Unlock()
-			return fmt.Errorf("dump NAT44 state: %w", err)
+			r.count(0, 1)
+			return nil, fmt.Errorf("dump routes: %w", err)
 		}
-		normalize(dumped)
-		if r.cfg.ServiceCIDR.IsValid() {
-			r.stats.Calls++
-			r.mu.Unlock()
-			routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
-			r.mu.Lock()
-			if err != nil {
-				r.stats.Transient++
-				r.mu.Unlock()
-				return fmt.Errorf("dump routes: %w", err)
-			}
-			for _, rt := range routes {
-				if r.ownedRoute(rt) {
-					dumped.Routes[rt.RouteKey] = &rt
-				}
+		for _, rt := range routes {
+			if r.ownedRoute(rt) {
+				dumped.Routes[rt.RouteKey] = &rt
 			}
 		}
-		r.loadApplied(dumped)
-		r.forgetTables()
-		r.synced = true
-		r.failures.Clear()
-		r.dirtyInterfaces = nil
-		r.dirtyExt = nil
-		r.dirtyRoutes = nil
-		r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
-		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
-		for _, fe := range r.frontends.Sorted() {
-			diffFrontend(fe)
+	}
+	return dumped, nil
+}
+
+// count adds calls and transient failures to the stats, under mu.
+func (r *Renderer) count(calls, transient uint64) {
+	r.mu.Lock()
+	r.stats.Calls += calls
+	r.stats.Transient += transient
+	r.mu.Unlock()
+}
+
+// PlanFull implements reconcile.Cycle.
+func (c *cycle) PlanFull(dumped *State) []step {
+	r := (*Renderer)(c)
+	r.loadApplied(dumped)
+	r.forgetTables()
+	r.synced = true
+	r.failures.Clear()
+	r.dirtyInterfaces = nil
+	r.dirtyExt = nil
+	r.dirtyRoutes = nil
+	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
+	steps := appendSteps(r.stepsBuf[:0], diff(r.desired, r.applied, r.owned, r.blocked), nil)
+	for _, fe := range r.frontends.Sorted() {
+		steps = r.appendFrontend(steps, fe)
+	}
+	return sortSteps(steps)
+}
+
+// PlanChanges implements reconcile.Cycle.
+func (c *cycle) PlanChanges() []step {
+	r := (*Renderer)(c)
+	steps := r.stepsBuf[:0]
+	for name := range r.dirtyInterfaces {
+		steps = appendSteps(steps, diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
+	}
+	if len(r.dirtyInterfaces) > 0 {
+		steps = appendSteps(steps, r.appendTableRetries(nil), nil) // tables.go
+	}
+	for ip := range r.dirtyExt {
+		steps = appendSteps(steps, r.diffExternal(nil, ip), nil)
+	}
+	for k := range r.dirtyRoutes {
+		steps = appendSteps(steps, diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
+	}
+	if r.mayRelease(r.start) {
+		for _, fe := range r.frontends.Dirty() {
+			steps = r.appendFrontend(steps, fe)
 		}
 	} else {
-		for name := range r.dirtyInterfaces {
-			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
-		}
-		if len(r.dirtyInterfaces) > 0 {
-			add(r.appendTableRetries(nil), nil) // tables.go
-		}
-		for ip := range r.dirtyExt {
-			add(r.diffExternal(nil, ip), nil)
-		}
-		for k := range r.dirtyRoutes {
-			add(diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
-		}
-		if r.mayRelease(start) {
-			for _, fe := range r.frontends.Dirty() {
-				diffFrontend(fe)
-			}
-		} else {
-			// The hold goes on (hold.go): they stay dirty.
-			held = slices.Clone(r.frontends.Dirty())
-		}
-		r.dirtyInterfaces = nil
-		r.dirtyExt = nil
-		r.dirtyRoutes = nil
+		// The hold goes on (hold.go): they stay dirty.
+		r.heldBuf = append(r.heldBuf, r.frontends.Dirty()...)
 	}
-	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
-	r.mu.Unlock()
-	held, err := r.run(ctx, steps, full, start, held)
-	r.mu.Lock()
-	// The frontends of this apply that nothing refers to any more go;
-	// the held ones stay dirty for a later apply.
-	r.frontends.Done(full, held)
-	r.held = len(held)
-	r.mu.Unlock()
+	r.dirtyInterfaces = nil
+	r.dirtyExt = nil
+	r.dirtyRoutes = nil
+	return sortSteps(steps)
+}
+
+// Run implements reconcile.Cycle: the steps, then the source-range ACL
+// (sourceranges.go).
+func (c *cycle) Run(ctx context.Context, steps []step, full bool) error {
+	r := (*Renderer)(c)
+	held, err := r.run(ctx, steps, full, r.start, r.heldBuf)
+	r.heldBuf = held
+	return errors.Join(err, r.applySourceACL(ctx, full))
+}
+
+// End implements reconcile.Cycle: the frontends of this apply that
+// nothing refers to any more go; the held ones stay dirty for a later
+// apply.
+func (c *cycle) End(full bool, steps []step) {
+	r := (*Renderer)(c)
+	r.frontends.Done(full, r.heldBuf)
+	r.held = len(r.heldBuf)
+	clear(r.heldBuf)
 	if cap(steps) <= 1024 {
 		clear(steps)
 		r.stepsBuf = steps[:0]
 	}
-	return errors.Join(err, r.applySourceACL(ctx, full))
+}
+
+// appendSteps appends ops, each a step changing fe (nil: no frontend).
+func appendSteps(steps []step, ops []Op, fe *frontendState) []step {
+	for i := range ops {
+		steps = append(steps, step{Op: ops[i], fe: fe})
+	}
+	return steps
+}
+
+// appendFrontend appends the steps that make VPP hold fe's desired
+// mapping; fe is no longer dirty.
+func (r *Renderer) appendFrontend(steps []step, fe *frontendState) []step {
+	ops, b := diffMapping(r.opsBuf[:0], fe.Desired, fe.Applied, r.foreign(fe))
+	if b {
+		r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.Key}, fe.Applied.Tag)
+	}
+	steps = appendSteps(steps, ops, fe)
+	clear(ops)
+	r.opsBuf = ops[:0]
+	r.frontends.Clean(fe)
+	return steps
+}
+
+// sortSteps puts steps in the order they are issued (compareOps).
+func sortSteps(steps []step) []step {
+	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
+	return steps
 }
 
 // step is one operation of an apply with, for a mapping operation, the

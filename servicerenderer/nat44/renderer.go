@@ -114,6 +114,10 @@ type Renderer struct {
 	// (apply.go), reused from one apply to the next.
 	runner runner
 	queue  reconcile.Run[step, ObjectID, struct{}]
+	// start is when the running apply started; heldBuf its frontends
+	// held (hold.go).
+	start   time.Time
+	heldBuf []*frontendState
 }
 
 // frontendState is one external address:port/protocol: the services
