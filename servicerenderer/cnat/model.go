@@ -14,13 +14,15 @@ import (
 // ErrInvalid marks a call VPP refused as invalid: retrying the same call
 // cannot succeed, so it is reported per object (Failures) and not retried
 // until the object changes or a full apply runs. Errors not wrapping it are
-// transient and healed by the controller's resync.
-var ErrInvalid = errors.New("rejected by VPP as invalid")
+// transient and healed by the controller's resync. It is
+// servicerenderer.ErrInvalid, which both renderers share.
+var ErrInvalid = servicerenderer.ErrInvalid
 
 // ErrNoInterface marks a call naming an interface VPP does not have (it
 // wraps ErrInvalid too). Disabling the features of such an interface
 // succeeds in effect: VPP drops them with the interface.
-var ErrNoInterface = errors.New("VPP has no such interface")
+// It is servicerenderer.ErrNoInterface, which both renderers share.
+var ErrNoInterface = servicerenderer.ErrNoInterface
 
 // ErrNoTable marks a route into a FIB table VPP does not have (yet): it
 // wraps ErrInvalid too. After a VPP restart the pod VRF's table comes with

@@ -2,7 +2,6 @@ package nat44
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 
 	"contiv.dev/vpp/servicerenderer"
@@ -11,13 +10,15 @@ import (
 // ErrInvalid marks a call VPP refused as invalid: retrying the same call
 // cannot succeed, so it is reported per object and not retried. Errors not
 // wrapping ErrInvalid are transient and healed by the controller's resync.
-var ErrInvalid = errors.New("rejected by VPP as invalid")
+// It is servicerenderer.ErrInvalid, which both renderers share.
+var ErrInvalid = servicerenderer.ErrInvalid
 
 // ErrNoInterface marks a call naming an interface VPP does not have (it
 // wraps ErrInvalid too). Removing the features of such an interface
 // succeeds in effect: VPP drops an interface's features with it, so the
 // renderer records the removal as done.
-var ErrNoInterface = errors.New("VPP has no such interface")
+// It is servicerenderer.ErrNoInterface, which both renderers share.
+var ErrNoInterface = servicerenderer.ErrNoInterface
 
 // ErrNoTable marks a route into a FIB table VPP does not have (yet): it
 // wraps ErrInvalid too. The route waits for the table (PendingTables), as
