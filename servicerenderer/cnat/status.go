@@ -134,36 +134,31 @@ func (r *Renderer) Pending() []PendingInterface {
 }
 
 // PendingTable is a FIB table whose routes wait for VPP to have it.
-type PendingTable struct {
-	VRF uint32
-	// Routes are the routes waiting, sorted.
-	Routes []Route
-	Since  time.Time
-}
+type PendingTable = reconcile.PendingTable[Route]
 
 // PendingTables lists the tables whose routes (drop and verdict routes)
 // wait for VPP to make them, by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := make([]PendingTable, 0, r.pendingTables.Len())
-	for _, w := range r.pendingTables.Sorted() {
-		vrf := w.Key
-		p := PendingTable{VRF: vrf, Since: w.Since}
-		for _, rt := range r.desired.Routes {
-			if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
-				p.Routes = append(p.Routes, rt)
-			}
+	return reconcile.PendingTables(&r.pendingTables, r.waitingFor, Route.Compare)
+}
+
+// waitingFor lists the wanted routes (drop and verdict) into vrf VPP does
+// not hold.
+func (r *Renderer) waitingFor(vrf uint32) []Route {
+	var rs []Route
+	for _, rt := range r.desired.Routes {
+		if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
+			rs = append(rs, rt)
 		}
-		for rt := range r.routeRefs {
-			if _, ok := r.verdicts[rt]; rt.VRF == vrf && !ok {
-				p.Routes = append(p.Routes, rt)
-			}
-		}
-		slices.SortFunc(p.Routes, Route.Compare)
-		ps = append(ps, p)
 	}
-	return ps
+	for rt := range r.routeRefs {
+		if _, ok := r.verdicts[rt]; rt.VRF == vrf && !ok {
+			rs = append(rs, rt)
+		}
+	}
+	return rs
 }
 
 // Stats returns the cumulative counters.

@@ -3,6 +3,8 @@ package nat44
 import (
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // Routes wait for their table. After a VPP restart the API answers
@@ -47,33 +49,28 @@ func (r *Renderer) forgetTables() {
 	})
 }
 
-// PendingTable is a FIB table whose drop route waits for VPP to make it.
-type PendingTable struct {
-	VRF uint32
-	// Routes are the routes waiting, sorted.
-	Routes []Route
-	// Since is when the renderer first found VPP without it.
-	Since time.Time
-}
+// PendingTable is a FIB table whose routes wait for VPP to make it.
+type PendingTable = reconcile.PendingTable[Route]
 
-// PendingTables lists the tables whose drop routes wait for VPP to make
-// them, by VRF.
+// PendingTables lists the tables whose routes wait for VPP to make them,
+// by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := make([]PendingTable, 0, r.pendingTables.Len())
-	for _, w := range r.pendingTables.Sorted() {
-		vrf := w.Key
-		p := PendingTable{VRF: vrf, Since: w.Since}
-		for k, rt := range r.desired.Routes {
-			if k.VRF == vrf && r.applied.Routes[k] == nil {
-				p.Routes = append(p.Routes, *rt)
-			}
+	return reconcile.PendingTables(&r.pendingTables, r.waitingFor, func(a, b Route) int {
+		return compareRouteKeys(a.RouteKey, b.RouteKey)
+	})
+}
+
+// waitingFor lists the desired routes into vrf VPP does not hold.
+func (r *Renderer) waitingFor(vrf uint32) []Route {
+	var rs []Route
+	for k, rt := range r.desired.Routes {
+		if k.VRF == vrf && r.applied.Routes[k] == nil {
+			rs = append(rs, *rt)
 		}
-		slices.SortFunc(p.Routes, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
-		ps = append(ps, p)
 	}
-	return ps
+	return rs
 }
 
 // madeTable sets retry when op, which succeeded, added a local in the

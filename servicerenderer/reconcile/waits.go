@@ -78,3 +78,26 @@ func (f *Flag) Raise() { f.b.Store(true) }
 
 // Take tells whether the news came since the last Take, and clears it.
 func (f *Flag) Take() bool { return f.b.Swap(false) }
+
+// PendingTable is a FIB table whose routes (R) wait for VPP to make it.
+type PendingTable[R any] struct {
+	VRF uint32
+	// Routes are the routes waiting, sorted.
+	Routes []R
+	// Since is when the renderer first found VPP without it.
+	Since time.Time
+}
+
+// PendingTables lists the tables routes wait for, by VRF, each with the
+// routes waiting (waiting, sorted by compare). A table stays pending
+// until every route into it is in: the renderer drops it (Keep) once
+// waiting has none.
+func PendingTables[R any](tables *Waits[uint32, struct{}], waiting func(vrf uint32) []R, compare func(a, b R) int) []PendingTable[R] {
+	ps := make([]PendingTable[R], 0, tables.Len())
+	for _, w := range tables.Sorted() {
+		rs := waiting(w.Key)
+		slices.SortFunc(rs, compare)
+		ps = append(ps, PendingTable[R]{VRF: w.Key, Routes: rs, Since: w.Since})
+	}
+	return ps
+}
