@@ -206,22 +206,15 @@ func (s Tables) Has(t SNATTable) bool { return s&(1<<t) != 0 }
 // allTables lists the tables in the order they are added.
 var allTables = []SNATTable{TableIncludeV4, TableIncludeV6, TablePod, TableHost}
 
-// RouteKind is what a route does with the traffic it matches: traffic no
-// translation took (cnat translates before the FIB lookup).
-type RouteKind uint8
+// RouteKind is what a route does with the traffic it matches; it is
+// servicerenderer.RouteKind, which both renderers share.
+type RouteKind = servicerenderer.RouteKind
 
 // The route kinds.
 const (
-	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDRs.
-	RouteDrop RouteKind = iota
-	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
-	// a cluster IP, whose ports without endpoints (and undefined ports) are
-	// then refused at once. VPP 25.02 crashes on it outside table 0.
-	RouteReject
-	// RouteLookup looks the destination up again in table Route.Table (a
-	// path with neither interface nor next hop): the pod VRF's way to a
-	// cluster IP's reject route in table 0, past its service-CIDR drop route.
-	RouteLookup
+	RouteDrop   = servicerenderer.RouteDrop
+	RouteReject = servicerenderer.RouteReject
+	RouteLookup = servicerenderer.RouteLookup
 )
 
 // Route is a route on a prefix in one VRF (FIB table): a drop route on a

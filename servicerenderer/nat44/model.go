@@ -161,23 +161,15 @@ type RouteKey struct {
 	VRF    uint32
 }
 
-// RouteKind is what a route does with the traffic it matches: the
-// verdicts of traffic no mapping takes (NAT runs before the FIB lookup).
-type RouteKind uint8
+// RouteKind is what a route does with the traffic it matches; it is
+// servicerenderer.RouteKind, which both renderers share.
+type RouteKind = servicerenderer.RouteKind
 
 // The route kinds.
 const (
-	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDR, and an
-	// external IP whose Local-policy frontends have no local endpoint.
-	RouteDrop RouteKind = iota
-	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
-	// a cluster IP, whose ports without endpoints (and undefined ports) are
-	// then refused at once. VPP 25.02 crashes on it outside table 0.
-	RouteReject
-	// RouteLookup looks the destination up again in table Route.Table (a
-	// path with neither interface nor next hop): the pod VRF's way to a
-	// cluster IP's reject route in table 0, past the pod VRF's drop route.
-	RouteLookup
+	RouteDrop   = servicerenderer.RouteDrop
+	RouteReject = servicerenderer.RouteReject
+	RouteLookup = servicerenderer.RouteLookup
 )
 
 // Route is a FIB route the agent owns (see RouteKind).
