@@ -40,6 +40,9 @@ type Params struct {
 // those may be called from any goroutine (see package reconcile for the
 // lock contract: no lock is held while VPP is called).
 type Renderer struct {
+	// front holds the change methods (AddService, …, Resync): each
+	// takes mu and calls the renderer's changes.
+	front
 	cfg   Config
 	vpp   VPP
 	store Store
@@ -131,6 +134,7 @@ func New(p Params) (*Renderer, error) {
 		Same:    (*Translation).Equal,
 		Changed: func(k Key) { r.failures.Delete(ObjectID{Kind: ObjectTranslation, Key: k}) },
 	}, log)
+	r.front = reconcile.NewFront("cnat", &r.mu, (*changes)(r))
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -152,33 +156,9 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.synced = false
 }
 
-var errNilService = errors.New("cnat: nil service")
-
-// AddService implements servicerenderer.Renderer.
-func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// UpdateService implements servicerenderer.Renderer.
-func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
-	return r.AddService(svc)
-}
-
-// DeleteService implements servicerenderer.Renderer.
-func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// deleteService forgets svc.
+func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.removeService(svc.ID)
-	return nil
 }
 
 func (r *Renderer) removeService(id servicerenderer.ServiceID) {
@@ -225,11 +205,9 @@ func (r *Renderer) countExternal(svc *servicerenderer.ContivService, n int) {
 	}
 }
 
-// UpdateInterface implements servicerenderer.Renderer: every interface
+// setInterface gives an interface its role (0: none): every interface
 // with a role gets the cnat features, a pod interface its SNAT tables.
-func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRole) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setInterface(name string, role servicerenderer.InterfaceRole) {
 	if role == 0 {
 		delete(r.interfaces, name)
 		r.pending.Delete(name)
@@ -244,7 +222,6 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 		}
 	}
 	r.markInterface(name)
-	return nil
 }
 
 func (r *Renderer) markInterface(name string) {
@@ -297,16 +274,14 @@ func (r *Renderer) forgetVPP() {
 	r.saveNode()
 }
 
-// UpdateLocalNode implements servicerenderer.Renderer: when this node's
+// setNode records this node's addresses: when this node's
 // addresses change, every service is rendered again (NodePorts and
 // is_real_ip depend on them).
-func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 	changed := !slices.Equal(r.node.IPs, node.IPs)
 	r.node = node
 	if !changed {
-		return nil
+		return
 	}
 	ids := slices.SortedFunc(maps.Keys(r.services), func(a, b servicerenderer.ServiceID) int {
 		return compareIDs(a, b)
@@ -314,7 +289,6 @@ func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
 	for _, id := range ids {
 		r.setService(r.services[id].Svc)
 	}
-	return nil
 }
 
 func compareIDs(a, b servicerenderer.ServiceID) int {
@@ -333,14 +307,9 @@ func compareIDs(a, b servicerenderer.ServiceID) int {
 	return 0
 }
 
-// Resync implements servicerenderer.Renderer: the desired state is rebuilt
+// resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot; the next Apply is full.
-func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
-	if data == nil {
-		return errors.New("cnat: nil resync data")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 	r.reset(data.Node, data.Interfaces)
 	for _, svc := range data.Services {
 		if svc != nil {
@@ -348,7 +317,6 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 		}
 	}
 	r.frontends.EndReset()
-	return nil
 }
 
 // owned tells whether a translation VPP holds on k is the renderer's: k is
@@ -368,3 +336,31 @@ func (r *Renderer) owned(k Key) bool {
 	}
 	return slices.Contains(r.node.IPs, k.IP) && k.Port >= r.cfg.NodePortMin && k.Port <= r.cfg.NodePortMax
 }
+
+// changes is the renderer's side of its reconcile.Front (the change
+// methods of servicerenderer.Renderer), called with mu held.
+type changes Renderer
+
+// front is what the renderer embeds: its change methods.
+type front = reconcile.Front
+
+var _ reconcile.Changes = (*changes)(nil)
+
+// SetService implements reconcile.Changes.
+func (c *changes) SetService(svc *servicerenderer.ContivService) { (*Renderer)(c).setService(svc) }
+
+// DeleteService implements reconcile.Changes.
+func (c *changes) DeleteService(svc *servicerenderer.ContivService) {
+	(*Renderer)(c).deleteService(svc)
+}
+
+// SetInterface implements reconcile.Changes.
+func (c *changes) SetInterface(name string, role servicerenderer.InterfaceRole) {
+	(*Renderer)(c).setInterface(name, role)
+}
+
+// SetNode implements reconcile.Changes.
+func (c *changes) SetNode(node servicerenderer.LocalNode) { (*Renderer)(c).setNode(node) }
+
+// Reset implements reconcile.Changes.
+func (c *changes) Reset(data *servicerenderer.ResyncData) { (*Renderer)(c).resync(data) }

@@ -39,6 +39,9 @@ type Params struct {
 // Pending, Conflicts, Stats) must be called from one goroutine, the controller's
 // loop; the introspection methods may be called from any goroutine.
 type Renderer struct {
+	// front holds the change methods (AddService, …, Resync): each
+	// takes mu and calls the renderer's changes.
+	front
 	cfg   Config
 	vpp   VPP
 	log   *slog.Logger
@@ -165,6 +168,7 @@ func New(p Params) (*Renderer, error) {
 		Desire:  r.desire,
 		Changed: func(k MappingKey) { r.failures.Delete(ObjectID{Kind: ObjectMapping, Mapping: k}) },
 	}, log)
+	r.front = reconcile.NewFront("nat44", &r.mu, (*changes)(r))
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -191,42 +195,12 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.aclDirty = true
 }
 
-// errNilService is the error of a call without its service.
-var errNilService = errors.New("nat44: nil service")
-
-// AddService implements servicerenderer.Renderer.
-func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// UpdateService implements servicerenderer.Renderer.
-func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// DeleteService implements servicerenderer.Renderer.
-func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// deleteService forgets svc.
+func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
 	if e == nil {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
-		return nil
+		return
 	}
 	n := e.Len()
 	r.frontends.Release(&e.Claimant)
@@ -237,7 +211,6 @@ func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
 	if r.debug() {
 		r.log.Debug("service removed", "service", svc.ID, "mappings", n)
 	}
-	return nil
 }
 
 // setService renders svc, new or changed; the caller holds mu. The
@@ -329,10 +302,8 @@ func identical(a, b *Mapping) bool {
 		a.Tag == b.Tag && slices.Equal(a.Locals, b.Locals)
 }
 
-// UpdateInterface implements servicerenderer.Renderer.
-func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRole) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// setInterface gives an interface its role (0: none).
+func (r *Renderer) setInterface(name string, role servicerenderer.InterfaceRole) {
 	if role == 0 {
 		delete(r.interfaces, name)
 	} else {
@@ -344,7 +315,7 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 			// The interface may exist now: the next Apply tries again.
 			r.markInterface(name)
 		}
-		return nil
+		return
 	}
 	if f == 0 {
 		delete(r.desired.Interfaces, name)
@@ -354,7 +325,6 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	}
 	r.markInterface(name)
 	r.failures.Delete(ObjectID{Kind: ObjectInterface, Interface: name})
-	return nil
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
@@ -387,16 +357,14 @@ func (r *Renderer) markInterface(name string) {
 	r.dirtyInterfaces[name] = struct{}{}
 }
 
-// UpdateLocalNode implements servicerenderer.Renderer: the services with
+// setNode records this node's addresses: the services with
 // NodePorts or host-network backends are rendered again.
-func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 	changed := !slices.Equal(r.node.IPs, node.IPs)
 	renamed := node.Name != r.node.Name
 	r.node = node
 	if !changed && !renamed {
-		return nil
+		return
 	}
 	byID := func(a, b servicerenderer.ServiceID) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -410,17 +378,11 @@ func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
 		r.setService(r.services[id].Svc)
 	}
 	r.log.Debug("node addresses changed", "ips", node.IPs, "services", len(ids))
-	return nil
 }
 
-// Resync implements servicerenderer.Renderer: the desired state is rebuilt
+// resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot, and the next Apply reconciles with VPP's real state.
-func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
-	if data == nil {
-		return errors.New("nat44: nil resync data")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 	r.reset(data.Node, data.Interfaces)
 	for _, svc := range data.Services {
 		if svc != nil {
@@ -445,7 +407,6 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 		}
 		r.log.Debug("resync rendered", "services", len(r.services), "mappings", mappings, "conflicts", conflicts)
 	}
-	return nil
 }
 
 // Desired is a copy of the desired state (its mappings are shared and must
@@ -496,3 +457,31 @@ func (r *Renderer) Stats() Stats {
 	defer r.mu.RUnlock()
 	return r.stats
 }
+
+// changes is the renderer's side of its reconcile.Front (the change
+// methods of servicerenderer.Renderer), called with mu held.
+type changes Renderer
+
+// front is what the renderer embeds: its change methods.
+type front = reconcile.Front
+
+var _ reconcile.Changes = (*changes)(nil)
+
+// SetService implements reconcile.Changes.
+func (c *changes) SetService(svc *servicerenderer.ContivService) { (*Renderer)(c).setService(svc) }
+
+// DeleteService implements reconcile.Changes.
+func (c *changes) DeleteService(svc *servicerenderer.ContivService) {
+	(*Renderer)(c).deleteService(svc)
+}
+
+// SetInterface implements reconcile.Changes.
+func (c *changes) SetInterface(name string, role servicerenderer.InterfaceRole) {
+	(*Renderer)(c).setInterface(name, role)
+}
+
+// SetNode implements reconcile.Changes.
+func (c *changes) SetNode(node servicerenderer.LocalNode) { (*Renderer)(c).setNode(node) }
+
+// Reset implements reconcile.Changes.
+func (c *changes) Reset(data *servicerenderer.ResyncData) { (*Renderer)(c).resync(data) }
