@@ -24,8 +24,8 @@ type Changes interface {
 // caller, writes under it; readers take snapshots under it). A renderer
 // embeds it.
 type Front struct {
-	mu                       *sync.RWMutex
-	c                        Changes
+	mu                        *sync.RWMutex
+	c                         Changes
 	errNilService, errNilData error
 }
 
