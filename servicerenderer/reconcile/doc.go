@@ -8,7 +8,23 @@
 // It is generic over the frontend's key K and the object rendered there O
 // (nat44: MappingKey and Mapping; cnat: Key and Translation). A renderer
 // keeps its pure build, its per-object diff and its VPP port; this package
-// knows nothing of VPP, NAT44 or cnat.
+// knows nothing of VPP, NAT44 or cnat. Its parts, one a file:
+//
+//   - Front (front.go): the change methods of servicerenderer.Renderer,
+//     each under the renderer's lock, over the renderer's Changes.
+//   - Table and Claimant (claims.go): the frontends, the claims on them
+//     and their desired and applied objects; Dirty the frontends changed
+//     since the last apply, Conflicts the contested ones.
+//   - Waits, PendingTables and Flag (waits.go): what waits for VPP to make
+//     it (an interface, a FIB table: a table stays pending until every
+//     route into it is in), and news from another goroutine.
+//   - Failures (failures.go): the objects VPP refused as invalid, retried
+//     when they change or by a full apply.
+//   - Apply and Cycle (apply.go): the apply skeleton: begin, dump (full
+//     apply), load and plan, run, end.
+//   - Run and Port (run.go): one run of operations, in order, a failed
+//     call skipping the rest of its object, pipelined calls answered in
+//     send order.
 //
 // # Lock contract
 //
