@@ -12,14 +12,8 @@ import (
 	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
-// Apply pushes the desired state to VPP. With full set, or before the
-// first full apply, it reads VPP's translations and SNAT addresses and
-// issues only the differences; otherwise it issues the calls for what
-// changed since the last apply. Calls VPP refuses as invalid are reported
-// per object (Failures) and not retried until the object changes or a full
-// apply runs; the rest is still applied. Other failures make Apply return
-// an error after applying what it can: the controller then heals with a
-// full resync.
+// Apply pushes the desired state to VPP (reconcile.Apply). A full apply
+// reads VPP's SNAT addresses, translations and drop routes.
 //
 // The node configuration cannot be read back (FACTS §6) but for the SNAT
 // addresses and the drop routes, which a full apply reads; for the rest it

@@ -134,7 +134,8 @@ func New(p Params) (*Renderer, error) {
 		Same:    (*Translation).Equal,
 		Changed: func(k Key) { r.failures.Delete(ObjectID{Kind: ObjectTranslation, Key: k}) },
 	}, log)
-	r.front = reconcile.NewFront("cnat", &r.mu, (*changes)(r))
+	r.front = reconcile.NewFront("cnat", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
+		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -337,30 +338,5 @@ func (r *Renderer) owned(k Key) bool {
 	return slices.Contains(r.node.IPs, k.IP) && k.Port >= r.cfg.NodePortMin && k.Port <= r.cfg.NodePortMax
 }
 
-// changes is the renderer's side of its reconcile.Front (the change
-// methods of servicerenderer.Renderer), called with mu held.
-type changes Renderer
-
 // front is what the renderer embeds: its change methods.
 type front = reconcile.Front
-
-var _ reconcile.Changes = (*changes)(nil)
-
-// SetService implements reconcile.Changes.
-func (c *changes) SetService(svc *servicerenderer.ContivService) { (*Renderer)(c).setService(svc) }
-
-// DeleteService implements reconcile.Changes.
-func (c *changes) DeleteService(svc *servicerenderer.ContivService) {
-	(*Renderer)(c).deleteService(svc)
-}
-
-// SetInterface implements reconcile.Changes.
-func (c *changes) SetInterface(name string, role servicerenderer.InterfaceRole) {
-	(*Renderer)(c).setInterface(name, role)
-}
-
-// SetNode implements reconcile.Changes.
-func (c *changes) SetNode(node servicerenderer.LocalNode) { (*Renderer)(c).setNode(node) }
-
-// Reset implements reconcile.Changes.
-func (c *changes) Reset(data *servicerenderer.ResyncData) { (*Renderer)(c).resync(data) }

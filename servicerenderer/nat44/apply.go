@@ -11,16 +11,11 @@ import (
 	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
-// Apply pushes the desired state to VPP. With full set (after a resync),
-// or before the first full apply, it dumps VPP's state (and, with a
-// service CIDR, the routes of the pod and main VRF) and issues only the
-// differences; otherwise it issues the calls for what changed since the
-// last apply. Calls VPP refuses as invalid are reported per object (see
-// Failures) and not retried until the object changes or a full apply runs;
-// features of an interface VPP lacks wait for it (see Pending);
-// the rest of the batch is still applied. Other failures make Apply return
-// an error after applying what it can: the controller then heals with a
-// full resync.
+// Apply pushes the desired state to VPP (reconcile.Apply). A full apply
+// dumps VPP's NAT44 state and, with a service CIDR, the routes of the pod
+// and main VRF; features of an interface VPP lacks wait for it (Pending),
+// mapping operations for the node's interfaces (hold.go); the source-range
+// ACL follows the run (sourceranges.go).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
 	return reconcile.Apply(ctx, &r.mu, (*cycle)(r), full)
 }

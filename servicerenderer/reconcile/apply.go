@@ -25,10 +25,16 @@ type Cycle[D, Op any] interface {
 	End(full bool, ops []Op)
 }
 
-// Apply is the apply step every renderer shares: a full apply dumps what
-// VPP holds, loads it and plans the differences; an incremental one plans
-// what changed; the plan runs, and its answers are recorded. mu is the
-// renderer's lock: held to plan and record, never while VPP is called.
+// Apply is the apply step every renderer shares (the controller's
+// Applier): a full apply (asked for, or the first after a resync) dumps
+// what VPP holds, loads it and issues only the differences; an incremental
+// one issues the calls for what changed since the last apply. Calls VPP
+// refuses as invalid are reported per object (Failures) and not retried
+// until the object changes or a full apply runs; what waits for VPP to
+// make it (an interface, a table) waits; the rest is still applied. Other
+// failures make Apply return an error after applying what it can: the
+// controller then heals with a full resync. mu is the renderer's lock:
+// held to plan and record, never while VPP is called.
 func Apply[D, Op any](ctx context.Context, mu sync.Locker, c Cycle[D, Op], full bool) error {
 	mu.Lock()
 	full = c.Begin(full)

@@ -7,16 +7,16 @@ import (
 	"contiv.dev/vpp/servicerenderer"
 )
 
-// Changes is a renderer's side of Front: each method records one change
+// Changes is a renderer's side of Front: each function records one change
 // in the desired state, at a cost proportional to that change. They are
 // called on the loop goroutine with the renderer's lock held, never with
 // a nil service or snapshot.
-type Changes interface {
-	SetService(svc *servicerenderer.ContivService)
-	DeleteService(svc *servicerenderer.ContivService)
-	SetInterface(name string, role servicerenderer.InterfaceRole)
-	SetNode(node servicerenderer.LocalNode)
-	Reset(data *servicerenderer.ResyncData)
+type Changes struct {
+	SetService    func(svc *servicerenderer.ContivService)
+	DeleteService func(svc *servicerenderer.ContivService)
+	SetInterface  func(name string, role servicerenderer.InterfaceRole)
+	SetNode       func(node servicerenderer.LocalNode)
+	Reset         func(data *servicerenderer.ResyncData)
 }
 
 // Front implements the change methods of servicerenderer.Renderer over a

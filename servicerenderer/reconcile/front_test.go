@@ -9,7 +9,7 @@ import (
 	"contiv.dev/vpp/servicerenderer"
 )
 
-// changes is a fake Changes recording each change and whether the lock
+// changes is a fake renderer's Changes, recording each change and whether the lock
 // was held for it.
 type changes struct {
 	mu  *sync.RWMutex
@@ -37,7 +37,8 @@ func (c *changes) Reset(data *servicerenderer.ResyncData) { c.note("reset") }
 func TestFront(t *testing.T) {
 	var mu sync.RWMutex
 	c := &changes{mu: &mu}
-	f := NewFront("test", &mu, c)
+	f := NewFront("test", &mu, Changes{SetService: c.SetService, DeleteService: c.DeleteService,
+		SetInterface: c.SetInterface, SetNode: c.SetNode, Reset: c.Reset})
 	a := svc("a", 0)
 	for _, err := range []error{
 		f.AddService(a), f.UpdateService(nil, a), f.DeleteService(a),
