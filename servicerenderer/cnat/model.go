@@ -206,16 +206,12 @@ func (s Tables) Has(t SNATTable) bool { return s&(1<<t) != 0 }
 // allTables lists the tables in the order they are added.
 var allTables = []SNATTable{TableIncludeV4, TableIncludeV6, TablePod, TableHost}
 
-// RouteKind is what a route does with the traffic it matches; it is
-// servicerenderer.RouteKind, which both renderers share.
+// RouteKind is what a route does with the traffic it matches: the
+// route kinds are servicerenderer's, which both renderers share.
 type RouteKind = servicerenderer.RouteKind
 
-// The route kinds.
-const (
-	RouteDrop   = servicerenderer.RouteDrop
-	RouteReject = servicerenderer.RouteReject
-	RouteLookup = servicerenderer.RouteLookup
-)
+// The route kinds (see servicerenderer.RouteKind).
+const RouteDrop, RouteReject, RouteLookup = servicerenderer.RouteDrop, servicerenderer.RouteReject, servicerenderer.RouteLookup
 
 // Route is a route on a prefix in one VRF (FIB table): a drop route on a
 // service CIDR (Node.Routes), so that a packet to a service address no

@@ -161,16 +161,12 @@ type RouteKey struct {
 	VRF    uint32
 }
 
-// RouteKind is what a route does with the traffic it matches; it is
-// servicerenderer.RouteKind, which both renderers share.
+// RouteKind is what a route does with the traffic it matches: the
+// route kinds are servicerenderer's, which both renderers share.
 type RouteKind = servicerenderer.RouteKind
 
-// The route kinds.
-const (
-	RouteDrop   = servicerenderer.RouteDrop
-	RouteReject = servicerenderer.RouteReject
-	RouteLookup = servicerenderer.RouteLookup
-)
+// The route kinds (see servicerenderer.RouteKind).
+const RouteDrop, RouteReject, RouteLookup = servicerenderer.RouteDrop, servicerenderer.RouteReject, servicerenderer.RouteLookup
 
 // Route is a FIB route the agent owns (see RouteKind).
 type Route struct {
