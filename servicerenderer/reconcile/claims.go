@@ -121,8 +121,8 @@ func NewTable[K Key, O any](obj Object[K, O], log *slog.Logger) *Table[K, O] {
 // Get is the frontend of k; nil when none.
 func (t *Table[K, O]) Get(k K) *Frontend[K, O] { return t.frontends[k] }
 
-// Ensure is the frontend of k, made when there is none.
-func (t *Table[K, O]) Ensure(k K) *Frontend[K, O] {
+// ensure is the frontend of k, made when there is none.
+func (t *Table[K, O]) ensure(k K) *Frontend[K, O] {
 	fe := t.frontends[k]
 	if fe == nil {
 		fe = &Frontend[K, O]{Key: k}
@@ -184,7 +184,7 @@ func (t *Table[K, O]) Set(c *Claimant[K, O], svc *servicerenderer.ContivService,
 			fe := old[i].fe
 			claims[j].fe = fe
 			if fe.winner == c {
-				t.SetDesired(fe, &claims[j].obj)
+				t.setDesired(fe, &claims[j].obj)
 			}
 			i++
 			j++
@@ -214,17 +214,17 @@ func (c *Claimant[K, O]) find(k K, compare func(a, b K) int) *O {
 // claim records that c wants cl's object, on k, and which frontend it
 // claims.
 func (t *Table[K, O]) claim(c *Claimant[K, O], cl *claim[K, O], k K) {
-	fe := t.Ensure(k)
+	fe := t.ensure(k)
 	cl.fe = fe
 	w := fe.winner
 	switch {
 	case w == nil:
 		fe.winner = c
-		t.SetDesired(fe, &cl.obj)
+		t.setDesired(fe, &cl.obj)
 	case c.before(w):
 		fe.winner = c
 		t.addLoser(fe, w, c)
-		t.SetDesired(fe, &cl.obj)
+		t.setDesired(fe, &cl.obj)
 	default:
 		t.addLoser(fe, c, w)
 	}
@@ -238,13 +238,13 @@ func (t *Table[K, O]) release(c *Claimant[K, O], fe *Frontend[K, O]) {
 			fe.losers = nil
 		}
 		delete(t.reported, pair[K]{fe.Key, c.Svc.ID})
-		t.Forget(fe)
+		t.forget(fe)
 		return
 	}
 	if len(fe.losers) == 0 {
 		fe.winner = nil
-		t.SetDesired(fe, nil)
-		t.Forget(fe)
+		t.setDesired(fe, nil)
+		t.forget(fe)
 		return
 	}
 	next := fe.losers[0]
@@ -255,7 +255,7 @@ func (t *Table[K, O]) release(c *Claimant[K, O], fe *Frontend[K, O]) {
 	}
 	delete(t.reported, pair[K]{fe.Key, next.Svc.ID})
 	fe.winner = next
-	t.SetDesired(fe, next.find(fe.Key, t.obj.Compare))
+	t.setDesired(fe, next.find(fe.Key, t.obj.Compare))
 	t.log.Info("frontend conflict resolved", "frontend", fe.Key.String(), "service", next.Svc.ID, "previous", c.Svc.ID)
 }
 
@@ -283,9 +283,9 @@ func (t *Table[K, O]) addLoser(fe *Frontend[K, O], loser, winner *Claimant[K, O]
 	}
 }
 
-// SetDesired makes o (nil: none) the desired object of fe, and queues fe
+// setDesired makes o (nil: none) the desired object of fe, and queues fe
 // for the next apply when that changes anything.
-func (t *Table[K, O]) SetDesired(fe *Frontend[K, O], o *O) {
+func (t *Table[K, O]) setDesired(fe *Frontend[K, O], o *O) {
 	old := fe.Desired
 	if t.obj.Desire != nil {
 		t.obj.Desire(fe, o)
@@ -301,14 +301,14 @@ func (t *Table[K, O]) SetDesired(fe *Frontend[K, O], o *O) {
 		return
 	}
 	fe.Desired = o
-	t.MarkDirty(fe)
+	t.markDirty(fe)
 	if t.obj.Changed != nil {
 		t.obj.Changed(fe.Key)
 	}
 }
 
-// MarkDirty queues fe for the next apply.
-func (t *Table[K, O]) MarkDirty(fe *Frontend[K, O]) {
+// markDirty queues fe for the next apply.
+func (t *Table[K, O]) markDirty(fe *Frontend[K, O]) {
 	if !fe.dirty {
 		fe.dirty = true
 		t.dirty = append(t.dirty, fe)
@@ -330,19 +330,19 @@ func (t *Table[K, O]) Clean(fe *Frontend[K, O]) { fe.dirty = false }
 func (t *Table[K, O]) Done(full bool, held []*Frontend[K, O]) {
 	if full {
 		for _, fe := range t.frontends {
-			t.Forget(fe)
+			t.forget(fe)
 		}
 	} else {
 		for _, fe := range t.dirty {
-			t.Forget(fe)
+			t.forget(fe)
 		}
 	}
 	clear(t.dirty)
 	t.dirty = append(t.dirty[:0], held...)
 }
 
-// Forget drops fe once nothing refers to it.
-func (t *Table[K, O]) Forget(fe *Frontend[K, O]) {
+// forget drops fe once nothing refers to it.
+func (t *Table[K, O]) forget(fe *Frontend[K, O]) {
 	if fe.unused() {
 		delete(t.frontends, fe.Key)
 	}
@@ -357,10 +357,10 @@ func (t *Table[K, O]) Load(dumped map[K]*O) {
 		fe.Applied = nil
 	}
 	for k, o := range dumped {
-		t.Ensure(k).Applied = o
+		t.ensure(k).Applied = o
 	}
 	for _, fe := range t.frontends {
-		t.Forget(fe)
+		t.forget(fe)
 	}
 }
 
