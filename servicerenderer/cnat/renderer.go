@@ -52,7 +52,7 @@ type Renderer struct {
 
 	// mu guards the fields below against the introspection methods: the
 	// loop goroutine, their only writer, reads them without it.
-	mu       sync.RWMutex
+	mu       sync.Mutex
 	node     servicerenderer.LocalNode
 	services map[servicerenderer.ServiceID]*entry
 	// frontends holds every key a service claims or the renderer's

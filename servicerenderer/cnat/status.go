@@ -85,8 +85,8 @@ type Stats struct {
 
 // Failures lists the objects not applied, sorted by name.
 func (r *Renderer) Failures() []Failure {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.failures.Sorted(func(a, b Failure) int {
 		return compareStrings(a.Object.String(), b.Object.String())
 	})
@@ -98,8 +98,8 @@ type Conflict = reconcile.Conflict[Key]
 
 // Conflicts lists the contested frontends, sorted by key.
 func (r *Renderer) Conflicts() []Conflict {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.frontends.Conflicts()
 }
 
@@ -124,8 +124,8 @@ type PendingInterface struct {
 
 // Pending lists the interfaces waiting for VPP to have them, sorted by name.
 func (r *Renderer) Pending() []PendingInterface {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var ps []PendingInterface // nil when none
 	for _, w := range r.pending.Sorted() {
 		ps = append(ps, PendingInterface{Name: w.Key, Since: w.Since})
@@ -139,8 +139,8 @@ type PendingTable = reconcile.PendingTable[Route]
 // PendingTables lists the tables whose routes (drop and verdict routes)
 // wait for VPP to make them, by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return reconcile.PendingTables(&r.pendingTables, r.waitingFor, Route.Compare)
 }
 
@@ -163,24 +163,24 @@ func (r *Renderer) waitingFor(vrf uint32) []Route {
 
 // Stats returns the cumulative counters.
 func (r *Renderer) Stats() Stats {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.stats
 }
 
 // Desired is the desired translations, sorted by key (shared: not to be
 // mutated).
 func (r *Renderer) Desired() []*Translation {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.collect(func(fe *frontend) *Translation { return fe.Desired })
 }
 
 // Applied is the renderer's translations VPP holds as far as it knows,
 // sorted by key (shared: not to be mutated).
 func (r *Renderer) Applied() []*Translation {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.collect(func(fe *frontend) *Translation { return fe.Applied })
 }
 
@@ -199,8 +199,8 @@ func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
 // and held (AppliedNode is nil while unknown), with the services' verdict
 // routes (Verdicts).
 func (r *Renderer) DesiredNode() *Node {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := r.desired.Clone()
 	n.Verdicts = verdictList(r.routeRefs)
 	return n
@@ -209,8 +209,8 @@ func (r *Renderer) DesiredNode() *Node {
 // AppliedNode is a copy of the node configuration VPP holds as far as the
 // renderer knows; nil before the first full Apply of a fresh renderer.
 func (r *Renderer) AppliedNode() *Node {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.applied == nil {
 		return nil
 	}

@@ -24,14 +24,14 @@ type Changes struct {
 // caller, writes under it; readers take snapshots under it). A renderer
 // embeds it.
 type Front struct {
-	mu                        *sync.RWMutex
+	mu                        sync.Locker
 	c                         Changes
 	errNilService, errNilData error
 }
 
 // NewFront makes the Front of the renderer named name (its errors say it)
-// with lock mu.
-func NewFront(name string, mu *sync.RWMutex, c Changes) Front {
+// with lock mu, the renderer's.
+func NewFront(name string, mu sync.Locker, c Changes) Front {
 	return Front{mu: mu, c: c, errNilService: errors.New(name + ": nil service"),
 		errNilData: errors.New(name + ": nil resync data")}
 }
