@@ -348,10 +348,9 @@ func (t *Table[K, O]) forget(fe *Frontend[K, O]) {
 	}
 }
 
-// Load makes what VPP holds known anew: applied(k) is the object VPP holds
-// on k (the keys of every frontend and of what VPP holds are passed once
-// each), and the frontends nothing refers to any more go. It is a full
-// apply's step; the dirty set is left as it is.
+// Load makes dumped (by key; nil: nothing) what VPP holds, and the
+// frontends nothing refers to any more go. It is a full apply's step (or
+// the news that VPP lost everything); the dirty set stays.
 func (t *Table[K, O]) Load(dumped map[K]*O) {
 	for _, fe := range t.frontends {
 		fe.Applied = nil
@@ -365,8 +364,8 @@ func (t *Table[K, O]) Load(dumped map[K]*O) {
 }
 
 // Reset starts a resync: every claim and desired object goes, what VPP
-// holds stays known; conflicts logged before are logged again only if
-// they were not before (EndReset).
+// holds stays known. A conflict logged before it is not logged again when
+// the resync finds it again; EndReset logs those it did not find resolved.
 func (t *Table[K, O]) Reset() {
 	old := t.frontends
 	t.frontends = make(map[K]*Frontend[K, O], len(old))
