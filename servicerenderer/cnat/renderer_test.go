@@ -1,12 +1,15 @@
 package cnat
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -649,4 +652,29 @@ func TestTableMadeMidApply(t *testing.T) {
 		t.Errorf("still pending: %+v", p)
 	}
 	checkState(t, f, wantState(r))
+}
+
+// A conflict is logged once per frontend and losing service, as under
+// nat44: not again by a resync that finds it again (the agent resyncs on
+// every healing), and logged resolved when the winner goes.
+func TestConflictLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	r, err := New(Params{Config: testConfig(), VPP: newFake(t, allIfaces...), Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, young := web(), web()
+	young.ID.Name, young.Created = "young", t0.Add(time.Hour)
+	for range 3 {
+		_ = r.Resync(resyncData(young, old))
+		apply(t, r, false)
+	}
+	cs := r.Conflicts()
+	if n := strings.Count(buf.String(), "claimed by two services"); len(cs) == 0 || n != len(cs) {
+		t.Errorf("%d conflicts logged %d times, want once each:\n%s", len(cs), n, buf.String())
+	}
+	_ = r.DeleteService(old)
+	if n := strings.Count(buf.String(), "frontend conflict resolved"); n == 0 {
+		t.Errorf("the end of the conflict not logged:\n%s", buf.String())
+	}
 }
