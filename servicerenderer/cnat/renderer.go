@@ -32,7 +32,10 @@ type Params struct {
 
 // Renderer is the cnat renderer: its Renderer methods record the desired
 // state of one change (at a cost proportional to that change), and Apply
-// pushes what changed to VPP (it is the controller's Applier).
+// pushes what changed to VPP (it is the controller's Applier). The
+// Renderer methods (AddService, UpdateService, DeleteService,
+// UpdateInterface, UpdateLocalNode, Resync) are its embedded
+// reconcile.Front's, which takes the lock and calls the renderer's own.
 //
 // Every method but the introspection ones (Desired, Applied, DesiredNode,
 // AppliedNode, Failures, Pending, PendingTables, Conflicts, Stats) and

@@ -27,7 +27,10 @@ type Params struct {
 
 // Renderer is the NAT44 renderer: its Renderer methods record the desired
 // state of one change (at a cost proportional to that change), and Apply
-// pushes what changed to VPP (it is the controller's Applier).
+// pushes what changed to VPP (it is the controller's Applier). The
+// Renderer methods (AddService, UpdateService, DeleteService,
+// UpdateInterface, UpdateLocalNode, Resync) are its embedded
+// reconcile.Front's, which takes the lock and calls the renderer's own.
 //
 // Everything the renderer knows about one external address:port/protocol
 // (the services claiming it, the mapping wanted there, the mapping VPP
