@@ -14,6 +14,18 @@ import (
 // as an interface's configuration waits for the interface.
 var ErrNoTable = errors.New("VPP has no such FIB table")
 
+// ErrInvalid marks a call the data plane refused as invalid: retrying the
+// same call cannot succeed, so both renderers report it per object
+// (Failures) and do not retry it until the object changes or a full apply
+// runs. Errors not wrapping it are transient, healed by a resync.
+var ErrInvalid = errors.New("rejected by VPP as invalid")
+
+// ErrNoInterface marks a call naming an interface the data plane does not
+// have (it wraps ErrInvalid too): what is configured on the interface
+// waits for it, and removing it succeeds in effect (it went with the
+// interface).
+var ErrNoInterface = errors.New("VPP has no such interface")
+
 // ServiceID identifies a service.
 type ServiceID struct {
 	Namespace string

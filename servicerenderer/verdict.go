@@ -5,6 +5,27 @@ import (
 	"slices"
 )
 
+// RouteKind is what a verdict route does with the traffic it matches:
+// traffic no mapping or translation took (both renderers translate before
+// the FIB lookup).
+type RouteKind uint8
+
+// The route kinds.
+const (
+	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDRs, and
+	// (nat44) an external IP whose Local-policy frontends have no local
+	// endpoint.
+	RouteDrop RouteKind = iota
+	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
+	// a cluster IP, whose ports without endpoints (and undefined ports) are
+	// then refused at once. VPP 25.02 crashes on it outside table 0.
+	RouteReject
+	// RouteLookup looks the destination up again in the route's table (a
+	// path with neither interface nor next hop): the pod VRF's way to a
+	// cluster IP's reject route in table 0, past the pod VRF's drop route.
+	RouteLookup
+)
+
 // RejectIPs are the cluster IPs of svc whose traffic no translation takes
 // is refused at once (kube-proxy's REJECT: ICMP unreachable), as both
 // renderers decide it: each IPv4 cluster IP inside cidr (an IPv4 service

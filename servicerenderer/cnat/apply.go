@@ -8,16 +8,12 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
-// Apply pushes the desired state to VPP. With full set, or before the
-// first full apply, it reads VPP's translations and SNAT addresses and
-// issues only the differences; otherwise it issues the calls for what
-// changed since the last apply. Calls VPP refuses as invalid are reported
-// per object (Failures) and not retried until the object changes or a full
-// apply runs; the rest is still applied. Other failures make Apply return
-// an error after applying what it can: the controller then heals with a
-// full resync.
+// Apply pushes the desired state to VPP (reconcile.Apply). A full apply
+// reads VPP's SNAT addresses, translations and drop routes.
 //
 // The node configuration cannot be read back (FACTS §6) but for the SNAT
 // addresses and the drop routes, which a full apply reads; for the rest it
@@ -40,117 +36,150 @@ import (
 // from the reply of an update of the key with the paths VPP holds (an
 // identical update changes nothing and keeps every connection, FACTS §6).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
-	start := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.Applies++
-	full = full || !r.synced
-	var ops []Op
-	if full {
-		r.stats.FullApplies++
-		r.stats.Calls += 2
-		ip4, ip6, err := r.vpp.SNATAddresses(ctx)
-		if err != nil {
-			r.stats.Transient++
-			return fmt.Errorf("read cnat SNAT addresses: %w", err)
-		}
-		dumped, err := r.vpp.DumpTranslations(ctx)
-		if err != nil {
-			r.stats.Transient++
-			return fmt.Errorf("dump cnat translations: %w", err)
-		}
-		routes, err := r.dumpRoutes(ctx)
-		if err != nil {
-			r.stats.Transient++
-			return fmt.Errorf("dump routes: %w", err)
-		}
-		r.loadNode(ip4, ip6, routes)
-		r.loadVerdicts(routes)
-		r.loadTranslations(dumped)
-		r.synced = true
-		clear(r.failures)
-		for name := range r.pending {
-			if _, ok := r.desired.Features[name]; !ok {
-				delete(r.pending, name)
-			}
-		}
-		for vrf := range r.pendingTables {
-			if !slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf }) {
-				delete(r.pendingTables, vrf)
-			}
-		}
-		ops = DiffNode(r.desired, r.applied)
-		keys := make([]Key, 0, len(r.frontends))
-		for k := range r.frontends {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, Key.Compare)
-		for _, k := range keys {
-			fe := r.frontends[k]
-			ops = appendDiffTranslation(ops, fe.desired, fe.applied, fe.id, fe.haveID)
-			fe.dirty = false
-		}
-		ops = r.appendDiffVerdicts(ops, nil, nil)
-		r.dirty = r.dirty[:0]
-		r.dirtyIfs = nil
-		r.dirtyRoutes = nil
-	} else {
-		if len(r.dirtyIfs) > 0 {
-			names := make([]string, 0, len(r.dirtyIfs))
-			for n := range r.dirtyIfs {
-				names = append(names, n)
-			}
-			slices.Sort(names)
-			ops = diffNode(ops, r.desired, r.applied, names, false)
-			r.dirtyIfs = nil
-			// Tables come with the startup configuration's interfaces (and
-			// pods go only into a table that exists): an apply with
-			// interface news tries the routes that wait for a table.
-			for _, op := range diffRoutes(nil, r.desired.Routes, r.applied.Routes, true) {
-				if _, ok := r.pendingTables[op.Route.VRF]; ok {
-					ops = append(ops, op)
-				}
-			}
-			if len(r.pendingTables) > 0 {
-				ops = r.appendDiffVerdicts(ops, nil, r.pendingTables)
-			}
-		}
-		for _, fe := range r.dirty {
-			ops = appendDiffTranslation(ops, fe.desired, fe.applied, 0, false)
-			fe.dirty = false
-		}
-		if len(r.dirtyRoutes) > 0 {
-			ops = r.appendDiffVerdicts(ops, r.dirtyRoutes, nil)
-			r.dirtyRoutes = nil
-		}
-	}
-	err := r.run(ctx, ops, full, start)
-	r.forgetTables() // a table stays pending while any route waits for it
-	for _, fe := range r.dirty {
-		if fe.unused() {
-			delete(r.frontends, fe.key)
-		}
-	}
-	r.dirty = r.dirty[:0]
-	if full {
-		for k, fe := range r.frontends {
-			fe.haveID = false
-			if fe.unused() {
-				delete(r.frontends, k)
-			}
-		}
-	}
-	return err
+	return reconcile.Apply(ctx, &r.mu, (*cycle)(r), full)
 }
 
-// dumpRoutes reads the routes of the pod and main VRFs (none without a
-// service CIDR: the renderer then owns no route).
-func (r *Renderer) dumpRoutes(ctx context.Context) ([]Route, error) {
-	if len(r.cfg.ServiceCIDRs) == 0 {
-		return nil, nil
+// cycle is the renderer's side of reconcile.Apply.
+type cycle Renderer
+
+var _ reconcile.Cycle[dumped, Op] = (*cycle)(nil)
+
+// Begin implements reconcile.Cycle; it takes the news of a VPP restart.
+func (c *cycle) Begin(full bool) bool {
+	r := (*Renderer)(c)
+	r.start = time.Now()
+	if r.restarted.Take() {
+		r.forgetVPP()
 	}
-	r.stats.Calls++
-	return r.vpp.DumpFIBRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF}, r.cfg.IPv6())
+	r.stats.Applies++
+	if full = full || !r.synced; full {
+		r.stats.FullApplies++
+	}
+	return full
+}
+
+// Dump implements reconcile.Cycle.
+func (c *cycle) Dump(ctx context.Context) (dumped, error) {
+	r := (*Renderer)(c)
+	d, calls, err := r.dump(ctx)
+	r.mu.Lock()
+	r.stats.Calls += calls
+	if err != nil {
+		r.stats.Transient++
+	}
+	r.mu.Unlock()
+	return d, err
+}
+
+// PlanFull implements reconcile.Cycle.
+func (c *cycle) PlanFull(d dumped) []Op { return (*Renderer)(c).planFull(d) }
+
+// PlanChanges implements reconcile.Cycle.
+func (c *cycle) PlanChanges() []Op { return (*Renderer)(c).planChanges() }
+
+// Run implements reconcile.Cycle.
+func (c *cycle) Run(ctx context.Context, ops []Op, full bool) error {
+	r := (*Renderer)(c)
+	return r.run(ctx, ops, full, r.start)
+}
+
+// End implements reconcile.Cycle.
+func (c *cycle) End(full bool, _ []Op) {
+	r := (*Renderer)(c)
+	r.forgetTables() // a table stays pending while any route waits for it
+	r.frontends.Done(full, nil)
+	r.ids = nil
+}
+
+// dumped is what a full apply reads from VPP.
+type dumped struct {
+	ip4, ip6     netip.Addr
+	translations []Dumped
+	routes       []Route
+}
+
+// dump reads VPP's SNAT addresses, translations and drop routes; calls
+// is the number of calls made.
+func (r *Renderer) dump(ctx context.Context) (d dumped, calls int, err error) {
+	calls = 2
+	d.ip4, d.ip6, err = r.vpp.SNATAddresses(ctx)
+	if err != nil {
+		return d, calls, fmt.Errorf("read cnat SNAT addresses: %w", err)
+	}
+	d.translations, err = r.vpp.DumpTranslations(ctx)
+	if err != nil {
+		return d, calls, fmt.Errorf("dump cnat translations: %w", err)
+	}
+	if len(r.cfg.ServiceCIDRs) > 0 {
+		calls++
+		d.routes, err = r.vpp.DumpFIBRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF}, r.cfg.IPv6())
+		if err != nil {
+			return d, calls, fmt.Errorf("dump routes: %w", err)
+		}
+	}
+	return d, calls, nil
+}
+
+// planFull loads what VPP holds and plans the operations that make it
+// hold the desired state; the caller holds mu.
+func (r *Renderer) planFull(d dumped) []Op {
+	r.loadNode(d.ip4, d.ip6, d.routes)
+	r.loadVerdicts(d.routes)
+	r.loadTranslations(d.translations)
+	r.synced = true
+	r.failures.Clear()
+	r.pending.Keep(func(name string) bool {
+		_, ok := r.desired.Features[name]
+		return ok
+	})
+	r.pendingTables.Keep(func(vrf uint32) bool {
+		return slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf })
+	})
+	ops := DiffNode(r.desired, r.applied)
+	for _, fe := range r.frontends.Sorted() {
+		id, haveID := r.ids[fe.Key]
+		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, id, haveID)
+		r.frontends.Clean(fe)
+	}
+	ops = r.appendDiffVerdicts(ops, nil, nil)
+	r.dirtyIfs = nil
+	r.dirtyRoutes = nil
+	return ops
+}
+
+// planChanges plans the operations for what changed since the last
+// apply; the caller holds mu.
+func (r *Renderer) planChanges() []Op {
+	var ops []Op
+	if len(r.dirtyIfs) > 0 {
+		names := make([]string, 0, len(r.dirtyIfs))
+		for n := range r.dirtyIfs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		ops = diffNode(ops, r.desired, r.applied, names, false)
+		r.dirtyIfs = nil
+		// Tables come with the startup configuration's interfaces (and
+		// pods go only into a table that exists): an apply with
+		// interface news tries the routes that wait for a table.
+		for _, op := range diffRoutes(nil, r.desired.Routes, r.applied.Routes, true) {
+			if r.pendingTables.Has(op.Route.VRF) {
+				ops = append(ops, op)
+			}
+		}
+		if r.pendingTables.Len() > 0 {
+			ops = r.appendDiffVerdicts(ops, nil, &r.pendingTables)
+		}
+	}
+	for _, fe := range r.frontends.Dirty() {
+		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, 0, false)
+		r.frontends.Clean(fe)
+	}
+	if len(r.dirtyRoutes) > 0 {
+		ops = r.appendDiffVerdicts(ops, r.dirtyRoutes, nil)
+		r.dirtyRoutes = nil
+	}
+	return ops
 }
 
 // loadNode decides what node configuration VPP holds, given the SNAT
@@ -226,32 +255,23 @@ func (r *Renderer) pickNode(ip4, ip6 netip.Addr) (n *Node, fresh bool) {
 // loadTranslations makes the dumped translations the renderer owns what
 // VPP holds; the others are foreign and never touched.
 func (r *Renderer) loadTranslations(dumped []Dumped) {
-	for _, fe := range r.frontends {
-		fe.applied, fe.haveID = nil, false
-	}
 	foreign := 0
+	held := make(map[Key]*Translation, len(dumped))
+	r.ids = make(map[Key]uint32, len(dumped))
 	for i := range dumped {
 		d := &dumped[i]
 		if !r.owned(d.Key) {
 			foreign++
 			continue
 		}
-		fe := r.frontends[d.Key]
-		if fe == nil {
-			fe = &frontend{key: d.Key}
-			r.frontends[d.Key] = fe
+		t := r.fromDump(d)
+		if fe := r.frontends.Get(d.Key); fe != nil && t.Equal(fe.Desired) {
+			t = fe.Desired
 		}
-		fe.applied, fe.id, fe.haveID = r.fromDump(d), d.ID, true
-		if fe.applied.Equal(fe.desired) {
-			fe.applied = fe.desired
-		}
+		held[d.Key], r.ids[d.Key] = t, d.ID
 	}
 	r.stats.Foreign = foreign
-	for k, fe := range r.frontends {
-		if fe.unused() {
-			delete(r.frontends, k)
-		}
-	}
+	r.frontends.Load(held)
 }
 
 // fromDump is the translation a dump shows, with what the dump lacks
@@ -275,9 +295,11 @@ func (r *Renderer) fromDump(d *Dumped) *Translation {
 // With a Pipeliner VPP the Pipelined operations are sent without waiting
 // for each answer (see Pipeliner); answers are handled in send order.
 // It logs one line for the batch (at debug level when an incremental
-// apply called nothing).
+// apply called nothing). It calls VPP without mu, and records each answer
+// under it.
 func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time) error {
-	x := runner{r: r, ctx: ctx, ops: ops}
+	x := &r.runner
+	*x = runner{r: r, ctx: ctx, ops: ops}
 	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
 		if p, err := pl.Pipeline(ctx); err == nil {
 			x.p = p
@@ -286,46 +308,21 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			r.log.Debug("cnat: no pipeline; calling synchronously", "error", err)
 		}
 	}
+	q := &r.queue
+	q.Start(ctx, x, ops)
+	defer q.End()
 	for i := range ops {
-		op := &ops[i]
-		id := objectOf(op)
-		// A translation's earlier call decides whether its next one runs (a
-		// delete that failed must not be followed by the re-add). An
-		// interface's calls go out together, as NAT44's features of one
-		// interface do: each records its own result, and a missing
-		// interface is known before sending (Send's error).
-		for id.Kind != ObjectInterface && x.busy[id] > 0 {
-			x.recv()
-		}
-		if _, skip := x.failed[id]; skip {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			x.drain()
+		if !q.Do(i) {
+			q.Drain()
+			r.mu.Lock()
 			r.stats.Transient += len(ops) - i
+			r.mu.Unlock()
 			x.b.transient += len(ops) - i
-			x.b.firstErr = cmpErr(x.b.firstErr, err)
+			x.b.firstErr = cmpErr(x.b.firstErr, ctx.Err())
 			break
 		}
-		if x.p != nil && Pipelined(op) {
-			r.stats.Calls++
-			r.stats.Writes++
-			if err := x.p.Send(op); err != nil {
-				x.result(i, 0, err)
-				continue
-			}
-			x.inflight = append(x.inflight, i)
-			if x.busy == nil {
-				x.busy = map[ObjectID]int{}
-			}
-			x.busy[id]++
-			continue
-		}
-		x.drain()
-		idx, err := r.call(ctx, op)
-		x.result(i, idx, err)
 	}
-	x.drain()
+	q.Drain()
 	if x.nodeChanged {
 		r.saveNode()
 	}
@@ -337,8 +334,9 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 	if r.log.Enabled(ctx, level) {
 		r.log.Log(ctx, level, "cnat applied", "full", full, "translationsAdded", b.added, "translationsRemoved", b.removed,
 			"translationsUpdated", b.updated, "nodeCalls", b.node, "calls", b.calls, "invalid", b.invalid,
-			"transient", b.transient, "pending", len(r.pending), "pipelined", x.p != nil, "duration", time.Since(start))
+			"transient", b.transient, "pending", r.pending.Len(), "pipelined", x.p != nil, "duration", time.Since(start))
 	}
+	x.ctx, x.ops, x.p = nil, nil, nil
 	return b.firstErr
 }
 
@@ -355,45 +353,51 @@ type batch struct {
 	firstErr error
 }
 
-// runner is the state of one run: the pipeline, if any, the calls in
-// flight (indexes into ops, oldest first) and per object, the objects
-// that failed.
+// runner is the renderer's side of one run (the reconcile.Port of its
+// queue): the pipeline, if any, and what the run did.
 type runner struct {
 	r           *Renderer
 	ctx         context.Context
 	ops         []Op
 	b           batch
 	p           Pipeline
-	inflight    []int
-	busy        map[ObjectID]int
-	failed      map[ObjectID]struct{}
 	nodeChanged bool
+	// extra counts the calls a call made before its own (callNode).
+	extra int
 }
 
-// recv handles the answer to the oldest call in flight.
-func (x *runner) recv() {
-	i := x.inflight[0]
-	x.inflight = x.inflight[1:]
-	idx, err := x.p.Recv()
-	id := objectOf(&x.ops[i])
-	if x.busy[id]--; x.busy[id] == 0 {
-		delete(x.busy, id)
-	}
-	x.result(i, idx, err)
-}
+var _ reconcile.Port[Op, ObjectID, uint32] = (*runner)(nil)
 
-// drain handles every answer in flight.
-func (x *runner) drain() {
-	for len(x.inflight) > 0 {
-		x.recv()
-	}
-}
+// Object implements reconcile.Port.
+func (x *runner) Object(op *Op) ObjectID { return objectOf(op) }
 
-// result records the outcome of ops[i]'s call; idx is the interface's
-// sw_if_index for an interface's operation.
-func (x *runner) result(i int, idx uint32, err error) {
+// Ordered implements reconcile.Port: a translation's earlier call decides
+// whether its next one runs (a delete that failed must not be followed by
+// the re-add). An interface's calls go out together, as NAT44's features
+// of one interface do: each records its own result, and a missing
+// interface is known before sending (Send's error).
+func (x *runner) Ordered(id ObjectID) bool { return id.Kind != ObjectInterface }
+
+// Pipelined implements reconcile.Port.
+func (x *runner) Pipelined(op *Op) bool { return x.p != nil && Pipelined(op) }
+
+// Send implements reconcile.Port.
+func (x *runner) Send(op *Op) error { return x.p.Send(op) }
+
+// Recv implements reconcile.Port.
+func (x *runner) Recv() (uint32, error) { return x.p.Recv() }
+
+// Result implements reconcile.Port: it records the outcome of ops[i]'s
+// call; idx is the interface's sw_if_index for an interface's operation.
+func (x *runner) Result(i int, idx uint32, err error) (failed bool) {
 	r, b, op := x.r, &x.b, &x.ops[i]
 	id := objectOf(op)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The call, and those it made before (callNode).
+	r.stats.Calls += 1 + x.extra
+	r.stats.Writes += 1 + x.extra
+	x.extra = 0
 	b.calls++
 	switch {
 	case err == nil:
@@ -410,45 +414,40 @@ func (x *runner) result(i int, idx uint32, err error) {
 			b.node++
 		}
 		if op.Interface != "" {
-			delete(r.pending, op.Interface)
+			r.pending.Delete(op.Interface)
 		}
-		b.count(op, r.frontends[op.Translation.keyOrZero()])
+		b.count(op, r.frontends.Get(op.Translation.keyOrZero()))
 		r.record(op, idx)
-		return
+		return false
 	}
-	if x.failed == nil {
-		x.failed = map[ObjectID]struct{}{}
-	}
-	x.failed[id] = struct{}{}
 	if op.isRoute() && errors.Is(err, ErrNoTable) {
 		// Not a failure either: VPP has not made the table yet (its
 		// startup configuration runs seconds after a restart); the next
 		// apply tries again.
-		if _, ok := r.pendingTables[op.Route.VRF]; !ok {
-			r.pendingTables[op.Route.VRF] = time.Now()
+		if r.pendingTables.Add(op.Route.VRF, struct{}{}, time.Now()) {
 			r.log.Info("cnat: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.String())
 		}
-		return
+		return true
 	}
 	if errors.Is(err, ErrNoInterface) {
 		// Not a failure: the interface is not there yet (a pod's
 		// interface being made); UpdateInterface and full applies try again.
-		if _, ok := r.pending[op.Interface]; !ok {
-			r.pending[op.Interface] = PendingInterface{Name: op.Interface, Since: time.Now()}
+		if r.pending.Add(op.Interface, struct{}{}, time.Now()) {
 			r.log.Info("cnat: waiting for interface", "interface", op.Interface)
 		}
-		return
+		return true
 	}
 	if errors.Is(err, ErrInvalid) {
 		b.invalid++
 		r.stats.Invalid++
-		r.failures[id] = Failure{Object: id, Op: op.Kind, Reason: err.Error()}
+		r.failures.Set(id, Failure{Object: id, Op: op.Kind, Reason: err.Error()})
 		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
-		return
+		return true
 	}
 	b.transient++
 	r.stats.Transient++
 	b.firstErr = cmpErr(b.firstErr, err)
+	return true
 }
 
 // count records one successful translation operation; fe is its
@@ -466,7 +465,7 @@ func (b *batch) count(op *Op, fe *frontend) {
 		case again:
 			b.removed--
 			b.updated++
-		case fe == nil || fe.applied == nil:
+		case fe == nil || fe.Applied == nil:
 			b.added++
 		default:
 			b.updated++
@@ -489,22 +488,21 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// call issues one operation; for an interface's, it also returns the
+// Call implements reconcile.Port: it issues one operation; for an interface's, it also returns the
 // interface's sw_if_index.
-func (r *Renderer) call(ctx context.Context, op *Op) (uint32, error) {
-	r.stats.Calls++
-	r.stats.Writes++
+func (x *runner) Call(op *Op) (uint32, error) {
 	switch op.Kind {
 	case OpFeature:
-		return r.vpp.EnableDisableFeature(ctx, op.Interface, op.Feature, op.Add)
+		return x.r.vpp.EnableDisableFeature(x.ctx, op.Interface, op.Feature, op.Add)
 	case OpSNATInterface:
-		return r.vpp.AddDelSNATInterface(ctx, op.Interface, op.Table, op.Add)
+		return x.r.vpp.AddDelSNATInterface(x.ctx, op.Interface, op.Table, op.Add)
 	}
-	return 0, r.callNode(ctx, op)
+	return 0, x.r.callNode(x.ctx, op, &x.extra)
 }
 
-// callNode issues an operation that names no interface.
-func (r *Renderer) callNode(ctx context.Context, op *Op) error {
+// callNode issues an operation that names no interface, adding the calls
+// made beyond the first to writes.
+func (r *Renderer) callNode(ctx context.Context, op *Op, writes *int) error {
 	switch op.Kind {
 	case OpExcludePrefix:
 		return r.vpp.AddDelExcludePrefix(ctx, op.Prefix, op.Add)
@@ -532,8 +530,7 @@ func (r *Renderer) callNode(ctx context.Context, op *Op) error {
 			if id, err = r.vpp.UpdateTranslation(ctx, op.Translation); err != nil {
 				return err
 			}
-			r.stats.Calls++
-			r.stats.Writes++
+			*writes++
 		}
 		return r.vpp.DeleteTranslation(ctx, id)
 	}
@@ -594,12 +591,13 @@ func (r *Renderer) record(op *Op, idx uint32) {
 			delete(r.verdicts, op.Route)
 		}
 	case OpDeleteTranslation:
-		if fe := r.frontends[op.Translation.Key]; fe != nil {
-			fe.applied, fe.haveID = nil, false
+		if fe := r.frontends.Get(op.Translation.Key); fe != nil {
+			fe.Applied = nil
+			delete(r.ids, fe.Key)
 		}
 	case OpUpdateTranslation:
-		if fe := r.frontends[op.Translation.Key]; fe != nil {
-			fe.applied = op.Translation
+		if fe := r.frontends.Get(op.Translation.Key); fe != nil {
+			fe.Applied = op.Translation
 		}
 	}
 	if op.Kind == OpFeature || op.Kind == OpSNATInterface {
@@ -628,7 +626,7 @@ func (r *Renderer) saveNode() {
 // for any more: one route added into a table does not mean the others
 // refused for want of it are in. The caller holds mu.
 func (r *Renderer) forgetTables() {
-	for vrf := range r.pendingTables {
+	r.pendingTables.Keep(func(vrf uint32) bool {
 		waits := slices.ContainsFunc(diffRoutes(nil, r.desired.Routes, r.applied.Routes, true), func(op Op) bool {
 			return op.Add && op.Route.VRF == vrf
 		})
@@ -637,8 +635,6 @@ func (r *Renderer) forgetTables() {
 				waits = true
 			}
 		}
-		if !waits {
-			delete(r.pendingTables, vrf)
-		}
-	}
+		return waits
+	})
 }

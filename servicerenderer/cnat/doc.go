@@ -209,6 +209,17 @@
 //   - The renderer never removes nat44's state, nor nat44 the renderer's:
 //     switching a node is an operator's procedure (docs/operations.md).
 //
+// # Shared with nat44 (package reconcile)
+//
+// The claims on frontends (the oldest service wins; a conflict is logged
+// once per frontend and losing service, and logged resolved, as under
+// nat44), the desired/applied/dirty bookkeeping, the interfaces and
+// tables waited for, the failures, the run of operations and the apply
+// skeleton are reconcile's. So is the lock contract: the controller's loop
+// is the only writer; the introspection methods read snapshots; no lock
+// is held while VPP is called (VPPRestarted, from the VPP connection's
+// goroutine, raises a flag the next Apply takes).
+//
 // The agent builds the renderer with renderer: cnat (agent/renderers.go,
 // the /v1/cnat view); agent.Render and contivctl render --renderer cnat
 // run it offline into the simulated VPP.

@@ -14,13 +14,15 @@ import (
 // ErrInvalid marks a call VPP refused as invalid: retrying the same call
 // cannot succeed, so it is reported per object (Failures) and not retried
 // until the object changes or a full apply runs. Errors not wrapping it are
-// transient and healed by the controller's resync.
-var ErrInvalid = errors.New("rejected by VPP as invalid")
+// transient and healed by the controller's resync. It is
+// servicerenderer.ErrInvalid, which both renderers share.
+var ErrInvalid = servicerenderer.ErrInvalid
 
 // ErrNoInterface marks a call naming an interface VPP does not have (it
 // wraps ErrInvalid too). Disabling the features of such an interface
 // succeeds in effect: VPP drops them with the interface.
-var ErrNoInterface = errors.New("VPP has no such interface")
+// It is servicerenderer.ErrNoInterface, which both renderers share.
+var ErrNoInterface = servicerenderer.ErrNoInterface
 
 // ErrNoTable marks a route into a FIB table VPP does not have (yet): it
 // wraps ErrInvalid too. After a VPP restart the pod VRF's table comes with
@@ -204,23 +206,12 @@ func (s Tables) Has(t SNATTable) bool { return s&(1<<t) != 0 }
 // allTables lists the tables in the order they are added.
 var allTables = []SNATTable{TableIncludeV4, TableIncludeV6, TablePod, TableHost}
 
-// RouteKind is what a route does with the traffic it matches: traffic no
-// translation took (cnat translates before the FIB lookup).
-type RouteKind uint8
+// RouteKind is what a route does with the traffic it matches: the
+// route kinds are servicerenderer's, which both renderers share.
+type RouteKind = servicerenderer.RouteKind
 
-// The route kinds.
-const (
-	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDRs.
-	RouteDrop RouteKind = iota
-	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
-	// a cluster IP, whose ports without endpoints (and undefined ports) are
-	// then refused at once. VPP 25.02 crashes on it outside table 0.
-	RouteReject
-	// RouteLookup looks the destination up again in table Route.Table (a
-	// path with neither interface nor next hop): the pod VRF's way to a
-	// cluster IP's reject route in table 0, past its service-CIDR drop route.
-	RouteLookup
-)
+// The route kinds (see servicerenderer.RouteKind).
+const RouteDrop, RouteReject, RouteLookup = servicerenderer.RouteDrop, servicerenderer.RouteReject, servicerenderer.RouteLookup
 
 // Route is a route on a prefix in one VRF (FIB table): a drop route on a
 // service CIDR (Node.Routes), so that a packet to a service address no

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 var (
@@ -31,22 +32,38 @@ type Params struct {
 
 // Renderer is the cnat renderer: its Renderer methods record the desired
 // state of one change (at a cost proportional to that change), and Apply
-// pushes what changed to VPP (it is the controller's Applier).
+// pushes what changed to VPP (it is the controller's Applier). The
+// Renderer methods (AddService, UpdateService, DeleteService,
+// UpdateInterface, UpdateLocalNode, Resync) are its embedded
+// reconcile.Front's, which takes the lock and calls the renderer's own.
 //
-// All methods may be called from any goroutine; they are serialized (the
-// introspection methods wait for a running Apply).
+// Every method but the introspection ones (Desired, Applied, DesiredNode,
+// AppliedNode, Failures, Pending, PendingTables, Conflicts, Stats) and
+// VPPRestarted must be called from one goroutine, the controller's loop;
+// those may be called from any goroutine (see package reconcile for the
+// lock contract: no lock is held while VPP is called).
 type Renderer struct {
+	// front holds the change methods (AddService, …, Resync): each
+	// takes mu and calls the renderer's changes.
+	front
 	cfg   Config
 	vpp   VPP
 	store Store
 	log   *slog.Logger
+	// restarted is raised by VPPRestarted, taken by the next Apply.
+	restarted reconcile.Flag
 
+	// mu guards the fields below against the introspection methods: the
+	// loop goroutine, their only writer, reads them without it.
 	mu       sync.Mutex
 	node     servicerenderer.LocalNode
 	services map[servicerenderer.ServiceID]*entry
 	// frontends holds every key a service claims or the renderer's
-	// translations in VPP occupy.
-	frontends map[Key]*frontend
+	// translations in VPP occupy, their translations and the claims.
+	frontends *reconcile.Table[Key, Translation]
+	// ids are VPP's ids of the translations the dump of a full apply
+	// read, for that apply only (nil otherwise).
+	ids map[Key]uint32
 	// extIPs counts the known services per external/LoadBalancer IP:
 	// translations on them are the renderer's.
 	extIPs     map[netip.Addr]int
@@ -60,14 +77,13 @@ type Renderer struct {
 	// the last apply.
 	dirtyIfs map[string]struct{}
 	synced   bool
-	dirty    []*frontend
-	failures map[ObjectID]Failure
+	failures reconcile.Failures[ObjectID, Failure]
 	// pending are the interfaces whose configuration waits for VPP to have
 	// the interface.
-	pending map[string]PendingInterface
-	// pendingTables are the VRFs whose drop routes wait for VPP to make
-	// the table, with since when.
-	pendingTables map[uint32]time.Time
+	pending reconcile.Waits[string, struct{}]
+	// pendingTables are the VRFs whose drop and verdict routes wait for
+	// VPP to make the table.
+	pendingTables reconcile.Waits[uint32, struct{}]
 	// ifIndex is the sw_if_index each interface had when the renderer
 	// configured it; unknown for configuration taken from the Store or
 	// assumed (see InterfaceLost).
@@ -80,54 +96,26 @@ type Renderer struct {
 	verdicts    map[Route]struct{}
 	dirtyRoutes map[Route]struct{}
 	stats       Stats
+	// transBuf is a scratch buffer of the loop goroutine, reused from one
+	// change to the next; nothing kept aliases it. runner and queue are
+	// the state of its runs (apply.go), reused from one apply to the next.
+	transBuf []Translation
+	runner   runner
+	queue    reconcile.Run[Op, ObjectID, uint32]
+	// start is when the running apply started.
+	start time.Time
 }
 
-// entry is one known service, its translations, sorted by key, and its
+// entry is one known service, its translations (claims), and its
 // verdict routes, sorted.
 type entry struct {
-	svc    *servicerenderer.ContivService
-	trans  []Translation
+	reconcile.Claimant[Key, Translation]
 	routes []Route
 }
 
-// find is the entry's translation on key.
-func (e *entry) find(k Key) *Translation {
-	i, ok := slices.BinarySearchFunc(e.trans, k, func(t Translation, k Key) int { return t.Key.Compare(k) })
-	if !ok {
-		return nil
-	}
-	return &e.trans[i]
-}
-
-// before tells whether e wins a key over f: the oldest, then the lower ID.
-func (e *entry) before(f *entry) bool {
-	if !e.svc.Created.Equal(f.svc.Created) {
-		return e.svc.Created.Before(f.svc.Created)
-	}
-	if e.svc.ID.Namespace != f.svc.ID.Namespace {
-		return e.svc.ID.Namespace < f.svc.ID.Namespace
-	}
-	return e.svc.ID.Name < f.svc.ID.Name
-}
-
-// frontend is one key: the services claiming it (the winner first), the
-// translation wanted there and the one VPP holds.
-type frontend struct {
-	key       Key
-	claimants []*entry
-	desired   *Translation
-	// applied is the renderer's translation VPP holds on the key as far as
-	// the renderer knows; nil when none. id is VPP's id of it when haveID
-	// (set by the dump of a full apply, for that apply only).
-	applied *Translation
-	id      uint32
-	haveID  bool
-	dirty   bool
-}
-
-func (fe *frontend) unused() bool {
-	return len(fe.claimants) == 0 && fe.applied == nil && !fe.dirty
-}
+// frontend is one key: the services claiming it, the translation wanted
+// there and the one VPP holds.
+type frontend = reconcile.Frontend[Key, Translation]
 
 // New validates the configuration and makes a renderer with no service.
 func New(p Params) (*Renderer, error) {
@@ -141,9 +129,16 @@ func New(p Params) (*Renderer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log, frontends: map[Key]*frontend{},
-		failures: map[ObjectID]Failure{}, pending: map[string]PendingInterface{}, pendingTables: map[uint32]time.Time{},
+	r := &Renderer{cfg: p.Config, vpp: p.VPP, store: p.Store, log: log,
 		ifIndex: map[string]uint32{}, verdicts: map[Route]struct{}{}}
+	r.frontends = reconcile.NewTable(reconcile.Object[Key, Translation]{
+		KeyOf:   func(t *Translation) Key { return t.Key },
+		Compare: Key.Compare,
+		Same:    (*Translation).Equal,
+		Changed: func(k Key) { r.failures.Delete(ObjectID{Kind: ObjectTranslation, Key: k}) },
+	}, log)
+	r.front = reconcile.NewFront("cnat", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
+		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -153,14 +148,7 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.node = node
 	r.services = map[servicerenderer.ServiceID]*entry{}
 	r.extIPs = map[netip.Addr]int{}
-	for k, fe := range r.frontends {
-		if fe.applied == nil {
-			delete(r.frontends, k)
-			continue
-		}
-		*fe = frontend{key: k, applied: fe.applied}
-	}
-	r.dirty = r.dirty[:0]
+	r.frontends.Reset()
 	r.routeRefs = map[Route]int{}
 	r.dirtyRoutes = nil
 	r.interfaces = maps.Clone(interfaces)
@@ -172,33 +160,9 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.synced = false
 }
 
-var errNilService = errors.New("cnat: nil service")
-
-// AddService implements servicerenderer.Renderer.
-func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// UpdateService implements servicerenderer.Renderer.
-func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
-	return r.AddService(svc)
-}
-
-// DeleteService implements servicerenderer.Renderer.
-func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// deleteService forgets svc.
+func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.removeService(svc.ID)
-	return nil
 }
 
 func (r *Renderer) removeService(id servicerenderer.ServiceID) {
@@ -206,11 +170,9 @@ func (r *Renderer) removeService(id servicerenderer.ServiceID) {
 	if e == nil {
 		return
 	}
-	for i := range e.trans {
-		r.release(e, r.frontends[e.trans[i].Key])
-	}
+	r.frontends.Release(&e.Claimant)
 	r.setRoutes(e, nil)
-	r.countExternal(e.svc, -1)
+	r.countExternal(e.Svc, -1)
 	delete(r.services, id)
 }
 
@@ -218,49 +180,23 @@ func (r *Renderer) removeService(id servicerenderer.ServiceID) {
 // key with those it had.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
-	if e != nil && !e.svc.Created.Equal(svc.Created) {
+	if e != nil && !e.Svc.Created.Equal(svc.Created) {
 		// Another incarnation: it may now lose or win keys.
 		r.removeService(svc.ID)
 		e = nil
 	}
-	trans := appendService(nil, svc, r.node, &r.cfg)
-	slices.SortFunc(trans, func(a, b Translation) int { return a.Key.Compare(b.Key) })
+	trans := appendService(r.transBuf[:0], svc, r.node, &r.cfg)
 	if e == nil {
-		e = &entry{svc: svc}
+		e = &entry{}
 		r.services[svc.ID] = e
 	} else {
-		r.countExternal(e.svc, -1)
+		r.countExternal(e.Svc, -1)
 	}
 	r.countExternal(svc, 1)
 	r.setRoutes(e, BuildRoutes(svc, &r.cfg))
-	old := e.trans
-	e.svc, e.trans = svc, trans
-	i, j := 0, 0
-	for i < len(old) || j < len(trans) {
-		c := 0
-		switch {
-		case i == len(old):
-			c = 1
-		case j == len(trans):
-			c = -1
-		default:
-			c = old[i].Key.Compare(trans[j].Key)
-		}
-		switch {
-		case c < 0:
-			r.release(e, r.frontends[old[i].Key])
-			i++
-		case c > 0:
-			r.claim(e, &trans[j])
-			j++
-		default:
-			if fe := r.frontends[trans[j].Key]; fe.claimants[0] == e {
-				r.setDesired(fe, &trans[j])
-			}
-			i++
-			j++
-		}
-	}
+	r.frontends.Set(&e.Claimant, svc, trans)
+	clear(trans)
+	r.transBuf = trans[:0]
 }
 
 // countExternal adds n to the count of each external IP of svc.
@@ -273,78 +209,12 @@ func (r *Renderer) countExternal(svc *servicerenderer.ContivService, n int) {
 	}
 }
 
-// claim records that e wants t on its key.
-func (r *Renderer) claim(e *entry, t *Translation) {
-	fe := r.frontends[t.Key]
-	if fe == nil {
-		fe = &frontend{key: t.Key}
-		r.frontends[t.Key] = fe
-	}
-	i := 0
-	for i < len(fe.claimants) && fe.claimants[i].before(e) {
-		i++
-	}
-	fe.claimants = slices.Insert(fe.claimants, i, e)
-	if i == 0 {
-		r.setDesired(fe, t)
-	}
-	if len(fe.claimants) > 1 {
-		rejected := e
-		if i == 0 {
-			rejected = fe.claimants[1]
-		}
-		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", t.Key.String(),
-			"service", fe.claimants[0].svc.ID, "rejected", rejected.svc.ID)
-	}
-}
-
-// release records that e no longer claims fe; the next oldest takes over.
-func (r *Renderer) release(e *entry, fe *frontend) {
-	i := slices.Index(fe.claimants, e)
-	if i < 0 {
-		return
-	}
-	fe.claimants = slices.Delete(fe.claimants, i, i+1)
-	if i == 0 {
-		if len(fe.claimants) == 0 {
-			r.setDesired(fe, nil)
-		} else {
-			r.setDesired(fe, fe.claimants[0].find(fe.key))
-		}
-	}
-	if fe.unused() {
-		delete(r.frontends, fe.key)
-	}
-}
-
-// setDesired makes t (nil: none) the desired translation of fe and queues
-// fe for Apply when that changes anything.
-func (r *Renderer) setDesired(fe *frontend, t *Translation) {
-	if fe.desired.Equal(t) {
-		if t != nil {
-			if fe.applied == fe.desired {
-				fe.applied = t
-			}
-			fe.desired = t
-		}
-		return
-	}
-	fe.desired = t
-	if !fe.dirty {
-		fe.dirty = true
-		r.dirty = append(r.dirty, fe)
-	}
-	delete(r.failures, ObjectID{Kind: ObjectTranslation, Key: fe.key})
-}
-
-// UpdateInterface implements servicerenderer.Renderer: every interface
+// setInterface gives an interface its role (0: none): every interface
 // with a role gets the cnat features, a pod interface its SNAT tables.
-func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRole) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setInterface(name string, role servicerenderer.InterfaceRole) {
 	if role == 0 {
 		delete(r.interfaces, name)
-		delete(r.pending, name)
+		r.pending.Delete(name)
 		delete(r.desired.Features, name)
 		delete(r.desired.Tables, name)
 	} else {
@@ -356,7 +226,6 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 		}
 	}
 	r.markInterface(name)
-	return nil
 }
 
 func (r *Renderer) markInterface(name string) {
@@ -364,7 +233,7 @@ func (r *Renderer) markInterface(name string) {
 		r.dirtyIfs = map[string]struct{}{}
 	}
 	r.dirtyIfs[name] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
+	r.failures.Delete(ObjectID{Kind: ObjectInterface, Interface: name})
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
@@ -394,16 +263,14 @@ func (r *Renderer) InterfaceLost(name string, index uint32) {
 // when the connection reports a new VPP process): VPP holds no cnat
 // configuration any more, so the next Apply (which must then be full)
 // configures everything again. Without it, a full Apply still notices a
-// restart through the SNAT addresses VPP reports (see Apply).
-func (r *Renderer) VPPRestarted() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, fe := range r.frontends {
-		fe.applied = nil
-		if fe.unused() {
-			delete(r.frontends, k)
-		}
-	}
+// restart through the SNAT addresses VPP reports (see Apply). It may be
+// called from any goroutine: the next Apply takes the news.
+func (r *Renderer) VPPRestarted() { r.restarted.Raise() }
+
+// forgetVPP makes the renderer know VPP holds nothing of it (VPPRestarted);
+// the caller holds mu.
+func (r *Renderer) forgetVPP() {
+	r.frontends.Load(nil)
 	r.applied = &Node{Tables: map[string]Tables{}, Features: map[string]Feature{}}
 	clear(r.ifIndex)
 	clear(r.verdicts)
@@ -411,24 +278,21 @@ func (r *Renderer) VPPRestarted() {
 	r.saveNode()
 }
 
-// UpdateLocalNode implements servicerenderer.Renderer: when this node's
+// setNode records this node's addresses: when this node's
 // addresses change, every service is rendered again (NodePorts and
 // is_real_ip depend on them).
-func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 	changed := !slices.Equal(r.node.IPs, node.IPs)
 	r.node = node
 	if !changed {
-		return nil
+		return
 	}
 	ids := slices.SortedFunc(maps.Keys(r.services), func(a, b servicerenderer.ServiceID) int {
 		return compareIDs(a, b)
 	})
 	for _, id := range ids {
-		r.setService(r.services[id].svc)
+		r.setService(r.services[id].Svc)
 	}
-	return nil
 }
 
 func compareIDs(a, b servicerenderer.ServiceID) int {
@@ -447,21 +311,16 @@ func compareIDs(a, b servicerenderer.ServiceID) int {
 	return 0
 }
 
-// Resync implements servicerenderer.Renderer: the desired state is rebuilt
+// resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot; the next Apply is full.
-func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
-	if data == nil {
-		return errors.New("cnat: nil resync data")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 	r.reset(data.Node, data.Interfaces)
 	for _, svc := range data.Services {
 		if svc != nil {
 			r.setService(svc)
 		}
 	}
-	return nil
+	r.frontends.EndReset()
 }
 
 // owned tells whether a translation VPP holds on k is the renderer's: k is
@@ -473,7 +332,7 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 // renderer's, and one left on the external IP of a service deleted while
 // the agent was down is left in place.
 func (r *Renderer) owned(k Key) bool {
-	if fe := r.frontends[k]; fe != nil && len(fe.claimants) > 0 {
+	if fe := r.frontends.Get(k); fe != nil && fe.Winner() != nil {
 		return true
 	}
 	if r.cfg.inServiceCIDR(k.IP) || r.extIPs[k.IP] > 0 {
@@ -481,3 +340,6 @@ func (r *Renderer) owned(k Key) bool {
 	}
 	return slices.Contains(r.node.IPs, k.IP) && k.Port >= r.cfg.NodePortMin && k.Port <= r.cfg.NodePortMax
 }
+
+// front is what the renderer embeds: its change methods.
+type front = reconcile.Front

@@ -1,12 +1,15 @@
 package cnat
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -615,4 +618,63 @@ func TestServiceRouteWaitsForTable(t *testing.T) {
 // drops are the drop routes among rs.
 func drops(rs []Route) []Route {
 	return slices.DeleteFunc(slices.Clone(rs), func(r Route) bool { return r.Kind != RouteDrop })
+}
+
+// A table made in the middle of an apply takes some routes into it and
+// refuses those sent before: the table stays pending until every route
+// into it is in (as nat44's TestTableMadeBehindTheRenderersBack), so that
+// the next apply with interface news adds the refused ones. Forgetting the
+// table at the first route added left the service CIDR's drop route out,
+// unreported.
+func TestTableMadeMidApply(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	drop := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
+	lookup := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup} // the cluster IP's
+	noTable := fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)
+	f.failRoute = map[Route]error{drop: noTable, lookup: noTable}
+	r := newRenderer(t, f, nil)
+	_ = r.Resync(resyncData(web()))
+	apply(t, r, true)
+
+	// The drop route is sent first, refused; the table is made; the
+	// cluster IP's lookup goes in.
+	f.failRoute = map[Route]error{drop: noTable}
+	_ = r.UpdateInterface("host-vcw1", sr.RoleBackend)
+	apply(t, r, false)
+	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{drop}) {
+		t.Fatalf("pending tables %+v, want VRF 1 with the drop route", p)
+	}
+
+	f.failRoute = nil
+	_ = r.UpdateInterface("host-vcw2", sr.RoleBackend)
+	apply(t, r, false)
+	if p := r.PendingTables(); len(p) != 0 {
+		t.Errorf("still pending: %+v", p)
+	}
+	checkState(t, f, wantState(r))
+}
+
+// A conflict is logged once per frontend and losing service, as under
+// nat44: not again by a resync that finds it again (the agent resyncs on
+// every healing), and logged resolved when the winner goes.
+func TestConflictLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	r, err := New(Params{Config: testConfig(), VPP: newFake(t, allIfaces...), Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, young := web(), web()
+	young.ID.Name, young.Created = "young", t0.Add(time.Hour)
+	for range 3 {
+		_ = r.Resync(resyncData(young, old))
+		apply(t, r, false)
+	}
+	cs := r.Conflicts()
+	if n := strings.Count(buf.String(), "claimed by two services"); len(cs) == 0 || n != len(cs) {
+		t.Errorf("%d conflicts logged %d times, want once each:\n%s", len(cs), n, buf.String())
+	}
+	_ = r.DeleteService(old)
+	if n := strings.Count(buf.String(), "frontend conflict resolved"); n == 0 {
+		t.Errorf("the end of the conflict not logged:\n%s", buf.String())
+	}
 }

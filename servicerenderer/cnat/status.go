@@ -3,14 +3,13 @@ package cnat
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // ObjectKind names the kinds of cnat objects.
@@ -88,38 +87,20 @@ type Stats struct {
 func (r *Renderer) Failures() []Failure {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fs := slices.Collect(maps.Values(r.failures))
-	slices.SortFunc(fs, func(a, b Failure) int {
+	return r.failures.Sorted(func(a, b Failure) int {
 		return compareStrings(a.Object.String(), b.Object.String())
 	})
-	return fs
 }
 
 // Conflict is a frontend more than one service claims: the oldest wins
 // (by creation time, then namespace and name).
-type Conflict struct {
-	Key    Key
-	Winner servicerenderer.ServiceID
-	Losers []servicerenderer.ServiceID
-}
+type Conflict = reconcile.Conflict[Key]
 
 // Conflicts lists the contested frontends, sorted by key.
 func (r *Renderer) Conflicts() []Conflict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cs := []Conflict{}
-	for key, fe := range r.frontends {
-		if len(fe.claimants) < 2 {
-			continue
-		}
-		c := Conflict{Key: key, Winner: fe.claimants[0].svc.ID}
-		for _, e := range fe.claimants[1:] {
-			c.Losers = append(c.Losers, e.svc.ID)
-		}
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(a, b Conflict) int { return a.Key.Compare(b.Key) })
-	return cs
+	return r.frontends.Conflicts()
 }
 
 func compareStrings(a, b string) int {
@@ -145,42 +126,39 @@ type PendingInterface struct {
 func (r *Renderer) Pending() []PendingInterface {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ps := slices.Collect(maps.Values(r.pending))
-	slices.SortFunc(ps, func(a, b PendingInterface) int { return compareStrings(a.Name, b.Name) })
+	var ps []PendingInterface // nil when none
+	for _, w := range r.pending.Sorted() {
+		ps = append(ps, PendingInterface{Name: w.Key, Since: w.Since})
+	}
 	return ps
 }
 
 // PendingTable is a FIB table whose routes wait for VPP to have it.
-type PendingTable struct {
-	VRF uint32
-	// Routes are the routes waiting, sorted.
-	Routes []Route
-	Since  time.Time
-}
+type PendingTable = reconcile.PendingTable[Route]
 
 // PendingTables lists the tables whose routes (drop and verdict routes)
 // wait for VPP to make them, by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ps := make([]PendingTable, 0, len(r.pendingTables))
-	for vrf, since := range r.pendingTables {
-		p := PendingTable{VRF: vrf, Since: since}
-		for _, rt := range r.desired.Routes {
-			if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
-				p.Routes = append(p.Routes, rt)
-			}
+	return reconcile.PendingTables(&r.pendingTables, r.waitingFor, Route.Compare)
+}
+
+// waitingFor lists the wanted routes (drop and verdict) into vrf VPP does
+// not hold.
+func (r *Renderer) waitingFor(vrf uint32) []Route {
+	var rs []Route
+	for _, rt := range r.desired.Routes {
+		if _, ok := slices.BinarySearchFunc(r.applied.Routes, rt, Route.Compare); rt.VRF == vrf && !ok {
+			rs = append(rs, rt)
 		}
-		for rt := range r.routeRefs {
-			if _, ok := r.verdicts[rt]; rt.VRF == vrf && !ok {
-				p.Routes = append(p.Routes, rt)
-			}
-		}
-		slices.SortFunc(p.Routes, Route.Compare)
-		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b PendingTable) int { return int(a.VRF) - int(b.VRF) })
-	return ps
+	for rt := range r.routeRefs {
+		if _, ok := r.verdicts[rt]; rt.VRF == vrf && !ok {
+			rs = append(rs, rt)
+		}
+	}
+	return rs
 }
 
 // Stats returns the cumulative counters.
@@ -195,7 +173,7 @@ func (r *Renderer) Stats() Stats {
 func (r *Renderer) Desired() []*Translation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.collect(func(fe *frontend) *Translation { return fe.desired })
+	return r.collect(func(fe *frontend) *Translation { return fe.Desired })
 }
 
 // Applied is the renderer's translations VPP holds as far as it knows,
@@ -203,12 +181,12 @@ func (r *Renderer) Desired() []*Translation {
 func (r *Renderer) Applied() []*Translation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.collect(func(fe *frontend) *Translation { return fe.applied })
+	return r.collect(func(fe *frontend) *Translation { return fe.Applied })
 }
 
 func (r *Renderer) collect(pick func(*frontend) *Translation) []*Translation {
 	var out []*Translation
-	for _, fe := range r.frontends {
+	for _, fe := range r.frontends.Frontends() {
 		if t := pick(fe); t != nil {
 			out = append(out, t)
 		}

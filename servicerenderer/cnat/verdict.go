@@ -4,9 +4,9 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"time"
 
 	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // BuildRoutes is the verdict routes of one service on this node, as the
@@ -77,7 +77,7 @@ func (r *Renderer) markRoute(rt Route) {
 		r.dirtyRoutes = map[Route]struct{}{}
 	}
 	r.dirtyRoutes[rt] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectRoute, Route: rt})
+	r.failures.Delete(ObjectID{Kind: ObjectRoute, Route: rt})
 }
 
 // loadVerdicts makes the dumped verdict routes the renderer owns what VPP
@@ -96,7 +96,7 @@ func (r *Renderer) loadVerdicts(dumped []Route) {
 // verdict routes among routes (all of them when routes is nil): deletes
 // first, then adds, each sorted. With pending, only the adds into those
 // VRFs (routes that wait for their table).
-func (r *Renderer) appendDiffVerdicts(ops []Op, routes map[Route]struct{}, pending map[uint32]time.Time) []Op {
+func (r *Renderer) appendDiffVerdicts(ops []Op, routes map[Route]struct{}, pending *reconcile.Waits[uint32, struct{}]) []Op {
 	var keys []Route
 	if routes == nil {
 		keys = slices.Concat(slices.Collect(maps.Keys(r.routeRefs)), slices.Collect(maps.Keys(r.verdicts)))
@@ -109,7 +109,7 @@ func (r *Renderer) appendDiffVerdicts(ops []Op, routes map[Route]struct{}, pendi
 	for _, rt := range keys {
 		_, have := r.verdicts[rt]
 		want := r.routeRefs[rt] > 0
-		_, waits := pending[rt.VRF]
+		waits := pending != nil && pending.Has(rt.VRF)
 		switch {
 		case have && !want && pending == nil:
 			ops = append(ops, Op{Kind: OpVerdictRoute, Route: rt})

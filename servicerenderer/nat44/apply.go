@@ -1,145 +1,173 @@
 package nat44
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
-// Apply pushes the desired state to VPP. With full set (after a resync),
-// or before the first full apply, it dumps VPP's state (and, with a
-// service CIDR, the routes of the pod and main VRF) and issues only the
-// differences; otherwise it issues the calls for what changed since the
-// last apply. Calls VPP refuses as invalid are reported per object (see
-// Failures) and not retried until the object changes or a full apply runs;
-// features of an interface VPP lacks wait for it (see Pending);
-// the rest of the batch is still applied. Other failures make Apply return
-// an error after applying what it can: the controller then heals with a
-// full resync.
+// Apply pushes the desired state to VPP (reconcile.Apply). A full apply
+// dumps VPP's NAT44 state and, with a service CIDR, the routes of the pod
+// and main VRF; features of an interface VPP lacks wait for it (Pending),
+// mapping operations for the node's interfaces (hold.go); the source-range
+// ACL follows the run (sourceranges.go).
 func (r *Renderer) Apply(ctx context.Context, full bool) error {
-	start := time.Now()
-	full = full || !r.synced
-	steps := r.stepsBuf[:0]
-	var held []*frontendState
-	add := func(ops []Op, fe *frontendState) {
-		for i := range ops {
-			steps = append(steps, step{Op: ops[i], fe: fe})
-		}
-	}
-	diffFrontend := func(fe *frontendState) {
-		ops, b := diffMapping(r.opsBuf[:0], fe.desired, fe.applied, r.foreign(fe))
-		if b {
-			r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.key}, fe.applied.Tag)
-		}
-		add(ops, fe)
-		clear(ops)
-		r.opsBuf = ops[:0]
-		fe.dirty = false
-	}
-	r.mu.Lock()
+	return reconcile.Apply(ctx, &r.mu, (*cycle)(r), full)
+}
+
+// cycle is the renderer's side of reconcile.Apply.
+type cycle Renderer
+
+var _ reconcile.Cycle[*State, step] = (*cycle)(nil)
+
+// Begin implements reconcile.Cycle.
+func (c *cycle) Begin(full bool) bool {
+	r := (*Renderer)(c)
+	r.start, r.heldBuf = time.Now(), r.heldBuf[:0]
 	r.stats.Applies++
-	if full {
+	if full = full || !r.synced; full {
 		r.stats.FullApplies++
-		r.stats.Calls++
-		r.mu.Unlock()
-		dumped, err := r.vpp.Dump(ctx)
-		r.mu.Lock()
+	}
+	return full
+}
+
+// Dump implements reconcile.Cycle: VPP's NAT44 state and, with a service
+// CIDR, the routes of the pod and main VRF that are the renderer's.
+func (c *cycle) Dump(ctx context.Context) (*State, error) {
+	r := (*Renderer)(c)
+	r.count(1, 0)
+	dumped, err := r.vpp.Dump(ctx)
+	if err != nil {
+		r.count(0, 1)
+		return nil, fmt.Errorf("dump NAT44 state: %w", err)
+	}
+	normalize(dumped)
+	if r.cfg.ServiceCIDR.IsValid() {
+		r.count(1, 0)
+		routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
 		if err != nil {
-			r.stats.Transient++
-			r.mu.Unlock()
-			return fmt.Errorf("dump NAT44 state: %w", err)
+			r.count(0, 1)
+			return nil, fmt.Errorf("dump routes: %w", err)
 		}
-		normalize(dumped)
-		if r.cfg.ServiceCIDR.IsValid() {
-			r.stats.Calls++
-			r.mu.Unlock()
-			routes, err := r.vpp.DumpRoutes(ctx, []uint32{r.cfg.PodVRF, r.cfg.MainVRF})
-			r.mu.Lock()
-			if err != nil {
-				r.stats.Transient++
-				r.mu.Unlock()
-				return fmt.Errorf("dump routes: %w", err)
-			}
-			for _, rt := range routes {
-				if r.ownedRoute(rt) {
-					dumped.Routes[rt.RouteKey] = &rt
-				}
+		for _, rt := range routes {
+			if r.ownedRoute(rt) {
+				dumped.Routes[rt.RouteKey] = &rt
 			}
 		}
-		r.loadApplied(dumped)
-		r.forgetTables()
-		r.synced = true
-		clear(r.failures)
-		r.dirtyInterfaces = nil
-		r.dirtyExt = nil
-		r.dirtyRoutes = nil
-		for name := range r.pending {
-			if r.desired.Interfaces[name] == 0 {
-				delete(r.pending, name)
-			}
-		}
-		add(diff(r.desired, r.applied, r.owned, r.blocked), nil)
-		fes := slices.SortedFunc(maps.Values(r.frontends), func(a, b *frontendState) int { return compareMappingKeys(a.key, b.key) })
-		for _, fe := range fes {
-			diffFrontend(fe)
-		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
-	} else {
-		for name := range r.dirtyInterfaces {
-			add(diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
-		}
-		if len(r.dirtyInterfaces) > 0 {
-			add(r.appendTableRetries(nil), nil) // tables.go
-		}
-		for ip := range r.dirtyExt {
-			add(r.diffExternal(nil, ip), nil)
-		}
-		for k := range r.dirtyRoutes {
-			add(diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
-		}
-		if r.mayRelease(start) {
-			for _, fe := range r.dirty {
-				diffFrontend(fe)
-			}
-		} else {
-			// The hold goes on (hold.go): they stay dirty.
-			held = slices.Clone(r.dirty)
-		}
-		r.dirtyInterfaces = nil
-		r.dirtyExt = nil
-		r.dirtyRoutes = nil
 	}
-	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
-	r.mu.Unlock()
-	held, err := r.run(ctx, steps, full, start, held)
+	return dumped, nil
+}
+
+// count adds calls and transient failures to the stats, under mu.
+func (r *Renderer) count(calls, transient uint64) {
 	r.mu.Lock()
-	// The frontends of this apply that nothing refers to any more go;
-	// the held ones stay dirty for a later apply.
-	if full {
-		for _, fe := range r.frontends {
-			r.forget(fe)
+	r.stats.Calls += calls
+	r.stats.Transient += transient
+	r.mu.Unlock()
+}
+
+// PlanFull implements reconcile.Cycle.
+func (c *cycle) PlanFull(dumped *State) []step {
+	r := (*Renderer)(c)
+	r.loadApplied(dumped)
+	r.forgetTables()
+	r.synced = true
+	r.failures.Clear()
+	r.dirtyInterfaces = nil
+	r.dirtyExt = nil
+	r.dirtyRoutes = nil
+	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
+	steps := appendSteps(r.stepsBuf[:0], diff(r.desired, r.applied, r.owned, r.blocked), nil)
+	for _, fe := range r.frontends.Sorted() {
+		steps = r.appendFrontend(steps, fe)
+	}
+	return sortSteps(steps)
+}
+
+// PlanChanges implements reconcile.Cycle.
+func (c *cycle) PlanChanges() []step {
+	r := (*Renderer)(c)
+	steps := r.stepsBuf[:0]
+	for name := range r.dirtyInterfaces {
+		steps = appendSteps(steps, diffInterface(nil, name, r.desired.Interfaces[name], r.applied.Interfaces[name]), nil)
+	}
+	if len(r.dirtyInterfaces) > 0 {
+		steps = appendSteps(steps, r.appendTableRetries(nil), nil) // tables.go
+	}
+	for ip := range r.dirtyExt {
+		steps = appendSteps(steps, r.diffExternal(nil, ip), nil)
+	}
+	for k := range r.dirtyRoutes {
+		steps = appendSteps(steps, diffRoute(nil, r.desired.Routes[k], r.applied.Routes[k]), nil)
+	}
+	if r.mayRelease(r.start) {
+		for _, fe := range r.frontends.Dirty() {
+			steps = r.appendFrontend(steps, fe)
 		}
 	} else {
-		for _, fe := range r.dirty {
-			r.forget(fe)
-		}
-		clear(r.dirty)
-		r.dirty = r.dirty[:0]
+		// The hold goes on (hold.go): they stay dirty.
+		r.heldBuf = append(r.heldBuf, r.frontends.Dirty()...)
 	}
-	r.dirty = append(r.dirty, held...)
-	r.held = len(held)
-	r.mu.Unlock()
+	r.dirtyInterfaces = nil
+	r.dirtyExt = nil
+	r.dirtyRoutes = nil
+	return sortSteps(steps)
+}
+
+// Run implements reconcile.Cycle: the steps, then the source-range ACL
+// (sourceranges.go).
+func (c *cycle) Run(ctx context.Context, steps []step, full bool) error {
+	r := (*Renderer)(c)
+	held, err := r.run(ctx, steps, full, r.start, r.heldBuf)
+	r.heldBuf = held
+	return errors.Join(err, r.applySourceACL(ctx, full))
+}
+
+// End implements reconcile.Cycle: the frontends of this apply that
+// nothing refers to any more go; the held ones stay dirty for a later
+// apply.
+func (c *cycle) End(full bool, steps []step) {
+	r := (*Renderer)(c)
+	r.frontends.Done(full, r.heldBuf)
+	r.held = len(r.heldBuf)
+	clear(r.heldBuf)
 	if cap(steps) <= 1024 {
 		clear(steps)
 		r.stepsBuf = steps[:0]
 	}
-	return errors.Join(err, r.applySourceACL(ctx, full))
+}
+
+// appendSteps appends ops, each a step changing fe (nil: no frontend).
+func appendSteps(steps []step, ops []Op, fe *frontendState) []step {
+	for i := range ops {
+		steps = append(steps, step{Op: ops[i], fe: fe})
+	}
+	return steps
+}
+
+// appendFrontend appends the steps that make VPP hold fe's desired
+// mapping; fe is no longer dirty.
+func (r *Renderer) appendFrontend(steps []step, fe *frontendState) []step {
+	ops, b := diffMapping(r.opsBuf[:0], fe.Desired, fe.Applied, r.foreign(fe))
+	if b {
+		r.blocked(ObjectID{Kind: ObjectMapping, Mapping: fe.Key}, fe.Applied.Tag)
+	}
+	steps = appendSteps(steps, ops, fe)
+	clear(ops)
+	r.opsBuf = ops[:0]
+	r.frontends.Clean(fe)
+	return steps
+}
+
+// sortSteps puts steps in the order they are issued (compareOps).
+func sortSteps(steps []step) []step {
+	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
+	return steps
 }
 
 // step is one operation of an apply with, for a mapping operation, the
@@ -153,25 +181,17 @@ type step struct {
 // frontends (made for the keys no service claims), the rest to r.applied.
 // The caller holds mu.
 func (r *Renderer) loadApplied(dumped *State) {
-	for _, fe := range r.frontends {
-		fe.applied = nil
-	}
 	for k, m := range dumped.Mappings {
 		if len(m.Locals) > 1 && m.Affinity == 0 && r.owned(m.Tag) {
 			// VPP's dump never returns the affinity: the tag holds it.
 			if a := TagAffinity(m.Tag); a != 0 {
 				c := *m
 				c.Affinity = a
-				m = &c
+				dumped.Mappings[k] = &c
 			}
 		}
-		fe := r.frontends[k]
-		if fe == nil {
-			fe = &frontendState{key: k}
-			r.frontends[k] = fe
-		}
-		fe.applied = m
 	}
+	r.frontends.Load(dumped.Mappings)
 	dumped.Mappings = map[MappingKey]*Mapping{}
 	r.applied = dumped
 	for name := range r.ifIndex {
@@ -185,8 +205,8 @@ func (r *Renderer) loadApplied(dumped *State) {
 // The renderer tags the mappings it builds itself, always owned: one tagged
 // as the desired mapping is, which spares reading the tag (the same string).
 func (r *Renderer) foreign(fe *frontendState) bool {
-	a := fe.applied
-	return a != nil && !(fe.desired != nil && a.Tag == fe.desired.Tag) && !r.owned(a.Tag)
+	a := fe.Applied
+	return a != nil && !(fe.Desired != nil && a.Tag == fe.Desired.Tag) && !r.owned(a.Tag)
 }
 
 // blocked records that a foreign object holds what the agent wants; the
@@ -194,14 +214,14 @@ func (r *Renderer) foreign(fe *frontendState) bool {
 func (r *Renderer) blocked(id ObjectID, tag string) {
 	f := Failure{Object: id, Reason: fmt.Sprintf("held by a foreign object tagged %q", tag)}
 	if id.Kind == ObjectMapping {
-		if fe := r.frontends[id.Mapping]; fe != nil && fe.winner != nil {
-			f.Service = fe.winner.svc.ID
+		if fe := r.frontends.Get(id.Mapping); fe != nil && fe.Winner() != nil {
+			f.Service = fe.Winner().Svc.ID
 		}
 	}
-	if _, ok := r.failures[id]; !ok {
+	if !r.failures.Has(id) {
 		r.log.Warn("NAT44 object not applied", "object", id.String(), "service", f.Service, "reason", f.Reason)
 	}
-	r.failures[id] = f
+	r.failures.Set(id, f)
 }
 
 // batch counts what one apply did.
@@ -221,8 +241,9 @@ type batch struct {
 // Mapping operations wait while a node interface is pending (hold.go):
 // their frontends are added to held, marked dirty, and returned.
 func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Time, held []*frontendState) ([]*frontendState, error) {
-	b := batch{changed: r.changedBuf[:0]}
-	x := runner{r: r, ctx: ctx, ops: ops, b: &b}
+	x := &r.runner
+	*x = runner{r: r, ctx: ctx, ops: ops, b: batch{changed: r.changedBuf[:0]}, noTable: x.noTable[:0]}
+	b := &x.b
 	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
 		if p, err := pl.Pipeline(ctx); err == nil {
 			x.p = p
@@ -231,13 +252,16 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			r.log.Debug("NAT44: no pipeline; calling synchronously", "error", err)
 		}
 	}
+	q := &r.queue
+	q.Start(ctx, x, ops)
+	defer q.End()
 	checked := false
 	for i := range ops {
 		op := &ops[i].Op
 		if !checked && opClass(op.Kind) == OpDelMapping {
 			// The features are answered first: are node interfaces missing?
 			checked = true
-			x.drain()
+			q.Drain()
 			r.mu.Lock()
 			hold := r.holding(time.Now())
 			if hold {
@@ -248,43 +272,24 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 				break
 			}
 		}
-		id := op.Object()
-		for x.busy[id] > 0 {
-			x.recv() // the object's earlier call decides whether this one runs
-		}
-		if _, skip := x.failed[id]; skip {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
+		if !q.Do(i) {
 			b.transient += len(ops) - i
 			if b.firstErr == nil {
-				b.firstErr = err
+				b.firstErr = ctx.Err()
 			}
 			break
 		}
-		if x.p != nil && Pipelined(op.Kind) {
-			if err := x.p.Send(op); err != nil {
-				x.result(i, err)
-				continue
-			}
-			x.inflight = append(x.inflight, i)
-			if x.busy == nil {
-				x.busy = map[ObjectID]int{}
-			}
-			x.busy[id]++
-			continue
-		}
-		x.drain()
-		x.result(i, r.call(ctx, op))
 	}
-	x.drain()
+	q.Drain()
 	if x.retry {
 		// Mappings made the table a route waited for (tables.go).
 		retry := x.noTable
 		x.noTable, x.retry = nil, false
 		for _, i := range retry {
-			x.result(i, r.call(ctx, &ops[i].Op))
+			_, err := x.Call(&ops[i])
+			x.Result(i, struct{}{}, err)
 		}
+		x.noTable = retry[:0]
 	}
 	r.mu.Lock()
 	b.finish(&r.stats)
@@ -300,6 +305,7 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			"mappingsUpdated", b.updated, "localsChanged", b.locals, "calls", b.calls, "invalid", b.invalid,
 			"transient", b.transient, "pipelined", x.p != nil, "mappingsHeld", len(held), "duration", time.Since(start))
 	}
+	x.ctx, x.ops, x.p = nil, nil, nil
 	if b.transient > 0 {
 		return held, fmt.Errorf("%d NAT44 calls failed: %w", b.transient, b.firstErr)
 	}
@@ -310,54 +316,53 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 // and adds them to held; the caller holds mu.
 func (r *Renderer) hold(ops []step, held []*frontendState) []*frontendState {
 	for i := range ops {
-		if fe := ops[i].fe; fe != nil && !fe.dirty {
-			fe.dirty = true
+		if fe := ops[i].fe; fe != nil && r.frontends.Hold(fe) {
 			held = append(held, fe)
 		}
 	}
 	return held
 }
 
-// runner is the state of one run: the pipeline, if any, the calls in
-// flight (indexes into ops, oldest first) and per object, and the objects
-// that failed.
+// runner is the renderer's side of one run (the reconcile.Port of its
+// queue): the pipeline, if any, what the run did, and the route adds
+// refused for want of their table.
 type runner struct {
-	r        *Renderer
-	ctx      context.Context
-	ops      []step
-	b        *batch
-	p        Pipeline
-	inflight []int
-	busy     map[ObjectID]int
-	failed   map[ObjectID]struct{}
+	r   *Renderer
+	ctx context.Context
+	ops []step
+	b   batch
+	p   Pipeline
 	// noTable are the route adds refused for want of their table; retry
 	// is set once a mapping added since may have made one (tables.go).
 	noTable []int
 	retry   bool
 }
 
-// recv handles the answer to the oldest call in flight.
-func (x *runner) recv() {
-	i := x.inflight[0]
-	x.inflight = x.inflight[1:]
-	err := x.p.Recv()
-	id := x.ops[i].Object()
-	if x.busy[id]--; x.busy[id] == 0 {
-		delete(x.busy, id)
-	}
-	x.result(i, err)
-}
+var _ reconcile.Port[step, ObjectID, struct{}] = (*runner)(nil)
 
-// drain handles every answer in flight.
-func (x *runner) drain() {
-	for len(x.inflight) > 0 {
-		x.recv()
-	}
-}
+// Object implements reconcile.Port.
+func (x *runner) Object(s *step) ObjectID { return s.Object() }
 
-// result records the outcome of ops[i]'s call.
-func (x *runner) result(i int, err error) {
-	r, b := x.r, x.b
+// Ordered implements reconcile.Port: every object's calls wait for the
+// previous answer.
+func (x *runner) Ordered(ObjectID) bool { return true }
+
+// Pipelined implements reconcile.Port.
+func (x *runner) Pipelined(s *step) bool { return x.p != nil && Pipelined(s.Kind) }
+
+// Send implements reconcile.Port.
+func (x *runner) Send(s *step) error { return x.p.Send(&s.Op) }
+
+// Recv implements reconcile.Port.
+func (x *runner) Recv() (struct{}, error) { return struct{}{}, x.p.Recv() }
+
+// Call implements reconcile.Port.
+func (x *runner) Call(s *step) (struct{}, error) { return struct{}{}, x.r.call(x.ctx, &s.Op) }
+
+// Result implements reconcile.Port: it records the outcome of ops[i]'s
+// call.
+func (x *runner) Result(i int, _ struct{}, err error) (failed bool) {
+	r, b := x.r, &x.b
 	op := &x.ops[i].Op
 	id := op.Object()
 	if err != nil && op.Kind == OpSetInterface && op.NewFeatures == 0 && errors.Is(err, ErrNoInterface) {
@@ -369,7 +374,7 @@ func (x *runner) result(i int, err error) {
 	r.stats.Calls++
 	if op.Kind == OpSetInterface {
 		if err == nil {
-			delete(r.pending, op.Interface)
+			r.pending.Delete(op.Interface)
 			if op.NewFeatures == 0 {
 				delete(r.ifIndex, op.Interface)
 			} else if op.SwIfIndex != 0 {
@@ -377,7 +382,7 @@ func (x *runner) result(i int, err error) {
 			}
 		} else if errors.Is(err, ErrNoInterface) {
 			r.waitFor(op)
-			return
+			return false
 		}
 	}
 	if op.Kind == OpAddRoute {
@@ -386,27 +391,23 @@ func (x *runner) result(i int, err error) {
 		} else if errors.Is(err, ErrNoTable) {
 			r.waitForTable(op) // not a failure (tables.go)
 			x.noTable = append(x.noTable, i)
-			return
+			return false
 		}
 	}
 	if err == nil {
 		r.record(&x.ops[i])
 		b.count(op)
 		x.madeTable(op)
-		return
+		return false
 	}
-	if x.failed == nil {
-		x.failed = map[ObjectID]struct{}{}
-	}
-	x.failed[id] = struct{}{}
 	if errors.Is(err, ErrInvalid) {
 		b.invalid++
 		r.stats.Invalid++
 		f := Failure{Object: id, Op: op.Kind, Reason: err.Error()}
-		if fe := r.frontends[id.Mapping]; id.Kind == ObjectMapping && fe != nil && fe.winner != nil {
-			f.Service = fe.winner.svc.ID
+		if fe := r.frontends.Get(id.Mapping); id.Kind == ObjectMapping && fe != nil && fe.Winner() != nil {
+			f.Service = fe.Winner().Svc.ID
 		}
-		r.failures[id] = f
+		r.failures.Set(id, f)
 		r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
 	} else {
 		b.transient++
@@ -415,6 +416,7 @@ func (x *runner) result(i int, err error) {
 			b.firstErr = fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	return true
 }
 
 // waitFor records that the features of op's interface wait for VPP to
@@ -423,13 +425,9 @@ func (x *runner) result(i int, err error) {
 // name retries. The caller holds mu.
 func (r *Renderer) waitFor(op *Op) {
 	delete(r.applied.Interfaces, op.Interface)
-	p, ok := r.pending[op.Interface]
-	if !ok {
-		p = PendingInterface{Name: op.Interface, Since: time.Now()}
+	if r.pending.Add(op.Interface, op.NewFeatures, time.Now()) {
 		r.log.Info("NAT44: waiting for interface", "interface", op.Interface, "features", op.NewFeatures.String())
 	}
-	p.Features = op.NewFeatures
-	r.pending[op.Interface] = p
 }
 
 // Pending lists the interfaces whose features wait for VPP to have the
@@ -437,15 +435,17 @@ func (r *Renderer) waitFor(op *Op) {
 func (r *Renderer) Pending() []PendingInterface {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := slices.Collect(maps.Values(r.pending))
-	slices.SortFunc(ps, func(a, b PendingInterface) int { return cmp.Compare(a.Name, b.Name) })
+	var ps []PendingInterface // nil when none
+	for _, w := range r.pending.Sorted() {
+		ps = append(ps, PendingInterface{Name: w.Key, Features: w.Value, Since: w.Since})
+	}
 	return ps
 }
 
 // record notes in the applied state that s succeeded; the caller holds mu.
 func (r *Renderer) record(s *step) {
 	if s.fe != nil {
-		s.fe.applied = afterOp(s.fe.applied, &s.Op)
+		s.fe.Applied = afterOp(s.fe.Applied, &s.Op)
 		return
 	}
 	r.applied.Apply(s.Op)

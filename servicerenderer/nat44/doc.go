@@ -247,6 +247,13 @@
 // (then the lower ID) wins, the other is logged once and listed by
 // Conflicts, and takes over when the winner goes away.
 //
+// What both renderers do alike is package reconcile's: the claims, the
+// desired/applied/dirty bookkeeping, the interfaces and tables waited
+// for, the failures, the run of operations, the apply skeleton and the
+// lock contract (the controller's loop is the only writer; the
+// introspection methods read snapshots; no lock is held while VPP is
+// called).
+//
 // The package knows nothing about etcd, the controller, govpp or
 // Kubernetes objects: it sees ContivServices and the VPP interface.
 package nat44

@@ -38,8 +38,8 @@ func (r *Renderer) extRef(ip netip.Addr, delta int) {
 		r.dirtyExt = map[netip.Addr]struct{}{}
 	}
 	r.dirtyExt[ip] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectPool, Pool: pool})
-	delete(r.failures, ObjectID{Kind: ObjectIdentity, Identity: id.IdentityKey})
+	r.failures.Delete(ObjectID{Kind: ObjectPool, Pool: pool})
+	r.failures.Delete(ObjectID{Kind: ObjectIdentity, Identity: id.IdentityKey})
 }
 
 // diffExternal appends the operations on the source-NAT objects of

@@ -53,7 +53,7 @@ func (r *Renderer) pendingNodeInterface() string {
 		return ""
 	}
 	for _, name := range r.cfg.NodeInterfaces {
-		if _, ok := r.pending[name]; ok {
+		if r.pending.Has(name) {
 			return name
 		}
 	}
@@ -69,9 +69,8 @@ func (r *Renderer) mayRelease(now time.Time) bool {
 		return true
 	}
 	return !slices.ContainsFunc(r.cfg.NodeInterfaces, func(name string) bool {
-		_, pending := r.pending[name]
 		_, dirty := r.dirtyInterfaces[name]
-		return pending && !dirty
+		return r.pending.Has(name) && !dirty
 	})
 }
 

@@ -2,7 +2,6 @@ package nat44
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 
 	"contiv.dev/vpp/servicerenderer"
@@ -11,13 +10,15 @@ import (
 // ErrInvalid marks a call VPP refused as invalid: retrying the same call
 // cannot succeed, so it is reported per object and not retried. Errors not
 // wrapping ErrInvalid are transient and healed by the controller's resync.
-var ErrInvalid = errors.New("rejected by VPP as invalid")
+// It is servicerenderer.ErrInvalid, which both renderers share.
+var ErrInvalid = servicerenderer.ErrInvalid
 
 // ErrNoInterface marks a call naming an interface VPP does not have (it
 // wraps ErrInvalid too). Removing the features of such an interface
 // succeeds in effect: VPP drops an interface's features with it, so the
 // renderer records the removal as done.
-var ErrNoInterface = errors.New("VPP has no such interface")
+// It is servicerenderer.ErrNoInterface, which both renderers share.
+var ErrNoInterface = servicerenderer.ErrNoInterface
 
 // ErrNoTable marks a route into a FIB table VPP does not have (yet): it
 // wraps ErrInvalid too. The route waits for the table (PendingTables), as
@@ -161,23 +162,11 @@ type RouteKey struct {
 }
 
 // RouteKind is what a route does with the traffic it matches: the
-// verdicts of traffic no mapping takes (NAT runs before the FIB lookup).
-type RouteKind uint8
+// route kinds are servicerenderer's, which both renderers share.
+type RouteKind = servicerenderer.RouteKind
 
-// The route kinds.
-const (
-	// RouteDrop drops (FIB_API_PATH_TYPE_DROP): the service CIDR, and an
-	// external IP whose Local-policy frontends have no local endpoint.
-	RouteDrop RouteKind = iota
-	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
-	// a cluster IP, whose ports without endpoints (and undefined ports) are
-	// then refused at once. VPP 25.02 crashes on it outside table 0.
-	RouteReject
-	// RouteLookup looks the destination up again in table Route.Table (a
-	// path with neither interface nor next hop): the pod VRF's way to a
-	// cluster IP's reject route in table 0, past the pod VRF's drop route.
-	RouteLookup
-)
+// The route kinds (see servicerenderer.RouteKind).
+const RouteDrop, RouteReject, RouteLookup = servicerenderer.RouteDrop, servicerenderer.RouteReject, servicerenderer.RouteLookup
 
 // Route is a FIB route the agent owns (see RouteKind).
 type Route struct {

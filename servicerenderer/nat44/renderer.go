@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 var _ servicerenderer.Renderer = (*Renderer)(nil)
@@ -26,7 +27,10 @@ type Params struct {
 
 // Renderer is the NAT44 renderer: its Renderer methods record the desired
 // state of one change (at a cost proportional to that change), and Apply
-// pushes what changed to VPP (it is the controller's Applier).
+// pushes what changed to VPP (it is the controller's Applier). The
+// Renderer methods (AddService, UpdateService, DeleteService,
+// UpdateInterface, UpdateLocalNode, Resync) are its embedded
+// reconcile.Front's, which takes the lock and calls the renderer's own.
 //
 // Everything the renderer knows about one external address:port/protocol
 // (the services claiming it, the mapping wanted there, the mapping VPP
@@ -38,6 +42,9 @@ type Params struct {
 // Pending, Conflicts, Stats) must be called from one goroutine, the controller's
 // loop; the introspection methods may be called from any goroutine.
 type Renderer struct {
+	// front holds the change methods (AddService, …, Resync): each
+	// takes mu and calls the renderer's changes.
+	front
 	cfg   Config
 	vpp   VPP
 	log   *slog.Logger
@@ -50,12 +57,8 @@ type Renderer struct {
 	services      map[servicerenderer.ServiceID]*serviceEntry
 	nodeDependent map[servicerenderer.ServiceID]struct{}
 	// frontends holds every address:port/protocol a service claims or VPP
-	// holds a mapping on.
-	frontends map[MappingKey]*frontendState
-	// reported holds the conflicts already logged; quiet, during a
-	// Resync, those logged before it.
-	reported   map[conflictPair]struct{}
-	quiet      map[conflictPair]struct{}
+	// holds a mapping on, its mappings and the claims on it.
+	frontends  *reconcile.Table[MappingKey, Mapping]
 	interfaces map[string]servicerenderer.InterfaceRole
 	// desired and applied hold the state apart from the mappings (those
 	// are in frontends); their Mappings maps stay empty.
@@ -63,18 +66,15 @@ type Renderer struct {
 	applied *State
 	// synced is set once a full apply ran after the last Resync.
 	synced bool
-	// dirty are the frontends whose desired mapping changed since the last
-	// apply, each once (its dirty flag is set).
-	dirty []*frontendState
 	// dirtyInterfaces are the interfaces whose features changed since the
 	// last apply; nil when none did (as most applies find it).
 	dirtyInterfaces map[string]struct{}
-	// pending are the interfaces whose features wait for VPP to have the
-	// interface.
-	pending map[string]PendingInterface
-	// pendingTables are the VRFs whose drop route waits for VPP to make
-	// the table, with since when (tables.go).
-	pendingTables map[uint32]time.Time
+	// pending are the interfaces whose features (the value) wait for VPP
+	// to have the interface.
+	pending reconcile.Waits[string, Features]
+	// pendingTables are the VRFs whose routes wait for VPP to make the
+	// table (tables.go).
+	pendingTables reconcile.Waits[uint32, struct{}]
 	// holdSince is when an apply first held mapping operations for a
 	// pending node interface (zero: no hold); holdOver is set once the
 	// hold ran out; held counts the frontends held (hold.go).
@@ -107,7 +107,7 @@ type Renderer struct {
 	// out (subset.go), as last logged; kept over a Resync so that an
 	// unchanged subset is not logged again.
 	subsets  map[MappingKey]Subset
-	failures map[ObjectID]Failure
+	failures reconcile.Failures[ObjectID, Failure]
 	stats    Stats
 	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
 	// the loop goroutine, reused from one change to the next; nothing kept
@@ -116,79 +116,31 @@ type Renderer struct {
 	opsBuf     []Op
 	mappingBuf []Mapping
 	changedBuf []MappingKey
+	// runner and queue are the state of the loop goroutine's runs
+	// (apply.go), reused from one apply to the next.
+	runner runner
+	queue  reconcile.Run[step, ObjectID, struct{}]
+	// start is when the running apply started; heldBuf its frontends
+	// held (hold.go).
+	start   time.Time
+	heldBuf []*frontendState
 }
 
-// frontendState is one external address:port/protocol: the services claiming
-// it, the mapping wanted there and the one VPP holds. It exists while a
-// service claims it, VPP holds a mapping on it or it waits for Apply.
-type frontendState struct {
-	key MappingKey
-	// winner is the service whose mapping is rendered (nil when none
-	// claims it); losers are the other claimants, oldest first.
-	winner *serviceEntry
-	losers []*serviceEntry
-	// desired is the winner's mapping; nil when none is wanted.
-	desired *Mapping
-	// applied is the mapping VPP holds as far as the renderer knows (it
-	// may be foreign); nil when none. Once an apply made VPP hold the
-	// desired mapping, applied and desired are the same value.
-	applied *Mapping
-	// dirty is set while the frontend is in Renderer.dirty.
-	dirty bool
-}
-
-// unused tells whether nothing refers to the frontend any more.
-func (fe *frontendState) unused() bool {
-	return fe.winner == nil && len(fe.losers) == 0 && fe.applied == nil && !fe.dirty
-}
+// frontendState is one external address:port/protocol: the services
+// claiming it, the mapping wanted there and the one VPP holds.
+type frontendState = reconcile.Frontend[MappingKey, Mapping]
 
 // serviceEntry is one service and the mappings it claims.
 type serviceEntry struct {
-	svc *servicerenderer.ContivService
+	reconcile.Claimant[MappingKey, Mapping]
 	// mappingTag is the tag of its mappings, made for affinity.
 	mappingTag string
 	affinity   uint32
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
-	// claims are its mappings, sorted by key, each with its frontend.
-	claims []claim
 	// routes are its verdict routes (BuildRoutes).
 	routes []Route
-}
-
-// claim is one mapping of a service and the frontend it claims.
-type claim struct {
-	m  Mapping
-	fe *frontendState
-}
-
-// mapping is the entry's mapping for key.
-func (e *serviceEntry) mapping(key MappingKey) *Mapping {
-	i, ok := slices.BinarySearchFunc(e.claims, key, func(c claim, k MappingKey) int {
-		return compareMappingKeys(c.m.MappingKey, k)
-	})
-	if !ok {
-		return nil
-	}
-	return &e.claims[i].m
-}
-
-// before tells whether e wins a frontend over f: the oldest, then the
-// lower ID.
-func (e *serviceEntry) before(f *serviceEntry) bool {
-	if !e.svc.Created.Equal(f.svc.Created) {
-		return e.svc.Created.Before(f.svc.Created)
-	}
-	if e.svc.ID.Namespace != f.svc.ID.Namespace {
-		return e.svc.ID.Namespace < f.svc.ID.Namespace
-	}
-	return e.svc.ID.Name < f.svc.ID.Name
-}
-
-type conflictPair struct {
-	key   MappingKey
-	loser servicerenderer.ServiceID
 }
 
 // New validates the configuration and makes a renderer with no service.
@@ -204,17 +156,23 @@ func New(p Params) (*Renderer, error) {
 		log = slog.Default()
 	}
 	r := &Renderer{
-		cfg:      p.Config,
-		vpp:      p.VPP,
-		log:      log,
-		owned:    p.Config.Owned,
-		reported: map[conflictPair]struct{}{},
-		failures: map[ObjectID]Failure{},
-		subsets:  map[MappingKey]Subset{},
-		pending:  map[string]PendingInterface{},
-		ifIndex:  map[string]uint32{},
-		applied:  NewState(),
+		cfg:     p.Config,
+		vpp:     p.VPP,
+		log:     log,
+		owned:   p.Config.Owned,
+		subsets: map[MappingKey]Subset{},
+		ifIndex: map[string]uint32{},
+		applied: NewState(),
 	}
+	r.frontends = reconcile.NewTable(reconcile.Object[MappingKey, Mapping]{
+		KeyOf:   func(m *Mapping) MappingKey { return m.MappingKey },
+		Compare: compareMappingKeys,
+		Same:    identical,
+		Desire:  r.desire,
+		Changed: func(k MappingKey) { r.failures.Delete(ObjectID{Kind: ObjectMapping, Mapping: k}) },
+	}, log)
+	r.front = reconcile.NewFront("nat44", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
+		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
 	r.reset(servicerenderer.LocalNode{}, nil)
 	return r, nil
 }
@@ -225,16 +183,7 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.services = map[servicerenderer.ServiceID]*serviceEntry{}
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
-	old := r.frontends
-	r.frontends = make(map[MappingKey]*frontendState, len(old))
-	for k, fe := range old {
-		if fe.applied != nil {
-			*fe = frontendState{key: k, applied: fe.applied}
-			r.frontends[k] = fe
-		}
-	}
-	clear(r.dirty)
-	r.dirty = r.dirty[:0]
+	r.frontends.Reset()
 	r.interfaces = maps.Clone(interfaces)
 	if r.interfaces == nil {
 		r.interfaces = map[string]servicerenderer.InterfaceRole{}
@@ -250,54 +199,22 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.aclDirty = true
 }
 
-// errNilService is the error of a call without its service.
-var errNilService = errors.New("nat44: nil service")
-
-// AddService implements servicerenderer.Renderer.
-func (r *Renderer) AddService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// UpdateService implements servicerenderer.Renderer.
-func (r *Renderer) UpdateService(_, svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setService(svc)
-	return nil
-}
-
-// DeleteService implements servicerenderer.Renderer.
-func (r *Renderer) DeleteService(svc *servicerenderer.ContivService) error {
-	if svc == nil {
-		return errNilService
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// deleteService forgets svc.
+func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
 	if e == nil {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
-		return nil
+		return
 	}
-	for i := range e.claims {
-		r.release(e, e.claims[i].fe)
-	}
+	n := e.Len()
+	r.frontends.Release(&e.Claimant)
 	r.setRoutes(e, nil)
 	r.setSourceRules(svc.ID, nil)
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
-		r.log.Debug("service removed", "service", svc.ID, "mappings", len(e.claims))
+		r.log.Debug("service removed", "service", svc.ID, "mappings", n)
 	}
-	return nil
 }
 
 // setService renders svc, new or changed; the caller holds mu. The
@@ -311,60 +228,22 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	} else {
 		tag = AffinityTag(r.cfg.TagPrefix, svc.ID, svc.AffinityTimeout)
 	}
-	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
-	claims := make([]claim, len(ms))
-	for i := range ms {
-		claims[i].m = ms[i]
-	}
-	clear(ms)
-	r.mappingBuf = ms[:0]
-	if len(claims) > 1 {
-		slices.SortFunc(claims, func(a, b claim) int { return compareMappingKeys(a.m.MappingKey, b.m.MappingKey) })
-	}
-	if e != nil && !e.svc.Created.Equal(svc.Created) {
+	if e != nil && !e.Svc.Created.Equal(svc.Created) {
 		// Another incarnation of the service: it may now lose or win frontends.
-		for i := range e.claims {
-			r.release(e, e.claims[i].fe)
-		}
+		r.frontends.Release(&e.Claimant)
 		r.setRoutes(e, nil)
-		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
+		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
 	}
 	if e == nil {
-		e = &serviceEntry{svc: svc, mappingTag: tag, affinity: svc.AffinityTimeout}
+		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout}
 		r.services[svc.ID] = e
 	}
 	e.mappingTag, e.affinity = tag, svc.AffinityTimeout
-	old := e.claims
-	e.svc, e.claims = svc, claims
-	i, j := 0, 0
-	for i < len(old) || j < len(claims) {
-		var c int
-		switch {
-		case i == len(old):
-			c = 1
-		case j == len(claims):
-			c = -1
-		default:
-			c = compareMappingKeys(old[i].m.MappingKey, claims[j].m.MappingKey)
-		}
-		switch {
-		case c < 0:
-			r.release(e, old[i].fe)
-			i++
-		case c > 0:
-			r.claim(e, &claims[j])
-			j++
-		default:
-			fe := old[i].fe
-			claims[j].fe = fe
-			if fe.winner == e {
-				r.setDesired(fe, &claims[j].m)
-			}
-			i++
-			j++
-		}
-	}
+	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
+	r.frontends.Set(&e.Claimant, svc, ms)
+	clear(ms)
+	r.mappingBuf = ms[:0]
 	r.setRoutes(e, BuildRoutes(svc, r.node, &r.cfg))
 	r.setSourceRules(svc.ID, SourceRangeRules(svc))
 	if dep := dependsOnNode(svc); dep != e.nodeDependent {
@@ -376,7 +255,7 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		}
 	}
 	if r.debug() {
-		r.log.Debug("service rendered", "service", svc.ID, "mappings", len(claims))
+		r.log.Debug("service rendered", "service", svc.ID, "mappings", e.Len())
 	}
 }
 
@@ -405,119 +284,16 @@ func dependsOnNode(svc *servicerenderer.ContivService) bool {
 	return false
 }
 
-// claim records that e wants c's mapping, and which frontend it claims.
-func (r *Renderer) claim(e *serviceEntry, c *claim) {
-	key := c.m.MappingKey
-	fe := r.frontends[key]
-	if fe == nil {
-		fe = &frontendState{key: key}
-		r.frontends[key] = fe
-	}
-	c.fe = fe
-	w := fe.winner
-	switch {
-	case w == nil:
-		fe.winner = e
-		r.setDesired(fe, &c.m)
-	case e.before(w):
-		fe.winner = e
-		r.addLoser(fe, w, e)
-		r.setDesired(fe, &c.m)
-	default:
-		r.addLoser(fe, e, w)
-	}
-}
-
-// release records that e no longer claims fe; the oldest loser takes over.
-func (r *Renderer) release(e *serviceEntry, fe *frontendState) {
-	key := fe.key
-	if fe.winner != e {
-		fe.losers = slices.DeleteFunc(fe.losers, func(f *serviceEntry) bool { return f == e })
-		if len(fe.losers) == 0 {
-			fe.losers = nil
-		}
-		delete(r.reported, conflictPair{key, e.svc.ID})
-		r.forget(fe)
-		return
-	}
-	if len(fe.losers) == 0 {
-		fe.winner = nil
-		r.setDesired(fe, nil)
-		r.forget(fe)
-		return
-	}
-	next := fe.losers[0]
-	if len(fe.losers) == 1 {
-		fe.losers = nil
-	} else {
-		fe.losers = fe.losers[1:]
-	}
-	delete(r.reported, conflictPair{key, next.svc.ID})
-	fe.winner = next
-	r.setDesired(fe, next.mapping(key))
-	r.log.Info("frontend conflict resolved", "frontend", key.String(), "service", next.svc.ID, "previous", e.svc.ID)
-}
-
-// forget drops fe once nothing refers to it.
-func (r *Renderer) forget(fe *frontendState) {
-	if fe.unused() {
-		delete(r.frontends, fe.key)
-	}
-}
-
-// addLoser records that loser claims fe, which winner holds, and logs it
-// once.
-func (r *Renderer) addLoser(fe *frontendState, loser, winner *serviceEntry) {
-	i, _ := slices.BinarySearchFunc(fe.losers, loser, func(a, b *serviceEntry) int {
-		if a.before(b) {
-			return -1
-		}
-		if b.before(a) {
-			return 1
-		}
-		return 0
-	})
-	fe.losers = slices.Insert(fe.losers, i, loser)
-	p := conflictPair{fe.key, loser.svc.ID}
-	if _, ok := r.reported[p]; ok {
-		return
-	}
-	r.reported[p] = struct{}{}
-	if _, ok := r.quiet[p]; !ok {
-		r.log.Warn("frontend claimed by two services: the oldest wins", "frontend", fe.key.String(),
-			"service", winner.svc.ID, "rejected", loser.svc.ID)
-	}
-}
-
-// setDesired makes m (nil: none) the desired mapping of fe, and queues fe
-// for Apply when that changes anything.
-func (r *Renderer) setDesired(fe *frontendState, m *Mapping) {
-	old := fe.desired
-	if old != nil && old.external {
+// desire is told of each mapping set desired on fe (nil: none), before
+// it is: external IPs' objects are counted, subsets logged.
+func (r *Renderer) desire(fe *frontendState, m *Mapping) {
+	if old := fe.Desired; old != nil && old.external {
 		r.extRef(old.IP, -1)
 	}
 	if m != nil && m.external {
 		r.extRef(m.IP, 1)
 	}
 	r.noteSubset(fe, m)
-	if identical(old, m) {
-		if m != nil {
-			// The newest value is kept, so that the old one can go.
-			if fe.applied == old {
-				fe.applied = m
-			}
-			fe.desired = m
-		}
-		return
-	}
-	fe.desired = m
-	if !fe.dirty {
-		fe.dirty = true
-		r.dirty = append(r.dirty, fe)
-	}
-	if len(r.failures) > 0 {
-		delete(r.failures, ObjectID{Kind: ObjectMapping, Mapping: fe.key})
-	}
 }
 
 // identical tells whether two mappings (either may be nil) are equal in
@@ -530,10 +306,8 @@ func identical(a, b *Mapping) bool {
 		a.Tag == b.Tag && slices.Equal(a.Locals, b.Locals)
 }
 
-// UpdateInterface implements servicerenderer.Renderer.
-func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRole) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// setInterface gives an interface its role (0: none).
+func (r *Renderer) setInterface(name string, role servicerenderer.InterfaceRole) {
 	if role == 0 {
 		delete(r.interfaces, name)
 	} else {
@@ -541,21 +315,20 @@ func (r *Renderer) UpdateInterface(name string, role servicerenderer.InterfaceRo
 	}
 	f := InterfaceFeatures(name, role, r.cfg)
 	if r.desired.Interfaces[name] == f {
-		if _, ok := r.pending[name]; ok {
+		if r.pending.Has(name) {
 			// The interface may exist now: the next Apply tries again.
 			r.markInterface(name)
 		}
-		return nil
+		return
 	}
 	if f == 0 {
 		delete(r.desired.Interfaces, name)
-		delete(r.pending, name)
+		r.pending.Delete(name)
 	} else {
 		r.desired.Interfaces[name] = f
 	}
 	r.markInterface(name)
-	delete(r.failures, ObjectID{Kind: ObjectInterface, Interface: name})
-	return nil
+	r.failures.Delete(ObjectID{Kind: ObjectInterface, Interface: name})
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser: VPP dropped the
@@ -588,16 +361,14 @@ func (r *Renderer) markInterface(name string) {
 	r.dirtyInterfaces[name] = struct{}{}
 }
 
-// UpdateLocalNode implements servicerenderer.Renderer: the services with
+// setNode records this node's addresses: the services with
 // NodePorts or host-network backends are rendered again.
-func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 	changed := !slices.Equal(r.node.IPs, node.IPs)
 	renamed := node.Name != r.node.Name
 	r.node = node
 	if !changed && !renamed {
-		return nil
+		return
 	}
 	byID := func(a, b servicerenderer.ServiceID) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -608,51 +379,38 @@ func (r *Renderer) UpdateLocalNode(node servicerenderer.LocalNode) error {
 		ids = slices.SortedFunc(maps.Keys(r.services), byID)
 	}
 	for _, id := range ids {
-		r.setService(r.services[id].svc)
+		r.setService(r.services[id].Svc)
 	}
 	r.log.Debug("node addresses changed", "ips", node.IPs, "services", len(ids))
-	return nil
 }
 
-// Resync implements servicerenderer.Renderer: the desired state is rebuilt
+// resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot, and the next Apply reconciles with VPP's real state.
-func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
-	if data == nil {
-		return errors.New("nat44: nil resync data")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 	r.reset(data.Node, data.Interfaces)
-	r.quiet, r.reported = r.reported, map[conflictPair]struct{}{}
 	for _, svc := range data.Services {
 		if svc != nil {
 			r.setService(svc)
 		}
 	}
-	for p := range r.quiet {
-		if _, ok := r.reported[p]; !ok {
-			r.log.Info("frontend conflict resolved", "frontend", p.key.String(), "previous", p.loser)
-		}
-	}
-	r.quiet = nil
+	r.frontends.EndReset()
 	for k := range r.subsets {
-		if fe := r.frontends[k]; fe == nil || fe.desired == nil || fe.desired.subset == nil {
-			r.noteSubset(&frontendState{key: k}, nil)
+		if fe := r.frontends.Get(k); fe == nil || fe.Desired == nil || fe.Desired.subset == nil {
+			r.noteSubset(&frontendState{Key: k}, nil)
 		}
 	}
 	if r.debug() {
 		mappings, conflicts := 0, 0
-		for _, fe := range r.frontends {
-			if fe.desired != nil {
+		for _, fe := range r.frontends.Frontends() {
+			if fe.Desired != nil {
 				mappings++
 			}
-			if len(fe.losers) > 0 {
+			if fe.Contested() {
 				conflicts++
 			}
 		}
 		r.log.Debug("resync rendered", "services", len(r.services), "mappings", mappings, "conflicts", conflicts)
 	}
-	return nil
 }
 
 // Desired is a copy of the desired state (its mappings are shared and must
@@ -660,7 +418,7 @@ func (r *Renderer) Resync(data *servicerenderer.ResyncData) error {
 func (r *Renderer) Desired() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return withMappings(r.desired, r.frontends, func(fe *frontendState) *Mapping { return fe.desired })
+	return withMappings(r.desired, r.frontends.Frontends(), func(fe *frontendState) *Mapping { return fe.Desired })
 }
 
 // Applied is a copy of what VPP holds as far as the renderer knows (its
@@ -668,7 +426,7 @@ func (r *Renderer) Desired() *State {
 func (r *Renderer) Applied() *State {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return withMappings(r.applied, r.frontends, func(fe *frontendState) *Mapping { return fe.applied })
+	return withMappings(r.applied, r.frontends.Frontends(), func(fe *frontendState) *Mapping { return fe.Applied })
 }
 
 // withMappings is a copy of base with the frontends' mappings (desired or
@@ -687,28 +445,14 @@ func withMappings(base *State, frontends map[MappingKey]*frontendState, pick fun
 func (r *Renderer) Failures() []Failure {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	fs := slices.Collect(maps.Values(r.failures))
-	slices.SortFunc(fs, func(a, b Failure) int { return compareObjects(a.Object, b.Object) })
-	return fs
+	return r.failures.Sorted(func(a, b Failure) int { return compareObjects(a.Object, b.Object) })
 }
 
 // Conflicts lists the frontends claimed by more than one service, sorted.
 func (r *Renderer) Conflicts() []Conflict {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	cs := []Conflict{}
-	for key, fe := range r.frontends {
-		if len(fe.losers) == 0 {
-			continue
-		}
-		c := Conflict{Key: key, Winner: fe.winner.svc.ID}
-		for _, e := range fe.losers {
-			c.Losers = append(c.Losers, e.svc.ID)
-		}
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(a, b Conflict) int { return compareMappingKeys(a.Key, b.Key) })
-	return cs
+	return r.frontends.Conflicts()
 }
 
 // Stats returns the cumulative counters.
@@ -717,3 +461,6 @@ func (r *Renderer) Stats() Stats {
 	defer r.mu.RUnlock()
 	return r.stats
 }
+
+// front is what the renderer embeds: its change methods.
+type front = reconcile.Front

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // ObjectKind names the kinds of NAT44 objects.
@@ -115,11 +116,7 @@ func (p PendingInterface) String() string {
 
 // Conflict is a frontend address:port/protocol claimed by more than one
 // service: Winner's mapping is rendered, the Losers' are not.
-type Conflict struct {
-	Key    MappingKey
-	Winner servicerenderer.ServiceID
-	Losers []servicerenderer.ServiceID
-}
+type Conflict = reconcile.Conflict[MappingKey]
 
 // Stats are cumulative counters of the apply step.
 type Stats struct {

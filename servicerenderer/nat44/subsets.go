@@ -23,19 +23,19 @@ func (r *Renderer) noteSubset(fe *frontendState, m *Mapping) {
 	if m != nil {
 		sub = m.subset
 	}
-	old, had := r.subsets[fe.key]
+	old, had := r.subsets[fe.Key]
 	switch {
 	case sub == nil && had:
-		delete(r.subsets, fe.key)
-		r.log.Info("frontend no longer served by a subset of its endpoints", "frontend", fe.key.String(), "previously_left_out", old.LeftOut())
+		delete(r.subsets, fe.Key)
+		r.log.Info("frontend no longer served by a subset of its endpoints", "frontend", fe.Key.String(), "previously_left_out", old.LeftOut())
 	case sub != nil && (!had || old != *sub):
-		r.subsets[fe.key] = *sub
+		r.subsets[fe.Key] = *sub
 		var svc servicerenderer.ServiceID
-		if fe.winner != nil {
-			svc = fe.winner.svc.ID
+		if fe.Winner() != nil {
+			svc = fe.Winner().Svc.ID
 		}
 		r.log.Warn("frontend served by a subset of its endpoints: VPP 25.02 sums a mapping's probabilities in a u8 (at most 255)",
-			"frontend", fe.key.String(), "service", svc, "endpoints", sub.Endpoints, "used", sub.Used,
+			"frontend", fe.Key.String(), "service", svc, "endpoints", sub.Endpoints, "used", sub.Used,
 			"left_out", sub.LeftOut(), "local", sub.Local, "used_local", sub.UsedLocal, "local_weight", sub.LocalWeight)
 	}
 }
@@ -48,8 +48,8 @@ func (r *Renderer) Subsets() []SubsetStatus {
 	out := make([]SubsetStatus, 0, len(r.subsets))
 	for k, s := range r.subsets {
 		st := SubsetStatus{Frontend: k, Subset: s}
-		if fe := r.frontends[k]; fe != nil && fe.winner != nil {
-			st.Service = fe.winner.svc.ID
+		if fe := r.frontends.Get(k); fe != nil && fe.Winner() != nil {
+			st.Service = fe.Winner().Svc.ID
 		}
 		out = append(out, st)
 	}

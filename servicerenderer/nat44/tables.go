@@ -1,9 +1,10 @@
 package nat44
 
 import (
-	"cmp"
 	"slices"
 	"time"
+
+	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
 // Routes wait for their table. After a VPP restart the API answers
@@ -19,11 +20,7 @@ import (
 // waitForTable records that op's route waits for VPP to make its table;
 // the caller holds mu.
 func (r *Renderer) waitForTable(op *Op) {
-	if _, ok := r.pendingTables[op.Route.VRF]; !ok {
-		if r.pendingTables == nil {
-			r.pendingTables = map[uint32]time.Time{}
-		}
-		r.pendingTables[op.Route.VRF] = time.Now()
+	if r.pendingTables.Add(op.Route.VRF, struct{}{}, time.Now()) {
 		r.log.Info("NAT44: waiting for FIB table", "vrf", op.Route.VRF, "route", op.Route.Prefix)
 	}
 }
@@ -32,7 +29,7 @@ func (r *Renderer) waitForTable(op *Op) {
 // their table; the caller holds mu.
 func (r *Renderer) appendTableRetries(ops []Op) []Op {
 	for k, rt := range r.desired.Routes {
-		if _, ok := r.pendingTables[k.VRF]; ok && r.applied.Routes[k] == nil {
+		if r.pendingTables.Has(k.VRF) && r.applied.Routes[k] == nil {
 			ops = append(ops, Op{Kind: OpAddRoute, Route: *rt})
 		}
 	}
@@ -42,44 +39,38 @@ func (r *Renderer) appendTableRetries(ops []Op) []Op {
 // forgetTables drops the tables no desired route waits for any more; the
 // caller holds mu.
 func (r *Renderer) forgetTables() {
-	for vrf := range r.pendingTables {
-		wanted := false
+	r.pendingTables.Keep(func(vrf uint32) bool {
 		for k := range r.desired.Routes {
-			wanted = wanted || (k.VRF == vrf && r.applied.Routes[k] == nil)
+			if k.VRF == vrf && r.applied.Routes[k] == nil {
+				return true
+			}
 		}
-		if !wanted {
-			delete(r.pendingTables, vrf)
-		}
-	}
+		return false
+	})
 }
 
-// PendingTable is a FIB table whose drop route waits for VPP to make it.
-type PendingTable struct {
-	VRF uint32
-	// Routes are the routes waiting, sorted.
-	Routes []Route
-	// Since is when the renderer first found VPP without it.
-	Since time.Time
-}
+// PendingTable is a FIB table whose routes wait for VPP to make it.
+type PendingTable = reconcile.PendingTable[Route]
 
-// PendingTables lists the tables whose drop routes wait for VPP to make
-// them, by VRF.
+// PendingTables lists the tables whose routes wait for VPP to make them,
+// by VRF.
 func (r *Renderer) PendingTables() []PendingTable {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ps := make([]PendingTable, 0, len(r.pendingTables))
-	for vrf, since := range r.pendingTables {
-		p := PendingTable{VRF: vrf, Since: since}
-		for k, rt := range r.desired.Routes {
-			if k.VRF == vrf && r.applied.Routes[k] == nil {
-				p.Routes = append(p.Routes, *rt)
-			}
+	return reconcile.PendingTables(&r.pendingTables, r.waitingFor, func(a, b Route) int {
+		return compareRouteKeys(a.RouteKey, b.RouteKey)
+	})
+}
+
+// waitingFor lists the desired routes into vrf VPP does not hold.
+func (r *Renderer) waitingFor(vrf uint32) []Route {
+	var rs []Route
+	for k, rt := range r.desired.Routes {
+		if k.VRF == vrf && r.applied.Routes[k] == nil {
+			rs = append(rs, *rt)
 		}
-		slices.SortFunc(p.Routes, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
-		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b PendingTable) int { return cmp.Compare(a.VRF, b.VRF) })
-	return ps
+	return rs
 }
 
 // madeTable sets retry when op, which succeeded, added a local in the

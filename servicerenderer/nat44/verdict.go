@@ -108,7 +108,7 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 		r.dirtyRoutes = map[RouteKey]struct{}{}
 	}
 	r.dirtyRoutes[rt.RouteKey] = struct{}{}
-	delete(r.failures, ObjectID{Kind: ObjectRoute, Route: rt.RouteKey})
+	r.failures.Delete(ObjectID{Kind: ObjectRoute, Route: rt.RouteKey})
 }
 
 // ownedRoute tells whether a route VPP holds is the agent's: the service
