@@ -38,10 +38,13 @@ e2e:
 bench:
 	$(GO) run ./bench/cmd/contiv-bench -out bench/results.json
 
-## lint: formatting and vet
+## lint: formatting, vet and staticcheck (its default checks; built from the module proxy at a pinned
+## version on first use)
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
 
 build:
 	$(GO) build $(PKGS)

@@ -393,15 +393,6 @@ func probabilitySum(ls []Local) int {
 	return s
 }
 
-// findLocal is the local of sorted ls with l's IP, port and VRF.
-func findLocal(ls []Local, l Local) (Local, bool) {
-	i, ok := slices.BinarySearchFunc(ls, l, compareLocals)
-	if !ok {
-		return Local{}, false
-	}
-	return ls[i], true
-}
-
 // mergeLocals walks two sorted lists of locals, matching them by IP, port
 // and VRF (as VPP matches a local), and calls f for each pair (nil when one
 // side lacks it).
