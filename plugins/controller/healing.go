@@ -1,8 +1,9 @@
 package controller
 
 import (
-	"context"
 	"time"
+
+	"contiv.dev/vpp/internal/backoff"
 )
 
 // Backoff bounds an exponential backoff: the first delay is Initial, each
@@ -29,23 +30,26 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// backoff walks the delays of a Backoff.
-type backoff struct {
-	Backoff
-	next time.Duration
+// delays walks the delays of a Backoff: internal/backoff's policy,
+// without jitter (the loop is alone in pacing its retries).
+type delays struct {
+	p    backoff.Policy
+	prev time.Duration
 }
 
-func newBackoff(b Backoff) *backoff { return &backoff{Backoff: b, next: b.Initial} }
+func newBackoff(b Backoff) *delays {
+	return &delays{p: backoff.Policy{Initial: b.Initial, Max: b.Max}}
+}
 
-// delay returns the next delay and doubles the one after, up to the cap.
-func (b *backoff) delay() time.Duration {
-	d := b.next
-	b.next = min(2*b.next, b.Max)
-	return d
+// delay returns the next delay: Initial, then twice the previous, up to
+// the cap.
+func (d *delays) delay() time.Duration {
+	d.prev = d.p.After(d.prev)
+	return d.prev
 }
 
 // reset starts again from the initial delay.
-func (b *backoff) reset() { b.next = b.Initial }
+func (d *delays) reset() { d.prev = 0 }
 
 // alarm is a timer the loop selects on; its channel is nil while unset.
 type alarm struct {
@@ -82,7 +86,7 @@ func (a *alarm) fired() { a.on = false }
 
 // healer schedules healing resyncs after failures, with backoff.
 type healer struct {
-	bo    *backoff
+	bo    *delays
 	alarm alarm
 }
 
@@ -98,16 +102,4 @@ func (h *healer) schedule() {
 func (h *healer) healed() {
 	h.alarm.stop()
 	h.bo.reset()
-}
-
-// sleep waits for d or until ctx is done; it tells whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -99,8 +99,8 @@ type Controller struct {
 	// Owned by the loop goroutine.
 	view       *view
 	heal       healer
-	healQueued bool     // a healing resync is queued, not yet taken in
-	readyBo    *backoff // polls of ReadyHandlers before the first apply
+	healQueued bool    // a healing resync is queued, not yet taken in
+	readyBo    *delays // polls of ReadyHandlers before the first apply
 	readyAlarm alarm
 	pace       alarm // MinBatchInterval
 	lastApply  time.Time

@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -139,7 +140,7 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			d := bo.delay()
 			w.log.Warn("cannot list etcd; keeping the last state", "err", err, "retryIn", d)
-			if !sleep(ctx, d) {
+			if !backoff.Sleep(ctx, d) {
 				return
 			}
 			continue
@@ -193,14 +194,14 @@ func (w *watcher) run(ctx context.Context) {
 		if healthy {
 			bo.reset()
 			w.log.Info("etcd watch ended; re-listing", "reason", err)
-			if errors.Is(err, errReconnected) && !sleep(ctx, w.relistDelay()) {
+			if errors.Is(err, errReconnected) && !backoff.Sleep(ctx, w.relistDelay()) {
 				return
 			}
 			continue
 		}
 		d := bo.delay()
 		w.log.Warn("etcd watch failed; re-listing", "err", err, "retryIn", d)
-		if !sleep(ctx, d) {
+		if !backoff.Sleep(ctx, d) {
 			return
 		}
 	}
@@ -330,7 +331,7 @@ func (w *watcher) hold(ctx context.Context, rev int64, why error, reconnected <-
 			case ok && resp.Err() == nil:
 				return true
 			}
-			return sleep(ctx, bo.delay())
+			return backoff.Sleep(ctx, bo.delay())
 		}
 	}
 }
