@@ -18,6 +18,7 @@ import (
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -142,6 +143,26 @@ func fields(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestStatusNamesTheRendererThatRuns: under cnat the status shows the
+// cnat renderer's counters, not an idle NAT44 row.
+func TestStatusNamesTheRendererThatRuns(t *testing.T) {
+	views := cannedViews()
+	st := views["status"].(agent.StatusView)
+	st.CNAT = &cnat.Stats{Applies: 3, FullApplies: 1, Calls: 40, Writes: 31, Foreign: 2}
+	views["status"] = st
+	code, raw, errs := contivctl(t, "", "status", "--agent", serveViews(t, views))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out := fields(raw)
+	if !strings.Contains(out, "CNAT 3 applies (1 full), 40 VPP calls (31 writes), 0 refused as invalid, 0 transient failures; 2 translations not the agent's") {
+		t.Errorf("no cnat row:\n%s", out)
+	}
+	if strings.Contains(out, "\nNAT44 ") {
+		t.Errorf("a NAT44 row under cnat:\n%s", out)
+	}
 }
 
 func TestInspectCommands(t *testing.T) {
