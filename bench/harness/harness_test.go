@@ -13,7 +13,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	RunChild() // the proxy-tier figure's etcd and proxies
+	goleak.VerifyTestMain(m)
+}
 
 func TestPercentileAndMedian(t *testing.T) {
 	xs := []float64{5, 1, 4, 2, 3}
