@@ -32,9 +32,9 @@ import (
 // and stops when its stdin closes.
 const (
 	childRoleEnv  = "CONTIV_BENCH_CHILD"
-	childDirEnv   = "CONTIV_BENCH_CHILD_DIR"   // etcd's data directory
-	childEtcdEnv  = "CONTIV_BENCH_CHILD_ETCD"  // the proxy's etcd client URL
-	childFastEnv  = "CONTIV_BENCH_CHILD_FAST"  // "1": etcd's short timings (tests)
+	childDirEnv   = "CONTIV_BENCH_CHILD_DIR"  // etcd's data directory
+	childEtcdEnv  = "CONTIV_BENCH_CHILD_ETCD" // the proxy's etcd client URL
+	childFastEnv  = "CONTIV_BENCH_CHILD_FAST" // "1": etcd's short timings (tests)
 	roleEtcd      = "etcd"
 	roleProxy     = "proxy"
 	watcherMetric = "etcd_debugging_mvcc_watcher_total"

@@ -27,7 +27,7 @@ type Proxy struct {
 	srv    *grpc.Server
 	cancel context.CancelFunc
 	// done are closed when the watch and lease proxies have stopped.
-	done []<-chan struct{}
+	done   []<-chan struct{}
 	served chan struct{}
 }
 
