@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -186,9 +187,17 @@ func (t *tier) mode(ctx context.Context, endpoints []string) ([]tierLevel, strin
 
 	limit := int64(min(runtimeSys()+availableMemory()-min(availableMemory(), fanoutReserve), math.MaxInt64))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	// The growth per agent is measured from what the process held before
+	// the first (a previous figure's agents collected).
+	runtime.GC()
+	base := liveHeap()
 	fits := func(more int) bool {
+		n := len(set.agents)
+		if n == 0 {
+			return true
+		}
 		live := liveHeap()
-		per := float64(live) / float64(max(len(set.agents), 1))
+		per := float64(live-min(live, base)) / float64(n)
 		return float64(live)+per*float64(more) < 0.9*float64(limit)
 	}
 	var levels []tierLevel
