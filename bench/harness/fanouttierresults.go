@@ -37,8 +37,11 @@ type FanoutTierResult struct {
 	// heap (proxied only).
 	ProxyCPUUS   []float64 `json:"proxy_cpu_us_per_change,omitempty"`
 	ProxyHeapMiB []float64 `json:"proxy_heap_mib,omitempty"`
-	Changes      int       `json:"-"`
-	Runs         int       `json:"-"`
+	// LightMissed counts, over the runs, the receipts of lightweight
+	// watchers still missing a minute after a put.
+	LightMissed int `json:"-"`
+	Changes     int `json:"-"`
+	Runs        int `json:"-"`
 }
 
 // FanoutTier is the proxy-tier figure: both modes, keyed by K.
@@ -130,6 +133,9 @@ func tierMedians(runs []*tierRun, levels func(*tierRun) []tierLevel) map[string]
 			EtcdWatchings:      med(func(lv *tierLevel) float64 { return float64(lv.watchings) }),
 			EtcdSentKiB:        med(func(lv *tierLevel) float64 { return lv.etcdTx / (1 << 10) }),
 		}
+		for _, lv := range lvs {
+			r.LightMissed += lv.missed
+		}
 		for i := range lvs[0].proxyCPU {
 			r.ProxyCPUUS = append(r.ProxyCPUUS, med(func(lv *tierLevel) float64 { return us(lv.proxyCPU[i]) }))
 			r.ProxyHeapMiB = append(r.ProxyHeapMiB, med(func(lv *tierLevel) float64 { return float64(lv.proxyHeap[i]) / (1 << 20) }))
@@ -160,6 +166,9 @@ func (r *Results) tierRows(single func(name, value, target, met string)) {
 				fmt.Sprintf("%.2f / %.2f; %.2f / %.2f", f.P50MS, f.P99MS, f.LastP50MS, f.LastP99MS), "", "")
 			single("… etcd CPU per change (µs; with nobody watching); sent per change (KiB); heap (MiB); watchings",
 				fmt.Sprintf("%.0f (%.0f); %.1f; %.1f; %.0f", f.EtcdCPUUS, f.EtcdUnwatchedCPUUS, f.EtcdSentKiB, f.EtcdHeapMiB, f.EtcdWatchings), "", "")
+			if f.LightMissed > 0 {
+				single("… lightweight watchers' receipts still missing a minute after the put (all runs)", strconv.Itoa(f.LightMissed), "", "")
+			}
 			if len(f.ProxyCPUUS) > 0 {
 				single("… each proxy's CPU per change (µs); heap (MiB)", fmtList(f.ProxyCPUUS, "%.0f")+"; "+fmtList(f.ProxyHeapMiB, "%.1f"), "", "")
 			}
