@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -207,7 +208,11 @@ func (t *tier) mode(ctx context.Context, endpoints []string) ([]tierLevel, strin
 	for _, k := range slices.Sorted(slices.Values(t.p.ks)) {
 		t.p.log.Info("tier: starting agents", "k", k, "endpoints", len(endpoints))
 		if err := set.grow(ctx, k, fits); err != nil {
-			return levels, err.Error(), nil
+			if errors.Is(err, errFanoutMemory) {
+				t.p.log.Warn("tier: stopping early", "err", err)
+				return levels, err.Error(), nil
+			}
+			return nil, "", err
 		}
 		lv, err := t.level(ctx, set, light, &rx, len(endpoints) == 1)
 		if err != nil {
