@@ -42,11 +42,10 @@ func Start(ctx context.Context, cli *clientv3.Client, addr string) (*Proxy, erro
 	if err != nil {
 		return nil, fmt.Errorf("etcd proxy: listen on %s: %w", addr, err)
 	}
-	return Serve(ctx, cli, ln), nil
+	return serve(ctx, cli, ln), nil
 }
 
-// Serve serves a proxy on ln, as Start.
-func Serve(ctx context.Context, cli *clientv3.Client, ln net.Listener) *Proxy {
+func serve(ctx context.Context, cli *clientv3.Client, ln net.Listener) *Proxy {
 	pctx, cancel := context.WithCancel(ctx)
 	lg := zap.NewNop()
 	kv, _ := grpcproxy.NewKvProxy(cli)
