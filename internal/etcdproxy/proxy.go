@@ -80,9 +80,14 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Endpoint is the proxy's client URL.
 func (p *Proxy) Endpoint() string { return "http://" + p.Addr() }
 
-// Close stops the proxy at once, cutting its clients' connections (as a
-// proxy process that ends), and waits until it has stopped.
+// Close stops the proxy at once, cutting its clients' connections first,
+// as a proxy process that ends (`etcd grpc-proxy` handles no signal: it
+// exits), and waits until it has stopped. Cancelling the watch proxy
+// first would end its clients' watches with a cancellation instead,
+// which a client takes for the end of its watch, not for a lost
+// connection to retry.
 func (p *Proxy) Close() {
+	p.srv.Stop()
 	p.cancel()
 	<-p.served
 	for _, d := range p.done {
