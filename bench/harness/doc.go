@@ -7,7 +7,10 @@
 // figure), network programming latency through the whole agent, K agents
 // (controller, processor, renderer over a counting VPP) sharing one
 // embedded etcd holding W(10000) — the fan-out latency of a change, heap
-// per agent and etcd's heap (fanout) — and the running agent's CPU per
+// per agent and etcd's heap (fanout), and the same directly and through a
+// tier of etcd gRPC proxies with etcd and each proxy in a process of its
+// own (this binary again, RunChild), for their CPU per change and heap —
+// and the running agent's CPU per
 // change from the etcd watch event to the VPP calls (agent-change), and
 // W(50 000) over a socket-served simulated VPP: its pipelined programming,
 // the agent's start to ready and the running agent's live heap (large). Run

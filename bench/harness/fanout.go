@@ -73,8 +73,9 @@ func (p *probe) Apply(context.Context, bool) error {
 
 // fanoutSet is K agents against one etcd and the change they all watch.
 type fanoutSet struct {
-	env    *nodeEnv
-	m      *etcd.Embedded
+	env *nodeEnv
+	// dial makes the i-th agent's etcd client (i from 0).
+	dial   func(ctx context.Context, i int) (*clientv3.Client, error)
 	table  tagTable
 	key    atomic.Pointer[kubestate.Key]
 	out    chan time.Time
@@ -82,12 +83,13 @@ type fanoutSet struct {
 }
 
 func newFanoutSet(env *nodeEnv, m *etcd.Embedded, table tagTable, maxK int) *fanoutSet {
-	return &fanoutSet{env: env, m: m, table: table, out: make(chan time.Time, maxK)}
+	dial := func(ctx context.Context, _ int) (*clientv3.Client, error) { return etcdClient(ctx, m) }
+	return &fanoutSet{env: env, dial: dial, table: table, out: make(chan time.Time, maxK)}
 }
 
 // start starts one agent; it is ready once Ready.
 func (s *fanoutSet) start(ctx context.Context) (*fanoutAgent, error) {
-	cli, err := etcdClient(ctx, s.m)
+	cli, err := s.dial(ctx, len(s.agents))
 	if err != nil {
 		return nil, err
 	}

@@ -222,6 +222,9 @@ func fanoutFigure(ctx context.Context, env *nodeEnv, o Options, res *Results) er
 			CPUUS: us(b.cpu), EtcdHeapKiB: b.etcdHeap / (1 << 10), ClientHeapKiB: b.clientHeap / (1 << 10),
 		}
 	}
+	if o.FanoutProxies > 0 {
+		return tierFigure(ctx, env, o, res)
+	}
 	return nil
 }
 

@@ -42,6 +42,9 @@ type Results struct {
 	FanoutStopped string                   `json:"-"`
 	// FanoutBare is the fan-out to watchers that decode nothing.
 	FanoutBare *FanoutBareResult `json:"-"`
+	// FanoutTier is the fan-out through a tier of etcd gRPC proxies; its
+	// JSON is in "fanout" (fanoutJSON).
+	FanoutTier *FanoutTier `json:"-"`
 	// AgentChangeCPUUS is the running agent's CPU per change at N=10000,
 	// from the etcd watch event to the VPP calls issued, µs.
 	AgentChangeCPUUS float64            `json:"agent_change_cpu_us,omitempty"`
@@ -244,7 +247,7 @@ type NPLResult struct {
 func (r *Results) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(r.jsonView())
 }
 
 // Targets of BENCH.md, for a 2-core machine.
@@ -427,6 +430,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 	if r.FanoutStopped != "" {
 		single("fan-out: stopped early", r.FanoutStopped, "", "")
 	}
+	r.tierRows(single)
 	if a := r.AgentChange; a != nil {
 		single(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, fmtList(a.PerRunUS, "%.0f")),
 			fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 30", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
