@@ -13,6 +13,7 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
+	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // recordedViews are the views a real contiv-agent served, recorded into
@@ -287,4 +288,21 @@ func TestDoctorWarnsOfMissingACLPlugin(t *testing.T) {
 	}
 	requireFinding(t, fs, verdictWarn, "vpp-plugins", "acl_plugin.so", "loadBalancerSourceRanges are NOT enforced")
 	requireFinding(t, fs, verdictOK, "readiness")
+}
+
+// An agent without /v1/renderer (older than this contivctl): doctor says
+// so, and still names the pending interfaces /v1/status lists and the
+// FIB table readiness waits for.
+func TestDoctorWithoutRendererView(t *testing.T) {
+	st, cfg := realNode()
+	st.Ready = false
+	st.Pending = []nat44.PendingInterface{{Name: "tap7", Features: nat44.FeatureIn, Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	st.NotReady = []string{"waiting for interface tap7 for 1s", "waiting for FIB table 1 for 2s"}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictWarn, "renderer", "cannot read /v1/renderer")
+	requireFinding(t, fs, verdictFail, "interface", "pod interface tap7 is pending", "NAT44 features in wait")
+	requireFinding(t, fs, verdictFail, "fib-table", "waiting for FIB table 1 for 2s")
 }
