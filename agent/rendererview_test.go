@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.fd.io/govpp/api"
+
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 )
@@ -37,6 +42,27 @@ addressType: IPv4
 ports: [{name: http, protocol: TCP, port: 8080}]
 endpoints: [{addresses: [10.1.1.20], conditions: {ready: true}, nodeName: node-1}]
 `
+
+// addCartEndpoint adds a remote endpoint to shop/cart in etcd.
+func addCartEndpoint(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	ctx := context.Background()
+	listing, err := kubestate.List(ctx, cli, kubestate.ResEndpointSlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range listing.Objects {
+		if s := o.(*kubestate.EndpointSlice); s.Name == "cart-m3p7x" {
+			next := *s
+			next.Endpoints = append(slices.Clone(s.Endpoints), kubestate.Endpoint{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"})
+			if err := kubestate.NewWriter(cli, nil).Put(ctx, &next); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("cart slice not in etcd")
+}
 
 // getRendererView reads /v1/renderer through the agent's HTTP handler.
 func getRendererView(t *testing.T, a *Agent) RendererView {
@@ -101,12 +127,35 @@ func TestRendererView(t *testing.T) {
 				t.Errorf("conflicts %+v, want one like %+v", v.Conflicts, want)
 			}
 
+			// VPP refuses, as invalid, the change a new cart endpoint makes.
+			vpp.SetFaults(sim.Faults{Rate: 1, Retval: api.INVALID_VALUE, Match: func(m api.Message) bool {
+				n := m.GetMessageName()
+				return strings.Contains(n, "static_mapping") || n == "cnat_translation_update"
+			}})
+			addCartEndpoint(t, srv.Client())
+			waitFor(t, "the refused cart change in /v1/renderer", func() bool {
+				v = getRendererView(t, r.a)
+				return len(v.Failures) > 0
+			})
+			vpp.SetFaults(sim.Faults{})
+			cart := sr.ServiceID{Namespace: "shop", Name: "cart"}
+			for _, f := range v.Failures {
+				if !strings.Contains(f.Object, "10.96.10.30:8080/TCP") || f.Op == "" || !strings.Contains(f.Error, "-7") ||
+					(renderer == contivconf.RendererNAT44 && (f.Service == nil || *f.Service != cart)) {
+					t.Errorf("failure %+v: want the cart frontend's refused call", f)
+				}
+			}
+			if v.Counts.Failures != len(v.Failures) || v.Stats.Invalid == 0 {
+				t.Errorf("counts %+v, stats %+v with %d failures", v.Counts, v.Stats, len(v.Failures))
+			}
+
 			// VPP restarts; its interfaces and table 1 come back much later.
 			vpp.RestartWith(sim.RestartOptions{InterfacesAfter: time.Hour})
 			defer vpp.Close()
-			waitFor(t, "pending interfaces and table 1 in /v1/renderer", func() bool {
+			waitFor(t, "the reprogram applied, pending interfaces and table 1 in /v1/renderer", func() bool {
+				reprogrammed := strings.Contains(strings.Join(r.a.notReady(), "\n"), "waiting for it to re-create")
 				v = getRendererView(t, r.a)
-				return len(v.Pending) > 0 && len(v.PendingTables) > 0
+				return reprogrammed && len(v.Pending) > 0 && len(v.PendingTables) > 0
 			})
 			notReady := strings.Join(r.a.notReady(), "\n")
 			for _, p := range v.Pending {
