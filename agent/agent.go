@@ -361,6 +361,7 @@ func (a *Agent) buildHTTP() {
 			"nat44":          a.nat44Source(func() any { return nat44View(a.renderer) }),
 			"nat44/mappings": a.nat44Source(func() any { return nat44MappingsView(a.renderer) }),
 			"cnat":           a.view(func() any { return cnatView(a.cnat) }),
+			"renderer":       a.view(func() any { return rendererView(a) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
 			"latency":        a.view(func() any { return a.latency.View() }),

@@ -34,6 +34,7 @@ func commands() []command {
 	return []command{
 		{name: "services", summary: "the services an agent derived (--skipped: what it left out, and why)", run: runServices},
 		{name: "nat44", summary: "an agent's NAT44 state, desired or --applied, with failures and conflicts", run: runNAT44},
+		{name: "renderer", summary: "an agent's service renderer (nat44 or cnat): counters, failures, conflicts, pending interfaces and tables", run: runRenderer},
 		{name: "nodes", summary: "the nodes an agent knows: names, IDs, VPP and management IPs", run: runNodes},
 		{name: "ipam", summary: "an agent's address plan and pod IP allocations", run: runIPAM},
 		{name: "status", summary: "an agent's controller, VPP connection and readiness", run: runStatus},

@@ -16,18 +16,22 @@
 //	                       from /v1/skipped, or enforced
 //	nat44 [--applied]      the desired (or applied) NAT44 state, one sorted
 //	                       line per object, then failures and conflicts
+//	renderer               the renderer that runs (nat44 or cnat), in one
+//	                       shape: apply counters, failures, conflicts,
+//	                       pending interfaces and FIB tables (/v1/renderer)
 //	nodes                  node names, IDs, VPP and management IPs
 //	ipam                   the address plan and the pod IPs allocated
 //	status                 readiness, VPP connection (SIMULATED when so),
-//	                       controller and NAT44 apply counters
+//	                       controller, and one RENDERER row (/v1/renderer)
 //	doctor [--allow-simulated]
 //	                       names each missing piece of the node (VPP not
 //	                       connected, main NIC not found, an interface VPP
 //	                       or the CNI has not created — with its role —,
-//	                       NAT44 objects VPP refused, etcd lost, a SIMULATED
+//	                       a FIB table VPP has not made, objects VPP refused
+//	                       (either renderer), etcd lost, a SIMULATED
 //	                       VPP; a warning for an optional VPP plugin VPP
 //	                       lacks, e.g. acl_plugin.so) with what to do, from /v1/status, /v1/config,
-//	                       /v1/interfaces and /v1/nat44; exit 1 when a check
+//	                       /v1/interfaces and /v1/renderer; exit 1 when a check
 //	                       fails (docs/vpp-node.md)
 //	latency                network programming latency (the kube-proxy
 //	                       SLI): p50, p99, max over the latest changes

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +83,7 @@ const (
 	reasonVPPDown   = "VPP not connected"
 	reasonReprogram = "waiting for the full reprogram"
 	reasonInterface = "interface "
+	reasonTable     = "FIB table "
 	reasonOwnAddrs  = "VPP addresses ("
 	reasonOwner     = "VPP is managed by another agent"
 )
@@ -110,20 +112,8 @@ func runDoctor(ctx context.Context, s streams, args []string) error {
 	if _, err := c.view(ctx, "/v1/interfaces", &d.roles); err != nil {
 		d.add(verdictWarn, "interfaces", "cannot read /v1/interfaces: "+err.Error(), "")
 	}
-	if d.cnatRenderer() {
-		var v agent.CNATView
-		if _, err := c.view(ctx, "/v1/cnat", &v); err != nil {
-			d.add(verdictWarn, "cnat", "cannot read /v1/cnat: "+err.Error(), "")
-		} else {
-			d.cnat = &v
-		}
-	} else {
-		var n agent.NAT44View
-		if _, err := c.view(ctx, "/v1/nat44", &n); err != nil {
-			d.add(verdictWarn, "nat44", "cannot read /v1/nat44: "+err.Error(), "")
-		} else {
-			d.nat = &n
-		}
+	if _, err := c.view(ctx, "/v1/renderer", &d.renderer); err != nil {
+		d.add(verdictWarn, "renderer", "cannot read /v1/renderer: "+err.Error(), "")
 	}
 	d.diagnose()
 	if of.json() {
@@ -145,27 +135,17 @@ type doctor struct {
 	status   doctorStatus
 	cfg      *contivconf.Config // nil: not read
 	roles    map[string]sr.InterfaceRole
-	nat      *agent.NAT44View // nil: not read
-	cnat     *agent.CNATView  // nil: not read (renderer nat44)
+	// renderer is the renderer-neutral view; nil: not read, or the
+	// agent runs no renderer yet.
+	renderer *agent.RendererView
 	// built is set once the agent found its main NIC and started its
 	// controller.
 	built    bool
 	findings []finding
 }
 
-// cnatRenderer tells whether the agent runs the cnat renderer (its
-// configuration says so); nat44 otherwise.
-func (d *doctor) cnatRenderer() bool {
-	return d.cfg != nil && d.cfg.Renderer == contivconf.RendererCNAT
-}
-
-// failuresHint is where the objects VPP refused are listed, per renderer.
-func (d *doctor) failuresHint() string {
-	if d.cnatRenderer() {
-		return "'curl -s AGENT/v1/cnat' lists every failure"
-	}
-	return "'contivctl nat44' lists every failure"
-}
+// failuresHint is where the objects VPP refused are listed.
+const failuresHint = "'contivctl renderer' lists every failure"
 
 func (d *doctor) add(verdict, check, detail, fix string) {
 	d.findings = append(d.findings, finding{Verdict: verdict, Check: check, Detail: detail, Fix: fix})
@@ -207,8 +187,8 @@ func (d *doctor) diagnose() {
 	d.checkMainNIC(mainNIC)
 	d.checkSync(claim(reasonFirstSync), claim(reasonReprogram))
 	d.checkPending(claim(reasonInterface))
-	d.checkNAT44()
-	d.checkCNAT()
+	d.checkPendingTables(claim(reasonTable))
+	d.checkRenderer()
 	d.checkEtcdWrites()
 	d.checkOwnAddrs(claim(reasonOwnAddrs))
 	for _, r := range d.status.NotReady {
@@ -314,13 +294,12 @@ func (d *doctor) checkSync(first, reprogram []string) {
 		d.add(verdictFail, "first-sync", r, fix)
 	}
 	for _, r := range reprogram {
-		d.add(verdictWarn, "reprogram", r, "transient after a VPP restart or reconnect; if it stays, "+d.failuresHint())
+		d.add(verdictWarn, "reprogram", r, "transient after a VPP restart or reconnect; if it stays, "+failuresHint)
 	}
 }
 
 func (d *doctor) checkPending(reasons []string) {
-	pending := slices.Clone(d.status.Pending)
-	slices.SortFunc(pending, func(a, b pendingIf) int { return cmp.Compare(a.Name, b.Name) })
+	pending := d.pending()
 	for _, p := range pending {
 		verdict := verdictWarn // within the grace: VPP or the CNI may be about to create it
 		for _, r := range reasons {
@@ -329,19 +308,53 @@ func (d *doctor) checkPending(reasons []string) {
 			}
 		}
 		role, fix := d.interfaceRole(p.Name)
-		what := fmt.Sprintf("NAT44 features %s wait", p.Features)
-		if d.cnatRenderer() {
-			what = "its cnat features and SNAT tables wait"
-		}
-		d.add(verdict, "interface", fmt.Sprintf("%s %s is pending: VPP has no such interface (%s, since %s)",
-			role, p.Name, what, p.Since.UTC().Format(time.RFC3339)), fix)
+		d.add(verdict, "interface", fmt.Sprintf("%s %s is pending: VPP has no such interface (%s wait, since %s)",
+			role, p.Name, orDash(p.Waits), p.Since.UTC().Format(time.RFC3339)), fix)
 	}
 	if len(pending) == 0 && d.built && d.status.VPP.Connected {
-		what := "no NAT44 interface feature waits for an interface"
-		if d.cnatRenderer() {
-			what = "no cnat interface configuration waits for an interface"
+		d.add(verdictOK, "interface", "no interface configuration of the renderer waits for an interface", "")
+	}
+}
+
+// pending lists the interfaces the renderer's configuration waits for,
+// sorted by name: from the renderer view, or, without it, from the
+// status (an older agent's NAT44 features).
+func (d *doctor) pending() []agent.RendererPending {
+	if d.renderer != nil {
+		return d.renderer.Pending
+	}
+	var out []agent.RendererPending
+	for _, p := range d.status.Pending {
+		waits := "its configuration"
+		if p.Features != 0 {
+			waits = "NAT44 features " + p.Features.String()
 		}
-		d.add(verdictOK, "interface", what, "")
+		out = append(out, agent.RendererPending{Name: p.Name, Since: p.Since, Waits: waits})
+	}
+	slices.SortFunc(out, func(a, b agent.RendererPending) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// checkPendingTables names the FIB tables whose routes wait for VPP to
+// make them; without the renderer view, the reasons as they are.
+func (d *doctor) checkPendingTables(reasons []string) {
+	if d.renderer == nil {
+		for _, r := range reasons {
+			d.add(verdictFail, "fib-table", r, "")
+		}
+		return
+	}
+	for _, p := range d.renderer.PendingTables {
+		vrf := strconv.FormatUint(uint64(p.VRF), 10)
+		verdict := verdictWarn
+		for _, r := range reasons {
+			if strings.Contains(r, reasonTable+vrf+" ") {
+				verdict = verdictFail
+			}
+		}
+		d.add(verdict, "fib-table", fmt.Sprintf("FIB table %s is pending: VPP has no such table (%d routes wait, since %s)",
+			vrf, len(p.Routes), p.Since.UTC().Format(time.RFC3339)),
+			"VPP's startup configuration must make table "+vrf+" ('vppctl show ip fib table "+vrf+"'); the routes are added once it exists")
 	}
 }
 
@@ -370,45 +383,29 @@ func (d *doctor) interfaceRole(name string) (role, fix string) {
 	return "pod interface", "the CNI creates pod interfaces and tags them \"" + d.cfg.NAT44.PodInterfaceTag + "\"; check 'vppctl show interface' and the CNI's logs"
 }
 
-func (d *doctor) checkNAT44() {
-	if d.nat == nil || !d.built {
+// checkRenderer reports the objects VPP refused and the contested
+// frontends, the same way under every renderer.
+func (d *doctor) checkRenderer() {
+	v := d.renderer
+	if v == nil || !d.built {
 		return
 	}
-	for _, f := range d.nat.Failures {
-		svc := ""
-		if f.Service != (sr.ServiceID{}) {
+	for _, f := range v.Failures {
+		svc, op := "", ""
+		if f.Service != nil {
 			svc = " of " + f.Service.String()
 		}
-		op := ""
-		if f.Op != 0 {
-			op = " (" + f.Op.String() + ")"
+		if f.Op != "" {
+			op = " (" + f.Op + ")"
 		}
-		d.add(verdictFail, "nat44", fmt.Sprintf("VPP refused %s%s%s: %s", f.Object, svc, op, f.Reason),
-			"not retried until the object changes or a full resync; 'contivctl nat44' lists every failure")
+		d.add(verdictFail, v.Renderer, fmt.Sprintf("VPP refused %s%s%s: %s", f.Object, svc, op, f.Error),
+			"not retried until the object changes or a full resync; "+failuresHint)
 	}
-	for _, c := range d.nat.Conflicts {
-		d.add(verdictWarn, "nat44", fmt.Sprintf("frontend %s is claimed by %s and %s; %s wins", c.Key, c.Winner, joinStrings(c.Losers, ","), c.Winner), "")
+	for _, c := range v.Conflicts {
+		d.add(verdictWarn, v.Renderer, fmt.Sprintf("frontend %s is claimed by %s and %s; %s wins", c.Frontend, c.Winner, joinStrings(c.Losers, ","), c.Winner), "")
 	}
-	if len(d.nat.Failures) == 0 {
-		d.add(verdictOK, "nat44", "VPP accepted every NAT44 object the agent programmed", "")
-	}
-}
-
-// checkCNAT reports the objects VPP refused and the contested frontends
-// of the cnat renderer.
-func (d *doctor) checkCNAT() {
-	if d.cnat == nil || !d.built {
-		return
-	}
-	for _, f := range d.cnat.Failures {
-		d.add(verdictFail, "cnat", fmt.Sprintf("VPP refused %s (%s): %s", f.Object, f.Op, f.Reason),
-			"not retried until the object changes or a full resync; "+d.failuresHint())
-	}
-	for _, c := range d.cnat.Conflicts {
-		d.add(verdictWarn, "cnat", fmt.Sprintf("frontend %s is claimed by %s and %s; %s wins", c.Key, c.Winner, joinStrings(c.Losers, ","), c.Winner), "")
-	}
-	if len(d.cnat.Failures) == 0 {
-		d.add(verdictOK, "cnat", "VPP accepted every cnat object the agent programmed", "")
+	if len(v.Failures) == 0 {
+		d.add(verdictOK, v.Renderer, "VPP accepted every object the "+v.Renderer+" renderer programmed", "")
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
-	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -132,7 +131,7 @@ func realNode() (agent.StatusView, contivconf.Config) {
 
 func TestDoctorHealthyNode(t *testing.T) {
 	st, cfg := realNode()
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "nat44": agent.NAT44View{}})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
 	if code != 0 {
 		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
 	}
@@ -154,21 +153,20 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-1", MainInterface: &contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0"}}}
 	st.Ready = false
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	st.Pending = []nat44.PendingInterface{
-		{Name: "tap0", Features: nat44.FeatureIn | nat44.FeatureOut, Since: since},
-		{Name: "loop1", Features: nat44.FeatureIn, Since: since},
-		{Name: "tap7", Features: nat44.FeatureIn, Since: since},
+	pending := []agent.RendererPending{
+		{Name: "loop1", Waits: "NAT44 features in", Since: since},
+		{Name: "tap0", Waits: "NAT44 features in,out", Since: since},
+		{Name: "tap7", Waits: "NAT44 features in", Since: since},
 	}
 	st.NotReady = []string{"waiting for interface tap0 for 12.5s", "something new the agent says",
 		"waiting for this node's VPP addresses (192.168.16.1/24) to come back from etcd in its NodeSync record: their NodePorts are not programmed yet"}
 	st.Controller.EtcdConnected = false
 	st.NodeSync.Stalled, st.NodeSync.LastError = true, "node ID released"
 	web := sr.ServiceID{Namespace: "shop", Name: "web"}
-	nat := agent.NAT44View{Failures: []nat44.Failure{{
-		Object:  nat44.ObjectID{Kind: nat44.ObjectMapping, Mapping: nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: sr.TCP}},
-		Service: web, Op: nat44.OpAddMapping, Reason: "VPPApiError: value exists (-81)",
+	rv := agent.RendererView{Renderer: "nat44", Pending: pending, Failures: []agent.RendererFailure{{
+		Object: "mapping 10.96.0.10:80/TCP", Service: &web, Op: "add-mapping", Error: "VPPApiError: value exists (-81)",
 	}}}
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "nat44": nat})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "renderer": rv})
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -176,7 +174,7 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	requireFinding(t, fs, verdictFail, "interface", "host interconnect", "tap0", "create the tap", "/dev/vhost-net", "af_packet veth", "host-<veth>")
 	requireFinding(t, fs, verdictWarn, "interface", "VXLAN BVI", "loop1", "loopback")
 	requireFinding(t, fs, verdictWarn, "interface", "pod interface", "tap7", "{{namespace}}/{{pod}}")
-	requireFinding(t, fs, verdictFail, "nat44", "10.96.0.10:80/TCP", "shop/web", "value exists")
+	requireFinding(t, fs, verdictFail, "nat44", "10.96.0.10:80/TCP", "shop/web", "add-mapping", "value exists", "contivctl renderer")
 	requireFinding(t, fs, verdictFail, "etcd", "not connected to etcd", "no Service names")
 	requireFinding(t, fs, verdictFail, "nodesync", "node ID released")
 	requireFinding(t, fs, verdictFail, "readiness", "something new the agent says")
@@ -229,36 +227,53 @@ func TestDoctorTable(t *testing.T) {
 	}
 }
 
-// Under cnat doctor reads /v1/cnat (the NAT44 views answer 409 there):
-// it reports cnat's refused objects and pending interfaces in cnat's
-// terms, and says nothing of NAT44.
-func TestDoctorUnderCNAT(t *testing.T) {
-	st, cfg := realNode()
-	cfg.Renderer = contivconf.RendererCNAT
-	st.Ready = false
-	st.Pending = []nat44.PendingInterface{{Name: "tap7", Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
-	st.NotReady = []string{"waiting for interface tap7 for 1s"}
-	v := agent.CNATView{Failures: []cnat.Failure{{
-		Object: cnat.ObjectID{Kind: cnat.ObjectTranslation, Key: cnat.Key{IP: addr("10.96.0.10"), Port: 80, Proto: sr.TCP}},
-		Op:     cnat.OpUpdateTranslation, Reason: "VPPApiError: invalid value (-7)",
-	}}}
-	views := map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "cnat": v}
-	code, fs := doctorRun(t, views)
-	if code != 1 {
-		t.Errorf("exit %d, want 1", code)
-	}
-	requireFinding(t, fs, verdictFail, "cnat", "translation 10.96.0.10:80/TCP", "update-translation", "invalid value", "/v1/cnat")
-	requireFinding(t, fs, verdictFail, "interface", "tap7", "cnat features and SNAT tables wait")
-	for _, f := range fs {
-		if f.Check == "nat44" || strings.Contains(f.Detail+f.Fix, "NAT44") || strings.Contains(f.Detail+f.Fix, "nat44") {
-			t.Errorf("NAT44 finding under cnat: %+v", f)
-		}
-	}
-	st.Ready, st.Pending, st.NotReady = true, nil, nil
-	views["status"], views["cnat"] = st, agent.CNATView{}
-	if code, fs := doctorRun(t, views); code != 0 || !has(fs, verdictOK, "cnat", "accepted every cnat object") ||
-		!has(fs, verdictOK, "interface", "no cnat interface configuration waits") {
-		t.Errorf("healthy cnat node: exit %d\n%s", code, dump(fs))
+// Doctor reads one renderer-neutral view: the same facts give the same
+// findings under nat44 and cnat, named by the renderer — refused objects,
+// contested frontends, pending interfaces and pending FIB tables — and
+// nothing of NAT44 under cnat.
+func TestDoctorUnderEitherRenderer(t *testing.T) {
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	web, cart := sr.ServiceID{Namespace: "shop", Name: "web"}, sr.ServiceID{Namespace: "shop", Name: "cart"}
+	for _, renderer := range []string{contivconf.RendererNAT44, contivconf.RendererCNAT} {
+		t.Run(renderer, func(t *testing.T) {
+			st, cfg := realNode()
+			cfg.Renderer = renderer
+			st.Ready = false
+			st.NotReady = []string{"waiting for interface tap7 for 1s", "waiting for FIB table 1 for 3s"}
+			rv := agent.RendererView{Renderer: renderer,
+				Failures:  []agent.RendererFailure{{Object: "frontend 10.96.0.10:80/TCP", Op: "update", Error: "VPPApiError: invalid value (-7)"}},
+				Conflicts: []agent.RendererConflict{{Frontend: "10.96.0.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
+				Pending:   []agent.RendererPending{{Name: "tap7", Since: since, Waits: renderer + " features"}},
+				PendingTables: []agent.RendererPendingTable{{VRF: 1, Since: since, Routes: []string{"route 10.96.0.0/12 vrf=1 drop"}},
+					{VRF: 2, Since: since, Routes: []string{"route 10.0.0.0/8 vrf=2 drop"}}},
+			}
+			views := map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "renderer": rv}
+			code, fs := doctorRun(t, views)
+			if code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			requireFinding(t, fs, verdictFail, renderer, "VPP refused frontend 10.96.0.10:80/TCP (update): VPPApiError: invalid value (-7)", "contivctl renderer")
+			requireFinding(t, fs, verdictWarn, renderer, "frontend 10.96.0.10:80/TCP is claimed by shop/web and shop/cart; shop/web wins")
+			requireFinding(t, fs, verdictFail, "interface", "pod interface tap7 is pending", renderer+" features wait")
+			requireFinding(t, fs, verdictFail, "fib-table", "FIB table 1 is pending", "1 routes wait", "show ip fib table 1")
+			requireFinding(t, fs, verdictWarn, "fib-table", "FIB table 2 is pending")
+			if has(fs, verdictFail, "readiness", "FIB table") {
+				t.Error("the pending table reason is reported twice")
+			}
+			if renderer == contivconf.RendererCNAT {
+				for _, f := range fs {
+					if f.Check == "nat44" || strings.Contains(f.Detail+f.Fix, "NAT44") || strings.Contains(f.Detail+f.Fix, "nat44") {
+						t.Errorf("NAT44 finding under cnat: %+v", f)
+					}
+				}
+			}
+			st.Ready, st.NotReady = true, nil
+			views["status"], views["renderer"] = st, agent.RendererView{Renderer: renderer}
+			if code, fs := doctorRun(t, views); code != 0 || !has(fs, verdictOK, renderer, "accepted every object the "+renderer+" renderer programmed") ||
+				!has(fs, verdictOK, "interface", "no interface configuration of the renderer waits") {
+				t.Errorf("healthy node: exit %d\n%s", code, dump(fs))
+			}
+		})
 	}
 }
 
@@ -267,10 +282,27 @@ func TestDoctorUnderCNAT(t *testing.T) {
 func TestDoctorWarnsOfMissingACLPlugin(t *testing.T) {
 	st, cfg := realNode()
 	st.VPP.MissingPlugins = []string{vpp.ACLPluginName}
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "nat44": agent.NAT44View{}})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
 	if code != 0 {
 		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
 	}
 	requireFinding(t, fs, verdictWarn, "vpp-plugins", "acl_plugin.so", "loadBalancerSourceRanges are NOT enforced")
 	requireFinding(t, fs, verdictOK, "readiness")
+}
+
+// An agent without /v1/renderer (older than this contivctl): doctor says
+// so, and still names the pending interfaces /v1/status lists and the
+// FIB table readiness waits for.
+func TestDoctorWithoutRendererView(t *testing.T) {
+	st, cfg := realNode()
+	st.Ready = false
+	st.Pending = []nat44.PendingInterface{{Name: "tap7", Features: nat44.FeatureIn, Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	st.NotReady = []string{"waiting for interface tap7 for 1s", "waiting for FIB table 1 for 2s"}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictWarn, "renderer", "cannot read /v1/renderer")
+	requireFinding(t, fs, verdictFail, "interface", "pod interface tap7 is pending", "NAT44 features in wait")
+	requireFinding(t, fs, verdictFail, "fib-table", "waiting for FIB table 1 for 2s")
 }

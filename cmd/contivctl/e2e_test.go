@@ -133,10 +133,16 @@ func TestAgentEndToEnd(t *testing.T) {
 		}
 	}
 	status := fields(run("status", "--agent", url))
-	for _, want := range []string{"NODE node-1 (ID 1)", "READY yes", "(startup)", "SIMULATED VPP"} {
+	for _, want := range []string{"NODE node-1 (ID 1)", "READY yes", "(startup)", "SIMULATED VPP", "\nRENDERER nat44: "} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %q:\n%s", want, status)
 		}
+	}
+	if out := fields(run("renderer", "--agent", url)); !strings.HasPrefix(out, "RENDERER nat44: ") || strings.Contains(out, "writes") {
+		t.Errorf("renderer:\n%s", out)
+	}
+	if out := fields(run("doctor", "--allow-simulated", "--agent", url)); !strings.Contains(out, "ok nat44 VPP accepted every object the nat44 renderer programmed") {
+		t.Errorf("doctor:\n%s", out)
 	}
 }
 
@@ -169,6 +175,16 @@ func TestAgentEndToEndCNAT(t *testing.T) {
 		if code != 0 || !strings.Contains(live, want) || errs != "" {
 			t.Errorf("live trace lacks %q: exit %d\n%s%s", want, code, live, errs)
 		}
+	}
+	// The renderer-neutral view names cnat; status and doctor read it.
+	if out := fields(run("renderer", "--agent", url)); !strings.HasPrefix(out, "RENDERER cnat: ") || !strings.Contains(out, " writes)") {
+		t.Errorf("renderer:\n%s", out)
+	}
+	if out := fields(run("status", "--agent", url)); !strings.Contains(out, "\nRENDERER cnat: ") {
+		t.Errorf("status:\n%s", out)
+	}
+	if out := fields(run("doctor", "--allow-simulated", "--agent", url)); !strings.Contains(out, "ok cnat VPP accepted every object the cnat renderer programmed") {
+		t.Errorf("doctor:\n%s", out)
 	}
 	// An IPv6 target is traced (this node has no IPv6 translation).
 	if out := run("trace", "[fd00:96::50]:80/TCP", "--agent", url); !strings.Contains(out, "from 2001:db8::1: not translated") {

@@ -15,7 +15,6 @@ import (
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/kubestate"
 	sr "contiv.dev/vpp/servicerenderer"
-	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
@@ -411,8 +410,6 @@ type statusRow struct {
 		LastError      string    `json:"lastError"`
 		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
-	NAT44       nat44.Stats `json:"nat44"`
-	CNAT        *cnat.Stats `json:"cnat"` // present under the cnat renderer
 	ProxyHealth *struct {
 		LastUpdated  time.Time `json:"lastUpdated"`
 		Healthy      bool      `json:"healthy"`
@@ -450,6 +447,14 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 	}
 	if of.json() {
 		return writeRawJSON(s.out, body)
+	}
+	// The renderer's counters, in one shape whichever runs.
+	var rv *agent.RendererView
+	rend := ""
+	if _, err := c.view(ctx, "/v1/renderer", &rv); err != nil {
+		rend = "unknown: " + err.Error()
+	} else {
+		rend = rendererLine(rv)
 	}
 	yesNo := func(b bool) string {
 		if b {
@@ -494,14 +499,7 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		errs += fmt.Sprintf("; last at %s: %s", when(cs.LastErrorTime), cs.LastError)
 	}
 	t.row("ERRORS", errs)
-	if c := v.CNAT; c != nil {
-		t.row("CNAT", fmt.Sprintf("%d applies (%d full), %d VPP calls (%d writes), %d refused as invalid, %d transient failures; %d translations not the agent's",
-			c.Applies, c.FullApplies, c.Calls, c.Writes, c.Invalid, c.Transient, c.Foreign))
-	} else {
-		n := v.NAT44
-		t.row("NAT44", fmt.Sprintf("%d applies (%d full), %d VPP calls, %d refused as invalid, %d transient failures; mappings +%d -%d ~%d, locals changed %d",
-			n.Applies, n.FullApplies, n.Calls, n.Invalid, n.Transient, n.MappingsAdded, n.MappingsRemoved, n.MappingsUpdated, n.LocalsChanged))
-	}
+	t.row("RENDERER", rend)
 	if ph := v.ProxyHealth; ph != nil {
 		t.row("PROXY HEALTH", proxyHealthLine(ph.Healthy, ph.NodeEligible)+"; last update "+when(ph.LastUpdated))
 	}

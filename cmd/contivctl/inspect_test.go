@@ -98,6 +98,16 @@ func cannedViews() map[string]any {
 			ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 			Pods:        map[string]netip.Addr{"shop/cart-1": addr("10.1.1.4"), "kube-system/dns-1": addr("10.1.1.2")},
 		},
+		"renderer": agent.RendererView{
+			Renderer:  "nat44",
+			Stats:     agent.RendererStats{Applies: 7, FullApplies: 1, Calls: 61, Invalid: 1},
+			Failures:  []agent.RendererFailure{{Object: "mapping 203.0.113.10:80/TCP", Op: "add-mapping", Error: "value exists", Service: &web}},
+			Conflicts: []agent.RendererConflict{{Frontend: "203.0.113.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
+			Pending:   []agent.RendererPending{{Name: "tap7", Since: time.Date(2025, 1, 2, 3, 4, 7, 0, time.UTC), Waits: "NAT44 features in"}},
+			PendingTables: []agent.RendererPendingTable{{VRF: 1, Since: time.Date(2025, 1, 2, 3, 4, 8, 0, time.UTC),
+				Routes: []string{"route 10.96.0.0/12 vrf=1 drop"}}},
+			Counts: agent.RendererCounts{Desired: 2, Applied: 1, Failures: 1, Conflicts: 1, Pending: 1, PendingTables: 1, Held: 3},
+		},
 		"config":  contivconf.Defaults(),
 		"latency": agent.LatencyView{Observed: 250, Window: 200, P50: 0.0123, P99: 0.0456, Max: 1.5, Stale: 3, Repeated: 1},
 		"status": agent.StatusView{
@@ -145,23 +155,33 @@ func fields(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestStatusNamesTheRendererThatRuns: under cnat the status shows the
-// cnat renderer's counters, not an idle NAT44 row.
+// TestStatusNamesTheRendererThatRuns: status prints one RENDERER row from
+// /v1/renderer, naming the renderer, with the counters it has (cnat counts
+// writes, nat44 does not), and no per-renderer row from /v1/status.
 func TestStatusNamesTheRendererThatRuns(t *testing.T) {
 	views := cannedViews()
 	st := views["status"].(agent.StatusView)
-	st.CNAT = &cnat.Stats{Applies: 3, FullApplies: 1, Calls: 40, Writes: 31, Foreign: 2}
+	st.CNAT = &cnat.Stats{Applies: 99}
 	views["status"] = st
+	writes := uint64(31)
+	views["renderer"] = agent.RendererView{Renderer: "cnat", Stats: agent.RendererStats{Applies: 3, FullApplies: 1, Calls: 40, Writes: &writes},
+		Counts: agent.RendererCounts{Desired: 12, Applied: 12}}
 	code, raw, errs := contivctl(t, "", "status", "--agent", serveViews(t, views))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	out := fields(raw)
-	if !strings.Contains(out, "CNAT 3 applies (1 full), 40 VPP calls (31 writes), 0 refused as invalid, 0 transient failures; 2 translations not the agent's") {
-		t.Errorf("no cnat row:\n%s", out)
+	if !strings.Contains(out, "\nRENDERER cnat: 3 applies (1 full), 40 VPP calls (31 writes), 0 refused as invalid, 0 transient failures; "+
+		"objects 12 desired, 12 applied; 0 failures, 0 conflicts, 0 pending interfaces, 0 pending tables\n") {
+		t.Errorf("no cnat renderer row:\n%s", out)
 	}
-	if strings.Contains(out, "\nNAT44 ") {
-		t.Errorf("a NAT44 row under cnat:\n%s", out)
+	if strings.Contains(out, "\nNAT44 ") || strings.Contains(out, "\nCNAT ") || strings.Contains(out, "99 applies") {
+		t.Errorf("a per-renderer row from /v1/status:\n%s", out)
+	}
+	// An agent that serves no /v1/renderer: the row says so.
+	delete(views, "renderer")
+	if code, raw, _ := contivctl(t, "", "status", "--agent", serveViews(t, views)); code != 0 || !strings.Contains(fields(raw), "RENDERER unknown: ") {
+		t.Errorf("status without /v1/renderer: exit %d\n%s", code, raw)
 	}
 }
 
@@ -200,6 +220,18 @@ func TestInspectCommands(t *testing.T) {
 			"SUBSETS (1)",
 			"203.0.113.10:80/TCP shop/web 300 255 45 4/4 2",
 		}},
+		{[]string{"renderer"}, []string{
+			"RENDERER nat44: 7 applies (1 full), 61 VPP calls, 1 refused as invalid, 0 transient failures; objects 2 desired, 1 applied; 1 failures, 1 conflicts, 1 pending interfaces, 1 pending tables\n",
+			"HELD 3 frontends wait for the features of the node's interfaces",
+			"FAILURES (1)",
+			"OBJECT SERVICE CALL REASON\nmapping 203.0.113.10:80/TCP shop/web add-mapping value exists\n",
+			"CONFLICTS (1)",
+			"FRONTEND WINNER LOSERS\n203.0.113.10:80/TCP shop/web shop/cart\n",
+			"PENDING (1)",
+			"INTERFACE SINCE WAITING\ntap7 2025-01-02T03:04:07Z NAT44 features in\n",
+			"PENDING TABLES (1)",
+			"VRF SINCE ROUTES WAITING\n1 2025-01-02T03:04:08Z route 10.96.0.0/12 vrf=1 drop\n",
+		}},
 		{[]string{"nat44", "--applied"}, []string{"mapping 10.96.10.30:8080/TCP lb applied\n"}},
 		{[]string{"nodes"}, []string{
 			"NAME ID VPP-IPS MGMT-IPS\nnode-1 1 192.168.16.1/24 192.168.56.101\nnode-2 2 192.168.16.2/24 192.168.56.102\nnode-3 3 - -\n",
@@ -215,6 +247,7 @@ func TestInspectCommands(t *testing.T) {
 			"LAST RESYNC 2025-01-02T03:04:05Z (startup); 1 resyncs",
 			"ERRORS 2; last at 2025-01-02T03:00:00Z: apply: VPP not connected",
 			"PROXY HEALTH /healthz 503, /livez 200 (node DRAINING: tainted ToBeDeletedByClusterAutoscaler); last update 2025-01-02T03:04:06Z",
+			"RENDERER nat44: 7 applies (1 full), 61 VPP calls, 1 refused as invalid, 0 transient failures;",
 			"NOTE SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
 		}},
 	}
@@ -238,7 +271,7 @@ func TestInspectCommands(t *testing.T) {
 func TestInspectJSON(t *testing.T) {
 	views := cannedViews()
 	url := serveViews(t, views)
-	for cmd, view := range map[string]string{"services": "services", "nat44": "nat44", "nodes": "nodes", "ipam": "ipam", "status": "status", "latency": "latency"} {
+	for cmd, view := range map[string]string{"services": "services", "nat44": "nat44", "nodes": "nodes", "ipam": "ipam", "status": "status", "latency": "latency", "renderer": "renderer"} {
 		code, out, errs := contivctl(t, "", cmd, "-o", "json", "--agent", url)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", cmd, code, errs)
