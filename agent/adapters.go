@@ -7,14 +7,14 @@ import (
 
 	"contiv.dev/vpp/agent/healthcheck"
 	"contiv.dev/vpp/agent/syncmetrics"
-	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
 // thisNode gives the service processor this node's identity from NodeSync,
 // and tells addrs which addresses the processor read.
 type thisNode struct {
-	h     *nsplugin.Handler
+	h     *nodesync.Handler
 	addrs *ownAddrs
 }
 

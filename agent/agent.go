@@ -19,16 +19,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodepipeline"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
-	"contiv.dev/vpp/plugins/etcd"
-	ipamplugin "contiv.dev/vpp/plugins/ipam"
-	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/ipam"
+	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/rest"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
@@ -71,15 +71,15 @@ type Agent struct {
 	embedded *etcd.Embedded
 	etcd     *clientv3.Client
 	nodeID   uint32
-	plan     *ipam.Plan
+	plan     *addrplan.Plan
 	dp       Dataplane
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
 	renderer *nat44.Renderer // with renderer: nat44
 	cnat     *cnat.Renderer  // with renderer: cnat
 	proc     *service.Processor
-	nodes    *nsplugin.Handler
-	ipamH    *ipamplugin.Handler
+	nodes    *nodesync.Handler
+	ipamH    *ipam.Handler
 	ctl      *controller.Controller
 	http     *rest.Server
 	registry *prometheus.Registry
@@ -222,7 +222,7 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.NodeSync.ClaimTimeout.Std())
 	defer cancel()
-	id, err := nodesync.Claim(cctx, nodesync.Params{
+	id, err := noderegistry.Claim(cctx, noderegistry.Params{
 		Client:    a.etcd,
 		Name:      a.cfg.NodeName,
 		StateFile: a.cfg.NodeSync.StateFile,
@@ -232,7 +232,7 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node ID: %w", err)
 	}
-	plan, err := ipam.NewPlan(ic, id)
+	plan, err := addrplan.NewPlan(ic, id)
 	if err != nil {
 		return fmt.Errorf("ipam: %w", err)
 	}
@@ -244,7 +244,7 @@ func (a *Agent) claimNodeID(ctx context.Context) error {
 func (a *Agent) buildHandlers() error {
 	cfg := a.cfg
 	var err error
-	a.nodes, err = nsplugin.New(nsplugin.Params{
+	a.nodes, err = nodesync.New(nodesync.Params{
 		Client:       a.etcd,
 		NodeName:     cfg.NodeName,
 		StateFile:    cfg.NodeSync.StateFile,
@@ -257,7 +257,7 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.ipamH, err = ipamplugin.New(ipamplugin.Params{
+	a.ipamH, err = ipam.New(ipam.Params{
 		Config:    nodepipeline.IPAMConfig(cfg),
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,

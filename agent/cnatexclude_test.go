@@ -6,10 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	"contiv.dev/vpp/agent/offline"
+
+	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -25,10 +27,10 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 	objs := exampleObjects(t)
 	pods := podIngress(objs, "node-1")
 	pod := slices.MinFunc(slices.Collect(maps.Keys(pods)), netip.Addr.Compare)
-	plan2 := func(cfg contivconf.Config) *ipam.Plan {
+	plan2 := func(cfg contivconf.Config) *addrplan.Plan {
 		t.Helper()
 		cfg.NodeName = "node-2"
-		p, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), 2)
+		p, err := addrplan.NewPlan(nodepipeline.IPAMConfig(cfg), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +77,7 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 			cfg := renderConfig("node-1")
 			cfg.Renderer = contivconf.RendererCNAT
 			tc.setup(&cfg)
-			r := mustRender(t, RenderParams{Objects: objs, Config: cfg})
+			r := mustRender(t, offline.Params{Objects: objs, Config: cfg})
 			sources := tc.sources(cfg)
 			sources["this node's host"] = r.Plan.HostInterconnectLinux.Addr()
 			for what, src := range sources {

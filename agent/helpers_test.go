@@ -27,9 +27,9 @@ import (
 	"contiv.dev/vpp/agent/healthcheck"
 	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
-	"contiv.dev/vpp/plugins/etcd"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 

@@ -3,8 +3,8 @@ package agent
 import (
 	"net/netip"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 )

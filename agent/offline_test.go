@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"contiv.dev/vpp/agent/offline"
+
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -36,9 +38,9 @@ func renderConfig(node string) contivconf.Config {
 	return cfg
 }
 
-func mustRender(t testing.TB, p RenderParams) *Rendered {
+func mustRender(t testing.TB, p offline.Params) *offline.Rendered {
 	t.Helper()
-	r, err := Render(context.Background(), p)
+	r, err := offline.Render(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func mustRender(t testing.TB, p RenderParams) *Rendered {
 }
 
 func TestNAT44ObjectsRoundTrip(t *testing.T) {
-	r := mustRender(t, RenderParams{Objects: exampleObjects(t), Config: renderConfig("node-1")})
+	r := mustRender(t, offline.Params{Objects: exampleObjects(t), Config: renderConfig("node-1")})
 	st := r.Applied
 	st.Identities[nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1"), VRF: 0}] = &nat44.Identity{
 		IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv:snat",

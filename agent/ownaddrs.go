@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	ipamplugin "contiv.dev/vpp/plugins/ipam"
-	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/ipam"
+	"contiv.dev/vpp/plugins/nodesync"
 )
 
 // ownAddrs follows this node's VPP addresses from IPAM's publish, through
@@ -70,7 +70,7 @@ func (o *ownAddrs) missing() []netip.Prefix {
 
 // ownAddrsReason is the readiness reason for addresses not applied yet;
 // w says why the record may not have come back (etcd not answering).
-func ownAddrsReason(missing []netip.Prefix, w nsplugin.WriteStatus) string {
+func ownAddrsReason(missing []netip.Prefix, w nodesync.WriteStatus) string {
 	if len(missing) == 0 {
 		return ""
 	}
@@ -87,11 +87,11 @@ func ownAddrsReason(missing []netip.Prefix, w nsplugin.WriteStatus) string {
 
 // publishTap passes IPAM's publish on to NodeSync and records it.
 type publishTap struct {
-	inner ipamplugin.VppIPPublisher
+	inner ipam.VppIPPublisher
 	addrs *ownAddrs
 }
 
-// PublishVppIPs implements ipamplugin.VppIPPublisher.
+// PublishVppIPs implements ipam.VppIPPublisher.
 func (t publishTap) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
 	t.addrs.publish(ips)
 	return t.inner.PublishVppIPs(ctx, ips)

@@ -11,7 +11,7 @@ import (
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
-	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -63,8 +63,8 @@ func TestOwnAddrsReadinessEtcdDown(t *testing.T) {
 
 	// reasons runs the first sync of a node whose record in the snapshot
 	// is rec, and returns the readiness reason and the handler.
-	reasons := func(rec *kubestate.VppNode) (string, *nsplugin.Handler) {
-		h, err := nsplugin.New(nsplugin.Params{Client: cli, NodeName: "node-1", ID: 1,
+	reasons := func(rec *kubestate.VppNode) (string, *nodesync.Handler) {
+		h, err := nodesync.New(nodesync.Params{Client: cli, NodeName: "node-1", ID: 1,
 			WriteTimeout: 50 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -115,7 +115,7 @@ func TestReadinessWaitsForHeldMappings(t *testing.T) {
 func TestStartupTimeoutFailsHealth(t *testing.T) {
 	cfg := contivconf.Defaults()
 	cfg.Controller.StartupTimeout = contivconf.Duration(time.Minute)
-	a := &Agent{cfg: cfg, plan: &ipam.Plan{NodeInterconnectIP: netip.MustParsePrefix("192.168.16.1/24")}, rd: &readiness{}}
+	a := &Agent{cfg: cfg, plan: &addrplan.Plan{NodeInterconnectIP: netip.MustParsePrefix("192.168.16.1/24")}, rd: &readiness{}}
 	now := time.Now()
 	if err := a.startupHealth(now); err != nil {
 		t.Errorf("before Run: %v", err)

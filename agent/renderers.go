@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"contiv.dev/vpp/plugins/controller"
-	ipamplugin "contiv.dev/vpp/plugins/ipam"
-	nsplugin "contiv.dev/vpp/plugins/nodesync"
+	"contiv.dev/vpp/plugins/ipam"
+	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -157,8 +157,8 @@ type StatusView struct {
 	// create their interface.
 	Pending []nat44.PendingInterface `json:"pending,omitempty"`
 	// NodeSync and IPAM say what the agent still owes etcd.
-	NodeSync nsplugin.WriteStatus   `json:"nodesync"`
-	IPAM     ipamplugin.WriteStatus `json:"ipam"`
+	NodeSync nodesync.WriteStatus `json:"nodesync"`
+	IPAM     ipam.WriteStatus     `json:"ipam"`
 	// ProxyHealth is what the proxy health endpoint answers (/livez:
 	// Healthy; /healthz: Healthy and NodeEligible, false while the node is
 	// to be deleted by the cluster autoscaler).

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/offline"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -119,7 +120,7 @@ func expected(t *testing.T, nodes []*node, l *kubestate.Listing) map[string][]st
 	objs := slices.Collect(maps.Values(l.Objects))
 	out := make(map[string][]string, len(nodes))
 	for _, n := range nodes {
-		r, err := agent.Render(context.Background(), agent.RenderParams{Objects: objs, Config: n.cfg, NodeID: n.a.NodeID()})
+		r, err := offline.Render(context.Background(), offline.Params{Objects: objs, Config: n.cfg, NodeID: n.a.NodeID()})
 		if err != nil {
 			t.Fatalf("render for %s: %v", n.name, err)
 		}

@@ -9,7 +9,7 @@
 //
 // After each fault, with the churn paused, etcd must hold every slice's
 // last version and every agent's VPP must come to hold what a fresh render
-// of etcd's state gives (agent.Render): no change lost. How long that took,
+// of etcd's state gives (offline.Render): no change lost. How long that took,
 // how long each write took to reach every agent, when a new leader was
 // seen and whether the agents re-listed etcd is logged, never asserted.
 //

@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"contiv.dev/vpp/internal/etcdtest"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/ksr"
 )
 
@@ -54,7 +54,7 @@ func reflectorAccess(t *testing.T, probe func(h http.Handler)) []access {
 	cli := e.Client()
 	kube := fake.NewClientset()
 	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
-	_, err := nodesync.Claim(cctx, nodesync.Params{Client: cli, Name: "node-gone"})
+	_, err := noderegistry.Claim(cctx, noderegistry.Params{Client: cli, Name: "node-gone"})
 	ccancel()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func reflectorAccess(t *testing.T, probe func(h http.Handler)) []access {
 		Kube:   kube,
 		Etcd:   cli,
 		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, etcd ksr.Etcd, name string) error {
-			return nodesync.Release(ctx, etcd, name, 0)
+			return noderegistry.Release(ctx, etcd, name, 0)
 		}),
 		Identity: "ksr-0",
 		Election: &ksr.Election{

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
 )
 
 // The sample node configuration of examples/vpp agrees with the agent's
@@ -27,7 +27,7 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 	}
 	cfg := contivconf.Defaults()
 	c := cfg.IPAM
-	plan, err := ipam.NewPlan(ipam.Config{
+	plan, err := addrplan.NewPlan(addrplan.Config{
 		PodSubnetCIDR: c.PodSubnetCIDR, PodSubnetOneNodePrefixLen: c.PodSubnetNodePrefixLength,
 		VPPHostSubnetCIDR: c.VPPHostSubnetCIDR, VPPHostSubnetOneNodePrefixLen: c.VPPHostSubnetNodePrefixLength,
 		NodeInterconnectCIDR: c.NodeInterconnectCIDR, VXLANCIDR: c.VXLANCIDR, ServiceCIDR: c.ServiceCIDR,

@@ -15,7 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/offline"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -131,7 +131,7 @@ func sameObject(a, b kubestate.Object) bool {
 // node records NodeSync keeps in etcd: a fresh offline render.
 func render(ctx context.Context, n *node, api map[kubestate.Key]kubestate.Object, vppNodes []kubestate.Object) ([]string, error) {
 	objs := append(slices.Collect(maps.Values(api)), vppNodes...)
-	r, err := agent.Render(ctx, agent.RenderParams{Objects: objs, Config: n.cfg, NodeID: n.a.NodeID()})
+	r, err := offline.Render(ctx, offline.Params{Objects: objs, Config: n.cfg, NodeID: n.a.NodeID()})
 	if err != nil {
 		return nil, fmt.Errorf("render for %s: %w", n.name, err)
 	}

@@ -13,7 +13,7 @@
 //
 // Every scenario changes the API and then waits until etcd holds exactly
 // the API's objects and each agent's VPP holds a fresh offline render of
-// them (agent.Render): how long that took is logged as a figure (see
+// them (offline.Render): how long that took is logged as a figure (see
 // docs/PERFORMANCE.md), never asserted except where the issue names a
 // bound. Faults are real: processes are killed with SIGKILL or stopped with
 // SIGTERM, etcd servers are stopped, restarted and wiped.

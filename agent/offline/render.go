@@ -8,12 +8,12 @@ import (
 	"net/netip"
 	"slices"
 
+	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodepipeline"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
@@ -52,7 +52,7 @@ type Rendered struct {
 	Node   string
 	NodeID uint32
 	// Plan is the node's address plan.
-	Plan *ipam.Plan
+	Plan *addrplan.Plan
 	// NodeIP is the node's VPP address (configured, or from the plan);
 	// MgmtIPs are the InternalIP and ExternalIP addresses of its Node.
 	NodeIP  netip.Prefix
@@ -150,13 +150,13 @@ func Render(ctx context.Context, p Params) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	plan, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), id)
+	plan, err := addrplan.NewPlan(nodepipeline.IPAMConfig(cfg), id)
 	if err != nil {
 		return nil, fmt.Errorf("render: ipam: %w", err)
 	}
 	var mgmt []netip.Addr
 	if node != nil {
-		if mgmt, err = nodesync.MgmtIPs(node); err != nil {
+		if mgmt, err = noderegistry.MgmtIPs(node); err != nil {
 			return nil, fmt.Errorf("render: node %s: %w", node.Name, err)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"

@@ -5,7 +5,7 @@ import (
 	"context"
 	"net/netip"
 
-	"contiv.dev/vpp/nodepipeline"
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 

@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )

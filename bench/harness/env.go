@@ -7,12 +7,12 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/agent/simnode"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodepipeline"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -26,13 +26,13 @@ const mainNIC = nodepipeline.SimulatedMainNIC
 // agent would derive from contivconf and IPAM.
 type nodeEnv struct {
 	cfg  contivconf.Config
-	plan *ipam.Plan
+	plan *addrplan.Plan
 }
 
 func newNodeEnv() (*nodeEnv, error) {
 	cfg := contivconf.Defaults()
 	cfg.NodeName = workload.NodeName(workload.ThisNode)
-	plan, err := ipam.NewPlan(nodepipeline.IPAMConfig(cfg), workload.ThisNode)
+	plan, err := addrplan.NewPlan(nodepipeline.IPAMConfig(cfg), workload.ThisNode)
 	if err != nil {
 		return nil, fmt.Errorf("address plan of node 1: %w", err)
 	}

@@ -13,9 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
-	"contiv.dev/vpp/plugins/etcd"
 )
 
 // fanoutWave is the number of agents started at once: each lists W(N)

@@ -20,8 +20,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/internal/etcdproxy"
-	"contiv.dev/vpp/plugins/etcd"
 )
 
 // The proxy-tier figure runs etcd and each gRPC proxy in a process of its

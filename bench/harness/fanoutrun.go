@@ -22,8 +22,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/plugins/etcd"
 )
 
 // fanoutProfileRate is the heap profile's sampling interval during the

@@ -17,8 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/plugins/etcd"
 )
 
 // tierParams configure the proxy-tier figure: K agents against one etcd

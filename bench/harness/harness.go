@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"contiv.dev/vpp/nodepipeline"
+	"contiv.dev/vpp/agent/nodepipeline"
 )
 
 // Figure names a group of figures Run can measure.

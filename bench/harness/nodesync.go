@@ -10,9 +10,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodesync"
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/noderegistry"
 )
 
 // nodeSyncRun is K agents claiming node IDs at once, over several rounds.
@@ -116,7 +116,7 @@ func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]ui
 		wg.Go(func() {
 			<-start
 			t0 := time.Now()
-			ids[i], errs[i] = nodesync.Claim(ctx, nodesync.Params{Client: c, Name: fmt.Sprintf("node-%03d", i+1), MaxID: maxID})
+			ids[i], errs[i] = noderegistry.Claim(ctx, noderegistry.Params{Client: c, Name: fmt.Sprintf("node-%03d", i+1), MaxID: maxID})
 			took[i] = time.Since(t0)
 		})
 	}

@@ -17,7 +17,7 @@ import (
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -173,7 +173,7 @@ func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error
 			continue
 		}
 		ops = append(ops, kubestate.PutOp(vn))
-		ids = append(ids, clientv3.OpPut(nodesync.IDPrefix+strconv.FormatUint(uint64(vn.ID), 10), vn.Name))
+		ids = append(ids, clientv3.OpPut(noderegistry.IDPrefix+strconv.FormatUint(uint64(vn.ID), 10), vn.Name))
 	}
 	for _, p := range w.Pods {
 		ops = append(ops, kubestate.PutOp(p))

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/bench/workload"
-	"contiv.dev/vpp/nodepipeline"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"

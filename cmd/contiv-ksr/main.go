@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"contiv.dev/vpp/nodesync"
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/ksr"
 )
 
@@ -80,7 +80,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Kube:   kube,
 		Etcd:   cli,
 		Nodes: ksr.NodeReleaserFunc(func(ctx context.Context, etcd ksr.Etcd, name string) error {
-			return nodesync.Release(ctx, etcd, name, o.releasedIDQuarantine)
+			return noderegistry.Release(ctx, etcd, name, o.releasedIDQuarantine)
 		}),
 		Registerer:     reg,
 		Identity:       o.identity,

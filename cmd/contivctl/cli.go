@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/internal/etcd"
 )
 
 // streams are the standard streams a command uses.

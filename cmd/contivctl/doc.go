@@ -40,7 +40,7 @@
 //
 //	render -f FILE.yaml --node NAME [--config agent.yaml] [--node-id N] [--renderer nat44|cnat]
 //	    the NAT44 state an agent on node NAME would program for the
-//	    manifests, in the format of nat44 (agent.Render: the agent's own
+//	    manifests, in the format of nat44 (offline.Render: the agent's own
 //	    pipeline into a simulated VPP). The node's ID is --node-id, or else
 //	    its position, from 1, among the file's Nodes sorted by name (the IDs
 //	    NodeSync gives when nodes join in name order); its VPP IP comes from

@@ -14,8 +14,9 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 
 	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/offline"
+	"contiv.dev/vpp/agent/packettrace"
 	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/packettrace"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -42,7 +43,7 @@ func (f *renderFlags) register(fs *flag.FlagSet) {
 }
 
 // render loads the manifests and the configuration and renders for the node.
-func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, error) {
+func (f *renderFlags) render(ctx context.Context, s streams) (*offline.Rendered, error) {
 	if f.node == "" {
 		return nil, fmt.Errorf("%w: --node NAME is required with -f", errUsage)
 	}
@@ -79,15 +80,15 @@ func (f *renderFlags) render(ctx context.Context, s streams) (*agent.Rendered, e
 	if err != nil {
 		return nil, err
 	}
-	r, err := agent.Render(ctx, agent.RenderParams{Objects: objs, Config: cfg, NodeID: uint32(f.nodeID)})
-	if errors.Is(err, agent.ErrUnknownNode) {
+	r, err := offline.Render(ctx, offline.Params{Objects: objs, Config: cfg, NodeID: uint32(f.nodeID)})
+	if errors.Is(err, offline.ErrUnknownNode) {
 		return nil, fmt.Errorf("%s: %w", f.file, err)
 	}
 	return r, err
 }
 
 // describe is one line about the node a render was for.
-func (f *renderFlags) describe(r *agent.Rendered) string {
+func (f *renderFlags) describe(r *offline.Rendered) string {
 	how := "from --node-id"
 	if f.nodeID == 0 {
 		file := f.file

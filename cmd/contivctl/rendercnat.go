@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/offline"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
@@ -29,7 +29,7 @@ type renderCNATOutput struct {
 	Skipped      []service.Skip      `json:"skipped"`
 }
 
-func newRenderCNATOutput(r *agent.Rendered) renderCNATOutput {
+func newRenderCNATOutput(r *offline.Rendered) renderCNATOutput {
 	return renderCNATOutput{
 		Node: r.Node, NodeID: r.NodeID, NodeIP: r.NodeIP, MgmtIPs: r.MgmtIPs, Renderer: r.Renderer,
 		Translations: nonNil(r.CNAT.Desired), NodeConfig: r.CNAT.DesiredNode,
@@ -146,7 +146,7 @@ func cnatRouteLines(n *cnat.Node) []string {
 
 // printCNAT prints the cnat node configuration, its routes, the
 // translations, the failures and the conflicts.
-func printCNAT(w io.Writer, c *agent.CNATRendered) error {
+func printCNAT(w io.Writer, c *offline.CNATRendered) error {
 	var b strings.Builder
 	for _, l := range slices.Concat(cnatNodeLines(c.DesiredNode), cnatRouteLines(c.DesiredNode)) {
 		b.WriteString(l + "\n")

@@ -9,10 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
-	"contiv.dev/vpp/plugins/etcd"
 )
 
 // waitDeadline bounds every wait: generous for a shared machine, never a
@@ -49,7 +49,7 @@ func startProxy(t *testing.T, srv *etcdtest.Server, addr string) *Proxy {
 	return p
 }
 
-// clientOf is an agent's etcd client (plugins/etcd.NewClient, as the agent
+// clientOf is an agent's etcd client (internal/etcd.NewClient, as the agent
 // makes it) of the proxy at endpoint.
 func clientOf(t *testing.T, endpoint string) *clientv3.Client {
 	t.Helper()

@@ -18,7 +18,7 @@ import (
 
 // keepAliveMinTime is the shortest interval between a client's keep-alive
 // pings the proxy accepts, as etcd's own server: the agents ping every 10 s
-// (plugins/etcd.KeepAliveTime).
+// (internal/etcd.KeepAliveTime).
 const keepAliveMinTime = 5 * time.Second
 
 // Proxy is one etcd gRPC proxy serving on a listener.

@@ -13,7 +13,7 @@ import (
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/ksr"
 )
 
@@ -33,7 +33,7 @@ func TestNodeSyncClaimsThroughProxies(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range k {
 		wg.Go(func() {
-			ids[i], errs[i] = nodesync.Claim(ctxT(t), nodesync.Params{Client: clis[i], Name: nodeName(i), MaxID: k})
+			ids[i], errs[i] = noderegistry.Claim(ctxT(t), noderegistry.Params{Client: clis[i], Name: nodeName(i), MaxID: k})
 		})
 	}
 	wg.Wait()
@@ -44,7 +44,7 @@ func TestNodeSyncClaimsThroughProxies(t *testing.T) {
 		}
 		seen[ids[i]] = true
 	}
-	again, err := nodesync.Claim(ctxT(t), nodesync.Params{Client: clis[1], Name: nodeName(0), MaxID: k})
+	again, err := noderegistry.Claim(ctxT(t), noderegistry.Params{Client: clis[1], Name: nodeName(0), MaxID: k})
 	if err != nil || again != ids[0] {
 		t.Errorf("claiming again through the other proxy: %d, %v; want %d", again, err, ids[0])
 	}

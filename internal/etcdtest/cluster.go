@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"google.golang.org/grpc"
 
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/internal/etcd"
 )
 
 // ClusterParams configures StartCluster. Zero values take the defaults.

@@ -7,7 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/internal/etcd"
 )
 
 // memberClient is a client of member i alone.

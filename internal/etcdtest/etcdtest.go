@@ -13,7 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/plugins/etcd"
+	"contiv.dev/vpp/internal/etcd"
 )
 
 // streamDrain is how long a stopping member lets its clients' pending

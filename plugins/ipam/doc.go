@@ -2,7 +2,7 @@
 // allocations.
 //
 // In the resync after NodeSync's (which gives this node its ID) it derives
-// the node's address plan (ipam.NewPlan), releases the allocations of pods
+// the node's address plan (addrplan.NewPlan), releases the allocations of pods
 // gone from the cluster state, and has this node's VPP addresses (IPv4,
 // then IPv6 when configured) published through NodeSync. A deleted pod's address is released when its change
 // arrives.

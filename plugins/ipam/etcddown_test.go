@@ -13,10 +13,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/internal/etcdtest"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/nodesync"
 )
@@ -110,7 +110,7 @@ func newFixture(t *testing.T) *fixture {
 	s := etcdtest.Start(t)
 	cli := s.Client()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	id, err := nsync.Claim(t.Context(), nsync.Params{Client: cli, Name: "a"})
+	id, err := noderegistry.Claim(t.Context(), noderegistry.Params{Client: cli, Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestEtcdDownHandlersDoNotBlock(t *testing.T) {
 			return err
 		}
 		al := f.h.Allocator()
-		pod := ipam.PodID{Namespace: "default", Name: name}
+		pod := addrplan.PodID{Namespace: "default", Name: name}
 		ip, err := al.Allocate(ctx, pod)
 		if err != nil {
 			return err
@@ -251,7 +251,7 @@ func TestEtcdWipedRecordsRestored(t *testing.T) {
 	returns(t, "resync", func(ctx context.Context) error { return f.h.Resync(ctx, pods.snapshot()) })
 	eventually(t, "allocations loaded", func() bool { return f.h.Allocator() != nil })
 	for name := range pods {
-		if _, err := f.h.Allocator().Allocate(t.Context(), ipam.PodID{Namespace: "default", Name: name}); err != nil {
+		if _, err := f.h.Allocator().Allocate(t.Context(), addrplan.PodID{Namespace: "default", Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -293,7 +293,7 @@ func TestLoopDoesNotWaitForEtcd(t *testing.T) {
 	eventually(t, "the pod in the cluster state", func() bool {
 		h.mu.RLock()
 		defer h.mu.RUnlock()
-		return h.live[ipam.PodID{Namespace: "default", Name: "late"}]
+		return h.live[addrplan.PodID{Namespace: "default", Name: "late"}]
 	})
 	resyncs := ctl.Status().Resyncs
 	s.Stop()
@@ -307,7 +307,7 @@ func TestLoopDoesNotWaitForEtcd(t *testing.T) {
 	}
 	var ip netip.Addr
 	returns(t, "allocate", func(ctx context.Context) (err error) {
-		ip, err = h.Allocator().Allocate(ctx, ipam.PodID{Namespace: "default", Name: "late"})
+		ip, err = h.Allocator().Allocate(ctx, addrplan.PodID{Namespace: "default", Name: "late"})
 		return err
 	})
 	s.Restart()

@@ -11,8 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/internal/retryloop"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 )
@@ -40,7 +40,7 @@ type VppIPPublisher interface {
 // Params configures the handler.
 type Params struct {
 	// Config is the cluster's address configuration.
-	Config ipam.Config
+	Config addrplan.Config
 	// NodeName is this node's name; required.
 	NodeName string
 	// NodeIDs gives this node's ID; required.
@@ -78,9 +78,9 @@ type Handler struct {
 	store *persister // nil without Client
 
 	mu    sync.RWMutex
-	plan  *ipam.Plan
-	alloc *ipam.Allocator
-	live  map[ipam.PodID]bool // this node's pods in the cluster state
+	plan  *addrplan.Plan
+	alloc *addrplan.Allocator
+	live  map[addrplan.PodID]bool // this node's pods in the cluster state
 	// recheck asks the writer to compare etcd with the allocations; it is
 	// the resync that asked (0: none), checked the last one checked.
 	recheck, checked uint64
@@ -112,7 +112,7 @@ func New(p Params) (*Handler, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{p: p, log: p.Logger, live: map[ipam.PodID]bool{}}
+	h := &Handler{p: p, log: p.Logger, live: map[addrplan.PodID]bool{}}
 	h.w = retryloop.New(retryloop.Params{Work: h.write, Min: p.RetryMin, Max: p.RetryMax})
 	if p.Client != nil {
 		h.store = newPersister(NewStore(p.Client, p.NodeName, h.log), p.WriteTimeout, h.w.Kick)
@@ -155,11 +155,11 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	if id == 0 {
 		return errors.New("ipam: this node has no ID yet")
 	}
-	live := map[ipam.PodID]bool{}
+	live := map[addrplan.PodID]bool{}
 	if ev.State != nil {
 		for _, o := range ev.State.Objects {
 			if p, ok := o.(*kubestate.Pod); ok && p.NodeName == h.p.NodeName {
-				live[ipam.PodID{Namespace: p.Namespace, Name: p.Name}] = true
+				live[addrplan.PodID{Namespace: p.Namespace, Name: p.Name}] = true
 			}
 		}
 	}
@@ -167,7 +167,7 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	plan, alloc := h.plan, h.alloc
 	if plan == nil || plan.NodeID != id {
 		var err error
-		if plan, err = ipam.NewPlan(h.p.Config, id); err != nil {
+		if plan, err = addrplan.NewPlan(h.p.Config, id); err != nil {
 			h.mu.Unlock()
 			return fmt.Errorf("ipam: %w", err)
 		}
@@ -184,7 +184,7 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	var errs []error
 	if alloc != nil {
 		// Releases are recorded for the writer: no etcd I/O here.
-		if err := alloc.Prune(ctx, func(p ipam.PodID) bool { return live[p] }); err != nil {
+		if err := alloc.Prune(ctx, func(p addrplan.PodID) bool { return live[p] }); err != nil {
 			errs = append(errs, fmt.Errorf("ipam: %w", err))
 		}
 	}
@@ -200,7 +200,7 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 
 // vppIPs are the VPP addresses this node publishes: the IPv4 one (NodeIP,
 // else the plan's), then the IPv6 one when configured.
-func (h *Handler) vppIPs(plan *ipam.Plan) []netip.Prefix {
+func (h *Handler) vppIPs(plan *addrplan.Plan) []netip.Prefix {
 	ip4 := h.p.NodeIP
 	if !ip4.IsValid() {
 		ip4 = plan.NodeInterconnectIP
@@ -223,7 +223,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		err := h.Flush(ctx)
 		h.Close()
 		if err != nil {
-			h.log.Warn("ipam: stopped with writes pending", "error", err)
+			h.log.Warn("ipam: stopped with writes pending", "err", err)
 		}
 		return nil
 	}
@@ -231,7 +231,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	if !ok {
 		return nil
 	}
-	pod := ipam.PodID{Namespace: ce.Key.Namespace, Name: ce.Key.Name}
+	pod := addrplan.PodID{Namespace: ce.Key.Namespace, Name: ce.Key.Name}
 	p, _ := ce.New.(*kubestate.Pod)
 	h.mu.Lock()
 	if p != nil && p.NodeName == h.p.NodeName {
@@ -252,7 +252,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 
 // Plan returns a copy of this node's address plan, nil before the first
 // resync.
-func (h *Handler) Plan() *ipam.Plan {
+func (h *Handler) Plan() *addrplan.Plan {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.plan == nil {
@@ -267,7 +267,7 @@ func (h *Handler) Plan() *ipam.Plan {
 // Its allocations and releases are local at once and reach etcd through the
 // writer (an allocation made while etcd is down is persisted when it is
 // back).
-func (h *Handler) Allocator() *ipam.Allocator {
+func (h *Handler) Allocator() *addrplan.Allocator {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.alloc

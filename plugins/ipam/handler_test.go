@@ -16,8 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/internal/etcdtest"
-	"contiv.dev/vpp/ipam"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/nodesync"
@@ -25,8 +25,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func config() ipam.Config {
-	return ipam.Config{
+func config() addrplan.Config {
+	return addrplan.Config{
 		PodSubnetCIDR:                 netip.MustParsePrefix("10.1.0.0/16"),
 		PodSubnetOneNodePrefixLen:     24,
 		VPPHostSubnetCIDR:             netip.MustParsePrefix("172.30.0.0/16"),
@@ -152,7 +152,7 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 	alloc := h.Allocator()
 	want := map[string]string{}
 	for _, pod := range []string{"p1", "p2", "p3"} {
-		ip, err := alloc.Allocate(ctx, ipam.PodID{Namespace: "default", Name: pod})
+		ip, err := alloc.Allocate(ctx, addrplan.PodID{Namespace: "default", Name: pod})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestPlanPublishAllocateRestartRelease(t *testing.T) {
 	}
 	delete(want, "default/p1")
 	eventually(t, "p1 released", func() bool {
-		_, held := h2.Allocator().Lookup(ipam.PodID{Namespace: "default", Name: "p1"})
+		_, held := h2.Allocator().Lookup(addrplan.PodID{Namespace: "default", Name: "p1"})
 		return !held && maps.Equal(stored(t, cli), want)
 	})
 }
@@ -251,13 +251,13 @@ func TestNodeIDThatDoesNotFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Resync(t.Context(), &controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}})
-	if !errors.Is(err, ipam.ErrNodeIDOutOfRange) || !strings.Contains(err.Error(), "podSubnetCIDR 10.1.0.0/24") {
+	if !errors.Is(err, addrplan.ErrNodeIDOutOfRange) || !strings.Contains(err.Error(), "podSubnetCIDR 10.1.0.0/24") {
 		t.Fatalf("err = %v, want ErrNodeIDOutOfRange naming the range", err)
 	}
 	if h.Ready() {
 		t.Fatal("ready without a plan")
 	}
-	if _, err := New(Params{Config: ipam.Config{}, NodeName: "a", NodeIDs: fixedID(1)}); !errors.Is(err, ipam.ErrInvalidConfig) {
+	if _, err := New(Params{Config: addrplan.Config{}, NodeName: "a", NodeIDs: fixedID(1)}); !errors.Is(err, addrplan.ErrInvalidConfig) {
 		t.Fatalf("bad config: err = %v", err)
 	}
 }
@@ -267,7 +267,7 @@ func TestStoreSkipsKeysNamingNoPod(t *testing.T) {
 	cli := s.Client()
 	ctx := t.Context()
 	st := NewStore(cli, "a", nil)
-	if err := st.Put(ctx, ipam.PodID{Namespace: "ns", Name: "p"}, netip.MustParseAddr("10.1.1.2")); err != nil {
+	if err := st.Put(ctx, addrplan.PodID{Namespace: "ns", Name: "p"}, netip.MustParseAddr("10.1.1.2")); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"noslash", "ns/p/extra", "/p"} {
@@ -282,10 +282,10 @@ func TestStoreSkipsKeysNamingNoPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[ipam.PodID{Namespace: "ns", Name: "p"}] != "10.1.1.2" {
+	if len(got) != 1 || got[addrplan.PodID{Namespace: "ns", Name: "p"}] != "10.1.1.2" {
 		t.Fatalf("List %v", got)
 	}
-	if err := st.Delete(ctx, ipam.PodID{Namespace: "ns", Name: "p"}); err != nil {
+	if err := st.Delete(ctx, addrplan.PodID{Namespace: "ns", Name: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.List(ctx); len(got) != 0 {

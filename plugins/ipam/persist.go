@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"contiv.dev/vpp/ipam"
+	"contiv.dev/vpp/addrplan"
 )
 
 // persister is the allocator's store as the agent runs it: write-behind.
@@ -22,7 +22,7 @@ type persister struct {
 	kick    func()
 
 	mu  sync.Mutex
-	ops map[ipam.PodID]pendingOp
+	ops map[addrplan.PodID]pendingOp
 	seq uint64
 }
 
@@ -32,32 +32,32 @@ type pendingOp struct {
 	seq uint64
 }
 
-var _ ipam.Store = (*persister)(nil)
+var _ addrplan.Store = (*persister)(nil)
 
 func newPersister(st *Store, timeout time.Duration, kick func()) *persister {
-	return &persister{st: st, timeout: timeout, kick: kick, ops: map[ipam.PodID]pendingOp{}}
+	return &persister{st: st, timeout: timeout, kick: kick, ops: map[addrplan.PodID]pendingOp{}}
 }
 
-// List implements ipam.Store: it reads etcd.
-func (p *persister) List(ctx context.Context) (map[ipam.PodID]string, error) {
+// List implements addrplan.Store: it reads etcd.
+func (p *persister) List(ctx context.Context) (map[addrplan.PodID]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	return p.st.List(ctx)
 }
 
-// Put implements ipam.Store: it records the write; it never fails.
-func (p *persister) Put(_ context.Context, pod ipam.PodID, ip netip.Addr) error {
+// Put implements addrplan.Store: it records the write; it never fails.
+func (p *persister) Put(_ context.Context, pod addrplan.PodID, ip netip.Addr) error {
 	p.record(pod, ip)
 	return nil
 }
 
-// Delete implements ipam.Store: it records the deletion; it never fails.
-func (p *persister) Delete(_ context.Context, pod ipam.PodID) error {
+// Delete implements addrplan.Store: it records the deletion; it never fails.
+func (p *persister) Delete(_ context.Context, pod addrplan.PodID) error {
 	p.record(pod, netip.Addr{})
 	return nil
 }
 
-func (p *persister) record(pod ipam.PodID, ip netip.Addr) {
+func (p *persister) record(pod addrplan.PodID, ip netip.Addr) {
 	p.mu.Lock()
 	p.seq++
 	p.ops[pod] = pendingOp{ip: ip, seq: p.seq}
@@ -78,7 +78,7 @@ func (p *persister) flush(ctx context.Context) error {
 	p.mu.Lock()
 	ops := maps.Clone(p.ops)
 	p.mu.Unlock()
-	for _, pod := range slices.SortedFunc(maps.Keys(ops), ipam.PodID.Compare) {
+	for _, pod := range slices.SortedFunc(maps.Keys(ops), addrplan.PodID.Compare) {
 		op := ops[pod]
 		wctx, cancel := context.WithTimeout(ctx, p.timeout)
 		var err error
@@ -105,11 +105,11 @@ func (p *persister) flush(ctx context.Context) error {
 // unless it has one already (then a change came after want was read, and
 // the pending write is the newer truth). It returns whether anything was
 // added.
-func (p *persister) reconcile(stored map[ipam.PodID]string, want map[ipam.PodID]netip.Addr) bool {
+func (p *persister) reconcile(stored map[addrplan.PodID]string, want map[addrplan.PodID]netip.Addr) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	added := false
-	add := func(pod ipam.PodID, ip netip.Addr) {
+	add := func(pod addrplan.PodID, ip netip.Addr) {
 		if _, ok := p.ops[pod]; ok {
 			return
 		}

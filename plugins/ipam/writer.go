@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/internal/retryloop"
-	"contiv.dev/vpp/ipam"
 )
 
 // write is the background writer's job: load the allocations once the plan
@@ -21,7 +21,7 @@ func (h *Handler) write(ctx context.Context) error {
 		return nil
 	}
 	if alloc == nil {
-		a, err := ipam.NewAllocator(ctx, ipam.AllocatorParams{
+		a, err := addrplan.NewAllocator(ctx, addrplan.AllocatorParams{
 			Subnet: plan.PodSubnet, Store: h.store, Grace: h.p.Grace, Logger: h.log,
 		})
 		if err != nil {
@@ -34,7 +34,7 @@ func (h *Handler) write(ctx context.Context) error {
 		}
 		// Pods deleted before the load were not released by Update: under
 		// h.mu, no pod change slips between this and the allocator's use.
-		err = a.Prune(ctx, func(p ipam.PodID) bool { return h.live[p] })
+		err = a.Prune(ctx, func(p addrplan.PodID) bool { return h.live[p] })
 		h.alloc, alloc = a, a
 		h.mu.Unlock()
 		h.log.Info("ipam: allocations loaded", "node", h.p.NodeName, "pods", len(a.Allocations()))

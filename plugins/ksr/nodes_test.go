@@ -14,13 +14,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"contiv.dev/vpp/kubestate"
-	"contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 )
 
 // releaser releases through the real NodeSync with an hour of quarantine.
 func (f *fixture) releaser() NodeReleaser {
 	return NodeReleaserFunc(func(ctx context.Context, etcd Etcd, name string) error {
-		return nodesync.Release(ctx, etcd, name, time.Hour)
+		return noderegistry.Release(ctx, etcd, name, time.Hour)
 	})
 }
 
@@ -28,7 +28,7 @@ func (f *fixture) claim(name string) uint32 {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	id, err := nodesync.Claim(ctx, nodesync.Params{Client: f.cli, Name: name})
+	id, err := noderegistry.Claim(ctx, noderegistry.Params{Client: f.cli, Name: name})
 	require.NoError(f.t, err)
 	return id
 }
@@ -40,7 +40,7 @@ func (f *fixture) hasRecord(name string) bool {
 
 func (f *fixture) quarantined(id uint32) bool {
 	f.t.Helper()
-	resp, err := f.cli.Get(context.Background(), nodesync.ReleasedPrefix+itoa(int(id)))
+	resp, err := f.cli.Get(context.Background(), noderegistry.ReleasedPrefix+itoa(int(id)))
 	require.NoError(f.t, err)
 	return len(resp.Kvs) == 1
 }

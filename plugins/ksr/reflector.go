@@ -29,7 +29,7 @@ import (
 const MarkerKey = kubestate.SyncedKey
 
 // NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
-// node (nodesync.Release does it) through etcd, the reflector's fenced view
+// node (noderegistry.Release does it) through etcd, the reflector's fenced view
 // of etcd: every write made through it is refused (ErrDeposed) once this
 // replica no longer holds LeaderKey. Releasing a node that holds nothing
 // must not be an error. Errors are taken as transient and retried by the

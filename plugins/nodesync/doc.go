@@ -6,7 +6,7 @@
 // and publishes the VPP addresses it is given.
 //
 // This node's ID is normally claimed by the agent before the controller
-// runs (nodesync.Claim, bounded by its claim timeout) and handed over in
+// runs (noderegistry.Claim, bounded by its claim timeout) and handed over in
 // Params.ID. Without it, the first resync asks for a claim and the handler
 // is not ready until it has the ID; it then asks the controller for a
 // resync so that IPAM, the next handler, derives the address plan. It

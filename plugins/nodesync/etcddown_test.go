@@ -13,7 +13,7 @@ import (
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -96,7 +96,7 @@ func flush(t *testing.T, h *Handler) {
 func TestEtcdDownHandlerDoesNotBlock(t *testing.T) {
 	s := etcdtest.Start(t)
 	cli := s.Client()
-	id, err := nsync.Claim(t.Context(), nsync.Params{Client: cli, Name: "a"})
+	id, err := noderegistry.Claim(t.Context(), noderegistry.Params{Client: cli, Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

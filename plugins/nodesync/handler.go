@@ -11,7 +11,7 @@ import (
 
 	"contiv.dev/vpp/internal/retryloop"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -25,14 +25,14 @@ const DefaultWriteTimeout = 5 * time.Second
 // Params configures the handler.
 type Params struct {
 	// Client reaches etcd; required.
-	Client nsync.Etcd
+	Client noderegistry.Etcd
 	// NodeName is this node's Kubernetes name; required.
 	NodeName string
 	// StateFile keeps this node's ID on local disk; empty means none.
 	StateFile string
 	// MaxID is the largest ID the address plan fits (0: no bound).
 	MaxID uint32
-	// ID is this node's ID as claimed at agent start (nodesync.Claim,
+	// ID is this node's ID as claimed at agent start (noderegistry.Claim,
 	// before the controller runs); 0 means none: the background writer
 	// claims it after the first resync.
 	ID uint32
@@ -61,7 +61,7 @@ type Handler struct {
 	w      *retryloop.Loop
 
 	mu     sync.RWMutex
-	table  *nsync.Nodes
+	table  *noderegistry.Nodes
 	id     uint32
 	vppIPs []netip.Prefix // as last given to PublishVppIPs; nil: keep the record's
 	synced bool
@@ -88,10 +88,10 @@ var (
 // New returns a handler; it claims the ID in its first resync.
 func New(p Params) (*Handler, error) {
 	if p.Client == nil {
-		return nil, fmt.Errorf("nodesync: no etcd client: %w", nsync.ErrInvalid)
+		return nil, fmt.Errorf("nodesync: no etcd client: %w", noderegistry.ErrInvalid)
 	}
 	if p.NodeName == "" {
-		return nil, fmt.Errorf("nodesync: no node name: %w", nsync.ErrInvalid)
+		return nil, fmt.Errorf("nodesync: no node name: %w", noderegistry.ErrInvalid)
 	}
 	if p.ClaimTimeout <= 0 {
 		p.ClaimTimeout = DefaultClaimTimeout
@@ -102,7 +102,7 @@ func New(p Params) (*Handler, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{p: p, log: p.Logger, events: p.Events, table: nsync.NewNodes(), id: p.ID}
+	h := &Handler{p: p, log: p.Logger, events: p.Events, table: noderegistry.NewNodes(), id: p.ID}
 	h.w = retryloop.New(retryloop.Params{Work: h.write, Min: p.RetryMin, Max: p.RetryMax})
 	return h, nil
 }
@@ -161,7 +161,7 @@ func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	h.synced = true
 	h.mu.Unlock()
 	if err != nil {
-		h.log.Warn("nodesync: bad values left out", "error", err)
+		h.log.Warn("nodesync: bad values left out", "err", err)
 	}
 	h.ensureSelf(true)
 	return nil
@@ -174,7 +174,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		err := h.Flush(ctx)
 		h.Close()
 		if err != nil {
-			h.log.Warn("nodesync: stopped with writes pending", "error", err)
+			h.log.Warn("nodesync: stopped with writes pending", "err", err)
 		}
 		return nil
 	}
@@ -183,7 +183,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 		return nil
 	}
 	var (
-		ch      nsync.Change
+		ch      noderegistry.Change
 		changed bool
 		err     error
 	)
@@ -224,7 +224,7 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	ensure := self && (ce.Key.Resource == kubestate.ResNode || h.selfLost)
 	h.mu.Unlock()
 	if err != nil {
-		h.log.Warn("nodesync: bad values left out", "key", ce.Key.String(), "error", err)
+		h.log.Warn("nodesync: bad values left out", "key", ce.Key.String(), "err", err)
 	}
 	if changed {
 		h.log.Debug("nodesync: node changed", "node", ch.Name, "change", ch.String())

@@ -17,7 +17,7 @@ import (
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -39,7 +39,7 @@ func (r *recorder) Update(_ context.Context, ev controller.Event) error {
 	u := ev.(*controller.NodeUpdate)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.updates = append(r.updates, nsync.Change{Name: u.Name, Prev: u.Prev, New: u.New}.String())
+	r.updates = append(r.updates, noderegistry.Change{Name: u.Name, Prev: u.Prev, New: u.New}.String())
 	return nil
 }
 
@@ -149,14 +149,14 @@ func TestNodeUpdatesForJoinChangeAndLeave(t *testing.T) {
 	n := a.expect(t, 0, "node a: none -> id=1 vpp=[] mgmt=[]")
 
 	// Another node joins and publishes its VPP address, twice.
-	idB, err := nsync.Claim(ctx, nsync.Params{Client: cli, Name: "b"})
+	idB, err := noderegistry.Claim(ctx, noderegistry.Params{Client: cli, Name: "b"})
 	if err != nil || idB != 2 {
 		t.Fatalf("b: %d %v", idB, err)
 	}
 	n = a.expect(t, n, "node b: none -> id=2 vpp=[] mgmt=[]")
-	vppB := nsync.Addresses{VppIPs: []netip.Prefix{netip.MustParsePrefix("192.168.16.2/24")}}
+	vppB := noderegistry.Addresses{VppIPs: []netip.Prefix{netip.MustParsePrefix("192.168.16.2/24")}}
 	for range 2 {
-		if _, err := nsync.Publish(ctx, cli, "b", idB, vppB); err != nil {
+		if _, err := noderegistry.Publish(ctx, cli, "b", idB, vppB); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +189,7 @@ func TestNodeUpdatesForJoinChangeAndLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = a.expect(t, n, "node b: id=2 vpp=[192.168.16.2/24] mgmt=[10.0.0.2] -> id=2 vpp=[192.168.16.2/24] mgmt=[]")
-	if err := nsync.Release(ctx, cli, "b", time.Minute); err != nil {
+	if err := noderegistry.Release(ctx, cli, "b", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	a.expect(t, n, "node b: id=2 vpp=[192.168.16.2/24] mgmt=[] -> none")
@@ -210,7 +210,7 @@ func TestEtcdWipedWhileRunningKeepsTheID(t *testing.T) {
 	s := etcdtest.Start(t)
 	cli := s.Client()
 	ctx := t.Context()
-	if _, err := nsync.Claim(ctx, nsync.Params{Client: cli, Name: "first"}); err != nil {
+	if _, err := noderegistry.Claim(ctx, noderegistry.Params{Client: cli, Name: "first"}); err != nil {
 		t.Fatal(err)
 	}
 	putNode(t, cli, "a", internalIP("10.0.0.1"))
@@ -240,7 +240,7 @@ func TestRestartedAgentKeepsItsID(t *testing.T) {
 	s := etcdtest.Start(t)
 	cli := s.Client()
 	state := filepath.Join(t.TempDir(), "b.json")
-	if _, err := nsync.Claim(t.Context(), nsync.Params{Client: cli, Name: "a"}); err != nil {
+	if _, err := noderegistry.Claim(t.Context(), noderegistry.Params{Client: cli, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	first := startAgent(t, cli, "b", state)
@@ -291,7 +291,7 @@ func TestOwnRecordLostKeepsThisNode(t *testing.T) {
 	eventually(t, "a's record", func() bool { return record(t, cli, "a") == want })
 	self := func() string {
 		v, _ := a.h.ThisNode()
-		return nsync.Change{Name: "a", New: v}.String()
+		return noderegistry.Change{Name: "a", New: v}.String()
 	}
 	eventually(t, "a's addresses taken in", func() bool { return strings.Contains(self(), "vpp=[192.168.16.1/24] mgmt=[10.0.0.1]") })
 	n := len(a.rec.get())

@@ -10,7 +10,7 @@ import (
 
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -22,7 +22,7 @@ import (
 // into none (the same value put back).
 const (
 	stepDelete  = iota // the Node deleted
-	stepRelease        // the record released (nodesync.Release)
+	stepRelease        // the record released (noderegistry.Release)
 	stepCreate         // the Node created again
 )
 
@@ -92,7 +92,7 @@ func (r *reregister) etcdTo(step int) {
 				r.t.Fatal(err)
 			}
 		case stepRelease:
-			if err := nsync.Release(ctx, r.cli, "a", time.Minute); err != nil {
+			if err := noderegistry.Release(ctx, r.cli, "a", time.Minute); err != nil {
 				r.t.Fatal(err)
 			}
 		case stepCreate:

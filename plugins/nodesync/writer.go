@@ -11,7 +11,7 @@ import (
 
 	"contiv.dev/vpp/internal/retryloop"
 	"contiv.dev/vpp/kubestate"
-	nsync "contiv.dev/vpp/nodesync"
+	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -42,14 +42,14 @@ func (h *Handler) write(ctx context.Context) error {
 	}
 	if claim {
 		cctx, cancel := context.WithTimeout(ctx, h.p.ClaimTimeout)
-		got, err := nsync.Claim(cctx, nsync.Params{
+		got, err := noderegistry.Claim(cctx, noderegistry.Params{
 			Client: h.p.Client, Name: h.p.NodeName, StateFile: h.p.StateFile,
 			WantID: id, MaxID: h.p.MaxID, AttemptTimeout: h.p.WriteTimeout, Logger: h.log,
 		})
 		cancel()
 		if err != nil {
-			if errors.Is(err, nsync.ErrIDTaken) || errors.Is(err, nsync.ErrIDConflict) || errors.Is(err, nsync.ErrInvalid) {
-				h.log.Error("nodesync: claim refused", "node", h.p.NodeName, "error", err)
+			if errors.Is(err, noderegistry.ErrIDTaken) || errors.Is(err, noderegistry.ErrIDConflict) || errors.Is(err, noderegistry.ErrInvalid) {
+				h.log.Error("nodesync: claim refused", "node", h.p.NodeName, "err", err)
 				err = fmt.Errorf("%w: %w", err, retryloop.ErrNoRetry)
 			}
 			return fmt.Errorf("nodesync: %w", err)
@@ -80,10 +80,10 @@ func (h *Handler) write(ctx context.Context) error {
 func (h *Handler) publish(ctx context.Context) error {
 	h.mu.RLock()
 	id := h.id
-	var addrs nsync.Addresses
+	var addrs noderegistry.Addresses
 	rec, haveRecord := h.table.Record(h.p.NodeName)
 	if haveRecord {
-		addrs, _ = nsync.RecordAddresses(rec) // canonical already
+		addrs, _ = noderegistry.RecordAddresses(rec) // canonical already
 	}
 	haveVppIPs := h.vppIPs != nil
 	if haveVppIPs {
@@ -99,9 +99,9 @@ func (h *Handler) publish(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, h.p.WriteTimeout)
 	defer cancel()
-	wrote, err := nsync.Publish(wctx, h.p.Client, h.p.NodeName, id, addrs)
+	wrote, err := noderegistry.Publish(wctx, h.p.Client, h.p.NodeName, id, addrs)
 	if err != nil {
-		if errors.Is(err, nsync.ErrReleased) {
+		if errors.Is(err, noderegistry.ErrReleased) {
 			h.log.Warn("nodesync: this node's ID was released", "node", h.p.NodeName, "id", id)
 			if !h.claimAfterRelease() {
 				// The Node's return asks for the claim.

@@ -53,7 +53,7 @@ func (n *NAT44) AddReplaceACL(ctx context.Context, a nat44.SourceACL) (uint32, e
 	}
 	reply := &acl.ACLAddReplaceReply{}
 	err := n.conn.invoke(ctx, req, reply)
-	n.log.Debug("ACL add/replace", "index", a.Index, "tag", a.Tag, "rules", len(a.Rules), "got", reply.ACLIndex, "error", err)
+	n.log.Debug("ACL add/replace", "index", a.Index, "tag", a.Tag, "rules", len(a.Rules), "got", reply.ACLIndex, "err", err)
 	return reply.ACLIndex, classify(err, fmt.Sprintf("add/replace ACL %q", a.Tag), false)
 }
 
@@ -94,7 +94,7 @@ func (n *NAT44) SetInputACLs(ctx context.Context, ifName string, acls []uint32) 
 	req := &acl.ACLInterfaceSetACLList{SwIfIndex: interface_types.InterfaceIndex(idx), Count: uint8(len(acls)),
 		NInput: uint8(len(acls)), Acls: acls}
 	err = n.conn.invoke(ctx, req, &acl.ACLInterfaceSetACLListReply{})
-	n.log.Debug("input ACLs", "interface", ifName, "acls", acls, "error", err)
+	n.log.Debug("input ACLs", "interface", ifName, "acls", acls, "err", err)
 	return classify(err, fmt.Sprintf("input ACLs of %q", ifName), false)
 }
 

@@ -153,14 +153,14 @@ func (c *CNAT) UpdateTranslation(ctx context.Context, t *cnat.Translation) (uint
 	}
 	reply := &cnatapi.CnatTranslationUpdateReply{}
 	err = c.conn.invoke(ctx, req, reply)
-	c.log.Debug("cnat translation update", "key", t.Key.String(), "paths", len(t.Paths), "id", reply.ID, "error", err)
+	c.log.Debug("cnat translation update", "key", t.Key.String(), "paths", len(t.Paths), "id", reply.ID, "err", err)
 	return reply.ID, classifyCNAT(err, what)
 }
 
 // DeleteTranslation implements cnat.VPP.
 func (c *CNAT) DeleteTranslation(ctx context.Context, id uint32) error {
 	err := c.conn.invoke(ctx, &cnatapi.CnatTranslationDel{ID: id}, &cnatapi.CnatTranslationDelReply{})
-	c.log.Debug("cnat translation delete", "id", id, "error", err)
+	c.log.Debug("cnat translation delete", "id", id, "err", err)
 	return classifyCNAT(err, fmt.Sprintf("delete cnat translation %d", id))
 }
 
@@ -238,14 +238,14 @@ func (c *CNAT) SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error 
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &cnatapi.CnatSetSnatAddressesReply{})
-	c.log.Debug("cnat SNAT addresses", "ip4", ip4, "ip6", ip6, "error", err)
+	c.log.Debug("cnat SNAT addresses", "ip4", ip4, "ip6", ip6, "err", err)
 	return classifyCNAT(err, what)
 }
 
 // SetSNATPolicy implements cnat.VPP. VPP answers +1 to an unknown policy.
 func (c *CNAT) SetSNATPolicy(ctx context.Context, p cnat.SNATPolicy) error {
 	err := c.conn.invoke(ctx, &cnatapi.CnatSetSnatPolicy{Policy: cnatapi.CnatSnatPolicies(p)}, &cnatapi.CnatSetSnatPolicyReply{})
-	c.log.Debug("cnat SNAT policy", "policy", p, "error", err)
+	c.log.Debug("cnat SNAT policy", "policy", p, "err", err)
 	return classifyCNAT(err, fmt.Sprintf("set cnat SNAT policy %d", p))
 }
 
@@ -272,7 +272,7 @@ func (c *CNAT) AddDelExcludePrefix(ctx context.Context, p netip.Prefix, add bool
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &cnatapi.CnatSnatPolicyAddDelExcludePfxReply{})
-	c.log.Debug("cnat SNAT exclude prefix", "op", addDel(add), "prefix", p, "error", err)
+	c.log.Debug("cnat SNAT exclude prefix", "op", addDel(add), "prefix", p, "err", err)
 	if !add && isRetval(err, 1) {
 		return nil
 	}
@@ -287,7 +287,7 @@ func (c *CNAT) AddDelSNATInterface(ctx context.Context, ifName string, table cna
 		return 0, err
 	}
 	err = c.conn.invoke(ctx, snatInterfaceRequest(idx, table, add), &cnatapi.CnatSnatPolicyAddDelIfReply{})
-	c.log.Debug("cnat SNAT interface", "op", addDel(add), "interface", ifName, "index", idx, "table", table, "error", err)
+	c.log.Debug("cnat SNAT interface", "op", addDel(add), "interface", ifName, "index", idx, "table", table, "err", err)
 	return idx, classifyCNAT(err, what)
 }
 
@@ -337,7 +337,7 @@ func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.F
 		return idx, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &feature.FeatureEnableDisableReply{})
-	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "error", err)
+	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "err", err)
 	return idx, classifyCNAT(err, what)
 }
 

@@ -110,7 +110,7 @@ func (p *cnatPipeline) Recv() (uint32, error) {
 		return 0, errors.New("cnat pipeline: no call in flight")
 	}
 	if p.c.log.Enabled(p.st.ctx, slog.LevelDebug) {
-		p.c.log.Debug("cnat call", "call", c.meta.what, "error", c.err)
+		p.c.log.Debug("cnat call", "call", c.meta.what, "err", c.err)
 	}
 	return c.meta.idx, classifyCNAT(c.err, c.meta.what)
 }

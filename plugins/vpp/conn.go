@@ -384,13 +384,13 @@ func (c *Conn) run(ctx context.Context) {
 			switch {
 			case errors.Is(err, ErrIncompatible):
 				if !repeated {
-					c.log.Error("VPP is incompatible with this agent", "error", err)
+					c.log.Error("VPP is incompatible with this agent", "err", err)
 					c.emit(Event{Kind: Incompatible, At: time.Now(), Err: err})
 				}
 			case repeated:
-				c.log.Debug("connecting to VPP failed again", "error", err, "retryIn", backoff)
+				c.log.Debug("connecting to VPP failed again", "err", err, "retryIn", backoff)
 			default:
-				c.log.Warn("connecting to VPP failed; retrying", "error", err, "retryIn", backoff)
+				c.log.Warn("connecting to VPP failed; retrying", "err", err, "retryIn", backoff)
 			}
 			if !c.sleep(ctx, backoff, sock) {
 				return
@@ -436,7 +436,7 @@ func (c *Conn) run(ctx context.Context) {
 		if err == nil { // stopped
 			return
 		}
-		c.log.Warn("lost the connection to VPP", "error", err)
+		c.log.Warn("lost the connection to VPP", "err", err)
 		c.emit(Event{Kind: Disconnected, At: time.Now(), Err: err})
 	}
 }

@@ -67,7 +67,7 @@ func (t *Interfaces) follow(ctx context.Context, s session) {
 				if errors.Is(err, ErrNotConnected) {
 					level = slog.LevelDebug // the reconnect re-reads anyway
 				}
-				t.conn.log.Log(ctx, level, "reading VPP's interfaces; retrying", "error", err, "retryIn", refreshRetry)
+				t.conn.log.Log(ctx, level, "reading VPP's interfaces; retrying", "err", err, "retryIn", refreshRetry)
 				retry = time.After(refreshRetry)
 			}
 		}
@@ -139,7 +139,7 @@ func (t *Interfaces) subscribe(ctx context.Context, s session) <-chan api.Messag
 	w, err := s.conn.WatchEventWithOptions(ctx, &interfaces.SwInterfaceEvent{},
 		core.WithEventBufferSize(eventBuffer), core.WithNotifBufferSize(eventBuffer))
 	if err != nil {
-		t.conn.log.Warn("VPP cannot send interface events; re-reading its interfaces periodically", "error", err, "every", t.resync)
+		t.conn.log.Warn("VPP cannot send interface events; re-reading its interfaces periodically", "err", err, "every", t.resync)
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.conn.cfg.CallTimeout)
@@ -153,7 +153,7 @@ func (t *Interfaces) subscribe(ctx context.Context, s session) <-chan api.Messag
 		// connection did it before; the events come.
 	case err != nil:
 		w.Close()
-		t.conn.log.Warn("registering for VPP interface events failed; re-reading its interfaces periodically", "error", err, "every", t.resync)
+		t.conn.log.Warn("registering for VPP interface events failed; re-reading its interfaces periodically", "err", err, "every", t.resync)
 		return nil
 	}
 	return w.Events()

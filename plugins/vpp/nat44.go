@@ -184,7 +184,7 @@ func (n *NAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add 
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelAddressRangeReply{})
-	n.log.Debug("NAT44 pool address", "op", addDel(add), "ip", a.IP, "vrf", a.VRF, "twiceNAT", a.TwiceNAT, "error", err)
+	n.log.Debug("NAT44 pool address", "op", addDel(add), "ip", a.IP, "vrf", a.VRF, "twiceNAT", a.TwiceNAT, "err", err)
 	return classify(err, what, false)
 }
 
@@ -206,7 +206,7 @@ func (n *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, ne
 	var errs []error
 	for _, c := range featureCalls(ifName, idx, old, new) {
 		err := n.conn.invoke(ctx, c.req, c.reply)
-		n.log.Debug("NAT44 interface feature", "call", c.what, "error", err)
+		n.log.Debug("NAT44 interface feature", "call", c.what, "err", err)
 		errs = append(errs, classify(err, c.what, false))
 	}
 	return idx, errors.Join(errs...)
@@ -290,7 +290,7 @@ func (n *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) e
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, reply)
-	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "error", err)
+	n.log.Debug("NAT44 mapping", "op", addDel(add), "kind", kind, "mapping", describe(m.MappingKey), "locals", len(m.Locals), "tag", m.Tag, "err", err)
 	return classify(err, what, false)
 }
 
@@ -382,7 +382,7 @@ func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
-	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "error", err)
+	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "err", err)
 	return classify(err, what, !add)
 }
 
@@ -419,7 +419,7 @@ func (n *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44AddDelIdentityMappingReply{})
-	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "error", err)
+	n.log.Debug("NAT44 identity mapping", "op", addDel(add), "ip", id.IP, "port", id.Port, "vrf", id.VRF, "err", err)
 	return classify(err, what, false)
 }
 

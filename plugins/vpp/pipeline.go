@@ -109,7 +109,7 @@ func (p *pipeline) Recv() error {
 				what = describeOp(c.meta.op)
 			}
 			if p.n.log.Enabled(p.st.ctx, slog.LevelDebug) {
-				p.n.log.Debug("NAT44 call", "op", c.meta.op.String(), "call", what, "error", c.err)
+				p.n.log.Debug("NAT44 call", "op", c.meta.op.String(), "call", what, "err", c.err)
 			}
 			// Removing one of a mapping's last two locals is refused with
 			// VPP's unspecified error (-1), as in AddDelLBLocal.

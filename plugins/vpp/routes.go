@@ -33,7 +33,7 @@ func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error 
 		return invalid(what, err.Error())
 	}
 	err = n.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
-	n.log.Debug("route", "op", addDel(add), "route", r.String(), "error", err)
+	n.log.Debug("route", "op", addDel(add), "route", r.String(), "err", err)
 	return classify(err, what, false)
 }
 
@@ -46,7 +46,7 @@ func (c *CNAT) AddDelFIBRoute(ctx context.Context, r cnat.Route, add bool) error
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
 	err = c.conn.invoke(ctx, req, &ipapi.IPRouteAddDelReply{})
-	c.log.Debug("route", "op", addDel(add), "route", r.String(), "error", err)
+	c.log.Debug("route", "op", addDel(add), "route", r.String(), "err", err)
 	return classifyCNAT(err, what)
 }
 

@@ -220,7 +220,7 @@ func (r *Renderer) pickNode(ip4, ip6 netip.Addr) (n *Node, fresh bool) {
 	if cand == nil && r.store != nil {
 		n, err := r.store.Load()
 		if err != nil {
-			r.log.Warn("cnat node record unreadable: ignored", "error", err)
+			r.log.Warn("cnat node record unreadable: ignored", "err", err)
 		}
 		cand, from = n, "record"
 	}
@@ -305,7 +305,7 @@ func (r *Renderer) run(ctx context.Context, ops []Op, full bool, start time.Time
 			x.p = p
 			defer p.Close()
 		} else {
-			r.log.Debug("cnat: no pipeline; calling synchronously", "error", err)
+			r.log.Debug("cnat: no pipeline; calling synchronously", "err", err)
 		}
 	}
 	q := &r.queue
@@ -441,7 +441,7 @@ func (x *runner) Result(i int, idx uint32, err error) (failed bool) {
 		b.invalid++
 		r.stats.Invalid++
 		r.failures.Set(id, Failure{Object: id, Op: op.Kind, Reason: err.Error()})
-		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "error", err)
+		r.log.Warn("cnat object not applied", "object", id.String(), "op", op.Kind.String(), "err", err)
 		return true
 	}
 	b.transient++
@@ -618,7 +618,7 @@ func (r *Renderer) saveNode() {
 		return
 	}
 	if err := r.store.Save(r.applied); err != nil {
-		r.log.Warn("cnat node record not saved", "error", err)
+		r.log.Warn("cnat node record not saved", "err", err)
 	}
 }
 

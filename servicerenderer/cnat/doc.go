@@ -221,6 +221,6 @@
 // goroutine, raises a flag the next Apply takes).
 //
 // The agent builds the renderer with renderer: cnat (agent/renderers.go,
-// the /v1/cnat view); agent.Render and contivctl render --renderer cnat
+// the /v1/cnat view); offline.Render and contivctl render --renderer cnat
 // run it offline into the simulated VPP.
 package cnat

@@ -249,7 +249,7 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 			x.p = p
 			defer p.Close()
 		} else {
-			r.log.Debug("NAT44: no pipeline; calling synchronously", "error", err)
+			r.log.Debug("NAT44: no pipeline; calling synchronously", "err", err)
 		}
 	}
 	q := &r.queue
@@ -408,7 +408,7 @@ func (x *runner) Result(i int, _ struct{}, err error) (failed bool) {
 			f.Service = fe.Winner().Svc.ID
 		}
 		r.failures.Set(id, f)
-		r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "error", err)
+		r.log.Warn("VPP refused a NAT44 call", "object", id.String(), "service", f.Service, "op", op.Kind.String(), "err", err)
 	} else {
 		b.transient++
 		r.stats.Transient++

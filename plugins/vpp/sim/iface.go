@@ -307,7 +307,7 @@ func (v *VPP) eventLocked(idx uint32, flags interface_types.IfStatusFlags, delet
 	}
 	b, err := codec.DefaultCodec.EncodeMsg(ev, id)
 	if err != nil {
-		v.log.Error("simulated VPP: encoding sw_interface_event", "error", err)
+		v.log.Error("simulated VPP: encoding sw_interface_event", "err", err)
 		return
 	}
 	// Events carry no context: govpp hands them to its event watchers.

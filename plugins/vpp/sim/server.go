@@ -142,7 +142,7 @@ func (s *Server) restarted() {
 	_ = old.Close()
 	ln, err := listen(s.path)
 	if err != nil {
-		s.v.log.Error("simulated VPP: re-creating the API socket after a restart", "error", err)
+		s.v.log.Error("simulated VPP: re-creating the API socket after a restart", "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -220,14 +220,14 @@ func (c *serverConn) read() {
 		data, err := readFrame(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.s.v.log.Debug("simulated VPP: reading a client's socket", "error", err)
+				c.s.v.log.Debug("simulated VPP: reading a client's socket", "err", err)
 			}
 			return
 		}
 		if first {
 			first = false
 			if err := c.s.handshake(c, data); err != nil {
-				c.s.v.log.Warn("simulated VPP: socket handshake failed", "error", err)
+				c.s.v.log.Warn("simulated VPP: socket handshake failed", "err", err)
 				return
 			}
 			continue
@@ -443,7 +443,7 @@ func (s *Server) mainLoop() {
 		case err != nil:
 			// ASSUMPTION: VPP drops a request it cannot handle without
 			// answering; the client's call times out.
-			s.v.log.Warn("simulated VPP: request dropped", "error", err)
+			s.v.log.Warn("simulated VPP: request dropped", "err", err)
 		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package noderegistry
+
+const raceEnabled = false

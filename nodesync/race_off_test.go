@@ -1,5 +1,0 @@
-//go:build !race
-
-package nodesync
-
-const raceEnabled = false

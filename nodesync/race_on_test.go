@@ -1,7 +1,0 @@
-//go:build race
-
-package nodesync
-
-// raceEnabled: the race detector slows the embedded etcd too much for the
-// largest races.
-const raceEnabled = true
