@@ -216,7 +216,7 @@ func (t *tier) mode(ctx context.Context, endpoints []string) ([]tierLevel, strin
 		}
 		lv, err := t.level(ctx, set, light, &rx, len(endpoints) == 1)
 		if err != nil {
-			return nil, "", fmt.Errorf("K=%d: %w", k, err)
+			return nil, "", fmt.Errorf("k=%d: %w", k, err)
 		}
 		levels = append(levels, lv)
 	}
@@ -234,7 +234,7 @@ func (t *tier) mode(ctx context.Context, endpoints []string) ([]tierLevel, strin
 		}
 		lv, err := t.level(ctx, set, light, &rx, len(endpoints) == 1)
 		if err != nil {
-			return nil, "", fmt.Errorf("K=%d: %w", k, err)
+			return nil, "", fmt.Errorf("k=%d: %w", k, err)
 		}
 		levels = append(levels, lv)
 	}
