@@ -98,7 +98,7 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	if !ok {
 		vrf := v.ifaceVRF(p.Ingress)
 		if rt, found := v.routeLocked(vrf, p.Dst); found && rt.Drop {
-			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, rt.VRF, vrf)}
 		} else if found && rt.Reject {
 			return CnatResult{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
 		}
