@@ -23,8 +23,12 @@ const (
 	OpSetInterface
 	OpDelIdentity
 	OpAddIdentity
-	OpDelRoute
+	// Route adds run before route deletes: an add replaces the route on
+	// its key (VPP replaces the path), so a change of route set (such as
+	// an earlier version's per-cluster-IP lookups giving way to the pod
+	// VRF's service-CIDR lookup) never leaves a window without a route.
 	OpAddRoute
+	OpDelRoute
 	OpDelMapping
 	OpAddLocal
 	OpDelLocal

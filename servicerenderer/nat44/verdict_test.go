@@ -144,3 +144,35 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		t.Errorf("service deleted: %q", got)
 	}
 }
+
+// TestDiffUpgradeRoutes: from an earlier version's route set (the pod
+// VRF's service-CIDR drop, a /32 lookup of table 0 per cluster IP) to the
+// new one: one add that replaces the pod VRF's route first, then the
+// deletes, so that pod traffic to a cluster IP meets a reject route at
+// every moment.
+func TestDiffUpgradeRoutes(t *testing.T) {
+	cfg := testConfig()
+	cfg.MainVRF = 0
+	cidr, host := cfg.ServiceCIDR, netip.MustParsePrefix("10.96.0.50/32")
+	route := func(p netip.Prefix, vrf uint32, kind RouteKind) *Route {
+		return &Route{RouteKey: RouteKey{Prefix: p, VRF: vrf}, Kind: kind}
+	}
+	state := func(rs ...*Route) *State {
+		s := &State{Routes: map[RouteKey]*Route{}}
+		for _, r := range rs {
+			s.Routes[r.RouteKey] = r
+		}
+		return s
+	}
+	desired := state(route(cidr, 0, RouteDrop), route(cidr, cfg.PodVRF, RouteLookup), route(host, 0, RouteReject))
+	applied := state(route(cidr, 0, RouteDrop), route(cidr, cfg.PodVRF, RouteDrop), route(host, 0, RouteReject),
+		route(host, cfg.PodVRF, RouteLookup))
+	var got []string
+	for _, op := range Diff(desired, applied, func(string) bool { return true }) {
+		got = append(got, op.String())
+	}
+	want := []string{"add-route 10.96.0.0/12 vrf=2 lookup table=0", "del-route 10.96.0.50/32 vrf=2 lookup table=0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ops %q, want %q", got, want)
+	}
+}
