@@ -67,9 +67,9 @@ type CnatReach struct {
 //     client.
 //   - Under another policy (NONE, IF_PFX) or without an SNAT address,
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
-//   - A packet no translation matched is dropped by a DROP route of its
-//     ingress interface's VRF covering its destination (the service-CIDR
-//     route), or refused by a reject route (ICMP_UNREACH, in table 0,
+//   - A packet no translation matched is dropped by a DROP route covering
+//     its destination in its ingress interface's VRF, or in the table a
+//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH, in table 0,
 //     reached from the pod VRF by a lookup route), as the NAT44 oracle
 //     decides it (Trace).
 //
