@@ -168,6 +168,8 @@ func diffNode(ops []Op, desired, applied *Node, names []string, global bool) []O
 // and VRF of is not deleted: the add of that one replaces its path, as
 // VPP replaces it (c2-nat44.jsonl; a delete after the add would delete
 // the new route, a delete before it would leave a window without one).
+// ASSUMPTION: the replace leaves no moment without a route (VPP updates
+// the entry's path list in place; not measured packet by packet).
 func diffRoutes(ops []Op, from, to []Route, add bool) []Op {
 	for _, rt := range from {
 		if _, ok := slices.BinarySearchFunc(to, rt, Route.Compare); ok || !add && slices.ContainsFunc(to, rt.samePlace) {

@@ -99,7 +99,8 @@
 // is a drop). Earlier versions kept a pod-VRF drop and a /32 lookup per
 // cluster IP: both are taken for the renderer's, and a full apply
 // replaces the drop by the lookup with one add (VPP replaces the path in
-// place: no delete, no window) before deleting the /32 lookups; no
+// place: no delete; ASSUMPTION: no moment without a route, the replace is
+// recorded, its timing not) before deleting the /32 lookups; no
 // translation is written. The routes stay while the service exists, whatever its
 // endpoints: a translated port never sees them. Otherwise:
 //

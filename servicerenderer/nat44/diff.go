@@ -196,6 +196,8 @@ func diffRoute(ops []Op, desired, applied *Route) []Op {
 		return append(ops, Op{Kind: OpDelRoute, Route: *applied})
 	case desired != nil && *desired != *applied:
 		// An add replaces the path of an existing prefix (c2-nat44.jsonl).
+		// ASSUMPTION: in place, leaving no moment without a route (VPP
+		// updates the entry's path list; not measured packet by packet).
 		return append(ops, Op{Kind: OpAddRoute, Route: *desired})
 	}
 	return ops

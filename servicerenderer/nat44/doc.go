@@ -185,8 +185,10 @@
 // and the service CIDR's drop decide (one route per cluster IP; earlier
 // versions added a /32 lookup per cluster IP beside a pod-VRF drop: a
 // full apply replaces that drop by the lookup with one add, VPP replacing
-// the path in place, and deletes the /32 lookups after it, so the rejects
-// are reachable throughout and no session is touched); the CLI's
+// the path in place (ASSUMPTION: with no moment without a route; the
+// replace is recorded, its timing not), and deletes the /32 lookups after
+// it, so the rejects are reachable throughout and no session is touched);
+// the CLI's
 // null-send-unreach route cannot be read back over the API (its dump is a
 // plain path), so it is never used. The FIB is keyed by address, not port:
 // one reject route serves every unmapped port of a cluster IP, and a
