@@ -69,6 +69,9 @@ func (r *Renderer) setRoutes(e *entry, routes []Route) {
 }
 
 func (r *Renderer) markRoute(rt Route) {
+	if !r.synced {
+		return // the next apply is full: it plans every route and clears failures
+	}
 	if r.dirtyRoutes == nil {
 		r.dirtyRoutes = map[Route]struct{}{}
 	}

@@ -102,6 +102,9 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 	default:
 		r.desired.Routes[rt.RouteKey] = want
 	}
+	if !r.synced {
+		return // the next apply is full: it plans every key and clears failures
+	}
 	if r.dirtyRoutes == nil {
 		r.dirtyRoutes = map[RouteKey]struct{}{}
 	}
