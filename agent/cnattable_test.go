@@ -15,8 +15,8 @@ import (
 )
 
 // TestCNATWaitsForThePodVRFTable: after a VPP restart the API answers
-// before the startup configuration has made table 1 (FACTS §6: the VRF-1
-// drop route answers -3 for ~2-4 s). The full reprogram applies all it
+// before the startup configuration has made table 1 (FACTS §6: a VRF-1
+// route answers -3 for ~2-4 s; here the service CIDR's lookup of table 0). The full reprogram applies all it
 // can and the route waits for the table, named by readiness, as an
 // interface waits for VPP to make it; once the startup configuration has
 // run, the route is added and the agent is ready, without a healing
@@ -37,7 +37,7 @@ func TestCNATWaitsForThePodVRFTable(t *testing.T) {
 	cfg.VPP.PendingInterfaceGrace = contivconf.Duration(time.Hour)
 	vpp := sim.New(sim.Options{})
 	r := start(t, testConfigFrom(t, cfg, srv.Endpoint(), dir), vpp, load)
-	podRoute := sim.Route{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Drop: true}
+	podRoute := sim.Route{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.0/12"), Lookup: true, LookupVRF: 0}
 	if !slices.Contains(vpp.Routes(), podRoute) {
 		t.Fatalf("routes %v lack %v", vpp.Routes(), podRoute)
 	}

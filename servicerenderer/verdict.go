@@ -21,10 +21,23 @@ const (
 	// then refused at once. VPP 25.02 crashes on it outside table 0.
 	RouteReject
 	// RouteLookup looks the destination up again in the route's table (a
-	// path with neither interface nor next hop): the pod VRF's way to a
-	// cluster IP's reject route in table 0, past the pod VRF's drop route.
+	// path with neither interface nor next hop): the pod VRF's service-CIDR
+	// route when verdicts exist (PodServiceLookup), the pod traffic's way to
+	// table 0's reject and drop routes.
 	RouteLookup
 )
+
+// PodServiceLookup tells whether the pod VRF's route of an IPv4 service
+// CIDR looks up table 0 instead of dropping: when the main VRF is table 0
+// (the only case with reject routes, which VPP 25.02 takes in table 0
+// only, FACTS §1) and the pod VRF is another table. The packets from pods
+// that no translation took then meet table 0's routes: the service CIDR's
+// drop (an unallocated address: kube-proxy's DROP) or a cluster IP's /32
+// reject (kube-proxy's REJECT), one route per cluster IP. Otherwise the
+// pod VRF's route drops, as the main VRF's does.
+func PodServiceLookup(mainVRF, podVRF uint32) bool {
+	return mainVRF == 0 && podVRF != 0
+}
 
 // RejectIPs are the cluster IPs of svc whose traffic no translation takes
 // is refused at once (kube-proxy's REJECT: ICMP unreachable), as both

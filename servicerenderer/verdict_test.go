@@ -50,3 +50,17 @@ func TestRejectIPs(t *testing.T) {
 		}
 	}
 }
+
+// TestPodServiceLookup: the pod VRF looks the service CIDR up in table 0
+// only where reject routes can exist (main VRF 0) and the pod VRF is
+// another table (a lookup of a table in itself would loop).
+func TestPodServiceLookup(t *testing.T) {
+	for _, c := range []struct {
+		main, pod uint32
+		want      bool
+	}{{0, 1, true}, {0, 7, true}, {1, 2, false}, {3, 0, false}, {0, 0, false}} {
+		if got := PodServiceLookup(c.main, c.pod); got != c.want {
+			t.Errorf("main VRF %d, pod VRF %d: %v, want %v", c.main, c.pod, got, c.want)
+		}
+	}
+}

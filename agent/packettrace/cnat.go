@@ -80,8 +80,8 @@ func CNAT(ctx context.Context, s CNATState, p sim.Packet) (sim.CnatResult, error
 	return res, nil
 }
 
-// podVRF is the VRF of the node's pod interfaces: that of its verdict
-// lookup routes (the pod VRF's way to table 0), else the highest VRF its
+// podVRF is the VRF of the node's pod interfaces: that of its lookup
+// routes (the pod VRF's way to table 0), else the highest VRF its
 // routes name (the service-CIDR routes are in the pod and the main VRF).
 // ASSUMPTION: the view does not name the pod VRF.
 func podVRF(n *cnat.Node) uint32 {

@@ -19,7 +19,7 @@
 //   - under cnat, the interfaces in the POD table carry this node's first
 //     pod subnet (a backend inside it is local; with no interface in the
 //     POD table none is, which changes no verdict) and sit in the pod VRF
-//     (the VRF of the verdict lookup routes, else the highest VRF the
+//     (the VRF of a lookup route, else the highest VRF the
 //     routes name), every other interface in VRF 0; the cnat features are
 //     not loaded (the oracle does not read them);
 //   - VPP's translation ids of the agent's VPP are unknown: CnatResult's

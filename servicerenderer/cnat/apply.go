@@ -204,7 +204,7 @@ func (r *Renderer) ownedRoutes(dumped []Route) []Route {
 	var out []Route
 	for _, rt := range dumped {
 		rt.Prefix = rt.Prefix.Masked()
-		if rt.Kind == RouteDrop && (r.cfg.ownedRoute(rt) || slices.Contains(r.applied.Routes, rt)) {
+		if rt.Kind != RouteReject && (r.cfg.ownedRoute(rt) || slices.Contains(r.applied.Routes, rt)) {
 			out = append(out, rt)
 		}
 	}
@@ -576,6 +576,9 @@ func (r *Renderer) record(op *Op, idx uint32) {
 	case OpPolicy:
 		a.Policy = op.Policy
 	case OpRoute:
+		if op.Add { // an add replaces the route on that prefix and VRF
+			a.Routes = slices.DeleteFunc(a.Routes, op.Route.samePlace)
+		}
 		i, found := slices.BinarySearchFunc(a.Routes, op.Route, Route.Compare)
 		if op.Add && !found {
 			a.Routes = slices.Insert(a.Routes, i, op.Route)

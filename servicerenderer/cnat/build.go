@@ -148,9 +148,11 @@ func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) 
 	return n
 }
 
-// ServiceRoutes are the drop routes of the service CIDRs (IPv4 and IPv6)
-// in the pod and the main VRF, sorted, as the NAT44 renderer makes them
-// for its one IPv4 CIDR (FACTS §4). ASSUMPTION: with an IPv6 service CIDR
+// ServiceRoutes are the routes of the service CIDRs (IPv4 and IPv6) in the
+// pod and the main VRF, sorted, as the NAT44 renderer makes them for its
+// one IPv4 CIDR (FACTS §4): drop routes, but an IPv4 CIDR's route in the
+// pod VRF looks up table 0 where servicerenderer.PodServiceLookup says so
+// (table 0 then drops or, for a cluster IP, rejects). ASSUMPTION: with an IPv6 service CIDR
 // VPP has the IPv6 tables of both VRFs (the startup configuration makes
 // them, as the IPv4 ones); else it refuses those routes, reported per
 // route (Failures).
@@ -161,19 +163,28 @@ func ServiceRoutes(cfg *Config) []Route {
 			continue
 		}
 		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
-			rs = append(rs, Route{Prefix: p.Masked(), VRF: vrf})
+			rt := Route{Prefix: p.Masked(), VRF: vrf}
+			if vrf == cfg.PodVRF && p.Addr().Is4() && servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
+				rt.Kind, rt.Table = RouteLookup, cfg.MainVRF
+			}
+			rs = append(rs, rt)
 		}
 	}
 	slices.SortFunc(rs, Route.Compare)
 	return slices.Compact(rs)
 }
 
-// ownedRoute tells whether a drop route VPP holds is the renderer's: a
-// service CIDR in the pod or the main VRF. ASSUMPTION (as for the NAT44
-// renderer): routes have no tag, so a drop route on exactly that prefix
-// and VRF is taken for the renderer's, whoever made it.
+// ownedRoute tells whether a route VPP holds is the renderer's: a drop
+// route on a service CIDR in the pod or the main VRF, or a lookup of the
+// main VRF on one in the pod VRF (ServiceRoutes; earlier versions dropped
+// there, this one may look up and the reverse). ASSUMPTION (as for the
+// NAT44 renderer): routes have no tag, so such a route on exactly that
+// prefix and VRF is taken for the renderer's, whoever made it.
 func (c *Config) ownedRoute(r Route) bool {
-	if r.VRF != c.PodVRF && r.VRF != c.MainVRF {
+	switch {
+	case r.Kind == RouteDrop && (r.VRF == c.PodVRF || r.VRF == c.MainVRF):
+	case r.Kind == RouteLookup && r.VRF == c.PodVRF && r.Table == c.MainVRF && c.PodVRF != c.MainVRF:
+	default:
 		return false
 	}
 	return slices.ContainsFunc(c.ServiceCIDRs, func(p netip.Prefix) bool { return p.IsValid() && p.Masked() == r.Prefix })

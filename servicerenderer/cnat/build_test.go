@@ -172,7 +172,10 @@ func TestBuildNode(t *testing.T) {
 		Tables: map[string]Tables{"host-vcw1": pod, "host-vcw2": pod, "host-vcw3": pod},
 		Features: map[string]Feature{"host-vcup": FeatureInput4 | FeatureOutput4, "host-vcw1": FeatureInput4 | FeatureOutput4,
 			"host-vcw2": FeatureInput4 | FeatureOutput4, "host-vcw3": FeatureInput4 | FeatureOutput4},
-		Routes: []Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}, {Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}},
+		// The pod VRF's route looks up table 0, whose drop and cluster-IP
+		// rejects decide (servicerenderer.PodServiceLookup).
+		Routes: []Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0},
+			{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1, Kind: RouteLookup}},
 	}
 	if !reflect.DeepEqual(n, want) {
 		t.Errorf("got %+v\nwant %+v", n, want)
@@ -193,11 +196,17 @@ func TestBuildNode(t *testing.T) {
 	for _, r := range n.Routes {
 		routes = append(routes, r.String())
 	}
-	if want := []string{"10.96.0.0/12 vrf=0", "fd00:96::/108 vrf=0", "10.96.0.0/12 vrf=1", "fd00:96::/108 vrf=1"}; !slices.Equal(routes, want) {
-		t.Errorf("routes %q, want %q (each service CIDR, masked, in both VRFs)", routes, want)
+	if want := []string{"10.96.0.0/12 vrf=0", "fd00:96::/108 vrf=0", "10.96.0.0/12 vrf=1 lookup table=0", "fd00:96::/108 vrf=1"}; !slices.Equal(routes, want) {
+		t.Errorf("routes %q, want %q (each service CIDR, masked, in both VRFs; IPv4 looked up from the pod VRF)", routes, want)
+	}
+	main3 := testConfig()
+	main3.MainVRF = 3 // no verdicts: the pod VRF drops too
+	if got, want := BuildNode(main3, nil).Routes, []Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1},
+		{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 3}}; !slices.Equal(got, want) {
+		t.Errorf("main VRF 3: routes %v, want %v", got, want)
 	}
 	cfg.PodVRF = cfg.MainVRF
-	if n := BuildNode(cfg, nil); len(n.Routes) != 2 {
+	if n := BuildNode(cfg, nil); len(n.Routes) != 2 || slices.ContainsFunc(n.Routes, func(r Route) bool { return r.Kind != RouteDrop }) {
 		t.Errorf("one VRF: routes %v, want one per CIDR", n.Routes)
 	}
 }

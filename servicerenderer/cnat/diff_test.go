@@ -57,7 +57,7 @@ func TestDiffNode(t *testing.T) {
 		"feature +host-vcup cnat-input-ip4", "feature +host-vcup cnat-output-ip4",
 		"snat-interface +host-vcw1 0", "snat-interface +host-vcw1 2",
 		"feature +host-vcw1 cnat-input-ip4", "feature +host-vcw1 cnat-output-ip4",
-		"route +10.96.0.0/12 vrf=0", "route +10.96.0.0/12 vrf=1",
+		"route +10.96.0.0/12 vrf=0", "route +10.96.0.0/12 vrf=1 lookup table=0",
 		"snat-addresses 192.168.16.1",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -81,6 +81,18 @@ func TestDiffNode(t *testing.T) {
 		"exclude-prefix -192.168.16.0/24"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	// An earlier version's drop route in the pod VRF: the lookup's add
+	// replaces it (VPP replaces the path), no delete (which would remove
+	// the new route after the add, or leave none before it).
+	old := desired.Clone()
+	old.Routes[1].Kind = RouteDrop
+	got = nil
+	for _, o := range DiffNode(desired, old) {
+		got = append(got, opString(o))
+	}
+	if want := []string{"route +10.96.0.0/12 vrf=1 lookup table=0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("drop to lookup: %q, want %q", got, want)
 	}
 	// The SNAT addresses compare as VPP holds them: unset = unspecified.
 	a := desired.Clone()

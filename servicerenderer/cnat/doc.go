@@ -44,15 +44,18 @@
 //	                                                                                        twins with IPv6);
 //	                                                                                        ip_route_add_del DROP route per
 //	                                                                                        service CIDR (v4 and v6) in the
-//	                                                                                        pod and the main VRF; last
+//	                                                                                        main VRF, in the pod VRF too but
+//	                                                                                        an IPv4 one's is a lookup of
+//	                                                                                        table 0 when the main VRF is 0; last
 //	                                                                                        cnat_set_snat_addresses (node IPs,
 //	                                                                                        ~0 interface)
 //	unknown service address       -                                             -           none: the service-CIDR route drops
 //	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
 //	cluster IP (IPv4, in the      -                                             -           ip_route_add_del /32 ICMP_UNREACH in
-//	service CIDR; main VRF 0)                                                               table 0, /32 lookup of table 0 in the
-//	                                                                                        pod VRF (BuildRoutes): its untranslated
-//	                                                                                        ports are refused
+//	service CIDR; main VRF 0)                                                               table 0 (BuildRoutes), reached from
+//	                                                                                        the pod VRF by its service-CIDR
+//	                                                                                        lookup: its untranslated ports are
+//	                                                                                        refused
 //
 // Calls per change, per frontend (a NodePort is one frontend per node IP);
 // none of them cuts a connection (FACTS §6):
@@ -67,7 +70,7 @@
 //	                                        cnat_translation_del
 //	interface given a role                  2 feature_enable_disable (4 with IPv6); a pod's
 //	                                        also 2 cnat_snat_policy_add_del_if (3 with IPv6)
-//	service with a cluster IP added         +2 ip_route_add_del (its verdict routes); removed: +2
+//	service with a cluster IP added         +1 ip_route_add_del (its verdict route); removed: +1
 //	or removed
 //
 // The service-CIDR routes are the nat44 renderer's (FACTS §4: a route for
@@ -87,14 +90,22 @@
 // reaches the FIB: the renderer gives each IPv4 cluster IP in a service
 // CIDR the NAT44 renderer's verdict routes (the choice is
 // servicerenderer.RejectIPs, shared with it): a /32 ICMP_UNREACH route in
-// table 0, which refuses it at once, and a /32 lookup of table 0 in the
-// pod VRF, more specific than the pod VRF's service-CIDR drop route
-// (FACTS §1: an ICMP_UNREACH path in any other table crashes VPP 25.02,
-// so with a main VRF other than 0 there are none and the drop route
-// drops). The routes stay while the service exists, whatever its
+// table 0, which refuses it at once. Pod traffic reaches it through the
+// pod VRF's route of the service CIDR, a lookup of table 0
+// (servicerenderer.PodServiceLookup; ServiceRoutes), where the cluster
+// IP's reject or the service CIDR's drop decides: one route per cluster
+// IP (FACTS §1: an ICMP_UNREACH path in any other table crashes VPP 25.02,
+// so with a main VRF other than 0 there are none and the pod VRF's route
+// is a drop). Earlier versions kept a pod-VRF drop and a /32 lookup per
+// cluster IP: both are taken for the renderer's, and a full apply
+// replaces the drop by the lookup with one add (VPP replaces the path in
+// place: no delete; ASSUMPTION: no moment without a route, the replace is
+// recorded, its timing not) before deleting the /32 lookups; no
+// translation is written. The routes stay while the service exists, whatever its
 // endpoints: a translated port never sees them. Otherwise:
 //
-//   - an unallocated service-CIDR address: dropped (service-CIDR route);
+//   - an unallocated service-CIDR address: dropped (table 0's
+//     service-CIDR route);
 //   - a cluster IP under the Local internal policy whose endpoints are
 //     all on other nodes: no translation and no reject route, so the
 //     service-CIDR route drops it (kube-proxy's DROP);
@@ -109,10 +120,11 @@
 //     either: the packet is for the node's own address, and what VPP
 //     then does with it was not measured;
 //   - IPv6 cluster IPs: no reject route (never measured); the IPv6
-//     service-CIDR route drops.
+//     service-CIDR route drops (a drop in the pod VRF too).
 //
 // Ownership as for the drop routes: routes have no tag, so a /32 reject in
-// table 0, or a /32 lookup of table 0 in the pod VRF, on an address of an
+// table 0, or a /32 lookup of table 0 in the pod VRF (an earlier
+// version's), on an address of an
 // IPv4 service CIDR is the renderer's (ASSUMPTION: whoever made it). Every
 // full apply reads them back (ip_route_v2_dump of the pod and the main
 // VRF): a restarted agent writes nothing, one whose service is gone is
@@ -149,8 +161,9 @@
 //   - Drop routes (and verdict routes, see Verdicts) are read back
 //     (ip_route_v2_dump of the pod and main VRF)
 //     by every full apply: a restarted agent writes nothing, a route VPP
-//     lost is added again. Routes have no tag: one on a service CIDR in
-//     the pod or main VRF is the renderer's (as for nat44); one on a CIDR
+//     lost is added again. Routes have no tag: a drop (or, in the pod
+//     VRF, a lookup of the main VRF) on a service CIDR in the pod or main
+//     VRF is the renderer's (as for nat44); one on a CIDR
 //     no longer configured is deleted only while the trusted record says
 //     the renderer added it.
 //   - cnat_session_purge is never sent: it deletes every session and every

@@ -239,6 +239,10 @@ func (r Route) String() string {
 	return s
 }
 
+// samePlace tells whether o is on r's prefix in r's VRF (VPP keeps one
+// route there).
+func (r Route) samePlace(o Route) bool { return r.VRF == o.VRF && r.Prefix == o.Prefix }
+
 // Compare orders routes by VRF, prefix, kind, then table.
 func (r Route) Compare(o Route) int {
 	return cmp.Or(cmp.Compare(r.VRF, o.VRF), comparePrefix(r.Prefix, o.Prefix), cmp.Compare(r.Kind, o.Kind),

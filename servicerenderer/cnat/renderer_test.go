@@ -486,17 +486,18 @@ func TestIPv6NodeIP(t *testing.T) {
 	checkState(t, f, wantState(again))
 }
 
-// The service-CIDR drop routes: added once in the pod and the main VRF,
-// read back (an agent restart writes nothing), added again when VPP lost
-// one (full apply), foreign drop routes left alone.
+// The service-CIDR routes (a drop in the main VRF, a lookup of table 0 in
+// the pod VRF): added once, read back (an agent restart writes nothing),
+// added again when VPP lost one (full apply), foreign drop routes left
+// alone.
 func TestServiceRoutes(t *testing.T) {
 	f := newFake(t, allIfaces...)
 	r := newRenderer(t, f, nil)
 	_ = r.Resync(resyncData(web()))
 	apply(t, r, true)
 	svc := netip.MustParsePrefix("10.96.0.0/12")
-	want := []Route{{Prefix: svc, VRF: 0}, {Prefix: svc, VRF: 1}}
-	if got := drops(f.state().Routes); !slices.Equal(got, want) {
+	want := []Route{{Prefix: svc, VRF: 0}, {Prefix: svc, VRF: 1, Kind: RouteLookup}}
+	if got := cidrRoutes(f.state().Routes); !slices.Equal(got, want) {
 		t.Fatalf("routes %v, want %v", got, want)
 	}
 	foreign := []Route{{Prefix: netip.MustParsePrefix("10.200.0.0/16"), VRF: 1}, {Prefix: svc, VRF: 7}}
@@ -521,7 +522,7 @@ func TestServiceRoutes(t *testing.T) {
 	if f.Writes() != w+1 {
 		t.Errorf("full apply wrote %d times, want 1 (the lost route)", f.Writes()-w)
 	}
-	if got := drops(f.state().Routes); !slices.Equal(got, slices.SortedFunc(slices.Values(append(want, foreign...)), Route.Compare)) {
+	if got := cidrRoutes(f.state().Routes); !slices.Equal(got, slices.SortedFunc(slices.Values(append(want, foreign...)), Route.Compare)) {
 		t.Errorf("routes %v: want the lost one back and the foreign ones kept", got)
 	}
 	if n := second.AppliedNode(); !slices.Equal(n.Routes, want) {
@@ -548,12 +549,12 @@ func TestServiceRoutesOfOldCIDR(t *testing.T) {
 			_ = second.Resync(resyncData())
 			apply(t, second, true)
 			var got []string
-			for _, rt := range drops(f.state().Routes) {
+			for _, rt := range cidrRoutes(f.state().Routes) {
 				got = append(got, rt.String())
 			}
-			want := []string{"10.97.0.0/16 vrf=0", "10.97.0.0/16 vrf=1"}
+			want := []string{"10.97.0.0/16 vrf=0", "10.97.0.0/16 vrf=1 lookup table=0"}
 			if store == nil {
-				want = []string{"10.96.0.0/12 vrf=0", "10.97.0.0/16 vrf=0", "10.96.0.0/12 vrf=1", "10.97.0.0/16 vrf=1"}
+				want = []string{"10.96.0.0/12 vrf=0", "10.97.0.0/16 vrf=0", "10.96.0.0/12 vrf=1 lookup table=0", "10.97.0.0/16 vrf=1 lookup table=0"}
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("routes %q, want %q (old CIDR %v)", got, want, old)
@@ -566,7 +567,7 @@ func TestServiceRoutesOfOldCIDR(t *testing.T) {
 // apply tries it again.
 func TestServiceRouteFailure(t *testing.T) {
 	f := newFake(t, allIfaces...)
-	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
+	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1, Kind: RouteLookup}
 	f.failRoute = map[Route]error{bad: fmt.Errorf("add route: %w", ErrInvalid)}
 	r := newRenderer(t, f, nil)
 	_ = r.Resync(resyncData(web()))
@@ -577,7 +578,7 @@ func TestServiceRouteFailure(t *testing.T) {
 	if len(fs) != 1 || fs[0].Object != (ObjectID{Kind: ObjectRoute, Route: bad}) || fs[0].Op != OpRoute {
 		t.Fatalf("failures %+v, want the route in VRF 1", fs)
 	}
-	if s := f.state(); len(drops(s.Routes)) != 1 || len(s.Trans) != 3 || s.SNAT4 != nodeIP {
+	if s := f.state(); len(cidrRoutes(s.Routes)) != 1 || len(s.Trans) != 3 || s.SNAT4 != nodeIP {
 		t.Errorf("the rest not applied: %+v", s)
 	}
 	f.failRoute = nil
@@ -586,15 +587,14 @@ func TestServiceRouteFailure(t *testing.T) {
 }
 
 // After a VPP restart the pod VRF's table may not exist yet (FACTS §6:
-// -3 for ~2-4 s until the startup configuration makes it): its drop route
-// is pending, not a failure and not an error to heal; the next apply
+// -3 for ~2-4 s until the startup configuration makes it): its
+// service-CIDR lookup route is pending, not a failure and not an error to heal; the next apply
 // after the table appears adds it, incremental as it may be.
 func TestServiceRouteWaitsForTable(t *testing.T) {
 	f := newFake(t, allIfaces...)
-	missing := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
-	lookup := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup} // the cluster IP's
+	missing := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1, Kind: RouteLookup}
 	noTable := fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)
-	f.failRoute = map[Route]error{missing: noTable, lookup: noTable}
+	f.failRoute = map[Route]error{missing: noTable}
 	r := newRenderer(t, f, nil)
 	_ = r.Resync(resyncData(web()))
 	if err := r.Apply(context.Background(), true); err != nil {
@@ -603,7 +603,7 @@ func TestServiceRouteWaitsForTable(t *testing.T) {
 	if fs := r.Failures(); len(fs) != 0 {
 		t.Errorf("failures %+v, want none", fs)
 	}
-	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{missing, lookup}) || p[0].Since.IsZero() {
+	if p := r.PendingTables(); len(p) != 1 || p[0].VRF != 1 || !slices.Equal(p[0].Routes, []Route{missing}) || p[0].Since.IsZero() {
 		t.Fatalf("pending tables %+v, want VRF 1 with its route", p)
 	}
 	f.failRoute = nil // the startup configuration made table 1
@@ -615,29 +615,34 @@ func TestServiceRouteWaitsForTable(t *testing.T) {
 	checkState(t, f, wantState(r))
 }
 
-// drops are the drop routes among rs.
-func drops(rs []Route) []Route {
-	return slices.DeleteFunc(slices.Clone(rs), func(r Route) bool { return r.Kind != RouteDrop })
+// cidrRoutes are the routes among rs that are no cluster IP's (/32).
+func cidrRoutes(rs []Route) []Route {
+	return slices.DeleteFunc(slices.Clone(rs), func(r Route) bool { return r.Prefix.Bits() == 32 })
 }
 
 // A table made in the middle of an apply takes some routes into it and
 // refuses those sent before: the table stays pending until every route
 // into it is in (as nat44's TestTableMadeBehindTheRenderersBack), so that
 // the next apply with interface news adds the refused ones. Forgetting the
-// table at the first route added left the service CIDR's drop route out,
+// table at the first route added left the first service CIDR's route out,
 // unreported.
 func TestTableMadeMidApply(t *testing.T) {
 	f := newFake(t, allIfaces...)
-	drop := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1}
-	lookup := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup} // the cluster IP's
+	drop := Route{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1, Kind: RouteLookup}
+	other := Route{Prefix: netip.MustParsePrefix("10.97.0.0/16"), VRF: 1, Kind: RouteLookup} // a second service CIDR's
 	noTable := fmt.Errorf("add route: %w: %w", ErrNoTable, ErrInvalid)
-	f.failRoute = map[Route]error{drop: noTable, lookup: noTable}
-	r := newRenderer(t, f, nil)
+	f.failRoute = map[Route]error{drop: noTable, other: noTable}
+	cfg := testConfig()
+	cfg.ServiceCIDRs = append(cfg.ServiceCIDRs, other.Prefix)
+	r, err := New(Params{Config: cfg, VPP: f, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_ = r.Resync(resyncData(web()))
 	apply(t, r, true)
 
-	// The drop route is sent first, refused; the table is made; the
-	// cluster IP's lookup goes in.
+	// The first CIDR's route is sent first, refused; the table is made;
+	// the second's goes in.
 	f.failRoute = map[Route]error{drop: noTable}
 	_ = r.UpdateInterface("host-vcw1", sr.RoleBackend)
 	apply(t, r, false)

@@ -14,11 +14,10 @@ import (
 // lookup, so a packet to a cluster IP that no translation took (a port
 // without endpoints, a port the service does not define) reaches the FIB.
 // For each cluster IP servicerenderer.RejectIPs picks in an IPv4 service
-// CIDR: a /32 ICMP_UNREACH route in table 0 and, when the pod VRF is
-// another table, a /32 lookup of table 0 there (more specific than the pod
-// VRF's service-CIDR drop route). None when the main VRF is not table 0
-// (an ICMP_UNREACH path crashes VPP 25.02 in any other table, FACTS §1).
-// Sorted (Route.Compare).
+// CIDR: a /32 ICMP_UNREACH route in table 0, which pod traffic reaches
+// through the pod VRF's service-CIDR lookup of table 0 (ServiceRoutes).
+// None when the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP
+// 25.02 in any other table, FACTS §1). Sorted (Route.Compare).
 func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	if svc == nil || cfg.MainVRF != 0 {
 		return nil
@@ -26,11 +25,7 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	var out []Route
 	for _, cidr := range cfg.ServiceCIDRs {
 		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
-			host := netip.PrefixFrom(ip, 32)
-			out = append(out, Route{Prefix: host, VRF: 0, Kind: RouteReject})
-			if cfg.PodVRF != 0 {
-				out = append(out, Route{Prefix: host, VRF: cfg.PodVRF, Kind: RouteLookup, Table: 0})
-			}
+			out = append(out, Route{Prefix: netip.PrefixFrom(ip, 32), VRF: 0, Kind: RouteReject})
 		}
 	}
 	slices.SortFunc(out, Route.Compare)
@@ -39,7 +34,8 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 
 // ownedVerdict tells whether a route VPP holds is one of the renderer's
 // verdict routes: a /32 inside an IPv4 service CIDR, a reject in table 0
-// or a lookup of table 0 in the pod VRF. ASSUMPTION (as for the drop
+// or a lookup of table 0 in the pod VRF (which earlier versions made per
+// cluster IP: a full apply deletes them). ASSUMPTION (as for the drop
 // routes and the NAT44 renderer): routes have no tag, so such a route is
 // taken for the renderer's, whoever made it.
 func (c *Config) ownedVerdict(r Route) bool {
@@ -73,6 +69,9 @@ func (r *Renderer) setRoutes(e *entry, routes []Route) {
 }
 
 func (r *Renderer) markRoute(rt Route) {
+	if !r.synced {
+		return // the next apply is full: it plans every route and clears failures
+	}
 	if r.dirtyRoutes == nil {
 		r.dirtyRoutes = map[Route]struct{}{}
 	}

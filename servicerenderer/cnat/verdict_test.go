@@ -20,27 +20,26 @@ func routeStrings(rs []Route) []string {
 // TestBuildRoutes: kube-proxy's verdicts for cluster-IP traffic no
 // translation takes, as the NAT44 renderer builds them.
 func TestBuildRoutes(t *testing.T) {
-	const (
-		reject = "10.96.0.10/32 vrf=0 reject"
-		lookup = "10.96.0.10/32 vrf=1 lookup table=0"
-	)
+	// One route per cluster IP: the pod VRF reaches it through its
+	// service-CIDR lookup of table 0 (ServiceRoutes).
+	const reject = "10.96.0.10/32 vrf=0 reject"
 	cases := []struct {
 		name   string
 		cfg    func(*Config)
 		mutate func(*sr.ContivService)
 		want   []string
 	}{
-		{"endpoints: the cluster IP rejects what no translation takes (undefined ports)", nil, nil, []string{reject, lookup}},
+		{"endpoints: the cluster IP rejects what no translation takes (undefined ports)", nil, nil, []string{reject}},
 		{"no endpoints: reject", nil, func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
-			[]string{reject, lookup}},
+			[]string{reject}},
 		{"Local internal policy, no local endpoint: the service CIDR's drop route drops", nil, func(s *sr.ContivService) {
 			s.InternalPolicy, s.Ports[0].LocalBackends = sr.PolicyLocal, nil
 		}, nil},
 		{"Local internal policy with local endpoints: reject", nil, func(s *sr.ContivService) { s.InternalPolicy = sr.PolicyLocal },
-			[]string{reject, lookup}},
+			[]string{reject}},
 		{"external IPs get no route; IPv6 and out-of-CIDR cluster IPs neither", nil, func(s *sr.ContivService) {
 			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"), addr("10.200.0.1"))
-		}, []string{reject, lookup}},
+		}, []string{reject}},
 		{"main VRF not table 0: an ICMP_UNREACH path would crash VPP", func(c *Config) { c.MainVRF = 3 }, nil, nil},
 		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, nil, []string{reject}},
 		{"no service CIDR", func(c *Config) { c.ServiceCIDRs = nil }, nil, nil},
@@ -63,7 +62,7 @@ func TestBuildRoutes(t *testing.T) {
 }
 
 // TestVerdictRoutesApplied: the renderer adds a service's verdict routes
-// with it (2 writes), keeps them over endpoint changes (no route write),
+// with it (1 write), keeps them over endpoint changes (no route write),
 // a restarted renderer finds them (no write), a stale one (its service
 // deleted while the agent was down) goes at the full apply, a foreign
 // route outside the service CIDR stays, and deleting the service deletes
@@ -75,9 +74,9 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	empty.Ports[0].Backends, empty.Ports[0].LocalBackends = nil, nil
 	_ = r.Resync(resyncData(empty))
 	apply(t, r, true)
-	want := []string{"10.96.0.10/32 vrf=0 reject", "10.96.0.10/32 vrf=1 lookup table=0"}
+	want := []string{"10.96.0.10/32 vrf=0 reject"}
 	verdicts := func() []string {
-		return routeStrings(slices.DeleteFunc(f.state().Routes, func(r Route) bool { return r.Kind == RouteDrop }))
+		return routeStrings(slices.DeleteFunc(f.state().Routes, func(r Route) bool { return r.Prefix.Bits() != 32 }))
 	}
 	if got := verdicts(); !slices.Equal(got, want) {
 		t.Fatalf("verdict routes %q, want %q", got, want)
@@ -104,7 +103,7 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	if got := f.Writes() - w; got != 1 {
 		t.Errorf("restart: %d writes, want 1 (the stale route deleted)", got)
 	}
-	if got, want := verdicts(), []string{want[0], foreign.String(), want[1]}; !slices.Equal(got, want) {
+	if got, want := verdicts(), []string{want[0], foreign.String()}; !slices.Equal(got, want) {
 		t.Errorf("after restart %q, want %q", got, want)
 	}
 	if got := routeStrings(again.AppliedNode().Verdicts); !slices.Equal(got, want) {
@@ -132,8 +131,8 @@ func TestVerdictRoutesShared(t *testing.T) {
 	_ = r.DeleteService(a)
 	w := f.Writes()
 	apply(t, r, false)
-	if got := len(r.AppliedNode().Verdicts); got != 2 {
-		t.Errorf("%d verdict routes left, want 2 (web2's)", got)
+	if got := len(r.AppliedNode().Verdicts); got != 1 {
+		t.Errorf("%d verdict routes left, want 1 (web2's)", got)
 	}
 	if f.Writes()-w != 2 { // web's external IP and NodePort translations
 		t.Errorf("%d writes, want 2", f.Writes()-w)
@@ -150,7 +149,7 @@ func TestVerdictRoutesShared(t *testing.T) {
 // that route alone; the rest is applied.
 func TestVerdictRouteRefused(t *testing.T) {
 	f := newFake(t, allIfaces...)
-	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup}
+	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 0, Kind: RouteReject}
 	f.failRoute = map[Route]error{bad: ErrInvalid}
 	r := newRenderer(t, f, nil)
 	_ = r.Resync(resyncData(web()))
@@ -158,9 +157,9 @@ func TestVerdictRouteRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fs := r.Failures(); len(fs) != 1 || fs[0].Object != (ObjectID{Kind: ObjectRoute, Route: bad}) || fs[0].Op != OpVerdictRoute {
-		t.Fatalf("failures %+v, want the lookup route", fs)
+		t.Fatalf("failures %+v, want the reject route", fs)
 	}
-	if s := f.state(); len(s.Trans) != 3 || len(s.Routes) != 3 {
+	if s := f.state(); len(s.Trans) != 3 || len(s.Routes) != 2 {
 		t.Errorf("the rest not applied: %+v", s)
 	}
 }

@@ -288,6 +288,10 @@ func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole
 			k := RouteKey{Prefix: p.Masked(), VRF: vrf}
 			st.Routes[k] = &Route{RouteKey: k}
 		}
+		if servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
+			k := RouteKey{Prefix: p.Masked(), VRF: cfg.PodVRF}
+			st.Routes[k] = &Route{RouteKey: k, Kind: RouteLookup, Table: cfg.MainVRF}
+		}
 	}
 	slices.SortFunc(st.Pool, comparePool)
 	return st

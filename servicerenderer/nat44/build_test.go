@@ -349,6 +349,20 @@ func TestBuildGlobal(t *testing.T) {
 			"route 10.96.0.0/12 vrf=1 drop",
 			"route 10.96.0.0/12 vrf=2 drop",
 		},
+	}, {
+		name: "main VRF 0 (verdicts): the pod VRF looks the service CIDR up in table 0",
+		cfg:  func(c *Config) { c.SNAT = SNAT{}; c.MainVRF = 0 },
+		roles: map[string]servicerenderer.InterfaceRole{
+			"GbE": frontend, "VPP-Host": frontend | backend,
+		},
+		expect: []string{
+			"global forwarding=on sessions=10000 timeouts=udp:300,tcp-established:7440,tcp-transitory:240,icmp:60",
+			"pool 10.1.1.254 vrf=any twice-nat",
+			"interface GbE out",
+			"interface VPP-Host in,out",
+			"route 10.96.0.0/12 vrf=0 drop",
+			"route 10.96.0.0/12 vrf=2 lookup table=0",
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,8 +23,12 @@ const (
 	OpSetInterface
 	OpDelIdentity
 	OpAddIdentity
-	OpDelRoute
+	// Route adds run before route deletes: an add replaces the route on
+	// its key (VPP replaces the path), so a change of route set (such as
+	// an earlier version's per-cluster-IP lookups giving way to the pod
+	// VRF's service-CIDR lookup) never leaves a window without a route.
 	OpAddRoute
+	OpDelRoute
 	OpDelMapping
 	OpAddLocal
 	OpDelLocal
@@ -192,6 +196,8 @@ func diffRoute(ops []Op, desired, applied *Route) []Op {
 		return append(ops, Op{Kind: OpDelRoute, Route: *applied})
 	case desired != nil && *desired != *applied:
 		// An add replaces the path of an existing prefix (c2-nat44.jsonl).
+		// ASSUMPTION: in place, leaving no moment without a route (VPP
+		// updates the entry's path list; not measured packet by packet).
 		return append(ops, Op{Kind: OpAddRoute, Route: *desired})
 	}
 	return ops

@@ -42,10 +42,10 @@
 //	                                                                         nodeIP vrf mainVRF, nodeIP vrf podVRF
 //	health-check NodePort on each  HealthCheckTarget:port (the    on         the same (Local external policy with
 //	own node IP (TCP)              agent, host side; main VRF)               a healthCheckNodePort, target set)
-//	service CIDR (ServiceCIDR)     -                              -          ip_route_add_del DROP in podVRF and mainVRF
-//	verdicts (BuildRoutes)         -                              -          ip_route_add_del ICMP_UNREACH (table 0), lookup
-//	                                                                         (podVRF → 0), DROP: see "Frontends without
-//	                                                                         endpoints"
+//	service CIDR (ServiceCIDR)     -                              -          ip_route_add_del DROP in mainVRF; in podVRF
+//	                                                                         a lookup of table 0 when mainVRF is 0, else DROP
+//	verdicts (BuildRoutes)         -                              -          ip_route_add_del ICMP_UNREACH /32 (table 0),
+//	                                                                         DROP: see "Frontends without endpoints"
 //	plugin                         -                              -          enable (sessions), forwarding on, timeouts
 //	                                                                         (set after every enable), twice-NAT pool
 //	                                                                         NAT loopback; inside/outside features
@@ -163,11 +163,12 @@
 // records-acl-routes/c2*.jsonl):
 //
 //	traffic to                              verdict  routes
-//	a cluster IP: port without endpoints,   REJECT   ip_route_add_del ICMP_UNREACH /32 in table 0,
-//	or a port the service does not define            and a /32 lookup of table 0 in the pod VRF (beats
-//	                                                 the pod VRF's service-CIDR drop route)
-//	an unallocated service-CIDR address     DROP     ip_route_add_del DROP of the service CIDR in podVRF
-//	                                                 and mainVRF (BuildGlobal)
+//	a cluster IP: port without endpoints,   REJECT   ip_route_add_del ICMP_UNREACH /32 in table 0, one
+//	or a port the service does not define            per cluster IP; pod traffic reaches it through the
+//	                                                 pod VRF's service-CIDR lookup of table 0
+//	an unallocated service-CIDR address     DROP     ip_route_add_del DROP of the service CIDR in table 0,
+//	                                                 reached from the pod VRF by its lookup route
+//	                                                 (BuildGlobal)
 //	a cluster IP whose Local internal       DROP     no reject route (the service-CIDR drop route)
 //	policy leaves this node no endpoint
 //	an external/LB IP:port, Local policy,   DROP     a mapping to SinkAddress:port (main VRF), which
@@ -177,8 +178,17 @@
 //
 // What VPP forbids: an ICMP_UNREACH or ICMP_PROHIBIT path in any table but
 // 0 crashes VPP 25.02 (SIGSEGV), so rejects need the main VRF to be table
-// 0 (else no reject route is built, and the traffic is dropped) and pod
-// traffic reaches them only through the lookup routes; the CLI's
+// 0 (else no reject route is built, the pod VRF's service-CIDR route
+// drops and so does the traffic) and pod traffic reaches them only
+// through a lookup route: the pod VRF's route of the service CIDR looks
+// up table 0 (servicerenderer.PodServiceLookup), where the /32 rejects
+// and the service CIDR's drop decide (one route per cluster IP; earlier
+// versions added a /32 lookup per cluster IP beside a pod-VRF drop: a
+// full apply replaces that drop by the lookup with one add, VPP replacing
+// the path in place (ASSUMPTION: with no moment without a route; the
+// replace is recorded, its timing not), and deletes the /32 lookups after
+// it, so the rejects are reachable throughout and no session is touched);
+// the CLI's
 // null-send-unreach route cannot be read back over the API (its dump is a
 // plain path), so it is never used. The FIB is keyed by address, not port:
 // one reject route serves every unmapped port of a cluster IP, and a
@@ -226,8 +236,9 @@
 // # Ownership and waiting
 //
 // The agent owns the plugin settings, the pool addresses and the interface
-// features of the VPP it runs beside, the drop routes of its service CIDR
-// in the pod and main VRF, the /32 reject and lookup routes inside it and
+// features of the VPP it runs beside, the routes of its service CIDR
+// in the pod and main VRF (drop, or lookup of the main VRF), the /32
+// reject and lookup routes inside it and
 // the routes it wants (ownedRoute; routes have no tag); mappings and identity mappings are its own
 // only when their tag starts with Config.TagPrefix. Foreign mappings are
 // never changed or deleted; a frontend a foreign mapping holds is reported

@@ -12,10 +12,10 @@ import (
 // becomes of traffic to its cluster IPs that no mapping takes (NAT runs
 // before the FIB lookup, so mapped traffic never sees them), as
 // kube-proxy decides it (FACTS §1, §4): REJECT each IPv4 cluster IP inside
-// Config.ServiceCIDR with a /32 ICMP_UNREACH route in table 0 and a /32
-// lookup of table 0 in the pod VRF (more specific than the pod VRF's
-// service-CIDR drop route), for the cluster IPs servicerenderer.RejectIPs
-// picks (the cnat renderer shares it). Its ports without endpoints and
+// Config.ServiceCIDR with a /32 ICMP_UNREACH route in table 0, which pod
+// traffic reaches through the pod VRF's service-CIDR lookup of table 0
+// (servicerenderer.PodServiceLookup), for the cluster IPs
+// servicerenderer.RejectIPs picks (the cnat renderer shares it). Its ports without endpoints and
 // the ports it does not define are then refused at once. Not when the
 // main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
 // in any other table), nor without a service CIDR. External and
@@ -28,9 +28,7 @@ func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalN
 	}
 	var out []Route
 	for _, ip := range servicerenderer.RejectIPs(svc, cfg.ServiceCIDR) {
-		host := netip.PrefixFrom(ip, 32)
-		out = append(out, Route{RouteKey: RouteKey{Prefix: host, VRF: 0}, Kind: RouteReject},
-			Route{RouteKey: RouteKey{Prefix: host, VRF: cfg.PodVRF}, Kind: RouteLookup, Table: 0})
+		out = append(out, Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, 32), VRF: 0}, Kind: RouteReject})
 	}
 	slices.SortFunc(out, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
 	return out
@@ -104,6 +102,9 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 	default:
 		r.desired.Routes[rt.RouteKey] = want
 	}
+	if !r.synced {
+		return // the next apply is full: it plans every key and clears failures
+	}
 	if r.dirtyRoutes == nil {
 		r.dirtyRoutes = map[RouteKey]struct{}{}
 	}
@@ -112,9 +113,11 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 }
 
 // ownedRoute tells whether a route VPP holds is the agent's: the service
-// CIDR's drop route in the pod or the main VRF, a /32 reject in table 0 or
-// lookup in the pod VRF inside the service CIDR, or a route the agent
-// wants on that key. ASSUMPTION: routes have no tag, so such a route is
+// CIDR's drop route in the pod or the main VRF or its lookup of the main
+// VRF in the pod VRF, a /32 reject in table 0 or lookup in the pod VRF
+// inside the service CIDR (which earlier versions made per cluster IP:
+// a full apply deletes them), or a route the agent wants on that key.
+// ASSUMPTION: routes have no tag, so such a route is
 // taken for the agent's whoever made it (which is why the renderer makes
 // no route outside the service CIDR).
 func (r *Renderer) ownedRoute(rt Route) bool {
@@ -128,7 +131,8 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 	}
 	switch {
 	case k.Prefix == cidr.Masked():
-		return rt.Kind == RouteDrop && (k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)
+		return (rt.Kind == RouteDrop && (k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)) ||
+			(rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF && rt.Table == r.cfg.MainVRF)
 	case k.Prefix.Bits() == 32 && cidr.Contains(k.Prefix.Addr()):
 		return (rt.Kind == RouteReject && k.VRF == 0) || (rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF)
 	}

@@ -43,8 +43,7 @@ func routeLines(rs []Route) []string {
 func TestBuildRoutes(t *testing.T) {
 	const (
 		cl, lo = servicerenderer.PolicyCluster, servicerenderer.PolicyLocal
-		reject = "10.96.0.50/32 vrf=0 reject"
-		lookup = "10.96.0.50/32 vrf=2 lookup table=0"
+		reject = "10.96.0.50/32 vrf=0 reject" // one route: the pod VRF's service-CIDR lookup reaches it
 	)
 	main0 := func(c *Config) { c.MainVRF = 0 }
 	cases := []struct {
@@ -54,13 +53,13 @@ func TestBuildRoutes(t *testing.T) {
 		want []string
 	}{
 		{name: "endpoints: the cluster IP rejects what no mapping takes (undefined ports)", cfg: main0,
-			svc: verdictSvc(cl, cl, "10.1.2.5"), want: []string{reject, lookup}},
+			svc: verdictSvc(cl, cl, "10.1.2.5"), want: []string{reject}},
 		{name: "no endpoints: the cluster IP rejects (external IPs get no route)", cfg: main0,
-			svc: verdictSvc(cl, cl), want: []string{reject, lookup}},
+			svc: verdictSvc(cl, cl), want: []string{reject}},
 		{name: "Local internal policy, no local endpoint: the service CIDR's drop route drops (no reject)", cfg: main0,
 			svc: verdictSvc(lo, cl, "10.1.2.5"), want: nil},
 		{name: "Local internal policy with a local endpoint: reject", cfg: main0,
-			svc: verdictSvc(lo, cl, "10.1.1.5"), want: []string{reject, lookup}},
+			svc: verdictSvc(lo, cl, "10.1.1.5"), want: []string{reject}},
 		{name: "main VRF not table 0: ICMP_UNREACH would crash VPP, no reject routes",
 			svc: verdictSvc(cl, cl), want: nil},
 		{name: "no service CIDR: no verdict routes", cfg: func(c *Config) { c.MainVRF = 0; c.ServiceCIDR = netip.Prefix{} },
@@ -116,8 +115,9 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		}
 		return out
 	}
-	if got := routes(); len(got) != 4 { // /12 in both VRFs, reject + lookup
-		t.Fatalf("first apply: %q", got)
+	if got, want := routes(), []string{"add-route 10.96.0.0/12 vrf=0 drop", "add-route 10.96.0.0/12 vrf=2 lookup table=0",
+		"add-route 10.96.0.50/32 vrf=0 reject"}; !slices.Equal(got, want) {
+		t.Fatalf("first apply: %q, want %q", got, want)
 	}
 	s2 := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster, "10.1.2.5")
 	if err := r.UpdateService(s, s2); err != nil {
@@ -140,7 +140,39 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, r2, false)
-	if got := routes(); !slices.Equal(got, []string{"del-route 10.96.0.50/32 vrf=0 reject", "del-route 10.96.0.50/32 vrf=2 lookup table=0"}) {
+	if got := routes(); !slices.Equal(got, []string{"del-route 10.96.0.50/32 vrf=0 reject"}) {
 		t.Errorf("service deleted: %q", got)
+	}
+}
+
+// TestDiffUpgradeRoutes: from an earlier version's route set (the pod
+// VRF's service-CIDR drop, a /32 lookup of table 0 per cluster IP) to the
+// new one: one add that replaces the pod VRF's route first, then the
+// deletes, so that pod traffic to a cluster IP meets a reject route at
+// every moment.
+func TestDiffUpgradeRoutes(t *testing.T) {
+	cfg := testConfig()
+	cfg.MainVRF = 0
+	cidr, host := cfg.ServiceCIDR, netip.MustParsePrefix("10.96.0.50/32")
+	route := func(p netip.Prefix, vrf uint32, kind RouteKind) *Route {
+		return &Route{RouteKey: RouteKey{Prefix: p, VRF: vrf}, Kind: kind}
+	}
+	state := func(rs ...*Route) *State {
+		s := &State{Routes: map[RouteKey]*Route{}}
+		for _, r := range rs {
+			s.Routes[r.RouteKey] = r
+		}
+		return s
+	}
+	desired := state(route(cidr, 0, RouteDrop), route(cidr, cfg.PodVRF, RouteLookup), route(host, 0, RouteReject))
+	applied := state(route(cidr, 0, RouteDrop), route(cidr, cfg.PodVRF, RouteDrop), route(host, 0, RouteReject),
+		route(host, cfg.PodVRF, RouteLookup))
+	var got []string
+	for _, op := range Diff(desired, applied, func(string) bool { return true }) {
+		got = append(got, op.String())
+	}
+	want := []string{"add-route 10.96.0.0/12 vrf=2 lookup table=0", "del-route 10.96.0.50/32 vrf=2 lookup table=0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ops %q, want %q", got, want)
 	}
 }

@@ -67,9 +67,9 @@ type CnatReach struct {
 //     client.
 //   - Under another policy (NONE, IF_PFX) or without an SNAT address,
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
-//   - A packet no translation matched is dropped by a DROP route of its
-//     ingress interface's VRF covering its destination (the service-CIDR
-//     route), or refused by a reject route (ICMP_UNREACH, in table 0,
+//   - A packet no translation matched is dropped by a DROP route covering
+//     its destination in its ingress interface's VRF, or in the table a
+//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH, in table 0,
 //     reached from the pod VRF by a lookup route), as the NAT44 oracle
 //     decides it (Trace).
 //
@@ -98,7 +98,7 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	if !ok {
 		vrf := v.ifaceVRF(p.Ingress)
 		if rt, found := v.routeLocked(vrf, p.Dst); found && rt.Drop {
-			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, rt.VRF, vrf)}
 		} else if found && rt.Reject {
 			return CnatResult{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
 		}

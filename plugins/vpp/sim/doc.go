@@ -62,7 +62,8 @@
 //     another table, or plain; an add on an existing prefix replaces its
 //     path; deleting a missing route answers 0): Routes, and the
 //     longest-prefix lookup the translation oracle uses, following lookup
-//     routes (a pod-VRF /32 lookup reaches table 0's reject route) and
+//     routes of any prefix length (the pod VRF's service-CIDR lookup
+//     reaches table 0's /32 reject and service-CIDR drop routes) and
 //     answering Rejected for ICMP_UNREACH/ICMP_PROHIBIT routes, which work
 //     in table 0 only (records-acl-routes/c2*.jsonl).
 //   - The ACL plugin (acl.go; records-acl-routes/c1-*.jsonl):

@@ -156,7 +156,7 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 			return Result{Verdict: Dropped, Reason: fmt.Sprintf(
 				"no translation matched; dropped by the drop route %v in VRF %d (a frontend with no usable endpoint here)", rt.Prefix, rt.VRF)}
 		case rt.Drop:
-			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, vrf)}
+			return Result{Verdict: Dropped, Reason: RouteDropReason(p.Dst, rt.VRF, vrf)}
 		case rt.Reject:
 			return Result{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
 		}
@@ -177,10 +177,15 @@ func (v *VPP) traceUnmapped(res Result, p Packet) Result {
 }
 
 // RouteDropReason says that a DROP route covering dst in table vrf
-// dropped a packet no translation matched: the reason of the NAT44 and
+// dropped a packet no translation matched, which came in from table in
+// (through a lookup route when they differ): the reason of the NAT44 and
 // the cnat oracles alike.
-func RouteDropReason(dst netip.Addr, vrf uint32) string {
-	return fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
+func RouteDropReason(dst netip.Addr, vrf, in uint32) string {
+	s := fmt.Sprintf("no translation matched; dropped by the service-CIDR route (a DROP route covering %v in VRF %d)", dst, vrf)
+	if vrf != in {
+		s += fmt.Sprintf(", reached from VRF %d by its lookup route", in)
+	}
+	return s
 }
 
 // RouteRejectReason says that a reject route (ICMP_UNREACH) of table vrf

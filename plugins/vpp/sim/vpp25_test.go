@@ -220,6 +220,68 @@ func TestRejectRoutes(t *testing.T) {
 	}
 }
 
+// TestPodVRFServiceLookup: the route set with one route per cluster IP.
+// The pod VRF's service-CIDR route, replaced in place from a drop by a
+// lookup of table 0 (an add on the same prefix replaces the path and
+// keeps the entry, c2-nat44.jsonl), sends pod traffic no translation took
+// to table 0: a cluster IP's /32 reject refuses it, the rest of the
+// service CIDR is dropped by table 0's drop route.
+func TestPodVRFServiceLookup(t *testing.T) {
+	v, conn := connect(t, Options{})
+	v.CreateTable(1)
+	for _, s := range []InterfaceSpec{{Name: "host-eth0"}, {Name: "host-pod", VRF: 1}} {
+		if _, err := v.CreateInterface(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enable(t, conn)
+	r := &ipapi.IPRouteAddDelReply{}
+	var podStats uint32
+	for i, req := range []*ipapi.IPRouteAddDel{
+		routeReq(0, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_DROP),
+		routeReq(1, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_DROP), // an earlier version's
+		routeReq(0, "10.96.0.10/32", true, fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH),
+		routeReq(1, "10.96.0.0/12", true, fib_types.FIB_API_PATH_TYPE_NORMAL), // lookup of table 0
+	} {
+		if rv := call(t, conn, req, r); rv != 0 {
+			t.Fatalf("%v: %v", req.Route.Prefix, rv)
+		}
+		switch i {
+		case 1:
+			podStats = r.StatsIndex
+		case 3:
+			if r.StatsIndex != podStats {
+				t.Errorf("replacing the path: stats index %d, want the entry's %d", r.StatsIndex, podStats)
+			}
+		}
+	}
+	var pod []Route
+	for _, rt := range v.Routes() {
+		if rt.VRF == 1 {
+			pod = append(pod, rt)
+		}
+	}
+	if len(pod) != 1 || !pod[0].Lookup || pod[0].LookupVRF != 0 || pod[0].Drop {
+		t.Fatalf("pod VRF routes %+v, want the /12 lookup of table 0 alone", pod)
+	}
+	for _, c := range []struct {
+		ingress, dst string
+		want         Verdict
+		reason       string
+	}{
+		{"host-pod", "10.96.0.10", Rejected, "reject route covering 10.96.0.10 in VRF 0"},
+		{"host-pod", "10.96.0.12", Dropped, "covering 10.96.0.12 in VRF 0), reached from VRF 1 by its lookup route"},
+		{"host-eth0", "10.96.0.10", Rejected, "in VRF 0"},
+		{"host-eth0", "10.96.0.12", Dropped, "covering 10.96.0.12 in VRF 0)"},
+	} {
+		res := v.Trace(Packet{Ingress: c.ingress, Src: netip.MustParseAddr("10.1.1.2"), Dst: netip.MustParseAddr(c.dst),
+			Proto: 6, DstPort: 80})
+		if res.Verdict != c.want || !strings.Contains(res.Reason, c.reason) {
+			t.Errorf("%s from %s: %v (%s), want %v (%s)", c.dst, c.ingress, res.Verdict, res.Reason, c.want, c.reason)
+		}
+	}
+}
+
 // TestMissingTableAfterRestart: a restart loses every table; the startup
 // configuration's come back with its interfaces, and a NAT44 local in a
 // VRF makes its table (FACTS §6). Until then a route there answers -3.
