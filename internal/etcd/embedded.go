@@ -121,6 +121,12 @@ func (m *Embedded) Close() {
 	servers := m.grpc
 	m.mu.Unlock()
 	StopGRPC(servers, m.drain)
+	m.CloseGracefully()
+}
+
+// CloseGracefully stops the member with etcd's own shutdown, whatever
+// StreamDrain says: open watches hold it up to etcd's request timeout.
+func (m *Embedded) CloseGracefully() {
 	m.e.Close()
 	<-m.e.Server.StopNotify()
 }
