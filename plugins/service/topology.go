@@ -31,9 +31,9 @@ type topoFilter struct {
 func (t topoFilter) admits(c *candidate) bool {
 	switch t.mode {
 	case topoSameNode:
-		return slices.Contains(c.ep.HintNodes, t.node)
+		return slices.Contains(c.ep.NodeHints(), t.node)
 	case topoSameZone:
-		return slices.Contains(c.ep.HintZones, t.zone)
+		return slices.Contains(c.ep.ZoneHints(), t.zone)
 	}
 	return true
 }
@@ -46,21 +46,21 @@ func (b *builder) topology(cands []candidate, v *nodeView) topoFilter {
 	ready := false
 	for i := range cands {
 		e := cands[i].ep
-		if len(e.HintZones) > 0 || len(e.HintNodes) > 0 {
+		if e.Hints != nil && (len(e.HintZones) > 0 || len(e.HintNodes) > 0) {
 			b.d.hinted = true
 		}
 		if !cands[i].b.Ready {
 			continue
 		}
 		ready = true
-		if len(e.HintNodes) == 0 {
+		if len(e.NodeHints()) == 0 {
 			allNode = false
-		} else if slices.Contains(e.HintNodes, v.name) {
+		} else if slices.Contains(e.NodeHints(), v.name) {
 			forNode = true
 		}
-		if len(e.HintZones) == 0 {
+		if len(e.ZoneHints()) == 0 {
 			allZone = false
-		} else if v.zone != "" && slices.Contains(e.HintZones, v.zone) {
+		} else if v.zone != "" && slices.Contains(e.ZoneHints(), v.zone) {
 			forZone = true
 		}
 	}
