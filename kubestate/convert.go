@@ -205,10 +205,10 @@ func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
 		}
 		if h := e.Hints; h != nil {
 			for _, z := range h.ForZones {
-				ep.HintZones = append(ep.HintZones, z.Name)
+				ep.hints().HintZones = append(ep.ZoneHints(), z.Name)
 			}
 			for _, n := range h.ForNodes {
-				ep.HintNodes = append(ep.HintNodes, n.Name)
+				ep.hints().HintNodes = append(ep.NodeHints(), n.Name)
 			}
 		}
 		out.Endpoints = append(out.Endpoints, ep)

@@ -233,7 +233,7 @@ func TestFromEndpointSlice(t *testing.T) {
 		}),
 		wantEPs: []Endpoint{{
 			Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true,
-			HintZones: []string{"zone-a", "zone-b"}, HintNodes: []string{"node-1"},
+			Hints: &Hints{HintZones: []string{"zone-a", "zone-b"}, HintNodes: []string{"node-1"}},
 		}},
 	}, {
 		name:    "unparsable trigger time is ignored",

@@ -23,5 +23,7 @@
 // that accepted input is writable and encodes stably. Decode reads the bulk
 // resources through a hand-written fast path (fastdecode.go) that gives
 // encoding/json's results or leaves the value to encoding/json;
-// FuzzDecodeFast compares the two.
+// FuzzDecodeFast compares the two. EndpointSlice and Service have Equal
+// (equal.go), field by field, with which the controller tells no-op puts;
+// TestEqualSeesEveryField keeps it seeing every field.
 package kubestate

@@ -504,6 +504,10 @@ func (d *decoder) other(key string, names []string) bool {
 func jsonNames(t reflect.Type) []string {
 	var names []string
 	for f := range t.Fields() {
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			names = append(names, jsonNames(f.Type.Elem())...) // stored flat
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" {
 			name = f.Name

@@ -43,6 +43,9 @@ func fill(v reflect.Value, n *int) {
 			fill(s.Index(i), n)
 		}
 		v.Set(s)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), n)
 	case reflect.Struct:
 		if v.Type() == reflect.TypeFor[time.Time]() {
 			v.Set(reflect.ValueOf(time.Date(2025, 1, 2, 3, 4, 5, *n, time.UTC)))

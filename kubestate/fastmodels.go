@@ -64,9 +64,9 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 		case "targetName":
 			return seen.first(7) && d.str(&e.TargetName)
 		case "hintZones":
-			return seen.first(8) && d.istrs(&e.HintZones)
+			return seen.first(8) && d.istrs(&e.hints().HintZones)
 		case "hintNodes":
-			return seen.first(9) && d.istrs(&e.HintNodes)
+			return seen.first(9) && d.istrs(&e.hints().HintNodes)
 		}
 		return d.other(key, endpointNames)
 	})

@@ -48,11 +48,13 @@ func compact(o Object) {
 			intern(&e.NodeName)
 			intern(&e.TargetKind)
 			intern(&e.TargetNamespace)
-			for j := range e.HintZones {
-				intern(&e.HintZones[j])
-			}
-			for j := range e.HintNodes {
-				intern(&e.HintNodes[j])
+			if h := e.Hints; h != nil {
+				for j := range h.HintZones {
+					intern(&h.HintZones[j])
+				}
+				for j := range h.HintNodes {
+					intern(&h.HintNodes[j])
+				}
 			}
 		}
 	case *Pod:

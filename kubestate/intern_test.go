@@ -2,7 +2,9 @@ package kubestate
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unique"
 	"unsafe"
@@ -104,5 +106,33 @@ func BenchmarkDecodeEndpointSlice(b *testing.B) {
 		if _, err := Decode(k, raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEndpointHintsStoredFlat: an endpoint without hints decodes with no
+// Hints (8 bytes, not two empty slices); one with hints keeps them, stored
+// as the endpoint's own hintZones and hintNodes fields.
+func TestEndpointHintsStoredFlat(t *testing.T) {
+	s := &EndpointSlice{Namespace: "ns", Name: "s", AddressType: "IPv4", Endpoints: []Endpoint{
+		{Addresses: []string{"10.1.1.1"}, Ready: true},
+		{Addresses: []string{"10.1.1.2"}, Ready: true, Hints: &Hints{HintZones: []string{"z"}, HintNodes: []string{"n"}}},
+	}}
+	raw, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"ready":true,"hintZones":["z"],"hintNodes":["n"]}`; !strings.Contains(string(raw), want) {
+		t.Errorf("stored %s, want the hints as %s", raw, want)
+	}
+	o, err := Decode(s.Key(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.(*EndpointSlice).Endpoints
+	if got[0].Hints != nil || got[0].ZoneHints() != nil || got[0].NodeHints() != nil {
+		t.Errorf("endpoint without hints decoded with %+v", got[0].Hints)
+	}
+	if !slices.Equal(got[1].ZoneHints(), []string{"z"}) || !slices.Equal(got[1].NodeHints(), []string{"n"}) {
+		t.Errorf("hints %v %v, want [z] [n]", got[1].ZoneHints(), got[1].NodeHints())
 	}
 }

@@ -5,8 +5,8 @@
 // Queued changes to one key collapse into one (the previous value of the
 // first, the new value of the last; no-ops are dropped) and a fresh listing
 // of etcd supersedes the changes queued before it. A no-op is told apart by
-// a 128-bit digest of the stored value: the controller keeps each key's
-// decoded object and that digest, not the stored bytes. Each batch runs in two
+// comparing the decoded object with the one the controller holds for its
+// key (same); it keeps no stored bytes nor digests of them. Each batch runs in two
 // phases: every Handler takes in every event, in a fixed order (reverse
 // order for removals); then every Applier is called once. Nothing is
 // applied before the startup snapshot is in and every ReadyHandler is

@@ -185,8 +185,7 @@ func (c *Controller) Push(ev Event) {
 }
 
 // pushChange queues a pushed change. Its object is encoded as etcd stores
-// it, so that its digest compares with those of watched values and an
-// object that cannot be stored is refused; the bytes go once hashed.
+// it, so that an object that cannot be stored is refused.
 func (c *Controller) pushChange(e *ChangeEvent) {
 	ch := change{key: e.Key, rev: e.Revision}
 	if e.New != nil {
@@ -194,18 +193,17 @@ func (c *Controller) pushChange(e *ChangeEvent) {
 			c.log.Error("change dropped: value names another key", "key", e.Key.String(), "valueKey", got.String())
 			return
 		}
-		raw, err := kubestate.Encode(e.New)
-		if err != nil {
+		if _, err := kubestate.Encode(e.New); err != nil {
 			c.log.Error("change dropped", "key", e.Key.String(), "err", err)
 			return
 		}
-		ch.obj, ch.sum = e.New, digestOf(raw)
+		ch.obj = e.New
 	}
 	c.q.pushChange(ch)
 }
 
-// pushResync queues a pushed resync; a snapshot's objects are encoded and
-// hashed as pushChange's.
+// pushResync queues a pushed resync; a snapshot's objects are encoded as
+// pushChange's.
 func (c *Controller) pushResync(e *ResyncEvent) {
 	kind := e.Kind
 	if kind < ResyncStartup || kind > ResyncPeriodic {
@@ -220,12 +218,11 @@ func (c *Controller) pushResync(e *ResyncEvent) {
 	}
 	l := newListing(e.State.Revision, len(e.State.Objects))
 	for k, o := range e.State.Objects {
-		raw, err := kubestate.Encode(o)
-		if err != nil {
+		if _, err := kubestate.Encode(o); err != nil {
 			c.log.Error("snapshot object dropped", "key", k.String(), "err", err)
 			continue
 		}
-		l.put(k, o, raw)
+		l.put(k, o)
 	}
 	c.q.pushResyncOf(kind, l, e.DataplaneRestarted)
 }

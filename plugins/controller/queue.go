@@ -11,16 +11,13 @@ type change struct {
 	key kubestate.Key
 	// rev is the etcd revision of the change; 0 when not from etcd.
 	rev int64
-	// obj is the decoding of the stored value and sum its digest; nil and
-	// zero for a delete.
+	// obj is the decoding of the stored value; nil for a delete.
 	obj kubestate.Object
-	sum digest
 }
 
 // listing is a full list of the watched resources at one revision.
 type listing struct {
 	snap *Snapshot
-	sums map[kubestate.Key]digest
 	// bad holds the keys whose stored value could not be decoded: the
 	// controller keeps their last good value.
 	bad map[kubestate.Key]bool
@@ -35,14 +32,13 @@ type listing struct {
 func newListing(rev int64, n int) *listing {
 	return &listing{
 		snap: &Snapshot{Revision: rev, Objects: make(map[kubestate.Key]kubestate.Object, n)},
-		sums: make(map[kubestate.Key]digest, n),
 		bad:  map[kubestate.Key]bool{},
 	}
 }
 
 // put adds o, the decoding of the stored value, under k.
-func (l *listing) put(k kubestate.Key, o kubestate.Object, value []byte) {
-	l.snap.Objects[k], l.sums[k] = o, digestOf(value)
+func (l *listing) put(k kubestate.Key, o kubestate.Object) {
+	l.snap.Objects[k] = o
 }
 
 // pendingResync is the one resync a queue holds: queued resyncs merge.

@@ -15,8 +15,12 @@ func nsChange(t *testing.T, rev int64, name, v string) change {
 	if v == "" {
 		return change{key: nsKey(name), rev: rev}
 	}
-	o, raw := nsStored(t, name, v)
-	return change{key: nsKey(name), rev: rev, obj: o, sum: digestOf(raw)}
+	_, raw := nsStored(t, name, v)
+	d, err := kubestate.Decode(nsKey(name), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return change{key: nsKey(name), rev: rev, obj: d}
 }
 
 // nsStored is a namespace and its stored value.
@@ -33,8 +37,8 @@ func nsStored(t *testing.T, name, v string) (*kubestate.Namespace, []byte) {
 // listNs puts namespace name with value v in l.
 func listNs(t *testing.T, l *listing, name, v string) {
 	t.Helper()
-	o, raw := nsStored(t, name, v)
-	l.put(o.Key(), o, raw)
+	ch := nsChange(t, 0, name, v)
+	l.put(ch.key, ch.obj)
 }
 
 func emptyListing(rev int64) *listing {
@@ -192,7 +196,7 @@ func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
 		{"a's value once more", nsChange(t, 15, "a", "1"), noop},
 	})
 
-	// A re-list's digests replace the view's: b changed while unwatched,
+	// A re-list's objects replace the view's: b changed while unwatched,
 	// a is gone, c is new.
 	relist := emptyListing(20)
 	listNs(t, relist, "b", "2")
@@ -204,25 +208,39 @@ func TestViewNoOpsAfterDeletesAndRelists(t *testing.T) {
 		{"a's value before the re-list", nsChange(t, 23, "a", "1"), applied},
 		{"c's listed value", nsChange(t, 24, "c", "1"), noop},
 	})
-	if len(v.sums) != len(v.snap.Objects) {
-		t.Errorf("%d digests for %d objects", len(v.sums), len(v.snap.Objects))
-	}
 }
 
-func TestDigestsOfDistinctValuesDiffer(t *testing.T) {
-	seen := map[digest]kubestate.Key{}
-	for k, o := range workload.New(1000).Objects() {
+// TestSameTellsDistinctValuesApart: each object of W(1000), decoded from
+// its stored value, is the same as another decoding of that value and not
+// the same as the next object of its resource, nor as itself with one
+// field changed.
+func TestSameTellsDistinctValuesApart(t *testing.T) {
+	decode := func(k kubestate.Key, o kubestate.Object) kubestate.Object {
 		raw, err := kubestate.Encode(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := digestOf(raw)
-		if other, dup := seen[d]; dup {
-			t.Fatalf("%s and %s share a digest", k, other)
+		d, err := kubestate.Decode(k, raw)
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[d] = k
-		if digestOf(append([]byte(nil), raw...)) != d {
-			t.Fatalf("%s: a copy of its value has another digest", k)
+		return d
+	}
+	last := map[kubestate.Resource]kubestate.Object{}
+	for k, o := range workload.New(1000).Objects() {
+		a, b := decode(k, o), decode(k, o)
+		if !same(a, b) {
+			t.Fatalf("%s: two decodings of its value differ", k)
+		}
+		if p := last[k.Resource]; p != nil && same(p, a) {
+			t.Fatalf("%s and %s are the same", p.Key(), k)
+		}
+		last[k.Resource] = a
+		if s, ok := b.(*kubestate.EndpointSlice); ok && len(s.Endpoints) > 0 {
+			s.Endpoints[0].Ready = !s.Endpoints[0].Ready
+			if same(a, s) {
+				t.Fatalf("%s: an endpoint's readiness changed, still the same", k)
+			}
 		}
 	}
 }

@@ -4,12 +4,11 @@ import "contiv.dev/vpp/kubestate"
 
 // view is the cluster state as the handlers have taken it in: the last
 // listing with every change applied since. It gives each ChangeEvent its
-// Prev, tells no-ops apart by the stored values' digests, and is the snapshot that
+// Prev, tells no-ops apart by comparing with the objects it holds, and is the snapshot that
 // healing and periodic resyncs hand to the handlers. Only the loop
 // goroutine touches it.
 type view struct {
 	snap *Snapshot
-	sums map[kubestate.Key]digest
 	// listedRev is the revision of the last listing: a change at or below
 	// it is already in the view.
 	listedRev int64
@@ -18,7 +17,6 @@ type view struct {
 func newView() *view {
 	return &view{
 		snap: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}},
-		sums: map[kubestate.Key]digest{},
 	}
 }
 
@@ -29,10 +27,9 @@ func (v *view) replace(l *listing) {
 	for k := range l.bad {
 		if o, ok := v.snap.Objects[k]; ok {
 			l.snap.Objects[k] = o
-			l.sums[k] = v.sums[k]
 		}
 	}
-	v.snap, v.sums, v.listedRev = l.snap, l.sums, l.snap.Revision
+	v.snap, v.listedRev = l.snap, l.snap.Revision
 }
 
 // outcome tells what applying a change did.
@@ -67,10 +64,8 @@ func (v *view) apply(ch *change) (*ChangeEvent, outcome) {
 	ev := &ChangeEvent{Key: ch.key, Revision: ch.rev, Prev: v.snap.Objects[ch.key], New: ch.obj}
 	if ch.obj == nil {
 		delete(v.snap.Objects, ch.key)
-		delete(v.sums, ch.key)
 	} else {
 		v.snap.Objects[ch.key] = ch.obj
-		v.sums[ch.key] = ch.sum
 	}
 	v.snap.Revision = max(v.snap.Revision, ch.rev)
 	return ev, applied
@@ -79,6 +74,9 @@ func (v *view) apply(ch *change) (*ChangeEvent, outcome) {
 // unchanged tells whether ch leaves the view as it is: a delete of an
 // absent key, or a put of the value the key holds.
 func (v *view) unchanged(ch *change) bool {
-	sum, had := v.sums[ch.key]
-	return had == (ch.obj != nil) && sum == ch.sum
+	prev, had := v.snap.Objects[ch.key]
+	if ch.obj == nil {
+		return !had
+	}
+	return had && same(prev, ch.obj)
 }

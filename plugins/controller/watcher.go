@@ -385,7 +385,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			case err != nil && k != (kubestate.Key{}):
 				l.bad[k] = true
 			case err == nil:
-				l.put(k, o, kv.Value)
+				l.put(k, o)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
@@ -656,7 +656,7 @@ func (w *watcher) take(ev *clientv3.Event) {
 	if err != nil {
 		return // the controller keeps the last good value
 	}
-	w.q.pushChange(change{key: k, rev: kv.ModRevision, obj: o, sum: digestOf(kv.Value)})
+	w.q.pushChange(change{key: k, rev: kv.ModRevision, obj: o})
 }
 
 // monitor signals each time the client's connection to etcd comes back

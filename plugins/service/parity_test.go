@@ -11,7 +11,9 @@ import (
 // hinted is a ready endpoint at ip with the given zone and node hints.
 func hinted(ip string, zones, nodes []string) kubestate.Endpoint {
 	e := ready(ip, "")
-	e.HintZones, e.HintNodes = zones, nodes
+	if zones != nil || nodes != nil {
+		e.Hints = &kubestate.Hints{HintZones: zones, HintNodes: nodes}
+	}
 	return e
 }
 

@@ -31,9 +31,9 @@ type topoFilter struct {
 func (t topoFilter) admits(c *candidate) bool {
 	switch t.mode {
 	case topoSameNode:
-		return slices.Contains(c.ep.HintNodes, t.node)
+		return slices.Contains(c.ep.NodeHints(), t.node)
 	case topoSameZone:
-		return slices.Contains(c.ep.HintZones, t.zone)
+		return slices.Contains(c.ep.ZoneHints(), t.zone)
 	}
 	return true
 }
@@ -45,22 +45,26 @@ func (b *builder) topology(cands []candidate, v *nodeView) topoFilter {
 	forNode, forZone := false, false
 	ready := false
 	for i := range cands {
-		e := cands[i].ep
-		if len(e.HintZones) > 0 || len(e.HintNodes) > 0 {
+		h := cands[i].ep.Hints
+		if h != nil && (len(h.HintZones) > 0 || len(h.HintNodes) > 0) {
 			b.d.hinted = true
 		}
 		if !cands[i].b.Ready {
 			continue
 		}
 		ready = true
-		if len(e.HintNodes) == 0 {
+		if h == nil { // no hints, as most endpoints
+			allNode, allZone = false, false
+			continue
+		}
+		if len(h.HintNodes) == 0 {
 			allNode = false
-		} else if slices.Contains(e.HintNodes, v.name) {
+		} else if slices.Contains(h.HintNodes, v.name) {
 			forNode = true
 		}
-		if len(e.HintZones) == 0 {
+		if len(h.HintZones) == 0 {
 			allZone = false
-		} else if v.zone != "" && slices.Contains(e.HintZones, v.zone) {
+		} else if v.zone != "" && slices.Contains(h.HintZones, v.zone) {
 			forZone = true
 		}
 	}
