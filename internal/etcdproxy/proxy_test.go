@@ -40,8 +40,11 @@ func TestWatchResumesAcrossProxyAndEtcdRestarts(t *testing.T) {
 	put(t, direct, ns("b", "2"))
 	startProxy(t, srv, addr)
 	eventually(t, "v2 watched after the proxy restart", func() bool { return rec.holds(ns("a", "2")) && rec.holds(ns("b", "2")) })
-	if st := ctl.Status(); st.Resumes == 0 {
-		t.Errorf("status %+v: the watch was not resumed after the proxy restart", st)
+	// Resumed, not listed again: by the watcher (Status.Resumes) or, when
+	// the connection came back before the watcher saw it fail, by
+	// clientv3's own watch retry (which then counts nothing).
+	if st := ctl.Status(); st.Relists != 0 || rec.count(controller.ResyncRelist) != 0 {
+		t.Errorf("status %+v: listed again after the proxy restart", st)
 	}
 
 	srv.Restart()
