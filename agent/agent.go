@@ -180,14 +180,9 @@ func (a *Agent) connectEtcd(ctx context.Context) error {
 
 // load writes the objects of a Kubernetes YAML file into etcd.
 func (a *Agent) load(ctx context.Context, path string) error {
-	f, err := os.Open(path)
+	objs, err := kubestate.LoadYAMLFile(path)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
-	}
-	defer f.Close()
-	objs, err := kubestate.LoadYAML(f)
-	if err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
 	}
 	// As contivctl load does: only what differs is written, then the
 	// layout and sync markers that make it a complete output.

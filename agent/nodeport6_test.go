@@ -28,8 +28,12 @@ func TestAgentIPv6NodePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dual, err := os.ReadFile("testdata/dual-stack.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(load, append(cluster, "\n---\n"+dualStackYAML...), 0o600); err != nil {
+	if err := os.WriteFile(load, append(append(cluster, "\n---\n"...), dual...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	pfx := netip.MustParsePrefix

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -22,6 +23,20 @@ import (
 // DefaultNamespace is the namespace LoadYAML gives namespaced objects that
 // name none, as kubectl does.
 const DefaultNamespace = "default"
+
+// LoadYAMLFile is LoadYAML of the file at path; errors name the file.
+func LoadYAMLFile(path string) ([]Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	objs, err := LoadYAML(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}
 
 // LoadYAML decodes multi-document Kubernetes YAML (Services, EndpointSlices,
 // Pods, Nodes, Namespaces, and Lists of them) into compact models, in file

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -318,5 +319,28 @@ func BenchmarkLoadYAMLExampleCluster(b *testing.B) {
 		if _, err := LoadYAML(strings.NewReader(string(data))); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// LoadYAMLFile reads what LoadYAML decodes, and its errors name the file.
+func TestLoadYAMLFileNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "ns.yaml")
+	if err := os.WriteFile(good, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := LoadYAMLFile(good)
+	if err != nil || len(objs) != 1 || objs[0].Key().Name != "shop" {
+		t.Fatalf("LoadYAMLFile = %v, %v; want the namespace shop", objs, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\nbogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadYAMLFile(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("bad file: %v, want an error naming %s and the unknown field", err, bad)
+	}
+	if _, err := LoadYAMLFile(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,12 +19,7 @@ import (
 
 func exampleObjects(t testing.TB) []kubestate.Object {
 	t.Helper()
-	f, err := os.Open("../../deploy/examples/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	objs, err := kubestate.LoadYAML(f)
+	objs, err := kubestate.LoadYAMLFile("../../deploy/examples/cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,37 +248,10 @@ func TestRenderUnknownRenderer(t *testing.T) {
 	}
 }
 
-// dualStackYAML is shop/dual: a dual-stack NodePort service (31090) with
-// one IPv4 and one IPv6 backend on node-1.
-const dualStackYAML = `apiVersion: v1
-kind: Service
-metadata: {namespace: shop, name: dual, creationTimestamp: "2025-02-01T10:00:00Z"}
-spec:
-  type: NodePort
-  ipFamilies: [IPv4, IPv6]
-  clusterIP: 10.96.20.20
-  clusterIPs: [10.96.20.20, "fd00:96::20"]
-  ports: [{name: http, protocol: TCP, port: 80, targetPort: 8080, nodePort: 31090}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {namespace: shop, name: dual-4, labels: {kubernetes.io/service-name: dual}}
-addressType: IPv4
-ports: [{name: http, protocol: TCP, port: 8080}]
-endpoints: [{addresses: [10.1.1.20], conditions: {ready: true}, nodeName: node-1}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {namespace: shop, name: dual-6, labels: {kubernetes.io/service-name: dual}}
-addressType: IPv6
-ports: [{name: http, protocol: TCP, port: 8080}]
-endpoints: [{addresses: ["fd00:1:1::20"], conditions: {ready: true}, nodeName: node-1}]
-`
-
 // dualStackNodePort is dualStackYAML's objects.
 func dualStackNodePort(t testing.TB) []kubestate.Object {
 	t.Helper()
-	objs, err := kubestate.LoadYAML(strings.NewReader(dualStackYAML))
+	objs, err := kubestate.LoadYAMLFile("../testdata/dual-stack.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

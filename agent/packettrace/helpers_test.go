@@ -2,7 +2,6 @@ package packettrace_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,12 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // exampleObjects are the example cluster's objects.
 func exampleObjects(t testing.TB) []kubestate.Object {
 	t.Helper()
-	f, err := os.Open("../../deploy/examples/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	objs, err := kubestate.LoadYAML(f)
+	objs, err := kubestate.LoadYAMLFile("../../deploy/examples/cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,12 +63,7 @@ func TestLoadExampleCluster(t *testing.T) {
 		}
 	}
 
-	f, err := os.Open(clusterYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	objs, err := kubestate.LoadYAML(f)
+	objs, err := kubestate.LoadYAMLFile(clusterYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
