@@ -48,7 +48,8 @@ var _ reconcile.Cycle[dumped, Op] = (*cycle)(nil)
 func (c *cycle) Begin(full bool) bool {
 	r := (*Renderer)(c)
 	r.start = time.Now()
-	if r.restarted.Take() {
+	if r.restarted {
+		r.restarted = false
 		r.forgetVPP()
 	}
 	r.stats.Applies++

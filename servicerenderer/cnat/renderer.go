@@ -38,9 +38,9 @@ type Params struct {
 // reconcile.Front's, which takes the lock and calls the renderer's own.
 //
 // Every method but the introspection ones (Desired, Applied, DesiredNode,
-// AppliedNode, Failures, Pending, PendingTables, Conflicts, Stats) and
-// VPPRestarted must be called from one goroutine, the controller's loop;
-// those may be called from any goroutine (see package reconcile for the
+// AppliedNode, Failures, Pending, PendingTables, Conflicts, Stats) must be
+// called from one goroutine, the controller's loop; those may be called
+// from any goroutine (see package reconcile for the
 // lock contract: no lock is held while VPP is called).
 type Renderer struct {
 	// front holds the change methods (AddService, …, Resync): each
@@ -50,8 +50,9 @@ type Renderer struct {
 	vpp   VPP
 	store Store
 	log   *slog.Logger
-	// restarted is raised by VPPRestarted, taken by the next Apply.
-	restarted reconcile.Flag
+	// restarted is set by VPPRestarted, taken by the next Apply (both on
+	// the controller's loop).
+	restarted bool
 
 	// mu guards the fields below against the introspection methods: the
 	// loop goroutine, their only writer, reads them without it.
@@ -259,13 +260,13 @@ func (r *Renderer) InterfaceLost(name string, index uint32) {
 	r.markInterface(name)
 }
 
-// VPPRestarted tells the renderer that VPP restarted (the agent calls it
-// when the connection reports a new VPP process): VPP holds no cnat
-// configuration any more, so the next Apply (which must then be full)
-// configures everything again. Without it, a full Apply still notices a
-// restart through the SNAT addresses VPP reports (see Apply). It may be
-// called from any goroutine: the next Apply takes the news.
-func (r *Renderer) VPPRestarted() { r.restarted.Raise() }
+// VPPRestarted tells the renderer that VPP restarted (the service
+// processor calls it, on the controller's loop, in the resync a VPP
+// restart asks for): VPP holds no cnat configuration any more, so the next
+// Apply (which must then be full) configures everything again. Without it,
+// a full Apply still notices a restart through the SNAT addresses VPP
+// reports (see Apply).
+func (r *Renderer) VPPRestarted() { r.restarted = true }
 
 // forgetVPP makes the renderer know VPP holds nothing of it (VPPRestarted);
 // the caller holds mu.

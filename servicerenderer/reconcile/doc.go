@@ -15,9 +15,9 @@
 //   - Table and Claimant (claims.go): the frontends, the claims on them
 //     and their desired and applied objects; Dirty the frontends changed
 //     since the last apply, Conflicts the contested ones.
-//   - Waits, PendingTables and Flag (waits.go): what waits for VPP to make
-//     it (an interface, a FIB table: a table stays pending until every
-//     route into it is in), and news from another goroutine.
+//   - Waits and PendingTables (waits.go): what waits for VPP to make it
+//     (an interface, a FIB table: a table stays pending until every route
+//     into it is in).
 //   - Failures (failures.go): the objects VPP refused as invalid, retried
 //     when they change or by a full apply.
 //   - Apply and Cycle (apply.go): the apply skeleton: begin, dump (full
@@ -40,7 +40,6 @@
 // sharing it; cnat's a sync.Mutex: an RWMutex costs its loop 2% more CPU
 // per change for readers that hold it for microseconds.)
 //
-// A renderer told something from another goroutine (cnat's VPPRestarted,
-// from the VPP connection's) records it in a Flag, which the loop takes at
-// the start of its next Apply.
+// Everything else reaches a renderer on the loop too (a VPP restart comes
+// as a controller event, see servicerenderer/cnat's VPPRestarted).
 package reconcile

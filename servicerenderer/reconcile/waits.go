@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"slices"
-	"sync/atomic"
 	"time"
 )
 
@@ -68,16 +67,6 @@ func (w *Waits[K, V]) Sorted() []Wait[K, V] {
 	slices.SortFunc(ws, func(a, b Wait[K, V]) int { return cmp.Compare(a.Key, b.Key) })
 	return ws
 }
-
-// Flag is news from another goroutine for the controller's loop (the
-// single writer), which takes it at its next apply.
-type Flag struct{ b atomic.Bool }
-
-// Raise records the news; any goroutine may call it.
-func (f *Flag) Raise() { f.b.Store(true) }
-
-// Take tells whether the news came since the last Take, and clears it.
-func (f *Flag) Take() bool { return f.b.Swap(false) }
 
 // PendingTable is a FIB table whose routes (R) wait for VPP to make it.
 type PendingTable[R any] struct {

@@ -59,15 +59,3 @@ func TestFailures(t *testing.T) {
 		t.Error("failures after Clear")
 	}
 }
-
-func TestFlag(t *testing.T) {
-	var f Flag
-	if f.Take() {
-		t.Error("taken before raised")
-	}
-	f.Raise()
-	f.Raise()
-	if !f.Take() || f.Take() {
-		t.Error("a raised flag is taken exactly once")
-	}
-}
