@@ -12,24 +12,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// largeCluster is the overlay with the etcd gRPC proxy tier.
-const largeCluster = "overlays/large-cluster"
+// largeCluster is the overlay with the etcd gRPC proxy tier, and
+// largeClusterTLS the same on an external etcd over TLS.
+const (
+	largeCluster    = "overlays/large-cluster"
+	largeClusterTLS = "overlays/large-cluster-tls"
+)
 
-// renderLarge builds the large-cluster overlay: two DaemonSets (the agents
-// and the proxies), which index refuses.
-func renderLarge(t *testing.T) (*manifests, *appsv1.DaemonSet) {
+// renderLarge builds a large-cluster overlay: two DaemonSets (the agents
+// and the proxies), which index refuses. Only largeCluster runs etcd in
+// the cluster.
+func renderLarge(t *testing.T, dir string) (*manifests, *appsv1.DaemonSet) {
 	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Skipf("kubectl not installed: cannot build %s", largeCluster)
+		t.Skipf("kubectl not installed: cannot build %s", dir)
 	}
-	out, err := exec.Command(kubectl, "kustomize", largeCluster).Output()
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v", largeCluster, err)
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
 	}
 	m := &manifests{configMaps: map[string]*corev1.ConfigMap{}}
 	var proxy *appsv1.DaemonSet
-	for _, obj := range decodeStream(t, largeCluster, out) {
+	for _, obj := range decodeStream(t, dir, out) {
 		m.objs = append(m.objs, obj)
 		switch o := obj.(type) {
 		case *appsv1.DaemonSet:
@@ -51,7 +56,7 @@ func renderLarge(t *testing.T) (*manifests, *appsv1.DaemonSet) {
 			m.services = append(m.services, o)
 		}
 	}
-	if m.agent == nil || m.ksr == nil || m.etcd == nil || proxy == nil {
+	if m.agent == nil || m.ksr == nil || (m.etcd == nil) == (dir == largeCluster) || proxy == nil {
 		t.Fatalf("missing workload: agent=%v ksr=%v etcd=%v proxy=%v", m.agent != nil, m.ksr != nil, m.etcd != nil, proxy != nil)
 	}
 	return m, proxy
@@ -64,7 +69,7 @@ func renderLarge(t *testing.T) (*manifests, *appsv1.DaemonSet) {
 // and reach the members the reflector writes to; nobody else points at a
 // member only the proxies should.
 func TestLargeClusterAgentsWatchThroughProxies(t *testing.T) {
-	m, proxy := renderLarge(t)
+	m, proxy := renderLarge(t, largeCluster)
 	cfg := m.agentConfig(t)
 	boot := m.configMaps["contiv-bootstrap"]
 	if boot == nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"google.golang.org/grpc"
 )
@@ -31,12 +32,17 @@ type EmbeddedParams struct {
 	// keep-alive stream always uses up: tests, which stop etcd often, set
 	// it short.
 	StreamDrain time.Duration
+	// ClientTLS, when set, serves the clients over TLS (ClientURL's scheme
+	// is then https); with its TrustedCAFile the member asks every client
+	// for a certificate that CA signed.
+	ClientTLS *transport.TLSInfo
 }
 
 // Embedded is a running embedded etcd member.
 type Embedded struct {
 	e         *embed.Etcd
 	clientURL string
+	scheme    string // of the client URL
 	drain     time.Duration
 
 	mu   sync.Mutex
@@ -63,9 +69,15 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 		cfg.TickMs = 10
 		cfg.ElectionMs = 50
 	}
+	scheme := "http"
+	if p.ClientTLS != nil {
+		scheme = "https"
+		cfg.ClientTLSInfo = *p.ClientTLS
+		cfg.ClientTLSInfo.ClientCertAuth = p.ClientTLS.TrustedCAFile != ""
+	}
 	clientURL := p.ClientURL
 	if clientURL == "" {
-		clientURL = "http://127.0.0.1:0"
+		clientURL = scheme + "://127.0.0.1:0"
 	}
 	peerURL := p.PeerURL
 	if peerURL == "" {
@@ -84,7 +96,7 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
-	m := &Embedded{drain: p.StreamDrain}
+	m := &Embedded{drain: p.StreamDrain, scheme: scheme}
 	if m.drain > 0 {
 		cfg.ServiceRegister = func(s *grpc.Server) {
 			m.mu.Lock()
@@ -112,6 +124,9 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 
 // Endpoint is the client address of the member, host:port.
 func (m *Embedded) Endpoint() string { return m.clientURL }
+
+// ClientURL is the member's client URL (https with ClientTLS).
+func (m *Embedded) ClientURL() string { return m.scheme + "://" + m.clientURL }
 
 // Close stops the member and waits for it to shut down. With StreamDrain,
 // it first stops serving clients itself, cutting what is still open after

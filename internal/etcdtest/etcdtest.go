@@ -1,6 +1,7 @@
 // Package etcdtest starts a real embedded etcd for tests, with short tick
 // and election timings on free loopback ports: one member (Start; or
-// StartProxied, behind a proxy that cuts its clients off), or a
+// StartProxied, behind a proxy that cuts its clients off; StartTLS, over
+// TLS with client certificates of a test CA, NewTLSFiles), or a
 // cluster of several (StartCluster) whose members a test can kill, stop and
 // start again.
 package etcdtest
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/internal/etcd"
@@ -28,13 +30,25 @@ type Server struct {
 	clientU string
 	peerU   string
 	m       *etcd.Embedded
-	proxy   *proxy // StartProxied's
+	proxy   *proxy    // StartProxied's
+	tls     *TLSFiles // StartTLS's
 }
 
 // Start starts an embedded etcd that is stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{t: t, dir: t.TempDir()}
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartTLS starts a server like Start that serves its clients over TLS
+// and accepts only those with a client certificate of files' CA. Client
+// connects with files' client certificate.
+func StartTLS(t testing.TB, files *TLSFiles) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), tls: files}
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
@@ -76,15 +90,23 @@ func (s *Server) start() {
 		Fast:      true,
 		// A test's stop need not wait etcd's 5 s for its clients' watches.
 		StreamDrain: streamDrain,
+		ClientTLS:   s.serverTLS(),
 	})
 	if err != nil {
 		s.t.Fatalf("etcdtest: %v", err)
 	}
 	s.m = m
-	s.clientU = "http://" + m.Endpoint()
+	s.clientU = m.ClientURL()
 	if s.peerU == "" {
 		s.peerU = m.PeerURL()
 	}
+}
+
+func (s *Server) serverTLS() *transport.TLSInfo {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.ServerInfo()
 }
 
 // Endpoint is the client URL of the server.
@@ -98,9 +120,11 @@ func (s *Server) Client() *clientv3.Client {
 
 func (s *Server) client(endpoint string) *clientv3.Client {
 	s.t.Helper()
-	cli, err := etcd.NewClient(context.Background(), etcd.ClientParams{
-		Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
-	})
+	p := etcd.ClientParams{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second}
+	if s.tls != nil {
+		p.CAFile, p.CertFile, p.KeyFile = s.tls.CA, s.tls.ClientCert, s.tls.ClientKey
+	}
+	cli, err := etcd.NewClient(context.Background(), p)
 	if err != nil {
 		s.t.Fatalf("etcdtest: %v", err)
 	}
