@@ -148,15 +148,10 @@ func (s *Server) Restart() {
 }
 
 // Wipe stops the server, deletes its data and starts an empty one on the same addresses.
-//
-// The member stops with etcd's own shutdown (up to its request timeout
-// with watches open), not the short drain of Stop: with the drain, the
-// controller's TestWipeUnseenWhileCutOffRelists saw its agent resume on
-// a wiped etcd in about one run of five (noticed, not understood yet).
 func (s *Server) Wipe() {
 	s.t.Helper()
 	if s.m != nil {
-		s.m.CloseGracefully()
+		s.m.Close()
 		s.m = nil
 	}
 	s.dir = s.t.TempDir()
