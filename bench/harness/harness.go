@@ -54,6 +54,10 @@ const (
 	// request): full programming pipelined, the agent's start to ready
 	// (empty and programmed) and its live heap.
 	FigLarge Figure = "large"
+	// FigRealVPP: W(N) (the large figure's N) programmed by the agent's
+	// pipeline into a real VPP on Options.VPPSocket, and VPP's main heap
+	// before and after. Only when named: CI has no VPP.
+	FigRealVPP Figure = "real-vpp"
 )
 
 // AllFigures lists every figure group, in the order Run measures them.
@@ -99,6 +103,9 @@ type Options struct {
 	// 1000, 2000).
 	FanoutProxies int
 	FanoutLight   []int
+	// VPPSocket is the API socket of a freshly started real VPP that the
+	// real-vpp figure may program (loopbacks, a table, W(N)).
+	VPPSocket string
 	// AgentChanges is the number of changes of the agent-change figure
 	// (default 2000, in blocks of 100).
 	AgentChanges int
@@ -197,6 +204,12 @@ func (o *Options) validate() error {
 		}
 	}
 	for _, f := range o.Figures {
+		if f == FigRealVPP {
+			if o.VPPSocket == "" {
+				errs = append(errs, fmt.Errorf("%w: figure %q needs the socket of a real VPP (-vpp-socket)", ErrOptions, f))
+			}
+			continue
+		}
 		if !slices.Contains(AllFigures(), f) {
 			errs = append(errs, fmt.Errorf("%w: figure %q: want one of %v", ErrOptions, f, AllFigures()))
 		}
@@ -334,6 +347,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		runs := min(o.Runs, 3)
 		o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
 		if res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.ProfileDir, o.AgentLog, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	if o.wants(FigRealVPP) {
+		o.Log.Info("real-vpp: W(N) programmed into the VPP on its socket", "n", o.LargeSize, "socket", o.VPPSocket)
+		if res.RealVPP, err = measureRealVPP(ctx, env, o.LargeSize, o.VPPSocket, o.Log); err != nil {
 			return nil, err
 		}
 	}

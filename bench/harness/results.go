@@ -36,6 +36,8 @@ type Results struct {
 	Startup     *StartupResult    `json:"startup,omitempty"`
 	// Large is W(50 000) over the socket and the agent's heap there.
 	Large *LargeResult `json:"large,omitempty"`
+	// RealVPP is W(N) programmed into a real VPP (figure real-vpp).
+	RealVPP *RealVPPResult `json:"real_vpp,omitempty"`
 	// Fanout holds the fan-out figure, keyed by K in decimal;
 	// FanoutStopped tells why a larger K was not measured.
 	Fanout        map[string]*FanoutResult `json:"fanout,omitempty"`
@@ -408,6 +410,11 @@ func (r *Results) WriteTable(w io.Writer) error {
 			"≤ 1000", verdict(judged, func() bool { return l.StartupProgrammedMS <= targetLargeProgrammedMS }))
 		single(fmt.Sprintf("agent's live heap holding W(%d): view, digests, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
 			"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
+	}
+	if v := r.RealVPP; v != nil {
+		single(fmt.Sprintf("W(%d) programmed into a real VPP (%s), pipelined (ms; NAT44 mappings; interfaces made first)", v.N, v.Version),
+			fmt.Sprintf("%.0f (%d; %d)", v.ProgramMS, v.Mappings, v.Interfaces), "", "")
+		single("… VPP main heap used before / after / size (MB)", fmt.Sprintf("%.1f / %.1f / %.0f", v.MainHeapBeforeMB, v.MainHeapAfterMB, v.MainHeapSizeMB), "", "")
 	}
 	for _, k := range sortedNumeric(r.Fanout) {
 		f := r.Fanout[k]

@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		out        = fs.String("out", "", "write the results as JSON to this file")
 		sizes      = fs.String("n", "1000,5000,10000,50000", "comma-separated sizes N of W(N)")
 		runs       = fs.Int("runs", 5, "runs per figure; medians are reported")
-		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart,vpp-program,startup,fanout,agent-change,large); default all")
+		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart,vpp-program,startup,fanout,agent-change,large; real-vpp with -vpp-socket); default all but real-vpp")
 		decode     = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
 		joiners    = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
 		many       = fs.Int("many-joiners", 1000, "NodeSync, the nodesync-many figure: agents claiming an ID at once")
@@ -41,6 +41,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		nplRate    = fs.Float64("npl-rate", 20, "network programming latency: changes written per second")
 		programN   = fs.Int("program-n", 10000, "vpp-program and startup: N of W(N) programmed over the simulated VPP's socket")
 		largeN     = fs.Int("large-n", 50000, "large: N of W(N) programmed and started over the simulated VPP's socket, the agent's heap measured")
+		vppSocket  = fs.String("vpp-socket", "", "real-vpp (only when named in -figures): the API socket of a freshly started real VPP that W(-large-n) is programmed into")
 		fanoutKs   = fs.String("fanout-k", "50,100,200", "fan-out: comma-separated agent counts K")
 		fanoutN    = fs.Int("fanout-n", 10000, "fan-out and agent-change: N of W(N) loaded into etcd")
 		fanoutCh   = fs.Int("fanout-changes", 50, "fan-out: changes written at each K")
@@ -59,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	o := harness.Options{
 		Runs: *runs, DecodeIters: *decode, Joiners: *joiners, ManyJoiners: *many, NPLSize: *nplN, NPLDuration: *nplDur, NPLRate: *nplRate,
-		ProgramSize: *programN, LargeSize: *largeN, ProfileDir: *profileDir, FanoutSize: *fanoutN, FanoutChanges: *fanoutCh, AgentChanges: *agentCh,
+		ProgramSize: *programN, LargeSize: *largeN, VPPSocket: *vppSocket, ProfileDir: *profileDir, FanoutSize: *fanoutN, FanoutChanges: *fanoutCh, AgentChanges: *agentCh,
 	}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {

@@ -1,0 +1,228 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.fd.io/govpp/adapter/socketclient"
+	"go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/binapi/vlib"
+	"go.fd.io/govpp/core"
+
+	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/vpp"
+)
+
+// RealVPPResult is W(N) programmed by the agent's pipeline into a real VPP
+// (figure real-vpp, -vpp-socket): never in CI, which has no VPP.
+type RealVPPResult struct {
+	N int `json:"n"`
+	// Interfaces is the loopbacks made first: node 1's main NIC, host
+	// interconnect and VXLAN BVI, and one per local pod (tagged as the
+	// CNI tags them, in the pod VRF).
+	Interfaces int `json:"interfaces"`
+	// ProgramMS is the renderer's full apply into the VPP, pipelined, as
+	// the agent's start-up does it.
+	ProgramMS float64 `json:"program_ms"`
+	// Mappings is the NAT44 static mappings the VPP holds after it.
+	Mappings int `json:"mappings"`
+	// MainHeapUsedMB before and after the programming (`show memory
+	// main-heap`: used), and the heap's size.
+	MainHeapBeforeMB float64 `json:"main_heap_before_mb"`
+	MainHeapAfterMB  float64 `json:"main_heap_after_mb"`
+	MainHeapSizeMB   float64 `json:"main_heap_size_mb"`
+	Version          string  `json:"vpp_version"`
+}
+
+// measureRealVPP programs W(n) into the real VPP on socket, which must be
+// freshly started and used by nothing else (the figure makes loopbacks and
+// tables in it): one run, since a second would find it programmed.
+func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log *slog.Logger) (*RealVPPResult, error) {
+	w := workload.New(n)
+	evs, err := allEvents(w)
+	if err != nil {
+		return nil, err
+	}
+	setup, err := core.Connect(socketclient.NewVppClient(socket))
+	if err != nil {
+		return nil, fmt.Errorf("VPP on %s: %w", socket, err)
+	}
+	defer setup.Disconnect()
+	ch, err := setup.NewAPIChannel()
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
+	res := &RealVPPResult{N: n}
+	if res.Version, err = cli(ch, "show version"); err != nil {
+		return nil, err
+	}
+	res.Version = strings.TrimSpace(res.Version)
+
+	// Node 1's interfaces, named as VPP names loopbacks.
+	renv := *env
+	names := make([]string, 3)
+	for i := range names {
+		idx, err := loopback(ch, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		names[i] = "loop" + strconv.Itoa(int(idx))
+	}
+	renv.cfg.Routing.HostInterconnectInterface, renv.cfg.Routing.VXLANBVIInterface = names[1], names[2]
+	renv.cfg.NodeConfig = append(renv.cfg.NodeConfig, contivconf.NodeOverride{
+		NodeName: renv.cfg.NodeName, MainInterface: &contivconf.InterfaceConfig{Name: names[0]}})
+	podVRF := renv.cfg.Routing.PodVRFID
+	if err := do(ch, &ip.IPTableAddDel{IsAdd: true, Table: ip.IPTable{TableID: podVRF}}, &ip.IPTableAddDelReply{}); err != nil {
+		return nil, fmt.Errorf("pod VRF %d: %w", podVRF, err)
+	}
+	for _, p := range w.Pods {
+		_, tag := renv.podInterface(p.Namespace, p.Name)
+		if _, err := loopback(ch, tag, podVRF); err != nil {
+			return nil, err
+		}
+	}
+	res.Interfaces = len(names) + len(w.Pods)
+	log.Info("real VPP: interfaces made", "n", n, "interfaces", res.Interfaces)
+
+	quiet := slog.New(slog.DiscardHandler)
+	conn := vpp.New(vpp.Config{Socket: socket, Logger: quiet, HealthInterval: time.Minute})
+	conn.Start(ctx)
+	defer conn.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := conn.WaitConnected(wctx); err != nil {
+		return nil, fmt.Errorf("the agent's VPP client on %s: %w", socket, err)
+	}
+	ifaces := vpp.NewInterfaces(conn, nil)
+	if err := ifaces.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	p, err := renv.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap}); err != nil {
+		return nil, err
+	}
+	if res.MainHeapSizeMB, res.MainHeapBeforeMB, err = mainHeap(ch); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := p.apply(ctx, true); err != nil {
+		return nil, err
+	}
+	res.ProgramMS = ms(time.Since(t0))
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if _, res.MainHeapAfterMB, err = mainHeap(ch); err != nil {
+		return nil, err
+	}
+	if res.Mappings, err = countMappings(ch); err != nil {
+		return nil, err
+	}
+	log.Info("real VPP: W(N) programmed", "n", n, "took", time.Since(t0), "mappings", res.Mappings, "mainHeapMB", res.MainHeapAfterMB)
+	return res, nil
+}
+
+// loopback makes a loopback, tagged when tag is set, in table vrf.
+func loopback(ch api.Channel, tag string, vrf uint32) (interface_types.InterfaceIndex, error) {
+	r := &interfaces.CreateLoopbackReply{}
+	if err := do(ch, &interfaces.CreateLoopback{}, r); err != nil {
+		return 0, fmt.Errorf("create_loopback: %w", err)
+	}
+	if tag != "" {
+		if err := do(ch, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: r.SwIfIndex, Tag: tag}, &interfaces.SwInterfaceTagAddDelReply{}); err != nil {
+			return 0, fmt.Errorf("tag %s: %w", tag, err)
+		}
+	}
+	if vrf != 0 {
+		if err := do(ch, &interfaces.SwInterfaceSetTable{SwIfIndex: r.SwIfIndex, VrfID: vrf}, &interfaces.SwInterfaceSetTableReply{}); err != nil {
+			return 0, fmt.Errorf("loopback %d into VRF %d: %w", r.SwIfIndex, vrf, err)
+		}
+	}
+	return r.SwIfIndex, nil
+}
+
+// do sends req and waits for its reply; a reply's non-zero retval is an
+// error (govpp's ReceiveReply returns it).
+func do(ch api.Channel, req, reply api.Message) error {
+	return ch.SendRequest(req).ReceiveReply(reply)
+}
+
+// cli runs a debug CLI command in VPP (cli_inband) and returns its output.
+func cli(ch api.Channel, cmd string) (string, error) {
+	r := &vlib.CliInbandReply{}
+	if err := do(ch, &vlib.CliInband{Cmd: cmd}, r); err != nil {
+		return "", fmt.Errorf("cli %q: %w", cmd, err)
+	}
+	return r.Reply, nil
+}
+
+// heapLine is the totals line of `show memory main-heap`, e.g.
+// "total: 1023.99M, used: 172.06M, free: 851.93M, trimmable: 850.91M".
+var heapLine = regexp.MustCompile(`total: ([0-9.]+)([KMG]), used: ([0-9.]+)([KMG])`)
+
+// mainHeap is VPP's main heap: its size and the part used, in MB.
+func mainHeap(ch api.Channel) (sizeMB, usedMB float64, err error) {
+	out, err := cli(ch, "show memory main-heap")
+	if err != nil {
+		return 0, 0, err
+	}
+	m := heapLine.FindStringSubmatch(out)
+	if m == nil {
+		return 0, 0, fmt.Errorf("show memory main-heap: no totals line in %q", out)
+	}
+	return megabytes(m[1], m[2]), megabytes(m[3], m[4]), nil
+}
+
+func megabytes(v, unit string) float64 {
+	f, _ := strconv.ParseFloat(v, 64)
+	switch unit {
+	case "K":
+		return f / 1024
+	case "G":
+		return f * 1024
+	}
+	return f
+}
+
+// countMappings is the NAT44 static mappings VPP holds, load-balanced or
+// not.
+func countMappings(ch api.Channel) (int, error) {
+	n := 0
+	lb := ch.SendMultiRequest(&nat44_ed.Nat44LbStaticMappingDump{})
+	for {
+		last, err := lb.ReceiveReply(&nat44_ed.Nat44LbStaticMappingDetails{})
+		if err != nil {
+			return 0, fmt.Errorf("nat44_lb_static_mapping_dump: %w", err)
+		}
+		if last {
+			break
+		}
+		n++
+	}
+	sm := ch.SendMultiRequest(&nat44_ed.Nat44StaticMappingDump{})
+	for {
+		last, err := sm.ReceiveReply(&nat44_ed.Nat44StaticMappingDetails{})
+		if err != nil {
+			return 0, fmt.Errorf("nat44_static_mapping_dump: %w", err)
+		}
+		if last {
+			return n, nil
+		}
+		n++
+	}
+}
