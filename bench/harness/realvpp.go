@@ -35,6 +35,14 @@ type RealVPPResult struct {
 	// ProgramMS is the renderer's full apply into the VPP, pipelined, as
 	// the agent's start-up does it.
 	ProgramMS float64 `json:"program_ms"`
+	// ReapplyMS is a second pipeline's full apply into the programmed VPP
+	// (an agent restart's: VPP's dump read and compared, nothing to
+	// write), through a connection of its own.
+	ReapplyMS float64 `json:"reapply_ms"`
+	// ReapplyCalls and ReapplyWrites are the VPP calls of that apply
+	// (dumps included) and the mappings it added, removed or updated.
+	ReapplyCalls  uint64 `json:"reapply_calls"`
+	ReapplyWrites uint64 `json:"reapply_mapping_writes"`
 	// Mappings is the NAT44 static mappings the VPP holds after it.
 	Mappings int `json:"mappings"`
 	// MainHeapUsedMB before and after the programming (`show memory
@@ -96,26 +104,11 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 	res.Interfaces = len(names) + len(w.Pods)
 	log.Info("real VPP: interfaces made", "n", n, "interfaces", res.Interfaces)
 
-	quiet := slog.New(slog.DiscardHandler)
-	conn := vpp.New(vpp.Config{Socket: socket, Logger: quiet, HealthInterval: time.Minute})
-	conn.Start(ctx)
-	defer conn.Close()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := conn.WaitConnected(wctx); err != nil {
-		return nil, fmt.Errorf("the agent's VPP client on %s: %w", socket, err)
-	}
-	ifaces := vpp.NewInterfaces(conn, nil)
-	if err := ifaces.Refresh(ctx); err != nil {
-		return nil, err
-	}
-	p, err := renv.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	p, closeP, err := realPipeline(ctx, &renv, socket, evs)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap}); err != nil {
-		return nil, err
-	}
+	defer closeP()
 	if res.MainHeapSizeMB, res.MainHeapBeforeMB, err = mainHeap(ch); err != nil {
 		return nil, err
 	}
@@ -130,11 +123,52 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 	if _, res.MainHeapAfterMB, err = mainHeap(ch); err != nil {
 		return nil, err
 	}
+	again, closeAgain, err := realPipeline(ctx, &renv, socket, evs)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAgain()
+	t1 := time.Now()
+	if err := again.apply(ctx, true); err != nil {
+		return nil, err
+	}
+	res.ReapplyMS = ms(time.Since(t1))
+	if r, ok := again.rend.(nat44Renderer); ok {
+		st := r.Stats()
+		res.ReapplyCalls, res.ReapplyWrites = st.Calls, st.MappingsAdded+st.MappingsRemoved+st.MappingsUpdated+st.LocalsChanged
+	}
 	if res.Mappings, err = countMappings(ch); err != nil {
 		return nil, err
 	}
 	log.Info("real VPP: W(N) programmed", "n", n, "took", time.Since(t0), "mappings", res.Mappings, "mainHeapMB", res.MainHeapAfterMB)
 	return res, nil
+}
+
+// realPipeline is node 1's pipeline over an agent's VPP client of its own
+// on socket, with W(N) taken in (not applied); close ends the client.
+func realPipeline(ctx context.Context, env *nodeEnv, socket string, evs *events) (*pipeline, func(), error) {
+	quiet := slog.New(slog.DiscardHandler)
+	conn := vpp.New(vpp.Config{Socket: socket, Logger: quiet, HealthInterval: time.Minute})
+	conn.Start(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := conn.WaitConnected(wctx); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("the agent's VPP client on %s: %w", socket, err)
+	}
+	ifaces := vpp.NewInterfaces(conn, nil)
+	p, err := env.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	if err == nil {
+		err = ifaces.Refresh(ctx)
+	}
+	if err == nil {
+		err = p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap})
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return p, conn.Close, nil
 }
 
 // loopback makes a loopback, tagged when tag is set, in table vrf.

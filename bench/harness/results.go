@@ -414,6 +414,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 	if v := r.RealVPP; v != nil {
 		single(fmt.Sprintf("W(%d) programmed into a real VPP (%s), pipelined (ms; NAT44 mappings; interfaces made first)", v.N, v.Version),
 			fmt.Sprintf("%.0f (%d; %d)", v.ProgramMS, v.Mappings, v.Interfaces), "", "")
+		single("… the same applied again by a second pipeline (a restart's full apply: dump read and compared) (ms; VPP calls; mapping writes)", fmt.Sprintf("%.0f (%d; %d)", v.ReapplyMS, v.ReapplyCalls, v.ReapplyWrites), "", "")
 		single("… VPP main heap used before / after / size (MB)", fmt.Sprintf("%.1f / %.1f / %.0f", v.MainHeapBeforeMB, v.MainHeapAfterMB, v.MainHeapSizeMB), "", "")
 	}
 	for _, k := range sortedNumeric(r.Fanout) {
