@@ -78,6 +78,9 @@ const maxScratch = 4096
 type base struct {
 	out   *sr.ContivService
 	skips []Skip
+	// fresh is set while out is deriveBase's own, handed to no one: the
+	// first derivation completes it instead of copying it.
+	fresh bool
 }
 
 // deriveBase derives the base of a service. It is a pure function.
@@ -88,21 +91,27 @@ func deriveBase(svc *kubestate.Service) base {
 	b := builder{id: sr.ServiceID{Namespace: svc.Namespace, Name: svc.Name}, svc: svc}
 	out := b.service()
 	slices.SortFunc(b.d.skips, compareSkips)
-	return base{out: out, skips: b.d.skips}
+	return base{out: out, skips: b.d.skips, fresh: out != nil}
 }
 
 // derive adds to bs the backends from the service's EndpointSlices, as seen
 // from this node; the backends bs.out may hold are ignored. It is a pure
 // function: nothing it is given is modified or kept, except immutable
-// values (strings, and bs's IP slices, which the result shares). scratch,
-// when not nil, is a buffer derive may use; it is cleared before derive
-// returns.
+// values (strings, and bs's IP slices, which the result shares), and a
+// fresh base, whose output becomes the result's (bs.fresh is cleared).
+// scratch, when not nil, is a buffer derive may use; it is cleared before
+// derive returns.
 func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	if bs.out == nil {
 		return derived{skips: bs.skips}
 	}
 	b := builder{id: bs.out.ID, scratch: scratch}
-	out := newOutput(bs.out)
+	out := bs.out
+	if bs.fresh {
+		bs.fresh = false
+	} else {
+		out = newOutput(bs.out)
+	}
 	local := out.ExternalPolicy == sr.PolicyLocal || out.InternalPolicy == sr.PolicyLocal
 	for i := range out.Ports {
 		b.backends(&out.Ports[i], eps, v, local)
@@ -126,20 +135,24 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 // newOutput copies tmpl without its backends. A service with one port, as
 // most have, gets its ContivService and its port in one allocation, side by
 // side in memory.
-func newOutput(tmpl *sr.ContivService) *sr.ContivService {
+func newOutput(tmpl *sr.ContivService) *sr.ContivService { return place(tmpl, tmpl.Ports) }
+
+// place copies tmpl with ports instead of its own, without backends, as
+// newOutput does.
+func place(tmpl *sr.ContivService, ports []sr.Port) *sr.ContivService {
 	var out *sr.ContivService
-	if len(tmpl.Ports) == 1 {
+	if len(ports) == 1 {
 		one := new(struct {
 			svc  sr.ContivService
 			port [1]sr.Port
 		})
-		one.svc, one.port[0] = *tmpl, tmpl.Ports[0]
+		one.svc, one.port[0] = *tmpl, ports[0]
 		out = &one.svc
 		out.Ports = one.port[:]
 	} else {
 		out = new(sr.ContivService)
 		*out = *tmpl
-		out.Ports = slices.Clone(tmpl.Ports)
+		out.Ports = slices.Clone(ports)
 	}
 	for i := range out.Ports {
 		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
@@ -197,10 +210,12 @@ func (b *builder) service() *sr.ContivService {
 		b.skipSvc("", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
 		return nil
 	}
-	out := &sr.ContivService{
+	// Built on the stack, then copied out in one allocation (newOutput).
+	out := sr.ContivService{
 		ID:      sr.ServiceID{Namespace: s.Namespace, Name: s.Name},
 		Created: s.Created,
 	}
+	var ports [4]sr.Port
 	out.ClusterIPs = b.addrs(nil, s.ClusterIPs, "clusterIP")
 	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
 	if lb {
@@ -233,15 +248,15 @@ func (b *builder) service() *sr.ContivService {
 	default:
 		b.skipSvc("", ReasonInvalidValue, "sessionAffinity "+strconv.Quote(s.SessionAffinity)+" ignored")
 	}
-	out.Ports = b.ports(s.Type == "NodePort" || lb)
-	if len(out.Ports) == 0 {
+	ps := b.ports(ports[:0], s.Type == "NodePort" || lb)
+	if len(ps) == 0 {
 		b.skipSvc("", ReasonNoPorts, "")
 		return nil
 	}
 	if lb {
-		b.loadBalancer(out)
+		b.loadBalancer(&out)
 	}
-	return out
+	return place(&out, ps)
 }
 
 // loadBalancer derives the health-check NodePort and the source ranges of
@@ -318,10 +333,10 @@ func (b *builder) policy(s, what string) sr.TrafficPolicy {
 	return sr.PolicyCluster
 }
 
-// ports validates the service's ports; they are returned sorted by name.
-func (b *builder) ports(nodePorts bool) []sr.Port {
+// ports validates the service's ports and appends them to out; they are
+// returned sorted by name.
+func (b *builder) ports(out []sr.Port, nodePorts bool) []sr.Port {
 	in := b.svc.Ports
-	out := make([]sr.Port, 0, len(in))
 	for i, sp := range in {
 		if dup := slices.IndexFunc(in[:i], func(o kubestate.ServicePort) bool { return o.Name == sp.Name }); dup >= 0 {
 			b.skipSvc(sp.Name, ReasonDuplicatePort, "name used by an earlier port")

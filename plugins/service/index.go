@@ -33,8 +33,14 @@ type sliceRef struct {
 	i     int
 }
 
+// sliceName is an EndpointSlice's key without its resource, which is
+// always the same: half the bytes to hash and compare.
+type sliceName struct{ namespace, name string }
+
+func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Name} }
+
 // insertSlice puts slice s, stored under k, in e's slices.
-func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.EndpointSlice) {
+func (p *Processor) insertSlice(e *entry, k sliceName, s *kubestate.EndpointSlice) {
 	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
 	e.slices = slices.Insert(e.slices, i, s)
 	p.slices[k] = sliceRef{owner: e, i: i}
@@ -42,7 +48,7 @@ func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.Endpoint
 }
 
 // removeSlice takes the slice ref points to out of its owner's slices.
-func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
+func (p *Processor) removeSlice(k sliceName, ref sliceRef) {
 	e := ref.owner
 	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
 	delete(p.slices, k)
@@ -52,7 +58,8 @@ func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
 // reindex records the places of e's slices from the i-th on.
 func (p *Processor) reindex(e *entry, i int) {
 	for ; i < len(e.slices); i++ {
-		p.slices[e.slices[i].Key()] = sliceRef{owner: e, i: i}
+		s := e.slices[i]
+		p.slices[sliceName{s.Namespace, s.Name}] = sliceRef{owner: e, i: i}
 	}
 }
 
@@ -136,7 +143,7 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
 // moves it to the service it now names.
-func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
+func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	ref, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
 	// The slice's namespace is its service's: only the name can differ.
@@ -256,7 +263,12 @@ func serviceID(k kubestate.Key) sr.ServiceID {
 }
 
 func compareIDs(a, b sr.ServiceID) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	// Most IDs share their namespace, one interned string: == tells it
+	// without reading the bytes.
+	if a.Namespace != b.Namespace {
+		return strings.Compare(a.Namespace, b.Namespace)
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }

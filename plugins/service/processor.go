@@ -166,7 +166,7 @@ type Processor struct {
 	services map[sr.ServiceID]*entry
 	// slices tells where an EndpointSlice is: a change of a slice reaches
 	// everything it touches with this one lookup.
-	slices map[kubestate.Key]sliceRef
+	slices map[sliceName]sliceRef
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -242,7 +242,7 @@ func New(p Params) (*Processor, error) {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.slices = make(map[kubestate.Key]sliceRef, n)
+	p.slices = make(map[sliceName]sliceRef, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.hinted = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
@@ -295,13 +295,17 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
 	p.index(ev.State.Objects)
-	ids := slices.SortedFunc(maps.Keys(p.services), compareIDs)
-	out := make([]*sr.ContivService, 0, len(ids))
-	for _, id := range ids {
-		e := p.services[id]
-		if e.svc == nil {
-			continue
+	// The entries with a Service, in the order of their IDs.
+	es := make([]*entry, 0, len(p.services))
+	for _, e := range p.services {
+		if e.svc != nil {
+			es = append(es, e)
 		}
+	}
+	slices.SortFunc(es, func(a, b *entry) int { return compareIDs(a.id, b.id) })
+	out := make([]*sr.ContivService, 0, len(es))
+	for _, e := range es {
+		id := e.id
 		e.base = p.deriveBase(e.svc)
 		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
 		if e.out != nil {
@@ -317,11 +321,13 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		for _, k := range e.pods {
 			p.addUser(k, id)
 		}
-		var was []Skip
-		if o := old[id]; o != nil {
-			was = o.skips
+		if len(e.skips) > 0 { // as most services have none
+			var was []Skip
+			if o := old[id]; o != nil {
+				was = o.skips
+			}
+			p.logSkips(was, e.skips)
 		}
-		p.logSkips(was, e.skips)
 		if e.out != nil {
 			out = append(out, e.out)
 		}
@@ -372,7 +378,7 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, e.Key, e.New); ok {
-				p.sliceChanged(e.Key, s)
+				p.sliceChanged(sliceNameOf(e.Key), s)
 			}
 		case kubestate.ResPod:
 			// A pod's key holds its node: the delete of another node's
