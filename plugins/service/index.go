@@ -13,17 +13,68 @@ import (
 )
 
 // entry is the state of one service: its inputs and what was derived.
+// What most services lack is behind one pointer: an entry is 96 bytes.
 type entry struct {
 	// id holds the strings of the Service, when there is one, as the ID of
 	// its output does: reading one brings the other into the cache.
 	id  sr.ServiceID
 	svc *kubestate.Service
-	// base is derived from svc alone, when svc changes; once a derivation
-	// from it gave an output, base.out is that output (see base).
-	base base
 	// slices are the service's EndpointSlices, sorted by name.
 	slices []*kubestate.EndpointSlice
-	derived
+	// out is the output of the last derivation, nil when the service is
+	// not rendered. It also stands for the base that derivation started
+	// from (see base), which is derived from svc alone, when svc changes.
+	out *sr.ContivService
+	// rare holds the skips and local pods, nil when there are none.
+	rare *rare
+	// hostNet and hinted are the last derivation's (see derived).
+	hostNet, hinted bool
+}
+
+// rare is the part of an entry most services leave empty.
+type rare struct {
+	baseSkips []Skip // the base's
+	pods      []kubestate.Key
+	skips     []Skip
+}
+
+// base is the base the entry's output was derived from.
+func (e *entry) base() base {
+	b := base{out: e.out}
+	if e.rare != nil {
+		b.skips = e.rare.baseSkips
+	}
+	return b
+}
+
+// derived is the entry's last derivation.
+func (e *entry) derived() derived {
+	d := derived{out: e.out, hostNet: e.hostNet, hinted: e.hinted}
+	if r := e.rare; r != nil {
+		d.pods, d.skips = r.pods, r.skips
+	}
+	return d
+}
+
+// set records derivation d from a base with skips baseSkips.
+func (e *entry) set(baseSkips []Skip, d derived) {
+	e.out, e.hostNet, e.hinted = d.out, d.hostNet, d.hinted
+	switch {
+	case len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0:
+		e.rare = nil
+	case e.rare == nil:
+		e.rare = &rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	default:
+		*e.rare = rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	}
+}
+
+// skips are what the last derivation left out.
+func (e *entry) skips() []Skip {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.skips
 }
 
 // sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
@@ -137,8 +188,8 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		e.id = id
 	}
 	e.svc = s
-	e.base = p.deriveBase(s)
-	p.refresh(id, e)
+	b := p.deriveBase(s)
+	p.refresh(id, e, &b)
 }
 
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
@@ -149,7 +200,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	// The slice's namespace is its service's: only the name can differ.
 	if known && (!has || ref.owner.id.Name != s.ServiceName) {
 		p.removeSlice(k, ref)
-		p.refresh(ref.owner.id, ref.owner)
+		p.refresh(ref.owner.id, ref.owner, nil)
 		known = false
 	}
 	if !has {
@@ -161,33 +212,36 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 		p.insertSlice(ref.owner, k, s)
 	}
-	p.refresh(ref.owner.id, ref.owner)
+	p.refresh(ref.owner.id, ref.owner, nil)
 }
 
-// refresh derives service id again and tells renderers what changed.
-func (p *Processor) refresh(id sr.ServiceID, e *entry) {
-	old := e.derived
+// refresh derives service id again, from base nb when the Service changed
+// (nil: the base is the entry's), and tells renderers what changed.
+func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
+	old := e.derived()
 	// The previous output stands for the base unless the service changed.
-	sameBase := old.out != nil && old.out == e.base.out
-	e.derived = derived{}
+	sameBase := nb == nil && old.out != nil
+	if nb == nil {
+		b := e.base()
+		nb = &b
+	}
+	var d derived
 	if e.svc != nil {
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
-	case old.out == nil && e.out == nil:
+	case old.out == nil && d.out == nil:
 	case old.out == nil:
-		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
-	case e.out == nil:
+		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(d.out) })
+	case d.out == nil:
 		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
-	case sameBase && sameBackends(old.out, e.out) || !sameBase && old.out.Equal(e.out):
-		e.out = old.out // renderers hold this one
+	case sameBase && sameBackends(old.out, d.out) || !sameBase && old.out.Equal(d.out):
+		d.out = old.out // renderers hold this one
 	default:
-		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
+		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
-	if e.out != nil {
-		e.base.out = e.out
-	}
+	e.set(nb.skips, d)
 	if e.hostNet != old.hostNet {
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -202,20 +256,20 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 			delete(p.hinted, id)
 		}
 	}
-	if !slices.Equal(old.pods, e.pods) {
+	if !slices.Equal(old.pods, d.pods) {
 		for _, k := range old.pods {
-			if _, ok := slices.BinarySearchFunc(e.pods, k, compareKeys); !ok {
+			if _, ok := slices.BinarySearchFunc(d.pods, k, compareKeys); !ok {
 				p.user(k, id, false)
 			}
 		}
-		for _, k := range e.pods {
+		for _, k := range d.pods {
 			if _, ok := slices.BinarySearchFunc(old.pods, k, compareKeys); !ok {
 				p.user(k, id, true)
 			}
 		}
 	}
-	if !slices.Equal(old.skips, e.skips) {
-		p.logSkips(old.skips, e.skips)
+	if !slices.Equal(old.skips, d.skips) {
+		p.logSkips(old.skips, d.skips)
 	}
 	if e.svc == nil && len(e.slices) == 0 {
 		delete(p.services, id)

@@ -306,30 +306,28 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, e := range es {
 		id := e.id
-		e.base = p.deriveBase(e.svc)
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
-		if e.out != nil {
-			e.base.out = e.out
-		}
+		b := p.deriveBase(e.svc)
+		d := derive(&b, e.slices, &p.view, &p.scratch)
+		e.set(b.skips, d)
 		p.builds++
-		if e.hostNet {
+		if d.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
-		if e.hinted {
+		if d.hinted {
 			p.hinted[id] = struct{}{}
 		}
-		for _, k := range e.pods {
+		for _, k := range d.pods {
 			p.addUser(k, id)
 		}
-		if len(e.skips) > 0 { // as most services have none
+		if len(d.skips) > 0 { // as most services have none
 			var was []Skip
 			if o := old[id]; o != nil {
-				was = o.skips
+				was = o.skips()
 			}
-			p.logSkips(was, e.skips)
+			p.logSkips(was, d.skips)
 		}
-		if e.out != nil {
-			out = append(out, e.out)
+		if d.out != nil {
+			out = append(out, d.out)
 		}
 	}
 	for name := range p.ifPods {
