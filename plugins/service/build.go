@@ -26,6 +26,12 @@ type nodeView struct {
 	zone string
 }
 
+// equal tells whether v and w are the same view.
+func (v *nodeView) equal(w *nodeView) bool {
+	return v.name == w.name && v.id == w.id && slices.Equal(v.ips, w.ips) &&
+		v.podNet == w.podNet && v.allPods == w.allPods && v.zone == w.zone
+}
+
 // own tells whether ip is one of this node's own addresses.
 func (v *nodeView) own(ip netip.Addr) bool {
 	_, ok := slices.BinarySearchFunc(v.ips, ip, netip.Addr.Compare)

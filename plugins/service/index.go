@@ -69,6 +69,18 @@ func (e *entry) set(baseSkips []Skip, d derived) {
 	}
 }
 
+// unchanged tells whether e, an entry just indexed, has the inputs o had:
+// the same Service and EndpointSlices (objects are immutable: the same
+// pointer, the same value). Its derivation would then give o's again,
+// unless the Service has source ranges and the renderer's reason for not
+// enforcing them may have changed.
+func (p *Processor) unchanged(o, e *entry) bool {
+	if o.svc != e.svc || !slices.Equal(o.slices, e.slices) {
+		return false
+	}
+	return len(e.svc.LoadBalancerSourceRanges) == 0 || !p.rangesEnforced || p.rangesWhy == nil
+}
+
 // skips are what the last derivation left out.
 func (e *entry) skips() []Skip {
 	if e.rare == nil {

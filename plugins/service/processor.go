@@ -283,18 +283,21 @@ func (p *Processor) HandlesEvent(ev controller.Event) bool {
 
 // Resync implements controller.Handler: it rebuilds everything from the
 // snapshot, deriving each service once, and hands every renderer the full
-// state.
+// state. A service whose Service and EndpointSlices are the very objects
+// the processor held, seen from an unchanged node, keeps its output
+// without a derivation.
 func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	if ev.State == nil {
 		return fmt.Errorf("service processor: %s: %w", ev.EventName(), ErrNoSnapshot)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := p.services
+	old, oldView := p.services, p.view
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
 	p.index(ev.State.Objects)
+	sameView := oldView.equal(&p.view)
 	// The entries with a Service, in the order of their IDs.
 	es := make([]*entry, 0, len(p.services))
 	for _, e := range p.services {
@@ -306,28 +309,34 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, e := range es {
 		id := e.id
-		b := p.deriveBase(e.svc)
-		d := derive(&b, e.slices, &p.view, &p.scratch)
-		e.set(b.skips, d)
-		p.builds++
-		if d.hostNet {
+		o := old[id]
+		if sameView && o != nil && p.unchanged(o, e) {
+			// Periodic and healing resyncs hand over the objects the
+			// processor holds: their services need no derivation.
+			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
+		} else {
+			b := p.deriveBase(e.svc)
+			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
+			p.builds++
+		}
+		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
-		if d.hinted {
+		if e.hinted {
 			p.hinted[id] = struct{}{}
 		}
-		for _, k := range d.pods {
-			p.addUser(k, id)
-		}
-		if len(d.skips) > 0 { // as most services have none
-			var was []Skip
-			if o := old[id]; o != nil {
-				was = o.skips()
+		if e.rare != nil {
+			for _, k := range e.rare.pods {
+				p.addUser(k, id)
 			}
-			p.logSkips(was, d.skips)
+			if o != nil {
+				p.logSkips(o.skips(), e.rare.skips)
+			} else {
+				p.logSkips(nil, e.rare.skips)
+			}
 		}
-		if d.out != nil {
-			out = append(out, d.out)
+		if e.out != nil {
+			out = append(out, e.out)
 		}
 	}
 	for name := range p.ifPods {

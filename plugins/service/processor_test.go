@@ -496,3 +496,53 @@ func TestSkippedAndCounts(t *testing.T) {
 		t.Fatalf("JSON of a skip: %s, %v", j, err)
 	}
 }
+
+// TestResyncDerivesWhatChanged: a resync handing over the objects the
+// processor holds (periodic and healing resyncs do) derives no service and
+// hands renderers the outputs they hold; a new object, or this node seen
+// otherwise (a zone changed while the watch was lost), derives again what
+// it touches, and the result equals a fresh processor's.
+func TestResyncDerivesWhatChanged(t *testing.T) {
+	// local is a ready endpoint of pod on this node, hinted for zone.
+	local := func(ip, pod, zone string) kubestate.Endpoint {
+		e := hinted(ip, zones(zone), nil)
+		e.TargetKind, e.TargetName = "Pod", pod
+		return e
+	}
+	r := newRig(t)
+	r.ifaces["default/web-1"] = "tap-web-1"
+	node := &kubestate.Node{Name: "node-1", Zone: "zone-a"}
+	r.state[node.Key()] = node
+	for i, name := range []string{"a", "b", "c"} {
+		ip := "10.96.0." + string(rune('1'+i))
+		r.state[svcKey(name)] = svcM(name, func(s *kubestate.Service) { s.ClusterIPs = []string{ip} })
+		r.state[sliceKey(name)] = sliceM(name, name, local("10.1.1.5", "web-1", "zone-a"), hinted("10.1.2.5", zones("zone-b"), nil))
+	}
+	r.resync()
+	first := r.p.Services()
+	builds := r.p.builds
+	r.resync()
+	if got := r.p.builds - builds; got != 0 {
+		t.Errorf("resync of the same objects derived %d services, want 0", got)
+	}
+	if again := r.p.Services(); len(again) != 3 || again[0] != first[0] || again[2] != first[2] {
+		t.Error("resync of the same objects made new outputs")
+	}
+	r.check()
+
+	builds = r.p.builds
+	r.state[sliceKey("b")] = sliceM("b", "b", local("10.1.1.5", "web-1", "zone-a"), hinted("10.1.2.5", zones("zone-b"), nil))
+	r.resync()
+	if got := r.p.builds - builds; got != 1 {
+		t.Errorf("resync with one new slice derived %d services, want 1", got)
+	}
+	r.check()
+
+	builds = r.p.builds
+	r.state[node.Key()] = &kubestate.Node{Name: "node-1", Zone: "zone-b"}
+	r.resync()
+	if got := r.p.builds - builds; got != 3 {
+		t.Errorf("resync with this node in another zone derived %d services, want 3", got)
+	}
+	r.check()
+}
