@@ -89,41 +89,16 @@ func (e *entry) skips() []Skip {
 	return e.rare.skips
 }
 
-// sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
-// the entry of the service the slice names.
-type sliceRef struct {
-	owner *entry
-	i     int
-}
-
 // sliceName is an EndpointSlice's key without its resource, which is
 // always the same: half the bytes to hash and compare.
 type sliceName struct{ namespace, name string }
 
 func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Name} }
 
-// insertSlice puts slice s, stored under k, in e's slices.
-func (p *Processor) insertSlice(e *entry, k sliceName, s *kubestate.EndpointSlice) {
-	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
-	e.slices = slices.Insert(e.slices, i, s)
-	p.slices[k] = sliceRef{owner: e, i: i}
-	p.reindex(e, i+1)
-}
-
-// removeSlice takes the slice ref points to out of its owner's slices.
-func (p *Processor) removeSlice(k sliceName, ref sliceRef) {
-	e := ref.owner
-	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
-	delete(p.slices, k)
-	p.reindex(e, ref.i)
-}
-
-// reindex records the places of e's slices from the i-th on.
-func (p *Processor) reindex(e *entry, i int) {
-	for ; i < len(e.slices); i++ {
-		s := e.slices[i]
-		p.slices[sliceName{s.Namespace, s.Name}] = sliceRef{owner: e, i: i}
-	}
+// find returns the place of slice name among e's slices, and whether it
+// is there.
+func (e *entry) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(e.slices, name, sliceByName)
 }
 
 // index takes the snapshot's objects into the indexes.
@@ -140,6 +115,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 				e.slices = append(e.slices, s)
+				p.slices[sliceName{s.Namespace, s.Name}] = e
 			}
 		case kubestate.ResNode:
 			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
@@ -157,8 +133,9 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		}
 	}
 	for _, e := range p.services {
-		slices.SortFunc(e.slices, compareSlices)
-		p.reindex(e, 0)
+		if len(e.slices) > 1 {
+			slices.SortFunc(e.slices, compareSlices)
+		}
 	}
 }
 
@@ -207,24 +184,29 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
 // moves it to the service it now names.
 func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
-	ref, known := p.slices[k]
+	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
 	// The slice's namespace is its service's: only the name can differ.
-	if known && (!has || ref.owner.id.Name != s.ServiceName) {
-		p.removeSlice(k, ref)
-		p.refresh(ref.owner.id, ref.owner, nil)
+	if known && (!has || owner.id.Name != s.ServiceName) {
+		i, _ := owner.find(k.name)
+		owner.slices = slices.Delete(owner.slices, i, i+1)
+		delete(p.slices, k)
+		p.refresh(owner.id, owner, nil)
 		known = false
 	}
 	if !has {
 		return
 	}
 	if known {
-		ref.owner.slices[ref.i] = s
+		i, _ := owner.find(k.name)
+		owner.slices[i] = s
 	} else {
-		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-		p.insertSlice(ref.owner, k, s)
+		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		i, _ := owner.find(k.name)
+		owner.slices = slices.Insert(owner.slices, i, s)
+		p.slices[k] = owner
 	}
-	p.refresh(ref.owner.id, ref.owner, nil)
+	p.refresh(owner.id, owner, nil)
 }
 
 // refresh derives service id again, from base nb when the Service changed

@@ -164,9 +164,10 @@ type Processor struct {
 	mu       sync.RWMutex
 	view     nodeView
 	services map[sr.ServiceID]*entry
-	// slices tells where an EndpointSlice is: a change of a slice reaches
-	// everything it touches with this one lookup.
-	slices map[sliceName]sliceRef
+	// slices tells whose an EndpointSlice is: a change of a slice reaches
+	// everything it touches with this one lookup (and a search of the
+	// owner's few slices).
+	slices map[sliceName]*entry
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -242,7 +243,7 @@ func New(p Params) (*Processor, error) {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.slices = make(map[sliceName]sliceRef, n)
+	p.slices = make(map[sliceName]*entry, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.hinted = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
