@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -308,6 +309,50 @@ func (p *Processor) logSkips(was, now []Skip) {
 
 func serviceID(k kubestate.Key) sr.ServiceID {
 	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
+}
+
+// sortedEntries returns the entries with a Service, in the order of their
+// IDs. The sort compares the first bytes of the IDs, copied beside each
+// entry, before the IDs themselves: most comparisons then read neither
+// the entry nor its strings, scattered in memory.
+func (p *Processor) sortedEntries() []*entry {
+	type keyed struct {
+		ns, name uint64 // prefixes
+		e        *entry
+	}
+	ks := make([]keyed, 0, len(p.services))
+	for _, e := range p.services {
+		if e.svc != nil {
+			ks = append(ks, keyed{prefix(e.id.Namespace), prefix(e.id.Name), e})
+		}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if a.ns != b.ns {
+			return cmp.Compare(a.ns, b.ns)
+		}
+		// Most IDs share their namespace, one interned string: == tells it
+		// without reading the bytes.
+		if x, y := a.e.id.Namespace, b.e.id.Namespace; x != y {
+			return strings.Compare(x, y)
+		}
+		if a.name != b.name {
+			return cmp.Compare(a.name, b.name)
+		}
+		return strings.Compare(a.e.id.Name, b.e.id.Name)
+	})
+	es := make([]*entry, len(ks))
+	for i := range ks {
+		es[i] = ks[i].e
+	}
+	return es
+}
+
+// prefix is the first 8 bytes of s, big-endian, zero-padded: two strings
+// whose prefixes differ compare as their prefixes do.
+func prefix(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 func compareIDs(a, b sr.ServiceID) int {

@@ -299,14 +299,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.reset(len(ev.State.Objects) / 2)
 	p.index(ev.State.Objects)
 	sameView := oldView.equal(&p.view)
-	// The entries with a Service, in the order of their IDs.
-	es := make([]*entry, 0, len(p.services))
-	for _, e := range p.services {
-		if e.svc != nil {
-			es = append(es, e)
-		}
-	}
-	slices.SortFunc(es, func(a, b *entry) int { return compareIDs(a.id, b.id) })
+	es := p.sortedEntries()
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, e := range es {
 		id := e.id

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -545,4 +546,43 @@ func TestResyncDerivesWhatChanged(t *testing.T) {
 		t.Errorf("resync with this node in another zone derived %d services, want 3", got)
 	}
 	r.check()
+}
+
+// resyncCapture is a renderer that keeps the services of the last resync.
+type resyncCapture struct {
+	counter
+	services []*sr.ContivService
+}
+
+func (c *resyncCapture) Resync(d *sr.ResyncData) error { c.services = d.Services; return nil }
+
+// TestResyncOrder: a resync hands renderers the services in the order of
+// their IDs, namespaces and names compared as strings, whatever bytes
+// they share.
+func TestResyncOrder(t *testing.T) {
+	r := newRig(t)
+	capture := &resyncCapture{}
+	p, err := New(Params{Renderers: []sr.Renderer{capture}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []sr.ServiceID{{Namespace: "kube-system-b", Name: "a"}, {Namespace: "kube-system-a", Name: "b"}, {Namespace: "kube-system", Name: "dns"},
+		{Namespace: "default", Name: "web-frontend-1"}, {Namespace: "default", Name: "web-frontend"}, {Namespace: "default", Name: "web-frontend-0"},
+		{Namespace: "default", Name: "web"}, {Namespace: "default", Name: "a"}, {Namespace: "defaults", Name: "a"}, {Namespace: "d", Name: "z"}}
+	for i, id := range ids {
+		s := svcM(id.Name, func(s *kubestate.Service) { s.Namespace, s.ClusterIPs = id.Namespace, []string{"10.96.0." + strconv.Itoa(i+1)} })
+		r.state[s.Key()] = s
+	}
+	if err := p.Resync(context.Background(), r.snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range capture.services {
+		got = append(got, s.ID.String())
+	}
+	want := []string{"d/z", "default/a", "default/web", "default/web-frontend", "default/web-frontend-0", "default/web-frontend-1",
+		"defaults/a", "kube-system/dns", "kube-system-a/b", "kube-system-b/a"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("resync order:\n%v\nwant\n%v", got, want)
+	}
 }
