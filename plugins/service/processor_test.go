@@ -570,7 +570,9 @@ func TestResyncOrder(t *testing.T) {
 		{Namespace: "default", Name: "web-frontend-1"}, {Namespace: "default", Name: "web-frontend"}, {Namespace: "default", Name: "web-frontend-0"},
 		{Namespace: "default", Name: "web"}, {Namespace: "default", Name: "a"}, {Namespace: "defaults", Name: "a"}, {Namespace: "d", Name: "z"}}
 	for i, id := range ids {
-		s := svcM(id.Name, func(s *kubestate.Service) { s.Namespace, s.ClusterIPs = id.Namespace, []string{"10.96.0." + strconv.Itoa(i+1)} })
+		s := svcM(id.Name, func(s *kubestate.Service) {
+			s.Namespace, s.ClusterIPs = id.Namespace, []string{"10.96.0." + strconv.Itoa(i+1)}
+		})
 		r.state[s.Key()] = s
 	}
 	if err := p.Resync(context.Background(), r.snapshot()); err != nil {
