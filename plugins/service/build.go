@@ -103,7 +103,7 @@ func deriveBase(svc *kubestate.Service) base {
 // derive adds to bs the backends from the service's EndpointSlices, as seen
 // from this node; the backends bs.out may hold are ignored. It is a pure
 // function: nothing it is given is modified or kept, except immutable
-// values (strings, and bs's IP slices, which the result shares), and a
+// values (strings, and bs's IP slices, which the result may share), and a
 // fresh base, whose output becomes the result's (bs.fresh is cleared).
 // scratch, when not nil, is a buffer derive may use; it is cleared before
 // derive returns.
@@ -140,14 +140,28 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 
 // newOutput copies tmpl without its backends. A service with one port, as
 // most have, gets its ContivService and its port in one allocation, side by
-// side in memory.
-func newOutput(tmpl *sr.ContivService) *sr.ContivService { return place(tmpl, tmpl.Ports) }
+// side in memory, with its cluster IP when it has one (in the room the size
+// class leaves: 288 bytes either way); other shapes share tmpl's cluster IPs.
+func newOutput(tmpl *sr.ContivService) *sr.ContivService {
+	return place(tmpl, tmpl.Ports, tmpl.ClusterIPs)
+}
 
 // place copies tmpl with ports instead of its own, without backends, as
-// newOutput does.
-func place(tmpl *sr.ContivService, ports []sr.Port) *sr.ContivService {
+// newOutput does; cluster, the cluster IPs, are copied into the output's
+// allocation with its port, else the copy keeps tmpl's.
+func place(tmpl *sr.ContivService, ports []sr.Port, cluster []netip.Addr) *sr.ContivService {
 	var out *sr.ContivService
-	if len(ports) == 1 {
+	switch {
+	case len(ports) == 1 && len(cluster) == 1:
+		one := new(struct {
+			svc  sr.ContivService
+			port [1]sr.Port
+			ip   [1]netip.Addr
+		})
+		one.svc, one.port[0], one.ip[0] = *tmpl, ports[0], cluster[0]
+		out = &one.svc
+		out.Ports, out.ClusterIPs = one.port[:], one.ip[:]
+	case len(ports) == 1:
 		one := new(struct {
 			svc  sr.ContivService
 			port [1]sr.Port
@@ -155,7 +169,7 @@ func place(tmpl *sr.ContivService, ports []sr.Port) *sr.ContivService {
 		one.svc, one.port[0] = *tmpl, ports[0]
 		out = &one.svc
 		out.Ports = one.port[:]
-	} else {
+	default:
 		out = new(sr.ContivService)
 		*out = *tmpl
 		out.Ports = slices.Clone(ports)
@@ -222,7 +236,8 @@ func (b *builder) service() *sr.ContivService {
 		Created: s.Created,
 	}
 	var ports [4]sr.Port
-	out.ClusterIPs = b.addrs(nil, s.ClusterIPs, "clusterIP")
+	var cips [2]netip.Addr
+	cluster := b.addrs(cips[:0], s.ClusterIPs, "clusterIP")
 	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
 	if lb {
 		out.LoadBalancerIPs = sortAddrs(b.addrs(nil, s.LBIngressIPs, "loadBalancer ingress IP"))
@@ -232,8 +247,8 @@ func (b *builder) service() *sr.ContivService {
 		}
 	}
 	out.ExternalIPs = sortAddrs(ext)
-	out.ClusterIPs = sortAddrs(out.ClusterIPs)
-	if len(out.ClusterIPs) == 0 && len(out.ExternalIPs) == 0 {
+	cluster = sortAddrs(cluster)
+	if len(cluster) == 0 && len(out.ExternalIPs) == 0 {
 		b.skipSvc("", ReasonNoFrontend, "")
 		return nil
 	}
@@ -262,7 +277,11 @@ func (b *builder) service() *sr.ContivService {
 	if lb {
 		b.loadBalancer(&out)
 	}
-	return place(&out, ps)
+	o := place(&out, ps, cluster)
+	if o.ClusterIPs == nil && len(cluster) > 0 {
+		o.ClusterIPs = slices.Clone(cluster) // off the stack
+	}
+	return o
 }
 
 // loadBalancer derives the health-check NodePort and the source ranges of
