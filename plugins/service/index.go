@@ -20,8 +20,10 @@ type entry struct {
 	// its output does: reading one brings the other into the cache.
 	id  sr.ServiceID
 	svc *kubestate.Service
-	// slices are the service's EndpointSlices, sorted by name.
+	// slices are the service's EndpointSlices, sorted by name; one, as
+	// most services have, is held in first.
 	slices []*kubestate.EndpointSlice
+	first  [1]*kubestate.EndpointSlice
 	// out is the output of the last derivation, nil when the service is
 	// not rendered. It also stands for the base that derivation started
 	// from (see base), which is derived from svc alone, when svc changes.
@@ -96,6 +98,14 @@ type sliceName struct{ namespace, name string }
 
 func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Name} }
 
+// addSlice inserts s at place i of e's slices.
+func (e *entry) addSlice(i int, s *kubestate.EndpointSlice) {
+	if e.slices == nil {
+		e.slices = e.first[:0]
+	}
+	e.slices = slices.Insert(e.slices, i, s)
+}
+
 // find returns the place of slice name among e's slices, and whether it
 // is there.
 func (e *entry) find(name string) (int, bool) {
@@ -115,7 +125,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.slices = append(e.slices, s)
+				e.addSlice(len(e.slices), s)
 				p.slices[sliceName{s.Namespace, s.Name}] = e
 			}
 		case kubestate.ResNode:
@@ -204,7 +214,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	} else {
 		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 		i, _ := owner.find(k.name)
-		owner.slices = slices.Insert(owner.slices, i, s)
+		owner.addSlice(i, s)
 		p.slices[k] = owner
 	}
 	p.refresh(owner.id, owner, nil)
