@@ -114,6 +114,7 @@ func (e *entry) find(name string) (int, bool) {
 
 // index takes the snapshot's objects into the indexes.
 func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
+	var several []*entry // the entries with more than one slice
 	for k, o := range objs {
 		switch k.Resource {
 		case kubestate.ResService:
@@ -127,6 +128,9 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 				e.addSlice(len(e.slices), s)
 				p.slices[sliceName{s.Namespace, s.Name}] = e
+				if len(e.slices) == 2 {
+					several = append(several, e)
+				}
 			}
 		case kubestate.ResNode:
 			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
@@ -143,10 +147,8 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			}
 		}
 	}
-	for _, e := range p.services {
-		if len(e.slices) > 1 {
-			slices.SortFunc(e.slices, compareSlices)
-		}
+	for _, e := range several {
+		slices.SortFunc(e.slices, compareSlices)
 	}
 }
 
