@@ -36,9 +36,9 @@
 // One concept a file: processor.go dispatches the controller's events;
 // index.go indexes Services and EndpointSlices and derives a service
 // again; build.go derives a service's output, backends.go its backends,
-// parse.go reads addresses and protocols; pods.go tracks this node's pods and the interface roles they give;
-// nodeview.go follows this node's addresses and zone; views.go answers the
-// REST views.
+// parse.go reads addresses and protocols; pods.go tracks this node's pods
+// and the interface roles they give; nodeview.go follows this node's
+// addresses and zone; views.go answers the REST views.
 //
 // It reads this node's facts through small interfaces (ThisNode from
 // NodeSync, PodSubnets from IPAM, InterfaceLookup from the VPP layer) and
