@@ -230,7 +230,7 @@ func (b *builder) service() *sr.ContivService {
 		b.skipSvc("", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
 		return nil
 	}
-	// Built on the stack, then copied out in one allocation (newOutput).
+	// Built on the stack, then copied out in one allocation (place).
 	out := sr.ContivService{
 		ID:      sr.ServiceID{Namespace: s.Namespace, Name: s.Name},
 		Created: s.Created,
