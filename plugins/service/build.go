@@ -26,6 +26,12 @@ type nodeView struct {
 	zone string
 }
 
+// equal tells whether v and w are the same view.
+func (v *nodeView) equal(w *nodeView) bool {
+	return v.name == w.name && v.id == w.id && slices.Equal(v.ips, w.ips) &&
+		v.podNet == w.podNet && v.allPods == w.allPods && v.zone == w.zone
+}
+
 // own tells whether ip is one of this node's own addresses.
 func (v *nodeView) own(ip netip.Addr) bool {
 	_, ok := slices.BinarySearchFunc(v.ips, ip, netip.Addr.Compare)
@@ -78,6 +84,9 @@ const maxScratch = 4096
 type base struct {
 	out   *sr.ContivService
 	skips []Skip
+	// fresh is set while out is deriveBase's own, handed to no one: the
+	// first derivation completes it instead of copying it.
+	fresh bool
 }
 
 // deriveBase derives the base of a service. It is a pure function.
@@ -88,21 +97,27 @@ func deriveBase(svc *kubestate.Service) base {
 	b := builder{id: sr.ServiceID{Namespace: svc.Namespace, Name: svc.Name}, svc: svc}
 	out := b.service()
 	slices.SortFunc(b.d.skips, compareSkips)
-	return base{out: out, skips: b.d.skips}
+	return base{out: out, skips: b.d.skips, fresh: out != nil}
 }
 
 // derive adds to bs the backends from the service's EndpointSlices, as seen
 // from this node; the backends bs.out may hold are ignored. It is a pure
 // function: nothing it is given is modified or kept, except immutable
-// values (strings, and bs's IP slices, which the result shares). scratch,
-// when not nil, is a buffer derive may use; it is cleared before derive
-// returns.
+// values (strings, and bs's IP slices, which the result may share), and a
+// fresh base, whose output becomes the result's (bs.fresh is cleared).
+// scratch, when not nil, is a buffer derive may use; it is cleared before
+// derive returns.
 func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]candidate) derived {
 	if bs.out == nil {
 		return derived{skips: bs.skips}
 	}
 	b := builder{id: bs.out.ID, scratch: scratch}
-	out := newOutput(bs.out)
+	out := bs.out
+	if bs.fresh {
+		bs.fresh = false
+	} else {
+		out = newOutput(bs.out)
+	}
 	local := out.ExternalPolicy == sr.PolicyLocal || out.InternalPolicy == sr.PolicyLocal
 	for i := range out.Ports {
 		b.backends(&out.Ports[i], eps, v, local)
@@ -125,21 +140,39 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 
 // newOutput copies tmpl without its backends. A service with one port, as
 // most have, gets its ContivService and its port in one allocation, side by
-// side in memory.
+// side in memory, with its cluster IP when it has one (in the room the size
+// class leaves: 288 bytes either way); other shapes share tmpl's cluster IPs.
 func newOutput(tmpl *sr.ContivService) *sr.ContivService {
+	return place(tmpl, tmpl.Ports, tmpl.ClusterIPs)
+}
+
+// place copies tmpl with ports instead of its own, without backends, as
+// newOutput does; cluster, the cluster IPs, are copied into the output's
+// allocation with its port, else the copy keeps tmpl's.
+func place(tmpl *sr.ContivService, ports []sr.Port, cluster []netip.Addr) *sr.ContivService {
 	var out *sr.ContivService
-	if len(tmpl.Ports) == 1 {
+	switch {
+	case len(ports) == 1 && len(cluster) == 1:
+		one := new(struct {
+			svc  sr.ContivService
+			port [1]sr.Port
+			ip   [1]netip.Addr
+		})
+		one.svc, one.port[0], one.ip[0] = *tmpl, ports[0], cluster[0]
+		out = &one.svc
+		out.Ports, out.ClusterIPs = one.port[:], one.ip[:]
+	case len(ports) == 1:
 		one := new(struct {
 			svc  sr.ContivService
 			port [1]sr.Port
 		})
-		one.svc, one.port[0] = *tmpl, tmpl.Ports[0]
+		one.svc, one.port[0] = *tmpl, ports[0]
 		out = &one.svc
 		out.Ports = one.port[:]
-	} else {
+	default:
 		out = new(sr.ContivService)
 		*out = *tmpl
-		out.Ports = slices.Clone(tmpl.Ports)
+		out.Ports = slices.Clone(ports)
 	}
 	for i := range out.Ports {
 		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
@@ -197,11 +230,14 @@ func (b *builder) service() *sr.ContivService {
 		b.skipSvc("", ReasonInvalidValue, "type "+strconv.Quote(s.Type))
 		return nil
 	}
-	out := &sr.ContivService{
+	// Built on the stack, then copied out in one allocation (place).
+	out := sr.ContivService{
 		ID:      sr.ServiceID{Namespace: s.Namespace, Name: s.Name},
 		Created: s.Created,
 	}
-	out.ClusterIPs = b.addrs(nil, s.ClusterIPs, "clusterIP")
+	var ports [4]sr.Port
+	var cips [2]netip.Addr
+	cluster := b.addrs(cips[:0], s.ClusterIPs, "clusterIP")
 	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
 	if lb {
 		out.LoadBalancerIPs = sortAddrs(b.addrs(nil, s.LBIngressIPs, "loadBalancer ingress IP"))
@@ -211,8 +247,8 @@ func (b *builder) service() *sr.ContivService {
 		}
 	}
 	out.ExternalIPs = sortAddrs(ext)
-	out.ClusterIPs = sortAddrs(out.ClusterIPs)
-	if len(out.ClusterIPs) == 0 && len(out.ExternalIPs) == 0 {
+	cluster = sortAddrs(cluster)
+	if len(cluster) == 0 && len(out.ExternalIPs) == 0 {
 		b.skipSvc("", ReasonNoFrontend, "")
 		return nil
 	}
@@ -233,15 +269,19 @@ func (b *builder) service() *sr.ContivService {
 	default:
 		b.skipSvc("", ReasonInvalidValue, "sessionAffinity "+strconv.Quote(s.SessionAffinity)+" ignored")
 	}
-	out.Ports = b.ports(s.Type == "NodePort" || lb)
-	if len(out.Ports) == 0 {
+	ps := b.ports(ports[:0], s.Type == "NodePort" || lb)
+	if len(ps) == 0 {
 		b.skipSvc("", ReasonNoPorts, "")
 		return nil
 	}
 	if lb {
-		b.loadBalancer(out)
+		b.loadBalancer(&out)
 	}
-	return out
+	o := place(&out, ps, cluster)
+	if o.ClusterIPs == nil && len(cluster) > 0 {
+		o.ClusterIPs = slices.Clone(cluster) // off the stack
+	}
+	return o
 }
 
 // loadBalancer derives the health-check NodePort and the source ranges of
@@ -318,10 +358,10 @@ func (b *builder) policy(s, what string) sr.TrafficPolicy {
 	return sr.PolicyCluster
 }
 
-// ports validates the service's ports; they are returned sorted by name.
-func (b *builder) ports(nodePorts bool) []sr.Port {
+// ports validates the service's ports and appends them to out; they are
+// returned sorted by name.
+func (b *builder) ports(out []sr.Port, nodePorts bool) []sr.Port {
 	in := b.svc.Ports
-	out := make([]sr.Port, 0, len(in))
 	for i, sp := range in {
 		if dup := slices.IndexFunc(in[:i], func(o kubestate.ServicePort) bool { return o.Name == sp.Name }); dup >= 0 {
 			b.skipSvc(sp.Name, ReasonDuplicatePort, "name used by an earlier port")
@@ -352,257 +392,6 @@ func (b *builder) ports(nodePorts bool) []sr.Port {
 	}
 	slices.SortFunc(out, func(a, b sr.Port) int { return cmp.Compare(a.Name, b.Name) })
 	return out
-}
-
-// candidate is one endpoint that may serve a port.
-type candidate struct {
-	b  sr.Backend
-	ep *kubestate.Endpoint
-	s  *kubestate.EndpointSlice
-}
-
-// pod is the local pod the candidate targets; false when there is none.
-func (c *candidate) pod() (kubestate.Key, bool) {
-	e := c.ep
-	if !c.b.Local || e.TargetKind != "Pod" || e.TargetName == "" {
-		return kubestate.Key{}, false
-	}
-	ns := e.TargetNamespace
-	if ns == "" {
-		ns = c.s.Namespace
-	}
-	return kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName}, true
-}
-
-// compareCandidates sorts by IP and port; among candidates of one IP:port
-// (one endpoint listed by two slices) the best comes first: ready, then serving, then not
-// terminating, then the target; the first wins.
-func compareCandidates(x, y candidate) int {
-	if c := x.b.IP.Compare(y.b.IP); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(x.b.Port, y.b.Port); c != 0 {
-		return c
-	}
-	if x.b.Ready != y.b.Ready {
-		return boolFirst(x.b.Ready)
-	}
-	if x.b.Serving != y.b.Serving {
-		return boolFirst(x.b.Serving)
-	}
-	if x.b.Terminating != y.b.Terminating {
-		return boolFirst(!x.b.Terminating)
-	}
-	xp, _ := x.pod()
-	yp, _ := y.pod()
-	return compareKeys(xp, yp)
-}
-
-func boolFirst(b bool) int {
-	if b {
-		return -1
-	}
-	return 1
-}
-
-// backends fills in the backends of port p from the slices.
-func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeView, local bool) {
-	n := 0
-	for _, s := range ss {
-		n += len(s.Endpoints)
-	}
-	if n == 0 {
-		return
-	}
-	var cands []candidate
-	if b.scratch != nil && cap(*b.scratch) >= n {
-		cands = (*b.scratch)[:0]
-	} else {
-		cands = make([]candidate, 0, n)
-	}
-	for _, s := range ss {
-		cands = b.sliceCandidates(cands, p, s, v)
-	}
-	if len(cands) > 0 {
-		cands = sortCandidates(cands)
-		topo := b.topology(cands, v)
-		ready, localReady := 0, 0
-		for i := range cands {
-			if c := &cands[i]; c.b.Ready {
-				if topo.admits(c) {
-					ready++
-				}
-				if c.b.Local {
-					localReady++
-				}
-			}
-		}
-		p.Backends = b.pick(cands, ready, false, topo)
-		if local {
-			p.LocalBackends = b.pick(cands, localReady, true, topoFilter{})
-		}
-	}
-	if b.scratch != nil && cap(cands) <= maxScratch {
-		clear(cands[:cap(cands)])
-		*b.scratch = cands[:0]
-	}
-}
-
-// sortCandidates sorts cands and keeps the best of each IP and port.
-// Candidates of distinct IPs and ports already in order (the usual case)
-// are left as they are.
-func sortCandidates(cands []candidate) []candidate {
-	for i := 1; i < len(cands); i++ {
-		x, y := &cands[i-1].b, &cands[i].b
-		if c := x.IP.Compare(y.IP); c > 0 || c == 0 && x.Port >= y.Port {
-			slices.SortFunc(cands, compareCandidates)
-			return slices.CompactFunc(cands, func(x, y candidate) bool { return x.b.IP == y.b.IP && x.b.Port == y.b.Port })
-		}
-	}
-	return cands
-}
-
-// pick selects the ready candidates (only local ones when onlyLocal, only
-// those topo admits), or the serving-and-terminating ones when none is
-// ready (ready counts the ready ones among those considered), and records
-// the local pods used.
-func (b *builder) pick(cands []candidate, ready int, onlyLocal bool, topo topoFilter) []sr.Backend {
-	take := func(c *candidate) bool {
-		if onlyLocal && !c.b.Local || !topo.admits(c) {
-			return false
-		}
-		if ready > 0 {
-			return c.b.Ready
-		}
-		return c.b.Serving && c.b.Terminating
-	}
-	n := ready
-	if n == 0 {
-		for i := range cands {
-			if take(&cands[i]) {
-				n++
-			}
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-	out := make([]sr.Backend, 0, n)
-	for i := range cands {
-		c := &cands[i]
-		if !take(c) {
-			continue
-		}
-		out = append(out, c.b)
-		if k, ok := c.pod(); ok && !slices.Contains(b.d.pods, k) {
-			b.d.pods = append(b.d.pods, k)
-		}
-	}
-	return out
-}
-
-// sliceCandidates appends the endpoints of slice s that may serve port p.
-func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.EndpointSlice, v *nodeView) []candidate {
-	key := s.Key()
-	var want4, want6 bool
-	switch s.AddressType {
-	case "IPv4":
-		want4 = true
-	case "IPv6":
-		want6 = true
-	case "":
-		want4, want6 = true, true
-	case "FQDN":
-		return dst // not for a proxy, as in kube-proxy
-	default:
-		b.skip(key, "", ReasonInvalidSlice, "addressType "+strconv.Quote(s.AddressType))
-		return dst
-	}
-	port := -1
-	for i := range s.Ports {
-		sp := &s.Ports[i]
-		if sp.Name != p.Name {
-			continue
-		}
-		proto, r := parseProtocol(sp.Protocol)
-		if r != 0 || proto != p.Protocol {
-			continue // not this port: name and protocol both must match
-		}
-		if sp.Port < 1 || sp.Port > 65535 {
-			b.skip(key, sp.Name, ReasonInvalidPort, "endpoint port "+strconv.Itoa(int(sp.Port)))
-			return dst
-		}
-		port = int(sp.Port)
-		break
-	}
-	if port < 0 {
-		return dst
-	}
-	for i := range s.Endpoints {
-		e := &s.Endpoints[i]
-		if !e.Ready && !(e.Serving && e.Terminating) {
-			continue
-		}
-		if len(e.Addresses) == 0 {
-			b.skip(key, "", ReasonInvalidEndpoint, "endpoint without address")
-			continue
-		}
-		ip, ok := parseIP(e.Addresses[0])
-		if !ok {
-			b.skip(key, "", ReasonInvalidEndpoint, "address "+strconv.Quote(e.Addresses[0]))
-			continue
-		}
-		if ip.Is4() && !want4 || ip.Is6() && !want6 {
-			b.skip(key, "", ReasonInvalidEndpoint, "address "+e.Addresses[0]+" in an "+s.AddressType+" slice")
-			continue
-		}
-		c := candidate{b: sr.Backend{
-			IP: ip, Port: uint16(port),
-			Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating,
-		}, ep: e, s: s}
-		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName)
-		if c.b.HostNetwork {
-			b.d.hostNet = true
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// parseIP parses an address the data plane can use: no zone, not
-// unspecified, not an IPv4-mapped IPv6 address.
-func parseIP(s string) (netip.Addr, bool) {
-	ip, err := netip.ParseAddr(s)
-	if err != nil || ip.Zone() != "" || ip.IsUnspecified() || ip.Is4In6() {
-		return netip.Addr{}, false
-	}
-	return ip, true
-}
-
-// parseProtocol maps a Kubernetes protocol to a NAT44 one; the reason is
-// non-zero when the protocol cannot be rendered.
-func parseProtocol(s string) (sr.Protocol, Reason) {
-	switch s {
-	case "", "TCP":
-		return sr.TCP, 0
-	case "UDP":
-		return sr.UDP, 0
-	case "SCTP":
-		return 0, ReasonSCTP
-	}
-	return 0, ReasonUnknownProtocol
-}
-
-// sortAddrs sorts and deduplicates ips; nil when empty.
-func sortAddrs(ips []netip.Addr) []netip.Addr {
-	if len(ips) == 0 {
-		return nil
-	}
-	if len(ips) > 1 {
-		slices.SortFunc(ips, netip.Addr.Compare)
-		ips = slices.Compact(ips)
-	}
-	return ips
 }
 
 func compareKeys(a, b kubestate.Key) int {

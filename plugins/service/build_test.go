@@ -2,8 +2,10 @@ package service
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -436,4 +438,44 @@ func encodeAll(t *testing.T, objs ...any) string {
 		b.Write(j)
 	}
 	return b.String()
+}
+
+// TestParseDottedAgreesWithNetip: the fast IPv4 path accepts only what
+// netip.ParseAddr accepts, as the same address.
+func TestParseDottedAgreesWithNetip(t *testing.T) {
+	in := []string{"10.1.2.3", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.1.1.1", "1.1.1.00", "1.1.1", "1.1.1.1.",
+		".1.1.1", "1..1.1", "1.1.1.1.1", "1.1.1.1 ", "", "a.b.c.d", "fd00::1", "::ffff:10.1.2.3", "10.1.2.3%eth0", "1.1.1.0x1", "0.0.0.1"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "0123456789.:x "
+	for range 20000 {
+		b := make([]byte, rnd.IntN(17))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		in = append(in, string(b))
+		// Fields of one to four digits: leading zeros, values past 255.
+		f := make([]string, 3+rnd.IntN(3))
+		for i := range f {
+			f[i] = strconv.Itoa(rnd.IntN(300))
+			if rnd.IntN(8) == 0 {
+				f[i] = "0" + f[i]
+			}
+		}
+		in = append(in, strings.Join(f, "."))
+	}
+	accepted := 0
+	for _, s := range in {
+		got, ok := parseDotted(s)
+		if !ok {
+			continue
+		}
+		accepted++
+		want, err := netip.ParseAddr(s)
+		if err != nil || got != want {
+			t.Fatalf("parseDotted(%q) = %v; netip.ParseAddr: %v, %v", s, got, want, err)
+		}
+	}
+	if accepted < 100 {
+		t.Fatalf("only %d inputs took the fast path", accepted)
+	}
 }

@@ -21,7 +21,10 @@
 // A change costs in proportion to what it touches: one EndpointSlice change
 // derives one service again; another node's update touches nothing; a
 // change of this node's zone derives only the services with hints. A
-// resync derives everything once. Output is sorted and deterministic.
+// resync derives every service once, but keeps the output of those whose
+// Service and EndpointSlices are the very objects it held, seen from an
+// unchanged node (periodic and healing resyncs hand those over). Output
+// is sorted and deterministic.
 // Input it cannot render is skipped with a reason readable through Skipped.
 //
 // The node's proxy health endpoint (kube-proxy's :10256) reaches renderers
@@ -32,9 +35,10 @@
 //
 // One concept a file: processor.go dispatches the controller's events;
 // index.go indexes Services and EndpointSlices and derives a service
-// again; pods.go tracks this node's pods and the interface roles they give;
-// nodeview.go follows this node's addresses and zone; views.go answers the
-// REST views.
+// again; build.go derives a service's output, backends.go its backends,
+// parse.go reads addresses and protocols; pods.go tracks this node's pods
+// and the interface roles they give; nodeview.go follows this node's
+// addresses and zone; views.go answers the REST views.
 //
 // It reads this node's facts through small interfaces (ThisNode from
 // NodeSync, PodSubnets from IPAM, InterfaceLookup from the VPP layer) and

@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,51 +14,107 @@ import (
 )
 
 // entry is the state of one service: its inputs and what was derived.
+// What most services lack is behind one pointer: an entry is 96 bytes.
 type entry struct {
 	// id holds the strings of the Service, when there is one, as the ID of
 	// its output does: reading one brings the other into the cache.
 	id  sr.ServiceID
 	svc *kubestate.Service
-	// base is derived from svc alone, when svc changes; once a derivation
-	// from it gave an output, base.out is that output (see base).
-	base base
-	// slices are the service's EndpointSlices, sorted by name.
+	// slices are the service's EndpointSlices, sorted by name; one, as
+	// most services have, is held in first.
 	slices []*kubestate.EndpointSlice
-	derived
+	first  [1]*kubestate.EndpointSlice
+	// out is the output of the last derivation, nil when the service is
+	// not rendered. It also stands for the base that derivation started
+	// from (see base), which is derived from svc alone, when svc changes.
+	out *sr.ContivService
+	// rare holds the skips and local pods, nil when there are none.
+	rare *rare
+	// hostNet and hinted are the last derivation's (see derived).
+	hostNet, hinted bool
 }
 
-// sliceRef is where an EndpointSlice is: in owner.slices[i], owner being
-// the entry of the service the slice names.
-type sliceRef struct {
-	owner *entry
-	i     int
+// rare is the part of an entry most services leave empty.
+type rare struct {
+	baseSkips []Skip // the base's
+	pods      []kubestate.Key
+	skips     []Skip
 }
 
-// insertSlice puts slice s, stored under k, in e's slices.
-func (p *Processor) insertSlice(e *entry, k kubestate.Key, s *kubestate.EndpointSlice) {
-	i, _ := slices.BinarySearchFunc(e.slices, s.Name, sliceByName)
-	e.slices = slices.Insert(e.slices, i, s)
-	p.slices[k] = sliceRef{owner: e, i: i}
-	p.reindex(e, i+1)
-}
-
-// removeSlice takes the slice ref points to out of its owner's slices.
-func (p *Processor) removeSlice(k kubestate.Key, ref sliceRef) {
-	e := ref.owner
-	e.slices = slices.Delete(e.slices, ref.i, ref.i+1)
-	delete(p.slices, k)
-	p.reindex(e, ref.i)
-}
-
-// reindex records the places of e's slices from the i-th on.
-func (p *Processor) reindex(e *entry, i int) {
-	for ; i < len(e.slices); i++ {
-		p.slices[e.slices[i].Key()] = sliceRef{owner: e, i: i}
+// base is the base the entry's output was derived from.
+func (e *entry) base() base {
+	b := base{out: e.out}
+	if e.rare != nil {
+		b.skips = e.rare.baseSkips
 	}
+	return b
+}
+
+// derived is the entry's last derivation.
+func (e *entry) derived() derived {
+	d := derived{out: e.out, hostNet: e.hostNet, hinted: e.hinted}
+	if r := e.rare; r != nil {
+		d.pods, d.skips = r.pods, r.skips
+	}
+	return d
+}
+
+// set records derivation d from a base with skips baseSkips.
+func (e *entry) set(baseSkips []Skip, d derived) {
+	e.out, e.hostNet, e.hinted = d.out, d.hostNet, d.hinted
+	switch {
+	case len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0:
+		e.rare = nil
+	case e.rare == nil:
+		e.rare = &rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	default:
+		*e.rare = rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	}
+}
+
+// unchanged tells whether e, an entry just indexed, has the inputs o had:
+// the same Service and EndpointSlices (objects are immutable: the same
+// pointer, the same value). Its derivation would then give o's again,
+// unless the Service has source ranges and the renderer's reason for not
+// enforcing them may have changed.
+func (p *Processor) unchanged(o, e *entry) bool {
+	if o.svc != e.svc || !slices.Equal(o.slices, e.slices) {
+		return false
+	}
+	return len(e.svc.LoadBalancerSourceRanges) == 0 || !p.rangesEnforced || p.rangesWhy == nil
+}
+
+// skips are what the last derivation left out.
+func (e *entry) skips() []Skip {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.skips
+}
+
+// sliceName is an EndpointSlice's key without its resource, which is
+// always the same: half the bytes to hash and compare.
+type sliceName struct{ namespace, name string }
+
+func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Name} }
+
+// addSlice inserts s at place i of e's slices.
+func (e *entry) addSlice(i int, s *kubestate.EndpointSlice) {
+	if e.slices == nil {
+		e.slices = e.first[:0]
+	}
+	e.slices = slices.Insert(e.slices, i, s)
+}
+
+// find returns the place of slice name among e's slices, and whether it
+// is there.
+func (e *entry) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(e.slices, name, sliceByName)
 }
 
 // index takes the snapshot's objects into the indexes.
 func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
+	var several []*entry // the entries with more than one slice
 	for k, o := range objs {
 		switch k.Resource {
 		case kubestate.ResService:
@@ -69,7 +126,11 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.slices = append(e.slices, s)
+				e.addSlice(len(e.slices), s)
+				p.slices[sliceName{s.Namespace, s.Name}] = e
+				if len(e.slices) == 2 {
+					several = append(several, e)
+				}
 			}
 		case kubestate.ResNode:
 			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
@@ -86,9 +147,8 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			}
 		}
 	}
-	for _, e := range p.services {
+	for _, e := range several {
 		slices.SortFunc(e.slices, compareSlices)
-		p.reindex(e, 0)
 	}
 }
 
@@ -130,57 +190,65 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		e.id = id
 	}
 	e.svc = s
-	e.base = p.deriveBase(s)
-	p.refresh(id, e)
+	b := p.deriveBase(s)
+	p.refresh(id, e, &b)
 }
 
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
 // moves it to the service it now names.
-func (p *Processor) sliceChanged(k kubestate.Key, s *kubestate.EndpointSlice) {
-	ref, known := p.slices[k]
+func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
+	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
 	// The slice's namespace is its service's: only the name can differ.
-	if known && (!has || ref.owner.id.Name != s.ServiceName) {
-		p.removeSlice(k, ref)
-		p.refresh(ref.owner.id, ref.owner)
+	if known && (!has || owner.id.Name != s.ServiceName) {
+		i, _ := owner.find(k.name)
+		owner.slices = slices.Delete(owner.slices, i, i+1)
+		delete(p.slices, k)
+		p.refresh(owner.id, owner, nil)
 		known = false
 	}
 	if !has {
 		return
 	}
 	if known {
-		ref.owner.slices[ref.i] = s
+		i, _ := owner.find(k.name)
+		owner.slices[i] = s
 	} else {
-		ref.owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-		p.insertSlice(ref.owner, k, s)
+		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		i, _ := owner.find(k.name)
+		owner.addSlice(i, s)
+		p.slices[k] = owner
 	}
-	p.refresh(ref.owner.id, ref.owner)
+	p.refresh(owner.id, owner, nil)
 }
 
-// refresh derives service id again and tells renderers what changed.
-func (p *Processor) refresh(id sr.ServiceID, e *entry) {
-	old := e.derived
+// refresh derives service id again, from base nb when the Service changed
+// (nil: the base is the entry's), and tells renderers what changed.
+func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
+	old := e.derived()
 	// The previous output stands for the base unless the service changed.
-	sameBase := old.out != nil && old.out == e.base.out
-	e.derived = derived{}
+	sameBase := nb == nil && old.out != nil
+	if nb == nil {
+		b := e.base()
+		nb = &b
+	}
+	var d derived
 	if e.svc != nil {
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
+		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
-	case old.out == nil && e.out == nil:
+	case old.out == nil && d.out == nil:
 	case old.out == nil:
-		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(e.out) })
-	case e.out == nil:
+		p.call(id, "add", func(r sr.Renderer) error { return r.AddService(d.out) })
+	case d.out == nil:
 		p.call(id, "delete", func(r sr.Renderer) error { return r.DeleteService(old.out) })
-	case sameBase && sameBackends(old.out, e.out) || !sameBase && old.out.Equal(e.out):
-		e.out = old.out // renderers hold this one
+	case sameBase && sameBackends(old.out, d.out) || !sameBase && old.out.Equal(d.out):
+		d.out = old.out // renderers hold this one
 	default:
-		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, e.out) })
+		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
-	if e.out != nil {
-		e.base.out = e.out
-	}
+	e.set(nb.skips, d)
 	if e.hostNet != old.hostNet {
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -195,20 +263,20 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry) {
 			delete(p.hinted, id)
 		}
 	}
-	if !slices.Equal(old.pods, e.pods) {
+	if !slices.Equal(old.pods, d.pods) {
 		for _, k := range old.pods {
-			if _, ok := slices.BinarySearchFunc(e.pods, k, compareKeys); !ok {
+			if _, ok := slices.BinarySearchFunc(d.pods, k, compareKeys); !ok {
 				p.user(k, id, false)
 			}
 		}
-		for _, k := range e.pods {
+		for _, k := range d.pods {
 			if _, ok := slices.BinarySearchFunc(old.pods, k, compareKeys); !ok {
 				p.user(k, id, true)
 			}
 		}
 	}
-	if !slices.Equal(old.skips, e.skips) {
-		p.logSkips(old.skips, e.skips)
+	if !slices.Equal(old.skips, d.skips) {
+		p.logSkips(old.skips, d.skips)
 	}
 	if e.svc == nil && len(e.slices) == 0 {
 		delete(p.services, id)
@@ -255,8 +323,57 @@ func serviceID(k kubestate.Key) sr.ServiceID {
 	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
 }
 
+// sortedEntries returns the entries with a Service, in the order of their
+// IDs. The sort compares the first bytes of the IDs, copied beside each
+// entry, before the IDs themselves: most comparisons then read neither
+// the entry nor its strings, scattered in memory.
+func (p *Processor) sortedEntries() []*entry {
+	type keyed struct {
+		ns, name uint64 // prefixes
+		e        *entry
+	}
+	ks := make([]keyed, 0, len(p.services))
+	for _, e := range p.services {
+		if e.svc != nil {
+			ks = append(ks, keyed{prefix(e.id.Namespace), prefix(e.id.Name), e})
+		}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if a.ns != b.ns {
+			return cmp.Compare(a.ns, b.ns)
+		}
+		// Most IDs share their namespace, one interned string: == tells it
+		// without reading the bytes.
+		if x, y := a.e.id.Namespace, b.e.id.Namespace; x != y {
+			return strings.Compare(x, y)
+		}
+		if a.name != b.name {
+			return cmp.Compare(a.name, b.name)
+		}
+		return strings.Compare(a.e.id.Name, b.e.id.Name)
+	})
+	es := make([]*entry, len(ks))
+	for i := range ks {
+		es[i] = ks[i].e
+	}
+	return es
+}
+
+// prefix is the first 8 bytes of s, big-endian, zero-padded: two strings
+// whose prefixes differ compare as their prefixes do.
+func prefix(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
+}
+
 func compareIDs(a, b sr.ServiceID) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	// Most IDs share their namespace, one interned string: == tells it
+	// without reading the bytes.
+	if a.Namespace != b.Namespace {
+		return strings.Compare(a.Namespace, b.Namespace)
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func compareSlices(a, b *kubestate.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }

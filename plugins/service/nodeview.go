@@ -62,7 +62,7 @@ func (p *Processor) nodeChanged(name string) {
 	slices.SortFunc(ids, compareIDs)
 	for _, id := range ids {
 		if e := p.services[id]; e != nil {
-			p.refresh(id, e)
+			p.refresh(id, e, nil)
 		}
 	}
 	p.log.Info("this node's addresses changed", "node", now.name, "ips", len(now.ips), "servicesDerived", len(ids))
@@ -82,7 +82,7 @@ func (p *Processor) zoneChanged(n *kubestate.Node) {
 	ids := slices.SortedFunc(maps.Keys(p.hinted), compareIDs)
 	for _, id := range ids {
 		if e := p.services[id]; e != nil {
-			p.refresh(id, e)
+			p.refresh(id, e, nil)
 		}
 	}
 	p.log.Info("this node's zone changed", "node", p.name, "zone", zone, "servicesDerived", len(ids))

@@ -164,9 +164,10 @@ type Processor struct {
 	mu       sync.RWMutex
 	view     nodeView
 	services map[sr.ServiceID]*entry
-	// slices tells where an EndpointSlice is: a change of a slice reaches
-	// everything it touches with this one lookup.
-	slices map[kubestate.Key]sliceRef
+	// slices tells whose an EndpointSlice is: a change of a slice reaches
+	// everything it touches with this one lookup (and a search of the
+	// owner's few slices).
+	slices map[sliceName]*entry
 	// hostNet holds the services with host-network endpoints: their
 	// locality depends on this node's own addresses.
 	hostNet map[sr.ServiceID]struct{}
@@ -242,7 +243,7 @@ func New(p Params) (*Processor, error) {
 
 func (p *Processor) reset(n int) {
 	p.services = make(map[sr.ServiceID]*entry, n)
-	p.slices = make(map[kubestate.Key]sliceRef, n)
+	p.slices = make(map[sliceName]*entry, n)
 	p.hostNet = map[sr.ServiceID]struct{}{}
 	p.hinted = map[sr.ServiceID]struct{}{}
 	p.pods = map[kubestate.Key]localPod{}
@@ -283,45 +284,51 @@ func (p *Processor) HandlesEvent(ev controller.Event) bool {
 
 // Resync implements controller.Handler: it rebuilds everything from the
 // snapshot, deriving each service once, and hands every renderer the full
-// state.
+// state. A service whose Service and EndpointSlices are the very objects
+// the processor held, seen from an unchanged node, keeps its output
+// without a derivation.
 func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	if ev.State == nil {
 		return fmt.Errorf("service processor: %s: %w", ev.EventName(), ErrNoSnapshot)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := p.services
+	old, oldView := p.services, p.view
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
 	p.index(ev.State.Objects)
-	ids := slices.SortedFunc(maps.Keys(p.services), compareIDs)
-	out := make([]*sr.ContivService, 0, len(ids))
-	for _, id := range ids {
-		e := p.services[id]
-		if e.svc == nil {
-			continue
+	sameView := oldView.equal(&p.view)
+	es := p.sortedEntries()
+	out := make([]*sr.ContivService, 0, len(es))
+	for _, e := range es {
+		id := e.id
+		o := old[id]
+		if sameView && o != nil && p.unchanged(o, e) {
+			// Periodic and healing resyncs hand over the objects the
+			// processor holds: their services need no derivation.
+			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
+		} else {
+			b := p.deriveBase(e.svc)
+			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
+			p.builds++
 		}
-		e.base = p.deriveBase(e.svc)
-		e.derived = derive(&e.base, e.slices, &p.view, &p.scratch)
-		if e.out != nil {
-			e.base.out = e.out
-		}
-		p.builds++
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
 		if e.hinted {
 			p.hinted[id] = struct{}{}
 		}
-		for _, k := range e.pods {
-			p.addUser(k, id)
+		if e.rare != nil {
+			for _, k := range e.rare.pods {
+				p.addUser(k, id)
+			}
+			if o != nil {
+				p.logSkips(o.skips(), e.rare.skips)
+			} else {
+				p.logSkips(nil, e.rare.skips)
+			}
 		}
-		var was []Skip
-		if o := old[id]; o != nil {
-			was = o.skips
-		}
-		p.logSkips(was, e.skips)
 		if e.out != nil {
 			out = append(out, e.out)
 		}
@@ -372,7 +379,7 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, e.Key, e.New); ok {
-				p.sliceChanged(e.Key, s)
+				p.sliceChanged(sliceNameOf(e.Key), s)
 			}
 		case kubestate.ResPod:
 			// A pod's key holds its node: the delete of another node's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -494,5 +495,96 @@ func TestSkippedAndCounts(t *testing.T) {
 	j, err := json.Marshal(Skip{Reason: ReasonSCTP})
 	if err != nil || !strings.Contains(string(j), `"Reason":"sctp-unsupported"`) {
 		t.Fatalf("JSON of a skip: %s, %v", j, err)
+	}
+}
+
+// TestResyncDerivesWhatChanged: a resync handing over the objects the
+// processor holds (periodic and healing resyncs do) derives no service and
+// hands renderers the outputs they hold; a new object, or this node seen
+// otherwise (a zone changed while the watch was lost), derives again what
+// it touches, and the result equals a fresh processor's.
+func TestResyncDerivesWhatChanged(t *testing.T) {
+	// local is a ready endpoint of pod on this node, hinted for zone.
+	local := func(ip, pod, zone string) kubestate.Endpoint {
+		e := hinted(ip, zones(zone), nil)
+		e.TargetKind, e.TargetName = "Pod", pod
+		return e
+	}
+	r := newRig(t)
+	r.ifaces["default/web-1"] = "tap-web-1"
+	node := &kubestate.Node{Name: "node-1", Zone: "zone-a"}
+	r.state[node.Key()] = node
+	for i, name := range []string{"a", "b", "c"} {
+		ip := "10.96.0." + string(rune('1'+i))
+		r.state[svcKey(name)] = svcM(name, func(s *kubestate.Service) { s.ClusterIPs = []string{ip} })
+		r.state[sliceKey(name)] = sliceM(name, name, local("10.1.1.5", "web-1", "zone-a"), hinted("10.1.2.5", zones("zone-b"), nil))
+	}
+	r.resync()
+	first := r.p.Services()
+	builds := r.p.builds
+	r.resync()
+	if got := r.p.builds - builds; got != 0 {
+		t.Errorf("resync of the same objects derived %d services, want 0", got)
+	}
+	if again := r.p.Services(); len(again) != 3 || again[0] != first[0] || again[2] != first[2] {
+		t.Error("resync of the same objects made new outputs")
+	}
+	r.check()
+
+	builds = r.p.builds
+	r.state[sliceKey("b")] = sliceM("b", "b", local("10.1.1.5", "web-1", "zone-a"), hinted("10.1.2.5", zones("zone-b"), nil))
+	r.resync()
+	if got := r.p.builds - builds; got != 1 {
+		t.Errorf("resync with one new slice derived %d services, want 1", got)
+	}
+	r.check()
+
+	builds = r.p.builds
+	r.state[node.Key()] = &kubestate.Node{Name: "node-1", Zone: "zone-b"}
+	r.resync()
+	if got := r.p.builds - builds; got != 3 {
+		t.Errorf("resync with this node in another zone derived %d services, want 3", got)
+	}
+	r.check()
+}
+
+// resyncCapture is a renderer that keeps the services of the last resync.
+type resyncCapture struct {
+	counter
+	services []*sr.ContivService
+}
+
+func (c *resyncCapture) Resync(d *sr.ResyncData) error { c.services = d.Services; return nil }
+
+// TestResyncOrder: a resync hands renderers the services in the order of
+// their IDs, namespaces and names compared as strings, whatever bytes
+// they share.
+func TestResyncOrder(t *testing.T) {
+	r := newRig(t)
+	capture := &resyncCapture{}
+	p, err := New(Params{Renderers: []sr.Renderer{capture}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []sr.ServiceID{{Namespace: "kube-system-b", Name: "a"}, {Namespace: "kube-system-a", Name: "b"}, {Namespace: "kube-system", Name: "dns"},
+		{Namespace: "default", Name: "web-frontend-1"}, {Namespace: "default", Name: "web-frontend"}, {Namespace: "default", Name: "web-frontend-0"},
+		{Namespace: "default", Name: "web"}, {Namespace: "default", Name: "a"}, {Namespace: "defaults", Name: "a"}, {Namespace: "d", Name: "z"}}
+	for i, id := range ids {
+		s := svcM(id.Name, func(s *kubestate.Service) {
+			s.Namespace, s.ClusterIPs = id.Namespace, []string{"10.96.0." + strconv.Itoa(i+1)}
+		})
+		r.state[s.Key()] = s
+	}
+	if err := p.Resync(context.Background(), r.snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range capture.services {
+		got = append(got, s.ID.String())
+	}
+	want := []string{"d/z", "default/a", "default/web", "default/web-frontend", "default/web-frontend-0", "default/web-frontend-1",
+		"defaults/a", "kube-system/dns", "kube-system-a/b", "kube-system-b/a"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("resync order:\n%v\nwant\n%v", got, want)
 	}
 }

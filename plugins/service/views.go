@@ -29,7 +29,7 @@ func (p *Processor) Skipped() []Skip {
 	defer p.mu.RUnlock()
 	var out []Skip
 	for _, e := range p.services {
-		out = append(out, e.skips...)
+		out = append(out, e.skips()...)
 	}
 	slices.SortFunc(out, compareSkips)
 	return out
@@ -41,7 +41,7 @@ func (p *Processor) SkipCounts() map[Reason]int {
 	defer p.mu.RUnlock()
 	m := map[Reason]int{}
 	for _, e := range p.services {
-		for _, s := range e.skips {
+		for _, s := range e.skips() {
 			m[s.Reason]++
 		}
 	}
