@@ -258,3 +258,18 @@ func TestLoadAndReset(t *testing.T) {
 		t.Errorf("%d frontends after VPP lost everything, want 0", n)
 	}
 }
+
+// A dumped object the same as the desired one is not kept beside it:
+// Applied is the desired object; a different one is kept as dumped.
+func TestLoadSharesTheDesiredObject(t *testing.T) {
+	tb, _, _ := table(t)
+	a := &Claimant[key, obj]{}
+	tb.Set(a, svc("a", 1), objs("k1", "v", "k2", "v"))
+	tb.Load(map[key]*obj{"k1": {"k1", "v"}, "k2": {"k2", "old"}})
+	if fe := tb.Get("k1"); fe.Applied != fe.Desired {
+		t.Errorf("k1: applied %p, desired %p: want the desired object shared", fe.Applied, fe.Desired)
+	}
+	if fe := tb.Get("k2"); fe.Applied == fe.Desired || fe.Applied.V != "old" {
+		t.Errorf("k2: applied %+v, want the dumped object", fe.Applied)
+	}
+}
