@@ -82,11 +82,33 @@ func (c *cycle) PlanFull(dumped *State) []step {
 	r.dirtyExt = nil
 	r.dirtyRoutes = nil
 	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
-	steps := appendSteps(r.stepsBuf[:0], diff(r.desired, r.applied, r.owned, r.blocked), nil)
-	for _, fe := range r.frontends.Sorted() {
+	r.shareRoutes()
+	global := diff(r.desired, r.applied, r.owned, r.blocked)
+	fes := r.frontends.Sorted()
+	// Room for the steps at once (a large full apply would otherwise copy
+	// them as they grow): one per object to change, as most need.
+	n := len(global)
+	for _, fe := range fes {
+		if fe.Desired != fe.Applied {
+			n++
+		}
+	}
+	steps := appendSteps(slices.Grow(r.stepsBuf[:0], n), global, nil)
+	for _, fe := range fes {
 		steps = r.appendFrontend(steps, fe)
 	}
 	return sortSteps(steps)
+}
+
+// shareRoutes makes each route VPP holds as desired the desired value
+// itself, so that a programmed VPP's routes are not held twice; the caller
+// holds mu.
+func (r *Renderer) shareRoutes() {
+	for k, rt := range r.applied.Routes {
+		if d := r.desired.Routes[k]; d != nil && d != rt && *d == *rt {
+			r.applied.Routes[k] = d
+		}
+	}
 }
 
 // PlanChanges implements reconcile.Cycle.
@@ -164,9 +186,14 @@ func (r *Renderer) appendFrontend(steps []step, fe *frontendState) []step {
 	return steps
 }
 
-// sortSteps puts steps in the order they are issued (compareOps).
+// sortSteps puts steps in the order they are issued (compareOps). A full
+// apply plans them in that order already: checking it spares moving
+// large steps about.
 func sortSteps(steps []step) []step {
-	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
+	order := func(a, b step) int { return compareOps(&a.Op, &b.Op) }
+	if !slices.IsSortedFunc(steps, order) {
+		slices.SortStableFunc(steps, order)
+	}
 	return steps
 }
 
@@ -447,6 +474,12 @@ func (r *Renderer) record(s *step) {
 	if s.fe != nil {
 		s.fe.Applied = afterOp(s.fe.Applied, &s.Op)
 		return
+	}
+	if k := s.Route.RouteKey; s.Kind == OpAddRoute {
+		if d := r.desired.Routes[k]; d != nil && *d == s.Route {
+			r.applied.Routes[k] = d // shared, not copied
+			return
+		}
 	}
 	r.applied.Apply(s.Op)
 }
