@@ -139,7 +139,17 @@ func diff(desired, applied *State, owned func(string) bool, blocked func(id Obje
 			blocked(ObjectID{Kind: ObjectIdentity, Identity: k}, applied.Identities[k].Tag)
 		}
 	}
-	for _, k := range unionKeys(desired.Routes, applied.Routes, compareRouteKeys) {
+	keys := unionKeys(desired.Routes, applied.Routes, compareRouteKeys)
+	// Room for a change of each route not shared by both (the renderer
+	// shares those VPP holds as desired): a full apply may add thousands.
+	n := 0
+	for _, k := range keys {
+		if desired.Routes[k] != applied.Routes[k] {
+			n++
+		}
+	}
+	ops = slices.Grow(ops, n)
+	for _, k := range keys {
 		ops = diffRoute(ops, desired.Routes[k], applied.Routes[k])
 	}
 	for _, k := range unionKeys(desired.Mappings, applied.Mappings, compareMappingKeys) {

@@ -373,9 +373,11 @@ func (t *Table[K, O]) Load(dumped map[K]*O) {
 // Reset starts a resync: every claim and desired object goes, what VPP
 // holds stays known. A conflict logged before it is not logged again when
 // the resync finds it again; EndReset logs those it did not find resolved.
-func (t *Table[K, O]) Reset() {
+// hint is how many frontends the resync is expected to claim: room for
+// them is made at once.
+func (t *Table[K, O]) Reset(hint int) {
 	old := t.frontends
-	t.frontends = make(map[K]*Frontend[K, O], len(old))
+	t.frontends = make(map[K]*Frontend[K, O], max(len(old), hint))
 	for k, fe := range old {
 		if fe.Applied != nil {
 			*fe = Frontend[K, O]{Key: k, Applied: fe.Applied}

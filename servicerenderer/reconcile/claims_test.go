@@ -153,7 +153,7 @@ func TestConflictLoggedOnce(t *testing.T) {
 	tb.Set(young, svc("young", 1), objs("k", "v1"))
 	tb.Set(young, svc("young", 1), objs("k", "v2"))
 	tb.Set(old, svc("old", 2), objs("k", "old2"))
-	tb.Reset()
+	tb.Reset(0)
 	old, young = &Claimant[key, obj]{}, &Claimant[key, obj]{}
 	tb.Set(old, svc("old", 2), objs("k", "old"))
 	tb.Set(young, svc("young", 1), objs("k", "v1"))
@@ -167,7 +167,7 @@ func TestConflictLoggedOnce(t *testing.T) {
 	}
 	// A conflict gone with a resync is logged resolved by it.
 	tb.Set(old, svc("old", 2), objs("k", "old"))
-	tb.Reset()
+	tb.Reset(0)
 	tb.Set(&Claimant[key, obj]{}, svc("old", 2), objs("k", "old"))
 	tb.EndReset()
 	if n := strings.Count(buf.String(), "conflict resolved"); n != 2 {
@@ -248,7 +248,7 @@ func TestLoadAndReset(t *testing.T) {
 	if fe := tb.Get("k2"); fe == nil || fe.Applied.V != "foreign" || fe.Desired != nil {
 		t.Errorf("k2 %+v, want VPP's object, nothing desired", fe)
 	}
-	tb.Reset()
+	tb.Reset(0)
 	if tb.Get("k1") != nil || tb.Get("k2") == nil || len(tb.Dirty()) != 0 {
 		t.Errorf("after a reset: k1 %v, k2 %v, dirty %d; want k2 only, none dirty", tb.Get("k1"), tb.Get("k2"), len(tb.Dirty()))
 	}
