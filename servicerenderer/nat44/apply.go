@@ -54,8 +54,18 @@ func (c *cycle) Dump(ctx context.Context) (*State, error) {
 			r.count(0, 1)
 			return nil, fmt.Errorf("dump routes: %w", err)
 		}
+		if len(dumped.Routes) == 0 {
+			dumped.Routes = make(map[RouteKey]*Route, len(routes))
+		}
 		for _, rt := range routes {
-			if r.ownedRoute(rt) {
+			if !r.ownedRoute(rt) {
+				continue
+			}
+			// A route as desired is held as the desired value (read
+			// here without mu: the loop, Dump's caller, is its only writer).
+			if d := r.desired.Routes[rt.RouteKey]; d != nil && *d == rt {
+				dumped.Routes[rt.RouteKey] = d
+			} else {
 				dumped.Routes[rt.RouteKey] = &rt
 			}
 		}
@@ -82,33 +92,26 @@ func (c *cycle) PlanFull(dumped *State) []step {
 	r.dirtyExt = nil
 	r.dirtyRoutes = nil
 	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
-	r.shareRoutes()
 	global := diff(r.desired, r.applied, r.owned, r.blocked)
-	fes := r.frontends.Sorted()
-	// Room for the steps at once (a large full apply would otherwise copy
-	// them as they grow): one per object to change, as most need.
-	n := len(global)
-	for _, fe := range fes {
-		if fe.Desired != fe.Applied {
-			n++
+	// A frontend whose desired mapping VPP holds (the same value: Load and
+	// the applies share it) needs nothing; the others are planned in key
+	// order, with room for their steps made at once (a large full apply
+	// would otherwise copy them as they grow): one each, as most need.
+	all := r.frontends.Frontends()
+	fes := make([]*frontendState, 0, len(all))
+	for _, fe := range all {
+		if fe.Desired == fe.Applied {
+			r.frontends.Clean(fe)
+		} else {
+			fes = append(fes, fe)
 		}
 	}
-	steps := appendSteps(slices.Grow(r.stepsBuf[:0], n), global, nil)
+	slices.SortFunc(fes, func(a, b *frontendState) int { return compareMappingKeys(a.Key, b.Key) })
+	steps := appendSteps(slices.Grow(r.stepsBuf[:0], len(global)+len(fes)), global, nil)
 	for _, fe := range fes {
 		steps = r.appendFrontend(steps, fe)
 	}
 	return sortSteps(steps)
-}
-
-// shareRoutes makes each route VPP holds as desired the desired value
-// itself, so that a programmed VPP's routes are not held twice; the caller
-// holds mu.
-func (r *Renderer) shareRoutes() {
-	for k, rt := range r.applied.Routes {
-		if d := r.desired.Routes[k]; d != nil && d != rt && *d == *rt {
-			r.applied.Routes[k] = d
-		}
-	}
 }
 
 // PlanChanges implements reconcile.Cycle.
