@@ -58,14 +58,13 @@ func (c *cycle) Dump(ctx context.Context) (*State, error) {
 			dumped.Routes = make(map[RouteKey]*Route, len(routes))
 		}
 		for _, rt := range routes {
-			if !r.ownedRoute(rt) {
-				continue
-			}
-			// A route as desired is held as the desired value (read
-			// here without mu: the loop, Dump's caller, is its only writer).
-			if d := r.desired.Routes[rt.RouteKey]; d != nil && *d == rt {
+			// A route as desired is held as the desired value (read here
+			// without mu: the loop, Dump's caller, is its only writer); a
+			// key desired is the renderer's (ownedRoute).
+			switch d := r.desired.Routes[rt.RouteKey]; {
+			case d != nil && *d == rt:
 				dumped.Routes[rt.RouteKey] = d
-			} else {
+			case d != nil || r.ownedRoute(rt):
 				dumped.Routes[rt.RouteKey] = &rt
 			}
 		}
