@@ -171,3 +171,21 @@ func (o *orderFake) Recv() error {
 	o.inflight = o.inflight[1:]
 	return o.pipelinedFake.Recv()
 }
+
+// A full apply of more calls than the run keeps in flight records the
+// oldest answers as it goes: at most 1024 calls wait for theirs, and all
+// are made.
+func TestPipelinedApplyBoundsCallsInFlight(t *testing.T) {
+	fake := &pipelinedFake{fakeVPP: newFakeVPP()}
+	r := newTestRenderer(t, testConfig(), fake)
+	if err := r.Resync(resyncData(manyServices(1500)...)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	if n := len(fake.takeCalls()); n < 1500 || fake.maxInFlight > 1024 {
+		t.Errorf("%d calls, at most %d in flight; want every service's, at most 1024", n, fake.maxInFlight)
+	}
+	if fs := r.Failures(); len(fs) != 0 {
+		t.Errorf("failures %v", fs)
+	}
+}
