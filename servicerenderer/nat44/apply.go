@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -367,14 +368,51 @@ type runner struct {
 	retry   bool
 }
 
-var _ reconcile.Port[step, ObjectID, struct{}] = (*runner)(nil)
+var _ reconcile.Port[step, runKey, struct{}] = (*runner)(nil)
 
-// Object implements reconcile.Port.
-func (x *runner) Object(s *step) ObjectID { return s.Object() }
+// runKey is the object of a step (Op.Object) as a run keys it: ObjectID's
+// fields packed into 64 bytes. A map keeps such a key in place, while one
+// of ObjectID's 160 bytes (over Go's 128) gets an allocation of its own:
+// one per call of a full apply.
+type runKey struct {
+	kind ObjectKind
+	// flag is a pool address's twice-NAT, a route prefix's length.
+	flag  uint8
+	proto Protocol
+	port  uint16
+	vrf   uint32
+	addr  netip.Addr
+	name  string
+}
+
+// Object implements reconcile.Port: the key of s.Object().
+func (x *runner) Object(s *step) runKey {
+	op := &s.Op
+	switch op.Kind {
+	case OpSetGlobal:
+		return runKey{kind: ObjectGlobal}
+	case OpDelPool, OpAddPool:
+		k := runKey{kind: ObjectPool, addr: op.Pool.IP, vrf: op.Pool.VRF}
+		if op.Pool.TwiceNAT {
+			k.flag = 1
+		}
+		return k
+	case OpSetInterface:
+		return runKey{kind: ObjectInterface, name: op.Interface}
+	case OpDelIdentity, OpAddIdentity:
+		id := &op.Identity.IdentityKey
+		return runKey{kind: ObjectIdentity, addr: id.IP, port: id.Port, proto: id.Proto, vrf: id.VRF}
+	case OpDelRoute, OpAddRoute:
+		p := op.Route.Prefix
+		return runKey{kind: ObjectRoute, addr: p.Addr(), flag: uint8(p.Bits()), vrf: op.Route.VRF}
+	}
+	m := &op.Mapping.MappingKey
+	return runKey{kind: ObjectMapping, addr: m.IP, port: m.Port, proto: m.Proto}
+}
 
 // Ordered implements reconcile.Port: every object's calls wait for the
 // previous answer.
-func (x *runner) Ordered(ObjectID) bool { return true }
+func (x *runner) Ordered(runKey) bool { return true }
 
 // Pipelined implements reconcile.Port.
 func (x *runner) Pipelined(s *step) bool { return x.p != nil && Pipelined(s.Kind) }

@@ -119,7 +119,7 @@ type Renderer struct {
 	// runner and queue are the state of the loop goroutine's runs
 	// (apply.go), reused from one apply to the next.
 	runner runner
-	queue  reconcile.Run[step, ObjectID, struct{}]
+	queue  reconcile.Run[step, runKey, struct{}]
 	// start is when the running apply started; heldBuf its frontends
 	// held (hold.go).
 	start   time.Time
