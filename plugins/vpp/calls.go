@@ -54,9 +54,19 @@ func retval(m api.Message) int32 {
 	return 0
 }
 
+// DumpReplyBuffer is how many replies a dump's stream holds for its reader.
+// govpp hands replies over through a channel and drops one its reader does
+// not take within 100 ms once the channel is full (it logs that; nothing
+// else tells): with its default 100, a reader stalled that long (a GC
+// pause, a starved CPU) in the middle of a large dump loses objects, which
+// the agent would then take for missing. A dump of up to this many objects
+// is never cut short, however long its reader stalls; the channel costs
+// 512 KiB per dump.
+const DumpReplyBuffer = 1 << 16
+
 // stream sends requests on one stream and hands every answer to each
 // until each says the stream is done.
-func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Message) (done bool, err error)) (err error) {
+func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Message) (done bool, err error), opts ...api.StreamOption) (err error) {
 	name := reqs[0].GetMessageName()
 	conn, _, err := c.current()
 	if err != nil {
@@ -65,7 +75,7 @@ func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Mes
 	defer c.observe(name, time.Now(), &err)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
-	s, err := conn.NewStream(ctx)
+	s, err := conn.NewStream(ctx, opts...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -94,5 +104,5 @@ func (c *Conn) dump(ctx context.Context, req api.Message, each func(api.Message)
 			return true, nil
 		}
 		return false, each(m)
-	})
+	}, core.WithReplySize(DumpReplyBuffer))
 }

@@ -609,10 +609,15 @@ func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
 		}
 		k := mappingKey(d.ExternalAddr, d.ExternalPort, d.Protocol)
 		out := &nat44.Mapping{MappingKey: k, TwiceNAT: twiceNAT(d.Flags), Affinity: d.Affinity, Tag: d.Tag}
-		for _, l := range d.Locals {
-			out.Locals = append(out.Locals, nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability})
+		if len(d.Locals) > 0 {
+			out.Locals = make([]nat44.Local, len(d.Locals)) // one allocation, not a growing one
 		}
-		slices.SortFunc(out.Locals, nat44.Local.Compare)
+		for i, l := range d.Locals {
+			out.Locals[i] = nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
+		}
+		if !slices.IsSortedFunc(out.Locals, nat44.Local.Compare) {
+			slices.SortFunc(out.Locals, nat44.Local.Compare)
+		}
 		st.Mappings[k] = out
 		return nil
 	})

@@ -49,13 +49,25 @@ type nat44Call struct {
 
 // Send implements nat44.Pipeline.
 func (p *pipeline) Send(op *nat44.Op) error {
-	calls, err := p.calls(op)
+	var calls []featureCall
+	var req, reply api.Message
+	var err error
+	if op.Kind == nat44.OpSetInterface {
+		calls, err = p.featureCalls(op)
+	} else if req, reply, err = opRequest(op); err != nil {
+		err = invalid(describeOp(op), err.Error())
+	}
 	if err != nil {
 		return err
 	}
 	if p.st.broken != nil {
 		what := describeOp(op)
 		return classify(fmt.Errorf("%s: %w", what, p.st.broken), what, false)
+	}
+	if req != nil {
+		// One call, the common case: no list of calls is made.
+		p.st.send(nat44Call{op: op, last: true}, req, reply)
+		return nil
 	}
 	if len(calls) == 0 {
 		p.st.settled(nat44Call{op: op, last: true})
@@ -67,37 +79,29 @@ func (p *pipeline) Send(op *nat44.Op) error {
 	return nil
 }
 
-// calls are the messages of op. An error is op's result: nothing is to
-// be sent. How errors name a call is left empty where describeOp(op) says
-// it, and built only for an error.
-func (p *pipeline) calls(op *nat44.Op) ([]featureCall, error) {
-	if op.Kind == nat44.OpSetInterface {
-		if op.OldFeatures == op.NewFeatures {
-			return nil, nil
-		}
-		idx, ok, err := p.n.ifaces.index(p.st.ctx, op.Interface)
-		what := describeOp(op)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s: %w", what, err)
-		case !ok:
-			return nil, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
-		}
-		op.SwIfIndex = idx
-		return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), nil
+// featureCalls are the messages of an OpSetInterface. An error is op's
+// result: nothing is to be sent.
+func (p *pipeline) featureCalls(op *nat44.Op) ([]featureCall, error) {
+	if op.OldFeatures == op.NewFeatures {
+		return nil, nil
 	}
-	req, reply, err := opRequest(op)
-	if err != nil {
-		return nil, invalid(describeOp(op), err.Error())
+	idx, ok, err := p.n.ifaces.index(p.st.ctx, op.Interface)
+	what := describeOp(op)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", what, err)
+	case !ok:
+		return nil, fmt.Errorf("%s: %w: %w", what, nat44.ErrNoInterface, nat44.ErrInvalid)
 	}
-	return []featureCall{{req: req, reply: reply}}, nil
+	op.SwIfIndex = idx
+	return featureCalls(op.Interface, idx, op.OldFeatures, op.NewFeatures), nil
 }
 
 // Recv implements nat44.Pipeline: the result of the oldest operation in
 // flight, its messages' errors joined as the synchronous method joins
 // them.
 func (p *pipeline) Recv() error {
-	var errs []error
+	var errs []error // made only for an operation of several calls
 	for {
 		c, ok := p.st.pop()
 		if !ok {
@@ -113,7 +117,11 @@ func (p *pipeline) Recv() error {
 			}
 			// Removing one of a mapping's last two locals is refused with
 			// VPP's unspecified error (-1), as in AddDelLBLocal.
-			errs = append(errs, classify(c.err, what, c.meta.op.Kind == nat44.OpDelLocal))
+			err := classify(c.err, what, c.meta.op.Kind == nat44.OpDelLocal)
+			if c.meta.last && errs == nil {
+				return err
+			}
+			errs = append(errs, err)
 		}
 		if c.meta.last {
 			break

@@ -192,3 +192,42 @@ func TestPipelineBroken(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineQueueStaysSmall keeps a few calls in flight through a long
+// run: the stream's queue holds about those, not one entry per call sent.
+func TestPipelineQueueStaysSmall(t *testing.T) {
+	ctx := context.Background()
+	_, _, n := socketEnv(t, sim.Options{}, Config{})
+	if err := n.SetGlobal(ctx, nat44.Global{SessionLimit: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.Pipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const calls, inFlight = 1000, 4
+	ops := make([]nat44.Op, calls)
+	for i := range ops {
+		ops[i] = nat44.Op{Kind: nat44.OpAddMapping, Mapping: &nat44.Mapping{
+			MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: servicerenderer.TCP},
+			Locals:     []nat44.Local{nat44.Placeholder, {IP: netip.MustParseAddr("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}},
+			Tag:        "contiv-test"}}
+		if err := p.Send(&ops[i]); err != nil {
+			t.Fatal(err)
+		}
+		if i >= inFlight-1 {
+			if err := p.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if c := cap(p.(*pipeline).st.q); c > 8*inFlight {
+		t.Errorf("the queue has room for %d calls after %d with %d in flight", c, calls, inFlight)
+	}
+	for range inFlight - 1 {
+		if err := p.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -93,11 +93,16 @@ func (p *stream[M]) send(meta M, req, reply api.Message) {
 	p.q = append(p.q, c)
 }
 
-// reuse empties the queue once everything in it was handed out.
+// reuse moves the calls not handed out to the front of the queue once
+// half of it or more was handed out, so that a long pipelined run keeps
+// a queue about its window's size instead of one entry per call.
 func (p *stream[M]) reuse() {
-	if p.head > 0 && p.head == len(p.q) {
-		p.q, p.head, p.next = p.q[:0], 0, 0
+	if p.head == 0 || 2*p.head < len(p.q) {
+		return
 	}
+	n := copy(p.q, p.q[p.head:])
+	clear(p.q[n:])
+	p.q, p.next, p.head = p.q[:n], max(p.next-p.head, 0), 0
 }
 
 // readOne reads the answer to the oldest call without one.

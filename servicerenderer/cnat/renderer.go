@@ -140,16 +140,17 @@ func New(p Params) (*Renderer, error) {
 	}, log)
 	r.front = reconcile.NewFront("cnat", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
 		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
-	r.reset(servicerenderer.LocalNode{}, nil)
+	r.reset(servicerenderer.LocalNode{}, nil, 0)
 	return r, nil
 }
 
-// reset forgets every service; what VPP holds stays known.
-func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole) {
+// reset forgets every service; what VPP holds stays known. Room is made
+// for services services.
+func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole, services int) {
 	r.node = node
-	r.services = map[servicerenderer.ServiceID]*entry{}
+	r.services = make(map[servicerenderer.ServiceID]*entry, services)
 	r.extIPs = map[netip.Addr]int{}
-	r.frontends.Reset()
+	r.frontends.Reset(services)
 	r.routeRefs = map[Route]int{}
 	r.dirtyRoutes = nil
 	r.interfaces = maps.Clone(interfaces)
@@ -315,7 +316,7 @@ func compareIDs(a, b servicerenderer.ServiceID) int {
 // resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot; the next Apply is full.
 func (r *Renderer) resync(data *servicerenderer.ResyncData) {
-	r.reset(data.Node, data.Interfaces)
+	r.reset(data.Node, data.Interfaces, len(data.Services))
 	for _, svc := range data.Services {
 		if svc != nil {
 			r.setService(svc)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -54,8 +55,17 @@ func (c *cycle) Dump(ctx context.Context) (*State, error) {
 			r.count(0, 1)
 			return nil, fmt.Errorf("dump routes: %w", err)
 		}
+		if len(dumped.Routes) == 0 {
+			dumped.Routes = make(map[RouteKey]*Route, len(routes))
+		}
 		for _, rt := range routes {
-			if r.ownedRoute(rt) {
+			// A route as desired is held as the desired value (read here
+			// without mu: the loop, Dump's caller, is its only writer); a
+			// key desired is the renderer's (ownedRoute).
+			switch d := r.desired.Routes[rt.RouteKey]; {
+			case d != nil && *d == rt:
+				dumped.Routes[rt.RouteKey] = d
+			case d != nil || r.ownedRoute(rt):
 				dumped.Routes[rt.RouteKey] = &rt
 			}
 		}
@@ -82,8 +92,23 @@ func (c *cycle) PlanFull(dumped *State) []step {
 	r.dirtyExt = nil
 	r.dirtyRoutes = nil
 	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
-	steps := appendSteps(r.stepsBuf[:0], diff(r.desired, r.applied, r.owned, r.blocked), nil)
-	for _, fe := range r.frontends.Sorted() {
+	global := diff(r.desired, r.applied, r.owned, r.blocked)
+	// A frontend whose desired mapping VPP holds (the same value: Load and
+	// the applies share it) needs nothing; the others are planned in key
+	// order, with room for their steps made at once (a large full apply
+	// would otherwise copy them as they grow): one each, as most need.
+	all := r.frontends.Frontends()
+	fes := make([]*frontendState, 0, len(all))
+	for _, fe := range all {
+		if fe.Desired == fe.Applied {
+			r.frontends.Clean(fe)
+		} else {
+			fes = append(fes, fe)
+		}
+	}
+	slices.SortFunc(fes, func(a, b *frontendState) int { return compareMappingKeys(a.Key, b.Key) })
+	steps := appendSteps(slices.Grow(r.stepsBuf[:0], len(global)+len(fes)), global, nil)
+	for _, fe := range fes {
 		steps = r.appendFrontend(steps, fe)
 	}
 	return sortSteps(steps)
@@ -164,9 +189,14 @@ func (r *Renderer) appendFrontend(steps []step, fe *frontendState) []step {
 	return steps
 }
 
-// sortSteps puts steps in the order they are issued (compareOps).
+// sortSteps puts steps in the order they are issued (compareOps). A full
+// apply plans them in that order already: checking it spares moving
+// large steps about.
 func sortSteps(steps []step) []step {
-	slices.SortStableFunc(steps, func(a, b step) int { return compareOps(&a.Op, &b.Op) })
+	order := func(a, b step) int { return compareOps(&a.Op, &b.Op) }
+	if !slices.IsSortedFunc(steps, order) {
+		slices.SortStableFunc(steps, order)
+	}
 	return steps
 }
 
@@ -338,14 +368,51 @@ type runner struct {
 	retry   bool
 }
 
-var _ reconcile.Port[step, ObjectID, struct{}] = (*runner)(nil)
+var _ reconcile.Port[step, runKey, struct{}] = (*runner)(nil)
 
-// Object implements reconcile.Port.
-func (x *runner) Object(s *step) ObjectID { return s.Object() }
+// runKey is the object of a step (Op.Object) as a run keys it: ObjectID's
+// fields packed into 64 bytes. A map keeps such a key in place, while one
+// of ObjectID's 160 bytes (over Go's 128) gets an allocation of its own:
+// one per call of a full apply.
+type runKey struct {
+	kind ObjectKind
+	// flag is a pool address's twice-NAT, a route prefix's length.
+	flag  uint8
+	proto Protocol
+	port  uint16
+	vrf   uint32
+	addr  netip.Addr
+	name  string
+}
+
+// Object implements reconcile.Port: the key of s.Object().
+func (x *runner) Object(s *step) runKey {
+	op := &s.Op
+	switch op.Kind {
+	case OpSetGlobal:
+		return runKey{kind: ObjectGlobal}
+	case OpDelPool, OpAddPool:
+		k := runKey{kind: ObjectPool, addr: op.Pool.IP, vrf: op.Pool.VRF}
+		if op.Pool.TwiceNAT {
+			k.flag = 1
+		}
+		return k
+	case OpSetInterface:
+		return runKey{kind: ObjectInterface, name: op.Interface}
+	case OpDelIdentity, OpAddIdentity:
+		id := &op.Identity.IdentityKey
+		return runKey{kind: ObjectIdentity, addr: id.IP, port: id.Port, proto: id.Proto, vrf: id.VRF}
+	case OpDelRoute, OpAddRoute:
+		p := op.Route.Prefix
+		return runKey{kind: ObjectRoute, addr: p.Addr(), flag: uint8(p.Bits()), vrf: op.Route.VRF}
+	}
+	m := &op.Mapping.MappingKey
+	return runKey{kind: ObjectMapping, addr: m.IP, port: m.Port, proto: m.Proto}
+}
 
 // Ordered implements reconcile.Port: every object's calls wait for the
 // previous answer.
-func (x *runner) Ordered(ObjectID) bool { return true }
+func (x *runner) Ordered(runKey) bool { return true }
 
 // Pipelined implements reconcile.Port.
 func (x *runner) Pipelined(s *step) bool { return x.p != nil && Pipelined(s.Kind) }
@@ -447,6 +514,12 @@ func (r *Renderer) record(s *step) {
 	if s.fe != nil {
 		s.fe.Applied = afterOp(s.fe.Applied, &s.Op)
 		return
+	}
+	if k := s.Route.RouteKey; s.Kind == OpAddRoute {
+		if d := r.desired.Routes[k]; d != nil && *d == s.Route {
+			r.applied.Routes[k] = d // shared, not copied
+			return
+		}
 	}
 	r.applied.Apply(s.Op)
 }

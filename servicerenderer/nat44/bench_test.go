@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -163,4 +164,67 @@ func BenchmarkResync(b *testing.B) {
 			b.ReportMetric(float64(vpp.calls)/float64(runs), "calls/op")
 		})
 	}
+}
+
+// BenchmarkStartup is the renderer's share of an agent's start on W(N), as
+// the agent configures it (main VRF 0: each service's cluster IP has its
+// verdict route): a new renderer, the resync and the first full apply,
+// against an empty VPP (every call issued) and against one that already
+// holds W(N) (its dump read, nothing to call). It reports the CPU per
+// start and the heap the started renderer holds.
+func BenchmarkStartup(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		w := newBenchWorkload(n)
+		w.cfg.MainVRF = 0
+		programmed := newFakeVPP()
+		start := func(b *testing.B, vpp VPP) *Renderer {
+			r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Resync(w.resyncData()); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Apply(context.Background(), true); err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+		start(b, programmed)
+		programmed.takeCalls()
+		for _, c := range []struct {
+			name string
+			vpp  func() VPP
+		}{
+			{"empty", func() VPP { return &countingVPP{} }},
+			{"programmed", func() VPP { return programmed }},
+		} {
+			b.Run(fmt.Sprintf("N=%d/%s", n, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				cpu0, runs := cpuTime(), 0
+				for b.Loop() {
+					runs++
+					start(b, c.vpp())
+				}
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(runs), "cpu-ns/op")
+				b.StopTimer()
+				base := heapAfterGC()
+				r := start(b, c.vpp())
+				after := heapAfterGC()
+				b.ReportMetric(float64(after-base)/(1<<20), "heap-MiB")
+				runtime.KeepAlive(r)
+				if calls := programmed.takeCalls(); len(calls) != 0 {
+					b.Fatalf("a start against the programmed VPP made %d calls, first %s", len(calls), calls[0])
+				}
+			})
+		}
+	}
+}
+
+// heapAfterGC is the live heap after a full collection.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

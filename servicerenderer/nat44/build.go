@@ -169,22 +169,26 @@ func frontendIPv4(ip netip.Addr) (netip.Addr, bool) {
 // fit, and says so). IPv6 and duplicate backends are skipped.
 func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalNode, cfg *Config) ([]Local, *Subset) {
 	weight := max(cfg.LocalEndpointWeight, 1)
-	var loc, rem []Local
-	for i := range backends {
-		b := &backends[i]
-		ip := b.IP.Unmap()
-		if !ip.Is4() || b.Port == 0 {
-			continue
-		}
-		l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
-		if b.Local {
-			l.Probability = weight
-			loc = append(loc, l)
-		} else {
-			rem = append(rem, l)
+	// One array for both, this node's first: fitLocals joins them in it,
+	// and the mapping keeps it (no growing copies).
+	buf := make([]Local, 0, len(backends))
+	nLocal := 0
+	for _, local := range []bool{true, false} {
+		for i := range backends {
+			b := &backends[i]
+			ip := b.IP.Unmap()
+			if b.Local != local || !ip.Is4() || b.Port == 0 {
+				continue
+			}
+			l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
+			if local {
+				l.Probability = weight
+				nLocal++
+			}
+			buf = append(buf, l)
 		}
 	}
-	return fitLocals(sortLocals(loc), sortLocals(rem), node.Name, weight)
+	return fitLocals(sortLocals(buf[:nLocal]), sortLocals(buf[nLocal:]), node.Name, weight)
 }
 
 // withPlaceholder pairs a lone local with the Placeholder, so that the

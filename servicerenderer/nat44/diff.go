@@ -139,7 +139,13 @@ func diff(desired, applied *State, owned func(string) bool, blocked func(id Obje
 			blocked(ObjectID{Kind: ObjectIdentity, Identity: k}, applied.Identities[k].Tag)
 		}
 	}
-	for _, k := range unionKeys(desired.Routes, applied.Routes, compareRouteKeys) {
+	// A route both hold as one value needs nothing (the renderer shares
+	// those VPP holds as desired): only the others are sorted and diffed,
+	// with room for their changes made at once (a full apply may add
+	// thousands).
+	keys := changedKeys(desired.Routes, applied.Routes, compareRouteKeys)
+	ops = slices.Grow(ops, len(keys))
+	for _, k := range keys {
 		ops = diffRoute(ops, desired.Routes[k], applied.Routes[k])
 	}
 	for _, k := range unionKeys(desired.Mappings, applied.Mappings, compareMappingKeys) {
@@ -151,6 +157,30 @@ func diff(desired, applied *State, owned func(string) bool, blocked func(id Obje
 	}
 	sortOps(ops)
 	return ops
+}
+
+// changedKeys is the keys of a and b whose values differ (pointers by
+// address: equal values behind two pointers count as changed), sorted.
+func changedKeys[K, V comparable](a, b map[K]V, compare func(K, K) int) []K {
+	var keys []K
+	add := func(k K) {
+		if keys == nil {
+			keys = make([]K, 0, max(len(a), len(b))) // once one changed, room for many
+		}
+		keys = append(keys, k)
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			add(k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			add(k)
+		}
+	}
+	slices.SortFunc(keys, compare)
+	return keys
 }
 
 // unionKeys is the keys of a and b, sorted.

@@ -171,3 +171,57 @@ func (o *orderFake) Recv() error {
 	o.inflight = o.inflight[1:]
 	return o.pipelinedFake.Recv()
 }
+
+// A full apply of more calls than the run keeps in flight records the
+// oldest answers as it goes: at most 1024 calls wait for theirs, and all
+// are made.
+func TestPipelinedApplyBoundsCallsInFlight(t *testing.T) {
+	fake := &pipelinedFake{fakeVPP: newFakeVPP()}
+	r := newTestRenderer(t, testConfig(), fake)
+	if err := r.Resync(resyncData(manyServices(1500)...)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	if n := len(fake.takeCalls()); n < 1500 || fake.maxInFlight > 1024 {
+		t.Errorf("%d calls, at most %d in flight; want every service's, at most 1024", n, fake.maxInFlight)
+	}
+	if fs := r.Failures(); len(fs) != 0 {
+		t.Errorf("failures %v", fs)
+	}
+}
+
+// A run keys each step by its object: two steps share a key exactly when
+// their Op.Object is the same (every pair of a set of operations varying
+// each field an object holds).
+func TestRunKeyIsTheObject(t *testing.T) {
+	var ops []Op
+	for k := OpSetGlobal; k <= OpAddMapping; k++ {
+		for _, ip := range []netip.Addr{netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("10.96.0.2")} {
+			for n := range 2 {
+				for bits := 31; bits <= 32; bits++ {
+					for _, twice := range []bool{false, true} {
+						for _, name := range []string{"a", "b"} {
+							proto := servicerenderer.TCP
+							if twice {
+								proto = servicerenderer.UDP
+							}
+							ops = append(ops, Op{Kind: k, Pool: PoolAddress{IP: ip, VRF: uint32(n), TwiceNAT: twice}, Interface: name,
+								Identity: &Identity{IdentityKey: IdentityKey{IP: ip, Port: uint16(bits), Proto: proto, VRF: uint32(n)}},
+								Route:    Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, bits), VRF: uint32(n)}},
+								Mapping:  &Mapping{MappingKey: MappingKey{IP: ip, Port: uint16(bits), Proto: servicerenderer.Protocol(n)}}})
+						}
+					}
+				}
+			}
+		}
+	}
+	var x runner
+	for i := range ops {
+		for j := range ops {
+			a, b := &ops[i], &ops[j]
+			if same, want := x.Object(&step{Op: *a}) == x.Object(&step{Op: *b}), a.Object() == b.Object(); same != want {
+				t.Fatalf("%s and %s: same run key %v, same object %v", a.String(), b.String(), same, want)
+			}
+		}
+	}
+}

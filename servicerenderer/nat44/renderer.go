@@ -119,7 +119,7 @@ type Renderer struct {
 	// runner and queue are the state of the loop goroutine's runs
 	// (apply.go), reused from one apply to the next.
 	runner runner
-	queue  reconcile.Run[step, ObjectID, struct{}]
+	queue  reconcile.Run[step, runKey, struct{}]
 	// start is when the running apply started; heldBuf its frontends
 	// held (hold.go).
 	start   time.Time
@@ -171,19 +171,25 @@ func New(p Params) (*Renderer, error) {
 		Desire:  r.desire,
 		Changed: func(k MappingKey) { r.failures.Delete(ObjectID{Kind: ObjectMapping, Mapping: k}) },
 	}, log)
+	// Answers are recorded once 1024 calls are in flight, four times
+	// plugins/vpp's window: a full apply of 100 000 calls keeps its run's
+	// bookkeeping at that size. Every NAT44 object is ordered, so no
+	// result changes by being recorded sooner.
+	r.queue.MaxInFlight = 1024
 	r.front = reconcile.NewFront("nat44", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
 		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
-	r.reset(servicerenderer.LocalNode{}, nil)
+	r.reset(servicerenderer.LocalNode{}, nil, 0)
 	return r, nil
 }
 
-// reset forgets every service; the caller holds mu.
-func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole) {
+// reset forgets every service and makes room for services services (a
+// resync's maps then do not grow one copy at a time); the caller holds mu.
+func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole, services int) {
 	r.node = node
-	r.services = map[servicerenderer.ServiceID]*serviceEntry{}
+	r.services = make(map[servicerenderer.ServiceID]*serviceEntry, services)
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
-	r.frontends.Reset()
+	r.frontends.Reset(services)
 	r.interfaces = maps.Clone(interfaces)
 	if r.interfaces == nil {
 		r.interfaces = map[string]servicerenderer.InterfaceRole{}
@@ -193,10 +199,24 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.dirtyInterfaces = nil
 	r.extRefs = map[netip.Addr]int{}
 	r.dirtyExt = nil
-	r.routeRefs = map[Route]int{}
+	// A service has a verdict route per cluster IP only with main VRF 0
+	// and a service CIDR (BuildRoutes).
+	routes := 0
+	if r.cfg.MainVRF == 0 && r.cfg.ServiceCIDR.IsValid() {
+		routes = services
+		r.desired.Routes = withRoom(r.desired.Routes, routes)
+	}
+	r.routeRefs = make(map[Route]int, routes)
 	r.dirtyRoutes = nil
 	r.sourceRules = map[servicerenderer.ServiceID][]ACLRule{}
 	r.aclDirty = true
+}
+
+// withRoom is m copied into a map with room for n more keys.
+func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
+	out := make(map[K]V, len(m)+n)
+	maps.Copy(out, m)
+	return out
 }
 
 // deleteService forgets svc.
@@ -387,7 +407,7 @@ func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 // resync replaces everything with a snapshot: the desired state is rebuilt
 // from the snapshot, and the next Apply reconciles with VPP's real state.
 func (r *Renderer) resync(data *servicerenderer.ResyncData) {
-	r.reset(data.Node, data.Interfaces)
+	r.reset(data.Node, data.Interfaces, len(data.Services))
 	for _, svc := range data.Services {
 		if svc != nil {
 			r.setService(svc)

@@ -227,6 +227,43 @@ func TestAgentRestartMakesNoCalls(t *testing.T) {
 	}
 }
 
+// A full apply against a VPP that holds what is desired keeps the desired
+// mappings and routes as what VPP holds, not the dump's copies of them,
+// and so does an apply that adds them: the renderer holds each value once.
+func TestAppliedSharesTheDesiredValues(t *testing.T) {
+	svcs := manyServices(50)
+	fake := newFakeVPP()
+	check := func(r *Renderer, when string) {
+		t.Helper()
+		d, a := r.Desired(), r.Applied()
+		if len(d.Mappings) < 50 || len(d.Routes) == 0 {
+			t.Fatalf("%s: %d mappings, %d routes desired", when, len(d.Mappings), len(d.Routes))
+		}
+		for k, m := range d.Mappings {
+			if a.Mappings[k] != m {
+				t.Errorf("%s: mapping %s applied %p, desired %p: want the desired value", when, k, a.Mappings[k], m)
+			}
+		}
+		for k, rt := range d.Routes {
+			if a.Routes[k] != rt {
+				t.Errorf("%s: route %s applied %p, desired %p: want the desired value", when, k.Prefix, a.Routes[k], rt)
+			}
+		}
+	}
+	r := newTestRenderer(t, testConfig(), fake)
+	if err := r.Resync(resyncData(svcs...)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	check(r, "programmed")
+	r2 := newTestRenderer(t, testConfig(), fake)
+	if err := r2.Resync(resyncData(svcs...)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r2, true)
+	check(r2, "restarted against a programmed VPP")
+}
+
 func TestForeignMappingsNeverTouched(t *testing.T) {
 	fake := newFakeVPP()
 	foreign := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},

@@ -82,34 +82,57 @@ func (r *Renderer) routeRef(rt Route, delta int) {
 	} else {
 		delete(r.routeRefs, rt)
 	}
-	var want *Route
+	old := r.desired.Routes[rt.RouteKey]
+	if n > 0 && old != nil && *old == rt {
+		return // still wanted, and still first: nothing changes
+	}
+	if delta > 0 && old == nil && (rt.Kind == RouteLookup || rt.Table == 0) {
+		// No route was wanted on the key: rt is the one (as the search
+		// below finds; spared, as most keys have one route).
+		c := rt
+		r.setDesiredRoute(rt.RouteKey, &c)
+		return
+	}
+	var want Route
+	found := false
 	for _, k := range []RouteKind{RouteDrop, RouteReject, RouteLookup} {
 		c := rt
 		c.Kind = k
 		if k != RouteLookup {
 			c.Table = 0
 		}
-		if r.routeRefs[c] > 0 && (want == nil || compareRoutes(c, *want) < 0) {
-			want = &c
+		if r.routeRefs[c] > 0 && (!found || compareRoutes(c, want) < 0) {
+			want, found = c, true
 		}
 	}
-	old := r.desired.Routes[rt.RouteKey]
 	switch {
-	case want == nil && old == nil, want != nil && old != nil && *want == *old:
+	case !found && old == nil, found && old != nil && want == *old:
 		return
-	case want == nil:
+	case !found:
 		delete(r.desired.Routes, rt.RouteKey)
+		r.routeChanged(rt.RouteKey)
 	default:
-		r.desired.Routes[rt.RouteKey] = want
+		w := want
+		r.setDesiredRoute(rt.RouteKey, &w)
 	}
+}
+
+// setDesiredRoute makes rt the desired route on k; the caller holds mu.
+func (r *Renderer) setDesiredRoute(k RouteKey, rt *Route) {
+	r.desired.Routes[k] = rt
+	r.routeChanged(k)
+}
+
+// routeChanged queues k, whose desired route changed, for Apply.
+func (r *Renderer) routeChanged(k RouteKey) {
 	if !r.synced {
 		return // the next apply is full: it plans every key and clears failures
 	}
 	if r.dirtyRoutes == nil {
 		r.dirtyRoutes = map[RouteKey]struct{}{}
 	}
-	r.dirtyRoutes[rt.RouteKey] = struct{}{}
-	r.failures.Delete(ObjectID{Kind: ObjectRoute, Route: rt.RouteKey})
+	r.dirtyRoutes[k] = struct{}{}
+	r.failures.Delete(ObjectID{Kind: ObjectRoute, Route: k})
 }
 
 // ownedRoute tells whether a route VPP holds is the agent's: the service

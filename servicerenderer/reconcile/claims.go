@@ -350,13 +350,20 @@ func (t *Table[K, O]) forget(fe *Frontend[K, O]) {
 
 // Load makes dumped (by key; nil: nothing) what VPP holds, and the
 // frontends nothing refers to any more go. It is a full apply's step (or
-// the news that VPP lost everything); the dirty set stays.
+// the news that VPP lost everything); the dirty set stays. A dumped
+// object the same as the desired one is not kept: Applied is then the
+// desired object (as after an apply that made it), so that a programmed
+// VPP's dump is not held a second time.
 func (t *Table[K, O]) Load(dumped map[K]*O) {
 	for _, fe := range t.frontends {
 		fe.Applied = nil
 	}
 	for k, o := range dumped {
-		t.ensure(k).Applied = o
+		fe := t.ensure(k)
+		if t.obj.Same(fe.Desired, o) {
+			o = fe.Desired
+		}
+		fe.Applied = o
 	}
 	for _, fe := range t.frontends {
 		t.forget(fe)
@@ -366,9 +373,11 @@ func (t *Table[K, O]) Load(dumped map[K]*O) {
 // Reset starts a resync: every claim and desired object goes, what VPP
 // holds stays known. A conflict logged before it is not logged again when
 // the resync finds it again; EndReset logs those it did not find resolved.
-func (t *Table[K, O]) Reset() {
+// hint is how many frontends the resync is expected to claim: room for
+// them is made at once.
+func (t *Table[K, O]) Reset(hint int) {
 	old := t.frontends
-	t.frontends = make(map[K]*Frontend[K, O], len(old))
+	t.frontends = make(map[K]*Frontend[K, O], max(len(old), hint))
 	for k, fe := range old {
 		if fe.Applied != nil {
 			*fe = Frontend[K, O]{Key: k, Applied: fe.Applied}

@@ -153,7 +153,7 @@ func TestConflictLoggedOnce(t *testing.T) {
 	tb.Set(young, svc("young", 1), objs("k", "v1"))
 	tb.Set(young, svc("young", 1), objs("k", "v2"))
 	tb.Set(old, svc("old", 2), objs("k", "old2"))
-	tb.Reset()
+	tb.Reset(0)
 	old, young = &Claimant[key, obj]{}, &Claimant[key, obj]{}
 	tb.Set(old, svc("old", 2), objs("k", "old"))
 	tb.Set(young, svc("young", 1), objs("k", "v1"))
@@ -167,7 +167,7 @@ func TestConflictLoggedOnce(t *testing.T) {
 	}
 	// A conflict gone with a resync is logged resolved by it.
 	tb.Set(old, svc("old", 2), objs("k", "old"))
-	tb.Reset()
+	tb.Reset(0)
 	tb.Set(&Claimant[key, obj]{}, svc("old", 2), objs("k", "old"))
 	tb.EndReset()
 	if n := strings.Count(buf.String(), "conflict resolved"); n != 2 {
@@ -248,7 +248,7 @@ func TestLoadAndReset(t *testing.T) {
 	if fe := tb.Get("k2"); fe == nil || fe.Applied.V != "foreign" || fe.Desired != nil {
 		t.Errorf("k2 %+v, want VPP's object, nothing desired", fe)
 	}
-	tb.Reset()
+	tb.Reset(0)
 	if tb.Get("k1") != nil || tb.Get("k2") == nil || len(tb.Dirty()) != 0 {
 		t.Errorf("after a reset: k1 %v, k2 %v, dirty %d; want k2 only, none dirty", tb.Get("k1"), tb.Get("k2"), len(tb.Dirty()))
 	}
@@ -256,5 +256,20 @@ func TestLoadAndReset(t *testing.T) {
 	tb.Load(nil)
 	if n := len(tb.Frontends()); n != 0 {
 		t.Errorf("%d frontends after VPP lost everything, want 0", n)
+	}
+}
+
+// A dumped object the same as the desired one is not kept beside it:
+// Applied is the desired object; a different one is kept as dumped.
+func TestLoadSharesTheDesiredObject(t *testing.T) {
+	tb, _, _ := table(t)
+	a := &Claimant[key, obj]{}
+	tb.Set(a, svc("a", 1), objs("k1", "v", "k2", "v"))
+	tb.Load(map[key]*obj{"k1": {"k1", "v"}, "k2": {"k2", "old"}})
+	if fe := tb.Get("k1"); fe.Applied != fe.Desired {
+		t.Errorf("k1: applied %p, desired %p: want the desired object shared", fe.Applied, fe.Desired)
+	}
+	if fe := tb.Get("k2"); fe.Applied == fe.Desired || fe.Applied.V != "old" {
+		t.Errorf("k2: applied %+v, want the dumped object", fe.Applied)
 	}
 }

@@ -31,6 +31,16 @@ type Port[Op any, ID comparable, R any] interface {
 // calls go out without waiting, and their answers are recorded in send
 // order. A renderer keeps one Run, reused by every apply.
 type Run[Op any, ID comparable, R any] struct {
+	// MaxInFlight, when set, bounds the pipelined calls in flight: once
+	// that many wait, the oldest answer is recorded before the next call
+	// goes out, so that a long run keeps its bookkeeping (and the
+	// transport its answers) about that size rather than one entry per
+	// call. Set above the transport's own window (plugins/vpp keeps 256
+	// calls in flight), it never narrows the pipeline. The renderer sets
+	// it once; zero: unbounded (answers recorded as calls need them and
+	// by Drain).
+	MaxInFlight int
+
 	ctx  context.Context
 	port Port[Op, ID, R]
 	ops  []Op
@@ -70,6 +80,9 @@ func (q *Run[Op, ID, R]) Do(i int) bool {
 		return false
 	}
 	if p.Pipelined(op) {
+		if q.MaxInFlight > 0 && len(q.inflight) >= q.MaxInFlight {
+			q.recv()
+		}
 		if err := p.Send(op); err != nil {
 			var zero R
 			q.result(i, id, zero, err)

@@ -66,12 +66,13 @@ var errRefused = errors.New("refused")
 
 func TestRun(t *testing.T) {
 	tests := []struct {
-		name      string
-		ops       []op
-		unordered string
-		cancelAt  string
-		want      []string
-		stopped   int // index Do returned false at; -1: none
+		name        string
+		ops         []op
+		unordered   string
+		cancelAt    string
+		maxInFlight int
+		want        []string
+		stopped     int // index Do returned false at; -1: none
 	}{{
 		name: "synchronous calls in order",
 		ops:  []op{{obj: "a", name: "a1"}, {obj: "b", name: "b1"}},
@@ -95,6 +96,13 @@ func TestRun(t *testing.T) {
 		ops:       []op{{obj: "i", name: "i1", pipelined: true, err: errRefused}, {obj: "i", name: "i2", pipelined: true}},
 		want:      []string{"send i1", "send i2", "result i1 refused", "result i2 <nil>"},
 	}, {
+		name:        "at most MaxInFlight calls in flight: the oldest answer is recorded before the next call",
+		maxInFlight: 2,
+		ops: []op{{obj: "a", name: "a1", pipelined: true}, {obj: "b", name: "b1", pipelined: true},
+			{obj: "c", name: "c1", pipelined: true}, {obj: "d", name: "d1", pipelined: true}},
+		want: []string{"send a1", "send b1", "result a1 <nil>", "send c1", "result b1 <nil>", "send d1",
+			"result c1 <nil>", "result d1 <nil>"},
+	}, {
 		name:     "a done context stops the run",
 		cancelAt: "a1",
 		ops:      []op{{obj: "a", name: "a1"}, {obj: "b", name: "b1"}},
@@ -107,6 +115,7 @@ func TestRun(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p := &port{ops: tt.ops, unordered: tt.unordered, cancel: cancel, cancelAt: tt.cancelAt}
+			q.MaxInFlight = tt.maxInFlight
 			q.Start(ctx, p, tt.ops)
 			stopped := -1
 			for i := range tt.ops {
