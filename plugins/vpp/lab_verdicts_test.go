@@ -287,4 +287,3 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	}
 	r.write(recordsVerdictsDir(t))
 }
-
