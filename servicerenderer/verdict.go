@@ -68,3 +68,68 @@ func RejectIPs(svc *ContivService, cidr netip.Prefix) []netip.Addr {
 	}
 	return out
 }
+
+// RejectSink is the address both renderers translate a frontend to when
+// kube-proxy would reject it and no route may (an external or
+// LoadBalancer IP of a port without endpoints: a route outside the
+// service CIDR could not be recognised after a restart): the first
+// address of the service CIDR cidr, which Kubernetes never allocates,
+// given a reject route (RouteReject) in table 0. Invalid without a valid
+// cidr.
+func RejectSink(cidr netip.Prefix) netip.Addr {
+	if !cidr.IsValid() {
+		return netip.Addr{}
+	}
+	return cidr.Masked().Addr()
+}
+
+// DropSink is the address a frontend is translated to when kube-proxy
+// would drop it and no route may (an external or LoadBalancer IP whose
+// Local policy leaves this node no endpoint): the last address of the IPv4
+// service CIDR cidr, which Kubernetes never allocates (its broadcast
+// address), dropped by the service CIDR's drop route (FACTS §4). Invalid
+// without a valid IPv4 cidr (Kubernetes allocates an IPv6 range's last
+// address).
+func DropSink(cidr netip.Prefix) netip.Addr {
+	p := cidr.Masked()
+	if !p.IsValid() || !p.Addr().Is4() {
+		return netip.Addr{}
+	}
+	a := p.Addr().As4()
+	for i := p.Bits(); i < 32; i++ {
+		a[i/8] |= 1 << (7 - i%8)
+	}
+	return netip.AddrFrom4(a)
+}
+
+// HasBackend tells whether p has a backend of the address family (IPv4
+// when v4) with a port: without one, its frontends of that family are
+// rejected (kube-proxy's REJECT for a port without endpoints).
+func (p *Port) HasBackend(v4 bool) bool {
+	for i := range p.Backends {
+		if ip := p.Backends[i].IP.Unmap(); ip.IsValid() && ip.Is4() == v4 && p.Backends[i].Port != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesRejectSink tells whether svc has an external or LoadBalancer IP of
+// the family (IPv4 when v4) on a TCP or UDP port without a backend of
+// that family: its renderer then translates it to RejectSink, which needs
+// the sink's reject route.
+func UsesRejectSink(svc *ContivService, v4 bool) bool {
+	if svc == nil || !slices.ContainsFunc(svc.ExternalIPs, func(ip netip.Addr) bool {
+		ip = ip.Unmap()
+		return ip.IsValid() && ip.Is4() == v4 && !ip.IsUnspecified() && !ip.IsMulticast()
+	}) {
+		return false
+	}
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
+		if (p.Protocol == TCP || p.Protocol == UDP) && p.Port != 0 && !p.HasBackend(v4) {
+			return true
+		}
+	}
+	return false
+}

@@ -37,11 +37,12 @@ func TestBuildService(t *testing.T) {
 			{Key: key("192.168.16.100", 80, sr.TCP), Paths: locals},
 			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: locals, RealIP: true},
 		}},
-		{"external Local with no local backend: no external translation", func(s *sr.ContivService) {
+		{"external Local with no local backend: the external IP to the drop sink (the service CIDR's last address), no NodePort", func(s *sr.ContivService) {
 			s.ExternalPolicy = sr.PolicyLocal
 			s.Ports[0].LocalBackends = nil
 		}, []Translation{
 			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.111.255.255", 80)}},
 		}},
 		{"affinity: Maglev with the source-IP hash", func(s *sr.ContivService) {
 			s.AffinityTimeout = 10800
@@ -49,9 +50,17 @@ func TestBuildService(t *testing.T) {
 		}, []Translation{
 			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed, LB: LBMaglev, FlowHash: FlowHashSrcIP},
 		}},
-		{"no backends: no translation at all", func(s *sr.ContivService) {
+		{"no backends: the external IP to the reject sink (the service CIDR's first address) only", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil
-		}, nil},
+		}, []Translation{
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+		}},
+		{"IPv6 backends only: the IPv4 external IP rejected", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
+			s.ClusterIPs, s.Ports[0].NodePort = nil, 0
+		}, []Translation{
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+		}},
 		{"remote only: one path each", func(s *sr.ContivService) {
 			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
 			s.Ports[0].Backends = []sr.Backend{be("10.1.2.11", 8080, false), be("10.1.2.12", 8080, false)}

@@ -192,14 +192,16 @@ func TestIncrementalChanges(t *testing.T) {
 	apply(t, r, false)
 	checkState(t, f, wantState(r))
 
-	// No backends left: the translations go (never 0 paths).
+	// No backends left: the translations go (never 0 paths), but the
+	// external IP's, which goes to the reject sink.
 	none := web()
 	none.Ports[0].Backends, none.Ports[0].LocalBackends = nil, nil
 	_ = r.UpdateService(aff, none)
 	apply(t, r, false)
 	checkState(t, f, wantState(r))
-	if n := len(f.state().Trans); n != 0 {
-		t.Errorf("%d translations left", n)
+	sink := key("192.168.16.100", 80, sr.TCP)
+	if tr := f.state().Trans; len(tr) != 1 || len(tr[sink].Paths) != 1 || tr[sink].Paths[0].IP != addr("10.96.0.0") {
+		t.Errorf("translations left: %v, want the external IP's to the reject sink", tr)
 	}
 
 	// Interfaces come and go; a lost one is configured again, once.

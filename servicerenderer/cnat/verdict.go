@@ -25,11 +25,69 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	var out []Route
 	for _, cidr := range cfg.ServiceCIDRs {
 		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
-			out = append(out, Route{Prefix: netip.PrefixFrom(ip, 32), VRF: 0, Kind: RouteReject})
+			out = append(out, Route{Prefix: netip.PrefixFrom(ip, ip.BitLen()), VRF: 0, Kind: RouteReject})
+		}
+	}
+	for _, v4 := range []bool{true, false} {
+		if cidr := cfg.serviceCIDR(v4); cidr.IsValid() && servicerenderer.UsesRejectSink(svc, v4) {
+			sink := servicerenderer.RejectSink(cidr)
+			out = append(out, Route{Prefix: netip.PrefixFrom(sink, sink.BitLen()), VRF: 0, Kind: RouteReject})
 		}
 	}
 	slices.SortFunc(out, Route.Compare)
 	return slices.Compact(out)
+}
+
+// sinkPaths is the one path of an external or LoadBalancer IP's
+// translation that no backend can take (kube-proxy's verdicts; cnat-input
+// translates it, the FIB then decides): to the reject sink when port p
+// has no endpoint of ip's family (RejectSink: its reject route answers
+// ICMP unreachable, which cnat-output translates back), to the drop sink
+// when the Local external policy leaves this node none (DropSink: the
+// service CIDR's drop route). Nil when there is no such sink: no service
+// CIDR of ip's family, a main VRF other than table 0 for a reject (then
+// dropped instead), an IPv6 drop (Kubernetes allocates every IPv6
+// service address but the first).
+func sinkPaths(cfg *Config, p *servicerenderer.Port, ip netip.Addr) []Path {
+	cidr := cfg.serviceCIDR(ip.Is4())
+	if !cidr.IsValid() {
+		return nil
+	}
+	if !p.HasBackend(ip.Is4()) && cfg.MainVRF == 0 {
+		return []Path{{IP: servicerenderer.RejectSink(cidr), Port: p.Port}}
+	}
+	if sink := servicerenderer.DropSink(cidr); sink.IsValid() {
+		return []Path{{IP: sink, Port: p.Port}}
+	}
+	return nil
+}
+
+// sinkOnly tells whether every path of a dumped translation goes to a
+// sink of the service CIDRs (sinkPaths): such a translation is the
+// renderer's whatever its VIP (an external IP of a service deleted while
+// the agent was down is then deleted). ASSUMPTION: no other program
+// translates to the service CIDRs' first or last address.
+func (c *Config) sinkOnly(paths []Path) bool {
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		cidr := c.serviceCIDR(p.IP.Is4())
+		if !p.IP.IsValid() || !cidr.IsValid() || (p.IP != servicerenderer.RejectSink(cidr) && p.IP != servicerenderer.DropSink(cidr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// serviceCIDR is the first service CIDR of the family (IPv4 when v4).
+func (c *Config) serviceCIDR(v4 bool) netip.Prefix {
+	for _, p := range c.ServiceCIDRs {
+		if p.IsValid() && p.Addr().Is4() == v4 {
+			return p
+		}
+	}
+	return netip.Prefix{}
 }
 
 // ownedVerdict tells whether a route VPP holds is one of the renderer's

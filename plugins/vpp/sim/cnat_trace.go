@@ -118,6 +118,9 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		res.Reason = fmt.Sprintf("cnat translation %d has no resolved path: dropped", id)
 		return res
 	}
+	if r, ok := v.cnatIntoVerdict(p, id, paths); ok {
+		return r
+	}
 	seen := map[netip.AddrPort]int{}
 	var count []int
 	for _, rp := range paths {
@@ -146,6 +149,35 @@ type resolvedPath struct {
 
 // resolvedPaths are a translation's usable paths, in order, repeats
 // kept (an unresolved interface path is not used).
+// cnatIntoVerdict is the verdict of a packet translation id sends only
+// to addresses a DROP route, or only to addresses a reject route covers
+// in the ingress interface's VRF (following lookup routes): cnat-input
+// translates before the FIB lookup, the route then decides
+// (testdata/records-verdicts/verdicts-cnat.jsonl: a 1-path translation to
+// the service CIDR's last address times out, to its first address, which
+// has a /32 ICMP_UNREACH route in table 0, is refused at once: cnat-output
+// translates the ICMP error back to the frontend).
+func (v *VPP) cnatIntoVerdict(p Packet, id uint32, paths []resolvedPath) (CnatResult, bool) {
+	vrf := v.ifaceVRF(p.Ingress)
+	var first Route
+	for i, rp := range paths {
+		rt, ok := v.routeLocked(vrf, rp.dst.Addr())
+		if !ok || !(rt.Drop || rt.Reject) || (i > 0 && rt.Drop != first.Drop) {
+			return CnatResult{}, false
+		}
+		if i == 0 {
+			first = rt
+		}
+	}
+	dst := paths[0].dst
+	if first.Reject {
+		return CnatResult{Verdict: Rejected, TranslationID: id, Reason: fmt.Sprintf(
+			"cnat translation %d to %v, which the reject route of VRF %d refuses (ICMP unreachable, translated back by cnat)", id, dst, first.VRF)}, true
+	}
+	return CnatResult{Verdict: Dropped, TranslationID: id, Reason: fmt.Sprintf(
+		"cnat translation %d to %v, which a DROP route of VRF %d drops (a frontend with no usable endpoint here)", id, dst, first.VRF)}, true
+}
+
 func (v *VPP) resolvedPaths(tr *cnatTranslation) []resolvedPath {
 	out := make([]resolvedPath, 0, len(tr.paths))
 	for _, p := range tr.paths {

@@ -46,7 +46,7 @@ func TestRecordsACLRoutes(t *testing.T) {
 	sort.Strings(files)
 	compared := 0
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { compared += replayRecords(t, f) })
+		t.Run(filepath.Base(f), func(t *testing.T) { compared += replayRecords(t, f, corpusInterfaces) })
 	}
 	if compared == 0 {
 		t.Fatal("nothing compared")
@@ -54,13 +54,14 @@ func TestRecordsACLRoutes(t *testing.T) {
 	t.Logf("records-acl-routes: %d requests compared", compared)
 }
 
-// replayRecords replays one file and returns how many requests it compared.
-func replayRecords(t *testing.T, path string) int {
+// replayRecords replays one file against a sim with the given interfaces
+// and returns how many requests it compared.
+func replayRecords(t *testing.T, path string, ifaces []InterfaceSpec) int {
 	v := New(Options{})
 	t.Cleanup(v.Close)
 	// The recordings' VPP had run its startup configuration: table 1 exists.
 	v.CreateTable(1)
-	for _, s := range corpusInterfaces {
+	for _, s := range ifaces {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)
 		}
