@@ -191,9 +191,9 @@ func TestBuildService(t *testing.T) {
 		svc:    withExt(web(port("http", 80, 30080)), "20.20.20.20"),
 		expect: []string{"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.96.0.0:80 vrf=0 p=1"},
 	}, {
-		name: "IPv6 backends only, main VRF 0: the IPv4 external IP rejected",
-		cfg:  func(c *Config) { c.MainVRF = 0 },
-		svc:  withExt(web(port("http", 80, 0, be("fd00::5", 8080))), "20.20.20.20"),
+		name:   "IPv6 backends only, main VRF 0: the IPv4 external IP rejected",
+		cfg:    func(c *Config) { c.MainVRF = 0 },
+		svc:    withExt(web(port("http", 80, 0, be("fd00::5", 8080))), "20.20.20.20"),
 		expect: []string{"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.96.0.0:80 vrf=0 p=1"},
 	}, {
 		name: "IPv6 frontends and backends skipped",
