@@ -52,6 +52,7 @@ var (
 	labExtDrop   = netip.MustParseAddr("203.0.113.13")
 	labExtSelf   = netip.MustParseAddr("203.0.113.14")
 	labWeb6      = netip.MustParseAddr("fd00:96::10")
+	labWeb6p4    = netip.MustParseAddr("fd00:96::14")
 	labReject6   = netip.MustParseAddr("fd00:96::")
 	labExtRej6   = netip.MustParseAddr("fd00:1:99::11")
 )
@@ -236,10 +237,13 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	r.must("service CIDR drop, table 0", routeReq(t, labCIDR, 0, servicerenderer.RouteDrop, 0))
 	r.must("service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR, 1, servicerenderer.RouteLookup, 0))
 	r.must("IPv6 service CIDR drop, table 0", routeReq(t, labCIDR6, 0, servicerenderer.RouteDrop, 0))
-	r.must("IPv6 service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR6, 1, servicerenderer.RouteLookup, 0))
+	lookup6 := routeReq(t, labCIDR6, 1, servicerenderer.RouteLookup, 0).(*ipapi.IPRouteAddDel)
+	lookup6.Route.Paths[0].Proto = fib_types.FIB_API_PATH_NH_PROTO_IP6
+	r.must("IPv6 service CIDR lookup of table 0 in the pod VRF (path proto IP6)", lookup6)
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
-	r.must("IPv6 reject route /128 in table 0 (an IPv6 cluster IP without endpoints)", rejectRoute6(netip.PrefixFrom(labWeb6, 128), 0))
+	r.must("IPv6 reject route /128 in table 0 (an IPv6 cluster IP without endpoints), path proto IP6", rejectRoute6(netip.PrefixFrom(labWeb6, 128), 0))
+	r.must("IPv6 reject route /128 in table 0, the agent's IPv4-shaped request (path proto IP4)", routeReq(t, netip.PrefixFrom(labWeb6p4, 128), 0, servicerenderer.RouteReject, 0))
 	r.must("IPv6 reject route /128 of the IPv6 reject sink in table 0", rejectRoute6(netip.PrefixFrom(labReject6, 128), 0))
 	tr := func(ip netip.Addr, port uint16, proto servicerenderer.Protocol, to netip.Addr, toPort uint16, realIP bool, note string) {
 		req, err := translationRequest(&cnat.Translation{Key: cnat.Key{IP: ip, Port: port, Proto: proto}, RealIP: realIP,
@@ -272,7 +276,10 @@ func TestLabVerdictsCNAT(t *testing.T) {
 		{"IPv6 ClusterIP /128 reject route", "hv-out", labWeb6.String(), 53, true},
 		{"IPv6 ClusterIP /128 reject route", "hv-c6", labWeb6.String(), 80, false},
 		{"IPv6 ClusterIP /128 reject route", "hv-c6", labWeb6.String(), 53, true},
+		{"IPv6 ClusterIP /128 reject route, path proto IP4", "hv-out", labWeb6p4.String(), 80, false},
+		{"IPv6 ClusterIP /128 reject route, path proto IP4", "hv-c6", labWeb6p4.String(), 80, false},
 		{"IPv6 unallocated service address (drop route)", "hv-c6", "fd00:96::99", 80, false},
+		{"IPv6 unallocated service address (drop route, path proto IP4)", "hv-out", "fd00:96::99", 80, false},
 		{"IPv6 external IP → IPv6 reject sink", "hv-out", labExtRej6.String(), 80, false},
 		{"IPv6 external IP → IPv6 reject sink", "hv-out", labExtRej6.String(), 53, true},
 		{"IPv6 external IP → IPv6 reject sink", "hv-c6", labExtRej6.String(), 80, false},
