@@ -170,6 +170,7 @@ func TestLabVerdictsNAT44(t *testing.T) {
 	lb(labExtSelf, 80, servicerenderer.TCP, nat44.TwiceNATSelf, labReject, 80, 0, "empty service's external IP TCP → reject sink, self-twice-NAT")
 	lb(labExtSelf, 53, servicerenderer.UDP, nat44.TwiceNATSelf, labReject, 53, 0, "empty service's external IP UDP → reject sink, self-twice-NAT")
 	lb(labNode, 30081, servicerenderer.TCP, nat44.TwiceNATSelf, labReject, 30081, 0, "empty service's NodePort TCP → reject sink, self-twice-NAT")
+	r.must("dump table 0 (how the reject routes read back)", &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 0}})
 	r.note("debug CLI, show nat44 static mappings:\n%s", l.cli("show nat44 static mappings"))
 	probeAll(l, r, "nat44, SNAT configuration", verdictProbes(true))
 	probeAll(l, r, "nat44, SNAT configuration", []labProbe{
@@ -267,6 +268,9 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	tr(labExtRej6, 80, servicerenderer.TCP, labReject6, 80, false, "IPv6 external IP TCP → IPv6 reject sink")
 	tr(labExtRej6, 53, servicerenderer.UDP, labReject6, 53, false, "IPv6 external IP UDP → IPv6 reject sink")
 	r.must("dump", &cnatapi.CnatTranslationDump{})
+	r.must("dump IPv4 table 0 (how the reject routes read back)", &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 0}})
+	r.must("dump IPv6 table 0 (how the IPv6 reject routes read back)", &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 0, IsIP6: true}})
+	r.must("dump IPv6 table 1 (the pod VRF's IPv6 lookup)", &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 1, IsIP6: true}})
 	probeAll(l, r, "cnat", verdictProbes(true))
 	probeAll(l, r, "cnat", []labProbe{
 		{"NodePort without local endpoint → drop sink", "hv-out", labNode.String(), 30080, false},
