@@ -55,7 +55,7 @@ var labVeths = []struct {
 		"route add 203.0.113.0/24 via 192.168.16.1",
 		"route add 10.1.1.0/24 via 192.168.16.1",
 		"-6 route add fd00:96::/108 via fd00:16::1",
-		"-6 route add fd00:1::/48 via fd00:16::1",
+		"-6 route add fd00:1::/32 via fd00:16::1",
 	}},
 	{"hvc0", "hvc1", "hv-cl", "02:fe:0a:00:00:02", "02:fe:0b:00:00:02", []string{
 		"addr add 10.1.1.2/32 dev hvc1",

@@ -38,23 +38,25 @@ import (
 //   - 203.0.113.13 (Local policy, no local endpoint) → the drop sink
 //     10.111.255.255 (the service CIDR's last address), 80/TCP.
 var (
-	labNode      = netip.MustParseAddr("192.168.16.1")
-	labCIDR      = netip.MustParsePrefix("10.96.0.0/12")
-	labCIDR6     = netip.MustParsePrefix("fd00:96::/108")
-	labBackend   = netip.MustParseAddr("10.1.1.3")
-	labWeb       = netip.MustParseAddr("10.96.0.10")
-	labEmpty     = netip.MustParseAddr("10.96.0.11")
-	labReject    = netip.MustParseAddr("10.96.0.0")
-	labDrop      = netip.MustParseAddr("10.111.255.255")
-	labExtWeb    = netip.MustParseAddr("203.0.113.10")
-	labExtReject = netip.MustParseAddr("203.0.113.11")
-	labExtOwn    = netip.MustParseAddr("203.0.113.12")
-	labExtDrop   = netip.MustParseAddr("203.0.113.13")
-	labExtSelf   = netip.MustParseAddr("203.0.113.14")
-	labWeb6      = netip.MustParseAddr("fd00:96::10")
-	labWeb6p4    = netip.MustParseAddr("fd00:96::14")
-	labReject6   = netip.MustParseAddr("fd00:96::")
-	labExtRej6   = netip.MustParseAddr("fd00:1:99::11")
+	labNode        = netip.MustParseAddr("192.168.16.1")
+	labCIDR        = netip.MustParsePrefix("10.96.0.0/12")
+	labCIDR6       = netip.MustParsePrefix("fd00:96::/108")
+	labBackend     = netip.MustParseAddr("10.1.1.3")
+	labWeb         = netip.MustParseAddr("10.96.0.10")
+	labEmpty       = netip.MustParseAddr("10.96.0.11")
+	labReject      = netip.MustParseAddr("10.96.0.0")
+	labDrop        = netip.MustParseAddr("10.111.255.255")
+	labExtWeb      = netip.MustParseAddr("203.0.113.10")
+	labExtReject   = netip.MustParseAddr("203.0.113.11")
+	labExtOwn      = netip.MustParseAddr("203.0.113.12")
+	labExtDrop     = netip.MustParseAddr("203.0.113.13")
+	labExtSelf     = netip.MustParseAddr("203.0.113.14")
+	labWeb6        = netip.MustParseAddr("fd00:96::10")
+	labWeb6p4      = netip.MustParseAddr("fd00:96::14")
+	labProhibit    = netip.MustParseAddr("10.96.0.12")
+	labExtProhibit = netip.MustParseAddr("203.0.113.15")
+	labReject6     = netip.MustParseAddr("fd00:96::")
+	labExtRej6     = netip.MustParseAddr("fd00:1:99::11")
 )
 
 func recordsVerdictsDir(t *testing.T) string {
@@ -149,6 +151,9 @@ func TestLabVerdictsNAT44(t *testing.T) {
 	r.must("service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR, 1, servicerenderer.RouteLookup, 0))
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
+	prohibit := routeReq(t, netip.PrefixFrom(labProhibit, 32), 0, servicerenderer.RouteReject, 0).(*ipapi.IPRouteAddDel)
+	prohibit.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
+	r.must("ICMP_PROHIBIT route of a cluster IP without endpoints (compared with ICMP_UNREACH)", prohibit)
 	lb := func(ip netip.Addr, port uint16, proto nat44.Protocol, twice nat44.TwiceNAT, to netip.Addr, toPort uint16, vrf uint32, note string) {
 		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ip, Port: port, Proto: proto}, TwiceNAT: twice, Tag: "contiv:svc/default/x",
 			Locals: []nat44.Local{nat44.Placeholder, {IP: to, Port: toPort, VRF: vrf, Probability: 1}}}
@@ -180,6 +185,8 @@ func TestLabVerdictsNAT44(t *testing.T) {
 		{"empty external IP → reject sink, self-twice-NAT", "hv-cl", labExtSelf.String(), 53, true},
 		{"empty NodePort → reject sink, self-twice-NAT", "hv-out", labNode.String(), 30081, false},
 		{"NodePort nobody defined (no mapping)", "hv-out", labNode.String(), 30083, false},
+		{"ClusterIP with an ICMP_PROHIBIT route", "hv-cl", labProhibit.String(), 80, false},
+		{"ClusterIP with an ICMP_PROHIBIT route", "hv-cl", labProhibit.String(), 53, true},
 	})
 	r.note("debug CLI, show errors:\n%s", l.cli("show errors"))
 	r.write(recordsVerdictsDir(t))
@@ -243,6 +250,9 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	r.must("IPv6 service CIDR lookup of table 0 in the pod VRF (path proto IP6)", lookup6)
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
+	prohibit := routeReq(t, netip.PrefixFrom(labProhibit, 32), 0, servicerenderer.RouteReject, 0).(*ipapi.IPRouteAddDel)
+	prohibit.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
+	r.must("ICMP_PROHIBIT route of a second reject sink (compared with ICMP_UNREACH)", prohibit)
 	r.must("IPv6 reject route /128 in table 0 (an IPv6 cluster IP without endpoints), path proto IP6", rejectRoute6(netip.PrefixFrom(labWeb6, 128), 0))
 	r.must("IPv6 reject route /128 in table 0, the agent's IPv4-shaped request (path proto IP4)", routeReq(t, netip.PrefixFrom(labWeb6p4, 128), 0, servicerenderer.RouteReject, 0))
 	r.must("IPv6 reject route /128 of the IPv6 reject sink in table 0", rejectRoute6(netip.PrefixFrom(labReject6, 128), 0))
@@ -263,6 +273,8 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	tr(labExtOwn, 80, servicerenderer.TCP, labEmpty, 80, false, "empty service's external IP TCP → its own ClusterIP")
 	tr(labExtOwn, 53, servicerenderer.UDP, labEmpty, 53, false, "empty service's external IP UDP → its own ClusterIP")
 	tr(labExtDrop, 80, servicerenderer.TCP, labDrop, 80, false, "Local external IP without local endpoint → drop sink (1 path)")
+	tr(labExtProhibit, 80, servicerenderer.TCP, labProhibit, 80, false, "empty service's external IP TCP → ICMP_PROHIBIT sink (1 path)")
+	tr(labExtProhibit, 53, servicerenderer.UDP, labProhibit, 53, false, "empty service's external IP UDP → ICMP_PROHIBIT sink (1 path)")
 	tr(labNode, 30080, servicerenderer.TCP, labDrop, 30080, true, "Local NodePort without local endpoint → drop sink (1 path, is_real_ip)")
 	tr(labNode, 30082, servicerenderer.TCP, labReject, 30082, true, "empty service's NodePort → reject sink (1 path, is_real_ip)")
 	tr(labExtRej6, 80, servicerenderer.TCP, labReject6, 80, false, "IPv6 external IP TCP → IPv6 reject sink")
@@ -273,6 +285,10 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	r.must("dump IPv6 table 1 (the pod VRF's IPv6 lookup)", &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: 1, IsIP6: true}})
 	probeAll(l, r, "cnat", verdictProbes(true))
 	probeAll(l, r, "cnat", []labProbe{
+		{"empty external IP → ICMP_PROHIBIT sink", "hv-out", labExtProhibit.String(), 80, false},
+		{"empty external IP → ICMP_PROHIBIT sink", "hv-out", labExtProhibit.String(), 53, true},
+		{"empty external IP → ICMP_PROHIBIT sink", "hv-cl", labExtProhibit.String(), 80, false},
+		{"empty external IP → ICMP_PROHIBIT sink", "hv-cl", labExtProhibit.String(), 53, true},
 		{"NodePort without local endpoint → drop sink", "hv-out", labNode.String(), 30080, false},
 		{"NodePort nobody defined (no translation)", "hv-out", labNode.String(), 30081, false},
 		{"empty NodePort → reject sink", "hv-out", labNode.String(), 30082, false},
