@@ -113,23 +113,3 @@ func (p *Port) HasBackend(v4 bool) bool {
 	}
 	return false
 }
-
-// UsesRejectSink tells whether svc has an external or LoadBalancer IP of
-// the family (IPv4 when v4) on a TCP or UDP port without a backend of
-// that family: its renderer then translates it to RejectSink, which needs
-// the sink's reject route.
-func UsesRejectSink(svc *ContivService, v4 bool) bool {
-	if svc == nil || !slices.ContainsFunc(svc.ExternalIPs, func(ip netip.Addr) bool {
-		ip = ip.Unmap()
-		return ip.IsValid() && ip.Is4() == v4 && !ip.IsUnspecified() && !ip.IsMulticast()
-	}) {
-		return false
-	}
-	for i := range svc.Ports {
-		p := &svc.Ports[i]
-		if (p.Protocol == TCP || p.Protocol == UDP) && p.Port != 0 && !p.HasBackend(v4) {
-			return true
-		}
-	}
-	return false
-}

@@ -78,6 +78,11 @@ func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uin
 			return nil, errors.New("an ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
 		}
 		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
+		if p.Addr().Is6() {
+			// An IPv6 reject needs the IPv6 path protocol: with IP4 (the
+			// zero value) VPP answers no ICMP at all (records-verdicts).
+			path.Proto = fib_types.FIB_API_PATH_NH_PROTO_IP6
+		}
 	case lookup:
 		path.Type, path.Weight, path.TableID = fib_types.FIB_API_PATH_TYPE_NORMAL, 1, table
 	}

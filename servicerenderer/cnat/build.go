@@ -233,7 +233,8 @@ func comparePrefix(a, b netip.Prefix) int {
 //     IPv6 alike); no usable backend: no translation (0 paths crash VPP),
 //     but an external or LoadBalancer IP gets one path to a sink
 //     (sinkPaths: rejected when its port has no endpoint of its family,
-//     dropped when a Local policy leaves this node none).
+//     dropped when a Local policy leaves this node none), and a NodePort
+//     of a port without an endpoint of its family the reject sink.
 //   - A local backend's path is repeated LocalEndpointWeight times when
 //     the translation also has remote backends.
 //   - Session affinity: Maglev with the source-IP flow hash.
@@ -297,11 +298,11 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 			add(ip, p.Port, p.Protocol, internal, nil)
 		}
 		for _, ip := range svc.ExternalIPs {
-			add(ip, p.Port, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, p, ip) })
+			add(ip, p.Port, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, p, ip, p.Port, true) })
 		}
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
-				add(ip, p.NodePort, p.Protocol, external, nil)
+				add(ip, p.NodePort, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, p, ip, p.NodePort, false) })
 			}
 		}
 	}

@@ -50,10 +50,11 @@ func TestBuildService(t *testing.T) {
 		}, []Translation{
 			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed, LB: LBMaglev, FlowHash: FlowHashSrcIP},
 		}},
-		{"no backends: the external IP to the reject sink (the service CIDR's first address) only", func(s *sr.ContivService) {
+		{"no backends: the external IP and the NodePort to the reject sink (the service CIDR's first address)", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil
 		}, []Translation{
 			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: []Path{path("10.96.0.0", 30080)}, RealIP: true},
 		}},
 		{"IPv6 backends only: the IPv4 external IP rejected", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
@@ -128,9 +129,10 @@ func TestBuildServiceIPv6NodePort(t *testing.T) {
 		mutate func(*sr.ContivService)
 		want   []Translation
 	}{
-		{"IPv6 backends only: the IPv6 NodePort only", func(s *sr.ContivService) {
+		{"IPv6 backends only: the IPv6 NodePort to them, the IPv4 one to the reject sink", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{v6local}, nil
 		}, []Translation{
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: []Path{path("10.96.0.0", 30080)}, RealIP: true},
 			{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true},
 		}},
 		{"dual-stack: each NodePort its own family", func(s *sr.ContivService) {

@@ -22,6 +22,8 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	if svc == nil || cfg.MainVRF != 0 {
 		return nil
 	}
+	// Each cluster IP's reject, then each family's reject sink when a
+	// frontend goes there.
 	var out []Route
 	for _, cidr := range cfg.ServiceCIDRs {
 		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
@@ -29,7 +31,7 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 		}
 	}
 	for _, v4 := range []bool{true, false} {
-		if cidr := cfg.serviceCIDR(v4); cidr.IsValid() && servicerenderer.UsesRejectSink(svc, v4) {
+		if cidr := cfg.serviceCIDR(v4); cidr.IsValid() && cfg.usesRejectSink(svc, v4) {
 			sink := servicerenderer.RejectSink(cidr)
 			out = append(out, Route{Prefix: netip.PrefixFrom(sink, sink.BitLen()), VRF: 0, Kind: RouteReject})
 		}
@@ -38,28 +40,54 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	return slices.Compact(out)
 }
 
-// sinkPaths is the one path of an external or LoadBalancer IP's
-// translation that no backend can take (kube-proxy's verdicts; cnat-input
-// translates it, the FIB then decides): to the reject sink when port p
-// has no endpoint of ip's family (RejectSink: its reject route answers
-// ICMP unreachable, which cnat-output translates back), to the drop sink
-// when the Local external policy leaves this node none (DropSink: the
+// sinkPaths is the one path of a translation that no backend can take
+// (kube-proxy's verdicts; cnat-input translates it, the FIB then decides,
+// records-verdicts/verdicts-cnat.jsonl), port being the frontend's: to
+// the reject sink when port p has no endpoint of ip's family (RejectSink,
+// whose reject route answers ICMP unreachable, which cnat-output
+// translates back to the frontend: the client fails in ~10 ms), else,
+// with drop (external and LoadBalancer IPs), to the drop sink when the
+// Local external policy leaves this node no endpoint (DropSink: the
 // service CIDR's drop route). Nil when there is no such sink: no service
-// CIDR of ip's family, a main VRF other than table 0 for a reject (then
-// dropped instead), an IPv6 drop (Kubernetes allocates every IPv6
-// service address but the first).
-func sinkPaths(cfg *Config, p *servicerenderer.Port, ip netip.Addr) []Path {
+// CIDR of ip's family, a main VRF other than table 0 for a reject (no
+// reject route there), an IPv6 drop (Kubernetes allocates every IPv6
+// service address but the first). A NodePort gets no drop sink: VPP's
+// ip4-local drops an untranslated one already (measured alike).
+func sinkPaths(cfg *Config, p *servicerenderer.Port, ip netip.Addr, port uint16, drop bool) []Path {
 	cidr := cfg.serviceCIDR(ip.Is4())
 	if !cidr.IsValid() {
 		return nil
 	}
-	if !p.HasBackend(ip.Is4()) && cfg.MainVRF == 0 {
-		return []Path{{IP: servicerenderer.RejectSink(cidr), Port: p.Port}}
+	if !p.HasBackend(ip.Is4()) {
+		if cfg.MainVRF != 0 {
+			return nil
+		}
+		return []Path{{IP: servicerenderer.RejectSink(cidr), Port: port}}
 	}
-	if sink := servicerenderer.DropSink(cidr); sink.IsValid() {
-		return []Path{{IP: sink, Port: p.Port}}
+	if sink := servicerenderer.DropSink(cidr); drop && sink.IsValid() {
+		return []Path{{IP: sink, Port: port}}
 	}
 	return nil
+}
+
+// usesRejectSink tells whether svc has a frontend of the family (IPv4
+// when v4) that sinkPaths sends to the reject sink: an external IP, or a
+// NodePort on the node's address of that family, of a TCP or UDP port
+// without a backend of the family.
+func (c *Config) usesRejectSink(svc *servicerenderer.ContivService, v4 bool) bool {
+	ext := slices.ContainsFunc(svc.ExternalIPs, func(ip netip.Addr) bool {
+		ip = ip.Unmap()
+		return ip.IsValid() && ip.Is4() == v4 && !ip.IsUnspecified() && !ip.IsMulticast()
+	})
+	node := (v4 && c.NodeIP4.IsValid()) || (!v4 && c.NodeIP6.IsValid())
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
+		if (p.Protocol == servicerenderer.TCP || p.Protocol == servicerenderer.UDP) && p.Port != 0 &&
+			!p.HasBackend(v4) && (ext || (p.NodePort != 0 && node)) {
+			return true
+		}
+	}
+	return false
 }
 
 // sinkOnly tells whether every path of a dumped translation goes to a
@@ -93,13 +121,17 @@ func (c *Config) serviceCIDR(v4 bool) netip.Prefix {
 // ownedVerdict tells whether a route VPP holds is one of the renderer's
 // verdict routes: a /32 inside an IPv4 service CIDR, a reject in table 0
 // or a lookup of table 0 in the pod VRF (which earlier versions made per
-// cluster IP: a full apply deletes them). ASSUMPTION (as for the drop
+// cluster IP: a full apply deletes them), or a /128 reject in table 0
+// inside an IPv6 one (the IPv6 reject sink's). ASSUMPTION (as for the drop
 // routes and the NAT44 renderer): routes have no tag, so such a route is
 // taken for the renderer's, whoever made it.
 func (c *Config) ownedVerdict(r Route) bool {
 	a := r.Prefix.Addr()
-	if r.Prefix.Bits() != 32 || !a.Is4() || !c.inServiceCIDR(a) {
+	if r.Prefix.Bits() != a.BitLen() || !c.inServiceCIDR(a) {
 		return false
+	}
+	if a.Is6() {
+		return r.Kind == RouteReject && r.VRF == 0 // the IPv6 reject sink's
 	}
 	return (r.Kind == RouteReject && r.VRF == 0) ||
 		(r.Kind == RouteLookup && r.Table == 0 && r.VRF == c.PodVRF && c.PodVRF != 0)

@@ -32,10 +32,13 @@ func TestBuildRoutes(t *testing.T) {
 		{"endpoints: the cluster IP rejects what no translation takes (undefined ports)", nil, nil, []string{reject}},
 		{"no endpoints: reject, and the external IP's reject sink", nil, func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
 			[]string{"10.96.0.0/32 vrf=0 reject", reject}},
-		{"no endpoints, no external IP: reject alone", nil, func(s *sr.ContivService) {
+		{"no endpoints, no external IP: the NodePort's reject sink", nil, func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs = nil, nil, nil
+		}, []string{"10.96.0.0/32 vrf=0 reject", reject}},
+		{"no endpoints, no external IP, no NodePort: reject alone", nil, func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs, s.Ports[0].NodePort = nil, nil, nil, 0
 		}, []string{reject}},
-		{"no endpoints, main VRF not table 0: no route (the external IP goes to the drop sink)", func(c *Config) { c.MainVRF = 3 },
+		{"no endpoints, main VRF not table 0: no route", func(c *Config) { c.MainVRF = 3 },
 			func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil }, nil},
 		{"Local internal policy, no local endpoint: the service CIDR's drop route drops", nil, func(s *sr.ContivService) {
 			s.InternalPolicy, s.Ports[0].LocalBackends = sr.PolicyLocal, nil
@@ -48,6 +51,12 @@ func TestBuildRoutes(t *testing.T) {
 		{"main VRF not table 0: an ICMP_UNREACH path would crash VPP", func(c *Config) { c.MainVRF = 3 }, nil, nil},
 		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, nil, []string{reject}},
 		{"no service CIDR", func(c *Config) { c.ServiceCIDRs = nil }, nil, nil},
+		{"an IPv6 external IP without IPv6 endpoints: the IPv6 reject sink (IPv6 cluster IPs get no reject)", func(c *Config) {
+			c.ServiceCIDRs = append(c.ServiceCIDRs, netip.MustParsePrefix("fd00:96::/108"))
+		}, func(s *sr.ContivService) {
+			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"))
+			s.ExternalIPs = append(s.ExternalIPs, addr("2001:db8::5"))
+		}, []string{reject, "fd00:96::/128 vrf=0 reject"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,7 +194,7 @@ func TestSinkPaths(t *testing.T) {
 		want  []Path
 	}{
 		{"no endpoint: the reject sink (first address)", []netip.Prefix{v4}, 0, none, "203.0.113.5", []Path{path("10.96.0.0", 80)}},
-		{"no endpoint, main VRF 3: no reject route, the drop sink", []netip.Prefix{v4}, 3, none, "203.0.113.5", []Path{path("10.111.255.255", 80)}},
+		{"no endpoint, main VRF 3: no reject route, no sink (as before: routed on)", []netip.Prefix{v4}, 3, none, "203.0.113.5", nil},
 		{"endpoints elsewhere (Local): the drop sink (last address)", []netip.Prefix{v4}, 0, elsewhere, "203.0.113.5", []Path{path("10.111.255.255", 80)}},
 		{"IPv6, no endpoint: the IPv6 reject sink", []netip.Prefix{v4, v6}, 0, none, "2001:db8::5", []Path{path("fd00:96::", 80)}},
 		{"IPv6, endpoints elsewhere: no IPv6 drop sink (Kubernetes allocates the last address)", []netip.Prefix{v4, v6}, 0, elsewhere, "2001:db8::5", nil},
@@ -195,8 +204,16 @@ func TestSinkPaths(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.ServiceCIDRs, cfg.MainVRF = c.cidrs, c.main
-			if got := sinkPaths(&cfg, &c.port, addr(c.ip)); !slices.Equal(got, c.want) {
+			if got := sinkPaths(&cfg, &c.port, addr(c.ip), 80, true); !slices.Equal(got, c.want) {
 				t.Errorf("paths %v, want %v", got, c.want)
+			}
+			// A NodePort: the reject sink only (ip4-local drops the rest).
+			want := c.want
+			if c.port.HasBackend(addr(c.ip).Is4()) {
+				want = nil
+			}
+			if got := sinkPaths(&cfg, &c.port, addr(c.ip), 80, false); !slices.Equal(got, want) {
+				t.Errorf("NodePort paths %v, want %v", got, want)
 			}
 		})
 	}

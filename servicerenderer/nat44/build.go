@@ -22,11 +22,8 @@ import (
 //   - NAT44 is IPv4 only: IPv6 frontends and backends are skipped.
 //   - A frontend without backends gets no mapping (see the package
 //     documentation for where its traffic goes), but an external or
-//     LoadBalancer IP is mapped to a sink: of a port without any endpoint,
-//     to RejectSinkAddress with self-twice-NAT (rejected: its reject route
-//     answers ICMP unreachable, which NAT44 translates back); under a Local
-//     policy that leaves this node no backend while others have some, to
-//     SinkAddress, which drops it.
+//     LoadBalancer IP whose Local policy leaves this node no backend while
+//     others have some is mapped to SinkAddress, which drops it.
 //   - Every mapping is load-balanced: one backend is paired with the
 //     probability-0 Placeholder local, which VPP never picks.
 //   - The probabilities of a mapping sum to at most MaxProbabilitySum: a
@@ -101,13 +98,8 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 				add(ip, p.Port, p.Protocol, clusterLocals, clusterSubset, TwiceNATSelf, false)
 			}
 		}
-		ipLocals, ipSubset, ipTwice := extLocals, extSubset, extTwice
-		switch {
-		case len(all) == 0:
-			// No endpoint at all: kube-proxy rejects it; so does the
-			// reject sink (verdict.go), through its reject route.
-			ipLocals, ipSubset, ipTwice = rejectLocals(cfg, p.Port), nil, TwiceNATSelf
-		case len(extLocals) == 0:
+		ipLocals, ipSubset := extLocals, extSubset
+		if len(extLocals) == 0 && len(all) > 0 {
 			// Local policy, endpoints elsewhere only: kube-proxy drops it;
 			// so does the sink (verdict.go), through the service CIDR's
 			// drop route.
@@ -115,7 +107,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 		}
 		for _, ip := range svc.ExternalIPs {
 			if ip, ok := frontendIPv4(ip); ok {
-				add(ip, p.Port, p.Protocol, ipLocals, ipSubset, ipTwice, true)
+				add(ip, p.Port, p.Protocol, ipLocals, ipSubset, extTwice, true)
 			}
 		}
 		if p.NodePort != 0 {

@@ -182,19 +182,9 @@ func TestBuildService(t *testing.T) {
 			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
-		name:   "no backends: only the external IP is mapped, to the drop sink (main VRF not table 0: no reject route)",
+		name:   "no backends: no mapping",
 		svc:    withExt(web(port("http", 80, 30080)), "20.20.20.20"),
-		expect: []string{"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.111.255.255:80 vrf=1 p=1"},
-	}, {
-		name:   "no backends, main VRF 0: the external IP to the reject sink (the service CIDR's first address), self-twice-NAT",
-		cfg:    func(c *Config) { c.MainVRF = 0 },
-		svc:    withExt(web(port("http", 80, 30080)), "20.20.20.20"),
-		expect: []string{"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.96.0.0:80 vrf=0 p=1"},
-	}, {
-		name:   "IPv6 backends only, main VRF 0: the IPv4 external IP rejected",
-		cfg:    func(c *Config) { c.MainVRF = 0 },
-		svc:    withExt(web(port("http", 80, 0, be("fd00::5", 8080))), "20.20.20.20"),
-		expect: []string{"20.20.20.20:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.96.0.0:80 vrf=0 p=1"},
+		expect: []string{},
 	}, {
 		name: "IPv6 frontends and backends skipped",
 		svc: func() *servicerenderer.ContivService {

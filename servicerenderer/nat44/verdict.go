@@ -21,9 +21,7 @@ import (
 // in any other table), nor without a service CIDR. External and
 // LoadBalancer IPs get no route (routes have no tag: a /32 outside the
 // service CIDR could not be recognised after a restart); their verdict is
-// a mapping to a sink (BuildService), and a service with such a mapping
-// to RejectSinkAddress also wants the reject sink's /32 reject route in
-// table 0 (the services share it). The routes are sorted by key.
+// a mapping to SinkAddress (BuildService). The routes are sorted by key.
 func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config) []Route {
 	if cfg.MainVRF != 0 {
 		return nil
@@ -31,9 +29,6 @@ func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalN
 	var out []Route
 	for _, ip := range servicerenderer.RejectIPs(svc, cfg.ServiceCIDR) {
 		out = append(out, Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, 32), VRF: 0}, Kind: RouteReject})
-	}
-	if sink := RejectSinkAddress(cfg); sink.IsValid() && servicerenderer.UsesRejectSink(svc, true) {
-		out = append(out, Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(sink, 32), VRF: 0}, Kind: RouteReject})
 	}
 	slices.SortFunc(out, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
 	return out
@@ -134,29 +129,6 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 		return (rt.Kind == RouteReject && k.VRF == 0) || (rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF)
 	}
 	return false
-}
-
-// RejectSinkAddress is the first address of the service CIDR, which
-// Kubernetes never allocates (servicerenderer.RejectSink): a mapping to it
-// rejects its frontend's traffic through the sink's /32 reject route in
-// table 0 (BuildRoutes). Invalid without an IPv4 service CIDR or when the
-// main VRF is not table 0 (no reject route can be made there).
-func RejectSinkAddress(cfg *Config) netip.Addr {
-	if cfg.MainVRF != 0 || !cfg.ServiceCIDR.Addr().Is4() {
-		return netip.Addr{}
-	}
-	return servicerenderer.RejectSink(cfg.ServiceCIDR)
-}
-
-// rejectLocals are the locals of a frontend that rejects: the reject sink
-// at port (main VRF) beside the placeholder; the drop sink's when there is
-// no reject sink (the main VRF is not table 0: dropped instead).
-func rejectLocals(cfg *Config, port uint16) []Local {
-	sink := RejectSinkAddress(cfg)
-	if !sink.IsValid() {
-		return sinkLocals(cfg, port)
-	}
-	return []Local{Placeholder, {IP: sink, Port: port, VRF: cfg.MainVRF, Probability: 1}}
 }
 
 // sinkLocals are the locals of a frontend that drops: the sink at port

@@ -54,10 +54,8 @@ func TestBuildRoutes(t *testing.T) {
 	}{
 		{name: "endpoints: the cluster IP rejects what no mapping takes (undefined ports)", cfg: main0,
 			svc: verdictSvc(cl, cl, "10.1.2.5"), want: []string{reject}},
-		{name: "no endpoints: the cluster IP rejects, the external IP's reject sink too", cfg: main0,
-			svc: verdictSvc(cl, cl), want: []string{"10.96.0.0/32 vrf=0 reject", reject}},
-		{name: "no endpoints, no external IP: the cluster IP rejects", cfg: main0,
-			svc: func() *servicerenderer.ContivService { s := verdictSvc(cl, cl); s.ExternalIPs = nil; return s }(), want: []string{reject}},
+		{name: "no endpoints: the cluster IP rejects (external IPs get no route)", cfg: main0,
+			svc: verdictSvc(cl, cl), want: []string{reject}},
 		{name: "Local internal policy, no local endpoint: the service CIDR's drop route drops (no reject)", cfg: main0,
 			svc: verdictSvc(lo, cl, "10.1.2.5"), want: nil},
 		{name: "Local internal policy with a local endpoint: reject", cfg: main0,
@@ -118,7 +116,7 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		return out
 	}
 	if got, want := routes(), []string{"add-route 10.96.0.0/12 vrf=0 drop", "add-route 10.96.0.0/12 vrf=2 lookup table=0",
-		"add-route 10.96.0.0/32 vrf=0 reject", "add-route 10.96.0.50/32 vrf=0 reject"}; !slices.Equal(got, want) {
+		"add-route 10.96.0.50/32 vrf=0 reject"}; !slices.Equal(got, want) {
 		t.Fatalf("first apply: %q, want %q", got, want)
 	}
 	s2 := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster, "10.1.2.5")
@@ -126,8 +124,8 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, r, false)
-	if got := routes(); !slices.Equal(got, []string{"del-route 10.96.0.0/32 vrf=0 reject"}) {
-		t.Errorf("endpoints added: %q, want the reject sink's route deleted", got)
+	if got := routes(); len(got) != 0 {
+		t.Errorf("endpoints added: %q", got)
 	}
 	// A restarted renderer: everything is read back, nothing written.
 	r2 := newTestRenderer(t, cfg, fake)

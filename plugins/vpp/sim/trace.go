@@ -75,11 +75,14 @@ func (v *VPP) traceLocked(p Packet) (Result, *staticMapping) {
 }
 
 // translatedIntoDrop tells whether every backend a translated packet may
-// reach is covered by a DROP route of its VRF, or every one by a reject
-// route: NAT runs before the FIB lookup, so the translated packet is
-// dropped (FACTS §4: a mapping to an unallocated service address drops
-// exactly that port) or refused (testdata/records-verdicts: NAT44-ED
-// translates the ICMP error back to the frontend).
+// reach is covered by a DROP route of its VRF, or by a reject route: NAT
+// runs before the FIB lookup, so the translated packet is dropped (FACTS
+// §4: a mapping to an unallocated service address drops exactly that
+// port) or refused, but the client never sees that refusal
+// (testdata/records-verdicts/verdicts-nat44.jsonl: with twice-NAT the ICMP
+// error goes to the twice-NAT address; with self-twice-NAT it reaches an
+// outside client translated back but with a wrong IPv4 header checksum,
+// and a pod client untranslated): Dropped.
 func (v *VPP) translatedIntoDrop(res Result) (Result, bool) {
 	if len(res.Backends) == 0 {
 		return Result{}, false
@@ -96,8 +99,8 @@ func (v *VPP) translatedIntoDrop(res Result) (Result, bool) {
 	}
 	b := res.Backends[0]
 	if first.Reject {
-		return Result{Verdict: Rejected, Reason: fmt.Sprintf(
-			"translated to %v, which the reject route of VRF %d refuses (ICMP unreachable, translated back by NAT44)",
+		return Result{Verdict: Dropped, Reason: fmt.Sprintf(
+			"translated to %v, which the reject route of VRF %d refuses, but NAT44-ED delivers no ICMP error the client recognises",
 			netip.AddrPortFrom(b.IP, b.Port), first.VRF)}, true
 	}
 	return Result{Verdict: Dropped, Reason: fmt.Sprintf(
