@@ -16,9 +16,12 @@ const (
 	// (nat44) an external IP whose Local-policy frontends have no local
 	// endpoint.
 	RouteDrop RouteKind = iota
-	// RouteReject answers ICMP unreachable (FIB_API_PATH_TYPE_ICMP_UNREACH):
-	// a cluster IP, whose ports without endpoints (and undefined ports) are
-	// then refused at once. VPP 25.02 crashes on it outside table 0.
+	// RouteReject answers ICMP unreachable, "administratively prohibited"
+	// (FIB_API_PATH_TYPE_ICMP_PROHIBIT: TCP and UDP clients fail at once;
+	// ICMP_UNREACH's "host unreachable" fails only TCP connects,
+	// plugins/vpp/sim/testdata/records-verdicts): a cluster IP, whose ports
+	// without endpoints (and undefined ports) are then refused at once, or
+	// (cnat) the reject sink. VPP 25.02 crashes on it outside table 0.
 	RouteReject
 	// RouteLookup looks the destination up again in the route's table (a
 	// path with neither interface nor next hop): the pod VRF's service-CIDR
@@ -46,7 +49,10 @@ func PodServiceLookup(mainVRF, podVRF uint32) bool {
 // it does not define are then refused. None when the service has the
 // Local internal policy and a port with endpoints but none on this node:
 // kube-proxy drops that traffic, which the service CIDR's drop route does.
-// IPv6 cluster IPs get none (an IPv6 reject route was never measured).
+// IPv6 cluster IPs get none: VPP 25.02 survives a /128 reject in table
+// 0, but under cnat its ICMPv6 error leaves with the inner header
+// rewritten, so the client does not recognise it and times out
+// (records-verdicts/verdicts-cnat.jsonl).
 func RejectIPs(svc *ContivService, cidr netip.Prefix) []netip.Addr {
 	if svc == nil || !cidr.IsValid() || !cidr.Addr().Is4() {
 		return nil

@@ -21,7 +21,7 @@
 //     nat44.ErrInvalid, -3 (no such FIB table) nat44.ErrNoTable too, as
 //     for cnat; every other failure is transient. It also adds, deletes
 //     and reads back the routes of the service CIDR and of kube-proxy's
-//     verdicts (ip_route_add_del with the DROP, ICMP_UNREACH — table 0
+//     verdicts (ip_route_add_del with the DROP, ICMP_PROHIBIT — table 0
 //     only, never sent elsewhere: it crashes VPP 25.02 — or lookup path,
 //     ip_route_v2_dump), and the loadBalancerSourceRanges ACL (acl.go:
 //     acl_add_replace, acl_del, acl_interface_set_acl_list, acl_dump,

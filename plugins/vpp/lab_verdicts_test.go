@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/fib_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
@@ -67,10 +66,15 @@ func recordsVerdictsDir(t *testing.T) string {
 	return d
 }
 
-func routeReq(t *testing.T, p netip.Prefix, vrf uint32, kind servicerenderer.RouteKind, table uint32) api.Message {
+// routeReq is the agent's route request, but a reject is ICMP_UNREACH
+// (what was measured first; the ICMP_PROHIBIT routes are set apart).
+func routeReq(t *testing.T, p netip.Prefix, vrf uint32, kind servicerenderer.RouteKind, table uint32) *ipapi.IPRouteAddDel {
 	req, err := pathRequest(p, vrf, true, kind == servicerenderer.RouteReject, kind == servicerenderer.RouteLookup, table)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kind == servicerenderer.RouteReject {
+		req.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
 	}
 	return req
 }
@@ -151,9 +155,8 @@ func TestLabVerdictsNAT44(t *testing.T) {
 	r.must("service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR, 1, servicerenderer.RouteLookup, 0))
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
-	prohibit := routeReq(t, netip.PrefixFrom(labProhibit, 32), 0, servicerenderer.RouteReject, 0).(*ipapi.IPRouteAddDel)
-	prohibit.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
-	r.must("ICMP_PROHIBIT route of a cluster IP without endpoints (compared with ICMP_UNREACH)", prohibit)
+	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0)
+	r.must("ICMP_PROHIBIT route of a cluster IP without endpoints (compared with ICMP_UNREACH), the agent's reject request", prohibit)
 	lb := func(ip netip.Addr, port uint16, proto nat44.Protocol, twice nat44.TwiceNAT, to netip.Addr, toPort uint16, vrf uint32, note string) {
 		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ip, Port: port, Proto: proto}, TwiceNAT: twice, Tag: "contiv:svc/default/x",
 			Locals: []nat44.Local{nat44.Placeholder, {IP: to, Port: toPort, VRF: vrf, Probability: 1}}}
@@ -245,16 +248,17 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	r.must("service CIDR drop, table 0", routeReq(t, labCIDR, 0, servicerenderer.RouteDrop, 0))
 	r.must("service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR, 1, servicerenderer.RouteLookup, 0))
 	r.must("IPv6 service CIDR drop, table 0", routeReq(t, labCIDR6, 0, servicerenderer.RouteDrop, 0))
-	lookup6 := routeReq(t, labCIDR6, 1, servicerenderer.RouteLookup, 0).(*ipapi.IPRouteAddDel)
+	lookup6 := routeReq(t, labCIDR6, 1, servicerenderer.RouteLookup, 0)
 	lookup6.Route.Paths[0].Proto = fib_types.FIB_API_PATH_NH_PROTO_IP6
 	r.must("IPv6 service CIDR lookup of table 0 in the pod VRF (path proto IP6)", lookup6)
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
-	prohibit := routeReq(t, netip.PrefixFrom(labProhibit, 32), 0, servicerenderer.RouteReject, 0).(*ipapi.IPRouteAddDel)
-	prohibit.Route.Paths[0].Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
-	r.must("ICMP_PROHIBIT route of a second reject sink (compared with ICMP_UNREACH)", prohibit)
+	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0)
+	r.must("ICMP_PROHIBIT route of a second reject sink (compared with ICMP_UNREACH), the agent's reject request", prohibit)
 	r.must("IPv6 reject route /128 in table 0 (an IPv6 cluster IP without endpoints), path proto IP6", rejectRoute6(netip.PrefixFrom(labWeb6, 128), 0))
-	r.must("IPv6 reject route /128 in table 0, the agent's IPv4-shaped request (path proto IP4)", routeReq(t, netip.PrefixFrom(labWeb6p4, 128), 0, servicerenderer.RouteReject, 0))
+	p4 := rejectRoute6(netip.PrefixFrom(labWeb6p4, 128), 0)
+	p4.Route.Paths[0].Proto = fib_types.FIB_API_PATH_NH_PROTO_IP4
+	r.must("IPv6 reject route /128 in table 0 with path proto IP4 (the IPv4 request's shape)", p4)
 	r.must("IPv6 reject route /128 of the IPv6 reject sink in table 0", rejectRoute6(netip.PrefixFrom(labReject6, 128), 0))
 	tr := func(ip netip.Addr, port uint16, proto servicerenderer.Protocol, to netip.Addr, toPort uint16, realIP bool, note string) {
 		req, err := translationRequest(&cnat.Translation{Key: cnat.Key{IP: ip, Port: port, Proto: proto}, RealIP: realIP,
@@ -289,6 +293,8 @@ func TestLabVerdictsCNAT(t *testing.T) {
 		{"empty external IP → ICMP_PROHIBIT sink", "hv-out", labExtProhibit.String(), 53, true},
 		{"empty external IP → ICMP_PROHIBIT sink", "hv-cl", labExtProhibit.String(), 80, false},
 		{"empty external IP → ICMP_PROHIBIT sink", "hv-cl", labExtProhibit.String(), 53, true},
+		{"ClusterIP with an ICMP_PROHIBIT route", "hv-cl", labProhibit.String(), 80, false},
+		{"ClusterIP with an ICMP_PROHIBIT route", "hv-cl", labProhibit.String(), 53, true},
 		{"NodePort without local endpoint → drop sink", "hv-out", labNode.String(), 30080, false},
 		{"NodePort nobody defined (no translation)", "hv-out", labNode.String(), 30081, false},
 		{"empty NodePort → reject sink", "hv-out", labNode.String(), 30082, false},

@@ -7,10 +7,11 @@ import (
 	"go.fd.io/govpp/binapi/fib_types"
 )
 
-// TestRejectPathProto: an IPv6 reject route carries the IPv6 path
-// protocol (with the IPv4 one, the zero value, VPP 25.02 sends no ICMP
-// at all: sim/testdata/records-verdicts/verdicts-cnat.jsonl); an IPv4 one
-// is the recorded request (proto 0).
+// TestRejectPathProto: a reject route's path is ICMP_PROHIBIT (UDP
+// clients fail at once on it, not on ICMP_UNREACH:
+// sim/testdata/records-verdicts); an IPv6 one carries the IPv6 path
+// protocol (with the IPv4 one, the zero value, VPP 25.02 sends no ICMP at
+// all), an IPv4 one proto 0, as recorded.
 func TestRejectPathProto(t *testing.T) {
 	for _, c := range []struct {
 		prefix string
@@ -23,8 +24,8 @@ func TestRejectPathProto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := req.Route.Paths[0]; p.Type != fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH || p.Proto != c.want {
-			t.Errorf("%s: path %+v, want ICMP_UNREACH proto %v", c.prefix, p, c.want)
+		if p := req.Route.Paths[0]; p.Type != fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT || p.Proto != c.want {
+			t.Errorf("%s: path %+v, want ICMP_PROHIBIT proto %v", c.prefix, p, c.want)
 		}
 	}
 }

@@ -14,10 +14,13 @@ import (
 // lookup, so a packet to a cluster IP that no translation took (a port
 // without endpoints, a port the service does not define) reaches the FIB.
 // For each cluster IP servicerenderer.RejectIPs picks in an IPv4 service
-// CIDR: a /32 ICMP_UNREACH route in table 0, which pod traffic reaches
-// through the pod VRF's service-CIDR lookup of table 0 (ServiceRoutes).
-// None when the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP
-// 25.02 in any other table, FACTS §1). Sorted (Route.Compare).
+// CIDR: a /32 reject route (ICMP_PROHIBIT) in table 0, which pod traffic
+// reaches through the pod VRF's service-CIDR lookup of table 0
+// (ServiceRoutes); and, for each family whose reject sink one of its
+// frontends goes to (sinkPaths), the sink's /32 or /128 reject route
+// (services share it). None when the main VRF is not table 0 (a reject
+// path crashes VPP 25.02 in any other table, FACTS §1). Sorted
+// (Route.Compare).
 func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	if svc == nil || cfg.MainVRF != 0 {
 		return nil
