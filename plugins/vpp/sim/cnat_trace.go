@@ -14,8 +14,10 @@ type CnatResult struct {
 	// path), Dropped (a translation matched but has no resolved path, or
 	// none matched and a DROP route covers the destination), Rejected
 	// (none matched and the FIB lookup, following lookup routes, ends in
-	// an ICMP_UNREACH route) or NotTranslated (no translation of the
-	// destination address, port and protocol, and no such route).
+	// a reject route: ICMP_UNREACH/ICMP_PROHIBIT) or NotTranslated (no translation of the
+	// destination address, port and protocol, and no such route). A
+	// translation whose every path goes to an address a reject (DROP)
+	// route covers is Rejected (Dropped) too (cnatIntoVerdict).
 	Verdict Verdict
 	Reason  string
 	// TranslationID is the matching translation's id (Translated,
@@ -69,7 +71,7 @@ type CnatReach struct {
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
 //   - A packet no translation matched is dropped by a DROP route covering
 //     its destination in its ingress interface's VRF, or in the table a
-//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH, in table 0,
+//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH/ICMP_PROHIBIT, in table 0,
 //     reached from the pod VRF by a lookup route), as the NAT44 oracle
 //     decides it (Trace).
 //
