@@ -151,7 +151,9 @@
 //
 // Translations to a sink are the renderer's whatever their VIP when every
 // path goes to a sink (sinkOnly): one left on the external IP of a service
-// deleted while the agent was down is deleted by the next full apply.
+// deleted while the agent was down is deleted by the next full apply
+// (ASSUMPTION: no other program translates to a service CIDR's first or
+// last address).
 // Switching a frontend between a sink and backends is one
 // cnat_translation_update, which cuts no connection (FACTS §6).
 //

@@ -126,7 +126,7 @@
 // Requests that kill the real VPP 25.02 kill the simulated one: a
 // nat44_add_del_lb_static_mapping with 256 or more locals, an
 // ip_route_add_del with an ICMP_UNREACH or ICMP_PROHIBIT path outside
-// table 0, and the first packet
+// table 0 (IPv4 or IPv6: records-verdicts), and the first packet
 // (OpenSession; with Options.Traffic, the call that made it so) to a
 // load-balanced mapping whose probabilities sum to a multiple of 256, all
 // 0 included. The request gets no answer (its send fails), the
