@@ -94,6 +94,16 @@
 // dumps its tag (the corpus records tags on other interfaces only); a
 // restart loses the mark with the rest of VPP's state.
 //
+// # The lab (tests only)
+//
+// lab_test.go runs a real VPP 25.02 on veth pairs into network namespaces
+// it makes, programs it with this package's own request builders over
+// govpp's socket client, records every request and reply in the corpus
+// format and probes it with real TCP/UDP (curl, a UDP client, tcpdump of
+// the ICMP errors). It runs only with $CONTIV_VPP_LAB set to a VPP build
+// directory, as root; lab_verdicts_test.go recorded
+// sim/testdata/records-verdicts (README.md there) with it.
+//
 // This package knows nothing about Kubernetes objects, etcd, the
 // controller or how the desired NAT44 state is computed.
 package vpp
