@@ -244,3 +244,26 @@ func TestSinkTranslationsOwned(t *testing.T) {
 		t.Errorf("the reject sink's route stayed: %q", routes)
 	}
 }
+
+// TestOwnedVerdict: which dumped routes are the renderer's verdict routes.
+func TestOwnedVerdict(t *testing.T) {
+	cfg := testConfig()
+	cfg.ServiceCIDRs = append(cfg.ServiceCIDRs, netip.MustParsePrefix("fd00:96::/108"))
+	for _, c := range []struct {
+		route Route
+		want  bool
+	}{
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.0/32"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup}, true},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::/128"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::/128"), VRF: 1, Kind: RouteReject}, false},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::10/128"), VRF: 1, Kind: RouteLookup}, false},
+		{Route{Prefix: netip.MustParsePrefix("fd00:97::/128"), Kind: RouteReject}, false},
+		{Route{Prefix: netip.MustParsePrefix("10.200.0.1/32"), Kind: RouteReject}, false},
+	} {
+		if got := cfg.ownedVerdict(c.route); got != c.want {
+			t.Errorf("%v: owned %v, want %v", c.route, got, c.want)
+		}
+	}
+}
