@@ -298,11 +298,11 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 			add(ip, p.Port, p.Protocol, internal, nil)
 		}
 		for _, ip := range svc.ExternalIPs {
-			add(ip, p.Port, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, p, ip, p.Port, true) })
+			add(ip, p.Port, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, svc, p, ip, p.Port, true) })
 		}
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
-				add(ip, p.NodePort, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, p, ip, p.NodePort, false) })
+				add(ip, p.NodePort, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, svc, p, ip, p.NodePort, false) })
 			}
 		}
 	}

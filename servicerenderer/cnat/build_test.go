@@ -58,9 +58,15 @@ func TestBuildService(t *testing.T) {
 		}},
 		{"IPv6 backends only: the IPv4 external IP rejected", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
-			s.ClusterIPs, s.Ports[0].NodePort = nil, 0
+			s.Ports[0].NodePort = 0
 		}, []Translation{
 			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+		}},
+		{"IPv6 backends only, IPv6-only service: its IPv4 external IP not served (no translation)", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
+			s.ClusterIPs, s.Ports[0].NodePort = []netip.Addr{addr("fd00:96::10")}, 0
+		}, []Translation{
+			{Key: key("fd00:96::10", 80, sr.TCP), Paths: []Path{path("fd00:10:1::5", 8080)}},
 		}},
 		{"remote only: one path each", func(s *sr.ContivService) {
 			s.ExternalIPs, s.Ports[0].NodePort = nil, 0

@@ -54,11 +54,13 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 // service CIDR's drop route). Nil when there is no such sink: no service
 // CIDR of ip's family, a main VRF other than table 0 for a reject (no
 // reject route there), an IPv6 drop (Kubernetes allocates every IPv6
-// service address but the first). A NodePort gets no drop sink: VPP's
-// ip4-local drops an untranslated one already (measured alike).
-func sinkPaths(cfg *Config, p *servicerenderer.Port, ip netip.Addr, port uint16, drop bool) []Path {
+// service address but the first), a service without a cluster IP of ip's
+// family (it does not serve that family: kube-proxy leaves such traffic
+// alone). A NodePort gets no drop sink: VPP's ip4-local drops an
+// untranslated one already (measured alike).
+func sinkPaths(cfg *Config, svc *servicerenderer.ContivService, p *servicerenderer.Port, ip netip.Addr, port uint16, drop bool) []Path {
 	cidr := cfg.serviceCIDR(ip.Is4())
-	if !cidr.IsValid() {
+	if !cidr.IsValid() || !servesFamily(svc, ip.Is4()) {
 		return nil
 	}
 	if !p.HasBackend(ip.Is4()) {
@@ -73,11 +75,20 @@ func sinkPaths(cfg *Config, p *servicerenderer.Port, ip netip.Addr, port uint16,
 	return nil
 }
 
-// usesRejectSink tells whether svc has a frontend of the family (IPv4
-// when v4) that sinkPaths sends to the reject sink: an external IP, or a
-// NodePort on the node's address of that family, of a TCP or UDP port
-// without a backend of the family.
+// servesFamily tells whether svc has a cluster IP of the family (IPv4
+// when v4).
+func servesFamily(svc *servicerenderer.ContivService, v4 bool) bool {
+	return slices.ContainsFunc(svc.ClusterIPs, func(ip netip.Addr) bool { ip = ip.Unmap(); return ip.IsValid() && ip.Is4() == v4 })
+}
+
+// usesRejectSink tells whether svc, serving the family (IPv4 when v4),
+// has a frontend of it that sinkPaths sends to the reject sink: an
+// external IP, or a NodePort on the node's address of that family, of a
+// TCP or UDP port without a backend of the family.
 func (c *Config) usesRejectSink(svc *servicerenderer.ContivService, v4 bool) bool {
+	if !servesFamily(svc, v4) {
+		return false
+	}
 	ext := slices.ContainsFunc(svc.ExternalIPs, func(ip netip.Addr) bool {
 		ip = ip.Unmap()
 		return ip.IsValid() && ip.Is4() == v4 && !ip.IsUnspecified() && !ip.IsMulticast()

@@ -204,7 +204,8 @@ func TestSinkPaths(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.ServiceCIDRs, cfg.MainVRF = c.cidrs, c.main
-			if got := sinkPaths(&cfg, &c.port, addr(c.ip), 80, true); !slices.Equal(got, c.want) {
+			svc := &sr.ContivService{ClusterIPs: []netip.Addr{addr("10.96.0.5"), addr("fd00:96::5")}}
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, true); !slices.Equal(got, c.want) {
 				t.Errorf("paths %v, want %v", got, c.want)
 			}
 			// A NodePort: the reject sink only (ip4-local drops the rest).
@@ -212,8 +213,13 @@ func TestSinkPaths(t *testing.T) {
 			if c.port.HasBackend(addr(c.ip).Is4()) {
 				want = nil
 			}
-			if got := sinkPaths(&cfg, &c.port, addr(c.ip), 80, false); !slices.Equal(got, want) {
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, false); !slices.Equal(got, want) {
 				t.Errorf("NodePort paths %v, want %v", got, want)
+			}
+			// A service without a cluster IP of the family does not serve it.
+			svc.ClusterIPs = slices.DeleteFunc(svc.ClusterIPs, func(a netip.Addr) bool { return a.Is4() == addr(c.ip).Is4() })
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, true); got != nil {
+				t.Errorf("family not served: paths %v", got)
 			}
 		})
 	}
