@@ -120,7 +120,9 @@
 //     all on other nodes: no translation and no reject route, so the
 //     service-CIDR route drops it (kube-proxy's DROP);
 //   - a LoadBalancer or external IP, or a NodePort, of a port without an
-//     endpoint of its family (kube-proxy's REJECT): a translation with
+//     endpoint of its family, of a service with a cluster IP of that
+//     family (kube-proxy's REJECT; a family the service does not serve is
+//     left untranslated, as kube-proxy leaves it): a translation with
 //     one path to the reject sink, the service CIDR's first address
 //     (servicerenderer.RejectSink; Kubernetes never allocates it), whose
 //     /32 (IPv6: /128, with the IPv6 path protocol) reject route in table
