@@ -21,7 +21,7 @@
 //     nat44.ErrInvalid, -3 (no such FIB table) nat44.ErrNoTable too, as
 //     for cnat; every other failure is transient. It also adds, deletes
 //     and reads back the routes of the service CIDR and of kube-proxy's
-//     verdicts (ip_route_add_del with the DROP, ICMP_UNREACH — table 0
+//     verdicts (ip_route_add_del with the DROP, ICMP_PROHIBIT — table 0
 //     only, never sent elsewhere: it crashes VPP 25.02 — or lookup path,
 //     ip_route_v2_dump), and the loadBalancerSourceRanges ACL (acl.go:
 //     acl_add_replace, acl_del, acl_interface_set_acl_list, acl_dump,
@@ -93,6 +93,16 @@
 // (owner.go). ASSUMPTION: VPP 25.02 tags local0 like any interface and
 // dumps its tag (the corpus records tags on other interfaces only); a
 // restart loses the mark with the rest of VPP's state.
+//
+// # The lab (tests only)
+//
+// lab_test.go runs a real VPP 25.02 on veth pairs into network namespaces
+// it makes, programs it with this package's own request builders over
+// govpp's socket client, records every request and reply in the corpus
+// format and probes it with real TCP/UDP (curl, a UDP client, tcpdump of
+// the ICMP errors). It runs only with $CONTIV_VPP_LAB set to a VPP build
+// directory, as root; lab_verdicts_test.go recorded
+// sim/testdata/records-verdicts (README.md there) with it.
 //
 // This package knows nothing about Kubernetes objects, etcd, the
 // controller or how the desired NAT44 state is computed.

@@ -20,9 +20,10 @@ import (
 
 // AddDelRoute adds or deletes a route exactly as the records show it:
 // table_id = VRF and one path with sw_if_index ~0, of type DROP
-// (corpus/fib_unreach.jsonl), ICMP_UNREACH (records-acl-routes/c2.jsonl;
-// table 0 only: in any other table it crashes VPP 25.02, so such a
-// request is refused here as invalid and never sent) or, for a lookup,
+// (corpus/fib_unreach.jsonl), ICMP_PROHIBIT (records-acl-routes/c2.jsonl,
+// sim/testdata/records-verdicts; table 0 only: in any other table it
+// crashes VPP 25.02, so such a request is refused here as invalid and
+// never sent) or, for a lookup,
 // NORMAL with weight 1, no next hop and the looked-up table (c2.jsonl's
 // re-added dump). VPP answers 0 to adding an existing route (replacing its
 // path) and to deleting a missing one.
@@ -64,8 +65,8 @@ func routeRequest(r nat44.Route, add bool) (*ipapi.IPRouteAddDel, error) {
 }
 
 // pathRequest is the request that adds or deletes a route on p in table
-// vrf whose one path drops, rejects (ICMP_UNREACH: table 0 only) or looks
-// up table.
+// vrf whose one path drops, rejects (ICMP_PROHIBIT: table 0 only) or
+// looks up table.
 func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uint32) (*ipapi.IPRouteAddDel, error) {
 	req, err := dropRouteRequest(p, vrf, add)
 	if err != nil {
@@ -75,9 +76,17 @@ func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uin
 	switch {
 	case reject:
 		if vrf != 0 {
-			return nil, errors.New("an ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
+			return nil, errors.New("an ICMP_PROHIBIT/ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
 		}
-		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
+		// ICMP_PROHIBIT, not ICMP_UNREACH: its "administratively
+		// prohibited" fails UDP clients at once too, ICMP_UNREACH's "host
+		// unreachable" only TCP connects (sim/testdata/records-verdicts).
+		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
+		if p.Addr().Is6() {
+			// An IPv6 reject needs the IPv6 path protocol: with IP4 (the
+			// zero value) VPP answers no ICMP at all (records-verdicts).
+			path.Proto = fib_types.FIB_API_PATH_NH_PROTO_IP6
+		}
 	case lookup:
 		path.Type, path.Weight, path.TableID = fib_types.FIB_API_PATH_TYPE_NORMAL, 1, table
 	}

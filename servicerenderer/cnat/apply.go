@@ -261,7 +261,7 @@ func (r *Renderer) loadTranslations(dumped []Dumped) {
 	r.ids = make(map[Key]uint32, len(dumped))
 	for i := range dumped {
 		d := &dumped[i]
-		if !r.owned(d.Key) {
+		if !r.owned(d.Key) && !r.cfg.sinkOnly(d.Paths) {
 			foreign++
 			continue
 		}

@@ -230,7 +230,11 @@ func comparePrefix(a, b netip.Prefix) int {
 //     internal policy); external/LB IPs and NodePorts all backends (the
 //     local ones under the Local external policy).
 //   - A frontend gets the backends of its address family only (IPv4 and
-//     IPv6 alike); no usable backend: no translation (0 paths crash VPP).
+//     IPv6 alike); no usable backend: no translation (0 paths crash VPP),
+//     but an external or LoadBalancer IP gets one path to a sink
+//     (sinkPaths: rejected when its port has no endpoint of its family,
+//     dropped when a Local policy leaves this node none), and a NodePort
+//     of a port without an endpoint of its family the reject sink.
 //   - A local backend's path is repeated LocalEndpointWeight times when
 //     the translation also has remote backends.
 //   - Session affinity: Maglev with the source-IP flow hash.
@@ -263,7 +267,7 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 	if svc.AffinityTimeout > 0 {
 		lb, fh = LBMaglev, FlowHashSrcIP
 	}
-	add := func(ip netip.Addr, port uint16, proto Protocol, backends []servicerenderer.Backend) {
+	add := func(ip netip.Addr, port uint16, proto Protocol, backends []servicerenderer.Backend, sink func(netip.Addr) []Path) {
 		ip = ip.Unmap()
 		if !ip.IsValid() || ip.IsUnspecified() || ip.IsMulticast() {
 			return
@@ -275,6 +279,9 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 			}
 		}
 		paths := buildPaths(backends, ip.Is4(), cfg.LocalEndpointWeight)
+		if len(paths) == 0 && sink != nil {
+			paths = sink(ip)
+		}
 		if len(paths) == 0 {
 			return
 		}
@@ -288,14 +295,14 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 		internal := p.BackendsFor(svc.InternalPolicy)
 		external := p.BackendsFor(svc.ExternalPolicy)
 		for _, ip := range svc.ClusterIPs {
-			add(ip, p.Port, p.Protocol, internal)
+			add(ip, p.Port, p.Protocol, internal, nil)
 		}
 		for _, ip := range svc.ExternalIPs {
-			add(ip, p.Port, p.Protocol, external)
+			add(ip, p.Port, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, svc, p, ip, p.Port, true) })
 		}
 		if p.NodePort != 0 {
 			for _, ip := range node.IPs {
-				add(ip, p.NodePort, p.Protocol, external)
+				add(ip, p.NodePort, p.Protocol, external, func(ip netip.Addr) []Path { return sinkPaths(cfg, svc, p, ip, p.NodePort, false) })
 			}
 		}
 	}
@@ -304,7 +311,7 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 		target := []servicerenderer.Backend{{IP: cfg.HealthCheckTarget, Port: hc}}
 		for _, ip := range node.IPs {
 			if ip.Unmap().Is4() && ip.Unmap() != cfg.HealthCheckTarget {
-				add(ip, hc, servicerenderer.TCP, target)
+				add(ip, hc, servicerenderer.TCP, target, nil)
 			}
 		}
 	}

@@ -37,11 +37,12 @@ func TestBuildService(t *testing.T) {
 			{Key: key("192.168.16.100", 80, sr.TCP), Paths: locals},
 			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: locals, RealIP: true},
 		}},
-		{"external Local with no local backend: no external translation", func(s *sr.ContivService) {
+		{"external Local with no local backend: the external IP to the drop sink (the service CIDR's last address), no NodePort", func(s *sr.ContivService) {
 			s.ExternalPolicy = sr.PolicyLocal
 			s.Ports[0].LocalBackends = nil
 		}, []Translation{
 			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed},
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.111.255.255", 80)}},
 		}},
 		{"affinity: Maglev with the source-IP hash", func(s *sr.ContivService) {
 			s.AffinityTimeout = 10800
@@ -49,9 +50,24 @@ func TestBuildService(t *testing.T) {
 		}, []Translation{
 			{Key: key("10.96.0.10", 80, sr.TCP), Paths: mixed, LB: LBMaglev, FlowHash: FlowHashSrcIP},
 		}},
-		{"no backends: no translation at all", func(s *sr.ContivService) {
+		{"no backends: the external IP and the NodePort to the reject sink (the service CIDR's first address)", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil
-		}, nil},
+		}, []Translation{
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: []Path{path("10.96.0.0", 30080)}, RealIP: true},
+		}},
+		{"IPv6 backends only: the IPv4 external IP rejected", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
+			s.Ports[0].NodePort = 0
+		}, []Translation{
+			{Key: key("192.168.16.100", 80, sr.TCP), Paths: []Path{path("10.96.0.0", 80)}},
+		}},
+		{"IPv6 backends only, IPv6-only service: its IPv4 external IP not served (no translation)", func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{be("fd00:10:1::5", 8080, true)}, []sr.Backend{be("fd00:10:1::5", 8080, true)}
+			s.ClusterIPs, s.Ports[0].NodePort = []netip.Addr{addr("fd00:96::10")}, 0
+		}, []Translation{
+			{Key: key("fd00:96::10", 80, sr.TCP), Paths: []Path{path("fd00:10:1::5", 8080)}},
+		}},
 		{"remote only: one path each", func(s *sr.ContivService) {
 			s.ExternalIPs, s.Ports[0].NodePort = nil, 0
 			s.Ports[0].Backends = []sr.Backend{be("10.1.2.11", 8080, false), be("10.1.2.12", 8080, false)}
@@ -119,9 +135,10 @@ func TestBuildServiceIPv6NodePort(t *testing.T) {
 		mutate func(*sr.ContivService)
 		want   []Translation
 	}{
-		{"IPv6 backends only: the IPv6 NodePort only", func(s *sr.ContivService) {
+		{"IPv6 backends only: the IPv6 NodePort to them, the IPv4 one to the reject sink", func(s *sr.ContivService) {
 			s.Ports[0].Backends, s.Ports[0].LocalBackends = []sr.Backend{v6local}, nil
 		}, []Translation{
+			{Key: key("192.168.16.1", 30080, sr.TCP), Paths: []Path{path("10.96.0.0", 30080)}, RealIP: true},
 			{Key: key("fd00:16::1", 30080, sr.TCP), Paths: []Path{path("fd00:1::11", 8080)}, RealIP: true},
 		}},
 		{"dual-stack: each NodePort its own family", func(s *sr.ContivService) {

@@ -51,11 +51,17 @@
 //	                                                                                        ~0 interface)
 //	unknown service address       -                                             -           none: the service-CIDR route drops
 //	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
-//	cluster IP (IPv4, in the      -                                             -           ip_route_add_del /32 ICMP_UNREACH in
+//	cluster IP (IPv4, in the      -                                             -           ip_route_add_del /32 ICMP_PROHIBIT in
 //	service CIDR; main VRF 0)                                                               table 0 (BuildRoutes), reached from
 //	                                                                                        the pod VRF by its service-CIDR
 //	                                                                                        lookup: its untranslated ports are
 //	                                                                                        refused
+//	ExternalIP / LoadBalancer IP  one path: the reject sink (the service CIDR's  0 / 1       cnat_translation_update; the sink's
+//	/ NodePort of a port without  first address) at the frontend's port                     /32 (/128) ICMP_PROHIBIT route in
+//	an endpoint of its family                                                               table 0 (BuildRoutes); main VRF 0
+//	ExternalIP / LoadBalancer IP, one path: the drop sink (the IPv4 service     0           cnat_translation_update
+//	Local policy, no local        CIDR's last address) at its port
+//	endpoint (endpoints elsewhere)
 //
 // Calls per change, per frontend (a NodePort is one frontend per node IP);
 // none of them cuts a connection (FACTS §6):
@@ -76,25 +82,29 @@
 // The service-CIDR routes are the nat44 renderer's (FACTS §4: a route for
 // the service CIDR in the pod and the main VRF drops a packet to an
 // unmapped service address instead of letting it leave by the default
-// route, without touching mapped traffic). ASSUMPTION (not recorded; FACTS
-// §6 says nothing of routes): in the features mode the agent uses, cnat
-// translates in the cnat-input-ip4/ip6 feature on the ingress interface,
-// before the FIB lookup, so the DROP route catches only packets no
-// translation matched; a translated packet is forwarded to its backend.
-// To be measured on a real VPP.
+// route, without touching mapped traffic). Measured under cnat too
+// (records-verdicts/verdicts-cnat.jsonl, the agent's node configuration):
+// in the features mode the agent uses, cnat translates in the
+// cnat-input-ip4/ip6 feature on the ingress interface, before the FIB
+// lookup, so the DROP route catches only packets no translation matched
+// (a cluster IP inside the dropped service CIDR is served, from a pod and
+// from outside); a translated packet is forwarded to its backend, or to
+// the route of the address it was translated to (the sinks below).
 //
 // # Verdicts (kube-proxy's REJECT and DROP)
 //
-// By the same ASSUMPTION, a packet to a cluster IP on a port no
+// So a packet to a cluster IP on a port no
 // translation has (no endpoints, or a port the service does not define)
 // reaches the FIB: the renderer gives each IPv4 cluster IP in a service
 // CIDR the NAT44 renderer's verdict routes (the choice is
-// servicerenderer.RejectIPs, shared with it): a /32 ICMP_UNREACH route in
-// table 0, which refuses it at once. Pod traffic reaches it through the
+// servicerenderer.RejectIPs, shared with it): a /32 reject route
+// (ICMP_PROHIBIT) in table 0, which refuses it at once (measured under
+// cnat: TCP 26-59 ms, UDP ~0.35 s "No route to host",
+// records-verdicts/verdicts-cnat.jsonl). Pod traffic reaches it through the
 // pod VRF's route of the service CIDR, a lookup of table 0
 // (servicerenderer.PodServiceLookup; ServiceRoutes), where the cluster
 // IP's reject or the service CIDR's drop decides: one route per cluster
-// IP (FACTS §1: an ICMP_UNREACH path in any other table crashes VPP 25.02,
+// IP (FACTS §1: a reject path in any other table crashes VPP 25.02,
 // so with a main VRF other than 0 there are none and the pod VRF's route
 // is a drop). Earlier versions kept a pod-VRF drop and a /32 lookup per
 // cluster IP: both are taken for the renderer's, and a full apply
@@ -109,23 +119,51 @@
 //   - a cluster IP under the Local internal policy whose endpoints are
 //     all on other nodes: no translation and no reject route, so the
 //     service-CIDR route drops it (kube-proxy's DROP);
+//   - a LoadBalancer or external IP, or a NodePort, of a port without an
+//     endpoint of its family, of a service with a cluster IP of that
+//     family (kube-proxy's REJECT; a family the service does not serve is
+//     left untranslated, as kube-proxy leaves it): a translation with
+//     one path to the reject sink, the service CIDR's first address
+//     (servicerenderer.RejectSink; Kubernetes never allocates it), whose
+//     /32 (IPv6: /128, with the IPv6 path protocol) reject route in table
+//     0 refuses it; cnat-output translates the ICMP error back to the
+//     frontend (measured, records-verdicts/verdicts-cnat.jsonl: TCP 9-15
+//     ms from outside and from a pod, the NodePort alike; UDP with
+//     ICMP_PROHIBIT 0.13-0.43 s, "No route to host"). No route outside
+//     the service CIDR is needed: an untagged one could not be told from
+//     another program's after a restart. With a main VRF other than 0:
+//     no translation (routed on by destination, as before);
 //   - a LoadBalancer or external IP under the Local external policy with
-//     no local endpoint: no translation, and no route (it is outside the
-//     service CIDR: an untagged route there could not be told from
-//     another program's after a restart); its traffic is routed on by
-//     destination, as before. NAT44 drops it by a mapping to the service
-//     CIDR's last address; cnat would need the same of a translation
-//     whose backend a DROP route covers, which FACTS §6 does not record;
-//     not built. A NodePort without a local endpoint is not translated
-//     either: the packet is for the node's own address, and what VPP
-//     then does with it was not measured;
-//   - IPv6 cluster IPs: no reject route (never measured); the IPv6
-//     service-CIDR route drops (a drop in the pod VRF too).
+//     no local endpoint (endpoints elsewhere; kube-proxy's DROP): one path
+//     to the drop sink, the IPv4 service CIDR's last address
+//     (servicerenderer.DropSink), which the service-CIDR route drops
+//     (measured: the client times out, from outside and from a pod). No
+//     IPv6 drop sink (Kubernetes allocates an IPv6 range's last address):
+//     an IPv6 one is routed on, as before. A NodePort without a local
+//     endpoint is not translated: ip4-local drops it (measured alike with
+//     a drop-sink translation: both time out);
+//   - IPv6 cluster IPs: no reject route. Measured: VPP survives a /128
+//     reject in table 0 (and crashes on one in table 1, as IPv4), but the
+//     ICMPv6 error leaves cnat-output with its inner header rewritten to
+//     the node's IPv6 SNAT address, from outside and from a pod, so the
+//     client ignores it and times out; the IPv6 service-CIDR route drops
+//     (a drop in the pod VRF too). (IPv4 from outside shows the same
+//     rewrite: an outside client of a cluster IP's undefined port times
+//     out; pods, the case kube-proxy's REJECT is for, are refused.)
+//
+// Translations to a sink are the renderer's whatever their VIP when every
+// path goes to a sink (sinkOnly): one left on the external IP of a service
+// deleted while the agent was down is deleted by the next full apply
+// (ASSUMPTION: no other program translates to a service CIDR's first or
+// last address).
+// Switching a frontend between a sink and backends is one
+// cnat_translation_update, which cuts no connection (FACTS §6).
 //
 // Ownership as for the drop routes: routes have no tag, so a /32 reject in
 // table 0, or a /32 lookup of table 0 in the pod VRF (an earlier
-// version's), on an address of an
-// IPv4 service CIDR is the renderer's (ASSUMPTION: whoever made it). Every
+// version's), on an address of an IPv4 service CIDR, and a /128 reject in
+// table 0 in an IPv6 one (the IPv6 reject sink's), is the renderer's
+// (ASSUMPTION: whoever made it). Every
 // full apply reads them back (ip_route_v2_dump of the pod and the main
 // VRF): a restarted agent writes nothing, one whose service is gone is
 // deleted. They are not in the node record (Store): the key decides, and
@@ -217,8 +255,10 @@
 //     hairpin traffic see the node IP (cnat's K8S source-NAT policy).
 //   - A frontend with no backend has no translation: its traffic is not
 //     translated; a cluster IP's is refused by its reject route, the rest
-//     of the service CIDR dropped (the same ends as nat44's, by the
-//     ASSUMPTION above); see Verdicts for LoadBalancer and external IPs.
+//     of the service CIDR dropped (the same ends as nat44's, measured);
+//     LoadBalancer and external IPs and NodePorts get a translation to a
+//     sink instead (see Verdicts): unlike nat44's, cnat's rejects reach
+//     them.
 //   - The renderer never removes nat44's state, nor nat44 the renderer's:
 //     switching a node is an operator's procedure (docs/operations.md).
 //

@@ -326,7 +326,7 @@ type VPP interface {
 	// renderer never does it.
 	EnableDisableFeature(ctx context.Context, ifName string, f Feature, enable bool) (swIfIndex uint32, err error)
 	// AddDelFIBRoute adds or deletes a route: one path of type DROP,
-	// ICMP_UNREACH (a RouteReject; in table 0 only: in any other table it
+	// ICMP_PROHIBIT (a RouteReject; in table 0 only: in any other table it
 	// crashes VPP 25.02, so it is refused as invalid unsent) or a lookup.
 	// VPP answers 0 to adding an existing route and to deleting a missing
 	// one.

@@ -192,14 +192,21 @@ func TestIncrementalChanges(t *testing.T) {
 	apply(t, r, false)
 	checkState(t, f, wantState(r))
 
-	// No backends left: the translations go (never 0 paths).
+	// No backends left: the cluster IP's translation goes (never 0
+	// paths); the external IP's and the NodePort's go to the reject sink.
 	none := web()
 	none.Ports[0].Backends, none.Ports[0].LocalBackends = nil, nil
 	_ = r.UpdateService(aff, none)
 	apply(t, r, false)
 	checkState(t, f, wantState(r))
-	if n := len(f.state().Trans); n != 0 {
-		t.Errorf("%d translations left", n)
+	tr := f.state().Trans
+	for _, k := range []Key{key("192.168.16.100", 80, sr.TCP), key("192.168.16.1", 30080, sr.TCP)} {
+		if len(tr[k].Paths) != 1 || tr[k].Paths[0].IP != addr("10.96.0.0") {
+			t.Errorf("%v: %v, want the reject sink", k, tr[k])
+		}
+	}
+	if len(tr) != 2 {
+		t.Errorf("translations left: %v, want the external IP's and the NodePort's", tr)
 	}
 
 	// Interfaces come and go; a lost one is configured again, once.

@@ -14,34 +14,138 @@ import (
 // lookup, so a packet to a cluster IP that no translation took (a port
 // without endpoints, a port the service does not define) reaches the FIB.
 // For each cluster IP servicerenderer.RejectIPs picks in an IPv4 service
-// CIDR: a /32 ICMP_UNREACH route in table 0, which pod traffic reaches
-// through the pod VRF's service-CIDR lookup of table 0 (ServiceRoutes).
-// None when the main VRF is not table 0 (an ICMP_UNREACH path crashes VPP
-// 25.02 in any other table, FACTS §1). Sorted (Route.Compare).
+// CIDR: a /32 reject route (ICMP_PROHIBIT) in table 0, which pod traffic
+// reaches through the pod VRF's service-CIDR lookup of table 0
+// (ServiceRoutes); and, for each family whose reject sink one of its
+// frontends goes to (sinkPaths), the sink's /32 or /128 reject route
+// (services share it). None when the main VRF is not table 0 (a reject
+// path crashes VPP 25.02 in any other table, FACTS §1). Sorted
+// (Route.Compare).
 func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	if svc == nil || cfg.MainVRF != 0 {
 		return nil
 	}
+	// Each cluster IP's reject, then each family's reject sink when a
+	// frontend goes there.
 	var out []Route
 	for _, cidr := range cfg.ServiceCIDRs {
 		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
-			out = append(out, Route{Prefix: netip.PrefixFrom(ip, 32), VRF: 0, Kind: RouteReject})
+			out = append(out, Route{Prefix: netip.PrefixFrom(ip, ip.BitLen()), VRF: 0, Kind: RouteReject})
+		}
+	}
+	for _, v4 := range []bool{true, false} {
+		if cidr := cfg.serviceCIDR(v4); cidr.IsValid() && cfg.usesRejectSink(svc, v4) {
+			sink := servicerenderer.RejectSink(cidr)
+			out = append(out, Route{Prefix: netip.PrefixFrom(sink, sink.BitLen()), VRF: 0, Kind: RouteReject})
 		}
 	}
 	slices.SortFunc(out, Route.Compare)
 	return slices.Compact(out)
 }
 
+// sinkPaths is the one path of a translation that no backend can take
+// (kube-proxy's verdicts; cnat-input translates it, the FIB then decides,
+// records-verdicts/verdicts-cnat.jsonl), port being the frontend's: to
+// the reject sink when port p has no endpoint of ip's family (RejectSink,
+// whose reject route answers ICMP unreachable, which cnat-output
+// translates back to the frontend: the client fails in ~10 ms), else,
+// with drop (external and LoadBalancer IPs), to the drop sink when the
+// Local external policy leaves this node no endpoint (DropSink: the
+// service CIDR's drop route). Nil when there is no such sink: no service
+// CIDR of ip's family, a main VRF other than table 0 for a reject (no
+// reject route there), an IPv6 drop (Kubernetes allocates every IPv6
+// service address but the first), a service without a cluster IP of ip's
+// family (it does not serve that family: kube-proxy leaves such traffic
+// alone). A NodePort gets no drop sink: VPP's ip4-local drops an
+// untranslated one already (measured alike).
+func sinkPaths(cfg *Config, svc *servicerenderer.ContivService, p *servicerenderer.Port, ip netip.Addr, port uint16, drop bool) []Path {
+	cidr := cfg.serviceCIDR(ip.Is4())
+	if !cidr.IsValid() || !servesFamily(svc, ip.Is4()) {
+		return nil
+	}
+	if !p.HasBackend(ip.Is4()) {
+		if cfg.MainVRF != 0 {
+			return nil
+		}
+		return []Path{{IP: servicerenderer.RejectSink(cidr), Port: port}}
+	}
+	if sink := servicerenderer.DropSink(cidr); drop && sink.IsValid() {
+		return []Path{{IP: sink, Port: port}}
+	}
+	return nil
+}
+
+// servesFamily tells whether svc has a cluster IP of the family (IPv4
+// when v4).
+func servesFamily(svc *servicerenderer.ContivService, v4 bool) bool {
+	return slices.ContainsFunc(svc.ClusterIPs, func(ip netip.Addr) bool { ip = ip.Unmap(); return ip.IsValid() && ip.Is4() == v4 })
+}
+
+// usesRejectSink tells whether svc, serving the family (IPv4 when v4),
+// has a frontend of it that sinkPaths sends to the reject sink: an
+// external IP, or a NodePort on the node's address of that family, of a
+// TCP or UDP port without a backend of the family.
+func (c *Config) usesRejectSink(svc *servicerenderer.ContivService, v4 bool) bool {
+	if !servesFamily(svc, v4) {
+		return false
+	}
+	ext := slices.ContainsFunc(svc.ExternalIPs, func(ip netip.Addr) bool {
+		ip = ip.Unmap()
+		return ip.IsValid() && ip.Is4() == v4 && !ip.IsUnspecified() && !ip.IsMulticast()
+	})
+	node := (v4 && c.NodeIP4.IsValid()) || (!v4 && c.NodeIP6.IsValid())
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
+		if (p.Protocol == servicerenderer.TCP || p.Protocol == servicerenderer.UDP) && p.Port != 0 &&
+			!p.HasBackend(v4) && (ext || (p.NodePort != 0 && node)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sinkOnly tells whether every path of a dumped translation goes to a
+// sink of the service CIDRs (sinkPaths): such a translation is the
+// renderer's whatever its VIP (an external IP of a service deleted while
+// the agent was down is then deleted). ASSUMPTION: no other program
+// translates to the service CIDRs' first or last address.
+func (c *Config) sinkOnly(paths []Path) bool {
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		cidr := c.serviceCIDR(p.IP.Is4())
+		if !p.IP.IsValid() || !cidr.IsValid() || (p.IP != servicerenderer.RejectSink(cidr) && p.IP != servicerenderer.DropSink(cidr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// serviceCIDR is the first service CIDR of the family (IPv4 when v4).
+func (c *Config) serviceCIDR(v4 bool) netip.Prefix {
+	for _, p := range c.ServiceCIDRs {
+		if p.IsValid() && p.Addr().Is4() == v4 {
+			return p
+		}
+	}
+	return netip.Prefix{}
+}
+
 // ownedVerdict tells whether a route VPP holds is one of the renderer's
 // verdict routes: a /32 inside an IPv4 service CIDR, a reject in table 0
 // or a lookup of table 0 in the pod VRF (which earlier versions made per
-// cluster IP: a full apply deletes them). ASSUMPTION (as for the drop
+// cluster IP: a full apply deletes them), or a /128 reject in table 0
+// inside an IPv6 one (the IPv6 reject sink's). ASSUMPTION (as for the drop
 // routes and the NAT44 renderer): routes have no tag, so such a route is
 // taken for the renderer's, whoever made it.
 func (c *Config) ownedVerdict(r Route) bool {
 	a := r.Prefix.Addr()
-	if r.Prefix.Bits() != 32 || !a.Is4() || !c.inServiceCIDR(a) {
+	if r.Prefix.Bits() != a.BitLen() || !c.inServiceCIDR(a) {
 		return false
+	}
+	if a.Is6() {
+		return r.Kind == RouteReject && r.VRF == 0 // the IPv6 reject sink's
 	}
 	return (r.Kind == RouteReject && r.VRF == 0) ||
 		(r.Kind == RouteLookup && r.Table == 0 && r.VRF == c.PodVRF && c.PodVRF != 0)

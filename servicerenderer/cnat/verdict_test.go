@@ -30,8 +30,16 @@ func TestBuildRoutes(t *testing.T) {
 		want   []string
 	}{
 		{"endpoints: the cluster IP rejects what no translation takes (undefined ports)", nil, nil, []string{reject}},
-		{"no endpoints: reject", nil, func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
-			[]string{reject}},
+		{"no endpoints: reject, and the external IP's reject sink", nil, func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
+			[]string{"10.96.0.0/32 vrf=0 reject", reject}},
+		{"no endpoints, no external IP: the NodePort's reject sink", nil, func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs = nil, nil, nil
+		}, []string{"10.96.0.0/32 vrf=0 reject", reject}},
+		{"no endpoints, no external IP, no NodePort: reject alone", nil, func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs, s.Ports[0].NodePort = nil, nil, nil, 0
+		}, []string{reject}},
+		{"no endpoints, main VRF not table 0: no route", func(c *Config) { c.MainVRF = 3 },
+			func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil }, nil},
 		{"Local internal policy, no local endpoint: the service CIDR's drop route drops", nil, func(s *sr.ContivService) {
 			s.InternalPolicy, s.Ports[0].LocalBackends = sr.PolicyLocal, nil
 		}, nil},
@@ -43,6 +51,12 @@ func TestBuildRoutes(t *testing.T) {
 		{"main VRF not table 0: an ICMP_UNREACH path would crash VPP", func(c *Config) { c.MainVRF = 3 }, nil, nil},
 		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, nil, []string{reject}},
 		{"no service CIDR", func(c *Config) { c.ServiceCIDRs = nil }, nil, nil},
+		{"an IPv6 external IP without IPv6 endpoints: the IPv6 reject sink (IPv6 cluster IPs get no reject)", func(c *Config) {
+			c.ServiceCIDRs = append(c.ServiceCIDRs, netip.MustParsePrefix("fd00:96::/108"))
+		}, func(s *sr.ContivService) {
+			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"))
+			s.ExternalIPs = append(s.ExternalIPs, addr("2001:db8::5"))
+		}, []string{reject, "fd00:96::/128 vrf=0 reject"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,7 +88,8 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	empty.Ports[0].Backends, empty.Ports[0].LocalBackends = nil, nil
 	_ = r.Resync(resyncData(empty))
 	apply(t, r, true)
-	want := []string{"10.96.0.10/32 vrf=0 reject"}
+	// The external IP goes to the reject sink, which gets its route.
+	want := []string{"10.96.0.0/32 vrf=0 reject", "10.96.0.10/32 vrf=0 reject"}
 	verdicts := func() []string {
 		return routeStrings(slices.DeleteFunc(f.state().Routes, func(r Route) bool { return r.Prefix.Bits() != 32 }))
 	}
@@ -88,9 +103,10 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, r, false)
-	if got := f.Writes() - w; got != 3 { // the three translations
-		t.Errorf("endpoints added: %d writes, want 3", got)
+	if got := f.Writes() - w; got != 4 { // the three translations, the sink's route deleted
+		t.Errorf("endpoints added: %d writes, want 4", got)
 	}
+	want = want[1:]
 
 	stale := Route{Prefix: netip.MustParsePrefix("10.96.0.99/32"), VRF: 0, Kind: RouteReject}
 	foreign := Route{Prefix: netip.MustParsePrefix("10.200.0.1/32"), VRF: 0, Kind: RouteReject}
@@ -161,5 +177,99 @@ func TestVerdictRouteRefused(t *testing.T) {
 	}
 	if s := f.state(); len(s.Trans) != 3 || len(s.Routes) != 2 {
 		t.Errorf("the rest not applied: %+v", s)
+	}
+}
+
+// TestSinkPaths: the one path of an external IP no backend can take.
+func TestSinkPaths(t *testing.T) {
+	v4, v6 := netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:96::/108")
+	none := sr.Port{Protocol: sr.TCP, Port: 80}
+	elsewhere := sr.Port{Protocol: sr.TCP, Port: 80, Backends: []sr.Backend{be("10.1.2.5", 8080, false), be("fd00:1:2::5", 8080, false)}}
+	cases := []struct {
+		name  string
+		cidrs []netip.Prefix
+		main  uint32
+		port  sr.Port
+		ip    string
+		want  []Path
+	}{
+		{"no endpoint: the reject sink (first address)", []netip.Prefix{v4}, 0, none, "203.0.113.5", []Path{path("10.96.0.0", 80)}},
+		{"no endpoint, main VRF 3: no reject route, no sink (as before: routed on)", []netip.Prefix{v4}, 3, none, "203.0.113.5", nil},
+		{"endpoints elsewhere (Local): the drop sink (last address)", []netip.Prefix{v4}, 0, elsewhere, "203.0.113.5", []Path{path("10.111.255.255", 80)}},
+		{"IPv6, no endpoint: the IPv6 reject sink", []netip.Prefix{v4, v6}, 0, none, "2001:db8::5", []Path{path("fd00:96::", 80)}},
+		{"IPv6, endpoints elsewhere: no IPv6 drop sink (Kubernetes allocates the last address)", []netip.Prefix{v4, v6}, 0, elsewhere, "2001:db8::5", nil},
+		{"no service CIDR of the family", []netip.Prefix{v4}, 0, none, "2001:db8::5", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ServiceCIDRs, cfg.MainVRF = c.cidrs, c.main
+			svc := &sr.ContivService{ClusterIPs: []netip.Addr{addr("10.96.0.5"), addr("fd00:96::5")}}
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, true); !slices.Equal(got, c.want) {
+				t.Errorf("paths %v, want %v", got, c.want)
+			}
+			// A NodePort: the reject sink only (ip4-local drops the rest).
+			want := c.want
+			if c.port.HasBackend(addr(c.ip).Is4()) {
+				want = nil
+			}
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, false); !slices.Equal(got, want) {
+				t.Errorf("NodePort paths %v, want %v", got, want)
+			}
+			// A service without a cluster IP of the family does not serve it.
+			svc.ClusterIPs = slices.DeleteFunc(svc.ClusterIPs, func(a netip.Addr) bool { return a.Is4() == addr(c.ip).Is4() })
+			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, true); got != nil {
+				t.Errorf("family not served: paths %v", got)
+			}
+		})
+	}
+}
+
+// TestSinkTranslationsOwned: after a restart, a translation whose only
+// path goes to a sink is the renderer's whatever its VIP: one left on the
+// external IP of a service deleted while the agent was down is deleted; a
+// foreign translation of such an address to a real backend stays.
+func TestSinkTranslationsOwned(t *testing.T) {
+	f := newFake(t, allIfaces...)
+	r := newRenderer(t, f, &MemStore{})
+	empty := web()
+	empty.Ports[0].Backends, empty.Ports[0].LocalBackends = nil, nil
+	_ = r.Resync(resyncData(empty))
+	apply(t, r, true)
+	foreign := Translation{Key: key("198.51.100.7", 80, sr.TCP), Paths: []Path{path("10.1.2.7", 8080)}}
+	f.addForeign(foreign)
+
+	again := newRenderer(t, f, &MemStore{})
+	_ = again.Resync(resyncData())
+	apply(t, again, true)
+	trans := f.state().Trans
+	if len(trans) != 1 || !slices.Equal(trans[foreign.Key].Paths, foreign.Paths) {
+		t.Errorf("translations %v, want the foreign one only", trans)
+	}
+	if routes := routeStrings(f.state().Routes); slices.Contains(routes, "10.96.0.0/32 vrf=0 reject") {
+		t.Errorf("the reject sink's route stayed: %q", routes)
+	}
+}
+
+// TestOwnedVerdict: which dumped routes are the renderer's verdict routes.
+func TestOwnedVerdict(t *testing.T) {
+	cfg := testConfig()
+	cfg.ServiceCIDRs = append(cfg.ServiceCIDRs, netip.MustParsePrefix("fd00:96::/108"))
+	for _, c := range []struct {
+		route Route
+		want  bool
+	}{
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.0/32"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 1, Kind: RouteLookup}, true},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::/128"), Kind: RouteReject}, true},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::/128"), VRF: 1, Kind: RouteReject}, false},
+		{Route{Prefix: netip.MustParsePrefix("fd00:96::10/128"), VRF: 1, Kind: RouteLookup}, false},
+		{Route{Prefix: netip.MustParsePrefix("fd00:97::/128"), Kind: RouteReject}, false},
+		{Route{Prefix: netip.MustParsePrefix("10.200.0.1/32"), Kind: RouteReject}, false},
+	} {
+		if got := cfg.ownedVerdict(c.route); got != c.want {
+			t.Errorf("%v: owned %v, want %v", c.route, got, c.want)
+		}
 	}
 }

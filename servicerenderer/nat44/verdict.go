@@ -12,16 +12,19 @@ import (
 // becomes of traffic to its cluster IPs that no mapping takes (NAT runs
 // before the FIB lookup, so mapped traffic never sees them), as
 // kube-proxy decides it (FACTS §1, §4): REJECT each IPv4 cluster IP inside
-// Config.ServiceCIDR with a /32 ICMP_UNREACH route in table 0, which pod
+// Config.ServiceCIDR with a /32 reject (ICMP_PROHIBIT) route in table 0, which pod
 // traffic reaches through the pod VRF's service-CIDR lookup of table 0
 // (servicerenderer.PodServiceLookup), for the cluster IPs
 // servicerenderer.RejectIPs picks (the cnat renderer shares it). Its ports without endpoints and
 // the ports it does not define are then refused at once. Not when the
-// main VRF is not table 0 (an ICMP_UNREACH path crashes VPP 25.02
+// main VRF is not table 0 (a reject path crashes VPP 25.02
 // in any other table), nor without a service CIDR. External and
 // LoadBalancer IPs get no route (routes have no tag: a /32 outside the
-// service CIDR could not be recognised after a restart); their verdict is
-// a mapping to SinkAddress (BuildService). The routes are sorted by key.
+// service CIDR could not be recognised after a restart); a Local one
+// without a local endpoint is mapped to SinkAddress (BuildService), one
+// without any endpoint is not mapped: NAT44-ED delivers no usable ICMP
+// error for a mapping into a reject route (records-verdicts). The routes
+// are sorted by key.
 func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config) []Route {
 	if cfg.MainVRF != 0 {
 		return nil
@@ -40,15 +43,7 @@ func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalN
 // nodeIP:port → an unallocated service address drops exactly that port).
 // Invalid without an IPv4 service CIDR.
 func SinkAddress(cfg *Config) netip.Addr {
-	p := cfg.ServiceCIDR.Masked()
-	if !p.IsValid() || !p.Addr().Is4() {
-		return netip.Addr{}
-	}
-	a := p.Addr().As4()
-	for i := p.Bits(); i < 32; i++ {
-		a[i/8] |= 1 << (7 - i%8)
-	}
-	return netip.AddrFrom4(a)
+	return servicerenderer.DropSink(cfg.ServiceCIDR)
 }
 
 // compareRoutes orders routes by key, then kind and table.

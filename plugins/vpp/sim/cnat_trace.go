@@ -14,8 +14,10 @@ type CnatResult struct {
 	// path), Dropped (a translation matched but has no resolved path, or
 	// none matched and a DROP route covers the destination), Rejected
 	// (none matched and the FIB lookup, following lookup routes, ends in
-	// an ICMP_UNREACH route) or NotTranslated (no translation of the
-	// destination address, port and protocol, and no such route).
+	// a reject route: ICMP_UNREACH/ICMP_PROHIBIT) or NotTranslated (no translation of the
+	// destination address, port and protocol, and no such route). A
+	// translation whose every path goes to an address a reject (DROP)
+	// route covers is Rejected (Dropped) too (cnatIntoVerdict).
 	Verdict Verdict
 	Reason  string
 	// TranslationID is the matching translation's id (Translated,
@@ -69,7 +71,7 @@ type CnatReach struct {
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
 //   - A packet no translation matched is dropped by a DROP route covering
 //     its destination in its ingress interface's VRF, or in the table a
-//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH, in table 0,
+//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH/ICMP_PROHIBIT, in table 0,
 //     reached from the pod VRF by a lookup route), as the NAT44 oracle
 //     decides it (Trace).
 //
@@ -118,6 +120,9 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		res.Reason = fmt.Sprintf("cnat translation %d has no resolved path: dropped", id)
 		return res
 	}
+	if r, ok := v.cnatIntoVerdict(p, id, paths); ok {
+		return r
+	}
 	seen := map[netip.AddrPort]int{}
 	var count []int
 	for _, rp := range paths {
@@ -146,6 +151,35 @@ type resolvedPath struct {
 
 // resolvedPaths are a translation's usable paths, in order, repeats
 // kept (an unresolved interface path is not used).
+// cnatIntoVerdict is the verdict of a packet translation id sends only
+// to addresses a DROP route, or only to addresses a reject route covers
+// in the ingress interface's VRF (following lookup routes): cnat-input
+// translates before the FIB lookup, the route then decides
+// (testdata/records-verdicts/verdicts-cnat.jsonl: a 1-path translation to
+// the service CIDR's last address times out, to its first address, which
+// has a /32 ICMP_UNREACH route in table 0, is refused at once: cnat-output
+// translates the ICMP error back to the frontend).
+func (v *VPP) cnatIntoVerdict(p Packet, id uint32, paths []resolvedPath) (CnatResult, bool) {
+	vrf := v.ifaceVRF(p.Ingress)
+	var first Route
+	for i, rp := range paths {
+		rt, ok := v.routeLocked(vrf, rp.dst.Addr())
+		if !ok || !(rt.Drop || rt.Reject) || (i > 0 && rt.Drop != first.Drop) {
+			return CnatResult{}, false
+		}
+		if i == 0 {
+			first = rt
+		}
+	}
+	dst := paths[0].dst
+	if first.Reject {
+		return CnatResult{Verdict: Rejected, TranslationID: id, Reason: fmt.Sprintf(
+			"cnat translation %d to %v, which the reject route of VRF %d refuses (ICMP unreachable, translated back by cnat)", id, dst, first.VRF)}, true
+	}
+	return CnatResult{Verdict: Dropped, TranslationID: id, Reason: fmt.Sprintf(
+		"cnat translation %d to %v, which a DROP route of VRF %d drops (a frontend with no usable endpoint here)", id, dst, first.VRF)}, true
+}
+
 func (v *VPP) resolvedPaths(tr *cnatTranslation) []resolvedPath {
 	out := make([]resolvedPath, 0, len(tr.paths))
 	for _, p := range tr.paths {

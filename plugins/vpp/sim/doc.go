@@ -93,12 +93,40 @@
 // capacity probe) or a file spans several instances, corpusInstances
 // rebuilds each instance.
 //
+// # Verdict facts (testdata/records-verdicts)
+//
+// Measured on a real VPP 25.02 with the agent's requests (plugins/vpp's
+// lab test; README.md there) and replayed by TestRecordsVerdicts:
+//
+//   - A reject route (ICMP_UNREACH or ICMP_PROHIBIT path) works in table 0
+//     for IPv4 and IPv6 (an IPv6 one needs path proto IP6: with IP4 no
+//     ICMPv6 is sent) and crashes VPP in table 1 for both (SIGSEGV). It
+//     dumps with its type (5 or 6). ICMP_UNREACH sends "host unreachable",
+//     which a UDP socket ignores; ICMP_PROHIBIT "administratively
+//     prohibited", which fails UDP clients too ("No route to host").
+//   - cnat: a one-path translation to an address with a reject route is
+//     refused, the ICMP error translated back to the frontend by
+//     cnat-output (external IP and NodePort, outside and pod clients,
+//     TCP ~10 ms); to an address covered by a DROP route it is dropped.
+//     Trace (CnatTrace) answers Rejected and Dropped for them.
+//   - NAT44-ED: a mapping to an address with a reject route gives the
+//     client no usable error (twice-NAT: the ICMP error goes to the
+//     twice-NAT address; self-twice-NAT: translated back to an outside
+//     client with a wrong IPv4 header checksum, to a pod not at all):
+//     Trace answers Dropped (the client times out).
+//   - Under cnat, an untranslated packet's reject (a cluster IP's route)
+//     reaches a pod client intact for IPv4, but outside clients (IPv4)
+//     and IPv6 clients get the error with its inner header rewritten to
+//     the SNAT address, and time out. Trace does not model this rewrite:
+//     it answers Rejected by the route (ASSUMPTION: pod clients, for
+//     IPv4, are what the agent's reject routes serve).
+//
 // # Crashes
 //
 // Requests that kill the real VPP 25.02 kill the simulated one: a
 // nat44_add_del_lb_static_mapping with 256 or more locals, an
 // ip_route_add_del with an ICMP_UNREACH or ICMP_PROHIBIT path outside
-// table 0, and the first packet
+// table 0 (IPv4 or IPv6: records-verdicts), and the first packet
 // (OpenSession; with Options.Traffic, the call that made it so) to a
 // load-balanced mapping whose probabilities sum to a multiple of 256, all
 // 0 included. The request gets no answer (its send fails), the

@@ -20,7 +20,10 @@ type Route struct {
 	Drop bool
 	// Reject: the route answers ICMP unreachable (a path of type
 	// ICMP_UNREACH or ICMP_PROHIBIT; VPP 25.02 survives it in table 0 only).
-	Reject bool
+	// Prohibit: of type ICMP_PROHIBIT (code "administratively prohibited",
+	// which UDP sockets report; ICMP_UNREACH's "host unreachable" only TCP
+	// connects do: records-verdicts).
+	Reject, Prohibit bool
 	// Lookup: the route looks the destination up again in table
 	// LookupVRF (one path with neither interface nor next hop, as the
 	// startup configuration's "via ip4-lookup-in-table" dumps).
@@ -192,6 +195,7 @@ func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
 				return Route{}, true
 			}
 			k.Reject = true
+			k.Prohibit = p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
 		}
 		k.Drop = k.Drop && p.Type == fib_types.FIB_API_PATH_TYPE_DROP
 	}
@@ -292,17 +296,19 @@ func (v *VPP) apiRoutes(vrf uint32, ip6 bool) []api.Message {
 }
 
 // routeDetails is one ip_route_v2_details: one path of weight 1, of type
-// DROP when the route drops, ICMP_UNREACH when it rejects, a lookup in its
-// table when it looks up. ASSUMPTION: an API-made ICMP_UNREACH path dumps
-// with its type (only the CLI's null-send-unreach dump is recorded, and it
-// is lossy); ICMP_PROHIBIT dumps as ICMP_UNREACH (the sim keeps one reject
-// kind; the agent sends ICMP_UNREACH only).
+// DROP when the route drops, ICMP_UNREACH or ICMP_PROHIBIT (as added) when
+// it rejects, a lookup in its table when it looks up. An API-made reject
+// path dumps with its type
+// (records-verdicts: ICMP_UNREACH type 5, ICMP_PROHIBIT type 6; only the
+// CLI's null-send-unreach dump is lossy).
 func routeDetails(vrf uint32, rt Route, stats uint32, src uint8) *ipapi.IPRouteV2Details {
 	p := rt.Prefix
 	path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
 	switch {
 	case rt.Drop:
 		path.Type = fib_types.FIB_API_PATH_TYPE_DROP
+	case rt.Reject && rt.Prohibit:
+		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT
 	case rt.Reject:
 		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
 	case rt.Lookup:

@@ -34,7 +34,7 @@ const (
 	// to a pool address (Result.Egress, Result.SNAT).
 	Leaked
 	// Rejected (Trace only): no mapping matched and a reject route
-	// (ICMP_UNREACH, table 0) answers ICMP unreachable: the client fails
+	// (ICMP_UNREACH/ICMP_PROHIBIT, table 0) answers ICMP unreachable: the client fails
 	// at once.
 	Rejected
 )

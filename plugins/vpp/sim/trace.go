@@ -75,19 +75,34 @@ func (v *VPP) traceLocked(p Packet) (Result, *staticMapping) {
 }
 
 // translatedIntoDrop tells whether every backend a translated packet may
-// reach is covered by a DROP route of its VRF: NAT runs before the FIB
-// lookup, so the translated packet is dropped (FACTS §4: a mapping to an
-// unallocated service address drops exactly that port).
+// reach is covered by a DROP route of its VRF, or by a reject route: NAT
+// runs before the FIB lookup, so the translated packet is dropped (FACTS
+// §4: a mapping to an unallocated service address drops exactly that
+// port) or refused, but the client never sees that refusal
+// (testdata/records-verdicts/verdicts-nat44.jsonl: with twice-NAT the ICMP
+// error goes to the twice-NAT address; with self-twice-NAT it reaches an
+// outside client translated back but with a wrong IPv4 header checksum,
+// and a pod client untranslated): Dropped.
 func (v *VPP) translatedIntoDrop(res Result) (Result, bool) {
 	if len(res.Backends) == 0 {
 		return Result{}, false
 	}
-	for _, b := range res.Backends {
-		if rt, ok := v.routeLocked(b.VRF, b.IP); !ok || !rt.Drop {
+	var first Route
+	for i, b := range res.Backends {
+		rt, ok := v.routeLocked(b.VRF, b.IP)
+		if !ok || !(rt.Drop || rt.Reject) || (i > 0 && rt.Drop != first.Drop) {
 			return Result{}, false
+		}
+		if i == 0 {
+			first = rt
 		}
 	}
 	b := res.Backends[0]
+	if first.Reject {
+		return Result{Verdict: Dropped, Reason: fmt.Sprintf(
+			"translated to %v, which the reject route of VRF %d refuses, but NAT44-ED delivers no ICMP error the client recognises",
+			netip.AddrPortFrom(b.IP, b.Port), first.VRF)}, true
+	}
 	return Result{Verdict: Dropped, Reason: fmt.Sprintf(
 		"translated to %v, which a DROP route of VRF %d drops (a frontend with no usable endpoint here)",
 		netip.AddrPortFrom(b.IP, b.Port), b.VRF)}, true

@@ -1,0 +1,78 @@
+package nat44_test
+
+import (
+	"net/netip"
+	"testing"
+
+	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer"
+)
+
+// TestSinkSwitchCutsNothing: an external IP (Local policy) moves between
+// its states, each an incremental apply: endpoints on another node only
+// (mapped to the drop sink, 10.111.255.255: dropped), a local endpoint
+// (translated), no endpoint at all (no mapping: NAT44-ED cannot reject it,
+// records-verdicts/verdicts-nat44.jsonl, so it is routed on untranslated),
+// and back. Established connections of the other frontends are never cut.
+func TestSinkSwitchCutsNothing(t *testing.T) {
+	e := newSimEnv(t)
+	data := cluster()
+	r := e.renderer()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	var sessions []sim.Session
+	for i, p := range []sim.Packet{
+		{Src: addr("10.1.1.3"), Dst: addr("10.96.0.1"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
+		{Src: addr("8.8.8.8"), Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
+		{Src: addr("8.8.8.8"), Dst: addr("20.20.20.20"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
+		{Src: addr("8.8.8.8"), Dst: addr("20.20.20.21"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
+	} {
+		s, err := e.vpp.OpenSession(p, uint16(40000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	cut := e.vpp.SessionsCut()
+
+	edge := func(backends ...string) *servicerenderer.ContivService {
+		s := svc("edge", "10.96.0.30", backends...)
+		s.ExternalIPs = []netip.Addr{addr("20.20.20.30")}
+		s.ExternalPolicy = servicerenderer.PolicyLocal
+		return s
+	}
+	steps := []struct {
+		what string
+		svc  *servicerenderer.ContivService
+		want sim.Verdict
+	}{
+		{"endpoints elsewhere only: dropped", edge("10.1.2.30"), sim.Dropped},
+		{"a local endpoint: translated", edge("10.1.1.30", "10.1.2.30"), sim.Translated},
+		{"endpoints elsewhere only again: dropped", edge("10.1.2.30"), sim.Dropped},
+		{"no endpoint: not mapped, routed on by destination", edge(), sim.Leaked},
+		{"endpoints elsewhere only again: dropped", edge("10.1.2.30"), sim.Dropped},
+	}
+	var prev *servicerenderer.ContivService
+	for _, s := range steps {
+		if err := r.UpdateService(prev, s.svc); err != nil {
+			t.Fatal(err)
+		}
+		prev = s.svc
+		e.apply(r, false)
+		e.inSync(r)
+		res := e.vpp.Trace(sim.Packet{Src: addr("8.8.4.4"), Dst: addr("20.20.20.30"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"})
+		if res.Verdict != s.want {
+			t.Errorf("%s: %v (%s), want %v", s.what, res.Verdict, res.Reason, s.want)
+		}
+		if c := e.vpp.SessionsCut() - cut; c != 0 {
+			t.Errorf("%s: %d connections cut", s.what, c)
+		}
+		for _, ss := range sessions {
+			if !e.vpp.SessionAlive(ss.ID) {
+				t.Errorf("%s: session %+v gone", s.what, ss)
+			}
+		}
+	}
+}
