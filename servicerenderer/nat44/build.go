@@ -22,8 +22,8 @@ import (
 //   - NAT44 is IPv4 only: IPv6 frontends and backends are skipped.
 //   - A frontend without backends gets no mapping (see the package
 //     documentation for where its traffic goes), but an external or
-//     LoadBalancer IP whose Local policy leaves this node no backend while
-//     others have some is mapped to SinkAddress, which drops it.
+//     LoadBalancer IP without one (its Local policy leaves this node none,
+//     or the service has none) is mapped to SinkAddress, which drops it.
 //   - Every mapping is load-balanced: one backend is paired with the
 //     probability-0 Placeholder local, which VPP never picks.
 //   - The probabilities of a mapping sum to at most MaxProbabilitySum: a
@@ -99,10 +99,12 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 			}
 		}
 		ipLocals, ipSubset := extLocals, extSubset
-		if len(extLocals) == 0 && len(all) > 0 {
-			// Local policy, endpoints elsewhere only: kube-proxy drops it;
-			// so does the sink (verdict.go), through the service CIDR's
-			// drop route.
+		if len(extLocals) == 0 {
+			// Local policy with endpoints elsewhere only: kube-proxy drops
+			// it; no endpoint at all: kube-proxy rejects it, which NAT44-ED
+			// cannot (measured: records-verdicts), so it drops it too,
+			// rather than route it on by destination. The sink drops it
+			// (verdict.go), through the service CIDR's drop route.
 			ipLocals, ipSubset = sinkLocals(cfg, p.Port), nil
 		}
 		for _, ip := range svc.ExternalIPs {

@@ -182,9 +182,13 @@ func TestBuildService(t *testing.T) {
 			"10.96.0.1:80/TCP lb twice-nat=self affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.2.1.1:8080 vrf=2 p=1",
 		},
 	}, {
-		name:   "no backends: no mapping",
-		svc:    withExt(web(port("http", 80, 30080)), "20.20.20.20"),
-		expect: []string{},
+		// kube-proxy rejects it; NAT44-ED cannot (records-verdicts): the
+		// external IP is dropped at the sink instead of routed on.
+		name: "no backends: no mapping but the external IP's drop at the sink",
+		svc:  withExt(web(port("http", 80, 30080)), "20.20.20.20"),
+		expect: []string{
+			"20.20.20.20:80/TCP lb twice-nat=on affinity=0 " + tag + " -> 0.0.0.0:0 vrf=0 p=0, 10.111.255.255:80 vrf=1 p=1",
+		},
 	}, {
 		name: "IPv6 frontends and backends skipped",
 		svc: func() *servicerenderer.ContivService {

@@ -173,8 +173,10 @@
 //	policy leaves this node no endpoint
 //	an external/LB IP:port, Local policy,   DROP     a mapping to SinkAddress:port (main VRF), which
 //	no local endpoint (endpoints elsewhere)          the service CIDR's drop route drops (FACTS §4)
-//	an external/LB IP, no endpoint at all   -        none: routed on by destination (kube-proxy
-//	                                                 rejects it; NAT44-ED cannot, measured below)
+//	an external/LB IP, no endpoint at all   DROP     the same mapping to SinkAddress:port (kube-proxy
+//	                                                 rejects it; NAT44-ED cannot, measured below; routed
+//	                                                 on by destination, it would go back where it came
+//	                                                 from)
 //
 // What VPP forbids: an ICMP_UNREACH or ICMP_PROHIBIT path in any table but
 // 0 crashes VPP 25.02 (SIGSEGV), so rejects need the main VRF to be table

@@ -175,7 +175,8 @@ func TestScenarioResyncAndSingleService(t *testing.T) {
 	s.expectLine("interface GbE output")
 
 	s.step("service1 without endpoints", false, func(r *Renderer) error { return r.AddService(service1()) })
-	s.expectCount("mapping ", 0)
+	s.expectCount("mapping ", 1) // its external IP's drop at the sink
+	s.expectCount("mapping 20.20.20.20:80/TCP lb twice-nat=on affinity=0 tag=contiv:default/service1 -> 0.0.0.0:0 vrf=0 p=0, 10.111.255.255:80 ", 1)
 
 	s.step("pods 1 and 2 added", false, seq(setIf(pod1.tap, frontend), setIf(pod2.tap, frontend)))
 	s.expectLine("interface master-tap1 out")
@@ -231,7 +232,8 @@ func TestScenarioMultipleServicesWithMultiplePortsAndResync(t *testing.T) {
 	s.step("services without endpoints", false, seq(
 		func(r *Renderer) error { return r.AddService(svc1(false)) },
 		func(r *Renderer) error { return r.AddService(svc2(false)) }))
-	s.expectCount("mapping ", 0)
+	s.expectCount("mapping ", 2) // service1's external IP's drops at the sink
+	s.expectCount("mapping 20.20.20.20:", 2) // the goldens show them going to 10.111.255.255
 
 	s.step("endpoints", false, seq(
 		func(r *Renderer) error { return r.UpdateService(svc1(false), svc1(true)) },
@@ -350,7 +352,8 @@ func TestScenarioServiceUpdates(t *testing.T) {
 	none := service1()
 	none.Ports = append(none.Ports, port("https", 443, 0))
 	s.step("pod1 and the endpoints deleted", false, seq(setIf(pod1.tap, 0), func(r *Renderer) error { return r.UpdateService(withHTTPS, none) }))
-	s.expectCount("mapping ", 0)
+	s.expectCount("mapping ", 2) // the external IP's drops at the sink
+	s.expectCount("mapping 20.20.20.20:", 2) // the goldens show them going to 10.111.255.255
 	s.expectCount("interface ", 3)
 	s.golden()
 }

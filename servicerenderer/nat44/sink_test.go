@@ -11,9 +11,9 @@ import (
 // TestSinkSwitchCutsNothing: an external IP (Local policy) moves between
 // its states, each an incremental apply: endpoints on another node only
 // (mapped to the drop sink, 10.111.255.255: dropped), a local endpoint
-// (translated), no endpoint at all (no mapping: NAT44-ED cannot reject it,
-// records-verdicts/verdicts-nat44.jsonl, so it is routed on untranslated),
-// and back. Established connections of the other frontends are never cut.
+// (translated), no endpoint at all (the drop sink too: NAT44-ED cannot
+// reject it, records-verdicts/verdicts-nat44.jsonl, and routing it on by
+// destination would send it back where it came from), and back. Established connections of the other frontends are never cut.
 func TestSinkSwitchCutsNothing(t *testing.T) {
 	e := newSimEnv(t)
 	data := cluster()
@@ -51,7 +51,7 @@ func TestSinkSwitchCutsNothing(t *testing.T) {
 		{"endpoints elsewhere only: dropped", edge("10.1.2.30"), sim.Dropped},
 		{"a local endpoint: translated", edge("10.1.1.30", "10.1.2.30"), sim.Translated},
 		{"endpoints elsewhere only again: dropped", edge("10.1.2.30"), sim.Dropped},
-		{"no endpoint: not mapped, routed on by destination", edge(), sim.Leaked},
+		{"no endpoint: dropped at the sink (kube-proxy rejects; NAT44-ED cannot)", edge(), sim.Dropped},
 		{"endpoints elsewhere only again: dropped", edge("10.1.2.30"), sim.Dropped},
 	}
 	var prev *servicerenderer.ContivService

@@ -305,10 +305,10 @@ func TestExternalIPObjectsAreRefCounted(t *testing.T) {
 	step("second service", func() error { return r.AddService(b) }, want)
 	step("first goes", func() error { return r.DeleteService(a) }, want)
 	noEndpoints := ext("b", 2, 0)
-	step("no endpoint left: not served", func() error { return r.UpdateService(b, noEndpoints) }, nil,
-		"del-pool 20.0.0.1 vrf=77", "del-identity 20.0.0.1 vrf=2 tag=contiv:snat")
-	step("endpoints back", func() error { return r.UpdateService(noEndpoints, b) }, want,
-		"add-pool 20.0.0.1 vrf=77", "add-identity 20.0.0.1 vrf=2 tag=contiv:snat")
+	// Without endpoints the IP is still mapped (to the drop sink): its
+	// objects stay.
+	step("no endpoint left: dropped at the sink", func() error { return r.UpdateService(b, noEndpoints) }, want)
+	step("endpoints back", func() error { return r.UpdateService(noEndpoints, b) }, want)
 	step("last goes", func() error { return r.DeleteService(b) }, nil,
 		"del-pool 20.0.0.1 vrf=77", "del-identity 20.0.0.1 vrf=2 tag=contiv:snat")
 
