@@ -15,6 +15,14 @@ import (
 	"contiv.dev/vpp/kubestate"
 )
 
+// DefaultBatchHold is the BatchHold of a controller that sets none: at
+// 1000 changes a second, five changes a batch.
+const DefaultBatchHold = 5 * time.Millisecond
+
+// burstAfter is the number of batches in a row queued within BatchHold of
+// the apply before them after which applies are held.
+const burstAfter = 2
+
 // DefaultPeriodicResync is the interval of the periodic full reconcile the
 // agent configures by default.
 const DefaultPeriodicResync = 10 * time.Minute
@@ -47,6 +55,13 @@ type Params struct {
 	// MinBatchInterval is the least time between two batches; 0 applies as
 	// soon as possible.
 	MinBatchInterval time.Duration
+	// BatchHold batches changes that come faster than one per BatchHold:
+	// once two batches in a row were queued within BatchHold of the apply
+	// before them, the next apply waits until BatchHold after the last,
+	// taking in what queued meanwhile, until a batch is queued after a
+	// quiet spell again. A lone change, or a pair, goes at once. 0 takes
+	// DefaultBatchHold; negative turns it off.
+	BatchHold time.Duration
 	// HealingBackoff paces the healing resyncs after failures and the
 	// re-listing of etcd while it is unreachable (default 100ms to 30s).
 	HealingBackoff Backoff
@@ -102,8 +117,10 @@ type Controller struct {
 	healQueued bool    // a healing resync is queued, not yet taken in
 	readyBo    *delays // polls of ReadyHandlers before the first apply
 	readyAlarm alarm
-	pace       alarm // MinBatchInterval
+	pace       alarm // MinBatchInterval, BatchHold
 	lastApply  time.Time
+	queuedAt   time.Time // when the loop was woken first since its last drain
+	rapid      int       // batches in a row queued within BatchHold of the apply before
 	batchStart time.Time // first compute since the last apply
 	started    bool      // the startup listing has been taken in
 	dirty      bool      // taken in but not applied
@@ -121,6 +138,10 @@ func New(p Params) *Controller {
 	}
 	p.HealingBackoff = p.HealingBackoff.withDefaults()
 	p.MinBatchInterval = max(p.MinBatchInterval, 0)
+	if p.BatchHold == 0 {
+		p.BatchHold = DefaultBatchHold
+	}
+	p.BatchHold = max(p.BatchHold, 0)
 	p.PeriodicResync = max(p.PeriodicResync, 0)
 	if len(p.Resources) == 0 {
 		p.Resources = kubestate.Resources
@@ -272,6 +293,9 @@ func (c *Controller) loop(ctx context.Context) {
 			c.shutdown(ctx)
 			return
 		case <-c.q.wake:
+			if c.queuedAt.IsZero() {
+				c.queuedAt = time.Now()
+			}
 		case <-periodic:
 			c.q.pushResync(ResyncPeriodic, nil)
 		case <-c.heal.alarm.C():
@@ -293,11 +317,19 @@ func (c *Controller) step(ctx context.Context) {
 	if !c.started && !c.q.hasListing() {
 		return // nothing before the startup snapshot
 	}
-	if wait := time.Until(c.lastApply.Add(c.p.MinBatchInterval)); wait > 0 {
+	if wait := time.Until(c.lastApply.Add(c.interval())); wait > 0 {
 		if !c.pace.on {
 			c.pace.set(wait)
+			c.st.update(func(s *Status) { s.PacedBatches++ })
 		}
 		return
+	}
+	if !c.queuedAt.IsZero() {
+		c.rapid++
+		if c.queuedAt.Sub(c.lastApply) >= c.p.BatchHold {
+			c.rapid = 0
+		}
+		c.queuedAt = time.Time{}
 	}
 	if b := c.q.drain(); !b.empty() {
 		if !c.dirty {
@@ -312,6 +344,15 @@ func (c *Controller) step(ctx context.Context) {
 	if c.dirty {
 		c.apply(ctx)
 	}
+}
+
+// interval is the least time from the last apply to the next batch:
+// MinBatchInterval, or BatchHold while changes come in a burst.
+func (c *Controller) interval() time.Duration {
+	if c.rapid >= burstAfter {
+		return max(c.p.MinBatchInterval, c.p.BatchHold)
+	}
+	return c.p.MinBatchInterval
 }
 
 // compute hands one batch to the handlers.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -396,4 +397,53 @@ func TestMinBatchIntervalHoldsBatchesBack(t *testing.T) {
 		t.Errorf("view %v, %d applies: a batch ran before its interval", view, len(app.calls()))
 	}
 	// Cleanup stops the controller while it waits: Run must return.
+}
+
+// TestBatchHoldBatchesBurstsOnly: a lone change, and the one after it, are
+// applied at once however long BatchHold is; once two batches in a row came
+// within BatchHold of the apply before them, the next waits for BatchHold
+// (an hour here: it cannot have been applied when the test looks).
+func TestBatchHoldBatchesBurstsOnly(t *testing.T) {
+	_, cli := testEtcd(t)
+	rec := newRecorder("rec", nil)
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, BatchHold: time.Hour})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	for _, n := range []string{"a", "b"} {
+		put(t, cli, ns(n, "1"))
+		eventually(t, n+" applied at once", func() bool { return rec.holds(nsKey(n), ns(n, "1")) })
+	}
+	if st := ctl.Status(); st.PacedBatches != 0 {
+		t.Errorf("status %+v: a lone change was held back", st)
+	}
+	last := put(t, cli, ns("c", "1"))
+	eventually(t, "c held back", func() bool { return ctl.Status().PacedBatches == 1 })
+	if st := ctl.Status(); st.QueueDepth != 1 || st.WatchRevision < last || rec.holds(nsKey("c"), ns("c", "1")) {
+		t.Errorf("status %+v: the third change of a burst was not held back", st)
+	}
+}
+
+// TestBatchHoldEndsAfterQuiet: every change of a burst reaches the
+// handler, and a change after a quiet spell five holds long is applied
+// without being held back: the hold does not outlast the burst.
+func TestBatchHoldEndsAfterQuiet(t *testing.T) {
+	_, cli := testEtcd(t)
+	rec := newRecorder("rec", nil)
+	const hold = 200 * time.Millisecond
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, BatchHold: hold})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	for i := range 10 {
+		put(t, cli, ns("a", strconv.Itoa(i+1)))
+	}
+	eventually(t, "the burst applied", func() bool { return rec.holds(nsKey("a"), ns("a", "10")) })
+	eventually(t, "the last batch applied", func() bool { return ctl.Status().QueueDepth == 0 })
+	paced := ctl.Status().PacedBatches
+	time.Sleep(5 * hold)
+	put(t, cli, ns("b", "1"))
+	eventually(t, "b applied", func() bool { return rec.holds(nsKey("b"), ns("b", "1")) })
+	if got := ctl.Status().PacedBatches; got != paced {
+		t.Errorf("%d batches held back after the quiet spell, want none", got-paced)
+	}
+	rec.checkConsistent(t)
 }
