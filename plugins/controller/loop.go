@@ -19,10 +19,6 @@ import (
 // 1000 changes a second, five changes a batch.
 const DefaultBatchHold = 5 * time.Millisecond
 
-// burstAfter is the number of batches in a row queued within BatchHold of
-// the apply before them after which applies are held.
-const burstAfter = 2
-
 // DefaultPeriodicResync is the interval of the periodic full reconcile the
 // agent configures by default.
 const DefaultPeriodicResync = 10 * time.Minute
@@ -55,12 +51,13 @@ type Params struct {
 	// MinBatchInterval is the least time between two batches; 0 applies as
 	// soon as possible.
 	MinBatchInterval time.Duration
-	// BatchHold batches changes that come faster than one per BatchHold:
-	// once two batches in a row were queued within BatchHold of the apply
-	// before them, the next apply waits until BatchHold after the last,
-	// taking in what queued meanwhile, until a batch is queued after a
-	// quiet spell again. A lone change, or a pair, goes at once. 0 takes
-	// DefaultBatchHold; negative turns it off.
+	// BatchHold batches changes when they queue up: once the loop found
+	// more than one event queued, it applies next no sooner than BatchHold
+	// after its last apply, taking in what queued meanwhile, for as long as
+	// each such batch holds more than one. A lone change (nothing else
+	// queued with it) is applied at once, so a change's latency grows only
+	// while changes come faster than the loop takes them in one by one.
+	// 0 takes DefaultBatchHold; negative turns it off.
 	BatchHold time.Duration
 	// HealingBackoff paces the healing resyncs after failures and the
 	// re-listing of etcd while it is unreachable (default 100ms to 30s).
@@ -119,8 +116,7 @@ type Controller struct {
 	readyAlarm alarm
 	pace       alarm // MinBatchInterval, BatchHold
 	lastApply  time.Time
-	queuedAt   time.Time // when the loop was woken first since its last drain
-	rapid      int       // batches in a row queued within BatchHold of the apply before
+	queuedUp   bool      // the last batch taken in held more than one event
 	batchStart time.Time // first compute since the last apply
 	started    bool      // the startup listing has been taken in
 	dirty      bool      // taken in but not applied
@@ -293,9 +289,6 @@ func (c *Controller) loop(ctx context.Context) {
 			c.shutdown(ctx)
 			return
 		case <-c.q.wake:
-			if c.queuedAt.IsZero() {
-				c.queuedAt = time.Now()
-			}
 		case <-periodic:
 			c.q.pushResync(ResyncPeriodic, nil)
 		case <-c.heal.alarm.C():
@@ -324,14 +317,8 @@ func (c *Controller) step(ctx context.Context) {
 		}
 		return
 	}
-	if !c.queuedAt.IsZero() {
-		c.rapid++
-		if c.queuedAt.Sub(c.lastApply) >= c.p.BatchHold {
-			c.rapid = 0
-		}
-		c.queuedAt = time.Time{}
-	}
 	if b := c.q.drain(); !b.empty() {
+		c.queuedUp = b.resync == nil && len(b.entries) > 1
 		if !c.dirty {
 			c.batchStart = time.Now()
 		}
@@ -347,9 +334,9 @@ func (c *Controller) step(ctx context.Context) {
 }
 
 // interval is the least time from the last apply to the next batch:
-// MinBatchInterval, or BatchHold while changes come in a burst.
+// MinBatchInterval, or BatchHold while changes queue up.
 func (c *Controller) interval() time.Duration {
-	if c.rapid >= burstAfter {
+	if c.queuedUp {
 		return max(c.p.MinBatchInterval, c.p.BatchHold)
 	}
 	return c.p.MinBatchInterval
