@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -448,7 +447,7 @@ func (c *Controller) apply(ctx context.Context) {
 		return errors.Join(errs...)
 	})
 	c.lastApply = time.Now()
-	c.st.batchSeconds.WithLabelValues(strconv.FormatBool(full)).Observe(time.Since(c.batchStart).Seconds())
+	c.st.observeBatch(full, time.Since(c.batchStart))
 	c.st.update(func(s *Status) { s.Batches++ })
 	healed := full && !c.unhealthy && len(errs) == 0
 	switch {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,21 @@ type status struct {
 	s  Status // the loop's fields
 
 	batchSeconds *prometheus.HistogramVec
+	// batchObs is its series of full=false and full=true, looked up at
+	// their first use (by the loop).
+	batchObs [2]prometheus.Observer
+}
+
+// observeBatch records a batch's duration (the loop's).
+func (st *status) observeBatch(full bool, d time.Duration) {
+	i := 0
+	if full {
+		i = 1
+	}
+	if st.batchObs[i] == nil {
+		st.batchObs[i] = st.batchSeconds.WithLabelValues(strconv.FormatBool(full))
+	}
+	st.batchObs[i].Observe(d.Seconds())
 }
 
 func newStatus() *status {
