@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -233,14 +234,14 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 			return nil, err
 		}
 	}
+	agentKey := func(i int) string { return seq[(next+i)%len(seq)].Key().String() }
 	agentPut := func(i int) error {
-		i = (next + i) % len(seq)
-		_, err := cli.Put(ctx, seq[i].Key().String(), string(vals[i]))
+		_, err := cli.Put(ctx, agentKey(i), string(vals[(next+i)%len(seq)]))
 		return err
 	}
+	baseKey := func(i int) string { return mirrorKey(seq[(bnext+i)%len(seq)]) }
 	basePut := func(i int) error {
-		i = (bnext + i) % len(seq)
-		_, err := cli.Put(ctx, mirrorKey(seq[i]), string(vals[i]))
+		_, err := cli.Put(ctx, baseKey(i), string(vals[(bnext+i)%len(seq)]))
 		return err
 	}
 	ctl := set.agents[0].ctl
@@ -251,7 +252,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	for out.pacedChanges < changes {
 		a, err := measured(func() error {
 			t0 := time.Now() // after measured's collection
-			if err := paced(ctx, pb-1, agentPut); err != nil {
+			if err := paced(ctx, pb-1, agentKey, agentPut); err != nil {
 				return err
 			}
 			next += pb - 1
@@ -264,7 +265,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		}
 		b, err := measured(func() error {
 			baseWritten += int64(pb - 1)
-			if err := paced(ctx, pb-1, basePut); err != nil {
+			if err := paced(ctx, pb-1, baseKey, basePut); err != nil {
 				return err
 			}
 			bnext += pb - 1
@@ -379,15 +380,21 @@ func (c changeCost) add(d changeCost) changeCost {
 // paced calls put count times (with 0, 1, …), pacedRate times a second, without waiting
 // for a call to return before making the next (up to pacedInFlight at
 // once; when they fall behind, the calls go as fast as they can until they
-// are back on time). It returns once every call returned.
-func paced(ctx context.Context, count int, put func(i int) error) error {
-	calls := make(chan int)
+// are back on time). Calls with the same key (the etcd key put) go in
+// order, one after the other: the sequence puts a slice and, further on,
+// puts it back, and two puts of one key in flight at once could commit in
+// either order (then a later put of the sequence would be no change, and
+// the agent rightly apply nothing). It returns once every call returned.
+func paced(ctx context.Context, count int, key func(i int) string, put func(i int) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for range pacedInFlight {
+	workers := make([]chan int, pacedInFlight)
+	for w := range workers {
+		calls := make(chan int, 1)
+		workers[w] = calls
 		wg.Go(func() {
 			for i := range calls {
 				if err := put(i); err != nil {
@@ -406,9 +413,13 @@ func paced(ctx context.Context, count int, put func(i int) error) error {
 		if ctx.Err() != nil {
 			break
 		}
-		calls <- i
+		h := fnv.New32a()
+		h.Write([]byte(key(i)))
+		workers[h.Sum32()%pacedInFlight] <- i
 	}
-	close(calls)
+	for _, calls := range workers {
+		close(calls)
+	}
 	wg.Wait()
 	return errors.Join(append(errs, ctx.Err())...)
 }

@@ -133,6 +133,9 @@ func (t *takeIn) stream(ctx context.Context) error {
 		}
 		if resp.Created {
 			// The answer to the one create in flight.
+			if len(ids) == len(prefixes) {
+				return fmt.Errorf("%w: etcd answered a watch creation not asked for (watch ID %d)", errStreamLost, resp.WatchId)
+			}
 			p := prefixes[len(ids)]
 			if resp.Canceled || resp.WatchId == clientv3.InvalidWatchID {
 				return t.canceled(p, resp)
