@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -95,10 +94,11 @@ func (t *takeIn) end(err error) {
 // why. The stream ends with ctx.
 func (t *takeIn) stream(ctx context.Context) error {
 	w := t.w
-	// The call options clientv3 gives its own watch streams: wait for the
-	// connection, receive responses of any size.
+	// The call options clientv3 gives its own watch streams (wait for the
+	// connection, receive responses of any size), and the codec that
+	// decodes a response straight from the bytes received.
 	ws, err := pb.NewWatchClient(w.cli.ActiveConnection()).Watch(ctx,
-		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32))
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(theWatchCodec))
 	if err != nil {
 		return fmt.Errorf("%w: open: %w", errStreamLost, err)
 	}
@@ -123,24 +123,24 @@ func (t *takeIn) stream(ctx context.Context) error {
 	if err := create(prefixes[0]); err != nil {
 		return err
 	}
+	resp := &watchResponse{}
 	for {
-		resp, err := ws.Recv()
-		if err != nil {
+		if err := ws.RecvMsg(resp); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("%w: %w", errStreamLost, err)
 		}
-		if resp.Created {
+		if resp.created {
 			// The answer to the one create in flight.
 			if len(ids) == len(prefixes) {
-				return fmt.Errorf("%w: etcd answered a watch creation not asked for (watch ID %d)", errStreamLost, resp.WatchId)
+				return fmt.Errorf("%w: etcd answered a watch creation not asked for (watch ID %d)", errStreamLost, resp.watchID)
 			}
 			p := prefixes[len(ids)]
-			if resp.Canceled || resp.WatchId == clientv3.InvalidWatchID {
+			if resp.canceled || resp.watchID == clientv3.InvalidWatchID {
 				return t.canceled(p, resp)
 			}
-			ids[resp.WatchId] = p
+			ids[resp.watchID] = p
 			if len(ids) < len(prefixes) {
 				if err := create(prefixes[len(ids)]); err != nil {
 					return err
@@ -150,24 +150,24 @@ func (t *takeIn) stream(ctx context.Context) error {
 				t.healthy = true
 				t.mu.Unlock()
 			}
-			if len(resp.Events) == 0 {
+			if len(resp.events) == 0 {
 				continue
 			}
 		}
-		if resp.WatchId == clientv3.InvalidWatchID && isProgress(resp) {
+		if resp.watchID == clientv3.InvalidWatchID && resp.progress() {
 			// A progress notification for every watch of the stream
 			// (etcd sends one only when all are up to date).
 			for _, p := range ids {
-				t.next[p] = max(t.next[p], resp.Header.Revision+1)
-				t.progressed(p, resp.Header.Revision)
+				t.next[p] = max(t.next[p], resp.revision+1)
+				t.progressed(p, resp.revision)
 			}
 			continue
 		}
-		p, ok := ids[resp.WatchId]
+		p, ok := ids[resp.watchID]
 		if !ok {
 			continue // of no watch of ours
 		}
-		if resp.Canceled {
+		if resp.canceled {
 			return t.canceled(p, resp)
 		}
 		if err := t.response(ctx, p, resp); err != nil {
@@ -178,13 +178,13 @@ func (t *takeIn) stream(ctx context.Context) error {
 
 // canceled is why etcd cancelled the watch of p (a compacted revision is
 // rpctypes.ErrCompacted).
-func (t *takeIn) canceled(p string, resp *pb.WatchResponse) error {
+func (t *takeIn) canceled(p string, resp *watchResponse) error {
 	what := fmt.Sprintf("watch of %s from revision %d", p, t.next[p])
 	switch {
-	case resp.CompactRevision != 0:
-		return fmt.Errorf("%s: %w (compacted at %d)", what, rpctypes.ErrCompacted, resp.CompactRevision)
-	case resp.CancelReason != "":
-		return fmt.Errorf("%s: cancelled by etcd: %s", what, resp.CancelReason)
+	case resp.compactRevision != 0:
+		return fmt.Errorf("%s: %w (compacted at %d)", what, rpctypes.ErrCompacted, resp.compactRevision)
+	case resp.cancelReason != "":
+		return fmt.Errorf("%s: cancelled by etcd: %s", what, resp.cancelReason)
 	}
 	return fmt.Errorf("%s: cancelled by etcd", what)
 }
@@ -195,40 +195,33 @@ func (t *takeIn) progressed(prefix string, rev int64) {
 	}
 }
 
-// isProgress tells whether resp is a progress notification: every change
-// up to its header's revision has been sent.
-func isProgress(resp *pb.WatchResponse) bool {
-	return len(resp.Events) == 0 && !resp.Canceled && !resp.Created && resp.CompactRevision == 0 &&
-		resp.Header != nil && resp.Header.Revision != 0
-}
-
 // response takes in one response of the watch of prefix: its events are
 // decoded here and queued for the loop at once. A non-nil error ends the
 // watch (nothing of the response is taken in then).
-func (t *takeIn) response(ctx context.Context, prefix string, resp *pb.WatchResponse) error {
+func (t *takeIn) response(ctx context.Context, prefix string, resp *watchResponse) error {
 	w := t.w
-	if isProgress(resp) {
-		t.next[prefix] = max(t.next[prefix], resp.Header.Revision+1)
-		t.progressed(prefix, resp.Header.Revision)
+	if resp.progress() {
+		t.next[prefix] = max(t.next[prefix], resp.revision+1)
+		t.progressed(prefix, resp.revision)
 		return nil
 	}
-	if lost, err := w.outputLost(ctx, prefix, resp.Events); lost || err != nil {
+	if lost, err := w.outputLost(ctx, prefix, resp.events); lost || err != nil {
 		return cmp.Or(err, errOutputLost)
 	}
 	t.changes = t.changes[:0]
 	var watched int64 // the revision of the last watched event
-	for _, ev := range resp.Events {
-		kv := ev.Kv
-		if ev.Type == mvccpb.PUT {
-			w.see(kv)
+	for i := range resp.events {
+		ev := &resp.events[i]
+		if !ev.del {
+			w.see(ev.key, ev.value, ev.modRevision)
 		}
-		if w.watched(kv.Key) {
-			watched = kv.ModRevision
+		if w.watched(ev.key) {
+			watched = ev.modRevision
 			if ch, ok := w.take(ev); ok {
 				t.changes = append(t.changes, ch)
 			}
 		}
-		t.next[prefix] = max(t.next[prefix], kv.ModRevision+1)
+		t.next[prefix] = max(t.next[prefix], ev.modRevision+1)
 	}
 	if len(t.changes) > 0 {
 		w.q.pushChanges(t.changes)
@@ -252,26 +245,25 @@ func (w *watcher) watched(key []byte) bool {
 
 // take decodes one watched event into the change to queue; false when
 // there is none (undecodable: the controller keeps the last good value).
-func (w *watcher) take(ev *mvccpb.Event) (change, bool) {
-	kv := ev.Kv
-	key := string(kv.Key) // one copy, which the parsed key's strings share
+func (w *watcher) take(ev *watchEvent) (change, bool) {
+	key := string(ev.key) // one copy, which the parsed key's strings share
 	if w.queued != nil {
-		w.queued(kv.ModRevision)
+		w.queued(ev.modRevision)
 	}
-	if ev.Type == mvccpb.DELETE {
+	if ev.del {
 		k, err := kubestate.ParseKey(key)
 		if err != nil {
 			// Its put was skipped (and counted) already.
-			w.log.Debug("skipping a delete of a malformed key", "key", key, "rev", kv.ModRevision)
+			w.log.Debug("skipping a delete of a malformed key", "key", key, "rev", ev.modRevision)
 			return change{}, false
 		}
-		return change{key: k, rev: kv.ModRevision}, true
+		return change{key: k, rev: ev.modRevision}, true
 	}
-	k, o, err := w.decode(key, kv.Value, kv.ModRevision)
+	k, o, err := w.decode(key, ev.value, ev.modRevision)
 	if err != nil {
 		return change{}, false
 	}
-	return change{key: k, rev: kv.ModRevision, obj: o}, true
+	return change{key: k, rev: ev.modRevision, obj: o}, true
 }
 
 // outputLost tells, with RequireSynced, whether events watched under
@@ -280,25 +272,25 @@ func (w *watcher) take(ev *mvccpb.Event) (change, bool) {
 // when watched keys were deleted (a wipe of every key at once). Then none of
 // them is taken in: the watcher lists again and holds. A put of the marker
 // raises the generation taken in.
-func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*mvccpb.Event) (bool, error) {
+func (w *watcher) outputLost(ctx context.Context, prefix string, evs []watchEvent) (bool, error) {
 	if !w.requireSynced {
 		return false, nil
 	}
 	var deleted int64
 	for _, ev := range evs {
 		switch {
-		case prefix != kubestate.SyncedKey && ev.Type == mvccpb.DELETE:
-			deleted = max(deleted, ev.Kv.ModRevision)
+		case prefix != kubestate.SyncedKey && ev.del:
+			deleted = max(deleted, ev.modRevision)
 		case prefix != kubestate.SyncedKey:
-		case ev.Type == mvccpb.DELETE:
+		case ev.del:
 			return true, nil
 		default:
-			m, err := kubestate.ParseSyncMarker(ev.Kv.Value)
+			m, err := kubestate.ParseSyncMarker(ev.value)
 			if err == nil && m.Generation < w.generation {
 				return true, nil // an older output put back
 			}
 			if err == nil {
-				w.generation, w.genRev = m.Generation, ev.Kv.ModRevision
+				w.generation, w.genRev = m.Generation, ev.modRevision
 			}
 		}
 	}

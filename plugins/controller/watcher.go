@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
@@ -96,9 +95,9 @@ type seenPut struct {
 // nothing. Of puts at one revision (one transaction) the last read wins:
 // the sync marker, read last by a listing, has a value no other etcd holds
 // (its sweep's time).
-func (w *watcher) see(kv *mvccpb.KeyValue) {
-	if kv.ModRevision >= w.seen.rev {
-		w.seen = seenPut{key: kv.Key, value: kv.Value, rev: kv.ModRevision}
+func (w *watcher) see(key, value []byte, rev int64) {
+	if rev >= w.seen.rev {
+		w.seen = seenPut{key: key, value: value, rev: rev}
 	}
 }
 
@@ -250,7 +249,7 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 	l.layout, l.synced = rangeValue(resp, 0), rangeValue(resp, 1)
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
-			w.see(kv)
+			w.see(kv.Key, kv.Value, kv.ModRevision)
 		}
 	}
 	layout := string(l.layout)
@@ -390,7 +389,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			l.cluster = resp.Header.ClusterId
 		}
 		for _, kv := range resp.Kvs {
-			w.see(kv)
+			w.see(kv.Key, kv.Value, kv.ModRevision)
 			k, o, err := w.decode(string(kv.Key), kv.Value, kv.ModRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
