@@ -23,8 +23,9 @@
 //
 // The watcher lists the watched resources at one revision and watches from
 // the next, every resource's watch on one raw gRPC Watch stream of etcd's
-// API (stream.go): the goroutine that receives a response decodes it and
-// queues its changes, one hand-off to the loop. On a failed or compacted
+// API (stream.go): the goroutine that receives a response decodes it from
+// the bytes gRPC received (wire.go: no etcd protobuf types are made) into
+// the models and queues its changes, one hand-off to the loop. On a failed or compacted
 // watch it lists again and the handlers resync from the new listing. When
 // the stream breaks or the connection to etcd comes back, the watches
 // resume where they stopped (progress notifications move each one's
