@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -102,13 +103,7 @@ func (t *takeIn) stream(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: open: %w", errStreamLost, err)
 	}
-	prefixes := slices.Sorted(func(yield func(string) bool) {
-		for p := range t.next {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	prefixes := slices.Sorted(maps.Keys(t.next))
 	ids := make(map[int64]string, len(prefixes))
 	create := func(p string) error {
 		req := &pb.WatchCreateRequest{Key: []byte(p), StartRevision: t.next[p], ProgressNotify: true}
