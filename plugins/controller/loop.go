@@ -310,7 +310,7 @@ func (c *Controller) step(ctx context.Context) {
 		return // nothing before the startup snapshot
 	}
 	if wait := time.Until(c.lastApply.Add(c.interval())); wait > 0 {
-		if !c.pace.on {
+		if !c.pace.on && (c.dirty || c.q.depth() > 0) { // else the next push wakes the loop
 			c.pace.set(wait)
 			c.st.update(func(s *Status) { s.PacedBatches++ })
 		}
