@@ -16,16 +16,25 @@
 // data plane restarted (DataplaneRestarted): resyncs queued together keep
 // it, and handlers hear it on the loop, in that resync.
 //
+// Changes that queue up are applied in batches: once the loop found more
+// than one event queued, its next apply waits BatchHold (5 ms) after the
+// last, as long as each batch so taken holds more than one; a lone change
+// goes at once.
+//
 // The watcher lists the watched resources at one revision and watches from
-// the next; on a lost, failed or compacted watch it lists again and the
-// handlers resync from the new listing. When the connection to etcd comes
-// back, the watches resume where they stopped if etcd kept their history:
-// the same cluster ID, a revision not gone back, and the newest put the
-// watcher read still there at its revision (an etcd wiped while out of
-// reach, and written past the agent's revision since, keeps its cluster
-// ID); else it lists again. ASSUMPTION (watcher.go, resumable): no wiped
-// etcd holds that very put by chance; the sync marker carries its sweep's
-// time. Undecodable values are logged, counted and skipped; the last
+// the next, every resource's watch on one raw gRPC Watch stream of etcd's
+// API (stream.go): the goroutine that receives a response decodes it from
+// the bytes gRPC received (wire.go: no etcd protobuf types are made) into
+// the models and queues its changes, one hand-off to the loop. On a failed or compacted
+// watch it lists again and the handlers resync from the new listing. When
+// the stream breaks or the connection to etcd comes back, the watches
+// resume where they stopped (progress notifications move each one's
+// revision on) if etcd kept their history: the same cluster ID, a revision
+// not gone back, and the newest put the watcher read still there at its
+// revision (an etcd wiped while out of reach, and written past the agent's
+// revision since, keeps its cluster ID); else it lists again. ASSUMPTION
+// (watcher.go, resumable): no wiped etcd holds that very put by chance; the
+// sync marker carries its sweep's time. Undecodable values are logged, counted and skipped; the last
 // good value of their key is kept. A failed handler or apply schedules a
 // healing resync from the cached view with exponential backoff; a periodic
 // resync repairs drift. Status reports all of it.

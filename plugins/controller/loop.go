@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,10 @@ import (
 
 	"contiv.dev/vpp/kubestate"
 )
+
+// DefaultBatchHold is the BatchHold of a controller that sets none: at
+// 1000 changes a second, five changes a batch.
+const DefaultBatchHold = 5 * time.Millisecond
 
 // DefaultPeriodicResync is the interval of the periodic full reconcile the
 // agent configures by default.
@@ -47,6 +50,14 @@ type Params struct {
 	// MinBatchInterval is the least time between two batches; 0 applies as
 	// soon as possible.
 	MinBatchInterval time.Duration
+	// BatchHold batches changes when they queue up: once the loop found
+	// more than one event queued, it applies next no sooner than BatchHold
+	// after its last apply, taking in what queued meanwhile, for as long as
+	// each such batch holds more than one. A lone change (nothing else
+	// queued with it) is applied at once, so a change's latency grows only
+	// while changes come faster than the loop takes them in one by one.
+	// 0 takes DefaultBatchHold; negative turns it off.
+	BatchHold time.Duration
 	// HealingBackoff paces the healing resyncs after failures and the
 	// re-listing of etcd while it is unreachable (default 100ms to 30s).
 	HealingBackoff Backoff
@@ -102,8 +113,9 @@ type Controller struct {
 	healQueued bool    // a healing resync is queued, not yet taken in
 	readyBo    *delays // polls of ReadyHandlers before the first apply
 	readyAlarm alarm
-	pace       alarm // MinBatchInterval
+	pace       alarm // MinBatchInterval, BatchHold
 	lastApply  time.Time
+	queuedUp   bool      // the last batch taken in held more than one event
 	batchStart time.Time // first compute since the last apply
 	started    bool      // the startup listing has been taken in
 	dirty      bool      // taken in but not applied
@@ -121,6 +133,10 @@ func New(p Params) *Controller {
 	}
 	p.HealingBackoff = p.HealingBackoff.withDefaults()
 	p.MinBatchInterval = max(p.MinBatchInterval, 0)
+	if p.BatchHold == 0 {
+		p.BatchHold = DefaultBatchHold
+	}
+	p.BatchHold = max(p.BatchHold, 0)
 	p.PeriodicResync = max(p.PeriodicResync, 0)
 	if len(p.Resources) == 0 {
 		p.Resources = kubestate.Resources
@@ -293,13 +309,15 @@ func (c *Controller) step(ctx context.Context) {
 	if !c.started && !c.q.hasListing() {
 		return // nothing before the startup snapshot
 	}
-	if wait := time.Until(c.lastApply.Add(c.p.MinBatchInterval)); wait > 0 {
-		if !c.pace.on {
+	if wait := time.Until(c.lastApply.Add(c.interval())); wait > 0 {
+		if !c.pace.on && (c.dirty || c.q.depth() > 0) { // else the next push wakes the loop
 			c.pace.set(wait)
+			c.st.update(func(s *Status) { s.PacedBatches++ })
 		}
 		return
 	}
 	if b := c.q.drain(); !b.empty() {
+		c.queuedUp = b.resync == nil && len(b.entries) > 1
 		if !c.dirty {
 			c.batchStart = time.Now()
 		}
@@ -312,6 +330,15 @@ func (c *Controller) step(ctx context.Context) {
 	if c.dirty {
 		c.apply(ctx)
 	}
+}
+
+// interval is the least time from the last apply to the next batch:
+// MinBatchInterval, or BatchHold while changes queue up.
+func (c *Controller) interval() time.Duration {
+	if c.queuedUp {
+		return max(c.p.MinBatchInterval, c.p.BatchHold)
+	}
+	return c.p.MinBatchInterval
 }
 
 // compute hands one batch to the handlers.
@@ -420,7 +447,7 @@ func (c *Controller) apply(ctx context.Context) {
 		return errors.Join(errs...)
 	})
 	c.lastApply = time.Now()
-	c.st.batchSeconds.WithLabelValues(strconv.FormatBool(full)).Observe(time.Since(c.batchStart).Seconds())
+	c.st.observeBatch(full, time.Since(c.batchStart))
 	c.st.update(func(s *Status) { s.Batches++ })
 	healed := full && !c.unhealthy && len(errs) == 0
 	switch {

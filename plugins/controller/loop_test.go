@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -396,4 +398,69 @@ func TestMinBatchIntervalHoldsBatchesBack(t *testing.T) {
 		t.Errorf("view %v, %d applies: a batch ran before its interval", view, len(app.calls()))
 	}
 	// Cleanup stops the controller while it waits: Run must return.
+}
+
+// TestBatchHoldBatchesOnlyWhatQueuesUp: changes written one after the
+// other, each applied before the next, are applied at once however long
+// BatchHold is; once two changes queued up together (one transaction),
+// the next apply waits for BatchHold (an hour here: the change after them
+// cannot have been applied when the test looks).
+func TestBatchHoldBatchesOnlyWhatQueuesUp(t *testing.T) {
+	_, cli := testEtcd(t)
+	rec := newRecorder("rec", nil)
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, BatchHold: time.Hour})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		put(t, cli, ns(n, "1"))
+		eventually(t, n+" applied at once", func() bool { return rec.holds(nsKey(n), ns(n, "1")) })
+	}
+	if st := ctl.Status(); st.PacedBatches != 0 {
+		t.Errorf("status %+v: a lone change was held back", st)
+	}
+	putTogether(t, cli, ns("e", "1"), ns("f", "1"))
+	eventually(t, "e and f applied at once", func() bool { return rec.holds(nsKey("f"), ns("f", "1")) })
+	last := put(t, cli, ns("g", "1"))
+	eventually(t, "g held back", func() bool { return ctl.Status().PacedBatches == 1 })
+	if st := ctl.Status(); st.QueueDepth != 1 || st.WatchRevision < last || rec.holds(nsKey("g"), ns("g", "1")) {
+		t.Errorf("status %+v: the change after two queued up was not held back", st)
+	}
+}
+
+// TestBatchHoldEndsWithTheBurst: once a held batch holds a lone change, the
+// next change is applied at once again.
+func TestBatchHoldEndsWithTheBurst(t *testing.T) {
+	_, cli := testEtcd(t)
+	rec := newRecorder("rec", nil)
+	ctl := New(Params{Client: cli, Handlers: []Handler{rec}, BatchHold: time.Second})
+	start(t, ctl)
+	eventually(t, "ready", ctl.Ready)
+	putTogether(t, cli, ns("a", "1"), ns("b", "1"))
+	eventually(t, "a and b applied", func() bool { return rec.holds(nsKey("b"), ns("b", "1")) })
+	put(t, cli, ns("c", "1")) // held: a lone change, which ends the burst
+	eventually(t, "c applied", func() bool { return rec.holds(nsKey("c"), ns("c", "1")) })
+	paced := ctl.Status().PacedBatches
+	put(t, cli, ns("d", "1"))
+	eventually(t, "d applied", func() bool { return rec.holds(nsKey("d"), ns("d", "1")) })
+	if got := ctl.Status().PacedBatches; got != paced {
+		t.Errorf("%d batches held back before d, %d after: d was held too", paced, got)
+	}
+	rec.checkConsistent(t)
+}
+
+// putTogether stores objs in one transaction: their changes reach the
+// watcher in one response.
+func putTogether(t *testing.T, cli *clientv3.Client, objs ...kubestate.Object) {
+	t.Helper()
+	ops := make([]clientv3.Op, 0, len(objs))
+	for _, o := range objs {
+		b, err := kubestate.Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, clientv3.OpPut(o.Key().String(), string(b)))
+	}
+	if _, err := cli.Txn(ctxT(t)).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
 }

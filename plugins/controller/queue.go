@@ -96,14 +96,29 @@ func (q *queue) signal() {
 // pushChange queues ch, coalescing it with a queued change of its key.
 func (q *queue) pushChange(ch change) {
 	q.mu.Lock()
+	q.putLocked(ch)
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushChanges queues chs in order, as pushChange, with one wake-up of the
+// loop.
+func (q *queue) pushChanges(chs []change) {
+	q.mu.Lock()
+	for _, ch := range chs {
+		q.putLocked(ch)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) putLocked(ch change) {
 	if i, ok := q.index[ch.key]; ok {
 		q.entries[i].ch = &ch
 	} else {
 		q.index[ch.key] = len(q.entries)
 		q.entries = append(q.entries, entry{ch: &ch})
 	}
-	q.mu.Unlock()
-	q.signal()
 }
 
 // pushEvent queues an event that is neither a change nor a resync.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,9 @@ type Status struct {
 	// Batches counts the batches applied; Events the events handlers took in.
 	Batches uint64 `json:"batches"`
 	Events  uint64 `json:"events"`
+	// PacedBatches counts the batches held back by MinBatchInterval or
+	// BatchHold (changes coming in a burst).
+	PacedBatches uint64 `json:"pacedBatches"`
 	// NoOps counts queued changes dropped because the value did not change.
 	NoOps uint64 `json:"noOps"`
 	// QueueDepth is the number of items waiting for the loop.
@@ -73,6 +77,21 @@ type status struct {
 	s  Status // the loop's fields
 
 	batchSeconds *prometheus.HistogramVec
+	// batchObs is its series of full=false and full=true, looked up at
+	// their first use (by the loop).
+	batchObs [2]prometheus.Observer
+}
+
+// observeBatch records a batch's duration (the loop's).
+func (st *status) observeBatch(full bool, d time.Duration) {
+	i := 0
+	if full {
+		i = 1
+	}
+	if st.batchObs[i] == nil {
+		st.batchObs[i] = st.batchSeconds.WithLabelValues(strconv.FormatBool(full))
+	}
+	st.batchObs[i].Observe(d.Seconds())
 }
 
 func newStatus() *status {
@@ -145,6 +164,8 @@ func (c *Controller) Collector() prometheus.Collector {
 	return &collector{c: c, defs: []metricDef{
 		counter("contiv_controller_batches_total", "Batches applied.",
 			func(s Status) uint64 { return s.Batches }),
+		counter("contiv_controller_paced_batches_total", "Batches held back by the minimum interval between batches or by a burst of changes.",
+			func(s Status) uint64 { return s.PacedBatches }),
 		counter("contiv_controller_events_total", "Events taken in by the handlers.",
 			func(s Status) uint64 { return s.Events }),
 		counter("contiv_controller_resyncs_total", "Full resyncs taken in by the handlers.",

@@ -2,20 +2,16 @@ package controller
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
@@ -76,6 +72,9 @@ type watcher struct {
 	// revision of every change queued.
 	afterList func()
 	queued    func(rev int64)
+	// progressed, when set (tests), is told the prefix and revision of
+	// every progress notification taken in.
+	progressed func(prefix string, rev int64)
 	// generation is the newest sync marker generation taken in (listed or
 	// watched), known since revision genRev; the watcher goroutine's.
 	generation, genRev int64
@@ -96,9 +95,9 @@ type seenPut struct {
 // nothing. Of puts at one revision (one transaction) the last read wins:
 // the sync marker, read last by a listing, has a value no other etcd holds
 // (its sweep's time).
-func (w *watcher) see(kv *mvccpb.KeyValue) {
-	if kv.ModRevision >= w.seen.rev {
-		w.seen = seenPut{key: kv.Key, value: kv.Value, rev: kv.ModRevision}
+func (w *watcher) see(key, value []byte, rev int64) {
+	if rev >= w.seen.rev {
+		w.seen = seenPut{key: key, value: value, rev: rev}
 	}
 }
 
@@ -180,12 +179,23 @@ func (w *watcher) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			lost := errors.Is(err, errStreamLost)
+			if lost {
+				// The stream failed: with the connection (etcd or its
+				// proxy went away) or alone. Resume once connected; a
+				// stream that failed before its watches were created
+				// backs off first.
+				if !healthy && !backoff.Sleep(ctx, bo.delay()) || !w.connected(ctx) {
+					return
+				}
+				drain(reconnected)
+			}
 			// Back from an etcd outage: when etcd kept its history, each
 			// watch resumes where it stopped and nothing is listed again
 			// (a herd of agents re-listing is what an outage must not
 			// cause); a compacted revision fails the watch, and then the
 			// watcher lists.
-			if !errors.Is(err, errReconnected) || !w.resumable(ctx, cluster, next) {
+			if !lost && !errors.Is(err, errReconnected) || !w.resumable(ctx, cluster, next) {
 				break
 			}
 			w.st.resumes.Add(1)
@@ -194,7 +204,7 @@ func (w *watcher) run(ctx context.Context) {
 		if healthy {
 			bo.reset()
 			w.log.Info("etcd watch ended; re-listing", "reason", err)
-			if errors.Is(err, errReconnected) && !backoff.Sleep(ctx, w.relistDelay()) {
+			if (errors.Is(err, errReconnected) || errors.Is(err, errStreamLost)) && !backoff.Sleep(ctx, w.relistDelay()) {
 				return
 			}
 			continue
@@ -239,7 +249,7 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 	l.layout, l.synced = rangeValue(resp, 0), rangeValue(resp, 1)
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
-			w.see(kv)
+			w.see(kv.Key, kv.Value, kv.ModRevision)
 		}
 	}
 	layout := string(l.layout)
@@ -379,7 +389,7 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			l.cluster = resp.Header.ClusterId
 		}
 		for _, kv := range resp.Kvs {
-			w.see(kv)
+			w.see(kv.Key, kv.Value, kv.ModRevision)
 			k, o, err := w.decode(string(kv.Key), kv.Value, kv.ModRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
@@ -409,170 +419,6 @@ func (w *watcher) decode(key string, value []byte, rev int64) (kubestate.Key, ku
 	w.st.decodeErrors.Add(1)
 	w.log.Error("skipping a stored value that cannot be decoded", "key", key, "rev", rev, "size", len(value), "err", err)
 	return k, nil, err
-}
-
-// watched tells whether key belongs to a watched resource.
-func (w *watcher) watched(key string) bool {
-	for _, p := range w.prefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// watch queues the changes after revision rev until the watch is lost or
-// ctx is done. healthy tells that the watch worked (it delivered, or it
-// ended for a reason that is no failure of its own).
-//
-// Each resource's watch is taken in on its own goroutine, the one that
-// receives from the client's watch channel: it decodes and queues the
-// changes there, so that a change passes through no goroutine of the
-// watcher's own on its way to the loop. takeIn serialises them: the
-// watches' state (next, seen, the sync marker's generation) is shared, and
-// once one of them ends the watch, nothing more is taken in. One watch per
-// resource (multiplexed by the client on one stream) keeps the agent from
-// receiving keys under the prefix that are not cluster state, such as every
-// node's pod IP allocations.
-func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected <-chan struct{}) (healthy bool, err error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	t := &takeIn{w: w, next: next, ended: make(chan struct{})}
-	from := maps.Clone(next) // next is the watches' once they start
-	var wg sync.WaitGroup
-	for p, rev := range from {
-		opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithProgressNotify()}
-		if p != kubestate.SyncedKey {
-			opts = append(opts, clientv3.WithPrefix())
-		}
-		wch := w.cli.Watch(wctx, p, opts...)
-		wg.Go(func() {
-			for resp := range wch {
-				if !t.response(ctx, p, &resp) {
-					return
-				}
-			}
-			t.end(errWatchClosed)
-		})
-	}
-	select {
-	case <-ctx.Done():
-		t.end(ctx.Err())
-	case <-reconnected:
-		t.end(errReconnected)
-	case <-w.relist:
-		t.end(errRelistRequested)
-	case <-t.ended:
-	}
-	cancel()
-	wg.Wait()
-	return t.healthy, t.err
-}
-
-// takeIn is one watch's taking in of the responses of its per-resource
-// watches, one response at a time.
-type takeIn struct {
-	w  *watcher
-	mu sync.Mutex
-	// next is each prefix's next revision to watch from.
-	next map[string]int64
-	// healthy tells that a response was taken in; err is why the watch
-	// ended, set once; ended is closed then.
-	healthy bool
-	err     error
-	ended   chan struct{}
-}
-
-// end ends the watch for err unless it has ended already.
-func (t *takeIn) end(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.endLocked(err)
-}
-
-func (t *takeIn) endLocked(err error) {
-	if t.err == nil {
-		t.err = err
-		close(t.ended)
-	}
-}
-
-// response takes in one response of the watch of prefix; false when the
-// watch has ended (by this response or before).
-func (t *takeIn) response(ctx context.Context, prefix string, resp *clientv3.WatchResponse) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	w, next := t.w, t.next
-	switch {
-	case t.err != nil:
-		return false
-	case resp.Err() != nil:
-		t.endLocked(fmt.Errorf("watch of %s from revision %d: %w", prefix, next[prefix], resp.Err()))
-		return false
-	case resp.Canceled:
-		t.endLocked(fmt.Errorf("watch of %s from revision %d: cancelled by etcd", prefix, next[prefix]))
-		return false
-	}
-	t.healthy = true
-	if lost, err := w.outputLost(ctx, prefix, resp.Events); lost || err != nil {
-		t.endLocked(cmp.Or(err, errOutputLost))
-		return false
-	}
-	for _, ev := range resp.Events {
-		if ev.Type == clientv3.EventTypePut {
-			w.see(ev.Kv)
-		}
-		w.take(ev)
-		next[prefix] = max(next[prefix], ev.Kv.ModRevision+1)
-	}
-	if resp.IsProgressNotify() {
-		// Every change of the prefix up to the header's revision has
-		// been delivered.
-		next[prefix] = max(next[prefix], resp.Header.Revision+1)
-	}
-	return true
-}
-
-// outputLost tells, with RequireSynced, whether events watched under
-// prefix show that etcd lost the reflector's output: the sync marker was
-// deleted or put back with an older generation, or did not exist any more
-// when watched keys were deleted (a wipe of every key at once). Then none of
-// them is taken in: the watcher lists again and holds. A put of the marker
-// raises the generation taken in.
-func (w *watcher) outputLost(ctx context.Context, prefix string, evs []*clientv3.Event) (bool, error) {
-	if !w.requireSynced {
-		return false, nil
-	}
-	var deleted int64
-	for _, ev := range evs {
-		switch {
-		case prefix != kubestate.SyncedKey && ev.Type == clientv3.EventTypeDelete:
-			deleted = max(deleted, ev.Kv.ModRevision)
-		case prefix != kubestate.SyncedKey:
-		case ev.Type == clientv3.EventTypeDelete:
-			return true, nil
-		default:
-			m, err := kubestate.ParseSyncMarker(ev.Kv.Value)
-			if err == nil && m.Generation < w.generation {
-				return true, nil // an older output put back
-			}
-			if err == nil {
-				w.generation, w.genRev = m.Generation, ev.Kv.ModRevision
-			}
-		}
-	}
-	if deleted == 0 {
-		return false, nil
-	}
-	ok, gen, err := w.markerAt(ctx, deleted)
-	switch {
-	case err != nil:
-		return false, err
-	case !ok:
-		return true, nil
-	}
-	// An older marker at that revision than one known at or before it
-	// was put back.
-	return gen < w.generation && w.genRev <= deleted, nil
 }
 
 // resumable tells whether, after a reconnection, etcd still holds the
@@ -631,34 +477,6 @@ func (w *watcher) relistDelay() time.Duration {
 // spread: 5000 nodes re-list over 10 jitters.
 const relistNodesPerJitter = 500
 
-// take queues one watched change.
-func (w *watcher) take(ev *clientv3.Event) {
-	kv := ev.Kv
-	key := string(kv.Key) // one copy, which the parsed key's strings share
-	if !w.watched(key) {
-		return
-	}
-	defer storeMax(&w.st.watchRevision, kv.ModRevision)
-	if w.queued != nil {
-		w.queued(kv.ModRevision)
-	}
-	if ev.Type == clientv3.EventTypeDelete {
-		k, err := kubestate.ParseKey(key)
-		if err != nil {
-			// Its put was skipped (and counted) already.
-			w.log.Debug("skipping a delete of a malformed key", "key", key, "rev", kv.ModRevision)
-			return
-		}
-		w.q.pushChange(change{key: k, rev: kv.ModRevision})
-		return
-	}
-	k, o, err := w.decode(key, kv.Value, kv.ModRevision)
-	if err != nil {
-		return // the controller keeps the last good value
-	}
-	w.q.pushChange(change{key: k, rev: kv.ModRevision, obj: o})
-}
-
 // monitor signals each time the client's connection to etcd comes back
 // after it was lost: the watch then may have missed a restore or a wipe
 // of etcd, so the watcher lists again.
@@ -683,6 +501,24 @@ func (w *watcher) monitor(ctx context.Context, reconnected chan<- struct{}) {
 			}
 		}
 		wasReady = true
+	}
+}
+
+// connected waits until the client's connection to etcd is up; false when
+// ctx ended first.
+func (w *watcher) connected(ctx context.Context) bool {
+	conn := w.cli.ActiveConnection()
+	for {
+		s := conn.GetState()
+		switch s {
+		case connectivity.Ready:
+			return true
+		case connectivity.Idle:
+			conn.Connect()
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return false
+		}
 	}
 }
 

@@ -29,28 +29,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("contiv-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		out        = fs.String("out", "", "write the results as JSON to this file")
-		sizes      = fs.String("n", "1000,5000,10000,50000", "comma-separated sizes N of W(N)")
-		runs       = fs.Int("runs", 5, "runs per figure; medians are reported")
-		figures    = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart,vpp-program,startup,fanout,agent-change,large; real-vpp with -vpp-socket); default all but real-vpp")
-		decode     = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
-		joiners    = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
-		many       = fs.Int("many-joiners", 1000, "NodeSync, the nodesync-many figure: agents claiming an ID at once")
-		nplN       = fs.Int("npl-n", 10000, "network programming latency: N of W(N) loaded into etcd")
-		nplDur     = fs.Duration("npl-duration", 60*time.Second, "network programming latency: how long changes are written")
-		nplRate    = fs.Float64("npl-rate", 20, "network programming latency: changes written per second")
-		programN   = fs.Int("program-n", 10000, "vpp-program and startup: N of W(N) programmed over the simulated VPP's socket")
-		largeN     = fs.Int("large-n", 50000, "large: N of W(N) programmed and started over the simulated VPP's socket, the agent's heap measured")
-		vppSocket  = fs.String("vpp-socket", "", "real-vpp (only when named in -figures): the API socket of a freshly started real VPP that W(-large-n) is programmed into")
-		fanoutKs   = fs.String("fanout-k", "50,100,200", "fan-out: comma-separated agent counts K")
-		fanoutN    = fs.Int("fanout-n", 10000, "fan-out and agent-change: N of W(N) loaded into etcd")
-		fanoutCh   = fs.Int("fanout-changes", 50, "fan-out: changes written at each K")
-		proxies    = fs.Int("fanout-proxies", 4, "fan-out: P, the etcd gRPC proxies of its proxy-tier part, each a process of its own (0: that part is not measured)")
-		light      = fs.String("fanout-light", "1000,2000", "fan-out, proxy tier: totals of watchers reached beyond the largest -fanout-k with lightweight watch-only agents beside the real ones (\"\": none)")
-		agentCh    = fs.Int("agent-changes", 2000, "agent-change: changes measured (blocks of 100)")
-		quick      = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 and 20 joiners, 2 s of latency on W(1000), W(1000) over the socket (both figures), 5 and 10 agents on W(1000)")
-		profileDir = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here (and, with agent-change, the agent's heap and changes)")
-		verbose    = fs.Bool("v", false, "log progress and the agent's warnings to stderr")
+		out         = fs.String("out", "", "write the results as JSON to this file")
+		sizes       = fs.String("n", "1000,5000,10000,50000", "comma-separated sizes N of W(N)")
+		runs        = fs.Int("runs", 5, "runs per figure; medians are reported")
+		figures     = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart,vpp-program,startup,fanout,agent-change,large; real-vpp with -vpp-socket); default all but real-vpp")
+		decode      = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
+		joiners     = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
+		many        = fs.Int("many-joiners", 1000, "NodeSync, the nodesync-many figure: agents claiming an ID at once")
+		nplN        = fs.Int("npl-n", 10000, "network programming latency: N of W(N) loaded into etcd")
+		nplDur      = fs.Duration("npl-duration", 60*time.Second, "network programming latency: how long changes are written")
+		nplRate     = fs.Float64("npl-rate", 20, "network programming latency: changes written per second")
+		programN    = fs.Int("program-n", 10000, "vpp-program and startup: N of W(N) programmed over the simulated VPP's socket")
+		largeN      = fs.Int("large-n", 50000, "large: N of W(N) programmed and started over the simulated VPP's socket, the agent's heap measured")
+		vppSocket   = fs.String("vpp-socket", "", "real-vpp (only when named in -figures): the API socket of a freshly started real VPP that W(-large-n) is programmed into")
+		fanoutKs    = fs.String("fanout-k", "50,100,200", "fan-out: comma-separated agent counts K")
+		fanoutN     = fs.Int("fanout-n", 10000, "fan-out and agent-change: N of W(N) loaded into etcd")
+		fanoutCh    = fs.Int("fanout-changes", 50, "fan-out: changes written at each K")
+		proxies     = fs.Int("fanout-proxies", 4, "fan-out: P, the etcd gRPC proxies of its proxy-tier part, each a process of its own (0: that part is not measured)")
+		light       = fs.String("fanout-light", "1000,2000", "fan-out, proxy tier: totals of watchers reached beyond the largest -fanout-k with lightweight watch-only agents beside the real ones (\"\": none)")
+		agentCh     = fs.Int("agent-changes", 2000, "agent-change: changes measured (blocks of 100)")
+		quick       = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 and 20 joiners, 2 s of latency on W(1000), W(1000) over the socket (both figures), 5 and 10 agents on W(1000)")
+		profileDir  = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here (and, with agent-change, the agent's heap and changes)")
+		profileTime = fs.Duration("profile-time", 5*time.Second, "with -cpuprofile-dir: the length of each CPU profile")
+		verbose     = fs.Bool("v", false, "log progress and the agent's warnings to stderr")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -60,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	o := harness.Options{
 		Runs: *runs, DecodeIters: *decode, Joiners: *joiners, ManyJoiners: *many, NPLSize: *nplN, NPLDuration: *nplDur, NPLRate: *nplRate,
-		ProgramSize: *programN, LargeSize: *largeN, VPPSocket: *vppSocket, ProfileDir: *profileDir, FanoutSize: *fanoutN, FanoutChanges: *fanoutCh, AgentChanges: *agentCh,
+		ProgramSize: *programN, LargeSize: *largeN, VPPSocket: *vppSocket, ProfileDir: *profileDir, ProfileTime: *profileTime, FanoutSize: *fanoutN, FanoutChanges: *fanoutCh, AgentChanges: *agentCh,
 	}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {
