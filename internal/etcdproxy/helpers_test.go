@@ -19,6 +19,9 @@ import (
 // timing assertion.
 const waitDeadline = 60 * time.Second
 
+// historyCheck is the controllers' Params.HistoryCheck here.
+const historyCheck = 50 * time.Millisecond
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitDeadline)
@@ -139,12 +142,14 @@ func (r *recorder) count(k controller.ResyncKind) int {
 
 // runController runs the agent's controller (its real watcher) on cli,
 // with rec as its handler, until the test ends; it requires a complete
-// reflector output, as the agent does.
+// reflector output, as the agent does, and checks etcd's history every
+// historyCheck (which must never make it list a history it kept).
 func runController(t *testing.T, cli *clientv3.Client, rec *recorder) *controller.Controller {
 	t.Helper()
 	ctl := controller.New(controller.Params{
 		Client: cli, Handlers: []controller.Handler{rec}, RequireSynced: true,
 		HealingBackoff: controller.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
+		HistoryCheck:   historyCheck,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -157,4 +162,12 @@ func runController(t *testing.T, cli *clientv3.Client, rec *recorder) *controlle
 	})
 	eventually(t, "controller ready", ctl.Ready)
 	return ctl
+}
+
+// has tells whether the view holds key k.
+func (r *recorder) has(k kubestate.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.objs[k]
+	return ok
 }

@@ -79,6 +79,14 @@ type Params struct {
 	// ClusterSize, when set, is the number of nodes: the re-listing
 	// spreads over one RelistJitter per 500 nodes.
 	ClusterSize func() int
+	// HistoryCheck is how often a running watch checks that etcd still
+	// holds the history it follows (the newest put it read, at its
+	// revision): one read of one key. A reconnection checks it anyway;
+	// behind an etcd gRPC proxy, whose agents' connections outlive an etcd
+	// restored from a backup or wiped, nothing else notices. A lost
+	// history is listed again (after RelistJitter's spread). Zero means
+	// DefaultHistoryCheck; negative, never.
+	HistoryCheck time.Duration
 	// RequireSynced takes in only listings that are a complete reflector
 	// output: etcd holds the layout marker and a sync marker
 	// (kubestate.Completeness) whose generation is no older than the one
@@ -158,7 +166,7 @@ func New(p Params) *Controller {
 		c.w = newWatcher(watcherParams{
 			log: p.Logger, cli: p.Client, resources: p.Resources, podNode: p.PodNode,
 			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter, clusterSize: p.ClusterSize,
-			requireSynced: p.RequireSynced,
+			requireSynced: p.RequireSynced, historyCheck: historyCheck(p.HistoryCheck),
 		})
 	}
 	return c

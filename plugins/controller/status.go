@@ -37,6 +37,9 @@ type Status struct {
 	// Resumes counts the watches resumed after a reconnection to etcd
 	// without listing again.
 	Resumes uint64 `json:"resumes"`
+	// HistoryLost counts the running watches ended because etcd no longer
+	// held the history they followed (Params.HistoryCheck).
+	HistoryLost uint64 `json:"historyLost"`
 	// EtcdConnected tells whether the client's connection to etcd is up.
 	EtcdConnected bool `json:"etcdConnected"`
 	// DecodeErrors counts stored values skipped as undecodable, oversized
@@ -69,6 +72,7 @@ type status struct {
 	held          atomic.Pointer[string]
 	relists       atomic.Uint64
 	resumes       atomic.Uint64
+	historyLost   atomic.Uint64
 	watchRevision atomic.Int64
 	connected     atomic.Bool
 	ready         atomic.Bool
@@ -126,6 +130,7 @@ func (c *Controller) Status() Status {
 	s.WatchRevision = c.st.watchRevision.Load()
 	s.Relists = c.st.relists.Load()
 	s.Resumes = c.st.resumes.Load()
+	s.HistoryLost = c.st.historyLost.Load()
 	s.EtcdConnected = c.st.connected.Load()
 	s.DecodeErrors = c.st.decodeErrors.Load()
 	s.Decoded = c.st.decoded.Load()
@@ -174,6 +179,8 @@ func (c *Controller) Collector() prometheus.Collector {
 			func(s Status) uint64 { return s.Relists }),
 		counter("contiv_controller_watch_resumes_total", "Watches resumed after a reconnection to etcd, without a re-list.",
 			func(s Status) uint64 { return s.Resumes }),
+		counter("contiv_controller_history_lost_total", "Running watches ended because etcd no longer held their history (restored from a backup or wiped behind a proxy).",
+			func(s Status) uint64 { return s.HistoryLost }),
 		counter("contiv_controller_errors_total", "Handler and apply errors.",
 			func(s Status) uint64 { return s.Errors }),
 		counter("contiv_controller_decode_errors_total",

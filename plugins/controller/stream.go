@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -44,19 +45,37 @@ var errStreamLost = errors.New("etcd watch stream lost")
 // One watch per resource keeps the agent from receiving keys under the
 // prefix that are not cluster state, such as every node's pod IP
 // allocations.
-func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected <-chan struct{}) (healthy bool, err error) {
+//
+// Every historyCheck it checks that etcd still holds the history of cluster
+// it follows (historyLost), and ends with errHistoryLost when not.
+func (w *watcher) watch(ctx context.Context, next map[string]int64, reconnected <-chan struct{}, cluster uint64) (healthy bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	t := &takeIn{w: w, next: next, ended: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { t.end(t.stream(wctx)) })
-	select {
-	case <-ctx.Done():
-		t.end(ctx.Err())
-	case <-reconnected:
-		t.end(errReconnected)
-	case <-w.relist:
-		t.end(errRelistRequested)
-	case <-t.ended:
+	var check <-chan time.Time
+	if w.historyCheck > 0 {
+		tick := time.NewTicker(w.historyCheck)
+		defer tick.Stop()
+		check = tick.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			t.end(ctx.Err())
+		case <-reconnected:
+			t.end(errReconnected)
+		case <-w.relist:
+			t.end(errRelistRequested)
+		case <-check:
+			why := w.historyLost(ctx, cluster)
+			if why == "" {
+				continue
+			}
+			t.end(fmt.Errorf("%w: %s", errHistoryLost, why))
+		case <-t.ended:
+		}
+		break
 	}
 	cancel()
 	wg.Wait()

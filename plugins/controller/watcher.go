@@ -32,6 +32,7 @@ var (
 	errReconnected     = errors.New("reconnected to etcd")
 	errRelistRequested = errors.New("re-list requested")
 	errOutputLost      = errors.New("etcd lost the reflector's output: its sync marker was deleted or put back older")
+	errHistoryLost     = errors.New("etcd no longer holds the history the watch follows (restored from a backup or wiped)")
 )
 
 type watcherParams struct {
@@ -50,6 +51,8 @@ type watcherParams struct {
 	// requireSynced holds every listing that is not a complete reflector
 	// output (Params.RequireSynced).
 	requireSynced bool
+	// historyCheck is Params.HistoryCheck (0: never).
+	historyCheck time.Duration
 }
 
 // watcher lists the watched resources at one revision, queues the listing
@@ -78,9 +81,11 @@ type watcher struct {
 	// generation is the newest sync marker generation taken in (listed or
 	// watched), known since revision genRev; the watcher goroutine's.
 	generation, genRev int64
-	// seen is the newest put read from etcd since the last listing; the
-	// watcher goroutine's.
-	seen seenPut
+	// seen is the newest put read from etcd since the last listing,
+	// written by the goroutine that lists or receives the watch, read by
+	// the history check.
+	seenMu sync.Mutex
+	seen   seenPut
 }
 
 // seenPut is a put read from etcd (key and value as read, never changed).
@@ -96,9 +101,18 @@ type seenPut struct {
 // the sync marker, read last by a listing, has a value no other etcd holds
 // (its sweep's time).
 func (w *watcher) see(key, value []byte, rev int64) {
+	w.seenMu.Lock()
 	if rev >= w.seen.rev {
 		w.seen = seenPut{key: key, value: value, rev: rev}
 	}
+	w.seenMu.Unlock()
+}
+
+// lastSeen is the newest put read since the last listing.
+func (w *watcher) lastSeen() seenPut {
+	w.seenMu.Lock()
+	defer w.seenMu.Unlock()
+	return w.seen
 }
 
 func newWatcher(p watcherParams) *watcher {
@@ -175,7 +189,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		var healthy bool
 		for {
-			healthy, err = w.watch(ctx, next, reconnected)
+			healthy, err = w.watch(ctx, next, reconnected, cluster)
 			if ctx.Err() != nil {
 				return
 			}
@@ -201,10 +215,14 @@ func (w *watcher) run(ctx context.Context) {
 			w.st.resumes.Add(1)
 			w.log.Info("etcd is back with its history; resuming the watch", "from", next)
 		}
+		if errors.Is(err, errHistoryLost) {
+			w.st.historyLost.Add(1)
+			w.log.Warn("etcd's history is not the one the watch followed (etcd restored from a backup or wiped); listing it again", "err", err)
+		}
 		if healthy {
 			bo.reset()
 			w.log.Info("etcd watch ended; re-listing", "reason", err)
-			if (errors.Is(err, errReconnected) || errors.Is(err, errStreamLost)) && !backoff.Sleep(ctx, w.relistDelay()) {
+			if (errors.Is(err, errReconnected) || errors.Is(err, errStreamLost) || errors.Is(err, errHistoryLost)) && !backoff.Sleep(ctx, w.relistDelay()) {
 				return
 			}
 			continue
@@ -228,7 +246,9 @@ func drain(ch <-chan struct{}) {
 // one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
 	l := newListing(0, 0)
+	w.seenMu.Lock()
 	w.seen = seenPut{}
+	w.seenMu.Unlock()
 	for _, p := range w.prefixes {
 		if err := w.listPrefix(ctx, p, l); err != nil {
 			return nil, err
@@ -447,15 +467,16 @@ func (w *watcher) resumable(ctx context.Context, cluster uint64, next map[string
 			return false
 		}
 	}
-	if w.seen.rev == 0 {
+	seen := w.lastSeen()
+	if seen.rev == 0 {
 		return true // nothing read to check it by
 	}
-	got, err := w.cli.Get(rctx, string(w.seen.key), clientv3.WithRev(w.seen.rev))
+	got, err := w.cli.Get(rctx, string(seen.key), clientv3.WithRev(seen.rev))
 	if err != nil || len(got.Kvs) == 0 {
 		return false
 	}
 	kv := got.Kvs[0]
-	return kv.ModRevision == w.seen.rev && bytes.Equal(kv.Value, w.seen.value)
+	return kv.ModRevision == seen.rev && bytes.Equal(kv.Value, seen.value)
 }
 
 // relistDelay spreads the agents' re-listing after etcd comes back: a
