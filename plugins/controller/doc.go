@@ -34,7 +34,10 @@
 // revision (an etcd wiped while out of reach, and written past the agent's
 // revision since, keeps its cluster ID); else it lists again. ASSUMPTION
 // (watcher.go, resumable): no wiped etcd holds that very put by chance; the
-// sync marker carries its sweep's time. Undecodable values are logged, counted and skipped; the last
+// sync marker carries its sweep's time. A running watch makes the same
+// check every Params.HistoryCheck (history.go; default 30 s): behind an
+// etcd gRPC proxy the connection outlives an etcd restored or wiped, and
+// nothing else would notice. Undecodable values are logged, counted and skipped; the last
 // good value of their key is kept. A failed handler or apply schedules a
 // healing resync from the cached view with exponential backoff; a periodic
 // resync repairs drift. Status reports all of it.
