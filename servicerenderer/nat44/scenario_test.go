@@ -232,7 +232,7 @@ func TestScenarioMultipleServicesWithMultiplePortsAndResync(t *testing.T) {
 	s.step("services without endpoints", false, seq(
 		func(r *Renderer) error { return r.AddService(svc1(false)) },
 		func(r *Renderer) error { return r.AddService(svc2(false)) }))
-	s.expectCount("mapping ", 2) // service1's external IP's drops at the sink
+	s.expectCount("mapping ", 2)             // service1's external IP's drops at the sink
 	s.expectCount("mapping 20.20.20.20:", 2) // the goldens show them going to 10.111.255.255
 
 	s.step("endpoints", false, seq(
@@ -352,7 +352,7 @@ func TestScenarioServiceUpdates(t *testing.T) {
 	none := service1()
 	none.Ports = append(none.Ports, port("https", 443, 0))
 	s.step("pod1 and the endpoints deleted", false, seq(setIf(pod1.tap, 0), func(r *Renderer) error { return r.UpdateService(withHTTPS, none) }))
-	s.expectCount("mapping ", 2) // the external IP's drops at the sink
+	s.expectCount("mapping ", 2)             // the external IP's drops at the sink
 	s.expectCount("mapping 20.20.20.20:", 2) // the goldens show them going to 10.111.255.255
 	s.expectCount("interface ", 3)
 	s.golden()
