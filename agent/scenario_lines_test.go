@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,11 @@ func traceLines(res sim.Result, p sim.Packet) []string {
 	return out
 }
 
+// translationID is a cnat translation's id in a trace's reason: VPP's pool
+// index, which depends on the order translations were made in, so the
+// lines leave it out.
+var translationID = regexp.MustCompile(`cnat translation \d+`)
+
 // cnatTraceLines writes the cnat oracle's answer as a trace step's lines
 // (see traceLines): "translated" (with "maglev" for a Maglev
 // translation), then per backend "-> IP:PORT p=SHARE [src=S]", ending in
@@ -64,9 +70,9 @@ func cnatTraceLines(res sim.CnatResult, p sim.Packet, ts []sim.CnatTranslation) 
 		}
 		return []string{"not translated"}
 	case sim.Dropped:
-		return []string{"dropped: " + res.Reason}
+		return []string{"dropped: " + translationID.ReplaceAllString(res.Reason, "cnat translation")}
 	case sim.Rejected:
-		return []string{"rejected: " + res.Reason}
+		return []string{"rejected: " + translationID.ReplaceAllString(res.Reason, "cnat translation")}
 	}
 	head := "translated"
 	if i := slices.IndexFunc(ts, func(t sim.CnatTranslation) bool { return t.ID == res.TranslationID }); i >= 0 && ts[i].LBType == 1 {
