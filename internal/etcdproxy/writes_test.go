@@ -62,7 +62,7 @@ func TestReflectorFencedWritesThroughProxy(t *testing.T) {
 	direct := srv.Client()
 	cli := clientOf(t, startProxy(t, srv, "127.0.0.1:0").Endpoint())
 	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
-	r, err := ksr.New(ksr.Params{Kube: kube, Etcd: cli, Identity: "r1", LeaderTTL: 2 * time.Second,
+	r, err := ksr.New(ksr.Params{Kube: kube, Etcd: cli, Identity: "r1", LeaderTTL: 4 * time.Second,
 		ProbeInterval: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +85,9 @@ func TestReflectorFencedWritesThroughProxy(t *testing.T) {
 	eventually(t, "the reflector synced", func() bool { return r.Status().Synced && stored(nsKey) })
 	lease := leaderLease(t, direct)
 	// Past two and a half TTLs the key is still there, on the same lease:
-	// its keep-alives pass the proxy. (A TTL of 2 s, not 1 s: under a
-	// loaded -race run a 1 s lease expired between keep-alives.)
-	time.Sleep(5 * time.Second)
+	// its keep-alives pass the proxy. (A TTL of 4 s: under a loaded -race
+	// run leases of 1 s and, once, of 2 s expired between keep-alives.)
+	time.Sleep(10 * time.Second)
 	if got := leaderLease(t, direct); got != lease {
 		t.Fatalf("leader key on lease %x, then %x: the lease was not kept alive through the proxy", lease, got)
 	}
