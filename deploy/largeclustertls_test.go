@@ -89,17 +89,9 @@ func TestLargeClusterTLSOnBothSidesOfTheProxies(t *testing.T) {
 // path (a Secret volume mounted whole: its keys are the file names).
 func secretFile(t *testing.T, spec corev1.PodSpec, c corev1.Container, path string) string {
 	t.Helper()
-	for _, vm := range c.VolumeMounts {
-		rel, ok := strings.CutPrefix(path, strings.TrimSuffix(vm.MountPath, "/")+"/")
-		if !ok {
-			continue
-		}
-		for _, v := range spec.Volumes {
-			if v.Name == vm.Name && v.Secret != nil && len(v.Secret.Items) == 0 {
-				return v.Secret.SecretName + "/" + rel
-			}
-		}
+	v, rel := mountedVolume(spec, c, path, func(v corev1.Volume) bool { return v.Secret != nil && len(v.Secret.Items) == 0 })
+	if v == nil {
+		t.Fatalf("%s (container %s) is not in a mounted Secret", path, c.Name)
 	}
-	t.Fatalf("%s (container %s) is not in a mounted Secret", path, c.Name)
-	return ""
+	return v.Secret.SecretName + "/" + rel
 }

@@ -295,32 +295,41 @@ func (m *manifests) agentConfig(t *testing.T) contivconf.Config {
 // a temporary file and returns that file's path.
 func (m *manifests) mountedFile(t *testing.T, spec corev1.PodSpec, c corev1.Container, path string) string {
 	t.Helper()
+	v, rel := mountedVolume(spec, c, path, func(v corev1.Volume) bool { return v.ConfigMap != nil })
+	if v == nil {
+		t.Fatalf("%s is not in a ConfigMap mounted into %s", path, c.Name)
+	}
+	cm := m.configMaps[v.ConfigMap.Name]
+	if cm == nil {
+		t.Fatalf("volume %s: no ConfigMap %s", v.Name, v.ConfigMap.Name)
+	}
+	data, ok := cm.Data[rel]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no key %s (mounted at %s)", cm.Name, rel, path)
+	}
+	f := filepath.Join(t.TempDir(), rel)
+	if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// mountedVolume is the volume of spec, of the kind want accepts, that
+// container c mounts where path is, and path relative to the mount; nil
+// when there is none.
+func mountedVolume(spec corev1.PodSpec, c corev1.Container, path string, want func(corev1.Volume) bool) (*corev1.Volume, string) {
 	for _, vm := range c.VolumeMounts {
 		rel, ok := strings.CutPrefix(path, strings.TrimSuffix(vm.MountPath, "/")+"/")
 		if !ok {
 			continue
 		}
-		for _, v := range spec.Volumes {
-			if v.Name != vm.Name || v.ConfigMap == nil {
-				continue
+		for i, v := range spec.Volumes {
+			if v.Name == vm.Name && want(v) {
+				return &spec.Volumes[i], rel
 			}
-			cm := m.configMaps[v.ConfigMap.Name]
-			if cm == nil {
-				t.Fatalf("volume %s: no ConfigMap %s", v.Name, v.ConfigMap.Name)
-			}
-			data, ok := cm.Data[rel]
-			if !ok {
-				t.Fatalf("ConfigMap %s has no key %s (mounted at %s)", cm.Name, rel, path)
-			}
-			f := filepath.Join(t.TempDir(), rel)
-			if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return f
 		}
 	}
-	t.Fatalf("%s is not in a ConfigMap mounted into %s", path, c.Name)
-	return ""
+	return nil, ""
 }
 
 func splitList(s string) []string {
