@@ -70,6 +70,32 @@ func newSimEnvWith(t *testing.T, opts sim.Options) *simEnv {
 	return e
 }
 
+// resynced is a renderer that took in data and applied it in full.
+func (e *simEnv) resynced(data *servicerenderer.ResyncData) *nat44.Renderer {
+	e.t.Helper()
+	r := e.renderer()
+	if err := r.Resync(data); err != nil {
+		e.t.Fatal(err)
+	}
+	e.apply(r, true)
+	return r
+}
+
+// openSessions establishes a connection for each packet (source ports from
+// 40000 on), as clients of live traffic.
+func (e *simEnv) openSessions(ps ...sim.Packet) []sim.Session {
+	e.t.Helper()
+	var out []sim.Session
+	for i, p := range ps {
+		s, err := e.vpp.OpenSession(p, uint16(40000+i))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func (e *simEnv) waitConnected() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

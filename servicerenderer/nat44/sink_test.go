@@ -16,25 +16,13 @@ import (
 // destination would send it back where it came from), and back. Established connections of the other frontends are never cut.
 func TestSinkSwitchCutsNothing(t *testing.T) {
 	e := newSimEnv(t)
-	data := cluster()
-	r := e.renderer()
-	if err := r.Resync(data); err != nil {
-		t.Fatal(err)
-	}
-	e.apply(r, true)
-	var sessions []sim.Session
-	for i, p := range []sim.Packet{
-		{Src: addr("10.1.1.3"), Dst: addr("10.96.0.1"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
-		{Src: addr("8.8.8.8"), Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
-		{Src: addr("8.8.8.8"), Dst: addr("20.20.20.20"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
-		{Src: addr("8.8.8.8"), Dst: addr("20.20.20.21"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
-	} {
-		s, err := e.vpp.OpenSession(p, uint16(40000+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, s)
-	}
+	r := e.resynced(cluster())
+	sessions := e.openSessions(
+		sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.1"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
+		sim.Packet{Src: addr("8.8.8.8"), Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
+		sim.Packet{Src: addr("8.8.8.8"), Dst: addr("20.20.20.20"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
+		sim.Packet{Src: addr("8.8.8.8"), Dst: addr("20.20.20.21"), Proto: sim.TCP, DstPort: 80, Ingress: "GbE"},
+	)
 	cut := e.vpp.SessionsCut()
 
 	edge := func(backends ...string) *servicerenderer.ContivService {

@@ -23,25 +23,14 @@ func TestUpgradeFromPerClusterIPLookups(t *testing.T) {
 	var log acks
 	e := newSimEnvWith(t, sim.Options{Traffic: true, OnAck: log.on})
 	data := cluster()
-	r := e.renderer()
-	if err := r.Resync(data); err != nil {
-		t.Fatal(err)
-	}
-	e.apply(r, true)
+	r := e.resynced(data)
 
 	// Established connections: a pod to a cluster IP, a client to the
 	// NodePort.
-	var sessions []sim.Session
-	for i, p := range []sim.Packet{
-		{Src: addr("10.1.1.3"), Dst: addr("10.96.0.10"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
-		{Src: addr("8.8.8.8"), Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
-	} {
-		s, err := e.vpp.OpenSession(p, uint16(40000+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, s)
-	}
+	sessions := e.openSessions(
+		sim.Packet{Src: addr("10.1.1.3"), Dst: addr("10.96.0.10"), Proto: sim.TCP, DstPort: 80, Ingress: "master-tap1"},
+		sim.Packet{Src: addr("8.8.8.8"), Dst: addr("192.168.16.10"), Proto: sim.TCP, DstPort: 30080, Ingress: "GbE"},
+	)
 
 	// The earlier version's route set.
 	cidr := e.cfg.ServiceCIDR
