@@ -28,7 +28,6 @@ const (
 
 // Reasons a watch ends.
 var (
-	errWatchClosed     = errors.New("watch channel closed")
 	errReconnected     = errors.New("reconnected to etcd")
 	errRelistRequested = errors.New("re-list requested")
 	errOutputLost      = errors.New("etcd lost the reflector's output: its sync marker was deleted or put back older")
