@@ -16,6 +16,11 @@ import (
 // serves from memory).
 const DefaultHistoryCheck = 30 * time.Second
 
+// historyCheckTimeout bounds one check: the watch goroutine waits for it,
+// and an etcd that does not answer leaves the verdict to the connection's
+// own handling (and the next check).
+const historyCheckTimeout = 2 * time.Second
+
 func historyCheck(d time.Duration) time.Duration {
 	switch {
 	case d == 0:
@@ -42,7 +47,7 @@ func (w *watcher) historyLost(ctx context.Context, cluster uint64) string {
 	if seen.rev == 0 {
 		return ""
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, historyCheckTimeout)
 	defer cancel()
 	now, err := w.cli.Get(rctx, string(seen.key))
 	if err != nil {
