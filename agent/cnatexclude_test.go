@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/agent/offline"
+	"contiv.dev/vpp/agent/offline/offlinetest"
 
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/agent/nodepipeline"
@@ -24,7 +25,7 @@ import (
 // to the node IP, the VXLAN range not being excluded. A reply to the
 // outside is source-NATed, as it must be.
 func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
-	objs := exampleObjects(t)
+	objs := offlinetest.ExampleObjects(t)
 	pods := podIngress(objs, "node-1")
 	pod := slices.MinFunc(slices.Collect(maps.Keys(pods)), netip.Addr.Compare)
 	plan2 := func(cfg contivconf.Config) *addrplan.Plan {
@@ -74,7 +75,7 @@ func TestCNATRepliesToDirectSourcesKeepThePodAddress(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := renderConfig("node-1")
+			cfg := offlinetest.Config("node-1")
 			cfg.Renderer = contivconf.RendererCNAT
 			tc.setup(&cfg)
 			r := mustRender(t, offline.Params{Objects: objs, Config: cfg})

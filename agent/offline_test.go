@@ -11,26 +11,10 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/agent/offline"
+	"contiv.dev/vpp/agent/offline/offlinetest"
 
-	"contiv.dev/vpp/contivconf"
-	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
-
-func exampleObjects(t testing.TB) []kubestate.Object {
-	t.Helper()
-	objs, err := kubestate.LoadYAMLFile("../deploy/examples/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
-func renderConfig(node string) contivconf.Config {
-	cfg := contivconf.Defaults()
-	cfg.NodeName = node
-	return cfg
-}
 
 func mustRender(t testing.TB, p offline.Params) *offline.Rendered {
 	t.Helper()
@@ -42,7 +26,7 @@ func mustRender(t testing.TB, p offline.Params) *offline.Rendered {
 }
 
 func TestNAT44ObjectsRoundTrip(t *testing.T) {
-	r := mustRender(t, offline.Params{Objects: exampleObjects(t), Config: renderConfig("node-1")})
+	r := mustRender(t, offline.Params{Objects: offlinetest.ExampleObjects(t), Config: offlinetest.Config("node-1")})
 	st := r.Applied
 	st.Identities[nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1"), VRF: 0}] = &nat44.Identity{
 		IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv:snat",

@@ -10,27 +10,13 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/offline/offlinetest"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
-
-func exampleObjects(t testing.TB) []kubestate.Object {
-	t.Helper()
-	objs, err := kubestate.LoadYAMLFile("../../deploy/examples/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
-func renderConfig(node string) contivconf.Config {
-	cfg := contivconf.Defaults()
-	cfg.NodeName = node
-	return cfg
-}
 
 func mustRender(t testing.TB, p Params) *Rendered {
 	t.Helper()
@@ -42,8 +28,8 @@ func mustRender(t testing.TB, p Params) *Rendered {
 }
 
 func TestRenderExampleCluster(t *testing.T) {
-	objs := exampleObjects(t)
-	r := mustRender(t, Params{Objects: objs, Config: renderConfig("node-2")})
+	objs := offlinetest.ExampleObjects(t)
+	r := mustRender(t, Params{Objects: objs, Config: offlinetest.Config("node-2")})
 
 	if r.NodeID != 2 || r.Plan.PodSubnet.String() != "10.1.2.0/24" || r.NodeIP.String() != "192.168.16.2/24" {
 		t.Errorf("node-2: ID %d, pod subnet %v, node IP %v", r.NodeID, r.Plan.PodSubnet, r.NodeIP)
@@ -76,26 +62,26 @@ func TestRenderExampleCluster(t *testing.T) {
 	// The same input renders the same state, byte for byte.
 	reversed := slices.Clone(objs)
 	slices.Reverse(reversed)
-	again := mustRender(t, Params{Objects: reversed, Config: renderConfig("node-2")})
+	again := mustRender(t, Params{Objects: reversed, Config: offlinetest.Config("node-2")})
 	if got := strings.Join(again.Desired.Lines(), "\n"); got != desired {
 		t.Errorf("second render differs:\n%s\nwant\n%s", got, desired)
 	}
 }
 
 func TestRenderNodeID(t *testing.T) {
-	objs := exampleObjects(t)
+	objs := offlinetest.ExampleObjects(t)
 	// Not in the file and no ID: a clear error.
-	_, err := Render(context.Background(), Params{Objects: objs, Config: renderConfig("node-9")})
+	_, err := Render(context.Background(), Params{Objects: objs, Config: offlinetest.Config("node-9")})
 	if !errors.Is(err, ErrUnknownNode) || !strings.Contains(err.Error(), `"node-9"`) {
 		t.Errorf("unknown node: %v", err)
 	}
 	// With an ID: rendered, without management addresses.
-	r := mustRender(t, Params{Objects: objs, Config: renderConfig("node-9"), NodeID: 9})
+	r := mustRender(t, Params{Objects: objs, Config: offlinetest.Config("node-9"), NodeID: 9})
 	if r.NodeID != 9 || len(r.MgmtIPs) != 0 || r.Plan.PodSubnet.String() != "10.1.9.0/24" {
 		t.Errorf("node-9 with ID 9: %+v", r)
 	}
 	// An ID the plan cannot hold.
-	if _, err := Render(context.Background(), Params{Objects: objs, Config: renderConfig("node-1"), NodeID: 100000}); err == nil || !strings.Contains(err.Error(), "ipam") {
+	if _, err := Render(context.Background(), Params{Objects: objs, Config: offlinetest.Config("node-1"), NodeID: 100000}); err == nil || !strings.Contains(err.Error(), "ipam") {
 		t.Errorf("ID out of range: %v", err)
 	}
 	if _, err := Render(context.Background(), Params{Objects: objs}); err == nil {
@@ -107,8 +93,8 @@ func TestRenderNodeID(t *testing.T) {
 // cluster (12 services, 49 objects): plan, processor, renderer and the
 // apply step into a fresh simulated VPP.
 func BenchmarkRenderExampleCluster(b *testing.B) {
-	objs := exampleObjects(b)
-	cfg := renderConfig("node-1")
+	objs := offlinetest.ExampleObjects(b)
+	cfg := offlinetest.Config("node-1")
 	for b.Loop() {
 		if _, err := Render(context.Background(), Params{Objects: objs, Config: cfg}); err != nil {
 			b.Fatal(err)
@@ -126,9 +112,9 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 			t.Errorf("proxyHealthPort(%q) = %d, want %d", addr, got, want)
 		}
 	}
-	cfg := renderConfig("node-1")
+	cfg := offlinetest.Config("node-1")
 	cfg.HTTP.ProxyHealthAddress = ":10300"
-	r := mustRender(t, Params{Objects: exampleObjects(t), Config: cfg})
+	r := mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: cfg})
 	target := r.Plan.HostInterconnectLinux.Addr()
 	found := 0
 	for k, m := range r.Desired.Mappings {
@@ -147,7 +133,7 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 		t.Errorf("%d proxy health mappings, want one per node address (%d)", found, 1+len(r.MgmtIPs))
 	}
 	cfg.HTTP.ProxyHealthAddress = "off"
-	for k := range mustRender(t, Params{Objects: exampleObjects(t), Config: cfg}).Desired.Mappings {
+	for k := range mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: cfg}).Desired.Mappings {
 		if k.Port == 10300 || k.Port == 10256 {
 			t.Errorf("proxy health off, still mapped: %v", k)
 		}
@@ -159,10 +145,10 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 // node, to the host end of the host interconnect; a probe from outside
 // reaches it.
 func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
-	cfg := renderConfig("node-1")
+	cfg := offlinetest.Config("node-1")
 	cfg.Renderer = contivconf.RendererCNAT
 	cfg.HTTP.ProxyHealthAddress = ":10300"
-	r := mustRender(t, Params{Objects: exampleObjects(t), Config: cfg})
+	r := mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: cfg})
 	target := cnat.Path{IP: r.Plan.HostInterconnectLinux.Addr(), Port: 10300}
 	found := 0
 	for _, tr := range r.CNAT.Applied {
@@ -186,7 +172,7 @@ func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
 		t.Errorf("probe of nodeIP:10300 from outside: %+v", res)
 	}
 	cfg.HTTP.ProxyHealthAddress = "off"
-	for _, tr := range mustRender(t, Params{Objects: exampleObjects(t), Config: cfg}).CNAT.Applied {
+	for _, tr := range mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: cfg}).CNAT.Applied {
 		if tr.Port == 10300 || tr.Port == 10256 {
 			t.Errorf("proxy health off, still translated: %v", tr)
 		}
@@ -194,9 +180,9 @@ func TestProxyHealthReachedThroughVPPUnderCNAT(t *testing.T) {
 }
 
 func TestRenderCNAT(t *testing.T) {
-	cfg := renderConfig("node-2")
+	cfg := offlinetest.Config("node-2")
 	cfg.Renderer = contivconf.RendererCNAT
-	r := mustRender(t, Params{Objects: exampleObjects(t), Config: cfg})
+	r := mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: cfg})
 	if r.Renderer != contivconf.RendererCNAT || r.CNAT == nil || r.Desired != nil || r.Applied != nil {
 		t.Fatalf("renderer %q, cnat %v, nat44 desired %v", r.Renderer, r.CNAT, r.Desired)
 	}
@@ -241,9 +227,9 @@ func TestRenderCNAT(t *testing.T) {
 }
 
 func TestRenderUnknownRenderer(t *testing.T) {
-	cfg := renderConfig("node-1")
+	cfg := offlinetest.Config("node-1")
 	cfg.Renderer = "ebpf"
-	if _, err := Render(context.Background(), Params{Objects: exampleObjects(t), Config: cfg}); err == nil || !strings.Contains(err.Error(), `unknown renderer "ebpf"`) {
+	if _, err := Render(context.Background(), Params{Objects: offlinetest.ExampleObjects(t), Config: cfg}); err == nil || !strings.Contains(err.Error(), `unknown renderer "ebpf"`) {
 		t.Errorf("err %v", err)
 	}
 }
@@ -264,7 +250,7 @@ func dualStackNodePort(t testing.TB) []kubestate.Object {
 func TestRenderIPv6Node(t *testing.T) {
 	pfx := netip.MustParsePrefix
 	config := func(renderer string, v6 bool) contivconf.Config {
-		cfg := renderConfig("node-2")
+		cfg := offlinetest.Config("node-2")
 		cfg.Renderer = renderer
 		main := contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0"}
 		other := contivconf.InterfaceConfig{Name: "GigabitEthernet0/9/0", IPCIDR: pfx("10.50.0.2/24")}
@@ -279,7 +265,7 @@ func TestRenderIPv6Node(t *testing.T) {
 		return cfg
 	}
 
-	c := mustRender(t, Params{Objects: exampleObjects(t), Config: config(contivconf.RendererCNAT, true)}).CNAT
+	c := mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: config(contivconf.RendererCNAT, true)}).CNAT
 	n := c.DesiredNode
 	if n.SNAT4 != netip.MustParseAddr("192.168.16.2") || n.SNAT6 != netip.MustParseAddr("2001:db8:16::2") {
 		t.Errorf("SNAT addresses %v %v", n.SNAT4, n.SNAT6)
@@ -300,11 +286,11 @@ func TestRenderIPv6Node(t *testing.T) {
 	if c.AppliedNode == nil || !reflect.DeepEqual(c.DesiredNode, c.AppliedNode) {
 		t.Errorf("node: applied %+v, desired %+v", c.AppliedNode, c.DesiredNode)
 	}
-	if snat := mustRender(t, Params{Objects: exampleObjects(t), Config: config(contivconf.RendererCNAT, false)}).CNAT.DesiredNode; snat.SNAT6.IsValid() || snat.Features["tap0"]&cnat.FeatureInput6 != 0 {
+	if snat := mustRender(t, Params{Objects: offlinetest.ExampleObjects(t), Config: config(contivconf.RendererCNAT, false)}).CNAT.DesiredNode; snat.SNAT6.IsValid() || snat.Features["tap0"]&cnat.FeatureInput6 != 0 {
 		t.Errorf("without IPv6 options: SNAT6 %v, tap0 features %v", snat.SNAT6, snat.Features["tap0"])
 	}
 
-	objs := append(exampleObjects(t), dualStackNodePort(t)...)
+	objs := append(offlinetest.ExampleObjects(t), dualStackNodePort(t)...)
 	with := mustRender(t, Params{Objects: objs, Config: config(contivconf.RendererNAT44, true)})
 	without := mustRender(t, Params{Objects: objs, Config: config(contivconf.RendererNAT44, false)})
 	if got, want := with.Desired.Lines(), without.Desired.Lines(); !slices.Equal(got, want) {
@@ -318,12 +304,12 @@ func TestRenderIPv6Node(t *testing.T) {
 // the IPv4 backends.
 func TestRenderIPv6NodePort(t *testing.T) {
 	pfx := netip.MustParsePrefix
-	cfg := renderConfig("node-2")
+	cfg := offlinetest.Config("node-2")
 	cfg.Renderer = contivconf.RendererCNAT
 	cfg.IPAM.PodSubnetCIDRv6, cfg.IPAM.ServiceCIDRv6 = pfx("fd00:1::/48"), pfx("fd00:96::/108")
 	main := contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0", IPv6CIDR: pfx("2001:db8:16::2/64")}
 	cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-2", MainInterface: &main}}
-	objs := append(exampleObjects(t), dualStackNodePort(t)...)
+	objs := append(offlinetest.ExampleObjects(t), dualStackNodePort(t)...)
 	r := mustRender(t, Params{Objects: objs, Config: cfg})
 	c := r.CNAT
 	if len(c.Failures) != 0 || !slices.EqualFunc(c.Desired, c.Applied, (*cnat.Translation).Equal) {

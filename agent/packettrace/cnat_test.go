@@ -11,6 +11,7 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 
 	"contiv.dev/vpp/agent/offline"
+	"contiv.dev/vpp/agent/offline/offlinetest"
 	"contiv.dev/vpp/agent/packettrace"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
@@ -74,8 +75,8 @@ func agreeWithCnatOracle(t *testing.T, r *offline.Rendered, packets []sim.Packet
 // untranslated packets from a pod towards the outside and towards an
 // excluded range.
 func TestCNATAgreesWithOracle(t *testing.T) {
-	objs := exampleObjects(t)
-	cfg := renderConfig("node-1")
+	objs := offlinetest.ExampleObjects(t)
+	cfg := offlinetest.Config("node-1")
 	cfg.Renderer = contivconf.RendererCNAT
 	r := mustRender(t, offline.Params{Objects: objs, Config: cfg})
 	pods := podIngress(objs, "node-1")

@@ -8,6 +8,7 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 
 	"contiv.dev/vpp/agent/offline"
+	"contiv.dev/vpp/agent/offline/offlinetest"
 	"contiv.dev/vpp/agent/packettrace"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -18,7 +19,7 @@ import (
 // client and from each of its backends, and for addresses without a
 // mapping and an interface without NAT.
 func TestNAT44AgreesWithOracle(t *testing.T) {
-	r := mustRender(t, offline.Params{Objects: exampleObjects(t), Config: renderConfig("node-1")})
+	r := mustRender(t, offline.Params{Objects: offlinetest.ExampleObjects(t), Config: offlinetest.Config("node-1")})
 	st := r.Applied
 	var packets []sim.Packet
 	outside := netip.MustParseAddr("192.0.2.1")
@@ -72,7 +73,7 @@ func TestNAT44AgreesWithOracle(t *testing.T) {
 
 // BenchmarkNAT44 measures one trace over the example cluster's state.
 func BenchmarkNAT44(b *testing.B) {
-	r := mustRender(b, offline.Params{Objects: exampleObjects(b), Config: renderConfig("node-1")})
+	r := mustRender(b, offline.Params{Objects: offlinetest.ExampleObjects(b), Config: offlinetest.Config("node-1")})
 	p := sim.Packet{Src: netip.MustParseAddr("10.1.1.4"), Dst: netip.MustParseAddr("10.96.10.30"), Proto: sim.TCP, DstPort: 8080}
 	for b.Loop() {
 		if res, err := packettrace.NAT44(b.Context(), r.Applied, p); err != nil || res.Verdict != sim.Translated {

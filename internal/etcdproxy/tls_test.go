@@ -2,6 +2,7 @@ package etcdproxy
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestTLSChain(t *testing.T) {
 	}
 	var once sync.Once
 	t.Cleanup(func() { once.Do(p.Close) })
-	if got := p.Endpoint(); got[:8] != "https://" {
+	if got := p.Endpoint(); !strings.HasPrefix(got, "https://") {
 		t.Fatalf("proxy endpoint %s: want https", got)
 	}
 
@@ -54,20 +55,18 @@ func TestTLSChain(t *testing.T) {
 		t.Fatalf("node ID claimed through the TLS proxy: %d, %v", id, err)
 	}
 
-	refused := map[string]etcd.ClientParams{
-		"proxy, no client certificate":    {CAFile: files.CA},
-		"proxy, another CA trusted":       {CAFile: files.OtherCA, CertFile: files.ClientCert, KeyFile: files.ClientKey},
-		"member, no client certificate":   {CAFile: files.CA},
-		"member, plain connection to TLS": {},
-	}
-	for name, cp := range refused {
-		cp.Endpoints, cp.DialTimeout = []string{p.Endpoint()}, time.Second
-		if name[:6] == "member" {
-			cp.Endpoints = []string{srv.Endpoint()}
-		}
-		if cp.CAFile == "" {
-			cp.Endpoints[0] = "http" + cp.Endpoints[0][len("https"):]
-		}
+	plain := func(u string) string { return "http" + strings.TrimPrefix(u, "https") }
+	for _, c := range []struct {
+		name, endpoint string
+		files          etcd.ClientParams
+	}{
+		{"proxy, no client certificate", p.Endpoint(), etcd.ClientParams{CAFile: files.CA}},
+		{"proxy, another CA trusted", p.Endpoint(), etcd.ClientParams{CAFile: files.OtherCA, CertFile: files.ClientCert, KeyFile: files.ClientKey}},
+		{"member, no client certificate", srv.Endpoint(), etcd.ClientParams{CAFile: files.CA}},
+		{"member, plain connection to TLS", plain(srv.Endpoint()), etcd.ClientParams{}},
+	} {
+		name, cp := c.name, c.files
+		cp.Endpoints, cp.DialTimeout = []string{c.endpoint}, time.Second
 		cli := tlsClient(t, cp)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := cli.Get(ctx, "/contiv/")
