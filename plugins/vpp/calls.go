@@ -56,12 +56,14 @@ func retval(m api.Message) int32 {
 
 // DumpReplyBuffer is how many replies a dump's stream holds for its reader.
 // govpp hands replies over through a channel and drops one its reader does
-// not take within 100 ms once the channel is full (it logs that; nothing
-// else tells): with its default 100, a reader stalled that long (a GC
-// pause, a starved CPU) in the middle of a large dump loses objects, which
-// the agent would then take for missing. A dump of up to this many objects
-// is never cut short, however long its reader stalls; the channel costs
-// 512 KiB per dump.
+// not take in time once the channel is full (it logs that; nothing else
+// tells): with its default 100 and 100 ms, a reader stalled that long (a
+// GC pause, a starved CPU) in the middle of a large dump lost objects,
+// which the agent then took for missing. A dump of up to this many objects
+// is never cut short, however long its reader stalls; a larger one only
+// when its reader stalls past replyHandOver, and then the dump fails
+// (ErrRepliesDropped) rather than return less. The channel costs 512 KiB
+// per dump.
 const DumpReplyBuffer = 1 << 16
 
 // stream sends requests on one stream and hands every answer to each
@@ -97,12 +99,21 @@ func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Mes
 	}
 }
 
-// dump runs a dump request and hands every details message to each.
+// dumpReplies is DumpReplyBuffer; tests make it small.
+var dumpReplies = DumpReplyBuffer
+
+// dump runs a dump request and hands every details message to each. It
+// fails with ErrRepliesDropped when govpp dropped a reply meanwhile.
 func (c *Conn) dump(ctx context.Context, req api.Message, each func(api.Message) error) error {
-	return c.stream(ctx, []api.Message{req, &memclnt.ControlPing{}}, func(m api.Message) (bool, error) {
+	dropped := droppedReplies.Load()
+	err := c.stream(ctx, []api.Message{req, &memclnt.ControlPing{}}, func(m api.Message) (bool, error) {
 		if _, end := m.(*memclnt.ControlPingReply); end {
 			return true, nil
 		}
 		return false, each(m)
-	}, core.WithReplySize(DumpReplyBuffer))
+	}, core.WithReplySize(dumpReplies))
+	if err == nil && droppedReplies.Load() != dropped {
+		err = fmt.Errorf("%s: %w", req.GetMessageName(), ErrRepliesDropped)
+	}
+	return err
 }

@@ -45,6 +45,12 @@
 //     NAT44.Pipeline does, one message per operation.
 //   - RouteGovppLogs: govpp logs through logrus; this sends its lines to
 //     the agent's slog logger (attribute part=govpp).
+//   - Dropped replies: govpp drops a reply its reader does not take in
+//     time, telling only its logger. This package makes govpp wait
+//     2 s (replyHandOver, not 100 ms) and buffers a dump's replies
+//     (DumpReplyBuffer); a dump during which govpp still dropped one
+//     (counted by a hook on govpp's logger) fails with ErrRepliesDropped
+//     instead of returning less than VPP holds.
 //
 // # Losing and finding VPP
 //

@@ -38,6 +38,7 @@ func newGovppLogger(log *slog.Logger) *logrus.Logger {
 		l.Level = logrus.DebugLevel
 	}
 	l.Hooks.Add(slogHook{log: log.With("part", "govpp")})
+	l.Hooks.Add(dropHook{})
 	return l
 }
 

@@ -10,8 +10,8 @@ import (
 )
 
 // PipelineWindow is how many calls a pipeline keeps in flight at most.
-// govpp drops answers its reply queue cannot take within 100 ms, so the
-// stream's queue is sized to hold the whole window.
+// govpp drops answers its reply queue cannot take in time (replyHandOver),
+// so the stream's queue is sized to hold the whole window.
 const PipelineWindow = 256
 
 // stream keeps binary-API calls in flight on one govpp stream: the core of
