@@ -305,6 +305,8 @@ func (a *Agent) buildHandlers() error {
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
 		RelistJitter:     relistJitter,
+		BatchHold:        offWhenZero(cfg.Controller.BatchHold.Std()),
+		HistoryCheck:     offWhenZero(cfg.Controller.HistoryCheck.Std()),
 		ClusterSize:      func() int { return len(a.nodes.AllNodes()) },
 		PodNode:          cfg.NodeName, // only this node's pods are watched and decoded
 		// Never prune on what is not a complete reflector output (an empty
@@ -485,3 +487,12 @@ func (a *Agent) HTTPHandler() http.Handler { return a.http.Handler() }
 
 // NodeID is this node's cluster-wide ID.
 func (a *Agent) NodeID() uint32 { return a.nodeID }
+
+// offWhenZero maps a configuration's 0 ("off") onto the controller's
+// negative duration: the controller takes 0 for its default.
+func offWhenZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -338,3 +338,13 @@ func TestAgentReportsBusyHTTPAddress(t *testing.T) {
 		t.Errorf("Run with a busy HTTP address: %v", err)
 	}
 }
+
+// The configuration's 0 turns the controller's batch hold and history
+// check off; the controller itself takes 0 for its default.
+func TestOffWhenZero(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{{0, -1}, {5 * time.Millisecond, 5 * time.Millisecond}, {30 * time.Second, 30 * time.Second}} {
+		if got := offWhenZero(c.in); got != c.want {
+			t.Errorf("offWhenZero(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

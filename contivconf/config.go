@@ -110,6 +110,14 @@ type ControllerConfig struct {
 	// StartupTimeout bounds the start: connecting to etcd and VPP, claiming
 	// the node ID and applying the first full snapshot.
 	StartupTimeout Duration `json:"startupTimeout"`
+	// BatchHold batches changes that queue up: once the loop finds more
+	// than one change queued, its next apply waits until BatchHold after
+	// the last; a lone change is never held. 0 turns it off.
+	BatchHold Duration `json:"batchHold"`
+	// HistoryCheck is how often a running watch checks that etcd still
+	// holds the history it follows (an etcd restored or wiped behind a
+	// proxy tier is noticed and listed again); 0 turns it off.
+	HistoryCheck Duration `json:"historyCheck"`
 }
 
 // EtcdConfig says where the cluster state is kept.

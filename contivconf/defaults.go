@@ -16,6 +16,8 @@ func Defaults() Config {
 			HealingBackoff:   Backoff{Initial: Duration(time.Second), Max: Duration(time.Minute)},
 			ResyncInterval:   Duration(10 * time.Minute),
 			StartupTimeout:   Duration(2 * time.Minute),
+			BatchHold:        Duration(5 * time.Millisecond),
+			HistoryCheck:     Duration(30 * time.Second),
 		},
 		Etcd: EtcdConfig{
 			Embedded: EmbeddedEtcdConfig{

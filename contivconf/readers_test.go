@@ -25,6 +25,8 @@ var readers = map[string]struct{ file, re string }{
 	"controller.healingBackoff.max":      {"agent/agent.go", `HealingBackoff\.Max`},
 	"controller.resyncInterval":          {"agent/agent.go", `Controller\.ResyncInterval`},
 	"controller.startupTimeout":          {"agent/agent.go", `Controller\.StartupTimeout`},
+	"controller.batchHold":               {"agent/agent.go", `Controller\.BatchHold`},
+	"controller.historyCheck":            {"agent/agent.go", `Controller\.HistoryCheck`},
 	"etcd.endpoints":                     {"agent/agent.go", `c\.Endpoints`},
 	"etcd.embedded.enabled":              {"contivconf/config.go", `e\.Embedded\.Enabled`},
 	"etcd.embedded.dataDir":              {"agent/agent.go", `Embedded\.DataDir`},

@@ -88,6 +88,8 @@ func (c ControllerConfig) validate(p *problems) {
 		p.add("controller.resyncInterval", c.ResyncInterval, "must not be negative (0 disables the periodic resync)")
 	}
 	positive(p, "controller.startupTimeout", c.StartupTimeout)
+	nonNegative(p, "controller.batchHold", c.BatchHold)
+	nonNegative(p, "controller.historyCheck", c.HistoryCheck)
 }
 
 func (b Backoff) validate(p *problems, path string) {
