@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/fib_types"
+	"go.fd.io/govpp/binapi/interface_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
 )
 
@@ -126,6 +128,35 @@ func TestCnatTraceRejectRoute(t *testing.T) {
 		}
 		if got := v.CnatTrace(pkt("10.96.0.11", 80, in)); got.Verdict != Dropped {
 			t.Errorf("unallocated address via %s: %+v", in, got)
+		}
+	}
+	// With the node's pod interfaces in the POD table, a client from
+	// outside them gets the ICMP error rewritten and times out, as does an
+	// IPv6 pod client (records-verdicts); an IPv4 pod client is refused.
+	for i := interface_types.InterfaceIndex(3); i <= 8; i++ {
+		send(t, v, conn, &cnat.CnatSnatPolicyAddDelIf{SwIfIndex: i, IsAdd: 1, Table: cnat.CNAT_POLICY_POD})
+	}
+	reject6 := dropRoute("fd00:96::10/128", 0, true)
+	reject6.Route.Paths[0].Type, reject6.Route.Paths[0].Proto = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH, fib_types.FIB_API_PATH_NH_PROTO_IP6
+	lookup6 := dropRoute("fd00:96::10/128", 1, true)
+	lookup6.Route.Paths[0] = fib_types.FibPath{SwIfIndex: noIndex, Weight: 1, TableID: 0, Proto: fib_types.FIB_API_PATH_NH_PROTO_IP6}
+	send(t, v, conn, reject6, lookup6)
+	pod6 := Packet{Src: netip.MustParseAddr("fd00:1::12"), Dst: netip.MustParseAddr("fd00:96::10"), Proto: TCP, DstPort: 443, Ingress: "host-vcw1"}
+	for _, c := range []struct {
+		name string
+		p    Packet
+		want Verdict
+	}{
+		{"IPv4 pod client", pkt("10.96.0.10", 443, "host-vcw1"), Rejected},
+		{"IPv4 client from outside", pkt("10.96.0.10", 443, "host-vcup"), Dropped},
+		{"IPv6 pod client", pod6, Dropped},
+	} {
+		got := v.CnatTrace(c.p)
+		if got.Verdict != c.want || !strings.Contains(got.Reason, "reject route covering") {
+			t.Errorf("%s: %+v, want %v by the reject route", c.name, got, c.want)
+		}
+		if c.want == Dropped && !strings.Contains(got.Reason, "times out") {
+			t.Errorf("%s: reason %q does not say the client times out", c.name, got.Reason)
 		}
 	}
 }

@@ -71,9 +71,12 @@ type CnatReach struct {
 //     those two cases fail (recorded in FIB mode: no SNAT, no answer).
 //   - A packet no translation matched is dropped by a DROP route covering
 //     its destination in its ingress interface's VRF, or in the table a
-//     lookup route there leads to (the service-CIDR route), or refused by a reject route (ICMP_UNREACH/ICMP_PROHIBIT, in table 0,
-//     reached from the pod VRF by a lookup route), as the NAT44 oracle
-//     decides it (Trace).
+//     lookup route there leads to (the service-CIDR route), or refused by
+//     a reject route (ICMP_UNREACH/ICMP_PROHIBIT, in table 0, reached
+//     from the pod VRF by a lookup route), as the NAT44 oracle decides it
+//     (Trace); refused only for an IPv4 client behind a pod interface:
+//     from outside and for IPv6 the client times out, as recorded
+//     (cnatUntranslatedReject).
 //
 // ASSUMPTION: with the cnat features on the interfaces (the mode the
 // agent uses), cnat translates in cnat-input-ip4/ip6 on the ingress
@@ -102,7 +105,7 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		if rt, found := v.routeLocked(vrf, p.Dst); found && rt.Drop {
 			return CnatResult{Verdict: Dropped, Reason: RouteDropReason(p.Dst, rt.VRF, vrf)}
 		} else if found && rt.Reject {
-			return CnatResult{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
+			return v.cnatUntranslatedReject(p, rt)
 		}
 		src := p.Src
 		if s, ok := v.cnatOutboundSNAT(p); ok {
@@ -141,6 +144,27 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 	}
 	slices.SortFunc(res.Backends, func(a, b CnatReach) int { return a.Backend.Compare(b.Backend) })
 	return res
+}
+
+// cnatUntranslatedReject is the verdict of a packet no translation
+// matched that a reject route refuses, as its client sees it. Recorded
+// (testdata/records-verdicts/verdicts-cnat.jsonl): an IPv4 client behind
+// a pod interface gets the ICMP error intact (Rejected); a client from
+// outside the node's pods, and any IPv6 client, gets it with its inner
+// header rewritten to the SNAT address and times out (Dropped). Why cnat
+// rewrites it is not known (the destinations were in exclude prefixes,
+// the uplink in no SNAT table): the rule is the record's, not a model of
+// cnat's nodes.
+func (v *VPP) cnatUntranslatedReject(p Packet, rt Route) CnatResult {
+	if p.Dst.Is4() && !v.fromOutside(p) {
+		return CnatResult{Verdict: Rejected, Reason: RouteRejectReason(p.Dst, rt.VRF)}
+	}
+	who := "a client from outside the node's pods"
+	if p.Dst.Is6() {
+		who = "an IPv6 client"
+	}
+	return CnatResult{Verdict: Dropped, Reason: fmt.Sprintf(
+		"%s; the ICMP error cnat sends %s has its inner header rewritten to the SNAT address: the client times out", RouteRejectReason(p.Dst, rt.VRF), who)}
 }
 
 // resolvedPath is a path with its addresses resolved.

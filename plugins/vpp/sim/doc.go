@@ -117,9 +117,9 @@
 //   - Under cnat, an untranslated packet's reject (a cluster IP's route)
 //     reaches a pod client intact for IPv4, but outside clients (IPv4)
 //     and IPv6 clients get the error with its inner header rewritten to
-//     the SNAT address, and time out. Trace does not model this rewrite:
-//     it answers Rejected by the route (ASSUMPTION: pod clients, for
-//     IPv4, are what the agent's reject routes serve).
+//     the SNAT address, and time out. CnatTrace answers Dropped for
+//     them, Rejected for an IPv4 pod client (the record's rule; why cnat
+//     rewrites the error is not known).
 //
 // # Crashes
 //
