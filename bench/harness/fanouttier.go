@@ -254,6 +254,24 @@ func (t *tier) level(ctx context.Context, set *fanoutSet, light *lightSet, rx *a
 		}
 		lv.missed += missed
 	}
+	if direct {
+		// An agent creates its watches one after another and applies a
+		// change once the slices' watch runs: wait until etcd holds
+		// every agent's and watcher's (10 s at most).
+		want := int64(len(kubestate.Resources) * lv.k)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			es, err := t.etcd.stats("watchings")
+			if err != nil {
+				return lv, err
+			}
+			if es.Watchings >= want || time.Now().After(deadline) {
+				break
+			}
+			if err := sleep(ctx, 20*time.Millisecond); err != nil {
+				return lv, err
+			}
+		}
+	}
 	es, err := t.etcd.stats("heap")
 	if err != nil {
 		return lv, err
