@@ -64,7 +64,7 @@ images:
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
 FUZZ_TARGETS := kubestate:FuzzDecode kubestate:FuzzDecodeFast kubestate:FuzzParseKey kubestate:FuzzLoadYAML contivconf:FuzzParse \
-	agent:FuzzTagParser plugins/rest:FuzzRequestPath
+	agent:FuzzTagParser plugins/rest:FuzzRequestPath plugins/controller:FuzzWatchResponseParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
