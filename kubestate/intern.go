@@ -43,20 +43,7 @@ func compact(o Object) {
 		if cap(o.Endpoints) > len(o.Endpoints) {
 			o.Endpoints = slices.Clone(o.Endpoints)
 		}
-		for i := range o.Endpoints {
-			e := &o.Endpoints[i]
-			intern(&e.NodeName)
-			intern(&e.TargetKind)
-			intern(&e.TargetNamespace)
-			if h := e.Hints; h != nil {
-				for j := range h.HintZones {
-					intern(&h.HintZones[j])
-				}
-				for j := range h.HintNodes {
-					intern(&h.HintNodes[j])
-				}
-			}
-		}
+		// The endpoints' names are interned as they are built (Endpoint.set).
 	case *Pod:
 		intern(&o.Namespace)
 		intern(&o.NodeName)
