@@ -386,6 +386,19 @@ default/web endpointslice/default/web-a invalid-endpoint: address fd00::1 in an 
 default/web endpointslice/default/web-a invalid-endpoint: endpoint without address
 `,
 	}, {
+		name: "unusable addresses skipped, held as addresses or as text alike",
+		svc:  svcM("web"),
+		slices: []*kubestate.EndpointSlice{withSlice(sliceM("web", "web-a",
+			ready("0.0.0.0", ""), ready("::", ""), ready("::ffff:10.1.2.3", ""), ready("fe80::1%eth0", ""),
+			ready("FD00::7", ""), ready("fd00::8", "")), func(s *kubestate.EndpointSlice) { s.AddressType = "" })},
+		want: "svc default/web cluster=10.96.0.10\n  port http TCP 80\n" +
+			"    backend [fd00::7]:8080 host ready serving\n    backend [fd00::8]:8080 host ready serving\n",
+		skips: `default/web endpointslice/default/web-a invalid-endpoint: address "0.0.0.0"
+default/web endpointslice/default/web-a invalid-endpoint: address "::"
+default/web endpointslice/default/web-a invalid-endpoint: address "::ffff:10.1.2.3"
+default/web endpointslice/default/web-a invalid-endpoint: address "fe80::1%eth0"
+`,
+	}, {
 		name: "invalid slice port skipped",
 		svc:  svcM("web"),
 		slices: []*kubestate.EndpointSlice{withSlice(sliceM("web", "web-a", ready("10.1.2.5", "")), func(s *kubestate.EndpointSlice) {
