@@ -203,7 +203,13 @@ var plainByte = func() (t [256]bool) {
 // zero value. The elements are gathered on the stack and copied to a
 // slice of their exact length; elem returns them by value to keep them
 // there.
-func array[T any](d *decoder, p *[]T, elem func() (T, bool)) bool {
+func array[T comparable](d *decoder, p *[]T, elem func() (T, bool)) bool {
+	return arrayOf(d, p, elem, nil)
+}
+
+// arrayOf reads an array as array does, taking the slice of its elements
+// from shared when not nil.
+func arrayOf[T comparable](d *decoder, p *[]T, elem func() (T, bool), shared *lists[T]) bool {
 	if d.null() {
 		*p = nil
 		return true
@@ -235,8 +241,12 @@ func array[T any](d *decoder, p *[]T, elem func() (T, bool)) bool {
 			d.ws()
 		case ']':
 			d.i++
-			*p = make([]T, len(got))
-			copy(*p, got)
+			if shared != nil {
+				*p = shared.get(got)
+			} else {
+				*p = make([]T, len(got))
+				copy(*p, got)
+			}
 			return true
 		default:
 			return false

@@ -17,7 +17,7 @@ func (d *decoder) endpointSlice(s *EndpointSlice) bool {
 		case "addressType":
 			return seen.first(3) && d.istr(&s.AddressType)
 		case "ports":
-			return seen.first(4) && array(d, &s.Ports, d.endpointPort)
+			return seen.first(4) && arrayOf(d, &s.Ports, d.endpointPort, &endpointPortLists)
 		case "endpoints":
 			return seen.first(5) && array(d, &s.Endpoints, d.endpoint)
 		case "triggerTime":
@@ -106,7 +106,7 @@ func (d *decoder) service(s *Service) bool {
 		case "lbProxyIPs":
 			return seen.first(6) && d.strs(&s.Rare().LBProxyIPs)
 		case "ports":
-			return seen.first(7) && array(d, &s.Ports, d.servicePort)
+			return seen.first(7) && arrayOf(d, &s.Ports, d.servicePort, &servicePortLists)
 		case "healthCheckNodePort":
 			return seen.first(8) && d.int32(&s.Rare().HealthCheckNodePort)
 		case "loadBalancerSourceRanges":

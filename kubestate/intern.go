@@ -88,3 +88,48 @@ func canonical(s string) string {
 	canonicals.m[c] = c
 	return c
 }
+
+// lists caches the canonical copies of short lists (of up to maxListLen
+// elements) decoded lately, as canonicals caches strings: most
+// EndpointSlices of a cluster list the same one or two ports, and so do
+// most Services, which then share one array instead of holding one each.
+// The elements' strings are canonical copies (interned as decoded), so
+// that the cache holds nothing of a decoded value.
+type lists[T comparable] struct {
+	mu sync.Mutex
+	m  map[listKey[T]][]T
+}
+
+const maxListLen = 4
+
+type listKey[T comparable] struct {
+	n int
+	a [maxListLen]T
+}
+
+// The lists of ports the fast path shares.
+var (
+	endpointPortLists lists[EndpointPort]
+	servicePortLists  lists[ServicePort]
+)
+
+// get returns the canonical copy of got (not empty), or a copy of its own
+// when got is long.
+func (c *lists[T]) get(got []T) []T {
+	if len(got) > maxListLen {
+		return slices.Clone(got)
+	}
+	var k listKey[T]
+	k.n = copy(k.a[:], got)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.m[k]; ok {
+		return l
+	}
+	if len(c.m) >= maxCanonicals || c.m == nil {
+		c.m = make(map[listKey[T]][]T, 64)
+	}
+	l := slices.Clip(slices.Clone(got))
+	c.m[k] = l
+	return l
+}

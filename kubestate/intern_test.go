@@ -137,3 +137,29 @@ func TestEndpointHintsStoredFlat(t *testing.T) {
 		t.Errorf("hints %v %v, want [z] [n]", got[1].ZoneHints(), got[1].NodeHints())
 	}
 }
+
+// TestDecodedPortListsShared: slices (and services) decoded with the same
+// short list of ports share one array of them; other lists do not.
+func TestDecodedPortListsShared(t *testing.T) {
+	decode := func(name, ports string) *EndpointSlice {
+		o, err := Decode(Key{Resource: ResEndpointSlice, Namespace: "ns", Name: name},
+			[]byte(`{"namespace":"ns","name":"`+name+`","ports":`+ports+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*EndpointSlice)
+	}
+	data := func(s *EndpointSlice) *EndpointPort { return unsafe.SliceData(s.Ports) }
+	http := `[{"name":"http","protocol":"TCP","port":8080}]`
+	a, b := decode("a", http), decode("b", http)
+	if data(a) != data(b) || len(a.Ports) != 1 || cap(a.Ports) != 1 {
+		t.Errorf("two slices of one port list: %p %p (len %d, cap %d)", data(a), data(b), len(a.Ports), cap(a.Ports))
+	}
+	if c := decode("c", `[{"name":"http","protocol":"TCP","port":8081}]`); data(c) == data(a) || c.Ports[0].Port != 8081 {
+		t.Errorf("another port list shares the first: %+v", c.Ports)
+	}
+	long := `[{"port":1},{"port":2},{"port":3},{"port":4},{"port":5}]`
+	if d, e := decode("d", long), decode("e", long); data(d) == data(e) || len(d.Ports) != 5 {
+		t.Errorf("long lists shared: %+v", d.Ports)
+	}
+}
