@@ -41,7 +41,8 @@
 // a round trip gives back every text as it was (TestEndpointAddressForms,
 // TestEndpointRoundTrip, FuzzEndpointAddress). A Service keeps the fields
 // few services set behind one pointer, ServiceRare (embedded, so stored
-// flat; read through methods of the same names). The fast decoder builds
-// both directly: an endpoint's address is parsed once, at decode, and the
-// service processor takes it as an address.
+// flat, after the other fields: a stored Service lists them after
+// "created" now; read through methods of the same names). The fast
+// decoder builds both directly: an endpoint's address is parsed once, at
+// decode, and the service processor takes it as an address.
 package kubestate
