@@ -40,9 +40,9 @@
 // form: the stored bytes are those of the earlier struct of strings, and
 // a round trip gives back every text as it was (TestEndpointAddressForms,
 // TestEndpointRoundTrip, FuzzEndpointAddress). A Service keeps the fields
-// few services set behind one pointer, ServiceRare (embedded, so stored
-// flat, after the other fields: a stored Service lists them after
-// "created" now; read through methods of the same names). The fast
-// decoder builds both directly: an endpoint's address is parsed once, at
+// few services set behind one pointer, ServiceRare (embedded, so decoded
+// flat; read through methods of the same names), stored in the order of
+// fields it had before (serviceJSON; TestStoredFormsUnchanged: the Writer
+// compares stored bytes). The fast decoder builds both directly: an endpoint's address is parsed once, at
 // decode, and the service processor takes it as an address.
 package kubestate

@@ -5,7 +5,9 @@ import (
 	"net/netip"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"pgregory.net/rapid"
@@ -235,5 +237,78 @@ func TestNamesPastTheTable(t *testing.T) {
 	}
 	if e2 := f.Endpoint(); !e2.equal(&e) {
 		t.Errorf("endpoints of one node name past the table are not equal")
+	}
+}
+
+// TestStoredFormsUnchanged: a Service and an EndpointSlice, every field
+// set, are stored with the bytes the models of strings gave them (the
+// Writer compares stored bytes: a change of form would rewrite them all).
+func TestStoredFormsUnchanged(t *testing.T) {
+	type oldEndpoint struct {
+		Addresses       []string `json:"addresses"`
+		Ready           bool     `json:"ready,omitempty"`
+		Serving         bool     `json:"serving,omitempty"`
+		Terminating     bool     `json:"terminating,omitempty"`
+		NodeName        string   `json:"nodeName,omitempty"`
+		TargetKind      string   `json:"targetKind,omitempty"`
+		TargetNamespace string   `json:"targetNamespace,omitempty"`
+		TargetName      string   `json:"targetName,omitempty"`
+		HintZones       []string `json:"hintZones,omitempty"`
+		HintNodes       []string `json:"hintNodes,omitempty"`
+	}
+	type oldSlice struct {
+		Namespace   string         `json:"namespace"`
+		Name        string         `json:"name"`
+		ServiceName string         `json:"serviceName,omitempty"`
+		AddressType string         `json:"addressType,omitempty"`
+		Ports       []EndpointPort `json:"ports,omitempty"`
+		Endpoints   []oldEndpoint  `json:"endpoints,omitempty"`
+		TriggerTime time.Time      `json:"triggerTime,omitzero"`
+	}
+	type oldService struct { // the Service of strings, field by field
+		Namespace                string        `json:"namespace"`
+		Name                     string        `json:"name"`
+		Type                     string        `json:"type,omitempty"`
+		ClusterIPs               []string      `json:"clusterIPs,omitempty"`
+		ExternalIPs              []string      `json:"externalIPs,omitempty"`
+		LBIngressIPs             []string      `json:"lbIngressIPs,omitempty"`
+		LBProxyIPs               []string      `json:"lbProxyIPs,omitempty"`
+		Ports                    []ServicePort `json:"ports,omitempty"`
+		HealthCheckNodePort      int32         `json:"healthCheckNodePort,omitempty"`
+		LoadBalancerSourceRanges []string      `json:"loadBalancerSourceRanges,omitempty"`
+		TrafficDistribution      string        `json:"trafficDistribution,omitempty"`
+		ExternalTrafficPolicy    string        `json:"externalTrafficPolicy,omitempty"`
+		InternalTrafficPolicy    string        `json:"internalTrafficPolicy,omitempty"`
+		SessionAffinity          string        `json:"sessionAffinity,omitempty"`
+		SessionAffinityTimeout   int32         `json:"sessionAffinityTimeout,omitempty"`
+		ProxyName                string        `json:"proxyName,omitempty"`
+		Created                  time.Time     `json:"created,omitzero"`
+	}
+	for _, c := range []struct {
+		o   Object
+		old any
+	}{
+		{&Service{}, &oldService{}},
+		{&EndpointSlice{}, &oldSlice{}},
+	} {
+		fill(reflect.ValueOf(c.o).Elem(), new(int))
+		raw, err := Encode(c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same values in the old models, through their stored form.
+		if err := json.Unmarshal(raw, c.old); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(raw) != string(want) {
+			t.Errorf("%T stored as\n%s\nwant\n%s", c.o, raw, want)
+		}
+		if !strings.Contains(string(raw), `"externalIPs"`) && !strings.Contains(string(raw), `"hintZones"`) {
+			t.Errorf("%T: not every field set: %s", c.o, raw)
+		}
 	}
 }

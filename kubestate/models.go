@@ -1,6 +1,9 @@
 package kubestate
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Object is one stored model.
 type Object interface {
@@ -216,4 +219,41 @@ func (r *ServiceRare) isZero() bool {
 	return len(r.ExternalIPs) == 0 && len(r.LBIngressIPs) == 0 && len(r.LBProxyIPs) == 0 &&
 		r.HealthCheckNodePort == 0 && len(r.LoadBalancerSourceRanges) == 0 &&
 		r.TrafficDistribution == "" && r.SessionAffinityTimeout == 0 && r.ProxyName == ""
+}
+
+// serviceJSON is a Service's stored form: its fields in the order they
+// had before ServiceRare, so that stored values keep their bytes (the
+// Writer compares them to tell what changed).
+type serviceJSON struct {
+	Namespace                string        `json:"namespace"`
+	Name                     string        `json:"name"`
+	Type                     string        `json:"type,omitempty"`
+	ClusterIPs               []string      `json:"clusterIPs,omitempty"`
+	ExternalIPs              []string      `json:"externalIPs,omitempty"`
+	LBIngressIPs             []string      `json:"lbIngressIPs,omitempty"`
+	LBProxyIPs               []string      `json:"lbProxyIPs,omitempty"`
+	Ports                    []ServicePort `json:"ports,omitempty"`
+	HealthCheckNodePort      int32         `json:"healthCheckNodePort,omitempty"`
+	LoadBalancerSourceRanges []string      `json:"loadBalancerSourceRanges,omitempty"`
+	TrafficDistribution      string        `json:"trafficDistribution,omitempty"`
+	ExternalTrafficPolicy    string        `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy    string        `json:"internalTrafficPolicy,omitempty"`
+	SessionAffinity          string        `json:"sessionAffinity,omitempty"`
+	SessionAffinityTimeout   int32         `json:"sessionAffinityTimeout,omitempty"`
+	ProxyName                string        `json:"proxyName,omitempty"`
+	Created                  time.Time     `json:"created,omitzero"`
+}
+
+// MarshalJSON stores s in its stored form (serviceJSON).
+func (s Service) MarshalJSON() ([]byte, error) {
+	r := s.rareOrZero()
+	return json.Marshal(serviceJSON{
+		Namespace: s.Namespace, Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs,
+		ExternalIPs: r.ExternalIPs, LBIngressIPs: r.LBIngressIPs, LBProxyIPs: r.LBProxyIPs,
+		Ports: s.Ports, HealthCheckNodePort: r.HealthCheckNodePort,
+		LoadBalancerSourceRanges: r.LoadBalancerSourceRanges, TrafficDistribution: r.TrafficDistribution,
+		ExternalTrafficPolicy: s.ExternalTrafficPolicy, InternalTrafficPolicy: s.InternalTrafficPolicy,
+		SessionAffinity: s.SessionAffinity, SessionAffinityTimeout: r.SessionAffinityTimeout,
+		ProxyName: r.ProxyName, Created: s.Created,
+	})
 }
