@@ -11,9 +11,9 @@ import (
 // kinds, port names, protocols, types and policies) become canonical
 // copies (unique.Make: the runtime's intern table, looked up through the
 // bounded cache canonicals), and the endpoints array loses the room the
-// decoder's appends left in it. A cluster's 100 000 endpoints then share
-// one copy of "Pod", of each namespace and of each node name instead of
-// holding one each.
+// decoder's appends left in it. An endpoint's names are handles of the
+// table of names and its target kind "Pod" a bit (Endpoint.set), so a
+// cluster's 100 000 endpoints hold no copy of them at all.
 //
 // The runtime forgets a canonical copy once nothing holds its handle; the
 // cache holds the values it caches until it starts again (see canonicals),
