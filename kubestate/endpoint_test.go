@@ -312,3 +312,20 @@ func TestStoredFormsUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointEdit: Edit changes one endpoint, not a copy of it sharing
+// its addresses and hints.
+func TestEndpointEdit(t *testing.T) {
+	e := EndpointFields{Addresses: []string{"10.1.1.1", "10.1.1.2"}, Ready: true, HintZones: []string{"z"}}.Endpoint()
+	copied := e
+	e.Edit(func(f *EndpointFields) {
+		f.Addresses[0], f.HintZones[0], f.Ready, f.NodeName = "10.9.9.9", "y", false, "node-9"
+	})
+	want := EndpointFields{Addresses: []string{"10.9.9.9", "10.1.1.2"}, NodeName: "node-9", HintZones: []string{"y"}}
+	if got := e.Fields(); !reflect.DeepEqual(got, want) {
+		t.Errorf("edited %+v, want %+v", got, want)
+	}
+	if got, want := copied.Fields(), (EndpointFields{Addresses: []string{"10.1.1.1", "10.1.1.2"}, Ready: true, HintZones: []string{"z"}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("a copy became %+v, want %+v", got, want)
+	}
+}
