@@ -19,7 +19,16 @@ var (
 
 // Encode returns the stored form of o.
 func Encode(o Object) ([]byte, error) {
-	b, err := json.Marshal(o)
+	var b []byte
+	var err error
+	switch o := o.(type) { // as json.Marshal, without checking the output of MarshalJSON again
+	case *EndpointSlice:
+		b, err = o.appendJSON(make([]byte, 0, 128+160*len(o.Endpoints)))
+	case *Service:
+		b, err = json.Marshal(o.stored())
+	default:
+		b, err = json.Marshal(o)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", o.Key(), err)
 	}

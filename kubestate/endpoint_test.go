@@ -329,3 +329,65 @@ func TestEndpointEdit(t *testing.T) {
 		t.Errorf("a copy became %+v, want %+v", got, want)
 	}
 }
+
+// TestEncodeSliceAsEncodingJSON: the hand-written stored form of an
+// EndpointSlice is encoding/json's of its fields spelled out, byte for
+// byte, whatever the strings (escapes, HTML characters, invalid UTF-8),
+// addresses, conditions and hints.
+func TestEncodeSliceAsEncodingJSON(t *testing.T) {
+	type spelled struct {
+		Namespace   string           `json:"namespace"`
+		Name        string           `json:"name"`
+		ServiceName string           `json:"serviceName,omitempty"`
+		AddressType string           `json:"addressType,omitempty"`
+		Ports       []EndpointPort   `json:"ports,omitempty"`
+		Endpoints   []EndpointFields `json:"endpoints,omitempty"`
+		TriggerTime time.Time        `json:"triggerTime,omitzero"`
+	}
+	str := rapid.OneOf(rapid.SampledFrom([]string{"", "a", "node-1", "Pod", "TCP", "<&>", "é", "\u2028", "\"\\", "\x00\x1f", "\xff"}), rapid.String())
+	strs := rapid.OneOf(rapid.Just([]string(nil)), rapid.SliceOfN(rapid.OneOf(str, rapid.SampledFrom([]string{"10.1.2.3", "fd00::1"})), 0, 3))
+	rapid.Check(t, func(t *rapid.T) {
+		v := spelled{
+			Namespace: str.Draw(t, "namespace"), Name: str.Draw(t, "name"),
+			ServiceName: str.Draw(t, "service"), AddressType: str.Draw(t, "type"),
+			Ports: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) EndpointPort {
+				return EndpointPort{Name: str.Draw(t, "name"), Protocol: str.Draw(t, "protocol"), Port: rapid.Int32().Draw(t, "port")}
+			}), 0, 2).Draw(t, "ports"),
+			TriggerTime: rapid.SampledFrom([]time.Time{{}, time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC), time.Date(2024, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))}).Draw(t, "time"),
+		}
+		s := &EndpointSlice{Namespace: v.Namespace, Name: v.Name, ServiceName: v.ServiceName, AddressType: v.AddressType,
+			Ports: v.Ports, TriggerTime: v.TriggerTime}
+		if rapid.Bool().Draw(t, "endpoints") {
+			v.Endpoints = []EndpointFields{}
+			for range rapid.IntRange(0, 3).Draw(t, "n") {
+				f := EndpointFields{
+					Addresses: strs.Draw(t, "addresses"),
+					Ready:     rapid.Bool().Draw(t, "ready"), Serving: rapid.Bool().Draw(t, "serving"),
+					Terminating: rapid.Bool().Draw(t, "terminating"),
+					NodeName:    str.Draw(t, "node"), TargetKind: str.Draw(t, "kind"),
+					TargetNamespace: str.Draw(t, "ns"), TargetName: str.Draw(t, "target"),
+					HintZones: strs.Draw(t, "zones"), HintNodes: strs.Draw(t, "nodes"),
+				}
+				v.Endpoints = append(v.Endpoints, f)
+				s.Endpoints = append(s.Endpoints, f.Endpoint())
+			}
+			if len(s.Endpoints) == 0 {
+				s.Endpoints = []Endpoint{}
+			}
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("stored\n%q\nencoding/json\n%q", got, want)
+		}
+		if m, err := json.Marshal(s); err != nil || string(m) != string(want) {
+			t.Fatalf("json.Marshal gives\n%q (%v)\nencoding/json\n%q", m, err, want)
+		}
+	})
+}

@@ -244,10 +244,13 @@ type serviceJSON struct {
 	Created                  time.Time     `json:"created,omitzero"`
 }
 
-// MarshalJSON stores s in its stored form (serviceJSON).
-func (s Service) MarshalJSON() ([]byte, error) {
+// MarshalJSON stores s in its stored form.
+func (s Service) MarshalJSON() ([]byte, error) { return json.Marshal(s.stored()) }
+
+// stored is s's stored form.
+func (s *Service) stored() serviceJSON {
 	r := s.rareOrZero()
-	return json.Marshal(serviceJSON{
+	return serviceJSON{
 		Namespace: s.Namespace, Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs,
 		ExternalIPs: r.ExternalIPs, LBIngressIPs: r.LBIngressIPs, LBProxyIPs: r.LBProxyIPs,
 		Ports: s.Ports, HealthCheckNodePort: r.HealthCheckNodePort,
@@ -255,5 +258,5 @@ func (s Service) MarshalJSON() ([]byte, error) {
 		ExternalTrafficPolicy: s.ExternalTrafficPolicy, InternalTrafficPolicy: s.InternalTrafficPolicy,
 		SessionAffinity: s.SessionAffinity, SessionAffinityTimeout: r.SessionAffinityTimeout,
 		ProxyName: r.ProxyName, Created: s.Created,
-	})
+	}
 }
