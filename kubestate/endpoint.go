@@ -152,6 +152,16 @@ func (e *Endpoint) Fields() EndpointFields {
 	return f
 }
 
+// Edit changes e through its fields (a copy of them: e's slices are not
+// changed in place, and neither are those of another copy of e).
+func (e *Endpoint) Edit(edit func(*EndpointFields)) {
+	f := e.Fields()
+	f.Addresses = slices.Clone(f.Addresses)
+	f.HintZones, f.HintNodes = slices.Clone(f.HintZones), slices.Clone(f.HintNodes)
+	edit(&f)
+	*e = f.Endpoint()
+}
+
 // Ready, Serving and Terminating are e's conditions.
 func (e *Endpoint) Ready() bool       { return e.bits&fReady != 0 }
 func (e *Endpoint) Serving() bool     { return e.bits&fServing != 0 }
@@ -279,73 +289,4 @@ func (e *Endpoint) equal(o *Endpoint) bool {
 	return slices.Equal(m.addresses, n.addresses) && m.kind == n.kind &&
 		m.nodeName == n.nodeName && m.namespace == n.namespace &&
 		slices.Equal(m.zones, n.zones) && slices.Equal(m.nodes, n.nodes)
-}
-
-// compactAddr returns the address s is the usual text of (netip.Addr's
-// String, no zone) and its flag; false for anything else.
-func compactAddr(s string) (a [16]byte, flag uint32, ok bool) {
-	if v4, ok := parseDotted(s); ok {
-		copy(a[:], v4[:])
-		return a, fAddr4, true
-	}
-	if len(s) > 45 || !containsColon(s) {
-		return a, 0, false
-	}
-	ip, err := netip.ParseAddr(s)
-	if err != nil || ip.Zone() != "" || !ip.Is6() {
-		return a, 0, false
-	}
-	var buf [48]byte
-	if string(ip.AppendTo(buf[:0])) != s {
-		return a, 0, false
-	}
-	return ip.As16(), fAddr6, true
-}
-
-func containsColon(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' {
-			return true
-		}
-	}
-	return false
-}
-
-// parseDotted reads an IPv4 address in its usual text: four decimal
-// fields of 0..255 without leading zeros.
-func parseDotted(s string) (a [4]byte, ok bool) {
-	field, n, digits := 0, 0, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			if digits == 1 && n == 0 {
-				return a, false // a leading zero
-			}
-			n = n*10 + int(c-'0')
-			digits++
-			if n > 255 {
-				return a, false
-			}
-		case c == '.' && digits > 0 && field < 3:
-			a[field] = byte(n)
-			field, n, digits = field+1, 0, 0
-		default:
-			return a, false
-		}
-	}
-	if field != 3 || digits == 0 {
-		return a, false
-	}
-	a[3] = byte(n)
-	return a, true
-}
-
-// Edit changes e through its fields (a copy of them: e's slices are not
-// changed in place, and neither are those of another copy of e).
-func (e *Endpoint) Edit(edit func(*EndpointFields)) {
-	f := e.Fields()
-	f.Addresses = slices.Clone(f.Addresses)
-	f.HintZones, f.HintNodes = slices.Clone(f.HintZones), slices.Clone(f.HintNodes)
-	edit(&f)
-	*e = f.Endpoint()
 }
