@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -390,4 +391,40 @@ func TestEncodeSliceAsEncodingJSON(t *testing.T) {
 			t.Fatalf("json.Marshal gives\n%q (%v)\nencoding/json\n%q", m, err, want)
 		}
 	})
+}
+
+// TestNamesConcurrently: endpoints built on several goroutines at once
+// with names new to the table (past the end of a chunk of it) read back
+// their names on other goroutines (run with -race).
+func TestNamesConcurrently(t *testing.T) {
+	const workers, each = 4, nameChunk + 100
+	out := make(chan Endpoint, workers*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				n := "concurrent-node-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+				out <- EndpointFields{NodeName: n, TargetNamespace: "concurrent-ns-" + strconv.Itoa(i%7)}.Endpoint()
+			}
+		}()
+	}
+	seen := make(map[string]bool)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range out {
+			if !strings.HasPrefix(e.NodeName(), "concurrent-node-") || !strings.HasPrefix(e.TargetNamespace(), "concurrent-ns-") {
+				t.Errorf("endpoint names %q %q", e.NodeName(), e.TargetNamespace())
+			}
+			seen[e.NodeName()] = true
+		}
+	}()
+	wg.Wait()
+	close(out)
+	<-done
+	if len(seen) != workers*each {
+		t.Errorf("%d distinct node names read back, want %d", len(seen), workers*each)
+	}
 }
