@@ -45,4 +45,8 @@
 // fields it had before (serviceJSON; TestStoredFormsUnchanged: the Writer
 // compares stored bytes). The fast decoder builds both directly: an endpoint's address is parsed once, at
 // decode, and the service processor takes it as an address.
+//
+// Assumptions (ASSUMPTION in the code): names.go, that the node names and
+// namespaces an agent sees in its life fit its table of names (262 144;
+// past it, endpoints hold new names as strings).
 package kubestate

@@ -8,9 +8,9 @@ import (
 // name is a handle of an interned string: an endpoint holds its node name
 // and its target's namespace as 4 bytes each instead of 16-byte string
 // headers. 0 is "". Handles are never reused nor forgotten: the strings
-// are a cluster's node names and namespaces, a few KB per thousand, and a
-// table holds at most maxNames of them; past that, endpoints keep their
-// names as strings (endpointMore).
+// are a cluster's node names and namespaces, a few KB per thousand, and
+// the table holds at most maxNames of them; past that, endpoints keep
+// their names as strings (endpointMore).
 type name uint32
 
 // nameChunk is the number of names in one chunk of the table.
@@ -27,8 +27,15 @@ var names struct {
 	dir atomic.Pointer[[]*[nameChunk]string]
 }
 
-// maxNames bounds the table (a handle has 24 bits in Endpoint.bits).
-var maxNames = 1 << 24
+// maxNames bounds the table (a handle has 24 bits in Endpoint.bits) and
+// what it can hold on to: ~20 MB of the longest names.
+//
+// ASSUMPTION: the distinct node names and namespaces an agent sees in its
+// life fit (a cluster's thousands, and the churn of autoscaled nodes and
+// of the namespaces of test runs over months). Past the bound an agent
+// keeps working: endpoints of new names hold them as strings (~100 bytes
+// more each) until it restarts.
+var maxNames = 1 << 18
 
 // nameFor returns the handle of s; false when the table is full.
 func nameFor(s string) (name, bool) {
