@@ -160,9 +160,9 @@ func TestAgentEndToEnd(t *testing.T) {
 		t.Fatal("cart slice not in etcd")
 	}
 	next := *slice
-	next.Endpoints = append(append([]kubestate.Endpoint(nil), slice.Endpoints...), kubestate.Endpoint{
+	next.Endpoints = append(append([]kubestate.Endpoint(nil), slice.Endpoints...), kubestate.EndpointFields{
 		Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2",
-	})
+	}.Endpoint())
 	// Ready waited for this node's own addresses to come back from etcd:
 	// its NodePorts are programmed, and only the endpoint change is counted.
 	for _, ip := range []string{"192.168.16.1", "192.168.56.101"} {

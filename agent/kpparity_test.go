@@ -101,7 +101,7 @@ endpoints:
 	slice := &kubestate.EndpointSlice{
 		Namespace: "shop", Name: "gateway-a", ServiceName: "gateway", AddressType: "IPv4",
 		Ports:       []kubestate.EndpointPort{{Name: "http", Protocol: "TCP", Port: 8080}},
-		Endpoints:   []kubestate.Endpoint{{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"}},
+		Endpoints:   []kubestate.Endpoint{kubestate.EndpointFields{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"}.Endpoint()},
 		TriggerTime: time.Now().UTC(),
 	}
 	if err := w.Apply(t.Context(), []kubestate.Op{kubestate.PutOp(slice)}); err != nil {

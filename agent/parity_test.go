@@ -120,7 +120,7 @@ endpoints:
 	slice := &kubestate.EndpointSlice{
 		Namespace: "shop", Name: "gateway-a", ServiceName: "gateway", AddressType: "IPv4",
 		Ports:       []kubestate.EndpointPort{{Name: "http", Protocol: "TCP", Port: 8080}},
-		Endpoints:   []kubestate.Endpoint{{Addresses: []string{"10.1.1.8"}, Ready: true, Serving: true, NodeName: "node-1"}},
+		Endpoints:   []kubestate.Endpoint{kubestate.EndpointFields{Addresses: []string{"10.1.1.8"}, Ready: true, Serving: true, NodeName: "node-1"}.Endpoint()},
 		TriggerTime: time.Now().UTC(),
 	}
 	w := kubestate.NewWriter(a.etcd, nil)
@@ -129,7 +129,7 @@ endpoints:
 	}
 	waitFor(t, "latency observed", func() bool { return a.latency.View().Observed == 1 })
 	again := *slice
-	again.Endpoints = append(slices.Clone(slice.Endpoints), kubestate.Endpoint{Addresses: []string{"10.1.1.9"}, Ready: true, Serving: true, NodeName: "node-1"})
+	again.Endpoints = append(slices.Clone(slice.Endpoints), kubestate.EndpointFields{Addresses: []string{"10.1.1.9"}, Ready: true, Serving: true, NodeName: "node-1"}.Endpoint())
 	if err := w.Apply(ctx, []kubestate.Op{kubestate.PutOp(&again)}); err != nil {
 		t.Fatal(err)
 	}

@@ -256,10 +256,14 @@ func drawService(rt *rapid.T, name string) *kubestate.Service {
 		svc.ClusterIPs = []string{fmt.Sprintf("10.96.1.%d", 300+idx)}
 	}
 	if rapid.Bool().Draw(rt, "external IP") {
-		svc.ExternalIPs = []string{"198.51.100.7"}
+		svc.ServiceRare = &kubestate.ServiceRare{ExternalIPs: []string{"198.51.100.7"}}
 	}
 	if rapid.Bool().Draw(rt, "affinity") {
-		svc.SessionAffinity, svc.SessionAffinityTimeout = "ClientIP", 600
+		svc.SessionAffinity = "ClientIP"
+		if svc.ServiceRare == nil {
+			svc.ServiceRare = new(kubestate.ServiceRare)
+		}
+		svc.ServiceRare.SessionAffinityTimeout = 600
 	}
 	ports := propertyPorts()
 	for _, i := range rapid.SliceOfNDistinct(rapid.IntRange(0, len(ports)-1), 1, len(ports), rapid.ID[int]).Draw(rt, "ports") {
@@ -291,7 +295,7 @@ func drawSlice(rt *rapid.T, name string) *kubestate.EndpointSlice {
 		Ports:       propertySlicePorts(),
 	}
 	for _, ip := range rapid.SliceOfNDistinct(rapid.SampledFrom(propertyEndpoints()), 0, 4, rapid.ID[string]).Draw(rt, "endpoints") {
-		ep := kubestate.Endpoint{Addresses: []string{ip}, NodeName: "node-" + strings.Split(ip, ".")[2]}
+		ep := kubestate.EndpointFields{Addresses: []string{ip}, NodeName: "node-" + strings.Split(ip, ".")[2]}
 		switch rapid.IntRange(0, 4).Draw(rt, "condition") {
 		case 0, 1, 2:
 			ep.Ready, ep.Serving = true, true
@@ -305,7 +309,7 @@ func drawSlice(rt *rapid.T, name string) *kubestate.EndpointSlice {
 				ep.TargetKind, ep.TargetNamespace, ep.TargetName = "Pod", "shop", p.name
 			}
 		}
-		sl.Endpoints = append(sl.Endpoints, ep)
+		sl.Endpoints = append(sl.Endpoints, ep.Endpoint())
 	}
 	return sl
 }

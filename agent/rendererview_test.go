@@ -54,7 +54,7 @@ func addCartEndpoint(t *testing.T, cli *clientv3.Client) {
 	for _, o := range listing.Objects {
 		if s := o.(*kubestate.EndpointSlice); s.Name == "cart-m3p7x" {
 			next := *s
-			next.Endpoints = append(slices.Clone(s.Endpoints), kubestate.Endpoint{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"})
+			next.Endpoints = append(slices.Clone(s.Endpoints), kubestate.EndpointFields{Addresses: []string{"10.1.2.9"}, Ready: true, Serving: true, NodeName: "node-2"}.Endpoint())
 			if err := kubestate.NewWriter(cli, nil).Put(ctx, &next); err != nil {
 				t.Fatal(err)
 			}

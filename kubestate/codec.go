@@ -19,7 +19,16 @@ var (
 
 // Encode returns the stored form of o.
 func Encode(o Object) ([]byte, error) {
-	b, err := json.Marshal(o)
+	var b []byte
+	var err error
+	switch o := o.(type) { // as json.Marshal, without checking the output of MarshalJSON again
+	case *EndpointSlice:
+		b, err = o.appendJSON(make([]byte, 0, 128+160*len(o.Endpoints)))
+	case *Service:
+		b, err = json.Marshal(o.stored())
+	default:
+		b, err = json.Marshal(o)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", o.Key(), err)
 	}
@@ -48,7 +57,10 @@ func New(r Resource) (Object, error) {
 // Decode decodes the value stored under key k. Decoding is strict about
 // types and tolerant of unknown fields; the decoded object must carry the
 // key it is stored under. The object is compacted (see compact): the
-// strings many objects repeat are shared, which does not change its value.
+// strings many objects repeat are shared, which does not change its value;
+// the fast path also shares short lists of ports between objects. A
+// decoded object is read-only: build a changed copy instead (for an
+// endpoint, Endpoint.Edit).
 // The bulk resources take a fast path (decodeFast) with encoding/json's
 // results; whatever it does not take, json.Unmarshal decodes.
 func Decode(k Key, value []byte) (Object, error) {

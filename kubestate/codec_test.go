@@ -13,22 +13,22 @@ func sampleObjects() []Object {
 	return []Object{
 		&Service{
 			Namespace: "ns", Name: "web", Type: "LoadBalancer",
-			ClusterIPs: []string{"10.96.0.7", "fd00::7"}, ExternalIPs: []string{"192.0.2.1"},
-			LBIngressIPs: []string{"203.0.113.1"},
+			ClusterIPs: []string{"10.96.0.7", "fd00::7"},
 			Ports: []ServicePort{
 				{Name: "http", Protocol: "TCP", Port: 80, TargetPort: "web", NodePort: 30080},
 				{Name: "dns", Protocol: "UDP", Port: 53, TargetPort: "5353"},
 			},
 			ExternalTrafficPolicy: "Local", InternalTrafficPolicy: "Cluster",
-			SessionAffinity: "ClientIP", SessionAffinityTimeout: 60, ProxyName: "other",
-			Created: time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC),
+			SessionAffinity: "ClientIP",
+			Created:         time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC),
+			ServiceRare:     &ServiceRare{ExternalIPs: []string{"192.0.2.1"}, LBIngressIPs: []string{"203.0.113.1"}, SessionAffinityTimeout: 60, ProxyName: "other"},
 		},
 		&EndpointSlice{
 			Namespace: "ns", Name: "web-abc", ServiceName: "web", AddressType: "IPv4",
 			Ports: []EndpointPort{{Name: "http", Protocol: "TCP", Port: 8080}},
 			Endpoints: []Endpoint{
-				{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true, NodeName: "node-1", TargetKind: "Pod", TargetNamespace: "ns", TargetName: "web-1"},
-				{Addresses: []string{"10.1.2.2"}, Serving: true, Terminating: true},
+				EndpointFields{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true, NodeName: "node-1", TargetKind: "Pod", TargetNamespace: "ns", TargetName: "web-1"}.Endpoint(),
+				EndpointFields{Addresses: []string{"10.1.2.2"}, Serving: true, Terminating: true}.Endpoint(),
 			},
 			TriggerTime: time.Date(2024, 1, 2, 3, 4, 5, 600000000, time.UTC),
 		},

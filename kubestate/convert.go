@@ -87,19 +87,21 @@ func FromService(s *corev1.Service) (*Service, error) {
 		Name:                  s.Name,
 		Type:                  string(s.Spec.Type),
 		ClusterIPs:            clone(s.Spec.ClusterIPs),
-		ExternalIPs:           clone(s.Spec.ExternalIPs),
 		ExternalTrafficPolicy: string(s.Spec.ExternalTrafficPolicy),
 		SessionAffinity:       string(s.Spec.SessionAffinity),
-		ProxyName:             s.Labels[LabelServiceProxyName],
 		Created:               timeOf(s.CreationTimestamp),
-		HealthCheckNodePort:   s.Spec.HealthCheckNodePort,
+	}
+	rare := ServiceRare{
+		ExternalIPs:         clone(s.Spec.ExternalIPs),
+		ProxyName:           s.Labels[LabelServiceProxyName],
+		HealthCheckNodePort: s.Spec.HealthCheckNodePort,
 	}
 	// Source ranges apply to LoadBalancer services only (as in kube-proxy).
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		out.LoadBalancerSourceRanges = clone(s.Spec.LoadBalancerSourceRanges)
+		rare.LoadBalancerSourceRanges = clone(s.Spec.LoadBalancerSourceRanges)
 	}
 	if d := s.Spec.TrafficDistribution; d != nil {
-		out.TrafficDistribution = *d
+		rare.TrafficDistribution = *d
 	}
 	if out.Type == "" {
 		out.Type = string(corev1.ServiceTypeClusterIP)
@@ -111,9 +113,9 @@ func FromService(s *corev1.Service) (*Service, error) {
 		switch {
 		case in.IP == "":
 		case in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy:
-			out.LBProxyIPs = append(out.LBProxyIPs, in.IP)
+			rare.LBProxyIPs = append(rare.LBProxyIPs, in.IP)
 		default:
-			out.LBIngressIPs = append(out.LBIngressIPs, in.IP)
+			rare.LBIngressIPs = append(rare.LBIngressIPs, in.IP)
 		}
 	}
 	for _, p := range s.Spec.Ports {
@@ -141,10 +143,13 @@ func FromService(s *corev1.Service) (*Service, error) {
 		out.SessionAffinity = string(corev1.ServiceAffinityNone)
 	}
 	if out.SessionAffinity == string(corev1.ServiceAffinityClientIP) {
-		out.SessionAffinityTimeout = DefaultSessionAffinityTimeout
+		rare.SessionAffinityTimeout = DefaultSessionAffinityTimeout
 		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			out.SessionAffinityTimeout = *c.ClientIP.TimeoutSeconds
+			rare.SessionAffinityTimeout = *c.ClientIP.TimeoutSeconds
 		}
+	}
+	if !rare.isZero() {
+		out.ServiceRare = &rare
 	}
 	return out, nil
 }
@@ -191,7 +196,7 @@ func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
 		if c.Serving != nil {
 			serving = *c.Serving
 		}
-		ep := Endpoint{
+		ep := EndpointFields{
 			Addresses:   clone(e.Addresses),
 			Ready:       ready,
 			Serving:     serving,
@@ -205,13 +210,13 @@ func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
 		}
 		if h := e.Hints; h != nil {
 			for _, z := range h.ForZones {
-				ep.hints().HintZones = append(ep.ZoneHints(), z.Name)
+				ep.HintZones = append(ep.HintZones, z.Name)
 			}
 			for _, n := range h.ForNodes {
-				ep.hints().HintNodes = append(ep.NodeHints(), n.Name)
+				ep.HintNodes = append(ep.HintNodes, n.Name)
 			}
 		}
-		out.Endpoints = append(out.Endpoints, ep)
+		out.Endpoints = append(out.Endpoints, ep.Endpoint())
 	}
 	return out, nil
 }

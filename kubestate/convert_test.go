@@ -74,15 +74,15 @@ func TestFromService(t *testing.T) {
 		},
 		want: &Service{
 			Namespace: "ns", Name: "lb", Type: "LoadBalancer",
-			ClusterIPs: []string{"10.96.0.7"}, ExternalIPs: []string{"192.0.2.1"},
-			LBIngressIPs: []string{"203.0.113.1", "203.0.113.2"},
+			ClusterIPs: []string{"10.96.0.7"},
 			Ports: []ServicePort{
 				{Name: "http", Protocol: "TCP", Port: 80, TargetPort: "web", NodePort: 30080},
 				{Name: "dns", Protocol: "UDP", Port: 53, TargetPort: "5353", NodePort: 30053},
 			},
 			ExternalTrafficPolicy: "Local", InternalTrafficPolicy: "Local",
-			SessionAffinity: "ClientIP", SessionAffinityTimeout: 60,
-			ProxyName: "other", Created: created,
+			SessionAffinity: "ClientIP",
+			Created:         created,
+			ServiceRare:     &ServiceRare{ExternalIPs: []string{"192.0.2.1"}, LBIngressIPs: []string{"203.0.113.1", "203.0.113.2"}, SessionAffinityTimeout: 60, ProxyName: "other"},
 		},
 	}, {
 		name: "ClientIP affinity without timeout gets the default",
@@ -93,7 +93,8 @@ func TestFromService(t *testing.T) {
 		want: &Service{
 			Namespace: "ns", Name: "a", Type: "ClusterIP",
 			ExternalTrafficPolicy: "Cluster", InternalTrafficPolicy: "Cluster",
-			SessionAffinity: "ClientIP", SessionAffinityTimeout: 10800,
+			SessionAffinity: "ClientIP",
+			ServiceRare:     &ServiceRare{SessionAffinityTimeout: 10800},
 		},
 	}, {
 		name: "load balancer parity fields: health check port, source ranges, ipMode, traffic distribution",
@@ -110,10 +111,9 @@ func TestFromService(t *testing.T) {
 		}}}},
 		want: &Service{
 			Namespace: "ns", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.8"},
-			LBIngressIPs: []string{"203.0.113.2", "203.0.113.3"}, LBProxyIPs: []string{"203.0.113.1"},
-			HealthCheckNodePort: 32000, LoadBalancerSourceRanges: []string{"198.51.100.0/24", "203.0.113.7/32"},
-			TrafficDistribution:   "PreferClose",
 			ExternalTrafficPolicy: "Local", InternalTrafficPolicy: "Cluster", SessionAffinity: "None",
+			ServiceRare: &ServiceRare{LBIngressIPs: []string{"203.0.113.2", "203.0.113.3"}, LBProxyIPs: []string{"203.0.113.1"},
+				HealthCheckNodePort: 32000, LoadBalancerSourceRanges: []string{"198.51.100.0/24", "203.0.113.7/32"}, TrafficDistribution: "PreferClose"},
 		},
 	}, {
 		name: "source ranges of a service that is no LoadBalancer are not kept",
@@ -158,7 +158,7 @@ func TestFromServiceCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Spec.ClusterIPs[0], in.Spec.ExternalIPs[0] = "x", "y"
-	if got.ClusterIPs[0] != "10.0.0.1" || got.ExternalIPs[0] != "192.0.2.1" {
+	if got.ClusterIPs[0] != "10.0.0.1" || got.ExternalIPs()[0] != "192.0.2.1" {
 		t.Errorf("conversion shares slices with its input: %+v", got)
 	}
 }
@@ -193,23 +193,23 @@ func TestFromEndpointSlice(t *testing.T) {
 		name: "all conditions unset: ready and serving",
 		in:   mk(nil, ep(discoveryv1.EndpointConditions{})),
 		wantEPs: []Endpoint{
-			{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true},
+			EndpointFields{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}.Endpoint(),
 		},
 	}, {
 		name:    "not ready, serving unset: not serving",
 		in:      mk(nil, ep(discoveryv1.EndpointConditions{Ready: ptr(false)})),
-		wantEPs: []Endpoint{{Addresses: []string{"10.1.1.2"}}},
+		wantEPs: []Endpoint{EndpointFields{Addresses: []string{"10.1.1.2"}}.Endpoint()},
 	}, {
 		name: "terminating but serving",
 		in:   mk(nil, ep(discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(true), Terminating: ptr(true)})),
 		wantEPs: []Endpoint{
-			{Addresses: []string{"10.1.1.2"}, Serving: true, Terminating: true},
+			EndpointFields{Addresses: []string{"10.1.1.2"}, Serving: true, Terminating: true}.Endpoint(),
 		},
 	}, {
 		name: "ready unset, serving false",
 		in:   mk(nil, ep(discoveryv1.EndpointConditions{Serving: ptr(false)})),
 		wantEPs: []Endpoint{
-			{Addresses: []string{"10.1.1.2"}, Ready: true},
+			EndpointFields{Addresses: []string{"10.1.1.2"}, Ready: true}.Endpoint(),
 		},
 	}, {
 		name: "node, target and trigger time",
@@ -217,10 +217,10 @@ func TestFromEndpointSlice(t *testing.T) {
 			Addresses: []string{"10.1.2.3", "10.1.2.4"}, NodeName: ptr("node-2"),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "web-1", UID: "u"},
 		}),
-		wantEPs: []Endpoint{{
+		wantEPs: []Endpoint{EndpointFields{
 			Addresses: []string{"10.1.2.3", "10.1.2.4"}, Ready: true, Serving: true, NodeName: "node-2",
 			TargetKind: "Pod", TargetNamespace: "ns", TargetName: "web-1",
-		}},
+		}.Endpoint()},
 		wantTrigger: trigger,
 	}, {
 		name: "topology hints",
@@ -231,14 +231,14 @@ func TestFromEndpointSlice(t *testing.T) {
 				ForNodes: []discoveryv1.ForNode{{Name: "node-1"}},
 			},
 		}),
-		wantEPs: []Endpoint{{
+		wantEPs: []Endpoint{EndpointFields{
 			Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true,
-			Hints: &Hints{HintZones: []string{"zone-a", "zone-b"}, HintNodes: []string{"node-1"}},
-		}},
+			HintZones: []string{"zone-a", "zone-b"}, HintNodes: []string{"node-1"},
+		}.Endpoint()},
 	}, {
 		name:    "unparsable trigger time is ignored",
 		in:      mk(map[string]string{AnnotationTriggerTime: "yesterday"}, ep(discoveryv1.EndpointConditions{Ready: ptr(true)})),
-		wantEPs: []Endpoint{{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}},
+		wantEPs: []Endpoint{EndpointFields{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}.Endpoint()},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,24 +25,17 @@ func endpointsEqual(a, b []Endpoint) bool {
 	return true
 }
 
-func (e *Endpoint) equal(o *Endpoint) bool {
-	return slices.Equal(e.Addresses, o.Addresses) &&
-		e.Ready == o.Ready && e.Serving == o.Serving && e.Terminating == o.Terminating &&
-		e.NodeName == o.NodeName && e.TargetKind == o.TargetKind &&
-		e.TargetNamespace == o.TargetNamespace && e.TargetName == o.TargetName &&
-		slices.Equal(e.ZoneHints(), o.ZoneHints()) && slices.Equal(e.NodeHints(), o.NodeHints())
-}
-
 // Equal tells whether s and o hold the same value, as EndpointSlice's.
 func (s *Service) Equal(o *Service) bool {
+	r, q := s.rareOrZero(), o.rareOrZero()
 	return s.Namespace == o.Namespace && s.Name == o.Name && s.Type == o.Type &&
-		slices.Equal(s.ClusterIPs, o.ClusterIPs) && slices.Equal(s.ExternalIPs, o.ExternalIPs) &&
-		slices.Equal(s.LBIngressIPs, o.LBIngressIPs) && slices.Equal(s.LBProxyIPs, o.LBProxyIPs) &&
-		slices.Equal(s.Ports, o.Ports) && s.HealthCheckNodePort == o.HealthCheckNodePort &&
-		slices.Equal(s.LoadBalancerSourceRanges, o.LoadBalancerSourceRanges) &&
-		s.TrafficDistribution == o.TrafficDistribution &&
+		slices.Equal(s.ClusterIPs, o.ClusterIPs) && slices.Equal(r.ExternalIPs, q.ExternalIPs) &&
+		slices.Equal(r.LBIngressIPs, q.LBIngressIPs) && slices.Equal(r.LBProxyIPs, q.LBProxyIPs) &&
+		slices.Equal(s.Ports, o.Ports) && r.HealthCheckNodePort == q.HealthCheckNodePort &&
+		slices.Equal(r.LoadBalancerSourceRanges, q.LoadBalancerSourceRanges) &&
+		r.TrafficDistribution == q.TrafficDistribution &&
 		s.ExternalTrafficPolicy == o.ExternalTrafficPolicy && s.InternalTrafficPolicy == o.InternalTrafficPolicy &&
-		s.SessionAffinity == o.SessionAffinity && s.SessionAffinityTimeout == o.SessionAffinityTimeout &&
-		s.ProxyName == o.ProxyName &&
+		s.SessionAffinity == o.SessionAffinity && r.SessionAffinityTimeout == q.SessionAffinityTimeout &&
+		r.ProxyName == q.ProxyName &&
 		s.Created.Equal(o.Created)
 }

@@ -91,6 +91,14 @@ func mutate(v reflect.Value, seen *int, target int) bool {
 		}
 		return mutate(v.Elem(), seen, target)
 	case reflect.Struct:
+		if e, ok := v.Interface().(Endpoint); ok { // through its fields
+			f := e.Fields()
+			if !mutate(reflect.ValueOf(&f).Elem(), seen, target) {
+				return false
+			}
+			v.Set(reflect.ValueOf(f.Endpoint()))
+			return true
+		}
 		if tm, ok := v.Interface().(time.Time); ok {
 			return leaf(func() { v.Set(reflect.ValueOf(tm.Add(time.Nanosecond))) })
 		}

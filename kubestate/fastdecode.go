@@ -48,13 +48,16 @@ type decoder struct {
 	// value, which stays the caller's.
 	s string
 	i int // the next byte to read
-	// shared gathers the addresses of a slice's endpoints, which rehome
-	// moves into one array.
-	shared []string
 	// recent holds strings interned lately: a slice's endpoints repeat
 	// their namespace and target kind, cheaper to compare than to look up.
 	recent [8]string
 	next   int // where the next interned string goes in recent
+	// names holds the handles of names looked up lately, as recent.
+	names [8]struct {
+		s string
+		h name
+	}
+	nextName int
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -69,7 +72,6 @@ func decodeFast(r Resource, value []byte) (Object, bool) {
 	switch r {
 	case ResEndpointSlice:
 		x := &EndpointSlice{}
-		d.shared = make([]string, 0, 16) // a slice's endpoints hold one address each, mostly
 		o, ok = x, d.endpointSlice(x)
 	case ResService:
 		x := &Service{}
@@ -201,7 +203,13 @@ var plainByte = func() (t [256]bool) {
 // zero value. The elements are gathered on the stack and copied to a
 // slice of their exact length; elem returns them by value to keep them
 // there.
-func array[T any](d *decoder, p *[]T, elem func() (T, bool)) bool {
+func array[T comparable](d *decoder, p *[]T, elem func() (T, bool)) bool {
+	return arrayOf(d, p, elem, nil)
+}
+
+// arrayOf reads an array as array does, taking the slice of its elements
+// from shared when not nil.
+func arrayOf[T comparable](d *decoder, p *[]T, elem func() (T, bool), shared *lists[T]) bool {
 	if d.null() {
 		*p = nil
 		return true
@@ -233,8 +241,12 @@ func array[T any](d *decoder, p *[]T, elem func() (T, bool)) bool {
 			d.ws()
 		case ']':
 			d.i++
-			*p = make([]T, len(got))
-			copy(*p, got)
+			if shared != nil {
+				*p = shared.get(got)
+			} else {
+				*p = make([]T, len(got))
+				copy(*p, got)
+			}
 			return true
 		default:
 			return false
@@ -277,33 +289,50 @@ func (d *decoder) intern(s string) string {
 	return s
 }
 
-// sharedStrs reads an array of strings or null as strs does, appending
-// the strings to d.shared: *p is a slice of it until rehome gives every
-// such slice of the object one array.
-func (d *decoder) sharedStrs(p *[]string) bool {
+// name returns the handle of s as nameFor, looking in d.names first.
+func (d *decoder) name(s string) (name, bool) {
+	if s == "" {
+		return 0, true
+	}
+	for _, r := range d.names {
+		if r.s == s {
+			return r.h, true
+		}
+	}
+	h, ok := nameFor(s)
+	if ok {
+		r := &d.names[d.nextName%len(d.names)]
+		r.s, r.h = s, h
+		d.nextName++
+	}
+	return h, ok
+}
+
+// strsInto reads an array of strings or null as strs does, appending the
+// strings to buf[:0] (an array of the caller's, on its stack when they
+// fit).
+func (d *decoder) strsInto(buf []string) ([]string, bool) {
 	if d.null() {
-		*p = nil
-		return true
+		return nil, true
 	}
 	if d.peek() != '[' {
-		return false
+		return nil, false
 	}
 	d.i++
+	got := buf[:0]
 	if d.ws(); d.peek() == ']' {
 		d.i++
-		*p = []string{}
-		return true
+		return got, true
 	}
-	start := len(d.shared)
 	for {
 		var s string
 		if !d.null() {
 			var ok bool
 			if s, ok = d.plainString(); !ok {
-				return false
+				return nil, false
 			}
 		}
-		d.shared = append(d.shared, s)
+		got = append(got, s)
 		d.ws()
 		switch d.peek() {
 		case ',':
@@ -311,11 +340,9 @@ func (d *decoder) sharedStrs(p *[]string) bool {
 			d.ws()
 		case ']':
 			d.i++
-			end := len(d.shared)
-			*p = d.shared[start:end:end]
-			return true
+			return got, true
 		default:
-			return false
+			return nil, false
 		}
 	}
 }
@@ -523,7 +550,7 @@ var (
 	servicePortNames  = jsonNames(reflect.TypeFor[ServicePort]())
 	sliceNames        = jsonNames(reflect.TypeFor[EndpointSlice]())
 	endpointPortNames = jsonNames(reflect.TypeFor[EndpointPort]())
-	endpointNames     = jsonNames(reflect.TypeFor[Endpoint]())
+	endpointNames     = jsonNames(reflect.TypeFor[EndpointFields]())
 	podNames          = jsonNames(reflect.TypeFor[Pod]())
 )
 
@@ -531,9 +558,6 @@ var (
 // the copy of the whole value, into one allocation of their own: the
 // object then does not hold on to the value's keys and syntax.
 func rehome(o Object) {
-	if s, ok := o.(*EndpointSlice); ok {
-		shareAddresses(s)
-	}
 	n := 0
 	ownStrings(o, func(p *string) { n += len(*p) })
 	if n == 0 {
@@ -551,28 +575,6 @@ func rehome(o Object) {
 	})
 }
 
-// shareAddresses moves the addresses of every endpoint of s into one
-// array, each endpoint's a slice of it with no room to grow into the next.
-func shareAddresses(s *EndpointSlice) {
-	n := 0
-	for i := range s.Endpoints {
-		n += len(s.Endpoints[i].Addresses)
-	}
-	if n == 0 {
-		return
-	}
-	all := make([]string, 0, n)
-	for i := range s.Endpoints {
-		e := &s.Endpoints[i]
-		if len(e.Addresses) == 0 {
-			continue // nil or empty, as decoded
-		}
-		start := len(all)
-		all = append(all, e.Addresses...)
-		e.Addresses = all[start:len(all):len(all)]
-	}
-}
-
 // ownStrings calls f for each string of o that compact does not intern.
 func ownStrings(o Object, f func(*string)) {
 	each := func(ss []string) {
@@ -584,19 +586,25 @@ func ownStrings(o Object, f func(*string)) {
 	case *Service:
 		f(&o.Name)
 		each(o.ClusterIPs)
-		each(o.ExternalIPs)
-		each(o.LBIngressIPs)
-		each(o.LBProxyIPs)
-		each(o.LoadBalancerSourceRanges)
-		f(&o.TrafficDistribution)
-		f(&o.ProxyName)
+		if r := o.ServiceRare; r != nil {
+			each(r.ExternalIPs)
+			each(r.LBIngressIPs)
+			each(r.LBProxyIPs)
+			each(r.LoadBalancerSourceRanges)
+			f(&r.TrafficDistribution)
+			f(&r.ProxyName)
+		}
 	case *EndpointSlice:
 		f(&o.Name)
 		f(&o.ServiceName)
 		for i := range o.Endpoints {
 			e := &o.Endpoints[i]
-			each(e.Addresses)
-			f(&e.TargetName)
+			f(&e.targetName)
+			if m := e.more; m != nil {
+				each(m.addresses)
+				f(&m.nodeName)
+				f(&m.namespace)
+			}
 		}
 	case *Pod:
 		f(&o.Name)

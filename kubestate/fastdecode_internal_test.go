@@ -47,6 +47,12 @@ func fill(v reflect.Value, n *int) {
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(v.Elem(), n)
 	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[Endpoint]() { // built from its fields
+			var f EndpointFields
+			fill(reflect.ValueOf(&f).Elem(), n)
+			v.Set(reflect.ValueOf(f.Endpoint()))
+			return
+		}
 		if v.Type() == reflect.TypeFor[time.Time]() {
 			v.Set(reflect.ValueOf(time.Date(2025, 1, 2, 3, 4, 5, *n, time.UTC)))
 			return

@@ -17,7 +17,7 @@ func (d *decoder) endpointSlice(s *EndpointSlice) bool {
 		case "addressType":
 			return seen.first(3) && d.istr(&s.AddressType)
 		case "ports":
-			return seen.first(4) && array(d, &s.Ports, d.endpointPort)
+			return seen.first(4) && arrayOf(d, &s.Ports, d.endpointPort, &endpointPortLists)
 		case "endpoints":
 			return seen.first(5) && array(d, &s.Endpoints, d.endpoint)
 		case "triggerTime":
@@ -43,34 +43,48 @@ func (d *decoder) endpointPort() (p EndpointPort, ok bool) {
 	return
 }
 
+// endpoint reads an endpoint's fields and builds it (Endpoint.set): an
+// address held as such keeps nothing of the value's text.
 func (d *decoder) endpoint() (e Endpoint, ok bool) {
+	var f EndpointFields
 	var seen fields
+	var one [1]string // an endpoint's address, mostly its only one
+	var addrs []string
 	ok = d.object(func(key string) bool {
 		switch key {
 		case "addresses":
-			return seen.first(0) && d.sharedStrs(&e.Addresses)
+			if !seen.first(0) {
+				return false
+			}
+			var ok bool
+			addrs, ok = d.strsInto(one[:0])
+			return ok
 		case "ready":
-			return seen.first(1) && d.boolean(&e.Ready)
+			return seen.first(1) && d.boolean(&f.Ready)
 		case "serving":
-			return seen.first(2) && d.boolean(&e.Serving)
+			return seen.first(2) && d.boolean(&f.Serving)
 		case "terminating":
-			return seen.first(3) && d.boolean(&e.Terminating)
+			return seen.first(3) && d.boolean(&f.Terminating)
 		case "nodeName":
-			return seen.first(4) && d.istr(&e.NodeName)
+			return seen.first(4) && d.str(&f.NodeName)
 		case "targetKind":
-			return seen.first(5) && d.istr(&e.TargetKind)
+			return seen.first(5) && d.istr(&f.TargetKind)
 		case "targetNamespace":
-			return seen.first(6) && d.istr(&e.TargetNamespace)
+			return seen.first(6) && d.str(&f.TargetNamespace)
 		case "targetName":
-			return seen.first(7) && d.str(&e.TargetName)
+			return seen.first(7) && d.str(&f.TargetName)
 		case "hintZones":
-			return seen.first(8) && d.istrs(&e.hints().HintZones)
+			return seen.first(8) && d.istrs(&f.HintZones)
 		case "hintNodes":
-			return seen.first(9) && d.istrs(&e.hints().HintNodes)
+			return seen.first(9) && d.istrs(&f.HintNodes)
 		}
 		return d.other(key, endpointNames)
 	})
-	return
+	if !ok {
+		return e, false
+	}
+	e.set(&f, addrs, d.name)
+	return e, true
 }
 
 func (d *decoder) service(s *Service) bool {
@@ -86,19 +100,19 @@ func (d *decoder) service(s *Service) bool {
 		case "clusterIPs":
 			return seen.first(3) && d.strs(&s.ClusterIPs)
 		case "externalIPs":
-			return seen.first(4) && d.strs(&s.ExternalIPs)
+			return seen.first(4) && d.strs(&s.Rare().ExternalIPs)
 		case "lbIngressIPs":
-			return seen.first(5) && d.strs(&s.LBIngressIPs)
+			return seen.first(5) && d.strs(&s.Rare().LBIngressIPs)
 		case "lbProxyIPs":
-			return seen.first(6) && d.strs(&s.LBProxyIPs)
+			return seen.first(6) && d.strs(&s.Rare().LBProxyIPs)
 		case "ports":
-			return seen.first(7) && array(d, &s.Ports, d.servicePort)
+			return seen.first(7) && arrayOf(d, &s.Ports, d.servicePort, &servicePortLists)
 		case "healthCheckNodePort":
-			return seen.first(8) && d.int32(&s.HealthCheckNodePort)
+			return seen.first(8) && d.int32(&s.Rare().HealthCheckNodePort)
 		case "loadBalancerSourceRanges":
-			return seen.first(9) && d.strs(&s.LoadBalancerSourceRanges)
+			return seen.first(9) && d.strs(&s.Rare().LoadBalancerSourceRanges)
 		case "trafficDistribution":
-			return seen.first(10) && d.str(&s.TrafficDistribution)
+			return seen.first(10) && d.str(&s.Rare().TrafficDistribution)
 		case "externalTrafficPolicy":
 			return seen.first(11) && d.istr(&s.ExternalTrafficPolicy)
 		case "internalTrafficPolicy":
@@ -106,9 +120,9 @@ func (d *decoder) service(s *Service) bool {
 		case "sessionAffinity":
 			return seen.first(13) && d.istr(&s.SessionAffinity)
 		case "sessionAffinityTimeout":
-			return seen.first(14) && d.int32(&s.SessionAffinityTimeout)
+			return seen.first(14) && d.int32(&s.Rare().SessionAffinityTimeout)
 		case "proxyName":
-			return seen.first(15) && d.str(&s.ProxyName)
+			return seen.first(15) && d.str(&s.Rare().ProxyName)
 		case "created":
 			return seen.first(16) && d.time(&s.Created)
 		}

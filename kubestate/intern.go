@@ -11,9 +11,9 @@ import (
 // kinds, port names, protocols, types and policies) become canonical
 // copies (unique.Make: the runtime's intern table, looked up through the
 // bounded cache canonicals), and the endpoints array loses the room the
-// decoder's appends left in it. A cluster's 100 000 endpoints then share
-// one copy of "Pod", of each namespace and of each node name instead of
-// holding one each.
+// decoder's appends left in it. An endpoint's names are handles of the
+// table of names and its target kind "Pod" a bit (Endpoint.set), so a
+// cluster's 100 000 endpoints hold no copy of them at all.
 //
 // The runtime forgets a canonical copy once nothing holds its handle; the
 // cache holds the values it caches until it starts again (see canonicals),
@@ -43,20 +43,7 @@ func compact(o Object) {
 		if cap(o.Endpoints) > len(o.Endpoints) {
 			o.Endpoints = slices.Clone(o.Endpoints)
 		}
-		for i := range o.Endpoints {
-			e := &o.Endpoints[i]
-			intern(&e.NodeName)
-			intern(&e.TargetKind)
-			intern(&e.TargetNamespace)
-			if h := e.Hints; h != nil {
-				for j := range h.HintZones {
-					intern(&h.HintZones[j])
-				}
-				for j := range h.HintNodes {
-					intern(&h.HintNodes[j])
-				}
-			}
-		}
+		// The endpoints' names are interned as they are built (Endpoint.set).
 	case *Pod:
 		intern(&o.Namespace)
 		intern(&o.NodeName)
@@ -100,4 +87,49 @@ func canonical(s string) string {
 	c := unique.Make(s).Value()
 	canonicals.m[c] = c
 	return c
+}
+
+// lists caches the canonical copies of short lists (of up to maxListLen
+// elements) decoded lately, as canonicals caches strings: most
+// EndpointSlices of a cluster list the same one or two ports, and so do
+// most Services, which then share one array instead of holding one each.
+// The elements' strings are canonical copies (interned as decoded), so
+// that the cache holds nothing of a decoded value.
+type lists[T comparable] struct {
+	mu sync.Mutex
+	m  map[listKey[T]][]T
+}
+
+const maxListLen = 4
+
+type listKey[T comparable] struct {
+	n int
+	a [maxListLen]T
+}
+
+// The lists of ports the fast path shares.
+var (
+	endpointPortLists lists[EndpointPort]
+	servicePortLists  lists[ServicePort]
+)
+
+// get returns the canonical copy of got (not empty), or a copy of its own
+// when got is long.
+func (c *lists[T]) get(got []T) []T {
+	if len(got) > maxListLen {
+		return slices.Clone(got)
+	}
+	var k listKey[T]
+	k.n = copy(k.a[:], got)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.m[k]; ok {
+		return l
+	}
+	if len(c.m) >= maxCanonicals || c.m == nil {
+		c.m = make(map[listKey[T]][]T, 64)
+	}
+	l := slices.Clip(slices.Clone(got))
+	c.m[k] = l
+	return l
 }

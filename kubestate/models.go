@@ -1,6 +1,9 @@
 package kubestate
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Object is one stored model.
 type Object interface {
@@ -8,14 +11,33 @@ type Object interface {
 	Key() Key
 }
 
-// Service is the compact model of a core/v1 Service.
+// Service is the compact model of a core/v1 Service (176 bytes): the
+// fields few services set are behind one pointer, ServiceRare.
 type Service struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Type is ClusterIP, NodePort, LoadBalancer or ExternalName.
 	Type string `json:"type,omitempty"`
 	// ClusterIPs holds spec.clusterIPs (spec.clusterIP first); "None" for headless.
-	ClusterIPs  []string `json:"clusterIPs,omitempty"`
+	ClusterIPs []string      `json:"clusterIPs,omitempty"`
+	Ports      []ServicePort `json:"ports,omitempty"`
+	// ExternalTrafficPolicy and InternalTrafficPolicy are "Cluster" or "Local".
+	ExternalTrafficPolicy string `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy string `json:"internalTrafficPolicy,omitempty"`
+	// SessionAffinity is "None" or "ClientIP".
+	SessionAffinity string `json:"sessionAffinity,omitempty"`
+	// Created is metadata.creationTimestamp: the oldest of two services
+	// claiming one frontend wins.
+	Created time.Time `json:"created,omitzero"`
+	// ServiceRare holds the fields few services set; nil when none is
+	// (as JSON decoding leaves it when none is given). Embedded, its
+	// fields are stored as the service's own. Read them through the
+	// methods of their names, which a nil ServiceRare allows.
+	*ServiceRare
+}
+
+// ServiceRare are the fields of a Service that few services set.
+type ServiceRare struct {
 	ExternalIPs []string `json:"externalIPs,omitempty"`
 	// LBIngressIPs holds the ip of each status.loadBalancer.ingress entry
 	// whose ipMode is VIP (or unset): traffic to it reaches the node with
@@ -23,8 +45,7 @@ type Service struct {
 	LBIngressIPs []string `json:"lbIngressIPs,omitempty"`
 	// LBProxyIPs holds the ip of each ingress entry with ipMode Proxy: the
 	// load balancer rewrites the destination, so the IP is not a frontend.
-	LBProxyIPs []string      `json:"lbProxyIPs,omitempty"`
-	Ports      []ServicePort `json:"ports,omitempty"`
+	LBProxyIPs []string `json:"lbProxyIPs,omitempty"`
 	// HealthCheckNodePort is spec.healthCheckNodePort (LoadBalancer with
 	// externalTrafficPolicy Local); 0 when unset.
 	HealthCheckNodePort int32 `json:"healthCheckNodePort,omitempty"`
@@ -33,18 +54,39 @@ type Service struct {
 	// TrafficDistribution is spec.trafficDistribution (PreferClose,
 	// PreferSameZone, PreferSameNode); "" when unset.
 	TrafficDistribution string `json:"trafficDistribution,omitempty"`
-	// ExternalTrafficPolicy and InternalTrafficPolicy are "Cluster" or "Local".
-	ExternalTrafficPolicy string `json:"externalTrafficPolicy,omitempty"`
-	InternalTrafficPolicy string `json:"internalTrafficPolicy,omitempty"`
-	// SessionAffinity is "None" or "ClientIP"; the timeout is in seconds.
-	SessionAffinity        string `json:"sessionAffinity,omitempty"`
-	SessionAffinityTimeout int32  `json:"sessionAffinityTimeout,omitempty"`
+	// SessionAffinityTimeout is the ClientIP affinity's timeout in seconds.
+	SessionAffinityTimeout int32 `json:"sessionAffinityTimeout,omitempty"`
 	// ProxyName is the service.kubernetes.io/service-proxy-name label.
 	ProxyName string `json:"proxyName,omitempty"`
-	// Created is metadata.creationTimestamp: the oldest of two services
-	// claiming one frontend wins.
-	Created time.Time `json:"created,omitzero"`
 }
+
+// Rare returns s's ServiceRare, allocated when nil: to set its fields.
+func (s *Service) Rare() *ServiceRare {
+	if s.ServiceRare == nil {
+		s.ServiceRare = new(ServiceRare)
+	}
+	return s.ServiceRare
+}
+
+// rareOrZero returns s's ServiceRare or, when nil, a zero one.
+func (s *Service) rareOrZero() *ServiceRare {
+	if s.ServiceRare == nil {
+		return &noRare
+	}
+	return s.ServiceRare
+}
+
+var noRare ServiceRare
+
+// The fields of ServiceRare, read through a nil one as zero.
+func (s *Service) ExternalIPs() []string              { return s.rareOrZero().ExternalIPs }
+func (s *Service) LBIngressIPs() []string             { return s.rareOrZero().LBIngressIPs }
+func (s *Service) LBProxyIPs() []string               { return s.rareOrZero().LBProxyIPs }
+func (s *Service) HealthCheckNodePort() int32         { return s.rareOrZero().HealthCheckNodePort }
+func (s *Service) LoadBalancerSourceRanges() []string { return s.rareOrZero().LoadBalancerSourceRanges }
+func (s *Service) TrafficDistribution() string        { return s.rareOrZero().TrafficDistribution }
+func (s *Service) SessionAffinityTimeout() int32      { return s.rareOrZero().SessionAffinityTimeout }
+func (s *Service) ProxyName() string                  { return s.rareOrZero().ProxyName }
 
 // ServicePort is one port of a Service.
 type ServicePort struct {
@@ -79,57 +121,6 @@ type EndpointPort struct {
 	Name     string `json:"name,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
 	Port     int32  `json:"port"`
-}
-
-// Endpoint is one endpoint of an EndpointSlice. The conditions are resolved
-// at conversion: an unset ready counts as ready, an unset serving as ready.
-type Endpoint struct {
-	Addresses   []string `json:"addresses"`
-	Ready       bool     `json:"ready,omitempty"`
-	Serving     bool     `json:"serving,omitempty"`
-	Terminating bool     `json:"terminating,omitempty"`
-	NodeName    string   `json:"nodeName,omitempty"`
-	// TargetKind, TargetNamespace and TargetName are the endpoint's targetRef.
-	TargetKind      string `json:"targetKind,omitempty"`
-	TargetNamespace string `json:"targetNamespace,omitempty"`
-	TargetName      string `json:"targetName,omitempty"`
-	// Hints are the endpoint's topology hints, nil when it has none (as
-	// most endpoints have): 8 bytes an endpoint instead of two slices'
-	// 48. Embedded, its fields are stored as the endpoint's own. Read them
-	// through ZoneHints and NodeHints, which a nil Hints allows.
-	*Hints
-}
-
-// Hints are the topology hints of an Endpoint.
-type Hints struct {
-	// HintZones and HintNodes are hints.forZones and hints.forNodes: the
-	// zones and nodes that should use this endpoint (topology-aware routing).
-	HintZones []string `json:"hintZones,omitempty"`
-	HintNodes []string `json:"hintNodes,omitempty"`
-}
-
-// ZoneHints are e's hints.forZones; nil when it has none.
-func (e *Endpoint) ZoneHints() []string {
-	if e.Hints == nil {
-		return nil
-	}
-	return e.HintZones
-}
-
-// NodeHints are e's hints.forNodes; nil when it has none.
-func (e *Endpoint) NodeHints() []string {
-	if e.Hints == nil {
-		return nil
-	}
-	return e.HintNodes
-}
-
-// hints are e's Hints, allocated when nil.
-func (e *Endpoint) hints() *Hints {
-	if e.Hints == nil {
-		e.Hints = new(Hints)
-	}
-	return e.Hints
 }
 
 // Key implements Object.
@@ -222,3 +213,50 @@ type VppNode struct {
 
 // Key implements Object.
 func (n *VppNode) Key() Key { return Key{Resource: ResVppNode, Name: n.Name} }
+
+// isZero tells whether r sets none of its fields.
+func (r *ServiceRare) isZero() bool {
+	return len(r.ExternalIPs) == 0 && len(r.LBIngressIPs) == 0 && len(r.LBProxyIPs) == 0 &&
+		r.HealthCheckNodePort == 0 && len(r.LoadBalancerSourceRanges) == 0 &&
+		r.TrafficDistribution == "" && r.SessionAffinityTimeout == 0 && r.ProxyName == ""
+}
+
+// serviceJSON is a Service's stored form: its fields in the order they
+// had before ServiceRare, so that stored values keep their bytes (the
+// Writer compares them to tell what changed).
+type serviceJSON struct {
+	Namespace                string        `json:"namespace"`
+	Name                     string        `json:"name"`
+	Type                     string        `json:"type,omitempty"`
+	ClusterIPs               []string      `json:"clusterIPs,omitempty"`
+	ExternalIPs              []string      `json:"externalIPs,omitempty"`
+	LBIngressIPs             []string      `json:"lbIngressIPs,omitempty"`
+	LBProxyIPs               []string      `json:"lbProxyIPs,omitempty"`
+	Ports                    []ServicePort `json:"ports,omitempty"`
+	HealthCheckNodePort      int32         `json:"healthCheckNodePort,omitempty"`
+	LoadBalancerSourceRanges []string      `json:"loadBalancerSourceRanges,omitempty"`
+	TrafficDistribution      string        `json:"trafficDistribution,omitempty"`
+	ExternalTrafficPolicy    string        `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy    string        `json:"internalTrafficPolicy,omitempty"`
+	SessionAffinity          string        `json:"sessionAffinity,omitempty"`
+	SessionAffinityTimeout   int32         `json:"sessionAffinityTimeout,omitempty"`
+	ProxyName                string        `json:"proxyName,omitempty"`
+	Created                  time.Time     `json:"created,omitzero"`
+}
+
+// MarshalJSON stores s in its stored form.
+func (s Service) MarshalJSON() ([]byte, error) { return json.Marshal(s.stored()) }
+
+// stored is s's stored form.
+func (s *Service) stored() serviceJSON {
+	r := s.rareOrZero()
+	return serviceJSON{
+		Namespace: s.Namespace, Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs,
+		ExternalIPs: r.ExternalIPs, LBIngressIPs: r.LBIngressIPs, LBProxyIPs: r.LBProxyIPs,
+		Ports: s.Ports, HealthCheckNodePort: r.HealthCheckNodePort,
+		LoadBalancerSourceRanges: r.LoadBalancerSourceRanges, TrafficDistribution: r.TrafficDistribution,
+		ExternalTrafficPolicy: s.ExternalTrafficPolicy, InternalTrafficPolicy: s.InternalTrafficPolicy,
+		SessionAffinity: s.SessionAffinity, SessionAffinityTimeout: r.SessionAffinityTimeout,
+		ProxyName: r.ProxyName, Created: s.Created,
+	}
+}

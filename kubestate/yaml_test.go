@@ -84,7 +84,7 @@ items:
 				&Node{Name: "node-1", PodCIDRs: []string{"10.1.1.0/24"}},
 				&EndpointSlice{
 					Namespace: "ns", Name: "web-a", ServiceName: "web", AddressType: "IPv4",
-					Endpoints: []Endpoint{{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}},
+					Endpoints: []Endpoint{EndpointFields{Addresses: []string{"10.1.1.2"}, Ready: true, Serving: true}.Endpoint()},
 				},
 				&Pod{Namespace: "default", Name: "p", IPs: []string{"10.1.1.2"}},
 			},
@@ -247,15 +247,15 @@ func TestExampleCluster(t *testing.T) {
 				t.Errorf("slice %s: no service %q", o.Key().ID(), o.ServiceName)
 			}
 			for _, ep := range o.Endpoints {
-				if ep.TargetKind == "" {
+				if ep.TargetKind() == "" {
 					continue
 				}
-				p, ok := byKey[Key{Resource: ResPod, Node: ep.NodeName, Namespace: ep.TargetNamespace, Name: ep.TargetName}].(*Pod)
+				p, ok := byKey[Key{Resource: ResPod, Node: ep.NodeName(), Namespace: ep.TargetNamespace(), Name: ep.TargetName()}].(*Pod)
 				if !ok {
-					t.Errorf("slice %s: no pod %s/%s", o.Key().ID(), ep.TargetNamespace, ep.TargetName)
+					t.Errorf("slice %s: no pod %s/%s", o.Key().ID(), ep.TargetNamespace(), ep.TargetName())
 					continue
 				}
-				if p.NodeName != ep.NodeName || !slices.Equal(p.IPs, ep.Addresses) {
+				if p.NodeName != ep.NodeName() || !slices.Equal(p.IPs, ep.Addresses()) {
 					t.Errorf("slice %s: endpoint %v does not match pod %+v", o.Key().ID(), ep, p)
 				}
 			}
@@ -274,13 +274,13 @@ func TestExampleCluster(t *testing.T) {
 	if s := svc("shop/frontend"); s.Type != "NodePort" || s.ExternalTrafficPolicy != "Local" || s.Ports[0].NodePort != 30080 {
 		t.Errorf("frontend: %+v", s)
 	}
-	if s := svc("shop/web"); s.Type != "LoadBalancer" || !slices.Equal(s.LBIngressIPs, []string{"203.0.113.10"}) || len(s.Ports) != 2 {
+	if s := svc("shop/web"); s.Type != "LoadBalancer" || !slices.Equal(s.LBIngressIPs(), []string{"203.0.113.10"}) || len(s.Ports) != 2 {
 		t.Errorf("web: %+v", s)
 	}
-	if s := svc("shop/cart"); s.SessionAffinity != "ClientIP" || s.SessionAffinityTimeout != 3600 {
+	if s := svc("shop/cart"); s.SessionAffinity != "ClientIP" || s.SessionAffinityTimeout() != 3600 {
 		t.Errorf("cart: %+v", s)
 	}
-	if s := svc("shop/catalog"); !slices.Equal(s.ExternalIPs, []string{"198.51.100.20"}) {
+	if s := svc("shop/catalog"); !slices.Equal(s.ExternalIPs(), []string{"198.51.100.20"}) {
 		t.Errorf("catalog: %+v", s)
 	}
 	if s := svc("shop/payments"); s.InternalTrafficPolicy != "Local" {
@@ -292,7 +292,7 @@ func TestExampleCluster(t *testing.T) {
 	if s := svc("shop/payments-db"); s.Type != "ExternalName" || len(s.ClusterIPs) != 0 {
 		t.Errorf("payments-db: %+v", s)
 	}
-	if s := svc("shop/legacy"); s.ProxyName == "" {
+	if s := svc("shop/legacy"); s.ProxyName() == "" {
 		t.Errorf("legacy: %+v", s)
 	}
 	if s := svc("kube-system/kube-dns"); len(s.Ports) != 3 || s.Ports[0].Protocol != "UDP" {
@@ -302,7 +302,7 @@ func TestExampleCluster(t *testing.T) {
 		t.Errorf("kubernetes created %v", s.Created)
 	}
 	checkout := byKey[Key{Resource: ResEndpointSlice, Namespace: "shop", Name: "checkout-p8s2c"}].(*EndpointSlice)
-	if eps := checkout.Endpoints; len(eps) != 2 || !eps[0].Ready || eps[1].Ready || !eps[1].Serving || !eps[1].Terminating {
+	if eps := checkout.Endpoints; len(eps) != 2 || !eps[0].Ready() || eps[1].Ready() || !eps[1].Serving() || !eps[1].Terminating() {
 		t.Errorf("checkout endpoints: %+v", eps)
 	}
 	if checkout.TriggerTime.IsZero() {

@@ -238,7 +238,7 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 	}
 	want := make([]netip.Addr, 0, len(s.Endpoints))
 	for _, e := range s.Endpoints {
-		ip, err := netip.ParseAddr(e.Addresses[0])
+		ip, err := netip.ParseAddr(e.Address(0))
 		if err != nil {
 			return 0, 0, err
 		}

@@ -144,7 +144,7 @@ func Slice(i, count int, extra bool) *kubestate.EndpointSlice {
 		Ports:       []kubestate.EndpointPort{{Name: "http", Protocol: "TCP", Port: 8080}},
 	}
 	add := func(nd, p int) {
-		s.Endpoints = append(s.Endpoints, kubestate.Endpoint{
+		s.Endpoints = append(s.Endpoints, kubestate.EndpointFields{
 			Addresses:       []string{EndpointIP(nd, p).String()},
 			Ready:           true,
 			Serving:         true,
@@ -152,7 +152,7 @@ func Slice(i, count int, extra bool) *kubestate.EndpointSlice {
 			TargetKind:      "Pod",
 			TargetNamespace: Namespace,
 			TargetName:      "pod-" + strconv.Itoa(nd) + "-" + strconv.Itoa(p),
-		})
+		}.Endpoint())
 	}
 	for j := range count {
 		add(endpointPlace(i, j))

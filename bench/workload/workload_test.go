@@ -28,7 +28,7 @@ func TestWorkloadShape(t *testing.T) {
 		}
 		local := 0
 		for _, e := range w.Slices[i].Endpoints {
-			if e.NodeName == NodeName(ThisNode) {
+			if e.NodeName() == NodeName(ThisNode) {
 				local++
 			}
 		}
@@ -44,7 +44,7 @@ func TestWorkloadShape(t *testing.T) {
 		t.Errorf("%d services with a local endpoint, want 100 (10%%)", withLocal)
 	}
 	// endpoint 3 of service 12: node (123 mod 100)+1 = 24, pod (123/100) mod 240 = 1
-	if got := w.Slices[12].Endpoints[3].Addresses[0]; got != "10.1.24.3" {
+	if got := w.Slices[12].Endpoints[3].Addresses()[0]; got != "10.1.24.3" {
 		t.Errorf("service 12 endpoint 3 = %s, want 10.1.24.3", got)
 	}
 	if len(w.Objects()) != 2*Nodes+2000+len(w.Pods) {
@@ -91,8 +91,8 @@ func TestLocalEndpointsTargetPods(t *testing.T) {
 	}
 	check := func(what string, eps []kubestate.Endpoint) {
 		for _, e := range eps {
-			if e.NodeName == NodeName(ThisNode) && !pods[e.TargetName] {
-				t.Errorf("%s: local endpoint %s targets %s, not a pod of the workload", what, e.Addresses[0], e.TargetName)
+			if e.NodeName() == NodeName(ThisNode) && !pods[e.TargetName()] {
+				t.Errorf("%s: local endpoint %s targets %s, not a pod of the workload", what, e.Addresses()[0], e.TargetName())
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func TestLocalEndpointsTargetPods(t *testing.T) {
 	for _, c := range w.Churn() {
 		check("churn", c.New.Endpoints)
 		for _, e := range c.New.Endpoints {
-			if e.NodeName == NodeName(ThisNode) && e.TargetName == "pod-1-245" {
+			if e.NodeName() == NodeName(ThisNode) && e.TargetName() == "pod-1-245" {
 				extra++
 			}
 		}

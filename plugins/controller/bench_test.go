@@ -152,7 +152,9 @@ func BenchmarkSameEndpointSlice(b *testing.B) {
 	}
 	prev, next := decode(workload.Slice(5, 11, true)), decode(workload.Slice(5, 11, true))
 	s := next.(*kubestate.EndpointSlice)
-	s.Endpoints[len(s.Endpoints)-1].Ready = !s.Endpoints[len(s.Endpoints)-1].Ready
+	last := s.Endpoints[len(s.Endpoints)-1].Fields()
+	last.Ready = !last.Ready
+	s.Endpoints[len(s.Endpoints)-1] = last.Endpoint()
 	for b.Loop() {
 		if same(prev, next) {
 			b.Fatal("a changed slice compares the same")

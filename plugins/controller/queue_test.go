@@ -237,7 +237,7 @@ func TestSameTellsDistinctValuesApart(t *testing.T) {
 		}
 		last[k.Resource] = a
 		if s, ok := b.(*kubestate.EndpointSlice); ok && len(s.Endpoints) > 0 {
-			s.Endpoints[0].Ready = !s.Endpoints[0].Ready
+			s.Endpoints[0].Edit(func(f *kubestate.EndpointFields) { f.Ready = !f.Ready })
 			if same(a, s) {
 				t.Fatalf("%s: an endpoint's readiness changed, still the same", k)
 			}

@@ -23,14 +23,14 @@ type candidate struct {
 // pod is the local pod the candidate targets; false when there is none.
 func (c *candidate) pod() (kubestate.Key, bool) {
 	e := c.ep
-	if !c.b.Local || e.TargetKind != "Pod" || e.TargetName == "" {
+	if !c.b.Local || e.TargetKind() != "Pod" || e.TargetName() == "" {
 		return kubestate.Key{}, false
 	}
-	ns := e.TargetNamespace
+	ns := e.TargetNamespace()
 	if ns == "" {
 		ns = c.s.Namespace
 	}
-	return kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName}, true
+	return kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: e.TargetName()}, true
 }
 
 // compareCandidates sorts by IP and port; among candidates of one IP:port
@@ -199,27 +199,33 @@ func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.Endp
 	}
 	for i := range s.Endpoints {
 		e := &s.Endpoints[i]
-		if !e.Ready && !(e.Serving && e.Terminating) {
+		ready, serving, terminating := e.Ready(), e.Serving(), e.Terminating()
+		if !ready && !(serving && terminating) {
 			continue
 		}
-		if len(e.Addresses) == 0 {
+		if e.NumAddresses() == 0 {
 			b.skip(key, "", ReasonInvalidEndpoint, "endpoint without address")
 			continue
 		}
-		ip, ok := parseIP(e.Addresses[0])
+		ip, ok := e.Addr() // held as an address: no text to parse
+		if ok {
+			ok = usableIP(ip)
+		} else {
+			ip, ok = parseIP(e.Address(0))
+		}
 		if !ok {
-			b.skip(key, "", ReasonInvalidEndpoint, "address "+strconv.Quote(e.Addresses[0]))
+			b.skip(key, "", ReasonInvalidEndpoint, "address "+strconv.Quote(e.Address(0)))
 			continue
 		}
 		if ip.Is4() && !want4 || ip.Is6() && !want6 {
-			b.skip(key, "", ReasonInvalidEndpoint, "address "+e.Addresses[0]+" in an "+s.AddressType+" slice")
+			b.skip(key, "", ReasonInvalidEndpoint, "address "+e.Address(0)+" in an "+s.AddressType+" slice")
 			continue
 		}
 		c := candidate{b: sr.Backend{
 			IP: ip, Port: uint16(port),
-			Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating,
+			Ready: ready, Serving: serving, Terminating: terminating,
 		}, ep: e, s: s}
-		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName)
+		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName())
 		if c.b.HostNetwork {
 			b.d.hostNet = true
 		}

@@ -214,8 +214,8 @@ func (b *builder) service() *sr.ContivService {
 	case s.Type == "ExternalName":
 		b.skipSvc("", ReasonExternalName, "")
 		return nil
-	case s.ProxyName != "":
-		b.skipSvc("", ReasonOtherProxy, strconv.Quote(s.ProxyName))
+	case s.ProxyName() != "":
+		b.skipSvc("", ReasonOtherProxy, strconv.Quote(s.ProxyName()))
 		return nil
 	case len(s.ClusterIPs) > 0 && s.ClusterIPs[0] == "None":
 		b.skipSvc("", ReasonHeadless, "")
@@ -238,11 +238,11 @@ func (b *builder) service() *sr.ContivService {
 	var ports [4]sr.Port
 	var cips [2]netip.Addr
 	cluster := b.addrs(cips[:0], s.ClusterIPs, "clusterIP")
-	ext := b.addrs(nil, s.ExternalIPs, "externalIP")
+	ext := b.addrs(nil, s.ExternalIPs(), "externalIP")
 	if lb {
-		out.LoadBalancerIPs = sortAddrs(b.addrs(nil, s.LBIngressIPs, "loadBalancer ingress IP"))
+		out.LoadBalancerIPs = sortAddrs(b.addrs(nil, s.LBIngressIPs(), "loadBalancer ingress IP"))
 		ext = append(ext, out.LoadBalancerIPs...)
-		for _, ip := range s.LBProxyIPs {
+		for _, ip := range s.LBProxyIPs() {
 			b.skipSvc("", ReasonIPModeProxy, "loadBalancer ingress IP "+ip+" (ipMode Proxy: the load balancer delivers to the nodes)")
 		}
 	}
@@ -257,7 +257,7 @@ func (b *builder) service() *sr.ContivService {
 	switch s.SessionAffinity {
 	case "", "None":
 	case "ClientIP":
-		t := s.SessionAffinityTimeout
+		t := s.SessionAffinityTimeout()
 		switch {
 		case t == 0:
 			t = kubestate.DefaultSessionAffinityTimeout
@@ -290,14 +290,14 @@ func (b *builder) service() *sr.ContivService {
 // neither renderer filters by source, so they are not enforced.
 func (b *builder) loadBalancer(out *sr.ContivService) {
 	s := b.svc
-	if hc := s.HealthCheckNodePort; hc != 0 && out.ExternalPolicy == sr.PolicyLocal {
+	if hc := s.HealthCheckNodePort(); hc != 0 && out.ExternalPolicy == sr.PolicyLocal {
 		if hc < 0 || hc > 65535 {
 			b.skipSvc("", ReasonInvalidPort, "healthCheckNodePort "+strconv.Itoa(int(hc)))
 		} else {
 			out.HealthCheckNodePort = uint16(hc)
 		}
 	}
-	for _, r := range s.LoadBalancerSourceRanges {
+	for _, r := range s.LoadBalancerSourceRanges() {
 		p, err := netip.ParsePrefix(strings.TrimSpace(r))
 		if err != nil {
 			b.skipSvc("", ReasonInvalidValue, "loadBalancerSourceRanges "+strconv.Quote(r))

@@ -39,29 +39,31 @@ func sliceM(svc, name string, eps ...kubestate.Endpoint) *kubestate.EndpointSlic
 
 // ready is a ready endpoint at ip targeting pod (none when pod is "").
 func ready(ip, pod string) kubestate.Endpoint {
-	e := kubestate.Endpoint{Addresses: []string{ip}, Ready: true, Serving: true}
+	e := kubestate.EndpointFields{Addresses: []string{ip}, Ready: true, Serving: true}
 	if pod != "" {
 		e.TargetKind, e.TargetName = "Pod", pod
 	}
-	return e
+	return e.Endpoint()
 }
 
 // terminating is a terminating endpoint at ip, still serving when serving.
 func terminating(ip string, serving bool) kubestate.Endpoint {
-	return kubestate.Endpoint{Addresses: []string{ip}, Serving: serving, Terminating: true}
+	return kubestate.EndpointFields{Addresses: []string{ip}, Serving: serving, Terminating: true}.Endpoint()
 }
 
-func notReady(ip string) kubestate.Endpoint { return kubestate.Endpoint{Addresses: []string{ip}} }
+func notReady(ip string) kubestate.Endpoint {
+	return kubestate.EndpointFields{Addresses: []string{ip}}.Endpoint()
+}
 
 // servingOnly is an endpoint serving but neither ready nor terminating (a
 // pod failing its readiness probe reports it so): it takes no traffic.
 func servingOnly(ip string) kubestate.Endpoint {
-	return kubestate.Endpoint{Addresses: []string{ip}, Serving: true}
+	return kubestate.EndpointFields{Addresses: []string{ip}, Serving: true}.Endpoint()
 }
 
 // onNode is e on node.
 func onNode(e kubestate.Endpoint, node string) kubestate.Endpoint {
-	e.NodeName = node
+	e.Edit(func(f *kubestate.EndpointFields) { f.NodeName = node })
 	return e
 }
 
@@ -211,11 +213,11 @@ func TestBuild(t *testing.T) {
 		want: "svc default/web cluster=10.96.0.10 affinity=10800\n  port http TCP 80\n",
 	}, {
 		name: "ClientIP affinity with its timeout",
-		svc:  svcM("web", func(s *kubestate.Service) { s.SessionAffinity, s.SessionAffinityTimeout = "ClientIP", 60 }),
+		svc:  svcM("web", func(s *kubestate.Service) { s.SessionAffinity, s.Rare().SessionAffinityTimeout = "ClientIP", 60 }),
 		want: "svc default/web cluster=10.96.0.10 affinity=60\n  port http TCP 80\n",
 	}, {
 		name: "affinity None has no timeout",
-		svc:  svcM("web", func(s *kubestate.Service) { s.SessionAffinity, s.SessionAffinityTimeout = "None", 60 }),
+		svc:  svcM("web", func(s *kubestate.Service) { s.SessionAffinity, s.Rare().SessionAffinityTimeout = "None", 60 }),
 		want: "svc default/web cluster=10.96.0.10\n  port http TCP 80\n",
 	}, {
 		name: "ports matched by name; the backend port comes from the slice; ports sorted by name",
@@ -247,7 +249,9 @@ func TestBuild(t *testing.T) {
 			ready("192.168.16.1", "host-1"), // host network, this node's VPP IP
 			ready("10.20.0.1", ""),          // host network, this node's management IP
 			ready("192.168.16.2", "host-2"), // host network, another node
-		), func(s *kubestate.EndpointSlice) { s.Endpoints[0].TargetNamespace = "default" })},
+		), func(s *kubestate.EndpointSlice) {
+			s.Endpoints[0].Edit(func(f *kubestate.EndpointFields) { f.TargetNamespace = "default" })
+		})},
 		want: `svc default/web cluster=10.96.0.10
   port http TCP 80
     backend 10.1.1.5:8080 local ready serving
@@ -267,7 +271,7 @@ func TestBuild(t *testing.T) {
 		skips: "default/web service/default/web external-name\n",
 	}, {
 		name:  "service of another proxy skipped",
-		svc:   svcM("web", func(s *kubestate.Service) { s.ProxyName = "kpng" }),
+		svc:   svcM("web", func(s *kubestate.Service) { s.Rare().ProxyName = "kpng" }),
 		skips: "default/web service/default/web other-proxy: \"kpng\"\n",
 	}, {
 		name: "SCTP port skipped with a reason, never rendered as UDP",
@@ -317,7 +321,7 @@ default/web service/default/web port=http duplicate-port: name used by an earlie
 		name: "invalid IPs skipped, the rest kept",
 		svc: svcM("web", func(s *kubestate.Service) {
 			s.ClusterIPs = []string{"10.96.0.300", "10.96.0.10"}
-			s.ExternalIPs = []string{"1.2.3.4", "bogus"}
+			s.Rare().ExternalIPs = []string{"1.2.3.4", "bogus"}
 		}),
 		want: "svc default/web cluster=10.96.0.10 external=1.2.3.4\n  port http TCP 80\n",
 		skips: `default/web service/default/web invalid-ip: clusterIP "10.96.0.300"
@@ -352,13 +356,13 @@ default/web service/default/web invalid-ip: externalIP "bogus"
 		name: "external and LoadBalancer IPs merged, sorted, without duplicates",
 		svc: svcM("web", func(s *kubestate.Service) {
 			s.Type = "LoadBalancer"
-			s.ExternalIPs = []string{"5.5.5.5", "1.1.1.1"}
-			s.LBIngressIPs = []string{"3.3.3.3", "1.1.1.1"}
+			s.Rare().ExternalIPs = []string{"5.5.5.5", "1.1.1.1"}
+			s.Rare().LBIngressIPs = []string{"3.3.3.3", "1.1.1.1"}
 		}),
 		want: "svc default/web cluster=10.96.0.10 external=1.1.1.1,3.3.3.3,5.5.5.5\n  port http TCP 80\n",
 	}, {
 		name: "LoadBalancer ingress IPs ignored when the type is no longer LoadBalancer",
-		svc:  svcM("web", func(s *kubestate.Service) { s.LBIngressIPs = []string{"3.3.3.3"} }),
+		svc:  svcM("web", func(s *kubestate.Service) { s.Rare().LBIngressIPs = []string{"3.3.3.3"} }),
 		want: "svc default/web cluster=10.96.0.10\n  port http TCP 80\n",
 	}, {
 		name: "nodePort only for NodePort and LoadBalancer services",
@@ -375,11 +379,24 @@ default/web service/default/web invalid-ip: externalIP "bogus"
 		name: "invalid endpoint addresses skipped with a reason, the rest kept",
 		svc:  svcM("web"),
 		slices: []*kubestate.EndpointSlice{sliceM("web", "web-a",
-			ready("10.1.2.5", ""), ready("10.1.2.500", ""), ready("fd00::1", ""), kubestate.Endpoint{Ready: true})},
+			ready("10.1.2.5", ""), ready("10.1.2.500", ""), ready("fd00::1", ""), kubestate.EndpointFields{Ready: true}.Endpoint())},
 		want: "svc default/web cluster=10.96.0.10\n  port http TCP 80\n    backend 10.1.2.5:8080 ready serving\n",
 		skips: `default/web endpointslice/default/web-a invalid-endpoint: address "10.1.2.500"
 default/web endpointslice/default/web-a invalid-endpoint: address fd00::1 in an IPv4 slice
 default/web endpointslice/default/web-a invalid-endpoint: endpoint without address
+`,
+	}, {
+		name: "unusable addresses skipped, held as addresses or as text alike",
+		svc:  svcM("web"),
+		slices: []*kubestate.EndpointSlice{withSlice(sliceM("web", "web-a",
+			ready("0.0.0.0", ""), ready("::", ""), ready("::ffff:10.1.2.3", ""), ready("fe80::1%eth0", ""),
+			ready("FD00::7", ""), ready("fd00::8", "")), func(s *kubestate.EndpointSlice) { s.AddressType = "" })},
+		want: "svc default/web cluster=10.96.0.10\n  port http TCP 80\n" +
+			"    backend [fd00::7]:8080 host ready serving\n    backend [fd00::8]:8080 host ready serving\n",
+		skips: `default/web endpointslice/default/web-a invalid-endpoint: address "0.0.0.0"
+default/web endpointslice/default/web-a invalid-endpoint: address "::"
+default/web endpointslice/default/web-a invalid-endpoint: address "::ffff:10.1.2.3"
+default/web endpointslice/default/web-a invalid-endpoint: address "fe80::1%eth0"
 `,
 	}, {
 		name: "invalid slice port skipped",

@@ -81,7 +81,7 @@ func (p *Processor) unchanged(o, e *entry) bool {
 	if o.svc != e.svc || !slices.Equal(o.slices, e.slices) {
 		return false
 	}
-	return len(e.svc.LoadBalancerSourceRanges) == 0 || !p.rangesEnforced || p.rangesWhy == nil
+	return len(e.svc.LoadBalancerSourceRanges()) == 0 || !p.rangesEnforced || p.rangesWhy == nil
 }
 
 // skips are what the last derivation left out.

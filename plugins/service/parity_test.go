@@ -12,7 +12,7 @@ import (
 func hinted(ip string, zones, nodes []string) kubestate.Endpoint {
 	e := ready(ip, "")
 	if zones != nil || nodes != nil {
-		e.Hints = &kubestate.Hints{HintZones: zones, HintNodes: nodes}
+		e.Edit(func(f *kubestate.EndpointFields) { f.HintZones, f.HintNodes = zones, nodes })
 	}
 	return e
 }
@@ -158,7 +158,7 @@ func TestLoadBalancerParity(t *testing.T) {
 	lb := func(mods ...func(*kubestate.Service)) *kubestate.Service {
 		return svcM("lb", append([]func(*kubestate.Service){func(s *kubestate.Service) {
 			s.Type, s.Ports[0].NodePort = "LoadBalancer", 30080
-			s.LBIngressIPs = []string{"203.0.113.2"}
+			s.Rare().LBIngressIPs = []string{"203.0.113.2"}
 		}}, mods...)...)
 	}
 	cases := []struct {
@@ -167,19 +167,19 @@ func TestLoadBalancerParity(t *testing.T) {
 		want, skips string
 	}{{
 		name: "health-check NodePort under the Local policy",
-		svc:  lb(func(s *kubestate.Service) { s.ExternalTrafficPolicy, s.HealthCheckNodePort = "Local", 32000 }),
+		svc:  lb(func(s *kubestate.Service) { s.ExternalTrafficPolicy, s.Rare().HealthCheckNodePort = "Local", 32000 }),
 		want: `svc default/lb cluster=10.96.0.10 external=203.0.113.2 etp=Local healthCheckNodePort=32000
   port http TCP 80 nodePort=30080
 `,
 	}, {
 		name: "health-check NodePort ignored under the Cluster policy",
-		svc:  lb(func(s *kubestate.Service) { s.HealthCheckNodePort = 32000 }),
+		svc:  lb(func(s *kubestate.Service) { s.Rare().HealthCheckNodePort = 32000 }),
 		want: `svc default/lb cluster=10.96.0.10 external=203.0.113.2
   port http TCP 80 nodePort=30080
 `,
 	}, {
 		name: "health-check NodePort out of range",
-		svc:  lb(func(s *kubestate.Service) { s.ExternalTrafficPolicy, s.HealthCheckNodePort = "Local", 70000 }),
+		svc:  lb(func(s *kubestate.Service) { s.ExternalTrafficPolicy, s.Rare().HealthCheckNodePort = "Local", 70000 }),
 		want: `svc default/lb cluster=10.96.0.10 external=203.0.113.2 etp=Local
   port http TCP 80 nodePort=30080
 `,
@@ -187,7 +187,7 @@ func TestLoadBalancerParity(t *testing.T) {
 	}, {
 		name: "source ranges kept, sorted, and reported as not enforced; a bad one reported",
 		svc: lb(func(s *kubestate.Service) {
-			s.LoadBalancerSourceRanges = []string{"203.0.113.0/24", "198.51.100.7/16", "bad", "203.0.113.0/24"}
+			s.Rare().LoadBalancerSourceRanges = []string{"203.0.113.0/24", "198.51.100.7/16", "bad", "203.0.113.0/24"}
 		}),
 		want: `svc default/lb cluster=10.96.0.10 external=203.0.113.2 sourceRanges=198.51.0.0/16,203.0.113.0/24
   port http TCP 80 nodePort=30080
@@ -197,7 +197,7 @@ func TestLoadBalancerParity(t *testing.T) {
 			"NOT enforced: the cnat renderer translates before any input ACL could filter; every source reaches the service\n",
 	}, {
 		name: "ingress IP with ipMode Proxy is not rendered",
-		svc:  lb(func(s *kubestate.Service) { s.LBProxyIPs = []string{"203.0.113.9"} }),
+		svc:  lb(func(s *kubestate.Service) { s.Rare().LBProxyIPs = []string{"203.0.113.9"} }),
 		want: `svc default/lb cluster=10.96.0.10 external=203.0.113.2
   port http TCP 80 nodePort=30080
 `,
@@ -284,9 +284,9 @@ func TestReasonText(t *testing.T) {
 func TestSourceRangesScope(t *testing.T) {
 	s := svcM("lb", func(s *kubestate.Service) {
 		s.Type, s.Ports[0].NodePort = "LoadBalancer", 30080
-		s.LBIngressIPs = []string{"203.0.113.2"}
-		s.ExternalIPs = []string{"198.18.0.1"}
-		s.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+		s.Rare().LBIngressIPs = []string{"203.0.113.2"}
+		s.Rare().ExternalIPs = []string{"198.18.0.1"}
+		s.Rare().LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 	})
 	d := build(s, nil, testView(), nil)
 	if got := fmt.Sprint(d.out.LoadBalancerIPs); got != "[203.0.113.2]" {
@@ -310,8 +310,8 @@ func TestSourceRangesScope(t *testing.T) {
 func TestSourceRangesNotEnforcedNow(t *testing.T) {
 	s := svcM("lb", func(s *kubestate.Service) {
 		s.Type, s.Ports[0].NodePort = "LoadBalancer", 30080
-		s.LBIngressIPs = []string{"203.0.113.2"}
-		s.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+		s.Rare().LBIngressIPs = []string{"203.0.113.2"}
+		s.Rare().LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 	})
 	why := "VPP does not load acl_plugin.so"
 	p := &Processor{rangesEnforced: true, rangesWhy: func() string { return why }}

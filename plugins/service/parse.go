@@ -14,10 +14,15 @@ func parseIP(s string) (netip.Addr, bool) {
 		return ip, !ip.IsUnspecified()
 	}
 	ip, err := netip.ParseAddr(s)
-	if err != nil || ip.Zone() != "" || ip.IsUnspecified() || ip.Is4In6() {
+	if err != nil || !usableIP(ip) {
 		return netip.Addr{}, false
 	}
 	return ip, true
+}
+
+// usableIP tells whether the data plane can use ip, as parseIP.
+func usableIP(ip netip.Addr) bool {
+	return ip.Zone() == "" && !ip.IsUnspecified() && !ip.Is4In6()
 }
 
 // parseDotted reads the usual form of an IPv4 address, four decimal

@@ -507,7 +507,7 @@ func TestResyncDerivesWhatChanged(t *testing.T) {
 	// local is a ready endpoint of pod on this node, hinted for zone.
 	local := func(ip, pod, zone string) kubestate.Endpoint {
 		e := hinted(ip, zones(zone), nil)
-		e.TargetKind, e.TargetName = "Pod", pod
+		e.Edit(func(f *kubestate.EndpointFields) { f.TargetKind, f.TargetName = "Pod", pod })
 		return e
 	}
 	r := newRig(t)

@@ -43,21 +43,26 @@ func genService(t *rapid.T) *kubestate.Service {
 			NodePort: rapid.SampledFrom([]int32{0, 30000, -1}).Draw(t, "nodePort"),
 		}
 	})
-	return &kubestate.Service{
-		Namespace:              rapid.SampledFrom([]string{"a", "a", "b"}).Draw(t, "ns"),
-		Name:                   rapid.SampledFrom(propServices).Draw(t, "name"),
-		Type:                   rapid.SampledFrom([]string{"ClusterIP", "NodePort", "ClusterIP", "LoadBalancer", "", "ExternalName", "Weird"}).Draw(t, "type"),
-		ClusterIPs:             rapid.SampledFrom([][]string{{"10.96.0.1"}, {"10.96.0.2"}, {"10.96.0.1"}, {"10.96.0.1", "fd00:96::1"}, {"None"}, nil, {"bad"}}).Draw(t, "clusterIPs"),
-		ExternalIPs:            rapid.SampledFrom([][]string{nil, nil, {"1.1.1.1"}, {"2.2.2.2", "1.1.1.1"}, {"x"}}).Draw(t, "externalIPs"),
-		LBIngressIPs:           rapid.SampledFrom([][]string{nil, {"3.3.3.3"}, {"1.1.1.1"}}).Draw(t, "lbIPs"),
-		Ports:                  rapid.SliceOfN(port, 1, 3).Draw(t, "ports"),
-		ExternalTrafficPolicy:  rapid.SampledFrom([]string{"", "Cluster", "Local", "Bad"}).Draw(t, "etp"),
-		InternalTrafficPolicy:  rapid.SampledFrom([]string{"", "Cluster", "Local"}).Draw(t, "itp"),
-		SessionAffinity:        rapid.SampledFrom([]string{"", "None", "ClientIP"}).Draw(t, "affinity"),
-		SessionAffinityTimeout: rapid.SampledFrom([]int32{0, 60, 100000}).Draw(t, "timeout"),
-		ProxyName:              rapid.SampledFrom([]string{"", "", "", "", "other"}).Draw(t, "proxy"),
-		Created:                rapid.SampledFrom(propTimes).Draw(t, "created"),
+	rare := new(kubestate.ServiceRare)
+	s := &kubestate.Service{
+		Namespace:  rapid.SampledFrom([]string{"a", "a", "b"}).Draw(t, "ns"),
+		Name:       rapid.SampledFrom(propServices).Draw(t, "name"),
+		Type:       rapid.SampledFrom([]string{"ClusterIP", "NodePort", "ClusterIP", "LoadBalancer", "", "ExternalName", "Weird"}).Draw(t, "type"),
+		ClusterIPs: rapid.SampledFrom([][]string{{"10.96.0.1"}, {"10.96.0.2"}, {"10.96.0.1"}, {"10.96.0.1", "fd00:96::1"}, {"None"}, nil, {"bad"}}).Draw(t, "clusterIPs"),
 	}
+	rare.ExternalIPs = rapid.SampledFrom([][]string{nil, nil, {"1.1.1.1"}, {"2.2.2.2", "1.1.1.1"}, {"x"}}).Draw(t, "externalIPs")
+	rare.LBIngressIPs = rapid.SampledFrom([][]string{nil, {"3.3.3.3"}, {"1.1.1.1"}}).Draw(t, "lbIPs")
+	s.Ports = rapid.SliceOfN(port, 1, 3).Draw(t, "ports")
+	s.ExternalTrafficPolicy = rapid.SampledFrom([]string{"", "Cluster", "Local", "Bad"}).Draw(t, "etp")
+	s.InternalTrafficPolicy = rapid.SampledFrom([]string{"", "Cluster", "Local"}).Draw(t, "itp")
+	s.SessionAffinity = rapid.SampledFrom([]string{"", "None", "ClientIP"}).Draw(t, "affinity")
+	rare.SessionAffinityTimeout = rapid.SampledFrom([]int32{0, 60, 100000}).Draw(t, "timeout")
+	rare.ProxyName = rapid.SampledFrom([]string{"", "", "", "", "other"}).Draw(t, "proxy")
+	s.Created = rapid.SampledFrom(propTimes).Draw(t, "created")
+	if rare.ExternalIPs != nil || rare.LBIngressIPs != nil || rare.SessionAffinityTimeout != 0 || rare.ProxyName != "" {
+		s.ServiceRare = rare
+	}
+	return s
 }
 
 // genSlice draws a slice; for svc (when not nil) it usually matches the
@@ -71,8 +76,8 @@ func genSlice(t *rapid.T, svc *kubestate.Service) *kubestate.EndpointSlice {
 			Port:     rapid.SampledFrom([]int32{8080, 8080, 53, 0}).Draw(t, "port"),
 		}
 	})
-	endpoint := rapid.Custom(func(t *rapid.T) kubestate.Endpoint {
-		e := kubestate.Endpoint{
+	endpoint := rapid.Custom(func(t *rapid.T) kubestate.EndpointFields {
+		e := kubestate.EndpointFields{
 			Addresses:   rapid.SliceOfN(rapid.SampledFrom(propAddrs), 0, 2).Draw(t, "addresses"),
 			Ready:       rapid.SampledFrom([]bool{true, true, true, false}).Draw(t, "ready"),
 			Serving:     rapid.Bool().Draw(t, "serving"),
@@ -91,18 +96,24 @@ func genSlice(t *rapid.T, svc *kubestate.Service) *kubestate.EndpointSlice {
 		ServiceName: rapid.SampledFrom(append(slices.Clone(propServices), "")).Draw(t, "service"),
 		AddressType: rapid.SampledFrom([]string{"IPv4", "IPv4", "", "IPv6", "FQDN", "bad"}).Draw(t, "addressType"),
 		Ports:       rapid.SliceOfN(port, 0, 2).Draw(t, "ports"),
-		Endpoints:   rapid.SliceOfN(endpoint, 0, 4).Draw(t, "endpoints"),
 	}
+	endpoints := rapid.SliceOfN(endpoint, 0, 4).Draw(t, "endpoints")
 	if svc != nil && rapid.SampledFrom([]bool{true, true, true, false}).Draw(t, "matching") {
 		s.Namespace, s.ServiceName, s.AddressType = svc.Namespace, svc.Name, "IPv4"
 		s.Ports = nil
 		for _, p := range svc.Ports {
 			s.Ports = append(s.Ports, kubestate.EndpointPort{Name: p.Name, Protocol: p.Protocol, Port: 8080})
 		}
-		for i := range s.Endpoints {
-			if s.Endpoints[i].TargetNamespace != "" {
-				s.Endpoints[i].TargetNamespace = svc.Namespace
+		for i := range endpoints {
+			if endpoints[i].TargetNamespace != "" {
+				endpoints[i].TargetNamespace = svc.Namespace
 			}
+		}
+	}
+	if endpoints != nil {
+		s.Endpoints = make([]kubestate.Endpoint, len(endpoints))
+		for i, f := range endpoints {
+			s.Endpoints[i] = f.Endpoint()
 		}
 	}
 	return s

@@ -45,26 +45,22 @@ func (b *builder) topology(cands []candidate, v *nodeView) topoFilter {
 	forNode, forZone := false, false
 	ready := false
 	for i := range cands {
-		h := cands[i].ep.Hints
-		if h != nil && (len(h.HintZones) > 0 || len(h.HintNodes) > 0) {
+		zones, nodes := cands[i].ep.ZoneHints(), cands[i].ep.NodeHints()
+		if len(zones) > 0 || len(nodes) > 0 {
 			b.d.hinted = true
 		}
 		if !cands[i].b.Ready {
 			continue
 		}
 		ready = true
-		if h == nil { // no hints, as most endpoints
-			allNode, allZone = false, false
-			continue
-		}
-		if len(h.HintNodes) == 0 {
+		if len(nodes) == 0 {
 			allNode = false
-		} else if slices.Contains(h.HintNodes, v.name) {
+		} else if slices.Contains(nodes, v.name) {
 			forNode = true
 		}
-		if len(h.HintZones) == 0 {
+		if len(zones) == 0 {
 			allZone = false
-		} else if v.zone != "" && slices.Contains(h.HintZones, v.zone) {
+		} else if v.zone != "" && slices.Contains(zones, v.zone) {
 			forZone = true
 		}
 	}
