@@ -26,7 +26,7 @@ func TestNAT44AgreesWithOracle(t *testing.T) {
 	for _, m := range st.Mappings {
 		srcs := []netip.Addr{outside}
 		for _, l := range m.Locals {
-			srcs = append(srcs, l.IP)
+			srcs = append(srcs, l.IP.Addr())
 		}
 		for _, src := range srcs {
 			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: ip_types.IPProto(m.Proto), DstPort: m.Port, Ingress: r.MainInterface})

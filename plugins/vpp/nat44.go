@@ -333,11 +333,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 	}
 	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
 	for _, l := range m.Locals {
-		ip, ok := ip4(l.IP)
-		if !ok {
-			return nil, nil, fmt.Errorf("local %v is not IPv4", l.IP)
-		}
-		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
+		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip_types.IP4Address(l.IP), Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
 	}
 	if len(locals) == 1 {
 		l := locals[0]
@@ -398,16 +394,12 @@ func localRequest(key nat44.MappingKey, l nat44.Local, add bool) (*nat44_ed.Nat4
 	if !ok {
 		return nil, errors.New("external address is not IPv4")
 	}
-	lip, ok := ip4(l.IP)
-	if !ok {
-		return nil, errors.New("local address is not IPv4")
-	}
 	return &nat44_ed.Nat44LbStaticMappingAddDelLocal{
 		IsAdd:        add,
 		ExternalAddr: ext,
 		ExternalPort: key.Port,
 		Protocol:     uint8(key.Proto),
-		Local:        nat44_ed.Nat44LbAddrPort{Addr: lip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
+		Local:        nat44_ed.Nat44LbAddrPort{Addr: ip_types.IP4Address(l.IP), Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
 	}, nil
 }
 
@@ -593,7 +585,7 @@ func (n *NAT44) dumpStatic(ctx context.Context, st *nat44.State) error {
 		k := mappingKey(d.ExternalIPAddress, d.ExternalPort, d.Protocol)
 		st.Mappings[k] = &nat44.Mapping{
 			MappingKey: k,
-			Locals:     []nat44.Local{{IP: fromIP4(d.LocalIPAddress), Port: d.LocalPort, VRF: d.VrfID}},
+			Locals:     []nat44.Local{{IP: nat44.IPv4(d.LocalIPAddress), Port: d.LocalPort, VRF: d.VrfID}},
 			TwiceNAT:   twiceNAT(d.Flags),
 			Tag:        d.Tag,
 		}
@@ -613,7 +605,7 @@ func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
 			out.Locals = make([]nat44.Local, len(d.Locals)) // one allocation, not a growing one
 		}
 		for i, l := range d.Locals {
-			out.Locals[i] = nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
+			out.Locals[i] = nat44.Local{IP: nat44.IPv4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
 		}
 		if !slices.IsSortedFunc(out.Locals, nat44.Local.Compare) {
 			slices.SortFunc(out.Locals, nat44.Local.Compare)

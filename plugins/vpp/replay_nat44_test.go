@@ -83,9 +83,9 @@ func TestReplayAgentFlowDump(t *testing.T) {
 	}
 	e.checkAllUsed(t, steps...)
 	web := []nat44.Local{
-		{IP: ip("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
 	}
 	one := nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6}
 	webKey := nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6}
@@ -102,7 +102,7 @@ func TestReplayAgentFlowDump(t *testing.T) {
 			"host-vco1": nat44.FeatureIn | nat44.FeatureOut, "host-vcl1": nat44.FeatureIn | nat44.FeatureOut,
 		},
 		Mappings: map[nat44.MappingKey]*nat44.Mapping{
-			one: {MappingKey: one, Locals: []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}},
+			one: {MappingKey: one, Locals: []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.31"), Port: 8080, VRF: 1}},
 				TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/one"},
 			webKey: {MappingKey: webKey, Locals: web, TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"},
 			np:     {MappingKey: np, Locals: web, TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"},
@@ -136,7 +136,7 @@ func TestReplayLBDump(t *testing.T) {
 		return m
 	}
 	l := func(addr string, prob uint8, vrf uint32) nat44.Local {
-		return nat44.Local{IP: ip(addr), Port: 8080, Probability: prob, VRF: vrf}
+		return nat44.Local{IP: nat44.MustIPv4(ip(addr)), Port: 8080, Probability: prob, VRF: vrf}
 	}
 	// Created with affinity 60: VPP never dumps affinity.
 	if m := get("10.96.1.5", 6); m.Affinity != 0 || m.Tag != "aff" {
@@ -191,7 +191,7 @@ func TestReplayStaticDump(t *testing.T) {
 		t.Errorf("tag of a mapping added with a 64-byte tag: %+v", m)
 	}
 	k = nat44.MappingKey{IP: ip("10.96.0.6"), Port: 80, Proto: 6}
-	if m := st.Mappings[k]; m == nil || m.TwiceNAT != nat44.TwiceNATOn || m.Locals[0] != (nat44.Local{IP: ip("10.1.1.11"), Port: 8080, VRF: 1}) {
+	if m := st.Mappings[k]; m == nil || m.TwiceNAT != nat44.TwiceNATOn || m.Locals[0] != (nat44.Local{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, VRF: 1}) {
 		t.Errorf("twice-NAT static mapping: %+v", m)
 	}
 }
@@ -307,13 +307,13 @@ func TestReplayAgentFlowProgramming(t *testing.T) {
 	check("identity", e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("192.168.16.1")}, Tag: "contiv:node"}, true))
 	check("static", e.nat.AddDelMapping(ctx, &nat44.Mapping{
 		MappingKey: nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6},
-		Locals:     []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}},
+		Locals:     []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.31"), Port: 8080, VRF: 1}},
 		TwiceNAT:   nat44.TwiceNATSelf, Tag: "contiv:default/one",
 	}, true))
 	web := []nat44.Local{
-		{IP: ip("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
 	}
 	webKey := nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6}
 	for _, k := range []nat44.MappingKey{webKey, {IP: ip("192.168.16.1"), Port: 30080, Proto: 6}} {

@@ -88,13 +88,13 @@ func TestRequestsAsRecorded(t *testing.T) {
 	web := func(n int) []nat44.Local {
 		var ls []nat44.Local
 		for i := range n {
-			ls = append(ls, nat44.Local{IP: netip.AddrFrom4([4]byte{10, 1, 1, byte(11 + i)}), Port: 8080, Probability: 1, VRF: 1})
+			ls = append(ls, nat44.Local{IP: nat44.IPv4{10, 1, 1, byte(11 + i)}, Port: 8080, Probability: 1, VRF: 1})
 		}
 		return ls
 	}
 	t.Run("static mapping (agent_flow step 25)", func(t *testing.T) {
 		req, _, err := mappingRequest(&nat44.Mapping{MappingKey: key("10.96.0.31", 80), TwiceNAT: nat44.TwiceNATSelf,
-			Tag: "contiv:default/one", Locals: []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}}}, true)
+			Tag: "contiv:default/one", Locals: []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.31"), Port: 8080, VRF: 1}}}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestRequestsAsRecorded(t *testing.T) {
 	t.Run("load-balanced delete carries no locals (lb step 37, 300 locals)", func(t *testing.T) {
 		m := &nat44.Mapping{MappingKey: key("10.96.1.4", 80), TwiceNAT: nat44.TwiceNATSelf, Tag: "255", Affinity: 60}
 		for i := range 300 {
-			m.Locals = append(m.Locals, nat44.Local{IP: netip.AddrFrom4([4]byte{10, 1, byte(3 + i/250), byte(1 + i%250)}), Port: 8080, Probability: 1, VRF: 1})
+			m.Locals = append(m.Locals, nat44.Local{IP: nat44.IPv4{10, 1, byte(3 + i/250), byte(1 + i%250)}, Port: 8080, Probability: 1, VRF: 1})
 		}
 		req, _, err := mappingRequest(m, false)
 		if err != nil {

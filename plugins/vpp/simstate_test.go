@@ -45,7 +45,7 @@ func simState(v *sim.VPP) *nat44.State {
 			out.TwiceNAT = nat44.TwiceNATSelf
 		}
 		for _, l := range m.Locals {
-			out.Locals = append(out.Locals, nat44.Local{IP: l.IP, Port: l.Port, VRF: l.VRF, Probability: l.Probability})
+			out.Locals = append(out.Locals, nat44.Local{IP: nat44.MustIPv4(l.IP), Port: l.Port, VRF: l.VRF, Probability: l.Probability})
 		}
 		st.Mappings[k] = out
 	}

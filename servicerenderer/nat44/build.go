@@ -135,10 +135,11 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 // over the host interconnect, as it must for host→pod traffic.
 func appendHealthCheck(dst []Mapping, start int, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
 	hc := svc.HealthCheckNodePort
-	if hc == 0 || svc.ExternalPolicy != servicerenderer.PolicyLocal || !cfg.HealthCheckTarget.IsValid() {
+	target, ok := IPv4Of(cfg.HealthCheckTarget)
+	if hc == 0 || svc.ExternalPolicy != servicerenderer.PolicyLocal || !ok {
 		return dst
 	}
-	locals := []Local{Placeholder, {IP: cfg.HealthCheckTarget, Port: hc, VRF: cfg.MainVRF, Probability: 1}}
+	locals := []Local{Placeholder, {IP: target, Port: hc, VRF: cfg.MainVRF, Probability: 1}}
 	if svc.AffinityTimeout != 0 {
 		tag = ServiceTag(cfg.TagPrefix, svc.ID) // the tag tells VPP's affinity: none here
 	}
@@ -178,11 +179,11 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	for _, local := range []bool{true, false} {
 		for i := range backends {
 			b := &backends[i]
-			ip := b.IP.Unmap()
-			if b.Local != local || !ip.Is4() || b.Port == 0 {
+			ip4, ok := IPv4Of(b.IP)
+			if b.Local != local || !ok || b.Port == 0 {
 				continue
 			}
-			l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
+			l := Local{IP: ip4, Port: b.Port, VRF: localVRF(b, b.IP.Unmap(), node, cfg), Probability: 1}
 			if local {
 				l.Probability = weight
 				nLocal++

@@ -24,7 +24,7 @@ func lbMapping(n int) *Mapping {
 		Tag:        tagPrefix + "default/web",
 	}
 	for i := range n {
-		m.Locals = append(m.Locals, Local{IP: netip.AddrFrom4([4]byte{10, 1, 1, byte(10 + i)}), Port: 8080, VRF: 2, Probability: 1})
+		m.Locals = append(m.Locals, Local{IP: IPv4{10, 1, 1, byte(10 + i)}, Port: 8080, VRF: 2, Probability: 1})
 	}
 	return m
 }
@@ -243,7 +243,7 @@ func TestDiffOrderAndForeignObjects(t *testing.T) {
 	}
 	blockedKey := MappingKey{IP: netip.MustParseAddr("10.96.0.2"), Port: 53, Proto: servicerenderer.UDP}
 	desired.Mappings[blockedKey] = &Mapping{MappingKey: blockedKey, Tag: tagPrefix + "kube-system/dns",
-		Locals: []Local{{IP: netip.MustParseAddr("10.1.1.5"), Port: 53, VRF: 2, Probability: 1}}}
+		Locals: []Local{{IP: MustParseIPv4("10.1.1.5"), Port: 53, VRF: 2, Probability: 1}}}
 
 	applied := NewState()
 	applied.Pool = []PoolAddress{{IP: netip.MustParseAddr("10.9.9.9"), VRF: AnyVRF}}
@@ -253,11 +253,11 @@ func TestDiffOrderAndForeignObjects(t *testing.T) {
 	applied.Identities[foreignID.IdentityKey] = foreignID
 	applied.Identities[staleID.IdentityKey] = staleID
 	foreign := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "", Locals: []Local{{IP: netip.MustParseAddr("10.1.1.9"), Port: 80, VRF: 2}}}
+		Tag: "", Locals: []Local{{IP: MustParseIPv4("10.1.1.9"), Port: 80, VRF: 2}}}
 	foreignBlocking := &Mapping{MappingKey: blockedKey, Tag: "calico:dns",
-		Locals: []Local{{IP: netip.MustParseAddr("10.1.1.8"), Port: 53, VRF: 2}}}
+		Locals: []Local{{IP: MustParseIPv4("10.1.1.8"), Port: 53, VRF: 2}}}
 	stale := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.96.0.3"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: tagPrefix + "default/gone", Locals: []Local{{IP: netip.MustParseAddr("10.1.1.7"), Port: 80, VRF: 2}}}
+		Tag: tagPrefix + "default/gone", Locals: []Local{{IP: MustParseIPv4("10.1.1.7"), Port: 80, VRF: 2}}}
 	for _, m := range []*Mapping{foreign, foreignBlocking, stale} {
 		applied.Mappings[m.MappingKey] = m
 	}
@@ -301,7 +301,7 @@ var (
 	genLocal = rapid.Custom(func(t *rapid.T) Local {
 		host := rapid.IntRange(1, 6).Draw(t, "host")
 		return Local{
-			IP:          netip.AddrFrom4([4]byte{10, 1, byte(1 + host%2), byte(host)}),
+			IP:          IPv4{10, 1, byte(1 + host%2), byte(host)},
 			Port:        rapid.SampledFrom([]uint16{80, 8080}).Draw(t, "port"),
 			VRF:         2,
 			Probability: uint8(rapid.IntRange(1, 2).Draw(t, "prob")),

@@ -276,6 +276,12 @@
 // introspection methods read snapshots; no lock is held while VPP is
 // called).
 //
+// # Memory
+//
+// At W(50 000) the renderer holds ~600 000 locals: a Local is 12 bytes
+// without a pointer (its address an IPv4, NAT44 being IPv4 only), so that
+// the locals cost ~7 MB and nothing for the garbage collector to mark.
+//
 // The package knows nothing about etcd, the controller, govpp or
 // Kubernetes objects: it sees ContivServices and the VPP interface.
 package nat44

@@ -18,7 +18,7 @@ func webMapping(n int) *nat44.Mapping {
 	}
 	for i := range n {
 		m.Locals = append(m.Locals, nat44.Local{
-			IP: netip.AddrFrom4([4]byte{10, 1, 1, byte(10 + i)}), Port: 8080, VRF: 1, Probability: 1,
+			IP: nat44.IPv4{10, 1, 1, byte(10 + i)}, Port: 8080, VRF: 1, Probability: 1,
 		})
 	}
 	return m

@@ -267,9 +267,9 @@ func TestAppliedSharesTheDesiredValues(t *testing.T) {
 func TestForeignMappingsNeverTouched(t *testing.T) {
 	fake := newFakeVPP()
 	foreign := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "other-agent", Locals: []Local{{IP: netip.MustParseAddr("10.5.5.5"), Port: 80}}}
+		Tag: "other-agent", Locals: []Local{{IP: MustParseIPv4("10.5.5.5"), Port: 80}}}
 	squatter := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.96.0.2"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "", Locals: []Local{{IP: netip.MustParseAddr("10.5.5.6"), Port: 80}}}
+		Tag: "", Locals: []Local{{IP: MustParseIPv4("10.5.5.6"), Port: 80}}}
 	fake.state.Mappings[foreign.MappingKey] = foreign
 	fake.state.Mappings[squatter.MappingKey] = squatter
 	r := newTestRenderer(t, testConfig(), fake)

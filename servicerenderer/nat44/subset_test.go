@@ -15,7 +15,7 @@ import (
 func endpoints(net, n int, prob uint8) []Local {
 	out := make([]Local, n)
 	for i := range out {
-		out[i] = Local{IP: netip.AddrFrom4([4]byte{10, byte(net), byte(i / 250), byte(1 + i%250)}), Port: 8080, VRF: 1, Probability: prob}
+		out[i] = Local{IP: IPv4{10, byte(net), byte(i / 250), byte(1 + i%250)}, Port: 8080, VRF: 1, Probability: prob}
 	}
 	return out
 }
@@ -56,7 +56,7 @@ func TestFitLocals(t *testing.T) {
 		sum := probabilitySum(got)
 		nLocal := 0
 		for _, l := range got {
-			if l.IP.As4()[1] == 1 {
+			if l.IP[1] == 1 {
 				nLocal++
 				if int(l.Probability) != c.locWeight {
 					t.Errorf("%s: local %v has probability %d, want %d", name, l.IP, l.Probability, c.locWeight)
@@ -115,12 +115,12 @@ func TestSubsetSpread(t *testing.T) {
 	for n := range 30 {
 		got, _ := fitLocals(nil, endpoints(2, 1000, 1), fmt.Sprintf("node-%d", n+1), 1)
 		for _, l := range got {
-			held[l.IP]++
+			held[l.IP.Addr()]++
 		}
 	}
 	least, most := 30, 0
 	for _, l := range endpoints(2, 1000, 1) {
-		least, most = min(least, held[l.IP]), max(most, held[l.IP])
+		least, most = min(least, held[l.IP.Addr()]), max(most, held[l.IP.Addr()])
 	}
 	t.Logf("1000 endpoints over 30 nodes of 255: each held by %d to %d nodes", least, most)
 	if least < 1 || most > 20 {

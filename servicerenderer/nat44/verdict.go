@@ -160,8 +160,8 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 // sinkLocals are the locals of a frontend that drops: the sink at port
 // (main VRF) beside the placeholder; nil without a service CIDR.
 func sinkLocals(cfg *Config, port uint16) []Local {
-	sink := SinkAddress(cfg)
-	if !sink.IsValid() {
+	sink, ok := IPv4Of(SinkAddress(cfg))
+	if !ok {
 		return nil
 	}
 	return []Local{Placeholder, {IP: sink, Port: port, VRF: cfg.MainVRF, Probability: 1}}

@@ -163,9 +163,9 @@ func TestOlderAgentsMappings(t *testing.T) {
 		return MappingKey{IP: netip.MustParseAddr(ip), Port: 80, Proto: servicerenderer.TCP}
 	}
 	static := &Mapping{MappingKey: key("10.96.0.1"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/one",
-		Locals: []Local{{IP: netip.MustParseAddr("10.2.0.2"), Port: 8080, VRF: 2}}}
+		Locals: []Local{{IP: MustParseIPv4("10.2.0.2"), Port: 8080, VRF: 2}}}
 	lb := &Mapping{MappingKey: key("10.96.0.2"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/two",
-		Locals: []Local{{IP: netip.MustParseAddr("10.2.0.2"), Port: 8080, VRF: 2, Probability: 1}, {IP: netip.MustParseAddr("10.2.0.3"), Port: 8080, VRF: 2, Probability: 1}}}
+		Locals: []Local{{IP: MustParseIPv4("10.2.0.2"), Port: 8080, VRF: 2, Probability: 1}, {IP: MustParseIPv4("10.2.0.3"), Port: 8080, VRF: 2, Probability: 1}}}
 	fake.state.Mappings[static.MappingKey] = static
 	fake.state.Mappings[lb.MappingKey] = lb
 	one, two := webService("default", "one", 1, 1), webService("default", "two", 2, 2)
@@ -449,7 +449,7 @@ func TestLocalNodePortWithoutLocalEndpoint(t *testing.T) {
 		switch m.IP {
 		case netip.MustParseAddr("10.96.0.5"):
 		case netip.MustParseAddr("20.0.0.9"):
-			if len(m.Locals) != 2 || m.Locals[1].IP != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {
+			if len(m.Locals) != 2 || m.Locals[1].IP.Addr() != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {
 				t.Errorf("external IP not to the sink: %s", m)
 			}
 		default:

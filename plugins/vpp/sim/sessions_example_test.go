@@ -34,7 +34,7 @@ func ExampleVPP_OpenSession() {
 	}
 	addr := netip.MustParseAddr
 	backend := func(ip string) nat44.Local {
-		return nat44.Local{IP: addr(ip), Port: 8080, VRF: 1, Probability: 1}
+		return nat44.Local{IP: nat44.MustIPv4(addr(ip)), Port: 8080, VRF: 1, Probability: 1}
 	}
 	must(nat.SetGlobal(ctx, nat44.Global{Forwarding: true}))
 	if _, err := nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut); err != nil {

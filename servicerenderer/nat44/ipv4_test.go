@@ -1,0 +1,67 @@
+package nat44
+
+import (
+	"encoding/json"
+	"net/netip"
+	"testing"
+	"unsafe"
+
+	"pgregory.net/rapid"
+)
+
+// TestLocalIsCompact guards the size of a Local: 600 000 of them at
+// W(50 000), 12 bytes each, and no pointer for the collector to follow.
+func TestLocalIsCompact(t *testing.T) {
+	if s := unsafe.Sizeof(Local{}); s != 12 {
+		t.Errorf("a Local takes %d bytes, want 12", s)
+	}
+	if Placeholder != (Local{}) || Placeholder.IP.Addr() != netip.IPv4Unspecified() {
+		t.Errorf("placeholder %v, want the zero Local 0.0.0.0:0", Placeholder)
+	}
+}
+
+// TestIPv4AsNetipAddr checks that an IPv4 orders, prints and encodes as
+// the netip.Addr it stands for, so that locals sort, print and read back
+// as they did when they held one.
+func TestIPv4AsNetipAddr(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var a, b IPv4
+		copy(a[:], rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "a"))
+		copy(b[:], rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "b"))
+		na, nb := netip.AddrFrom4(a), netip.AddrFrom4(b)
+		if got, want := a.Compare(b), na.Compare(nb); got != want {
+			t.Fatalf("%v.Compare(%v) = %d, netip says %d", a, b, got, want)
+		}
+		if a.String() != na.String() {
+			t.Fatalf("%v prints %q, netip %q", a, a.String(), na.String())
+		}
+		js, err := json.Marshal(Local{IP: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJS, _ := json.Marshal(struct{ IP netip.Addr }{na})
+		if string(js[:len(wantJS)-1]) != string(wantJS[:len(wantJS)-1]) {
+			t.Fatalf("JSON %s, want it to start as %s", js, wantJS)
+		}
+		var back Local
+		if err := json.Unmarshal(js, &back); err != nil || back.IP != a {
+			t.Fatalf("JSON %s read back as %v (%v)", js, back.IP, err)
+		}
+		if v, ok := IPv4Of(netip.AddrFrom16(na.As16())); !ok || v != a {
+			t.Fatalf("IPv4-mapped %v: %v %v", na, v, ok)
+		}
+	})
+}
+
+// TestIPv4OfRefusesIPv6 checks that what is not IPv4 is refused.
+func TestIPv4OfRefusesIPv6(t *testing.T) {
+	for _, a := range []netip.Addr{{}, netip.MustParseAddr("fd00::1"), netip.IPv6Unspecified()} {
+		if v, ok := IPv4Of(a); ok {
+			t.Errorf("IPv4Of(%v) = %v, want refused", a, v)
+		}
+	}
+	var ip IPv4
+	if err := ip.UnmarshalText([]byte("fd00::1")); err == nil {
+		t.Errorf("an IPv6 address read as IPv4 %v", ip)
+	}
+}
