@@ -46,7 +46,7 @@ func TestPipelineIsTheAgents(t *testing.T) {
 	}
 	routed := false
 	for k := range d.Routes {
-		routed = routed || k.Prefix == env.plan.ServiceCIDR
+		routed = routed || k.Prefix.AsPrefix() == env.plan.ServiceCIDR
 	}
 	if !routed {
 		t.Errorf("no route of the service CIDR %v among %d", env.plan.ServiceCIDR, len(d.Routes))

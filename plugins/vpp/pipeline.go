@@ -189,7 +189,7 @@ func describeOp(op *nat44.Op) string {
 	case nat44.OpAddLocal, nat44.OpDelLocal:
 		return localWhat(op.Mapping.MappingKey, op.Local, add)
 	case nat44.OpAddRoute, nat44.OpDelRoute:
-		return routeWhat(op.Route.Prefix, op.Route.VRF, add)
+		return routeWhat(op.Route.Prefix.AsPrefix(), op.Route.VRF, add)
 	case nat44.OpSetInterface:
 		return fmt.Sprintf("NAT44 features of interface %q", op.Interface)
 	}

@@ -55,8 +55,8 @@ func pipelineOps() []nat44.Op {
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}},
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}}, // -81
 		{Kind: nat44.OpAddIdentity, Identity: &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv-snat"}},
-		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}}},
-		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 7}}}, // no table 7: -3
+		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 0}}},
+		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 7}}}, // no table 7: -3
 		{Kind: nat44.OpSetInterface, Interface: "tap1", NewFeatures: nat44.FeatureIn},
 		{Kind: nat44.OpSetInterface, Interface: "tap2", NewFeatures: nat44.FeatureIn | nat44.FeatureOut},
 		{Kind: nat44.OpSetInterface, Interface: "eth0", NewFeatures: nat44.FeatureOutput},

@@ -54,7 +54,7 @@ func simState(v *sim.VPP) *nat44.State {
 		st.Identities[k] = &nat44.Identity{IdentityKey: k, Tag: id.Tag}
 	}
 	for _, r := range s.Routes {
-		out := &nat44.Route{RouteKey: nat44.RouteKey{Prefix: r.Prefix, VRF: r.VRF}}
+		out := &nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(r.Prefix), VRF: r.VRF}}
 		switch {
 		case r.Reject:
 			out.Kind = nat44.RouteReject

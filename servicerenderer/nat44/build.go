@@ -290,13 +290,13 @@ func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole
 			st.Identities[k] = &Identity{IdentityKey: k, Tag: tag}
 		}
 	}
-	if p := cfg.ServiceCIDR; p.IsValid() && p.Addr().Is4() {
+	if p, ok := IPv4PrefixOf(cfg.ServiceCIDR.Masked()); ok {
 		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
-			k := RouteKey{Prefix: p.Masked(), VRF: vrf}
+			k := RouteKey{Prefix: p, VRF: vrf}
 			st.Routes[k] = &Route{RouteKey: k}
 		}
 		if servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
-			k := RouteKey{Prefix: p.Masked(), VRF: cfg.PodVRF}
+			k := RouteKey{Prefix: p, VRF: cfg.PodVRF}
 			st.Routes[k] = &Route{RouteKey: k, Kind: RouteLookup, Table: cfg.MainVRF}
 		}
 	}

@@ -65,3 +65,55 @@ func TestIPv4OfRefusesIPv6(t *testing.T) {
 		t.Errorf("an IPv6 address read as IPv4 %v", ip)
 	}
 }
+
+// TestRouteIsCompact guards the size of a route's key and value: 12 and
+// 20 bytes, no pointer (a /32 per service at W(50 000)).
+func TestRouteIsCompact(t *testing.T) {
+	if s := unsafe.Sizeof(RouteKey{}); s != 12 {
+		t.Errorf("a RouteKey takes %d bytes, want 12", s)
+	}
+	if s := unsafe.Sizeof(Route{}); s != 20 {
+		t.Errorf("a Route takes %d bytes, want 20", s)
+	}
+	if (IPv4Prefix{}).IsValid() || (IPv4Prefix{}).String() != (netip.Prefix{}).String() || (IPv4Prefix{}).Bits() != -1 {
+		t.Error("the zero IPv4Prefix is not the invalid prefix")
+	}
+}
+
+// TestIPv4PrefixAsNetipPrefix checks that an IPv4Prefix keeps, prints,
+// masks and encodes what the netip.Prefix it stands for does.
+func TestIPv4PrefixAsNetipPrefix(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var a [4]byte
+		copy(a[:], rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "addr"))
+		np := netip.PrefixFrom(netip.AddrFrom4(a), rapid.IntRange(0, 32).Draw(t, "bits"))
+		p, ok := IPv4PrefixOf(np)
+		if !ok || p.AsPrefix() != np || p.Addr() != np.Addr() || p.Bits() != np.Bits() || !p.IsValid() {
+			t.Fatalf("%v became %v (%v)", np, p, ok)
+		}
+		if p.String() != np.String() || p.Masked().AsPrefix() != np.Masked() {
+			t.Fatalf("%v: prints %q masks to %v; netip %q, %v", np, p, p.Masked(), np.String(), np.Masked())
+		}
+		js, err := json.Marshal(RouteKey{Prefix: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back RouteKey
+		if err := json.Unmarshal(js, &back); err != nil || back.Prefix != p {
+			t.Fatalf("JSON %s read back as %v (%v)", js, back.Prefix, err)
+		}
+		wantJS, _ := json.Marshal(struct{ Prefix netip.Prefix }{np})
+		if string(js[:len(wantJS)-1]) != string(wantJS[:len(wantJS)-1]) {
+			t.Fatalf("JSON %s, want it to start as %s", js, wantJS)
+		}
+	})
+	for _, np := range []netip.Prefix{{}, netip.MustParsePrefix("fd00::/108"), netip.MustParsePrefix("::ffff:10.0.0.0/104")} {
+		if p, ok := IPv4PrefixOf(np); ok {
+			t.Errorf("IPv4PrefixOf(%v) = %v, want refused", np, p)
+		}
+	}
+	var p IPv4Prefix
+	if err := p.UnmarshalText([]byte("fd00::/108")); err == nil {
+		t.Errorf("an IPv6 prefix read as IPv4 %v", p)
+	}
+}

@@ -216,9 +216,95 @@ type Identity struct {
 	Tag string
 }
 
-// RouteKey identifies a FIB route: its prefix in one VRF (FIB table).
+// IPv4Prefix is an IPv4 prefix in 5 bytes without a pointer (the agent's
+// routes are IPv4: a RouteKey holding one is 12 bytes, not 40 with a
+// pointer). As a netip.Prefix, it keeps its address as given (Masked masks
+// it), its zero value is invalid, and it prints and encodes alike.
+type IPv4Prefix struct {
+	addr IPv4
+	// bitsPlusOne is the prefix length plus one; 0 for the invalid prefix.
+	bitsPlusOne uint8
+}
+
+// IPv4PrefixOf is p as an IPv4Prefix; false when p is not a valid IPv4
+// prefix (an IPv4-mapped IPv6 prefix is not).
+func IPv4PrefixOf(p netip.Prefix) (IPv4Prefix, bool) {
+	if !p.IsValid() || !p.Addr().Is4() {
+		return IPv4Prefix{}, false
+	}
+	return IPv4Prefix{addr: p.Addr().As4(), bitsPlusOne: uint8(p.Bits() + 1)}, true
+}
+
+// MustIPv4Prefix is IPv4PrefixOf(p), which must be IPv4: it panics otherwise.
+func MustIPv4Prefix(p netip.Prefix) IPv4Prefix {
+	v, ok := IPv4PrefixOf(p)
+	if !ok {
+		panic("nat44: " + p.String() + " is not an IPv4 prefix")
+	}
+	return v
+}
+
+// MustParseIPv4Prefix is the IPv4 prefix s; it panics when s is none.
+func MustParseIPv4Prefix(s string) IPv4Prefix { return MustIPv4Prefix(netip.MustParsePrefix(s)) }
+
+// AsPrefix is the prefix as a netip.Prefix (invalid when p is).
+func (p IPv4Prefix) AsPrefix() netip.Prefix {
+	if p.bitsPlusOne == 0 {
+		return netip.Prefix{}
+	}
+	return netip.PrefixFrom(p.Addr(), p.Bits())
+}
+
+// IsValid tells whether p is a prefix (the zero IPv4Prefix is not).
+func (p IPv4Prefix) IsValid() bool { return p.bitsPlusOne != 0 }
+
+// Addr is the prefix's address (the zero netip.Addr when p is invalid).
+func (p IPv4Prefix) Addr() netip.Addr {
+	if p.bitsPlusOne == 0 {
+		return netip.Addr{}
+	}
+	return p.addr.Addr()
+}
+
+// Bits is the prefix length; -1 when p is invalid.
+func (p IPv4Prefix) Bits() int { return int(p.bitsPlusOne) - 1 }
+
+// Masked is p with the bits past its length cleared.
+func (p IPv4Prefix) Masked() IPv4Prefix {
+	if p.bitsPlusOne == 0 {
+		return p
+	}
+	return MustIPv4Prefix(p.AsPrefix().Masked())
+}
+
+// String is "a.b.c.d/n", "invalid Prefix" when p is invalid, as netip's.
+func (p IPv4Prefix) String() string { return p.AsPrefix().String() }
+
+// MarshalText is netip.Prefix's text form.
+func (p IPv4Prefix) MarshalText() ([]byte, error) { return p.AsPrefix().MarshalText() }
+
+// UnmarshalText reads netip.Prefix's text form; an IPv6 prefix is refused.
+func (p *IPv4Prefix) UnmarshalText(b []byte) error {
+	var np netip.Prefix
+	if err := np.UnmarshalText(b); err != nil {
+		return err
+	}
+	if !np.IsValid() {
+		*p = IPv4Prefix{}
+		return nil
+	}
+	v, ok := IPv4PrefixOf(np)
+	if !ok {
+		return fmt.Errorf("nat44: %q is not an IPv4 prefix", b)
+	}
+	*p = v
+	return nil
+}
+
+// RouteKey identifies a FIB route: its prefix in one VRF (FIB table). It
+// is 12 bytes without a pointer (the agent's routes are IPv4).
 type RouteKey struct {
-	Prefix netip.Prefix
+	Prefix IPv4Prefix
 	VRF    uint32
 }
 

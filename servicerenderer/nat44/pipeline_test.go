@@ -207,7 +207,7 @@ func TestRunKeyIsTheObject(t *testing.T) {
 							}
 							ops = append(ops, Op{Kind: k, Pool: PoolAddress{IP: ip, VRF: uint32(n), TwiceNAT: twice}, Interface: name,
 								Identity: &Identity{IdentityKey: IdentityKey{IP: ip, Port: uint16(bits), Proto: proto, VRF: uint32(n)}},
-								Route:    Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, bits), VRF: uint32(n)}},
+								Route:    Route{RouteKey: RouteKey{Prefix: MustIPv4Prefix(netip.PrefixFrom(ip, bits)), VRF: uint32(n)}},
 								Mapping:  &Mapping{MappingKey: MappingKey{IP: ip, Port: uint16(bits), Proto: servicerenderer.Protocol(n)}}})
 						}
 					}

@@ -31,7 +31,9 @@ func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalN
 	}
 	var out []Route
 	for _, ip := range servicerenderer.RejectIPs(svc, cfg.ServiceCIDR) {
-		out = append(out, Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, 32), VRF: 0}, Kind: RouteReject})
+		if p, ok := IPv4PrefixOf(netip.PrefixFrom(ip, 32)); ok {
+			out = append(out, Route{RouteKey: RouteKey{Prefix: p, VRF: 0}, Kind: RouteReject})
+		}
 	}
 	slices.SortFunc(out, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
 	return out
@@ -148,7 +150,7 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 		return true
 	}
 	switch {
-	case k.Prefix == cidr.Masked():
+	case k.Prefix.AsPrefix() == cidr.Masked():
 		return (rt.Kind == RouteDrop && (k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)) ||
 			(rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF && rt.Table == r.cfg.MainVRF)
 	case k.Prefix.Bits() == 32 && cidr.Contains(k.Prefix.Addr()):

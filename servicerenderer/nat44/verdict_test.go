@@ -155,7 +155,7 @@ func TestDiffUpgradeRoutes(t *testing.T) {
 	cfg.MainVRF = 0
 	cidr, host := cfg.ServiceCIDR, netip.MustParsePrefix("10.96.0.50/32")
 	route := func(p netip.Prefix, vrf uint32, kind RouteKind) *Route {
-		return &Route{RouteKey: RouteKey{Prefix: p, VRF: vrf}, Kind: kind}
+		return &Route{RouteKey: RouteKey{Prefix: MustIPv4Prefix(p), VRF: vrf}, Kind: kind}
 	}
 	state := func(rs ...*Route) *State {
 		s := &State{Routes: map[RouteKey]*Route{}}

@@ -332,7 +332,7 @@ func TestExternalIPObjectsAreRefCounted(t *testing.T) {
 // drop routes ignored), never touched again.
 func TestDropRoutes(t *testing.T) {
 	fake := newFakeVPP()
-	vppOwn := Route{RouteKey: RouteKey{Prefix: netip.MustParsePrefix("240.0.0.0/4"), VRF: 2}}
+	vppOwn := Route{RouteKey: RouteKey{Prefix: MustParseIPv4Prefix("240.0.0.0/4"), VRF: 2}}
 	fake.otherRoutes = []Route{vppOwn}
 	r := newTestRenderer(t, testConfig(), fake)
 	if err := r.Resync(resyncData()); err != nil {
@@ -363,7 +363,7 @@ func TestDropRoutes(t *testing.T) {
 		t.Error("VPP's own route taken for the agent's")
 	}
 	// A route deleted behind the agent's back comes back at the next full apply.
-	delete(fake.state.Routes, RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 2})
+	delete(fake.state.Routes, RouteKey{Prefix: MustParseIPv4Prefix("10.96.0.0/12"), VRF: 2})
 	mustApply(t, r2, true)
 	if calls := fake.takeCalls(); !slices.Equal(calls, []string{"add-route 10.96.0.0/12 vrf=2 drop"}) {
 		t.Errorf("healing: %q", calls)
