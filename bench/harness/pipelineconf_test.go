@@ -51,7 +51,7 @@ func TestPipelineIsTheAgents(t *testing.T) {
 	if !routed {
 		t.Errorf("no route of the service CIDR %v among %d", env.plan.ServiceCIDR, len(d.Routes))
 	}
-	m := d.Mappings[nat44.MappingKey{IP: workload.VppIP(workload.ThisNode), Port: proxyPort, Proto: sr.TCP}]
+	m := d.Mappings[nat44.MappingKey{IP: nat44.MustIPv4(workload.VppIP(workload.ThisNode)), Port: proxyPort, Proto: sr.TCP}]
 	if m == nil || len(m.Locals) == 0 || m.Locals[len(m.Locals)-1].IP.Addr() != target {
 		t.Errorf("proxy health mapping on the node IP: %+v, want one to %v", m, target)
 	}

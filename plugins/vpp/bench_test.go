@@ -2,7 +2,6 @@ package vpp
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -11,7 +10,7 @@ import (
 // lbMapping is a load-balanced mapping with n locals on cluster IP i.
 func lbMapping(i, n int) *nat44.Mapping {
 	m := &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.IPv4{10, 96, byte(i >> 8), byte(i)}, Port: 80, Proto: 6},
 		TwiceNAT:   nat44.TwiceNATSelf,
 		Tag:        "contiv:bench/svc",
 	}

@@ -45,7 +45,7 @@ func socketEnv(t testing.TB, opts sim.Options, cfg Config) (*sim.VPP, *sim.Serve
 func pipelineOps() []nat44.Op {
 	ext := netip.MustParseAddr("10.96.0.1")
 	lb := func(port uint16, n int) *nat44.Mapping {
-		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ext, Port: port, Proto: servicerenderer.TCP}, Tag: "contiv-test"}
+		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.MustIPv4(ext), Port: port, Proto: servicerenderer.TCP}, Tag: "contiv-test"}
 		for i := range n {
 			m.Locals = append(m.Locals, nat44.Local{IP: nat44.IPv4{10, 1, byte(port >> 8), byte(i + 2)}, Port: 8080, VRF: 1, Probability: 1})
 		}
@@ -210,7 +210,7 @@ func TestPipelineQueueStaysSmall(t *testing.T) {
 	ops := make([]nat44.Op, calls)
 	for i := range ops {
 		ops[i] = nat44.Op{Kind: nat44.OpAddMapping, Mapping: &nat44.Mapping{
-			MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: servicerenderer.TCP},
+			MappingKey: nat44.MappingKey{IP: nat44.IPv4{10, 96, byte(i >> 8), byte(i)}, Port: 80, Proto: servicerenderer.TCP},
 			Locals:     []nat44.Local{nat44.Placeholder, {IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}},
 			Tag:        "contiv-test"}}
 		if err := p.Send(&ops[i]); err != nil {

@@ -84,7 +84,7 @@ func TestRequestsAsRecorded(t *testing.T) {
 		}
 	})
 	key := func(s string, port uint16) nat44.MappingKey {
-		return nat44.MappingKey{IP: ip(s), Port: port, Proto: servicerenderer.TCP}
+		return nat44.MappingKey{IP: nat44.MustIPv4(ip(s)), Port: port, Proto: servicerenderer.TCP}
 	}
 	web := func(n int) []nat44.Local {
 		var ls []nat44.Local
@@ -135,17 +135,11 @@ func TestRequestsAsRecorded(t *testing.T) {
 		}
 	})
 	t.Run("placeholder local (FACTS §3)", func(t *testing.T) {
-		req, err := localRequest(key("10.96.0.10", 80), nat44.Placeholder, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := localRequest(key("10.96.0.10", 80), nat44.Placeholder, true)
 		sameJSON(t, req, `{"is_add":true,"external_addr":"10.96.0.10","external_port":80,"protocol":6,"local":{"addr":"0.0.0.0"}}`)
 	})
 	t.Run("local delete (agent_flow step 28)", func(t *testing.T) {
-		req, err := localRequest(key("10.96.0.10", 80), web(3)[2], false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := localRequest(key("10.96.0.10", 80), web(3)[2], false)
 		sameJSON(t, req, `{"external_addr":"10.96.0.10","external_port":80,"protocol":6,"local":{"addr":"10.1.1.13","port":8080,"probability":1,"vrf_id":1}}`)
 	})
 	t.Run("address-only identity (agent_flow step 24)", func(t *testing.T) {

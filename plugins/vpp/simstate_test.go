@@ -36,7 +36,7 @@ func simState(v *sim.VPP) *nat44.State {
 		}
 	}
 	for _, m := range s.Mappings {
-		k := nat44.MappingKey{IP: m.IP, Port: m.Port, Proto: nat44.Protocol(m.Proto)}
+		k := nat44.MappingKey{IP: nat44.MustIPv4(m.IP), Port: m.Port, Proto: nat44.Protocol(m.Proto)}
 		out := &nat44.Mapping{MappingKey: k, Affinity: m.Affinity, Tag: m.Tag}
 		switch {
 		case m.Flags&nat_types.NAT_IS_TWICE_NAT != 0:

@@ -64,7 +64,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 		if len(locals) == 0 {
 			return
 		}
-		key := MappingKey{IP: ip, Port: port, Proto: proto}
+		key := MappingKey{IP: ip.As4(), Port: port, Proto: proto}
 		for i := start; i < len(dst); i++ {
 			if dst[i].MappingKey == key {
 				return
@@ -149,7 +149,7 @@ next:
 		if !ok || ip == cfg.HealthCheckTarget {
 			continue
 		}
-		key := MappingKey{IP: ip, Port: hc, Proto: servicerenderer.TCP}
+		key := MappingKey{IP: ip.As4(), Port: hc, Proto: servicerenderer.TCP}
 		for i := start; i < len(dst); i++ {
 			if dst[i].MappingKey == key {
 				continue next

@@ -12,7 +12,7 @@ import (
 // webMapping is 10.96.0.1:80/TCP load-balanced over n backends.
 func webMapping(n int) *nat44.Mapping {
 	m := &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
 		TwiceNAT:   nat44.TwiceNATSelf,
 		Tag:        "contiv:default/web",
 	}

@@ -81,9 +81,10 @@ type PoolAddress struct {
 }
 
 // MappingKey identifies a static or load-balanced mapping in VPP: its
-// external address, port and protocol.
+// external address (NAT44 maps IPv4 only), port and protocol; 8 bytes
+// without a pointer.
 type MappingKey struct {
-	IP    netip.Addr
+	IP    IPv4
 	Port  uint16
 	Proto Protocol
 }
@@ -182,7 +183,7 @@ type Mapping struct {
 	TwiceNAT TwiceNAT
 	// external is set on a built mapping of an external or LoadBalancer IP
 	// (it drives the source-NAT objects of that IP); never compared. (It
-	// is next to TwiceNAT so that a Mapping takes 88 bytes, not 96.)
+	// is next to TwiceNAT so that a Mapping takes 64 bytes, not 72.)
 	external bool
 	// Affinity is the session-affinity timeout in seconds; 0 = none. VPP's
 	// dump never returns it: the agent records it in the tag (AffinityTag)

@@ -308,10 +308,10 @@ func dependsOnNode(svc *servicerenderer.ContivService) bool {
 // it is: external IPs' objects are counted, subsets logged.
 func (r *Renderer) desire(fe *frontendState, m *Mapping) {
 	if old := fe.Desired; old != nil && old.external {
-		r.extRef(old.IP, -1)
+		r.extRef(old.IP.Addr(), -1)
 	}
 	if m != nil && m.external {
-		r.extRef(m.IP, 1)
+		r.extRef(m.IP.Addr(), 1)
 	}
 	r.noteSubset(fe, m)
 }

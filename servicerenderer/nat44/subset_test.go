@@ -158,7 +158,7 @@ func genLocals(t *rapid.T, label string, w uint8) []Local {
 func TestDiffKeepsTheSumAtEveryCall(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := uint8(rapid.IntRange(1, 255).Draw(t, "weight"))
-		key := MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: 6}
+		key := MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: 6}
 		applied := &Mapping{MappingKey: key, Locals: genLocals(t, "applied", w), Tag: "contiv:a/b"}
 		desired := &Mapping{MappingKey: key, Locals: genLocals(t, "desired", w), Tag: "contiv:a/b"}
 		st := NewState()
@@ -182,7 +182,7 @@ func TestDiffKeepsTheSumAtEveryCall(t *testing.T) {
 // A full subset whose one endpoint is replaced by another: the leaving
 // one goes first (adding first would sum to 256 and crash VPP 25.02).
 func TestDiffFullSubsetSwap(t *testing.T) {
-	key := MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: 6}
+	key := MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: 6}
 	all := endpoints(2, 256, 1)
 	applied := &Mapping{MappingKey: key, Locals: all[:255], Tag: "contiv:a/b"}
 	desired := &Mapping{MappingKey: key, Locals: all[1:], Tag: "contiv:a/b"}
@@ -245,7 +245,7 @@ func TestSubsetFollowsNodeName(t *testing.T) {
 	if err := r.Resync(resyncData(bigService(1, 1000, 0, 0, 0))); err != nil {
 		t.Fatal(err)
 	}
-	key := MappingKey{IP: netip.MustParseAddr("10.96.1.1"), Port: 80, Proto: 6}
+	key := MappingKey{IP: MustParseIPv4("10.96.1.1"), Port: 80, Proto: 6}
 	before := r.Desired().Mappings[key].Locals
 	node := testNode()
 	node.Name = "other"

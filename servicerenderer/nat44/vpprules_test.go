@@ -124,7 +124,7 @@ func TestRestartWithAffinityMakesNoCalls(t *testing.T) {
 			t.Errorf("tag %q longer than VPP keeps", m.Tag)
 		}
 	}
-	if d, err := fake.Dump(t.Context()); err != nil || d.Mappings[MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}].Affinity != 0 {
+	if d, err := fake.Dump(t.Context()); err != nil || d.Mappings[MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}].Affinity != 0 {
 		t.Fatalf("the fake's dump must not return affinity (%v)", err)
 	}
 
@@ -160,7 +160,7 @@ func TestRestartWithAffinityMakesNoCalls(t *testing.T) {
 func TestOlderAgentsMappings(t *testing.T) {
 	fake := newFakeVPP()
 	key := func(ip string) MappingKey {
-		return MappingKey{IP: netip.MustParseAddr(ip), Port: 80, Proto: servicerenderer.TCP}
+		return MappingKey{IP: MustIPv4(netip.MustParseAddr(ip)), Port: 80, Proto: servicerenderer.TCP}
 	}
 	static := &Mapping{MappingKey: key("10.96.0.1"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/one",
 		Locals: []Local{{IP: MustParseIPv4("10.2.0.2"), Port: 8080, VRF: 2}}}
@@ -446,7 +446,7 @@ func TestLocalNodePortWithoutLocalEndpoint(t *testing.T) {
 	svc.ExternalIPs = ips("20.0.0.9")
 	cfg := testConfig()
 	for _, m := range BuildService(svc, testNode(), cfg) {
-		switch m.IP {
+		switch m.IP.Addr() {
 		case netip.MustParseAddr("10.96.0.5"):
 		case netip.MustParseAddr("20.0.0.9"):
 			if len(m.Locals) != 2 || m.Locals[1].IP.Addr() != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {

@@ -39,7 +39,7 @@ func Example() {
 		panic(err)
 	}
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6},
 		Locals: []nat44.Local{
 			{IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 3},
 			{IP: nat44.MustParseIPv4("10.1.2.2"), Port: 8080, VRF: 1, Probability: 1},
