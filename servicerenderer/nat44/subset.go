@@ -81,7 +81,8 @@ func fitLocals(loc, rem []Local, node string, weight uint8) (_ []Local, subset *
 	if s.Used == s.Endpoints {
 		return out, nil
 	}
-	return out, &s
+	sub := s // allocated here only: most frontends keep every endpoint
+	return out, &sub
 }
 
 // topByHRW keeps the n locals of ls that rank highest for node (hrwScore),

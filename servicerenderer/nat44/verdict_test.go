@@ -176,3 +176,35 @@ func TestDiffUpgradeRoutes(t *testing.T) {
 		t.Errorf("ops %q, want %q", got, want)
 	}
 }
+
+// TestVerdictRoutesPerService: each service keeps its own routes while
+// others are set after it (setService builds them in a buffer it reuses):
+// deleting one service takes its route, and only its route, away.
+func TestVerdictRoutesPerService(t *testing.T) {
+	cfg := testConfig()
+	cfg.MainVRF = 0
+	fake := newFakeVPP()
+	r := newTestRenderer(t, cfg, fake)
+	a := service("default", "a", 0, "10.96.0.51", port("http", 80, 0))
+	b := service("default", "b", 1, "10.96.0.52", port("http", 80, 0))
+	if err := r.Resync(resyncData(a)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	if err := r.AddService(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteService(a); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	var got []string
+	for k, rt := range r.Desired().Routes {
+		if k.Prefix.Bits() == 32 {
+			got = append(got, rt.String())
+		}
+	}
+	if want := []string{"10.96.0.52/32 vrf=0 reject"}; !slices.Equal(got, want) {
+		t.Errorf("reject routes after deleting a: %q, want %q", got, want)
+	}
+}
