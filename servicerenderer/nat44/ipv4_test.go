@@ -76,6 +76,9 @@ func TestMappingIsCompact(t *testing.T) {
 	if s := unsafe.Sizeof(Mapping{}); s != 64 {
 		t.Errorf("a Mapping takes %d bytes, want 64", s)
 	}
+	if s := unsafe.Sizeof(frontendState{}); s != 40 {
+		t.Errorf("a frontend takes %d bytes, want 40 (an allocation of 48)", s)
+	}
 }
 
 // TestRouteIsCompact guards the size of a route's key and value: 12 and
