@@ -54,25 +54,31 @@ func PodServiceLookup(mainVRF, podVRF uint32) bool {
 // rewritten, so the client does not recognise it and times out
 // (records-verdicts/verdicts-cnat.jsonl).
 func RejectIPs(svc *ContivService, cidr netip.Prefix) []netip.Addr {
+	return AppendRejectIPs(nil, svc, cidr)
+}
+
+// AppendRejectIPs appends RejectIPs(svc, cidr) to dst (a renderer's
+// scratch buffer: no allocation per change).
+func AppendRejectIPs(dst []netip.Addr, svc *ContivService, cidr netip.Prefix) []netip.Addr {
 	if svc == nil || !cidr.IsValid() || !cidr.Addr().Is4() {
-		return nil
+		return dst
 	}
 	if svc.InternalPolicy == PolicyLocal {
 		for i := range svc.Ports {
 			p := &svc.Ports[i]
 			if len(p.Backends) > 0 && len(p.BackendsFor(PolicyLocal)) == 0 {
-				return nil
+				return dst
 			}
 		}
 	}
-	var out []netip.Addr
+	start := len(dst)
 	for _, ip := range svc.ClusterIPs {
 		ip = ip.Unmap()
-		if ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast() && cidr.Contains(ip) && !slices.Contains(out, ip) {
-			out = append(out, ip)
+		if ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast() && cidr.Contains(ip) && !slices.Contains(dst[start:], ip) {
+			dst = append(dst, ip)
 		}
 	}
-	return out
+	return dst
 }
 
 // RejectSink is the address both renderers translate a frontend to when

@@ -122,10 +122,10 @@ func TestProxyHealthReachedThroughVPP(t *testing.T) {
 			continue
 		}
 		found++
-		if k.IP != r.NodeIP.Addr() && !slices.Contains(r.MgmtIPs, k.IP) {
+		if k.IP.Addr() != r.NodeIP.Addr() && !slices.Contains(r.MgmtIPs, k.IP.Addr()) {
 			t.Errorf("proxy health mapped on %v, not an address of the node", k.IP)
 		}
-		if l := m.Locals[len(m.Locals)-1]; l.IP != target || l.Port != 10300 {
+		if l := m.Locals[len(m.Locals)-1]; l.IP.Addr() != target || l.Port != 10300 {
 			t.Errorf("%v maps to %v, want %v:10300", k, l, target)
 		}
 	}

@@ -26,12 +26,12 @@ func TestNAT44AgreesWithOracle(t *testing.T) {
 	for _, m := range st.Mappings {
 		srcs := []netip.Addr{outside}
 		for _, l := range m.Locals {
-			srcs = append(srcs, l.IP)
+			srcs = append(srcs, l.IP.Addr())
 		}
 		for _, src := range srcs {
-			packets = append(packets, sim.Packet{Src: src, Dst: m.IP, Proto: ip_types.IPProto(m.Proto), DstPort: m.Port, Ingress: r.MainInterface})
+			packets = append(packets, sim.Packet{Src: src, Dst: m.IP.Addr(), Proto: ip_types.IPProto(m.Proto), DstPort: m.Port, Ingress: r.MainInterface})
 		}
-		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP, Proto: ip_types.IPProto(m.Proto), DstPort: m.Port + 1, Ingress: r.MainInterface})
+		packets = append(packets, sim.Packet{Src: outside, Dst: m.IP.Addr(), Proto: ip_types.IPProto(m.Proto), DstPort: m.Port + 1, Ingress: r.MainInterface})
 	}
 	packets = append(packets,
 		sim.Packet{Src: outside, Dst: netip.MustParseAddr("10.96.99.99"), Proto: sim.UDP, DstPort: 53, Ingress: r.MainInterface},

@@ -46,13 +46,13 @@ func TestPipelineIsTheAgents(t *testing.T) {
 	}
 	routed := false
 	for k := range d.Routes {
-		routed = routed || k.Prefix == env.plan.ServiceCIDR
+		routed = routed || k.Prefix.AsPrefix() == env.plan.ServiceCIDR
 	}
 	if !routed {
 		t.Errorf("no route of the service CIDR %v among %d", env.plan.ServiceCIDR, len(d.Routes))
 	}
-	m := d.Mappings[nat44.MappingKey{IP: workload.VppIP(workload.ThisNode), Port: proxyPort, Proto: sr.TCP}]
-	if m == nil || len(m.Locals) == 0 || m.Locals[len(m.Locals)-1].IP != target {
+	m := d.Mappings[nat44.MappingKey{IP: nat44.MustIPv4(workload.VppIP(workload.ThisNode)), Port: proxyPort, Proto: sr.TCP}]
+	if m == nil || len(m.Locals) == 0 || m.Locals[len(m.Locals)-1].IP.Addr() != target {
 		t.Errorf("proxy health mapping on the node IP: %+v, want one to %v", m, target)
 	}
 

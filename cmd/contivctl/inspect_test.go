@@ -29,12 +29,12 @@ var addr = netip.MustParseAddr
 func cannedViews() map[string]any {
 	web := sr.ServiceID{Namespace: "shop", Name: "web"}
 	cart := sr.ServiceID{Namespace: "shop", Name: "cart"}
-	webKey := nat44.MappingKey{IP: addr("203.0.113.10"), Port: 80, Proto: sr.TCP}
+	webKey := nat44.MappingKey{IP: nat44.MustParseIPv4("203.0.113.10"), Port: 80, Proto: sr.TCP}
 	mapping := &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: addr("10.96.10.30"), Port: 8080, Proto: sr.TCP},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.10.30"), Port: 8080, Proto: sr.TCP},
 		Locals: []nat44.Local{
-			{IP: addr("10.1.1.4"), Port: 8080, VRF: 1, Probability: 2},
-			{IP: addr("10.1.3.4"), Port: 8080, VRF: 1, Probability: 1},
+			{IP: nat44.MustParseIPv4("10.1.1.4"), Port: 8080, VRF: 1, Probability: 2},
+			{IP: nat44.MustParseIPv4("10.1.3.4"), Port: 8080, VRF: 1, Probability: 1},
 		},
 		TwiceNAT: nat44.TwiceNATSelf, Affinity: 3600, Tag: "contiv:shop/cart",
 	}
@@ -48,7 +48,7 @@ func cannedViews() map[string]any {
 	// The agent wants a third backend for the cart that VPP does not hold yet.
 	desired := state.Clone()
 	wanted := *mapping
-	wanted.Locals = append(slices.Clone(mapping.Locals), nat44.Local{IP: addr("10.1.2.9"), Port: 8080, VRF: 1, Probability: 1})
+	wanted.Locals = append(slices.Clone(mapping.Locals), nat44.Local{IP: nat44.MustParseIPv4("10.1.2.9"), Port: 8080, VRF: 1, Probability: 1})
 	desired.Mappings[wanted.MappingKey] = &wanted
 	return map[string]any{
 		"services": []*sr.ContivService{

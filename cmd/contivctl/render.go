@@ -499,7 +499,11 @@ func cnatPendingNote(v *agent.CNATView, t target) string {
 // pendingNote warns when VPP does not hold what the agent wants for the
 // traced frontend: the answer, from the applied state, may then change.
 func pendingNote(desired, applied *nat44.State, t target) string {
-	key := nat44.MappingKey{IP: t.ip, Port: t.port, Proto: t.proto}
+	ip, ok := nat44.IPv4Of(t.ip)
+	if !ok {
+		return "" // NAT44 maps IPv4 only: there is no mapping to wait for
+	}
+	key := nat44.MappingKey{IP: ip, Port: t.port, Proto: t.proto}
 	d, a := desired.Mappings[key], applied.Mappings[key]
 	str := func(m *nat44.Mapping) string {
 		if m == nil {

@@ -2,7 +2,6 @@ package vpp
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -11,12 +10,12 @@ import (
 // lbMapping is a load-balanced mapping with n locals on cluster IP i.
 func lbMapping(i, n int) *nat44.Mapping {
 	m := &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.IPv4{10, 96, byte(i >> 8), byte(i)}, Port: 80, Proto: 6},
 		TwiceNAT:   nat44.TwiceNATSelf,
 		Tag:        "contiv:bench/svc",
 	}
 	for j := range n {
-		m.Locals = append(m.Locals, nat44.Local{IP: netip.AddrFrom4([4]byte{10, 1, byte(j >> 8), byte(j)}), Port: 8080, VRF: 1, Probability: 1})
+		m.Locals = append(m.Locals, nat44.Local{IP: nat44.IPv4{10, 1, byte(j >> 8), byte(j)}, Port: 8080, VRF: 1, Probability: 1})
 	}
 	return m
 }
@@ -54,7 +53,7 @@ func BenchmarkAddDelLBLocal(b *testing.B) {
 	if err := e.nat.AddDelMapping(ctx, m, true); err != nil {
 		b.Fatal(err)
 	}
-	l := nat44.Local{IP: netip.MustParseAddr("10.2.0.1"), Port: 8080, VRF: 1, Probability: 1}
+	l := nat44.Local{IP: nat44.MustParseIPv4("10.2.0.1"), Port: 8080, VRF: 1, Probability: 1}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := e.nat.AddDelLBLocal(ctx, m.MappingKey, l, true); err != nil {

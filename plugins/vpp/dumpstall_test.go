@@ -3,7 +3,6 @@ package vpp
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -28,8 +27,8 @@ func stalledDump(t *testing.T, mappings, buffer int, stall time.Duration) (got i
 		t.Fatal(err)
 	}
 	for i := range mappings {
-		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: servicerenderer.TCP},
-			Locals: []nat44.Local{nat44.Placeholder, {IP: netip.MustParseAddr("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}}, Tag: "contiv-test"}
+		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.IPv4{10, 96, byte(i >> 8), byte(i)}, Port: 80, Proto: servicerenderer.TCP},
+			Locals: []nat44.Local{nat44.Placeholder, {IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}}, Tag: "contiv-test"}
 		if err := n.AddDelMapping(ctx, m, true); err != nil {
 			t.Fatal(err)
 		}

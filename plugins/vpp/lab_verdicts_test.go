@@ -158,8 +158,8 @@ func TestLabVerdictsNAT44(t *testing.T) {
 	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0)
 	r.must("ICMP_PROHIBIT route of a cluster IP without endpoints (compared with ICMP_UNREACH), the agent's reject request", prohibit)
 	lb := func(ip netip.Addr, port uint16, proto nat44.Protocol, twice nat44.TwiceNAT, to netip.Addr, toPort uint16, vrf uint32, note string) {
-		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ip, Port: port, Proto: proto}, TwiceNAT: twice, Tag: "contiv:svc/default/x",
-			Locals: []nat44.Local{nat44.Placeholder, {IP: to, Port: toPort, VRF: vrf, Probability: 1}}}
+		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.MustIPv4(ip), Port: port, Proto: proto}, TwiceNAT: twice, Tag: "contiv:svc/default/x",
+			Locals: []nat44.Local{nat44.Placeholder, {IP: nat44.MustIPv4(to), Port: toPort, VRF: vrf, Probability: 1}}}
 		req, _, err := mappingRequest(m, true)
 		if err != nil {
 			t.Fatal(err)

@@ -312,10 +312,7 @@ func mappingWhat(m *nat44.Mapping, add bool) string {
 // corpus records them (static.jsonl, lb.jsonl, agent_flow.jsonl). The error
 // says why m cannot be sent.
 func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error) {
-	ext, ok := ip4(m.IP)
 	switch {
-	case !ok:
-		return nil, nil, errors.New("external address is not IPv4")
 	case m.Port == 0:
 		return nil, nil, errors.New("port 0")
 	case !checkProto(m.Proto):
@@ -333,11 +330,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 	}
 	locals := make([]nat44_ed.Nat44LbAddrPort, 0, len(m.Locals))
 	for _, l := range m.Locals {
-		ip, ok := ip4(l.IP)
-		if !ok {
-			return nil, nil, fmt.Errorf("local %v is not IPv4", l.IP)
-		}
-		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
+		locals = append(locals, nat44_ed.Nat44LbAddrPort{Addr: ip_types.IP4Address(l.IP), Port: l.Port, Probability: l.Probability, VrfID: l.VRF})
 	}
 	if len(locals) == 1 {
 		l := locals[0]
@@ -345,7 +338,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 			IsAdd:             add,
 			Flags:             mappingFlags(m.TwiceNAT),
 			LocalIPAddress:    l.Addr,
-			ExternalIPAddress: ext,
+			ExternalIPAddress: ip_types.IP4Address(m.IP),
 			Protocol:          uint8(m.Proto),
 			LocalPort:         l.Port,
 			ExternalPort:      m.Port,
@@ -358,7 +351,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 		lb := &nat44_ed.Nat44AddDelLbStaticMapping{
 			IsAdd:        add,
 			Flags:        mappingFlags(m.TwiceNAT),
-			ExternalAddr: ext,
+			ExternalAddr: ip_types.IP4Address(m.IP),
 			ExternalPort: m.Port,
 			Protocol:     uint8(m.Proto),
 		}
@@ -377,11 +370,7 @@ func mappingRequest(m *nat44.Mapping, add bool) (req, reply api.Message, _ error
 // AddDelLBLocal adds or removes one local of a load-balanced mapping in place.
 func (n *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
 	what := localWhat(key, l, add)
-	req, err := localRequest(key, l, add)
-	if err != nil {
-		return invalid(what, err.Error())
-	}
-	err = n.conn.invoke(ctx, req, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
+	err := n.conn.invoke(ctx, localRequest(key, l, add), &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{})
 	n.log.Debug("NAT44 load-balanced local", "op", addDel(add), "mapping", describe(key), "local", l.IP, "port", l.Port, "err", err)
 	return classify(err, what, !add)
 }
@@ -393,22 +382,14 @@ func localWhat(key nat44.MappingKey, l nat44.Local, add bool) string {
 
 // localRequest is the request that adds or removes local l of the
 // load-balanced mapping on key (corpus lb_local.jsonl, agent_flow.jsonl).
-func localRequest(key nat44.MappingKey, l nat44.Local, add bool) (*nat44_ed.Nat44LbStaticMappingAddDelLocal, error) {
-	ext, ok := ip4(key.IP)
-	if !ok {
-		return nil, errors.New("external address is not IPv4")
-	}
-	lip, ok := ip4(l.IP)
-	if !ok {
-		return nil, errors.New("local address is not IPv4")
-	}
+func localRequest(key nat44.MappingKey, l nat44.Local, add bool) *nat44_ed.Nat44LbStaticMappingAddDelLocal {
 	return &nat44_ed.Nat44LbStaticMappingAddDelLocal{
 		IsAdd:        add,
-		ExternalAddr: ext,
+		ExternalAddr: ip_types.IP4Address(key.IP),
 		ExternalPort: key.Port,
 		Protocol:     uint8(key.Proto),
-		Local:        nat44_ed.Nat44LbAddrPort{Addr: lip, Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
-	}, nil
+		Local:        nat44_ed.Nat44LbAddrPort{Addr: ip_types.IP4Address(l.IP), Port: l.Port, Probability: l.Probability, VrfID: l.VRF},
+	}
 }
 
 // AddDelIdentity adds or deletes an identity mapping (port 0: address only).
@@ -571,7 +552,7 @@ func (n *NAT44) dumpInterfaces(ctx context.Context, st *nat44.State) error {
 }
 
 func mappingKey(ip ip_types.IP4Address, port uint16, proto uint8) nat44.MappingKey {
-	return nat44.MappingKey{IP: fromIP4(ip), Port: port, Proto: nat44.Protocol(proto)}
+	return nat44.MappingKey{IP: nat44.IPv4(ip), Port: port, Proto: nat44.Protocol(proto)}
 }
 
 func twiceNAT(f nat_types.NatConfigFlags) nat44.TwiceNAT {
@@ -593,7 +574,7 @@ func (n *NAT44) dumpStatic(ctx context.Context, st *nat44.State) error {
 		k := mappingKey(d.ExternalIPAddress, d.ExternalPort, d.Protocol)
 		st.Mappings[k] = &nat44.Mapping{
 			MappingKey: k,
-			Locals:     []nat44.Local{{IP: fromIP4(d.LocalIPAddress), Port: d.LocalPort, VRF: d.VrfID}},
+			Locals:     []nat44.Local{{IP: nat44.IPv4(d.LocalIPAddress), Port: d.LocalPort, VRF: d.VrfID}},
 			TwiceNAT:   twiceNAT(d.Flags),
 			Tag:        d.Tag,
 		}
@@ -613,7 +594,7 @@ func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
 			out.Locals = make([]nat44.Local, len(d.Locals)) // one allocation, not a growing one
 		}
 		for i, l := range d.Locals {
-			out.Locals[i] = nat44.Local{IP: fromIP4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
+			out.Locals[i] = nat44.Local{IP: nat44.IPv4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
 		}
 		if !slices.IsSortedFunc(out.Locals, nat44.Local.Compare) {
 			slices.SortFunc(out.Locals, nat44.Local.Compare)

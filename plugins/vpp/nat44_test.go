@@ -30,11 +30,11 @@ type fixture struct {
 
 func webLB() *nat44.Mapping {
 	return &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6},
 		Locals: []nat44.Local{
-			{IP: ip("10.1.1.2"), Port: 8080, VRF: 1, Probability: 2},
-			{IP: ip("10.1.1.3"), Port: 8080, VRF: 1, Probability: 2},
-			{IP: ip("10.1.2.2"), Port: 8080, VRF: 1, Probability: 1},
+			{IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 2},
+			{IP: nat44.MustParseIPv4("10.1.1.3"), Port: 8080, VRF: 1, Probability: 2},
+			{IP: nat44.MustParseIPv4("10.1.2.2"), Port: 8080, VRF: 1, Probability: 1},
 		},
 		TwiceNAT: nat44.TwiceNATSelf,
 		Affinity: 10800,
@@ -44,18 +44,18 @@ func webLB() *nat44.Mapping {
 
 func dnsStatic() *nat44.Mapping {
 	return &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: ip("10.96.0.11"), Port: 53, Proto: 17},
-		Locals:     []nat44.Local{{IP: ip("10.1.1.4"), Port: 5353, VRF: 1, Probability: 1}},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.11"), Port: 53, Proto: 17},
+		Locals:     []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.4"), Port: 5353, VRF: 1, Probability: 1}},
 		Tag:        "contiv:kube-system/dns",
 	}
 }
 
 func nodePortLB() *nat44.Mapping {
 	return &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: ip("192.168.16.1"), Port: 30080, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("192.168.16.1"), Port: 30080, Proto: 6},
 		Locals: []nat44.Local{
-			{IP: ip("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1},
-			{IP: ip("192.168.16.2"), Port: 8080, VRF: 0, Probability: 1},
+			{IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1},
+			{IP: nat44.MustParseIPv4("192.168.16.2"), Port: 8080, VRF: 0, Probability: 1},
 		},
 		TwiceNAT: nat44.TwiceNATOn,
 		Tag:      "contiv:default/web",
@@ -196,7 +196,7 @@ func TestRoundTrip(t *testing.T) {
 	e.check(t, f.want())
 
 	// Change everything once.
-	added := nat44.Local{IP: ip("10.1.3.2"), Port: 8080, VRF: 1, Probability: 1}
+	added := nat44.Local{IP: nat44.MustParseIPv4("10.1.3.2"), Port: 8080, VRF: 1, Probability: 1}
 	removed := webLB().Locals[0]
 	steps := []error{
 		e.nat.AddDelLBLocal(ctx, webLB().MappingKey, added, true),
@@ -236,7 +236,7 @@ func TestOneCallPerChange(t *testing.T) {
 		do  func() error
 	}{
 		{"nat44_lb_static_mapping_add_del_local", func() error {
-			return e.nat.AddDelLBLocal(ctx, webLB().MappingKey, nat44.Local{IP: ip("10.1.9.9"), Port: 8080, VRF: 1, Probability: 1}, true)
+			return e.nat.AddDelLBLocal(ctx, webLB().MappingKey, nat44.Local{IP: nat44.MustParseIPv4("10.1.9.9"), Port: 8080, VRF: 1, Probability: 1}, true)
 		}},
 		{"nat44_add_del_lb_static_mapping", func() error { return e.nat.AddDelMapping(ctx, nodePortLB(), false) }},
 		{"nat44_add_del_static_mapping_v2", func() error { return e.nat.AddDelMapping(ctx, dnsStatic(), false) }},
@@ -328,12 +328,12 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 		wantInvalid(t, "removing one of two locals", err, "192.168.16.1:30080/TCP", api.UNSPECIFIED)
 	}
 	wantInvalid(t, "local of an unknown mapping",
-		e.nat.AddDelLBLocal(ctx, nat44.MappingKey{IP: ip("10.96.9.9"), Port: 80, Proto: 6}, np.Locals[0], true),
+		e.nat.AddDelLBLocal(ctx, nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.9.9"), Port: 80, Proto: 6}, np.Locals[0], true),
 		"10.96.9.9:80/TCP", api.NO_SUCH_ENTRY)
 	wantInvalid(t, "local of a static mapping",
 		e.nat.AddDelLBLocal(ctx, dnsStatic().MappingKey, np.Locals[0], true), "10.96.0.11:53/UDP", api.INVALID_VALUE)
 	wantInvalid(t, "delete unknown mapping",
-		e.nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ip("10.96.9.9"), Port: 80, Proto: 6}, Locals: np.Locals}, false),
+		e.nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.9.9"), Port: 80, Proto: 6}, Locals: np.Locals}, false),
 		"10.96.9.9:80/TCP", api.NO_SUCH_ENTRY)
 	wantInvalid(t, "identity again", e.nat.AddDelIdentity(ctx, fullFixture().identities[0], true), "192.168.16.1", api.VALUE_EXIST)
 	wantInvalid(t, "pool address again", e.nat.AddDelPoolAddress(ctx, fullFixture().pool[0], true), "10.1.1.254", api.VALUE_EXIST)
@@ -343,8 +343,6 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 
 	// Bad input never reaches VPP.
 	e.vpp.ResetCalls()
-	v6 := webLB()
-	v6.IP = ip("fd00::10")
 	long := webLB()
 	long.Tag = strings.Repeat("x", 64)
 	port0 := webLB()
@@ -353,19 +351,14 @@ func TestVPPRulesAreInvalid(t *testing.T) {
 	sctp.Proto = 132
 	none := webLB()
 	none.Locals = nil
-	local6 := webLB()
-	local6.Locals[1].IP = ip("fd00::2")
 	for what, err := range map[string]error{
-		"IPv6 mapping":        e.nat.AddDelMapping(ctx, v6, true),
-		"long tag":            e.nat.AddDelMapping(ctx, long, true),
-		"port 0":              e.nat.AddDelMapping(ctx, port0, true),
-		"SCTP":                e.nat.AddDelMapping(ctx, sctp, true),
-		"no locals":           e.nat.AddDelMapping(ctx, none, true),
-		"IPv6 local":          e.nat.AddDelMapping(ctx, local6, true),
-		"IPv6 pool":           e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("fd00::1")}, true),
-		"IPv6 identity":       e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("fd00::1")}}, true),
-		"IPv6 local in place": e.nat.AddDelLBLocal(ctx, key, nat44.Local{IP: ip("fd00::1"), Port: 1, Probability: 1}, true),
-		"unknown interface":   setFeatures(ctx, e.nat, "nope", 0, nat44.FeatureIn),
+		"long tag":          e.nat.AddDelMapping(ctx, long, true),
+		"port 0":            e.nat.AddDelMapping(ctx, port0, true),
+		"SCTP":              e.nat.AddDelMapping(ctx, sctp, true),
+		"no locals":         e.nat.AddDelMapping(ctx, none, true),
+		"IPv6 pool":         e.nat.AddDelPoolAddress(ctx, nat44.PoolAddress{IP: ip("fd00::1")}, true),
+		"IPv6 identity":     e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("fd00::1")}}, true),
+		"unknown interface": setFeatures(ctx, e.nat, "nope", 0, nat44.FeatureIn),
 	} {
 		wantInvalid(t, what, err, "", 0)
 	}

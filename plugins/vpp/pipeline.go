@@ -149,8 +149,7 @@ func opRequest(op *nat44.Op) (req, reply api.Message, err error) {
 	case nat44.OpAddMapping, nat44.OpDelMapping:
 		return mappingRequest(op.Mapping, op.Kind == nat44.OpAddMapping)
 	case nat44.OpAddLocal, nat44.OpDelLocal:
-		r, err := localRequest(op.Mapping.MappingKey, op.Local, op.Kind == nat44.OpAddLocal)
-		return r, &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, err
+		return localRequest(op.Mapping.MappingKey, op.Local, op.Kind == nat44.OpAddLocal), &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, nil
 	case nat44.OpAddRoute, nat44.OpDelRoute:
 		r, err := routeRequest(op.Route, op.Kind == nat44.OpAddRoute)
 		return r, &ipapi.IPRouteAddDelReply{}, err
@@ -189,7 +188,7 @@ func describeOp(op *nat44.Op) string {
 	case nat44.OpAddLocal, nat44.OpDelLocal:
 		return localWhat(op.Mapping.MappingKey, op.Local, add)
 	case nat44.OpAddRoute, nat44.OpDelRoute:
-		return routeWhat(op.Route.Prefix, op.Route.VRF, add)
+		return routeWhat(op.Route.Prefix.AsPrefix(), op.Route.VRF, add)
 	case nat44.OpSetInterface:
 		return fmt.Sprintf("NAT44 features of interface %q", op.Interface)
 	}

@@ -45,9 +45,9 @@ func socketEnv(t testing.TB, opts sim.Options, cfg Config) (*sim.VPP, *sim.Serve
 func pipelineOps() []nat44.Op {
 	ext := netip.MustParseAddr("10.96.0.1")
 	lb := func(port uint16, n int) *nat44.Mapping {
-		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: ext, Port: port, Proto: servicerenderer.TCP}, Tag: "contiv-test"}
+		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.MustIPv4(ext), Port: port, Proto: servicerenderer.TCP}, Tag: "contiv-test"}
 		for i := range n {
-			m.Locals = append(m.Locals, nat44.Local{IP: netip.AddrFrom4([4]byte{10, 1, byte(port >> 8), byte(i + 2)}), Port: 8080, VRF: 1, Probability: 1})
+			m.Locals = append(m.Locals, nat44.Local{IP: nat44.IPv4{10, 1, byte(port >> 8), byte(i + 2)}, Port: 8080, VRF: 1, Probability: 1})
 		}
 		return m
 	}
@@ -55,8 +55,8 @@ func pipelineOps() []nat44.Op {
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}},
 		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}}, // -81
 		{Kind: nat44.OpAddIdentity, Identity: &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: netip.MustParseAddr("192.168.16.1")}, Tag: "contiv-snat"}},
-		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 0}}},
-		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 7}}}, // no table 7: -3
+		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 0}}},
+		{Kind: nat44.OpAddRoute, Route: nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 7}}}, // no table 7: -3
 		{Kind: nat44.OpSetInterface, Interface: "tap1", NewFeatures: nat44.FeatureIn},
 		{Kind: nat44.OpSetInterface, Interface: "tap2", NewFeatures: nat44.FeatureIn | nat44.FeatureOut},
 		{Kind: nat44.OpSetInterface, Interface: "eth0", NewFeatures: nat44.FeatureOutput},
@@ -74,7 +74,7 @@ func pipelineOps() []nat44.Op {
 		nat44.Op{Kind: nat44.OpDelLocal, Mapping: two, Local: two.Locals[0]},                                                                                // one of two: -1
 		nat44.Op{Kind: nat44.OpAddLocal, Mapping: lb(5000, 2), Local: two.Locals[0]},                                                                        // no mapping: -6
 		nat44.Op{Kind: nat44.OpAddMapping, Mapping: lb(0, 2)},                                                                                               // port 0: not sent
-		nat44.Op{Kind: nat44.OpAddLocal, Mapping: lb(1002, 3), Local: nat44.Local{IP: netip.MustParseAddr("10.1.9.9"), Port: 8080, VRF: 1, Probability: 1}}, // new local
+		nat44.Op{Kind: nat44.OpAddLocal, Mapping: lb(1002, 3), Local: nat44.Local{IP: nat44.MustParseIPv4("10.1.9.9"), Port: 8080, VRF: 1, Probability: 1}}, // new local
 		nat44.Op{Kind: nat44.OpDelMapping, Mapping: lb(1004, 2)},                                                                                            // delete
 		nat44.Op{Kind: nat44.OpDelIdentity, Identity: &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ext}}},                                             // -6
 	)
@@ -210,8 +210,8 @@ func TestPipelineQueueStaysSmall(t *testing.T) {
 	ops := make([]nat44.Op, calls)
 	for i := range ops {
 		ops[i] = nat44.Op{Kind: nat44.OpAddMapping, Mapping: &nat44.Mapping{
-			MappingKey: nat44.MappingKey{IP: netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}), Port: 80, Proto: servicerenderer.TCP},
-			Locals:     []nat44.Local{nat44.Placeholder, {IP: netip.MustParseAddr("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}},
+			MappingKey: nat44.MappingKey{IP: nat44.IPv4{10, 96, byte(i >> 8), byte(i)}, Port: 80, Proto: servicerenderer.TCP},
+			Locals:     []nat44.Local{nat44.Placeholder, {IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 1}},
 			Tag:        "contiv-test"}}
 		if err := p.Send(&ops[i]); err != nil {
 			t.Fatal(err)

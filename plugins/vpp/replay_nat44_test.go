@@ -83,13 +83,13 @@ func TestReplayAgentFlowDump(t *testing.T) {
 	}
 	e.checkAllUsed(t, steps...)
 	web := []nat44.Local{
-		{IP: ip("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
 	}
-	one := nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6}
-	webKey := nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6}
-	np := nat44.MappingKey{IP: ip("192.168.16.1"), Port: 30080, Proto: 6}
+	one := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.31"), Port: 80, Proto: 6}
+	webKey := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6}
+	np := nat44.MappingKey{IP: nat44.MustParseIPv4("192.168.16.1"), Port: 30080, Proto: 6}
 	node := nat44.IdentityKey{IP: ip("192.168.16.1")}
 	want := &nat44.State{
 		Global: nat44.Global{SessionLimit: 262144, Forwarding: true,
@@ -102,7 +102,7 @@ func TestReplayAgentFlowDump(t *testing.T) {
 			"host-vco1": nat44.FeatureIn | nat44.FeatureOut, "host-vcl1": nat44.FeatureIn | nat44.FeatureOut,
 		},
 		Mappings: map[nat44.MappingKey]*nat44.Mapping{
-			one: {MappingKey: one, Locals: []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}},
+			one: {MappingKey: one, Locals: []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.31"), Port: 8080, VRF: 1}},
 				TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/one"},
 			webKey: {MappingKey: webKey, Locals: web, TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"},
 			np:     {MappingKey: np, Locals: web, TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"},
@@ -129,14 +129,14 @@ func TestReplayLBDump(t *testing.T) {
 	}
 	get := func(addr string, proto nat44.Protocol) *nat44.Mapping {
 		t.Helper()
-		m := st.Mappings[nat44.MappingKey{IP: ip(addr), Port: 80, Proto: proto}]
+		m := st.Mappings[nat44.MappingKey{IP: nat44.MustIPv4(ip(addr)), Port: 80, Proto: proto}]
 		if m == nil {
 			t.Fatalf("no mapping %s:80/%d in %s", addr, proto, show(st))
 		}
 		return m
 	}
 	l := func(addr string, prob uint8, vrf uint32) nat44.Local {
-		return nat44.Local{IP: ip(addr), Port: 8080, Probability: prob, VRF: vrf}
+		return nat44.Local{IP: nat44.MustIPv4(ip(addr)), Port: 8080, Probability: prob, VRF: vrf}
 	}
 	// Created with affinity 60: VPP never dumps affinity.
 	if m := get("10.96.1.5", 6); m.Affinity != 0 || m.Tag != "aff" {
@@ -182,16 +182,16 @@ func TestReplayStaticDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkAllUsed(t, 29)
-	k := nat44.MappingKey{IP: ip("10.96.0.12"), Port: 80, Proto: 6} // added with vrf ~0
+	k := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.12"), Port: 80, Proto: 6} // added with vrf ~0
 	if m := st.Mappings[k]; m == nil || len(m.Locals) != 1 || m.Locals[0].VRF != 0 || m.Locals[0].Probability != 0 {
 		t.Errorf("mapping added in vrf ~0: %+v", m)
 	}
-	k = nat44.MappingKey{IP: ip("10.96.0.8"), Port: 80, Proto: 6}
+	k = nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.8"), Port: 80, Proto: 6}
 	if m := st.Mappings[k]; m == nil || len(m.Tag) != 63 {
 		t.Errorf("tag of a mapping added with a 64-byte tag: %+v", m)
 	}
-	k = nat44.MappingKey{IP: ip("10.96.0.6"), Port: 80, Proto: 6}
-	if m := st.Mappings[k]; m == nil || m.TwiceNAT != nat44.TwiceNATOn || m.Locals[0] != (nat44.Local{IP: ip("10.1.1.11"), Port: 8080, VRF: 1}) {
+	k = nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.6"), Port: 80, Proto: 6}
+	if m := st.Mappings[k]; m == nil || m.TwiceNAT != nat44.TwiceNATOn || m.Locals[0] != (nat44.Local{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, VRF: 1}) {
 		t.Errorf("twice-NAT static mapping: %+v", m)
 	}
 }
@@ -306,17 +306,17 @@ func TestReplayAgentFlowProgramming(t *testing.T) {
 	check("host-vcup", setFeatures(ctx, e.nat, "host-vcup", 0, nat44.FeatureOut))
 	check("identity", e.nat.AddDelIdentity(ctx, &nat44.Identity{IdentityKey: nat44.IdentityKey{IP: ip("192.168.16.1")}, Tag: "contiv:node"}, true))
 	check("static", e.nat.AddDelMapping(ctx, &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: ip("10.96.0.31"), Port: 80, Proto: 6},
-		Locals:     []nat44.Local{{IP: ip("10.1.1.31"), Port: 8080, VRF: 1}},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.31"), Port: 80, Proto: 6},
+		Locals:     []nat44.Local{{IP: nat44.MustParseIPv4("10.1.1.31"), Port: 8080, VRF: 1}},
 		TwiceNAT:   nat44.TwiceNATSelf, Tag: "contiv:default/one",
 	}, true))
 	web := []nat44.Local{
-		{IP: ip("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
-		{IP: ip("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.11"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.12"), Port: 8080, Probability: 1, VRF: 1},
+		{IP: nat44.MustParseIPv4("10.1.1.13"), Port: 8080, Probability: 1, VRF: 1},
 	}
-	webKey := nat44.MappingKey{IP: ip("10.96.0.10"), Port: 80, Proto: 6}
-	for _, k := range []nat44.MappingKey{webKey, {IP: ip("192.168.16.1"), Port: 30080, Proto: 6}} {
+	webKey := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6}
+	for _, k := range []nat44.MappingKey{webKey, {IP: nat44.MustParseIPv4("192.168.16.1"), Port: 30080, Proto: 6}} {
 		check("LB "+describe(k), e.nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: k, Locals: web,
 			TwiceNAT: nat44.TwiceNATSelf, Tag: "contiv:default/web"}, true))
 	}

@@ -28,7 +28,7 @@ import (
 // re-added dump). VPP answers 0 to adding an existing route (replacing its
 // path) and to deleting a missing one.
 func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
-	what := routeWhat(r.Prefix, r.VRF, add)
+	what := routeWhat(r.Prefix.AsPrefix(), r.VRF, add)
 	req, err := routeRequest(r, add)
 	if err != nil {
 		return invalid(what, err.Error())
@@ -58,10 +58,10 @@ func routeWhat(p netip.Prefix, vrf uint32, add bool) string {
 // routeRequest is the request that adds or deletes NAT44's route r (IPv4
 // only).
 func routeRequest(r nat44.Route, add bool) (*ipapi.IPRouteAddDel, error) {
-	if !r.Prefix.IsValid() || !r.Prefix.Addr().Is4() {
+	if !r.Prefix.IsValid() {
 		return nil, errors.New("not an IPv4 prefix")
 	}
-	return pathRequest(r.Prefix, r.VRF, add, r.Kind == nat44.RouteReject, r.Kind == nat44.RouteLookup, r.Table)
+	return pathRequest(r.Prefix.AsPrefix(), r.VRF, add, r.Kind == nat44.RouteReject, r.Kind == nat44.RouteLookup, r.Table)
 }
 
 // pathRequest is the request that adds or deletes a route on p in table
@@ -168,12 +168,12 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 // cnatRoute is the route of d when its only path drops, rejects or looks
 // up a table, read as nat44Route reads it.
 func cnatRoute(d *ipapi.IPRouteV2Details) (cnat.Route, bool) {
-	r, ok := nat44Route(d)
+	r, ok := readFIBRoute(d)
 	if !ok {
 		return cnat.Route{}, false
 	}
-	out := cnat.Route{Prefix: r.Prefix, VRF: r.VRF, Table: r.Table}
-	switch r.Kind {
+	out := cnat.Route{Prefix: r.prefix, VRF: r.vrf, Table: r.table}
+	switch r.kind {
 	case nat44.RouteReject:
 		out.Kind = cnat.RouteReject
 	case nat44.RouteLookup:
@@ -182,27 +182,48 @@ func cnatRoute(d *ipapi.IPRouteV2Details) (cnat.Route, bool) {
 	return out, true
 }
 
-// nat44Route is the route of d when its only path drops, rejects (ICMP
+// nat44Route is the route of d, when IPv4, as readFIBRoute reads it.
+func nat44Route(d *ipapi.IPRouteV2Details) (nat44.Route, bool) {
+	r, ok := readFIBRoute(d)
+	if !ok {
+		return nat44.Route{}, false
+	}
+	p, ok := nat44.IPv4PrefixOf(r.prefix)
+	if !ok {
+		return nat44.Route{}, false
+	}
+	return nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: r.vrf}, Kind: r.kind, Table: r.table}, true
+}
+
+// fibRoute is a route both renderers read from a dump (IPv4 or IPv6).
+type fibRoute struct {
+	prefix netip.Prefix
+	vrf    uint32
+	kind   nat44.RouteKind
+	table  uint32
+}
+
+// readFIBRoute is the route of d when its only path drops, rejects (ICMP
 // unreachable or prohibited) or looks up a table (type NORMAL, no
 // interface, no next hop).
-func nat44Route(d *ipapi.IPRouteV2Details) (nat44.Route, bool) {
+func readFIBRoute(d *ipapi.IPRouteV2Details) (fibRoute, bool) {
 	rt := d.Route
 	if len(rt.Paths) != 1 {
-		return nat44.Route{}, false
+		return fibRoute{}, false
 	}
 	p, err := fromAddress(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
 	if err != nil {
-		return nat44.Route{}, false
+		return fibRoute{}, false
 	}
-	out := nat44.Route{RouteKey: nat44.RouteKey{Prefix: p, VRF: rt.TableID}}
+	out := fibRoute{prefix: p, vrf: rt.TableID}
 	switch path := rt.Paths[0]; {
 	case path.Type == fib_types.FIB_API_PATH_TYPE_DROP:
 	case path.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH, path.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT:
-		out.Kind = nat44.RouteReject
+		out.kind = nat44.RouteReject
 	case path.Type == fib_types.FIB_API_PATH_TYPE_NORMAL && path.SwIfIndex == noIndex && path.Nh.Address == (ip_types.AddressUnion{}):
-		out.Kind, out.Table = nat44.RouteLookup, path.TableID
+		out.kind, out.table = nat44.RouteLookup, path.TableID
 	default:
-		return nat44.Route{}, false
+		return fibRoute{}, false
 	}
 	return out, true
 }

@@ -36,7 +36,7 @@ func simState(v *sim.VPP) *nat44.State {
 		}
 	}
 	for _, m := range s.Mappings {
-		k := nat44.MappingKey{IP: m.IP, Port: m.Port, Proto: nat44.Protocol(m.Proto)}
+		k := nat44.MappingKey{IP: nat44.MustIPv4(m.IP), Port: m.Port, Proto: nat44.Protocol(m.Proto)}
 		out := &nat44.Mapping{MappingKey: k, Affinity: m.Affinity, Tag: m.Tag}
 		switch {
 		case m.Flags&nat_types.NAT_IS_TWICE_NAT != 0:
@@ -45,7 +45,7 @@ func simState(v *sim.VPP) *nat44.State {
 			out.TwiceNAT = nat44.TwiceNATSelf
 		}
 		for _, l := range m.Locals {
-			out.Locals = append(out.Locals, nat44.Local{IP: l.IP, Port: l.Port, VRF: l.VRF, Probability: l.Probability})
+			out.Locals = append(out.Locals, nat44.Local{IP: nat44.MustIPv4(l.IP), Port: l.Port, VRF: l.VRF, Probability: l.Probability})
 		}
 		st.Mappings[k] = out
 	}
@@ -54,7 +54,7 @@ func simState(v *sim.VPP) *nat44.State {
 		st.Identities[k] = &nat44.Identity{IdentityKey: k, Tag: id.Tag}
 	}
 	for _, r := range s.Routes {
-		out := &nat44.Route{RouteKey: nat44.RouteKey{Prefix: r.Prefix, VRF: r.VRF}}
+		out := &nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(r.Prefix), VRF: r.VRF}}
 		switch {
 		case r.Reject:
 			out.Kind = nat44.RouteReject

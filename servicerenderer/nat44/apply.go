@@ -407,7 +407,7 @@ func (x *runner) Object(s *step) runKey {
 		return runKey{kind: ObjectRoute, addr: p.Addr(), flag: uint8(p.Bits()), vrf: op.Route.VRF}
 	}
 	m := &op.Mapping.MappingKey
-	return runKey{kind: ObjectMapping, addr: m.IP, port: m.Port, proto: m.Proto}
+	return runKey{kind: ObjectMapping, addr: m.IP.Addr(), port: m.Port, proto: m.Proto}
 }
 
 // Ordered implements reconcile.Port: every object's calls wait for the

@@ -93,7 +93,7 @@ func (w *benchWorkload) change(r *Renderer, k int) error {
 // BenchmarkChange is the per-change cost: one endpoint change through the
 // renderer to its VPP calls (a VPP that only counts them).
 func BenchmarkChange(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range []int{1000, 10000, 50000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			w := newBenchWorkload(n)
 			vpp := &countingVPP{}

@@ -64,7 +64,7 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 		if len(locals) == 0 {
 			return
 		}
-		key := MappingKey{IP: ip, Port: port, Proto: proto}
+		key := MappingKey{IP: ip.As4(), Port: port, Proto: proto}
 		for i := start; i < len(dst); i++ {
 			if dst[i].MappingKey == key {
 				return
@@ -135,10 +135,11 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 // over the host interconnect, as it must for host→pod traffic.
 func appendHealthCheck(dst []Mapping, start int, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
 	hc := svc.HealthCheckNodePort
-	if hc == 0 || svc.ExternalPolicy != servicerenderer.PolicyLocal || !cfg.HealthCheckTarget.IsValid() {
+	target, ok := IPv4Of(cfg.HealthCheckTarget)
+	if hc == 0 || svc.ExternalPolicy != servicerenderer.PolicyLocal || !ok {
 		return dst
 	}
-	locals := []Local{Placeholder, {IP: cfg.HealthCheckTarget, Port: hc, VRF: cfg.MainVRF, Probability: 1}}
+	locals := []Local{Placeholder, {IP: target, Port: hc, VRF: cfg.MainVRF, Probability: 1}}
 	if svc.AffinityTimeout != 0 {
 		tag = ServiceTag(cfg.TagPrefix, svc.ID) // the tag tells VPP's affinity: none here
 	}
@@ -148,7 +149,7 @@ next:
 		if !ok || ip == cfg.HealthCheckTarget {
 			continue
 		}
-		key := MappingKey{IP: ip, Port: hc, Proto: servicerenderer.TCP}
+		key := MappingKey{IP: ip.As4(), Port: hc, Proto: servicerenderer.TCP}
 		for i := start; i < len(dst); i++ {
 			if dst[i].MappingKey == key {
 				continue next
@@ -178,11 +179,11 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	for _, local := range []bool{true, false} {
 		for i := range backends {
 			b := &backends[i]
-			ip := b.IP.Unmap()
-			if b.Local != local || !ip.Is4() || b.Port == 0 {
+			ip4, ok := IPv4Of(b.IP)
+			if b.Local != local || !ok || b.Port == 0 {
 				continue
 			}
-			l := Local{IP: ip, Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
+			l := Local{IP: ip4, Port: b.Port, VRF: localVRF(b, b.IP.Unmap(), node, cfg), Probability: 1}
 			if local {
 				l.Probability = weight
 				nLocal++
@@ -289,13 +290,13 @@ func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole
 			st.Identities[k] = &Identity{IdentityKey: k, Tag: tag}
 		}
 	}
-	if p := cfg.ServiceCIDR; p.IsValid() && p.Addr().Is4() {
+	if p, ok := IPv4PrefixOf(cfg.ServiceCIDR.Masked()); ok {
 		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
-			k := RouteKey{Prefix: p.Masked(), VRF: vrf}
+			k := RouteKey{Prefix: p, VRF: vrf}
 			st.Routes[k] = &Route{RouteKey: k}
 		}
 		if servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
-			k := RouteKey{Prefix: p.Masked(), VRF: cfg.PodVRF}
+			k := RouteKey{Prefix: p, VRF: cfg.PodVRF}
 			st.Routes[k] = &Route{RouteKey: k, Kind: RouteLookup, Table: cfg.MainVRF}
 		}
 	}

@@ -353,7 +353,9 @@ func dupAddr(ls []Local) bool {
 // (say, the only carrying local of a full mapping is replaced): the
 // mapping is then replaced.
 func diffLocals(ops []Op, desired, applied *Mapping) (_ []Op, ok bool) {
-	var adds, dels []Local
+	// Room for a change's few locals without an allocation.
+	var addRoom, delRoom [8]Local
+	adds, dels := addRoom[:0], delRoom[:0]
 	mergeLocals(desired.Locals, applied.Locals, func(d, a *Local) {
 		switch {
 		case a == nil:

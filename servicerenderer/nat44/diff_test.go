@@ -19,12 +19,12 @@ var testOwned = func(tag string) bool { return strings.HasPrefix(tag, tagPrefix)
 // 10.96.0.1:80/TCP with n locals 10.1.1.(10+i):8080 in VRF 2.
 func lbMapping(n int) *Mapping {
 	m := &Mapping{
-		MappingKey: MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
+		MappingKey: MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
 		TwiceNAT:   TwiceNATSelf,
 		Tag:        tagPrefix + "default/web",
 	}
 	for i := range n {
-		m.Locals = append(m.Locals, Local{IP: netip.AddrFrom4([4]byte{10, 1, 1, byte(10 + i)}), Port: 8080, VRF: 2, Probability: 1})
+		m.Locals = append(m.Locals, Local{IP: IPv4{10, 1, 1, byte(10 + i)}, Port: 8080, VRF: 2, Probability: 1})
 	}
 	return m
 }
@@ -241,9 +241,9 @@ func TestDiffOrderAndForeignObjects(t *testing.T) {
 	for _, m := range BuildService(svc, testNode(), cfg) {
 		desired.Mappings[m.MappingKey] = m
 	}
-	blockedKey := MappingKey{IP: netip.MustParseAddr("10.96.0.2"), Port: 53, Proto: servicerenderer.UDP}
+	blockedKey := MappingKey{IP: MustParseIPv4("10.96.0.2"), Port: 53, Proto: servicerenderer.UDP}
 	desired.Mappings[blockedKey] = &Mapping{MappingKey: blockedKey, Tag: tagPrefix + "kube-system/dns",
-		Locals: []Local{{IP: netip.MustParseAddr("10.1.1.5"), Port: 53, VRF: 2, Probability: 1}}}
+		Locals: []Local{{IP: MustParseIPv4("10.1.1.5"), Port: 53, VRF: 2, Probability: 1}}}
 
 	applied := NewState()
 	applied.Pool = []PoolAddress{{IP: netip.MustParseAddr("10.9.9.9"), VRF: AnyVRF}}
@@ -252,12 +252,12 @@ func TestDiffOrderAndForeignObjects(t *testing.T) {
 	staleID := &Identity{IdentityKey: IdentityKey{IP: netip.MustParseAddr("192.168.16.98"), VRF: 1}, Tag: tagPrefix + "snat"}
 	applied.Identities[foreignID.IdentityKey] = foreignID
 	applied.Identities[staleID.IdentityKey] = staleID
-	foreign := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "", Locals: []Local{{IP: netip.MustParseAddr("10.1.1.9"), Port: 80, VRF: 2}}}
+	foreign := &Mapping{MappingKey: MappingKey{IP: MustParseIPv4("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
+		Tag: "", Locals: []Local{{IP: MustParseIPv4("10.1.1.9"), Port: 80, VRF: 2}}}
 	foreignBlocking := &Mapping{MappingKey: blockedKey, Tag: "calico:dns",
-		Locals: []Local{{IP: netip.MustParseAddr("10.1.1.8"), Port: 53, VRF: 2}}}
-	stale := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.96.0.3"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: tagPrefix + "default/gone", Locals: []Local{{IP: netip.MustParseAddr("10.1.1.7"), Port: 80, VRF: 2}}}
+		Locals: []Local{{IP: MustParseIPv4("10.1.1.8"), Port: 53, VRF: 2}}}
+	stale := &Mapping{MappingKey: MappingKey{IP: MustParseIPv4("10.96.0.3"), Port: 80, Proto: servicerenderer.TCP},
+		Tag: tagPrefix + "default/gone", Locals: []Local{{IP: MustParseIPv4("10.1.1.7"), Port: 80, VRF: 2}}}
 	for _, m := range []*Mapping{foreign, foreignBlocking, stale} {
 		applied.Mappings[m.MappingKey] = m
 	}
@@ -301,7 +301,7 @@ var (
 	genLocal = rapid.Custom(func(t *rapid.T) Local {
 		host := rapid.IntRange(1, 6).Draw(t, "host")
 		return Local{
-			IP:          netip.AddrFrom4([4]byte{10, 1, byte(1 + host%2), byte(host)}),
+			IP:          IPv4{10, 1, byte(1 + host%2), byte(host)},
 			Port:        rapid.SampledFrom([]uint16{80, 8080}).Draw(t, "port"),
 			VRF:         2,
 			Probability: uint8(rapid.IntRange(1, 2).Draw(t, "prob")),
@@ -309,7 +309,7 @@ var (
 	})
 	genKey = rapid.Custom(func(t *rapid.T) MappingKey {
 		return MappingKey{
-			IP:    genVIP.Draw(t, "vip"),
+			IP:    MustIPv4(genVIP.Draw(t, "vip")),
 			Port:  rapid.SampledFrom([]uint16{80, 443}).Draw(t, "port"),
 			Proto: rapid.SampledFrom([]Protocol{servicerenderer.TCP, servicerenderer.UDP}).Draw(t, "proto"),
 		}

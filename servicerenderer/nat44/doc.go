@@ -276,6 +276,17 @@
 // introspection methods read snapshots; no lock is held while VPP is
 // called).
 //
+// # Memory
+//
+// At W(50 000) the renderer holds ~600 000 locals: a Local is 12 bytes
+// without a pointer (its address an IPv4, NAT44 being IPv4 only), so that
+// the locals cost ~7 MB and nothing for the garbage collector to mark.
+// A MappingKey is 8 bytes without a pointer (so is the frontends' map
+// key), a Mapping 64. Its ~50 000 verdict routes are keyed alike: a RouteKey is an IPv4Prefix
+// and a VRF (12 bytes), a Route 20 bytes, neither with a pointer. Routes
+// VPP holds outside IPv4 are not the renderer's (plugins/vpp's dump of
+// them skips them).
+//
 // The package knows nothing about etcd, the controller, govpp or
 // Kubernetes objects: it sees ContivServices and the VPP interface.
 package nat44

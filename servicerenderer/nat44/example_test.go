@@ -12,13 +12,13 @@ import (
 // webMapping is 10.96.0.1:80/TCP load-balanced over n backends.
 func webMapping(n int) *nat44.Mapping {
 	m := &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP},
 		TwiceNAT:   nat44.TwiceNATSelf,
 		Tag:        "contiv:default/web",
 	}
 	for i := range n {
 		m.Locals = append(m.Locals, nat44.Local{
-			IP: netip.AddrFrom4([4]byte{10, 1, 1, byte(10 + i)}), Port: 8080, VRF: 1, Probability: 1,
+			IP: nat44.IPv4{10, 1, 1, byte(10 + i)}, Port: 8080, VRF: 1, Probability: 1,
 		})
 	}
 	return m

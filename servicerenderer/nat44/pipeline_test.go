@@ -51,7 +51,7 @@ func (p *pipelinedFake) Close() { p.results = nil }
 // failures, the counters and the resulting state are the same, and the
 // pipelined one kept many calls in flight.
 func TestPipelinedApplyMatchesSynchronous(t *testing.T) {
-	bad := MappingKey{IP: netip.MustParseAddr("10.96.0.7"), Port: 80, Proto: servicerenderer.TCP}
+	bad := MappingKey{IP: MustParseIPv4("10.96.0.7"), Port: 80, Proto: servicerenderer.TCP}
 	reject := func(m *Mapping) bool { return m.MappingKey == bad }
 	syncFake, pipeFake := newFakeVPP(), &pipelinedFake{fakeVPP: newFakeVPP()}
 	for _, f := range []*fakeVPP{syncFake, pipeFake.fakeVPP} {
@@ -207,8 +207,8 @@ func TestRunKeyIsTheObject(t *testing.T) {
 							}
 							ops = append(ops, Op{Kind: k, Pool: PoolAddress{IP: ip, VRF: uint32(n), TwiceNAT: twice}, Interface: name,
 								Identity: &Identity{IdentityKey: IdentityKey{IP: ip, Port: uint16(bits), Proto: proto, VRF: uint32(n)}},
-								Route:    Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, bits), VRF: uint32(n)}},
-								Mapping:  &Mapping{MappingKey: MappingKey{IP: ip, Port: uint16(bits), Proto: servicerenderer.Protocol(n)}}})
+								Route:    Route{RouteKey: RouteKey{Prefix: MustIPv4Prefix(netip.PrefixFrom(ip, bits)), VRF: uint32(n)}},
+								Mapping:  &Mapping{MappingKey: MappingKey{IP: MustIPv4(ip), Port: uint16(bits), Proto: servicerenderer.Protocol(n)}}})
 						}
 					}
 				}

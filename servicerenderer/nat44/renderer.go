@@ -116,6 +116,10 @@ type Renderer struct {
 	opsBuf     []Op
 	mappingBuf []Mapping
 	changedBuf []MappingKey
+	// routesBuf and ipsBuf are setService's room for a service's
+	// verdict routes (verdict.go).
+	routesBuf []Route
+	ipsBuf    []netip.Addr
 	// runner and queue are the state of the loop goroutine's runs
 	// (apply.go), reused from one apply to the next.
 	runner runner
@@ -264,7 +268,9 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	r.frontends.Set(&e.Claimant, svc, ms)
 	clear(ms)
 	r.mappingBuf = ms[:0]
-	r.setRoutes(e, BuildRoutes(svc, r.node, &r.cfg))
+	routes, ips := appendRoutes(r.routesBuf[:0], r.ipsBuf, svc, &r.cfg)
+	r.setRoutes(e, routes)
+	r.routesBuf, r.ipsBuf = routes[:0], ips[:0]
 	r.setSourceRules(svc.ID, SourceRangeRules(svc))
 	if dep := dependsOnNode(svc); dep != e.nodeDependent {
 		e.nodeDependent = dep
@@ -308,10 +314,10 @@ func dependsOnNode(svc *servicerenderer.ContivService) bool {
 // it is: external IPs' objects are counted, subsets logged.
 func (r *Renderer) desire(fe *frontendState, m *Mapping) {
 	if old := fe.Desired; old != nil && old.external {
-		r.extRef(old.IP, -1)
+		r.extRef(old.IP.Addr(), -1)
 	}
 	if m != nil && m.external {
-		r.extRef(m.IP, 1)
+		r.extRef(m.IP.Addr(), 1)
 	}
 	r.noteSubset(fe, m)
 }

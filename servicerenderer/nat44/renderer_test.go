@@ -266,10 +266,10 @@ func TestAppliedSharesTheDesiredValues(t *testing.T) {
 
 func TestForeignMappingsNeverTouched(t *testing.T) {
 	fake := newFakeVPP()
-	foreign := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "other-agent", Locals: []Local{{IP: netip.MustParseAddr("10.5.5.5"), Port: 80}}}
-	squatter := &Mapping{MappingKey: MappingKey{IP: netip.MustParseAddr("10.96.0.2"), Port: 80, Proto: servicerenderer.TCP},
-		Tag: "", Locals: []Local{{IP: netip.MustParseAddr("10.5.5.6"), Port: 80}}}
+	foreign := &Mapping{MappingKey: MappingKey{IP: MustParseIPv4("10.200.0.1"), Port: 80, Proto: servicerenderer.TCP},
+		Tag: "other-agent", Locals: []Local{{IP: MustParseIPv4("10.5.5.5"), Port: 80}}}
+	squatter := &Mapping{MappingKey: MappingKey{IP: MustParseIPv4("10.96.0.2"), Port: 80, Proto: servicerenderer.TCP},
+		Tag: "", Locals: []Local{{IP: MustParseIPv4("10.5.5.6"), Port: 80}}}
 	fake.state.Mappings[foreign.MappingKey] = foreign
 	fake.state.Mappings[squatter.MappingKey] = squatter
 	r := newTestRenderer(t, testConfig(), fake)
@@ -305,7 +305,7 @@ func TestForeignMappingsNeverTouched(t *testing.T) {
 
 func TestInvalidCallsReportedPerObjectAndNotRetried(t *testing.T) {
 	fake := newFakeVPP()
-	bad := MappingKey{IP: netip.MustParseAddr("10.96.0.2"), Port: 80, Proto: servicerenderer.TCP}
+	bad := MappingKey{IP: MustParseIPv4("10.96.0.2"), Port: 80, Proto: servicerenderer.TCP}
 	fake.reject = func(m *Mapping) bool { return m.MappingKey == bad }
 	rec := newLogRecorder()
 	r, err := New(Params{Config: testConfig(), VPP: fake, Log: slog.New(rec)})
@@ -547,7 +547,7 @@ func TestRecreatedServiceLosesItsFrontend(t *testing.T) {
 	if cs := r.Conflicts(); len(cs) != 1 || cs[0].Winner.Name != "b" || cs[0].Losers[0].Name != "a" {
 		t.Fatalf("conflicts %+v", cs)
 	}
-	if got := r.Desired().Mappings[MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}]; got == nil || got.Tag != tagPrefix+"default/b" {
+	if got := r.Desired().Mappings[MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}]; got == nil || got.Tag != tagPrefix+"default/b" {
 		t.Errorf("desired mapping %v", got)
 	}
 	if got, want := fake.dump(), r.Desired().Lines(); !slices.Equal(got, want) {

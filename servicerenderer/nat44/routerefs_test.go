@@ -2,7 +2,6 @@ package nat44
 
 import (
 	"maps"
-	"net/netip"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -56,8 +55,8 @@ func (s *refRouteState) ref(rt Route, delta int, synced bool) {
 // (kinds, tables, keys shared with the global routes).
 func TestRouteRefShortcuts(t *testing.T) {
 	cidr := testConfig().ServiceCIDR.Masked()
-	keys := []RouteKey{{Prefix: netip.MustParsePrefix("10.96.0.10/32")}, {Prefix: netip.MustParsePrefix("10.96.0.11/32")},
-		{Prefix: cidr, VRF: 2}, {Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 2}}
+	keys := []RouteKey{{Prefix: MustParseIPv4Prefix("10.96.0.10/32")}, {Prefix: MustParseIPv4Prefix("10.96.0.11/32")},
+		{Prefix: MustIPv4Prefix(cidr), VRF: 2}, {Prefix: MustParseIPv4Prefix("10.96.0.10/32"), VRF: 2}}
 	rapid.Check(t, func(rt *rapid.T) {
 		r := newTestRenderer(rt, testConfig(), newFakeVPP())
 		r.synced = rapid.Bool().Draw(rt, "synced")

@@ -2,7 +2,6 @@ package nat44
 
 import (
 	"cmp"
-	"net/netip"
 	"slices"
 )
 
@@ -82,7 +81,8 @@ func fitLocals(loc, rem []Local, node string, weight uint8) (_ []Local, subset *
 	if s.Used == s.Endpoints {
 		return out, nil
 	}
-	return out, &s
+	sub := s // allocated here only: most frontends keep every endpoint
+	return out, &sub
 }
 
 // topByHRW keeps the n locals of ls that rank highest for node (hrwScore),
@@ -132,9 +132,9 @@ func hrwSeed(node string) uint64 {
 // differences over every bit. It is the same on every run and every
 // machine, so each node's choice is deterministic. The VRF is left out:
 // one endpoint has one identity on every node.
-func hrwScore(seed uint64, ip netip.Addr, port uint16) uint64 {
+func hrwScore(seed uint64, ip IPv4, port uint16) uint64 {
 	h := seed
-	b := ip.As16()
+	b := ip.Addr().As16() // the IPv4-mapped form, as when locals held a netip.Addr
 	for _, c := range b {
 		h = (h ^ uint64(c)) * fnvPrime
 	}

@@ -15,7 +15,7 @@ import (
 func endpoints(net, n int, prob uint8) []Local {
 	out := make([]Local, n)
 	for i := range out {
-		out[i] = Local{IP: netip.AddrFrom4([4]byte{10, byte(net), byte(i / 250), byte(1 + i%250)}), Port: 8080, VRF: 1, Probability: prob}
+		out[i] = Local{IP: IPv4{10, byte(net), byte(i / 250), byte(1 + i%250)}, Port: 8080, VRF: 1, Probability: prob}
 	}
 	return out
 }
@@ -56,7 +56,7 @@ func TestFitLocals(t *testing.T) {
 		sum := probabilitySum(got)
 		nLocal := 0
 		for _, l := range got {
-			if l.IP.As4()[1] == 1 {
+			if l.IP[1] == 1 {
 				nLocal++
 				if int(l.Probability) != c.locWeight {
 					t.Errorf("%s: local %v has probability %d, want %d", name, l.IP, l.Probability, c.locWeight)
@@ -115,12 +115,12 @@ func TestSubsetSpread(t *testing.T) {
 	for n := range 30 {
 		got, _ := fitLocals(nil, endpoints(2, 1000, 1), fmt.Sprintf("node-%d", n+1), 1)
 		for _, l := range got {
-			held[l.IP]++
+			held[l.IP.Addr()]++
 		}
 	}
 	least, most := 30, 0
 	for _, l := range endpoints(2, 1000, 1) {
-		least, most = min(least, held[l.IP]), max(most, held[l.IP])
+		least, most = min(least, held[l.IP.Addr()]), max(most, held[l.IP.Addr()])
 	}
 	t.Logf("1000 endpoints over 30 nodes of 255: each held by %d to %d nodes", least, most)
 	if least < 1 || most > 20 {
@@ -158,7 +158,7 @@ func genLocals(t *rapid.T, label string, w uint8) []Local {
 func TestDiffKeepsTheSumAtEveryCall(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := uint8(rapid.IntRange(1, 255).Draw(t, "weight"))
-		key := MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: 6}
+		key := MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: 6}
 		applied := &Mapping{MappingKey: key, Locals: genLocals(t, "applied", w), Tag: "contiv:a/b"}
 		desired := &Mapping{MappingKey: key, Locals: genLocals(t, "desired", w), Tag: "contiv:a/b"}
 		st := NewState()
@@ -182,7 +182,7 @@ func TestDiffKeepsTheSumAtEveryCall(t *testing.T) {
 // A full subset whose one endpoint is replaced by another: the leaving
 // one goes first (adding first would sum to 256 and crash VPP 25.02).
 func TestDiffFullSubsetSwap(t *testing.T) {
-	key := MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: 6}
+	key := MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: 6}
 	all := endpoints(2, 256, 1)
 	applied := &Mapping{MappingKey: key, Locals: all[:255], Tag: "contiv:a/b"}
 	desired := &Mapping{MappingKey: key, Locals: all[1:], Tag: "contiv:a/b"}
@@ -245,7 +245,7 @@ func TestSubsetFollowsNodeName(t *testing.T) {
 	if err := r.Resync(resyncData(bigService(1, 1000, 0, 0, 0))); err != nil {
 		t.Fatal(err)
 	}
-	key := MappingKey{IP: netip.MustParseAddr("10.96.1.1"), Port: 80, Proto: 6}
+	key := MappingKey{IP: MustParseIPv4("10.96.1.1"), Port: 80, Proto: 6}
 	before := r.Desired().Mappings[key].Locals
 	node := testNode()
 	node.Name = "other"

@@ -26,8 +26,13 @@ func (r *Renderer) waitForTable(op *Op) {
 }
 
 // appendTableRetries appends the adds of the desired routes that wait for
-// their table; the caller holds mu.
+// their table; the caller holds mu. It walks the desired routes only
+// while some table is pending: an apply with interface news (every pod
+// added or deleted) costs nothing per route otherwise.
 func (r *Renderer) appendTableRetries(ops []Op) []Op {
+	if r.pendingTables.Len() == 0 {
+		return ops
+	}
 	for k, rt := range r.desired.Routes {
 		if r.pendingTables.Has(k.VRF) && r.applied.Routes[k] == nil {
 			ops = append(ops, Op{Kind: OpAddRoute, Route: *rt})

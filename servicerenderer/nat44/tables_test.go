@@ -65,7 +65,7 @@ func TestRouteWaitsForItsTable(t *testing.T) {
 		t.Errorf("routes %v: want the VRF 0 route only", e.vpp.Routes())
 	}
 	p := r.PendingTables()
-	if len(p) != 1 || p[0].VRF != 1 || len(p[0].Routes) != 1 || p[0].Routes[0].Prefix != cidr || p[0].Since.IsZero() {
+	if len(p) != 1 || p[0].VRF != 1 || len(p[0].Routes) != 1 || p[0].Routes[0].Prefix.AsPrefix() != cidr || p[0].Since.IsZero() {
 		t.Errorf("PendingTables() = %+v, want table 1 with %v", p, cidr)
 	}
 	if s := r.Stats(); s.Transient != 0 || s.Invalid != 0 {
@@ -143,7 +143,7 @@ func TestFullApplyFindsTheRoute(t *testing.T) {
 	if len(r.PendingTables()) != 1 {
 		t.Fatalf("PendingTables() = %+v, want table 1", r.PendingTables())
 	}
-	route := nat44.Route{RouteKey: nat44.RouteKey{Prefix: e.cfg.ServiceCIDR, VRF: 1}, Kind: nat44.RouteLookup}
+	route := nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(e.cfg.ServiceCIDR), VRF: 1}, Kind: nat44.RouteLookup}
 	e.vpp.CreateTable(1)
 	if err := e.nat.AddDelRoute(t.Context(), route, true); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestUpgradeFromPerClusterIPLookups(t *testing.T) {
 
 	// The earlier version's route set.
 	cidr := e.cfg.ServiceCIDR
-	old := []nat44.Route{{RouteKey: nat44.RouteKey{Prefix: cidr, VRF: e.cfg.PodVRF}}} // a DROP
+	old := []nat44.Route{{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(cidr), VRF: e.cfg.PodVRF}}} // a DROP
 	var rejects int
 	for _, rt := range r.Desired().Routes {
 		if rt.Kind == nat44.RouteReject {

@@ -26,15 +26,25 @@ import (
 // error for a mapping into a reject route (records-verdicts). The routes
 // are sorted by key.
 func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config) []Route {
-	if cfg.MainVRF != 0 {
-		return nil
-	}
-	var out []Route
-	for _, ip := range servicerenderer.RejectIPs(svc, cfg.ServiceCIDR) {
-		out = append(out, Route{RouteKey: RouteKey{Prefix: netip.PrefixFrom(ip, 32), VRF: 0}, Kind: RouteReject})
-	}
-	slices.SortFunc(out, func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
+	out, _ := appendRoutes(nil, nil, svc, cfg)
 	return out
+}
+
+// appendRoutes appends the routes of BuildRoutes to dst, with ips as
+// scratch room for the service's reject IPs; both are returned for reuse.
+func appendRoutes(dst []Route, ips []netip.Addr, svc *servicerenderer.ContivService, cfg *Config) ([]Route, []netip.Addr) {
+	if cfg.MainVRF != 0 {
+		return dst, ips
+	}
+	ips = servicerenderer.AppendRejectIPs(ips[:0], svc, cfg.ServiceCIDR)
+	start := len(dst)
+	for _, ip := range ips {
+		if p, ok := IPv4PrefixOf(netip.PrefixFrom(ip, 32)); ok {
+			dst = append(dst, Route{RouteKey: RouteKey{Prefix: p, VRF: 0}, Kind: RouteReject})
+		}
+	}
+	slices.SortFunc(dst[start:], func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
+	return dst, ips
 }
 
 // SinkAddress is the last address of the service CIDR, which Kubernetes
@@ -51,9 +61,10 @@ func compareRoutes(a, b Route) int {
 	return cmp.Or(compareRouteKeys(a.RouteKey, b.RouteKey), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Table, b.Table))
 }
 
-// setRoutes records that service entry e now wants routes (sorted): the
-// counts of the routes it stops or starts wanting change, and each key
-// whose desired route changes is queued for Apply. The caller holds mu.
+// setRoutes records that service entry e now wants routes (sorted; a
+// copy is kept when they changed, so routes may be scratch): the counts
+// of the routes it stops or starts wanting change, and each key whose
+// desired route changes is queued for Apply. The caller holds mu.
 func (r *Renderer) setRoutes(e *serviceEntry, routes []Route) {
 	if slices.Equal(e.routes, routes) {
 		return
@@ -64,7 +75,10 @@ func (r *Renderer) setRoutes(e *serviceEntry, routes []Route) {
 	for _, rt := range routes {
 		r.routeRef(rt, 1)
 	}
-	e.routes = routes
+	e.routes = nil
+	if len(routes) > 0 {
+		e.routes = slices.Clone(routes)
+	}
 }
 
 // routeRef counts one service more (delta 1) or fewer (-1) wanting rt. A
@@ -148,7 +162,7 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 		return true
 	}
 	switch {
-	case k.Prefix == cidr.Masked():
+	case k.Prefix.AsPrefix() == cidr.Masked():
 		return (rt.Kind == RouteDrop && (k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)) ||
 			(rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF && rt.Table == r.cfg.MainVRF)
 	case k.Prefix.Bits() == 32 && cidr.Contains(k.Prefix.Addr()):
@@ -160,8 +174,8 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 // sinkLocals are the locals of a frontend that drops: the sink at port
 // (main VRF) beside the placeholder; nil without a service CIDR.
 func sinkLocals(cfg *Config, port uint16) []Local {
-	sink := SinkAddress(cfg)
-	if !sink.IsValid() {
+	sink, ok := IPv4Of(SinkAddress(cfg))
+	if !ok {
 		return nil
 	}
 	return []Local{Placeholder, {IP: sink, Port: port, VRF: cfg.MainVRF, Probability: 1}}

@@ -155,7 +155,7 @@ func TestDiffUpgradeRoutes(t *testing.T) {
 	cfg.MainVRF = 0
 	cidr, host := cfg.ServiceCIDR, netip.MustParsePrefix("10.96.0.50/32")
 	route := func(p netip.Prefix, vrf uint32, kind RouteKind) *Route {
-		return &Route{RouteKey: RouteKey{Prefix: p, VRF: vrf}, Kind: kind}
+		return &Route{RouteKey: RouteKey{Prefix: MustIPv4Prefix(p), VRF: vrf}, Kind: kind}
 	}
 	state := func(rs ...*Route) *State {
 		s := &State{Routes: map[RouteKey]*Route{}}
@@ -174,5 +174,37 @@ func TestDiffUpgradeRoutes(t *testing.T) {
 	want := []string{"add-route 10.96.0.0/12 vrf=2 lookup table=0", "del-route 10.96.0.50/32 vrf=2 lookup table=0"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ops %q, want %q", got, want)
+	}
+}
+
+// TestVerdictRoutesPerService: each service keeps its own routes while
+// others are set after it (setService builds them in a buffer it reuses):
+// deleting one service takes its route, and only its route, away.
+func TestVerdictRoutesPerService(t *testing.T) {
+	cfg := testConfig()
+	cfg.MainVRF = 0
+	fake := newFakeVPP()
+	r := newTestRenderer(t, cfg, fake)
+	a := service("default", "a", 0, "10.96.0.51", port("http", 80, 0))
+	b := service("default", "b", 1, "10.96.0.52", port("http", 80, 0))
+	if err := r.Resync(resyncData(a)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, true)
+	if err := r.AddService(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteService(a); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, false)
+	var got []string
+	for k, rt := range r.Desired().Routes {
+		if k.Prefix.Bits() == 32 {
+			got = append(got, rt.String())
+		}
+	}
+	if want := []string{"10.96.0.52/32 vrf=0 reject"}; !slices.Equal(got, want) {
+		t.Errorf("reject routes after deleting a: %q, want %q", got, want)
 	}
 }

@@ -124,7 +124,7 @@ func TestRestartWithAffinityMakesNoCalls(t *testing.T) {
 			t.Errorf("tag %q longer than VPP keeps", m.Tag)
 		}
 	}
-	if d, err := fake.Dump(t.Context()); err != nil || d.Mappings[MappingKey{IP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}].Affinity != 0 {
+	if d, err := fake.Dump(t.Context()); err != nil || d.Mappings[MappingKey{IP: MustParseIPv4("10.96.0.1"), Port: 80, Proto: servicerenderer.TCP}].Affinity != 0 {
 		t.Fatalf("the fake's dump must not return affinity (%v)", err)
 	}
 
@@ -160,12 +160,12 @@ func TestRestartWithAffinityMakesNoCalls(t *testing.T) {
 func TestOlderAgentsMappings(t *testing.T) {
 	fake := newFakeVPP()
 	key := func(ip string) MappingKey {
-		return MappingKey{IP: netip.MustParseAddr(ip), Port: 80, Proto: servicerenderer.TCP}
+		return MappingKey{IP: MustIPv4(netip.MustParseAddr(ip)), Port: 80, Proto: servicerenderer.TCP}
 	}
 	static := &Mapping{MappingKey: key("10.96.0.1"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/one",
-		Locals: []Local{{IP: netip.MustParseAddr("10.2.0.2"), Port: 8080, VRF: 2}}}
+		Locals: []Local{{IP: MustParseIPv4("10.2.0.2"), Port: 8080, VRF: 2}}}
 	lb := &Mapping{MappingKey: key("10.96.0.2"), TwiceNAT: TwiceNATSelf, Tag: tagPrefix + "default/two",
-		Locals: []Local{{IP: netip.MustParseAddr("10.2.0.2"), Port: 8080, VRF: 2, Probability: 1}, {IP: netip.MustParseAddr("10.2.0.3"), Port: 8080, VRF: 2, Probability: 1}}}
+		Locals: []Local{{IP: MustParseIPv4("10.2.0.2"), Port: 8080, VRF: 2, Probability: 1}, {IP: MustParseIPv4("10.2.0.3"), Port: 8080, VRF: 2, Probability: 1}}}
 	fake.state.Mappings[static.MappingKey] = static
 	fake.state.Mappings[lb.MappingKey] = lb
 	one, two := webService("default", "one", 1, 1), webService("default", "two", 2, 2)
@@ -332,7 +332,7 @@ func TestExternalIPObjectsAreRefCounted(t *testing.T) {
 // drop routes ignored), never touched again.
 func TestDropRoutes(t *testing.T) {
 	fake := newFakeVPP()
-	vppOwn := Route{RouteKey: RouteKey{Prefix: netip.MustParsePrefix("240.0.0.0/4"), VRF: 2}}
+	vppOwn := Route{RouteKey: RouteKey{Prefix: MustParseIPv4Prefix("240.0.0.0/4"), VRF: 2}}
 	fake.otherRoutes = []Route{vppOwn}
 	r := newTestRenderer(t, testConfig(), fake)
 	if err := r.Resync(resyncData()); err != nil {
@@ -363,7 +363,7 @@ func TestDropRoutes(t *testing.T) {
 		t.Error("VPP's own route taken for the agent's")
 	}
 	// A route deleted behind the agent's back comes back at the next full apply.
-	delete(fake.state.Routes, RouteKey{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 2})
+	delete(fake.state.Routes, RouteKey{Prefix: MustParseIPv4Prefix("10.96.0.0/12"), VRF: 2})
 	mustApply(t, r2, true)
 	if calls := fake.takeCalls(); !slices.Equal(calls, []string{"add-route 10.96.0.0/12 vrf=2 drop"}) {
 		t.Errorf("healing: %q", calls)
@@ -446,10 +446,10 @@ func TestLocalNodePortWithoutLocalEndpoint(t *testing.T) {
 	svc.ExternalIPs = ips("20.0.0.9")
 	cfg := testConfig()
 	for _, m := range BuildService(svc, testNode(), cfg) {
-		switch m.IP {
+		switch m.IP.Addr() {
 		case netip.MustParseAddr("10.96.0.5"):
 		case netip.MustParseAddr("20.0.0.9"):
-			if len(m.Locals) != 2 || m.Locals[1].IP != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {
+			if len(m.Locals) != 2 || m.Locals[1].IP.Addr() != SinkAddress(&cfg) || m.Locals[1].VRF != cfg.MainVRF {
 				t.Errorf("external IP not to the sink: %s", m)
 			}
 		default:

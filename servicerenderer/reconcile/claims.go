@@ -25,19 +25,22 @@ type Frontend[K Key, O any] struct {
 	// and Desired are the same pointer.
 	Applied *O
 	winner  *Claimant[K, O]
-	losers  []*Claimant[K, O]
 	dirty   bool
+	// contested is set while other claimants than the winner claim it:
+	// they are in the table's losers (a frontend is rarely contested, and
+	// a list in each would make every frontend 64 bytes, not 48).
+	contested bool
 }
 
 // Winner is the claimant whose object is desired; nil when none claims it.
 func (fe *Frontend[K, O]) Winner() *Claimant[K, O] { return fe.winner }
 
 // Contested tells whether more than one service claims the frontend.
-func (fe *Frontend[K, O]) Contested() bool { return len(fe.losers) > 0 }
+func (fe *Frontend[K, O]) Contested() bool { return fe.contested }
 
 // unused tells whether nothing refers to the frontend any more.
 func (fe *Frontend[K, O]) unused() bool {
-	return fe.winner == nil && len(fe.losers) == 0 && fe.Applied == nil && !fe.dirty
+	return fe.winner == nil && !fe.contested && fe.Applied == nil && !fe.dirty
 }
 
 // Claimant is one service and the objects it claims, sorted by key. A
@@ -103,7 +106,10 @@ type Table[K Key, O any] struct {
 	obj       Object[K, O]
 	log       *slog.Logger
 	frontends map[K]*Frontend[K, O]
-	dirty     []*Frontend[K, O]
+	// losers are the claimants of each contested frontend but its
+	// winner, oldest first.
+	losers map[*Frontend[K, O]][]*Claimant[K, O]
+	dirty  []*Frontend[K, O]
 	// reported holds the conflicts already logged; quiet, during a
 	// resync, those logged before it.
 	reported map[pair[K]]struct{}
@@ -115,7 +121,8 @@ type Table[K Key, O any] struct {
 
 // NewTable makes an empty table.
 func NewTable[K Key, O any](obj Object[K, O], log *slog.Logger) *Table[K, O] {
-	return &Table[K, O]{obj: obj, log: log, frontends: map[K]*Frontend[K, O]{}, reported: map[pair[K]]struct{}{}}
+	return &Table[K, O]{obj: obj, log: log, frontends: map[K]*Frontend[K, O]{}, losers: map[*Frontend[K, O]][]*Claimant[K, O]{},
+		reported: map[pair[K]]struct{}{}}
 }
 
 // Get is the frontend of k; nil when none.
@@ -233,26 +240,20 @@ func (t *Table[K, O]) claim(c *Claimant[K, O], cl *claim[K, O], k K) {
 // release records that c no longer claims fe; the oldest loser takes over.
 func (t *Table[K, O]) release(c *Claimant[K, O], fe *Frontend[K, O]) {
 	if fe.winner != c {
-		fe.losers = slices.DeleteFunc(fe.losers, func(d *Claimant[K, O]) bool { return d == c })
-		if len(fe.losers) == 0 {
-			fe.losers = nil
-		}
+		t.setLosers(fe, slices.DeleteFunc(t.losers[fe], func(d *Claimant[K, O]) bool { return d == c }))
 		delete(t.reported, pair[K]{fe.Key, c.Svc.ID})
 		t.forget(fe)
 		return
 	}
-	if len(fe.losers) == 0 {
+	losers := t.losers[fe]
+	if len(losers) == 0 {
 		fe.winner = nil
 		t.setDesired(fe, nil)
 		t.forget(fe)
 		return
 	}
-	next := fe.losers[0]
-	if len(fe.losers) == 1 {
-		fe.losers = nil
-	} else {
-		fe.losers = fe.losers[1:]
-	}
+	next := losers[0]
+	t.setLosers(fe, losers[1:])
 	delete(t.reported, pair[K]{fe.Key, next.Svc.ID})
 	fe.winner = next
 	t.setDesired(fe, next.find(fe.Key, t.obj.Compare))
@@ -262,7 +263,8 @@ func (t *Table[K, O]) release(c *Claimant[K, O], fe *Frontend[K, O]) {
 // addLoser records that loser claims fe, which winner holds, and logs it
 // once.
 func (t *Table[K, O]) addLoser(fe *Frontend[K, O], loser, winner *Claimant[K, O]) {
-	i, _ := slices.BinarySearchFunc(fe.losers, loser, func(a, b *Claimant[K, O]) int {
+	losers := t.losers[fe]
+	i, _ := slices.BinarySearchFunc(losers, loser, func(a, b *Claimant[K, O]) int {
 		if a.before(b) {
 			return -1
 		}
@@ -271,7 +273,7 @@ func (t *Table[K, O]) addLoser(fe *Frontend[K, O], loser, winner *Claimant[K, O]
 		}
 		return 0
 	})
-	fe.losers = slices.Insert(fe.losers, i, loser)
+	t.setLosers(fe, slices.Insert(losers, i, loser))
 	p := pair[K]{fe.Key, loser.Svc.ID}
 	if _, ok := t.reported[p]; ok {
 		return
@@ -280,6 +282,16 @@ func (t *Table[K, O]) addLoser(fe *Frontend[K, O], loser, winner *Claimant[K, O]
 	if _, ok := t.quiet[p]; !ok {
 		t.log.Warn("frontend claimed by two services: the oldest wins", "frontend", fe.Key.String(),
 			"service", winner.Svc.ID, "rejected", loser.Svc.ID)
+	}
+}
+
+// setLosers makes losers (oldest first) the losers of fe.
+func (t *Table[K, O]) setLosers(fe *Frontend[K, O], losers []*Claimant[K, O]) {
+	fe.contested = len(losers) > 0
+	if fe.contested {
+		t.losers[fe] = losers
+	} else {
+		delete(t.losers, fe)
 	}
 }
 
@@ -384,6 +396,7 @@ func (t *Table[K, O]) Reset(hint int) {
 			t.frontends[k] = fe
 		}
 	}
+	clear(t.losers)
 	clear(t.dirty)
 	t.dirty = t.dirty[:0]
 	t.quiet, t.reported = t.reported, map[pair[K]]struct{}{}
@@ -404,12 +417,9 @@ func (t *Table[K, O]) EndReset() {
 // by key (empty, not nil, when none).
 func (t *Table[K, O]) Conflicts() []Conflict[K] {
 	cs := []Conflict[K]{}
-	for key, fe := range t.frontends {
-		if len(fe.losers) == 0 {
-			continue
-		}
-		c := Conflict[K]{Key: key, Winner: fe.winner.Svc.ID}
-		for _, d := range fe.losers {
+	for fe, losers := range t.losers {
+		c := Conflict[K]{Key: fe.Key, Winner: fe.winner.Svc.ID}
+		for _, d := range losers {
 			c.Losers = append(c.Losers, d.Svc.ID)
 		}
 		cs = append(cs, c)

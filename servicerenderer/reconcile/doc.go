@@ -14,7 +14,9 @@
 //     each under the renderer's lock, over the renderer's Changes.
 //   - Table and Claimant (claims.go): the frontends, the claims on them
 //     and their desired and applied objects; Dirty the frontends changed
-//     since the last apply, Conflicts the contested ones.
+//     since the last apply, Conflicts the contested ones (their losers
+//     are the table's, beside the frontends: a frontend is 32 bytes and
+//     its key, 48 allocated for nat44's 8-byte key).
 //   - Waits and PendingTables (waits.go): what waits for VPP to make it
 //     (an interface, a FIB table: a table stays pending until every route
 //     into it is in).

@@ -39,10 +39,10 @@ func Example() {
 		panic(err)
 	}
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{
-		MappingKey: nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: 6},
+		MappingKey: nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6},
 		Locals: []nat44.Local{
-			{IP: addr("10.1.1.2"), Port: 8080, VRF: 1, Probability: 3},
-			{IP: addr("10.1.2.2"), Port: 8080, VRF: 1, Probability: 1},
+			{IP: nat44.MustParseIPv4("10.1.1.2"), Port: 8080, VRF: 1, Probability: 3},
+			{IP: nat44.MustParseIPv4("10.1.2.2"), Port: 8080, VRF: 1, Probability: 1},
 		},
 		TwiceNAT: nat44.TwiceNATSelf,
 		Tag:      "contiv:default/web",

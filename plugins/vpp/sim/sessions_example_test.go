@@ -34,14 +34,14 @@ func ExampleVPP_OpenSession() {
 	}
 	addr := netip.MustParseAddr
 	backend := func(ip string) nat44.Local {
-		return nat44.Local{IP: addr(ip), Port: 8080, VRF: 1, Probability: 1}
+		return nat44.Local{IP: nat44.MustIPv4(addr(ip)), Port: 8080, VRF: 1, Probability: 1}
 	}
 	must(nat.SetGlobal(ctx, nat44.Global{Forwarding: true}))
 	if _, err := nat.SetInterfaceFeatures(ctx, "tap1", 0, nat44.FeatureIn|nat44.FeatureOut); err != nil {
 		panic(err)
 	}
-	web := nat44.MappingKey{IP: addr("10.96.0.10"), Port: 80, Proto: 6}
-	api := nat44.MappingKey{IP: addr("10.96.0.20"), Port: 80, Proto: 6}
+	web := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.10"), Port: 80, Proto: 6}
+	api := nat44.MappingKey{IP: nat44.MustParseIPv4("10.96.0.20"), Port: 80, Proto: 6}
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: web,
 		Locals: []nat44.Local{backend("10.1.1.2"), backend("10.1.1.3"), backend("10.1.1.4")}}, true))
 	must(nat.AddDelMapping(ctx, &nat44.Mapping{MappingKey: api,
@@ -50,14 +50,14 @@ func ExampleVPP_OpenSession() {
 	shared := netip.MustParseAddrPort("10.1.1.2:8080")
 	toShared := map[netip.Addr]int{}
 	for i, key := range []nat44.MappingKey{web, api, web, api, web, api} {
-		s, err := v.OpenSession(sim.Packet{Src: addr("10.1.2.7"), Dst: key.IP, Proto: 6, DstPort: 80, Ingress: "tap1"}, uint16(40000+i))
+		s, err := v.OpenSession(sim.Packet{Src: addr("10.1.2.7"), Dst: key.IP.Addr(), Proto: 6, DstPort: 80, Ingress: "tap1"}, uint16(40000+i))
 		must(err)
 		if s.Backend == shared {
-			toShared[key.IP]++
+			toShared[key.IP.Addr()]++
 		}
 	}
 	must(nat.AddDelLBLocal(ctx, web, backend("10.1.1.2"), false))
-	fmt.Println("to the shared backend: web", toShared[web.IP], "api", toShared[api.IP])
+	fmt.Println("to the shared backend: web", toShared[web.IP.Addr()], "api", toShared[api.IP.Addr()])
 	fmt.Println(v.SessionsCut(), "cut,", len(v.Sessions()), "alive")
 	// Output:
 	// to the shared backend: web 1 api 2
