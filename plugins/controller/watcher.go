@@ -75,9 +75,10 @@ type watcher struct {
 	prefixes []string // of the watched resources
 	relist   chan struct{}
 	// afterList, when set (tests), runs after a listing is queued and
-	// before the watch starts; queued, when set (tests), is told the
-	// revision of every change queued.
-	afterList func()
+	// before the watch starts; afterFirstPage after a listing's first page
+	// is read; queued, when set (tests), is told the revision of every
+	// change queued.
+	afterList, afterFirstPage func()
 	queued    func(rev int64)
 	// progressed, when set (tests), is told the prefix and revision of
 	// every progress notification taken in.
@@ -400,14 +401,20 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan *rangeResponse, 1)
+	// done hands the pages decoded back to readPages: it receives the
+	// next ones into their buffers (kubestate.Decode copies what it keeps).
+	done := make(chan *rangeResponse, 2)
 	var err error
 	go func() {
 		defer close(pages)
-		err = w.readPages(ctx, prefix, l.snap.Revision, pages)
+		err = w.readPages(ctx, prefix, l.snap.Revision, pages, done)
 	}()
 	for resp := range pages {
 		if l.snap.Revision == 0 {
 			l.snap.Revision, l.cluster = resp.revision, resp.clusterID
+			if w.afterFirstPage != nil {
+				w.afterFirstPage()
+			}
 		}
 		// The page's newest put, copied: the page is not kept for it.
 		newest := -1
@@ -427,21 +434,31 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			kv := resp.kvs[newest]
 			w.see(bytes.Clone(kv.key), bytes.Clone(kv.value), kv.modRevision)
 		}
+		select {
+		case done <- resp:
+		default:
+		}
 	}
 	return err // written before pages was closed
 }
 
 // readPages reads the keys under prefix at rev (0: the revision of the
-// first page) and sends each page on out, until the last or an error.
+// first page) and sends each page on out, until the last or an error; it
+// receives a page into one that came back on done, when one did.
 // The first page holds listPageSize keys; the next ones more, up to
 // maxListPage, when many remain: etcd counts every key from a page's first
 // to the prefix's end to answer it (RangeResponse.count), so a listing in
 // pages of p keys costs it n²/2p key visits.
-func (w *watcher) readPages(ctx context.Context, prefix string, rev int64, out chan<- *rangeResponse) error {
+func (w *watcher) readPages(ctx context.Context, prefix string, rev int64, out chan<- *rangeResponse, done <-chan *rangeResponse) error {
 	req := &pb.RangeRequest{Key: []byte(prefix), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)), Limit: listPageSize, Revision: rev}
 	for {
-		resp, err := w.readPage(ctx, req)
-		if err != nil {
+		var resp *rangeResponse
+		select {
+		case resp = <-done:
+		default:
+			resp = &rangeResponse{}
+		}
+		if err := w.readPage(ctx, req, resp); err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
 		}
 		select {
@@ -463,19 +480,18 @@ func pageSize(remaining int64) int64 {
 	return min(max(listPageSize, remaining/8), maxListPage)
 }
 
-// readPage reads one page of a listing, decoded from the bytes received
-// (rangeResponse), on the client's connection (its TLS, auth token and
-// interceptors).
-func (w *watcher) readPage(ctx context.Context, req *pb.RangeRequest) (*rangeResponse, error) {
+// readPage reads one page of a listing into resp, decoded from the bytes
+// received (rangeResponse), on the client's connection (its TLS, auth
+// token and interceptors).
+func (w *watcher) readPage(ctx context.Context, req *pb.RangeRequest, resp *rangeResponse) error {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	resp := &rangeResponse{}
 	err := w.cli.ActiveConnection().Invoke(rctx, pb.KV_Range_FullMethodName, req, resp,
 		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(theRawCodec))
 	if err != nil {
-		return nil, clientv3.ContextError(rctx, err)
+		return clientv3.ContextError(rctx, err)
 	}
-	return resp, nil
+	return nil
 }
 
 // decode parses a stored key and decodes its value. A failure is logged

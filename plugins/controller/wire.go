@@ -56,7 +56,16 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	case *watchResponse:
 		return r.parse(data.Materialize())
 	case *rangeResponse:
-		return r.parse(data.Materialize())
+		// Into r's buffer when it is large enough: a listing hands its
+		// pages' responses back once decoded (listPrefix).
+		b := r.buf
+		if n := data.Len(); cap(b) >= n {
+			b = b[:n]
+			data.CopyTo(b)
+		} else {
+			b = data.Materialize()
+		}
+		return r.parse(b)
 	}
 	return c.proto.Unmarshal(data, v)
 }
@@ -186,6 +195,8 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v uint64,
 // rangeResponse is what a listing reads of an etcdserverpb.RangeResponse,
 // decoded as watchResponse is: the keys and values are slices of buf, the
 // one copy of the message (a page of a listing), and no KeyValue is made.
+// A listing receives its next pages into the buffers of pages it decoded:
+// nothing decoded from a page may keep a slice of it.
 type rangeResponse struct {
 	revision  int64 // the header's
 	clusterID uint64
