@@ -469,7 +469,9 @@ func (w *watcher) readPages(ctx context.Context, prefix string, rev int64, out c
 		if !resp.more || len(resp.kvs) == 0 {
 			return nil
 		}
-		req.Revision = resp.revision
+		if req.Revision == 0 {
+			req.Revision = resp.revision // a later page's header has etcd's revision then
+		}
 		req.Key = append(bytes.Clone(resp.kvs[len(resp.kvs)-1].key), 0)
 		req.Limit = pageSize(resp.count - int64(len(resp.kvs)))
 	}
