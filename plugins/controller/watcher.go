@@ -79,7 +79,7 @@ type watcher struct {
 	// is read; queued, when set (tests), is told the revision of every
 	// change queued.
 	afterList, afterFirstPage func()
-	queued    func(rev int64)
+	queued                    func(rev int64)
 	// progressed, when set (tests), is told the prefix and revision of
 	// every progress notification taken in.
 	progressed func(prefix string, rev int64)
