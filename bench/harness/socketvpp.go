@@ -394,7 +394,9 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 			}
 		}
 		if heap.measure {
-			with := heapAfterGC()
+			// Two collections: a sync.Pool's objects (gRPC's receive
+			// buffers: a listing's pages of up to 4000 values) survive one.
+			with := liveHeapAfterGC()
 			stop()
 			after, err := settledHeap(ctx, goroutines)
 			if err != nil {
