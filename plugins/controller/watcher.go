@@ -83,6 +83,9 @@ type watcher struct {
 	// progressed, when set (tests), is told the prefix and revision of
 	// every progress notification taken in.
 	progressed func(prefix string, rev int64)
+	// listed is the number of objects of the last listing; the watcher
+	// goroutine's.
+	listed int
 	// generation is the newest sync marker generation taken in (listed or
 	// watched), known since revision genRev; the watcher goroutine's.
 	generation, genRev int64
@@ -174,6 +177,7 @@ func (w *watcher) run(ctx context.Context) {
 		w.unhold()
 		// Once queued, the listing is the loop's.
 		rev, cluster := l.snap.Revision, l.cluster
+		w.listed = len(l.snap.Objects)
 		w.log.Info("listed etcd", "kind", kind, "rev", rev, "objects", len(l.snap.Objects), "skipped", len(l.bad))
 		w.q.pushResync(kind, l)
 		if kind == ResyncRelist {
@@ -250,7 +254,7 @@ func drain(ch <-chan struct{}) {
 // list reads every watched resource, and the layout and sync markers, at
 // one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
-	l := newListing(0, 0)
+	l := newListing(0, w.sizeHint(ctx))
 	w.seenMu.Lock()
 	w.seen = seenPut{}
 	w.seenMu.Unlock()
@@ -282,6 +286,31 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 		w.logLayout(l.layout)
 	}
 	return l, nil
+}
+
+// sizeHint is the room a listing's map is made with, not to grow it key by
+// key: the size of the last listing, or at the first, how many keys the
+// watched prefixes hold (etcd counts them, reading no value); 0 when etcd
+// does not answer.
+func (w *watcher) sizeHint(ctx context.Context) int {
+	if w.listed > 0 {
+		return w.listed
+	}
+	ops := make([]clientv3.Op, len(w.prefixes))
+	for i, p := range w.prefixes {
+		ops[i] = clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := w.cli.Txn(rctx).Then(ops...).Commit()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range resp.Responses {
+		n += int(r.GetResponseRange().Count)
+	}
+	return n
 }
 
 // rangeValue is the value read by the i-th (range) response of a
