@@ -30,6 +30,8 @@
 // was read and the ownership check found it still so (another agent writes
 // only to a VPP it marked), on the same connection, and no write went
 // through the renderer's port before; else the apply dumps VPP as always.
+// ASSUMPTION (prefetch.go): VPP changes that state only when a client asks,
+// and only an agent that marked VPP its own asks.
 //
 // Features live in their own packages: kube-proxy's health endpoints in
 // healthcheck (the services' health checks, a renderer the processor

@@ -26,6 +26,11 @@ import (
 //     writer of NAT44 state and of these routes, writes after its dump);
 //   - it serves the first Dump, and the DumpRoutes of the same VRFs right
 //     after it, only once; every later dump is VPP's.
+//
+// ASSUMPTION: VPP changes its NAT44 mappings, features and these routes only
+// when a client asks it to (none expires or is made by traffic), and no
+// client but an agent that marked VPP its own writes them (vppctl by hand
+// aside, which a dump at the apply would not make safe either).
 type prefetchNAT44 struct {
 	*vpp.NAT44
 	conn  prefetchConn
