@@ -76,6 +76,7 @@ type Agent struct {
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
 	renderer *nat44.Renderer // with renderer: nat44
+	prefetch *prefetchNAT44  // its port to VPP (with renderer: nat44)
 	cnat     *cnat.Renderer  // with renderer: cnat
 	proc     *service.Processor
 	nodes    *nodesync.Handler
@@ -273,6 +274,9 @@ func (a *Agent) buildHandlers() error {
 		return err
 	}
 	a.owner = a.newOwnership(p.Renderer, a.cluster)
+	if a.prefetch != nil {
+		a.owner.marked = a.prefetch.markedOwner
+	}
 	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44")}
 	if a.renderer != nil {
 		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
@@ -424,6 +428,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.runParity(ctx, &wg)
+	if a.prefetch != nil {
+		// The renderer's first dump is read while etcd is listed.
+		a.prefetch.start(ctx, &wg)
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

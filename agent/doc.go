@@ -23,6 +23,16 @@
 // renderer's hold of mappings for the node's interfaces is bounded by a
 // timer (holdwake.go).
 //
+// At start, the NAT44 renderer's first dump of VPP is read ahead while the
+// controller lists etcd (prefetch.go; at W(50 000) ~55 000 dump replies
+// that came after the listing and the resync). It stands for the dump only
+// when nothing can have changed VPP since: VPP was this agent's when it
+// was read and the ownership check found it still so (another agent writes
+// only to a VPP it marked), on the same connection, and no write went
+// through the renderer's port before; else the apply dumps VPP as always.
+// ASSUMPTION (prefetch.go): VPP changes that state only when a client asks,
+// and only an agent that marked VPP its own asks.
+//
 // Features live in their own packages: kube-proxy's health endpoints in
 // healthcheck (the services' health checks, a renderer the processor
 // feeds; the node-level proxy health on :10256 and its drain taint), wired

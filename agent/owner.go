@@ -36,6 +36,8 @@ type ownership struct {
 	tag      string // this agent's marker
 	takeOver bool
 	log      *slog.Logger
+	// marked, when set, is told each time VPP is marked as this agent's.
+	marked func()
 
 	mu sync.Mutex
 	// settled is the connection (Status().Connects) whose owner was
@@ -93,6 +95,9 @@ func (o *ownership) settle(ctx context.Context) error {
 		}
 		if err := o.conn.MarkOwner(ctx, o.tag); err != nil {
 			return err
+		}
+		if o.marked != nil {
+			o.marked()
 		}
 		o.log.Info("VPP marked as this agent's", "owner", o.tag)
 	}

@@ -33,7 +33,13 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		ports.CNATStore = cnat.FileStore{Path: filepath.Join(filepath.Dir(a.cfg.NodeSync.StateFile), "cnat-node.json")}
 		rlog = a.log.With("part", "cnat")
 	} else {
-		ports.NAT44 = vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client"))
+		nc := n.NAT44Config()
+		a.prefetch = &prefetchNAT44{NAT44: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")),
+			conn: a.conn, owner: vpp.OwnerTag(a.cluster, a.cfg.NodeName)}
+		if nc.ServiceCIDR.IsValid() { // the renderer's DumpRoutes
+			a.prefetch.vrfs = []uint32{nc.PodVRF, nc.MainVRF}
+		}
+		ports.NAT44 = a.prefetch
 	}
 	p, err := nodepipeline.Build(nodepipeline.Params{
 		Node:                    *n,

@@ -13,7 +13,9 @@
 // and the running agent's CPU per
 // change from the etcd watch event to the VPP calls (agent-change), and
 // W(50 000) over a socket-served simulated VPP: its pipelined programming,
-// the agent's start to ready and the running agent's live heap (large). Run
+// the agent's start to ready (and the process's CPU until then) with etcd
+// in the benchmark's process and again in a process of its own, as it is
+// deployed, and the running agent's live heap (large). Run
 // returns the figures; Results prints the table and the JSON of
 // results.json.
 //

@@ -113,8 +113,12 @@ func TestQuickRun(t *testing.T) {
 	// The large figure's path at a small N: W(200)'s 200 cluster-IP
 	// mappings programmed, the agent started both ways, its heap seen.
 	if l := res.Large; l == nil || l.N != 200 || l.Calls < 200 || l.EmptyWrites < 200 || l.PipelinedMS <= 0 ||
-		l.StartupEmptyMS <= 0 || l.StartupProgrammedMS <= 0 || l.AgentHeapMiB <= 0 {
+		l.StartupEmptyMS <= 0 || l.StartupProgrammedMS <= 0 || l.AgentHeapMiB <= 0 || l.StartupProgrammedCPUMS <= 0 {
 		t.Errorf("large %+v", l)
+	}
+	// ... and again with etcd in a process of its own.
+	if a := res.Large; a == nil || a.StartupApart == nil || a.StartupApart.EmptyMS <= 0 || a.StartupApart.ProgrammedMS <= 0 || a.StartupApart.ProgrammedCPUMS <= 0 {
+		t.Errorf("large, etcd apart: %+v", a)
 	}
 
 	// Every agent applied every change; each one's heap holds at least
@@ -186,7 +190,7 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup keys %v", got)
 	}
 
-	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_cpu_ms", "startup_empty_ms", "startup_etcd_apart", "startup_programmed_cpu_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
 		t.Errorf("large keys %v, want %v", got, want)
 	}
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"sync"
 
 	"contiv.dev/vpp/bench/workload"
 )
@@ -36,6 +37,14 @@ type LargeResult struct {
 	// against an empty VPP and against one holding W(N).
 	StartupEmptyMS      float64 `json:"startup_empty_ms"`
 	StartupProgrammedMS float64 `json:"startup_programmed_ms"`
+	// StartupApart is the same start with etcd in a process of its own,
+	// as it is deployed (a StatefulSet): its CPU and garbage off the
+	// agent's clock (the simulated VPP stays in the agent's process).
+	StartupApart *LargeStartup `json:"startup_etcd_apart,omitempty"`
+	// StartupEmptyCPUMS and StartupProgrammedCPUMS: the process's CPU
+	// from the start to ready, etcd in it.
+	StartupEmptyCPUMS      float64 `json:"startup_empty_cpu_ms"`
+	StartupProgrammedCPUMS float64 `json:"startup_programmed_cpu_ms"`
 	// AgentHeapMiB is the running agent's live heap holding W(N): its
 	// decoded view, the controller's digests, processor and renderer.
 	AgentHeapMiB float64 `json:"agent_heap_mib"`
@@ -43,9 +52,21 @@ type LargeResult struct {
 	Runs         int     `json:"-"`
 }
 
+// LargeStartup is a figure of the agent's start at W(N), against an empty
+// VPP and against one holding W(N).
+type LargeStartup struct {
+	EmptyMS      float64 `json:"empty_ms"`
+	ProgrammedMS float64 `json:"programmed_ms"`
+	// EmptyCPUMS and ProgrammedCPUMS: the process's CPU from the start to
+	// ready.
+	EmptyCPUMS      float64 `json:"empty_cpu_ms,omitempty"`
+	ProgrammedCPUMS float64 `json:"programmed_cpu_ms,omitempty"`
+}
+
 // measureLarge measures the large figure at n, runs times each (medians).
-// With profileDir, the start-ups' CPU profile goes to
-// large-startup.pprof there and the running agent's heap to
+// The start-ups are measured twice: etcd in this process, then in a
+// process of its own (StartupApart). With profileDir, the first start-ups'
+// CPU profile goes to large-startup.pprof there and the running agent's heap to
 // large-heap.pprof.
 func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
 	out := &LargeResult{N: n, ServiceUS: us(serviceTime), Runs: runs}
@@ -71,6 +92,7 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 		return nil, err
 	}
 	heap := heapProbe{measure: true}
+	stopProfile := func() {}
 	if profileDir != "" {
 		heap.profile = filepath.Join(profileDir, "large-heap.pprof")
 		f, err := os.Create(filepath.Join(profileDir, "large-startup.pprof"))
@@ -81,13 +103,21 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return nil, err
 		}
-		defer pprof.StopCPUProfile()
+		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
+		defer stopProfile()
 	}
-	s, err := measureStartupOf(ctx, env, n, runs, fastEtcd, heap, logOut, log)
+	s, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, heap: heap}, logOut, log)
 	if err != nil {
 		return nil, fmt.Errorf("large: %w", err)
 	}
 	out.StartupEmptyMS, out.StartupProgrammedMS, out.EmptyWrites = s.emptyMS, s.programmedMS, s.emptyWrites
 	out.AgentHeapMiB = s.heapMiB
+	out.StartupEmptyCPUMS, out.StartupProgrammedCPUMS = s.emptyCPUMS, s.programmedCPUMS
+	stopProfile()
+	a, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true}, logOut, log)
+	if err != nil {
+		return nil, fmt.Errorf("large, etcd apart: %w", err)
+	}
+	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
 	return out, nil
 }

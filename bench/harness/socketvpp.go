@@ -8,13 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.fd.io/govpp/adapter"
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -189,6 +192,10 @@ type startupRun struct {
 	// heapMiB is the agent's live heap once ready against the programmed
 	// VPP (median; measured only when asked).
 	heapMiB float64
+	// emptyCPUMS and programmedCPUMS: the process's CPU time from the
+	// start to ready (the agent's and the simulated VPP's, and etcd's when
+	// it runs in the benchmark's process).
+	emptyCPUMS, programmedCPUMS float64
 }
 
 // socketServed is the simulated dataplane reached through VPP's socket:
@@ -204,7 +211,7 @@ func (socketServed) Adapter() adapter.VppAPI { return nil }
 // first empty, then, after stopping it, again against the VPP it
 // programmed; runs times, each with a new VPP, keeping the medians.
 func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
-	return measureStartupOf(ctx, env, n, runs, fastEtcd, heapProbe{}, logOut, log)
+	return measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd}, logOut, log)
 }
 
 // heapProbe asks startTwice for the agent's live heap (measure) and, when
@@ -214,10 +221,21 @@ type heapProbe struct {
 	profile string
 }
 
-// measureStartupOf is measureStartup; with heap.measure it also measures
-// the agent's live heap after its second start of each run.
-func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, heap heapProbe, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+// startupOpts are how measureStartupOf runs etcd and what it measures
+// besides the time to ready.
+type startupOpts struct {
+	fastEtcd bool
+	heap     heapProbe
+	// etcdApart runs etcd in a process of its own (a child: RunChild), as
+	// it is deployed (a StatefulSet), instead of in the benchmark's: its
+	// CPU and garbage are then not on the agent's clock.
+	etcdApart bool
+}
+
+// measureStartupOf is measureStartup with opts; with opts.heap.measure it
+// also measures the agent's live heap after its second start of each run.
+func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts startupOpts, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+	endpoint, cli, closeEtcd, err := startupEtcd(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
@@ -231,25 +249,66 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd b
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := env.agentConfig(m.Endpoint(), dir)
+	cfg, err := env.agentConfig(endpoint, dir)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
 	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	out := &startupRun{}
-	var empty, programmed, heaps []float64
+	var empty, programmed, heaps, emptyCPU, programmedCPU []float64
 	for run := range runs {
-		e, p, err := startTwice(ctx, cfg, heap, logOut)
+		e, p, err := startTwice(ctx, cfg, opts.heap, logOut)
 		if err != nil {
 			return nil, err
 		}
-		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "empty", e.took, "programmed", p.took, "heapMiB", p.heapMiB)
+		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "empty", e.took, "programmed", p.took,
+			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB)
 		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
+		emptyCPU, programmedCPU = append(emptyCPU, ms(e.cpu)), append(programmedCPU, ms(p.cpu))
 		heaps = append(heaps, p.heapMiB)
 		out.emptyWrites, out.programmedWrites = e.writes, p.writes
 	}
 	out.emptyMS, out.programmedMS, out.heapMiB = median(empty), median(programmed), median(heaps)
+	out.emptyCPUMS, out.programmedCPUMS = median(emptyCPU), median(programmedCPU)
 	return out, nil
+}
+
+// startupEtcd starts the etcd of measureStartupOf: embedded in this
+// process, or (opts.etcdApart) a child; endpoint is its host:port.
+func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *clientv3.Client, closeEtcd func(), err error) {
+	if !opts.etcdApart {
+		m, cli, closeEtcd, err := embeddedEtcd(ctx, opts.fastEtcd)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return m.Endpoint(), cli, closeEtcd, nil
+	}
+	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	fast := "0"
+	if opts.fastEtcd {
+		fast = "1"
+	}
+	c, err := startChild(roleEtcd, childDirEnv+"="+dir, childFastEnv+"="+fast)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	closeAll := func() {
+		c.close()
+		_ = os.RemoveAll(dir)
+	}
+	cli, err = etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{c.endpoint}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		closeAll()
+		return "", nil, nil, err
+	}
+	return strings.TrimPrefix(c.endpoint, "http://"), cli, func() {
+		_ = cli.Close()
+		closeAll()
+	}, nil
 }
 
 // settledHeap is the live heap once what a stopped agent held is freed:
@@ -278,7 +337,10 @@ func settledHeap(ctx context.Context, before int) (uint64, error) {
 // started is one agent start: to ready, and the VPP writes until then;
 // heapMiB the agent's live heap once quiesced, when measured.
 type started struct {
-	took    time.Duration
+	took time.Duration
+	// cpu is the process's CPU time from the start to ready: the agent's,
+	// etcd's and the simulated VPP's (all in this process).
+	cpu     time.Duration
 	writes  int
 	heapMiB float64
 }
@@ -299,7 +361,7 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 	start := func(heap heapProbe) (s started, err error) {
 		v.ResetCalls()
 		goroutines := runtime.NumGoroutine()
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), cpuTime()
 		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
 			return started{}, fmt.Errorf("startup: agent: %w", err)
@@ -319,7 +381,7 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
 			return started{}, fmt.Errorf("startup: agent not ready: %w", err)
 		}
-		s = started{took: time.Since(t0), writes: v.Writes()}
+		s = started{took: time.Since(t0), cpu: cpuTime() - cpu0, writes: v.Writes()}
 		if err := quiesce(ctx, a, v); err != nil {
 			return started{}, err
 		}
@@ -332,7 +394,9 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 			}
 		}
 		if heap.measure {
-			with := heapAfterGC()
+			// Two collections: a sync.Pool's objects (gRPC's receive
+			// buffers: a listing's pages of up to 4000 values) survive one.
+			with := liveHeapAfterGC()
 			stop()
 			after, err := settledHeap(ctx, goroutines)
 			if err != nil {

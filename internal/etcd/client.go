@@ -52,9 +52,10 @@ var reconnect = grpc.ConnectParams{
 // server after each DATA frame that starts a new estimate: a watch event
 // arriving alone, as nearly every change does, costs the client a PING
 // written and its ack read, and etcd the reverse, for each watching agent.
-// Windows set explicitly turn the estimate off. 4 MiB holds two pages of
-// a listing (listPageSize values of ~2 KB) in flight: a loopback or LAN
-// round trip never waits on it.
+// Windows set explicitly turn the estimate off. 4 MiB holds two first
+// pages of a listing (1000 values of ~2 KB) in flight; its later pages (up
+// to 4000 values) take a window update or two each, sent as the client
+// reads: a loopback or LAN round trip.
 const (
 	StreamWindow = 4 << 20
 	ConnWindow   = 2 * StreamWindow

@@ -21,9 +21,16 @@
 // last, as long as each batch so taken holds more than one; a lone change
 // goes at once.
 //
-// The watcher lists the watched resources at one revision and watches from
-// the next, every resource's watch on one raw gRPC Watch stream of etcd's
-// API (stream.go): the goroutine that receives a response decodes it from
+// The watcher lists the watched resources at one revision, page by page
+// (the first page's revision), and watches from the next. A listing's
+// pages are read on the client's connection and decoded from the bytes
+// received (wire.go: no KeyValue is made); the next page is read while one
+// is decoded, into the buffer of a page already decoded (nothing decoded
+// keeps a slice of a page), into a map made with room for what etcd
+// holds; pages grow from 1000 keys to 4000 when many
+// remain, as etcd counts every key from a page to the prefix's end to
+// answer it (n²/2p key visits for n keys in pages of p). Every resource's
+// watch is on one raw gRPC Watch stream of etcd's API (stream.go): the goroutine that receives a response decodes it from
 // the bytes gRPC received (wire.go: no etcd protobuf types are made) into
 // the models and queues its changes, one hand-off to the loop. On a failed or compacted
 // watch it lists again and the handlers resync from the new listing. When

@@ -118,7 +118,7 @@ func (t *takeIn) stream(ctx context.Context) error {
 	// connection, receive responses of any size), and the codec that
 	// decodes a response straight from the bytes received.
 	ws, err := pb.NewWatchClient(w.cli.ActiveConnection()).Watch(ctx,
-		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(theWatchCodec))
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(theRawCodec))
 	if err != nil {
 		return fmt.Errorf("%w: open: %w", errStreamLost, err)
 	}

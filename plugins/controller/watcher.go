@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
 	"contiv.dev/vpp/internal/backoff"
@@ -20,8 +23,10 @@ import (
 )
 
 const (
-	// listPageSize is the number of keys one Get of a listing returns.
+	// listPageSize is the number of keys the first page of a listing
+	// holds; maxListPage the most a later one holds (readPages).
 	listPageSize = 1000
+	maxListPage  = 4000
 	// requestTimeout bounds one Get of a listing.
 	requestTimeout = 10 * time.Second
 )
@@ -70,13 +75,17 @@ type watcher struct {
 	prefixes []string // of the watched resources
 	relist   chan struct{}
 	// afterList, when set (tests), runs after a listing is queued and
-	// before the watch starts; queued, when set (tests), is told the
-	// revision of every change queued.
-	afterList func()
-	queued    func(rev int64)
+	// before the watch starts; afterFirstPage after a listing's first page
+	// is read; queued, when set (tests), is told the revision of every
+	// change queued.
+	afterList, afterFirstPage func()
+	queued                    func(rev int64)
 	// progressed, when set (tests), is told the prefix and revision of
 	// every progress notification taken in.
 	progressed func(prefix string, rev int64)
+	// listed is the number of objects of the last listing; the watcher
+	// goroutine's.
+	listed int
 	// generation is the newest sync marker generation taken in (listed or
 	// watched), known since revision genRev; the watcher goroutine's.
 	generation, genRev int64
@@ -168,6 +177,7 @@ func (w *watcher) run(ctx context.Context) {
 		w.unhold()
 		// Once queued, the listing is the loop's.
 		rev, cluster := l.snap.Revision, l.cluster
+		w.listed = len(l.snap.Objects)
 		w.log.Info("listed etcd", "kind", kind, "rev", rev, "objects", len(l.snap.Objects), "skipped", len(l.bad))
 		w.q.pushResync(kind, l)
 		if kind == ResyncRelist {
@@ -244,7 +254,7 @@ func drain(ch <-chan struct{}) {
 // list reads every watched resource, and the layout and sync markers, at
 // one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
-	l := newListing(0, 0)
+	l := newListing(0, w.sizeHint(ctx))
 	w.seenMu.Lock()
 	w.seen = seenPut{}
 	w.seenMu.Unlock()
@@ -276,6 +286,31 @@ func (w *watcher) list(ctx context.Context) (*listing, error) {
 		w.logLayout(l.layout)
 	}
 	return l, nil
+}
+
+// sizeHint is the room a listing's map is made with, not to grow it key by
+// key: the size of the last listing, or at the first, how many keys the
+// watched prefixes hold (etcd counts them, reading no value); 0 when etcd
+// does not answer.
+func (w *watcher) sizeHint(ctx context.Context) int {
+	if w.listed > 0 {
+		return w.listed
+	}
+	ops := make([]clientv3.Op, len(w.prefixes))
+	for i, p := range w.prefixes {
+		ops[i] = clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := w.cli.Txn(rctx).Then(ops...).Commit()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range resp.Responses {
+		n += int(r.GetResponseRange().Count)
+	}
+	return n
 }
 
 // rangeValue is the value read by the i-th (range) response of a
@@ -389,27 +424,34 @@ func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, int64, error) 
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of
-// the listing's first page.
+// the listing's first page, and decodes them into l. The next page is read
+// (by etcd, and received) while this one is decoded.
 func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) error {
-	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
-		if l.snap.Revision != 0 {
-			opts = append(opts, clientv3.WithRev(l.snap.Revision))
-		}
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		resp, err := w.cli.Get(rctx, from, opts...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan *rangeResponse, 1)
+	// done hands the pages decoded back to readPages: it receives the
+	// next ones into their buffers (kubestate.Decode copies what it keeps).
+	done := make(chan *rangeResponse, 2)
+	var err error
+	go func() {
+		defer close(pages)
+		err = w.readPages(ctx, prefix, l.snap.Revision, pages, done)
+	}()
+	for resp := range pages {
 		if l.snap.Revision == 0 {
-			l.snap.Revision = resp.Header.Revision
-			l.cluster = resp.Header.ClusterId
+			l.snap.Revision, l.cluster = resp.revision, resp.clusterID
+			if w.afterFirstPage != nil {
+				w.afterFirstPage()
+			}
 		}
-		for _, kv := range resp.Kvs {
-			w.see(kv.Key, kv.Value, kv.ModRevision)
-			k, o, err := w.decode(string(kv.Key), kv.Value, kv.ModRevision)
+		// The page's newest put, copied: the page is not kept for it.
+		newest := -1
+		for i, kv := range resp.kvs {
+			if newest < 0 || kv.modRevision >= resp.kvs[newest].modRevision {
+				newest = i
+			}
+			k, o, err := w.decode(string(kv.key), kv.value, kv.modRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
 				l.bad[k] = true
@@ -417,11 +459,70 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 				l.put(k, o)
 			}
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if newest >= 0 {
+			kv := resp.kvs[newest]
+			w.see(bytes.Clone(kv.key), bytes.Clone(kv.value), kv.modRevision)
+		}
+		select {
+		case done <- resp:
+		default:
+		}
+	}
+	return err // written before pages was closed
+}
+
+// readPages reads the keys under prefix at rev (0: the revision of the
+// first page) and sends each page on out, until the last or an error; it
+// receives a page into one that came back on done, when one did.
+// The first page holds listPageSize keys; the next ones more, up to
+// maxListPage, when many remain: etcd counts every key from a page's first
+// to the prefix's end to answer it (RangeResponse.count), so a listing in
+// pages of p keys costs it n²/2p key visits.
+func (w *watcher) readPages(ctx context.Context, prefix string, rev int64, out chan<- *rangeResponse, done <-chan *rangeResponse) error {
+	req := &pb.RangeRequest{Key: []byte(prefix), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)), Limit: listPageSize, Revision: rev}
+	for {
+		var resp *rangeResponse
+		select {
+		case resp = <-done:
+		default:
+			resp = &rangeResponse{}
+		}
+		if err := w.readPage(ctx, req, resp); err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		select {
+		case out <- resp:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !resp.more || len(resp.kvs) == 0 {
 			return nil
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		if req.Revision == 0 {
+			req.Revision = resp.revision // a later page's header has etcd's revision then
+		}
+		req.Key = append(bytes.Clone(resp.kvs[len(resp.kvs)-1].key), 0)
+		req.Limit = pageSize(resp.count - int64(len(resp.kvs)))
 	}
+}
+
+// pageSize is the keys asked for in a page when remaining are left.
+func pageSize(remaining int64) int64 {
+	return min(max(listPageSize, remaining/8), maxListPage)
+}
+
+// readPage reads one page of a listing into resp, decoded from the bytes
+// received (rangeResponse), on the client's connection (its TLS, auth
+// token and interceptors).
+func (w *watcher) readPage(ctx context.Context, req *pb.RangeRequest, resp *rangeResponse) error {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	err := w.cli.ActiveConnection().Invoke(rctx, pb.KV_Range_FullMethodName, req, resp,
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(theRawCodec))
+	if err != nil {
+		return clientv3.ContextError(rctx, err)
+	}
+	return nil
 }
 
 // decode parses a stored key and decodes its value. A failure is logged

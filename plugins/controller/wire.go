@@ -11,7 +11,7 @@ import (
 )
 
 // watchResponse is what the watcher reads of an etcdserverpb.WatchResponse
-// (rpc.proto), decoded by watchCodec straight from the bytes gRPC received:
+// (rpc.proto), decoded by rawCodec straight from the bytes gRPC received:
 // no mvccpb.Event, KeyValue or ResponseHeader is made, and the events' keys
 // and values are slices of buf, the one copy of the message.
 type watchResponse struct {
@@ -40,23 +40,34 @@ func (r *watchResponse) progress() bool {
 	return len(r.events) == 0 && !r.canceled && !r.created && r.compactRevision == 0 && r.revision != 0
 }
 
-// watchCodec is the Watch stream's codec: requests are marshalled as
-// protobuf's codec does; a response received into a *watchResponse is
-// decoded by parse.
-type watchCodec struct{ proto encoding.CodecV2 }
+// rawCodec is the codec of the Watch stream and of a listing's pages:
+// requests are marshalled as protobuf's codec does; a response received
+// into a *watchResponse or a *rangeResponse is decoded by its parse.
+type rawCodec struct{ proto encoding.CodecV2 }
 
-var theWatchCodec = watchCodec{proto: encoding.GetCodecV2("proto")}
+var theRawCodec = rawCodec{proto: encoding.GetCodecV2("proto")}
 
-func (c watchCodec) Name() string { return "proto" }
+func (c rawCodec) Name() string { return "proto" }
 
-func (c watchCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
 
-func (c watchCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	r, ok := v.(*watchResponse)
-	if !ok {
-		return c.proto.Unmarshal(data, v)
+func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	switch r := v.(type) {
+	case *watchResponse:
+		return r.parse(data.Materialize())
+	case *rangeResponse:
+		// Into r's buffer when it is large enough: a listing hands its
+		// pages' responses back once decoded (listPrefix).
+		b := r.buf
+		if n := data.Len(); cap(b) >= n {
+			b = b[:n]
+			data.CopyTo(b)
+		} else {
+			b = data.Materialize()
+		}
+		return r.parse(b)
 	}
-	return r.parse(data.Materialize())
+	return c.proto.Unmarshal(data, v)
 }
 
 // Field numbers of rpc.proto and kv.proto.
@@ -69,7 +80,8 @@ const (
 	respCancelReason    = 6
 	respEvents          = 11
 
-	headerRevision = 3
+	headerClusterID = 1
+	headerRevision  = 3
 
 	eventType = 1
 	eventKv   = 2
@@ -79,9 +91,14 @@ const (
 	kvKey         = 1
 	kvModRevision = 3
 	kvValue       = 5
+
+	rangeHeader = 1
+	rangeKvs    = 2
+	rangeMore   = 3
+	rangeCount  = 4
 )
 
-var errWire = errors.New("malformed watch response")
+var errWire = errors.New("malformed watch or range response")
 
 // parse decodes a WatchResponse's wire form, b, into r (reusing its events'
 // array); fields the watcher does not read are skipped.
@@ -125,17 +142,9 @@ func parseEvent(b []byte) (watchEvent, error) {
 		case num == eventType && t == protowire.VarintType:
 			typ = v
 		case num == eventKv && t == protowire.BytesType:
-			return fields(sub, func(num protowire.Number, t protowire.Type, v uint64, sub []byte) error {
-				switch {
-				case num == kvKey && t == protowire.BytesType:
-					ev.key = sub
-				case num == kvModRevision && t == protowire.VarintType:
-					ev.modRevision = int64(v)
-				case num == kvValue && t == protowire.BytesType:
-					ev.value = sub
-				}
-				return nil
-			})
+			kv, err := parseKV(sub)
+			ev.key, ev.value, ev.modRevision = kv.key, kv.value, kv.modRevision
+			return err
 		}
 		return nil
 	})
@@ -181,4 +190,71 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v uint64,
 		}
 	}
 	return nil
+}
+
+// rangeResponse is what a listing reads of an etcdserverpb.RangeResponse,
+// decoded as watchResponse is: the keys and values are slices of buf, the
+// one copy of the message (a page of a listing), and no KeyValue is made.
+// A listing receives its next pages into the buffers of pages it decoded:
+// nothing decoded from a page may keep a slice of it.
+type rangeResponse struct {
+	revision  int64 // the header's
+	clusterID uint64
+	kvs       []rangeKV
+	more      bool
+	count     int64
+	buf       []byte
+}
+
+// rangeKV is one key of a rangeResponse.
+type rangeKV struct {
+	key, value  []byte
+	modRevision int64
+}
+
+// parse decodes a RangeResponse's wire form, b, into r.
+func (r *rangeResponse) parse(b []byte) error {
+	*r = rangeResponse{kvs: r.kvs[:0], buf: b}
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, sub []byte) error {
+		switch {
+		case num == rangeHeader && typ == protowire.BytesType:
+			return fields(sub, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
+				switch {
+				case num == headerRevision && typ == protowire.VarintType:
+					r.revision = int64(v)
+				case num == headerClusterID && typ == protowire.VarintType:
+					r.clusterID = v
+				}
+				return nil
+			})
+		case num == rangeKvs && typ == protowire.BytesType:
+			kv, err := parseKV(sub)
+			if err != nil {
+				return err
+			}
+			r.kvs = append(r.kvs, kv)
+		case num == rangeMore && typ == protowire.VarintType:
+			r.more = v != 0
+		case num == rangeCount && typ == protowire.VarintType:
+			r.count = int64(v)
+		}
+		return nil
+	})
+}
+
+// parseKV decodes a KeyValue's wire form: its key, value and revision.
+func parseKV(b []byte) (rangeKV, error) {
+	var kv rangeKV
+	err := fields(b, func(num protowire.Number, t protowire.Type, v uint64, sub []byte) error {
+		switch {
+		case num == kvKey && t == protowire.BytesType:
+			kv.key = sub
+		case num == kvModRevision && t == protowire.VarintType:
+			kv.modRevision = int64(v)
+		case num == kvValue && t == protowire.BytesType:
+			kv.value = sub
+		}
+		return nil
+	})
+	return kv, err
 }
