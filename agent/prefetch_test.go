@@ -39,7 +39,7 @@ func TestReadAheadDump(t *testing.T) {
 	raw := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), slog.New(slog.DiscardHandler))
 	vrfs := []uint32{0}
 	route := func(i byte) nat44.Route {
-		return nat44.Route{RouteKey: nat44.RouteKey{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, 0, i}), 32)}, Kind: nat44.RouteDrop}
+		return nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, 0, i}), 32))}, Kind: nat44.RouteDrop}
 	}
 	next := byte(1)
 	// behind adds a route to VPP behind the port's back.
