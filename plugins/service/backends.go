@@ -222,7 +222,7 @@ func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.Endp
 			continue
 		}
 		c := candidate{b: sr.Backend{
-			IP: ip, Port: uint16(port),
+			IP: sr.IPOf(ip), Port: uint16(port),
 			Ready: ready, Serving: serving, Terminating: terminating,
 		}, ep: e, s: s}
 		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName())

@@ -179,11 +179,11 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	for _, local := range []bool{true, false} {
 		for i := range backends {
 			b := &backends[i]
-			ip4, ok := IPv4Of(b.IP)
-			if b.Local != local || !ok || b.Port == 0 {
+			if b.Local != local || !b.IP.Unmap().Is4() || b.Port == 0 {
 				continue
 			}
-			l := Local{IP: ip4, Port: b.Port, VRF: localVRF(b, b.IP.Unmap(), node, cfg), Probability: 1}
+			ip := b.IP.Unmap().Addr()
+			l := Local{IP: b.IP.As4(), Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
 			if local {
 				l.Probability = weight
 				nLocal++

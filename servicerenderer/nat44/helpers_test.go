@@ -57,7 +57,7 @@ func ips(s ...string) []netip.Addr {
 // be is a backend; flags: "local", "host".
 func be(ip string, port uint16, flags ...string) servicerenderer.Backend {
 	return servicerenderer.Backend{
-		IP: netip.MustParseAddr(ip), Port: port, Ready: true, Serving: true,
+		IP: servicerenderer.IPOf(netip.MustParseAddr(ip)), Port: port, Ready: true, Serving: true,
 		Local: slices.Contains(flags, "local"), HostNetwork: slices.Contains(flags, "host"),
 	}
 }

@@ -134,7 +134,7 @@ func (e *simEnv) inSync(r *nat44.Renderer) {
 }
 
 func backend(ip string, port uint16, local bool) servicerenderer.Backend {
-	return servicerenderer.Backend{IP: addr(ip), Port: port, Local: local, Ready: true, Serving: true}
+	return servicerenderer.Backend{IP: servicerenderer.IPOf(addr(ip)), Port: port, Local: local, Ready: true, Serving: true}
 }
 
 // svc is a TCP service on port 80 with the given backends, which are
