@@ -1,6 +1,10 @@
 package servicerenderer
 
-import "net/netip"
+import (
+	"cmp"
+	"encoding/binary"
+	"net/netip"
+)
 
 // IP is a backend's address without a pointer: its 16-byte form and its
 // family. A Backend holding one is pointer-free, so the processor's
@@ -49,20 +53,12 @@ func (ip IP) As16() [16]byte { return ip.a }
 // then by address.
 func (ip IP) Compare(o IP) int {
 	if ip.bit != o.bit {
-		if ip.bit < o.bit {
-			return -1
-		}
-		return 1
+		return cmp.Compare(ip.bit, o.bit)
 	}
-	for i := range ip.a {
-		if ip.a[i] != o.a[i] {
-			if ip.a[i] < o.a[i] {
-				return -1
-			}
-			return 1
-		}
+	if c := cmp.Compare(binary.BigEndian.Uint64(ip.a[:8]), binary.BigEndian.Uint64(o.a[:8])); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(binary.BigEndian.Uint64(ip.a[8:]), binary.BigEndian.Uint64(o.a[8:]))
 }
 
 // Less reports whether ip sorts before o.
@@ -86,7 +82,7 @@ func (ip *IP) UnmarshalText(b []byte) error {
 
 // Unmap is ip with an IPv4-mapped IPv6 address made IPv4.
 func (ip IP) Unmap() IP {
-	if ip.bit == 128 && [12]byte(ip.a[:12]) == [12]byte{10: 0xff, 11: 0xff} {
+	if ip.bit == 128 && binary.BigEndian.Uint64(ip.a[:8]) == 0 && binary.BigEndian.Uint32(ip.a[8:12]) == 0xffff {
 		ip.bit = 32
 	}
 	return ip

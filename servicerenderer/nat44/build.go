@@ -179,11 +179,11 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	for _, local := range []bool{true, false} {
 		for i := range backends {
 			b := &backends[i]
-			if b.Local != local || !b.IP.Unmap().Is4() || b.Port == 0 {
+			ip := b.IP.Unmap()
+			if b.Local != local || !ip.Is4() || b.Port == 0 {
 				continue
 			}
-			ip := b.IP.Unmap().Addr()
-			l := Local{IP: b.IP.As4(), Port: b.Port, VRF: localVRF(b, ip, node, cfg), Probability: 1}
+			l := Local{IP: ip.As4(), Port: b.Port, VRF: localVRF(b, ip.Addr(), node, cfg), Probability: 1}
 			if local {
 				l.Probability = weight
 				nLocal++
