@@ -64,7 +64,7 @@ func be(ip string, port uint16, flags ...string) servicerenderer.Backend {
 
 func sortBackends(bs []servicerenderer.Backend) []servicerenderer.Backend {
 	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
+		if c := a.IP.Compare(&b.IP); c != 0 {
 			return c
 		}
 		return int(a.Port) - int(b.Port)

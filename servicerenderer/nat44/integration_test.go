@@ -144,7 +144,7 @@ func svc(name, clusterIP string, backends ...string) *servicerenderer.ContivServ
 	for _, b := range backends {
 		bs = append(bs, backend(b, 8080, strings.HasPrefix(b, "10.1.1.")))
 	}
-	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int { return a.IP.Compare(&b.IP) })
 	var local []servicerenderer.Backend
 	for _, b := range bs {
 		if b.Local {
