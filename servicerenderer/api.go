@@ -78,6 +78,14 @@ func (p TrafficPolicy) String() string {
 // All slices are sorted; the same input gives the same value.
 type ContivService struct {
 	ID ServiceID
+	// Handle is a small number the processor gives the service while it
+	// knows it: the same in every ContivService of the service, given to
+	// another service after this one is deleted, 0 when unset (a value
+	// made by hand). A renderer may find its state of the service by it
+	// without hashing the ID's strings, as a hint it checks against the
+	// ID. It is not part of the service's description (Equal ignores it,
+	// JSON leaves it out).
+	Handle uint32 `json:"-"`
 	// ClusterIPs holds the cluster IPs of all families.
 	ClusterIPs []netip.Addr
 	// ExternalIPs holds spec.externalIPs and LoadBalancer ingress IPs.
@@ -101,14 +109,6 @@ type ContivService struct {
 	// load balancer's health checks (a LoadBalancer service under the Local
 	// external policy); 0 when the service has none.
 	HealthCheckNodePort uint16
-	// Handle is a small number the processor gives the service while it
-	// knows it: the same in every ContivService of the service, given to
-	// another service after this one is deleted, 0 when unset (a value
-	// made by hand). A renderer may find its state of the service by it
-	// without hashing the ID's strings, as a hint it checks against the
-	// ID. It is not part of the service's description (Equal ignores it,
-	// JSON leaves it out).
-	Handle uint32 `json:"-"`
 	// SourceRanges are spec.loadBalancerSourceRanges, sorted: enforced on
 	// the LoadBalancerIPs by the NAT44 renderer (an input ACL on the main
 	// NIC), NOT enforced under cnat (only reported).
