@@ -78,14 +78,6 @@ func (p TrafficPolicy) String() string {
 // All slices are sorted; the same input gives the same value.
 type ContivService struct {
 	ID ServiceID
-	// Handle is a small number the processor gives the service while it
-	// knows it: the same in every ContivService of the service, given to
-	// another service after this one is deleted, 0 when unset (a value
-	// made by hand). A renderer may find its state of the service by it
-	// without hashing the ID's strings, as a hint it checks against the
-	// ID. It is not part of the service's description (Equal ignores it,
-	// JSON leaves it out).
-	Handle uint32 `json:"-"`
 	// ClusterIPs holds the cluster IPs of all families.
 	ClusterIPs []netip.Addr
 	// ExternalIPs holds spec.externalIPs and LoadBalancer ingress IPs.
@@ -145,8 +137,7 @@ func (p *Port) BackendsFor(policy TrafficPolicy) []Backend {
 }
 
 // Equal tells whether s and o describe the same service, field by field
-// but Handle (nil and empty slices are equal; creation times compare as
-// instants).
+// (nil and empty slices are equal; creation times compare as instants).
 func (s *ContivService) Equal(o *ContivService) bool {
 	if s == nil || o == nil {
 		return s == o

@@ -32,9 +32,6 @@ type entry struct {
 	rare *rare
 	// hostNet and hinted are the last derivation's (see derived).
 	hostNet, hinted bool
-	// handle is the service's handle (handles), in its outputs; 0 until
-	// its first derivation.
-	handle uint32
 }
 
 // rare is the part of an entry most services leave empty.
@@ -239,7 +236,6 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if e.svc != nil {
 		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
-		p.label(e, d.out)
 	}
 	switch {
 	case old.out == nil && d.out == nil:
@@ -284,23 +280,9 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	}
 	if e.svc == nil && len(e.slices) == 0 {
 		delete(p.services, id)
-		p.handles.put(e.handle)
 	}
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
-	}
-}
-
-// label gives entry e a handle when it has none and puts it in out, the
-// output of its derivation. An output already handed to renderers holds
-// the entry's handle already (an entry keeps its handle while it exists):
-// it is not written.
-func (p *Processor) label(e *entry, out *sr.ContivService) {
-	if e.handle == 0 {
-		e.handle = p.handles.get()
-	}
-	if out != nil && out.Handle != e.handle {
-		out.Handle = e.handle
 	}
 }
 

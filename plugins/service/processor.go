@@ -186,8 +186,6 @@ type Processor struct {
 	errs []error
 	// builds counts services derived (tests check what a change touches).
 	builds int
-	// handles hands out the services' handles.
-	handles handles
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
 }
@@ -306,19 +304,13 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	for _, e := range es {
 		id := e.id
 		o := old[id]
-		if o != nil {
-			// The service keeps its handle (its kept output holds it).
-			e.handle, o.handle = o.handle, 0
-		}
 		if sameView && o != nil && p.unchanged(o, e) {
 			// Periodic and healing resyncs hand over the objects the
 			// processor holds: their services need no derivation.
 			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
 		} else {
 			b := p.deriveBase(e.svc)
-			d := derive(&b, e.slices, &p.view, &p.scratch)
-			p.label(e, d.out)
-			e.set(b.skips, d)
+			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
 			p.builds++
 		}
 		if e.hostNet {
@@ -340,9 +332,6 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		if e.out != nil {
 			out = append(out, e.out)
 		}
-	}
-	for _, o := range old {
-		p.handles.put(o.handle) // a service the snapshot no longer has
 	}
 	for name := range p.ifPods {
 		p.roles[name] = p.role(name)

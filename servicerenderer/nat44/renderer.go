@@ -56,9 +56,6 @@ type Renderer struct {
 	node          servicerenderer.LocalNode
 	services      map[servicerenderer.ServiceID]*serviceEntry
 	nodeDependent map[servicerenderer.ServiceID]struct{}
-	// byHandle holds services by their handle (ContivService.Handle): a
-	// change finds its service without hashing the ID's strings (entry).
-	byHandle []*serviceEntry
 	// frontends holds every address:port/protocol a service claims or VPP
 	// holds a mapping on, its mappings and the claims on it.
 	frontends  *reconcile.Table[MappingKey, Mapping]
@@ -194,7 +191,6 @@ func New(p Params) (*Renderer, error) {
 func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole, services int) {
 	r.node = node
 	r.services = make(map[servicerenderer.ServiceID]*serviceEntry, services)
-	clear(r.byHandle)
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
 	r.frontends.Reset(services)
@@ -229,7 +225,7 @@ func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
 
 // deleteService forgets svc.
 func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
-	e := r.entry(svc)
+	e := r.services[svc.ID]
 	if e == nil {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
 		return
@@ -239,7 +235,6 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.setRoutes(e, nil)
 	r.setSourceRules(svc.ID, nil)
 	delete(r.services, svc.ID)
-	r.forget(e)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
 		r.log.Debug("service removed", "service", svc.ID, "mappings", n)
@@ -250,7 +245,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 // service's mappings are matched by key with those it had: a frontend it
 // keeps is reached through its old claim, without a lookup.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
-	e := r.entry(svc)
+	e := r.services[svc.ID]
 	var tag string
 	if e != nil && e.affinity == svc.AffinityTimeout {
 		tag = e.mappingTag
@@ -259,7 +254,6 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	}
 	if e != nil && !e.Svc.Created.Equal(svc.Created) {
 		// Another incarnation of the service: it may now lose or win frontends.
-		r.forget(e)
 		r.frontends.Release(&e.Claimant)
 		r.setRoutes(e, nil)
 		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
@@ -269,7 +263,6 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout}
 		r.services[svc.ID] = e
 	}
-	r.remember(e, svc.Handle)
 	e.mappingTag, e.affinity = tag, svc.AffinityTimeout
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
 	r.frontends.Set(&e.Claimant, svc, ms)
@@ -289,47 +282,6 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	}
 	if r.debug() {
 		r.log.Debug("service rendered", "service", svc.ID, "mappings", e.Len())
-	}
-}
-
-// entry is svc's entry, nil when there is none: found by its handle
-// when byHandle holds an entry of the same ID there, else by its ID.
-func (r *Renderer) entry(svc *servicerenderer.ContivService) *serviceEntry {
-	if h := int(svc.Handle); h < len(r.byHandle) {
-		if e := r.byHandle[h]; e != nil && e.Svc != nil && e.Svc.ID == svc.ID {
-			return e
-		}
-	}
-	return r.services[svc.ID]
-}
-
-// remember holds e, the entry of a service now of handle h, in byHandle,
-// where only the handle of its service as last set (e.Svc) holds it.
-// Handles are dense (the processor gives the lowest free ones first): a
-// handle beyond what the services known could use is not held (a value
-// made by hand), nor handle 0, which means none.
-func (r *Renderer) remember(e *serviceEntry, h uint32) {
-	if e.Svc != nil && e.Svc.Handle != h {
-		r.forget(e)
-	}
-	if h == 0 || int(h) > 2*len(r.services)+1024 {
-		return
-	}
-	if int(h) >= len(r.byHandle) {
-		r.byHandle = slices.Grow(r.byHandle, int(h)+1-len(r.byHandle))[:int(h)+1]
-	}
-	if r.byHandle[h] != e {
-		r.byHandle[h] = e
-	}
-}
-
-// forget removes e from byHandle.
-func (r *Renderer) forget(e *serviceEntry) {
-	if e.Svc == nil {
-		return
-	}
-	if h := int(e.Svc.Handle); h < len(r.byHandle) && r.byHandle[h] == e {
-		r.byHandle[h] = nil
 	}
 }
 
