@@ -10,7 +10,5 @@
 // Its values are compact, for the hundreds of thousands of backends of a
 // large cluster: a Backend holds its address as an IP (ip.go: 16 bytes and
 // its family, no pointer), so arrays of backends are memory the garbage
-// collector does not scan; a ContivService carries the processor's Handle,
-// by which a renderer finds its state of the service (a hint it checks
-// against the ID).
+// collector does not scan.
 package servicerenderer

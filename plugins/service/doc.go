@@ -26,10 +26,6 @@
 // unchanged node (periodic and healing resyncs hand those over). Output
 // is sorted and deterministic.
 // Input it cannot render is skipped with a reason readable through Skipped.
-// Each service known gets a handle (handles.go; ContivService.Handle), a
-// small number its outputs carry while it exists, the lowest free one
-// first, kept across resyncs, so that renderers index their per-service
-// state without hashing the ID's strings per change.
 //
 // The node's proxy health endpoint (kube-proxy's :10256) reaches renderers
 // as processor output: with Config.ProxyHealthPort every resync hands them,
@@ -39,7 +35,7 @@
 //
 // One concept a file: processor.go dispatches the controller's events;
 // index.go indexes Services and EndpointSlices and derives a service
-// again; handles.go numbers the services; build.go derives a service's output, backends.go its backends,
+// again; build.go derives a service's output, backends.go its backends,
 // parse.go reads addresses and protocols; pods.go tracks this node's pods
 // and the interface roles they give; nodeview.go follows this node's
 // addresses and zone; views.go answers the REST views.

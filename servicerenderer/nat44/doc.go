@@ -287,13 +287,6 @@
 // VPP holds outside IPv4 are not the renderer's (plugins/vpp's dump of
 // them skips them).
 //
-// A change finds its service's state by the service's handle
-// (ContivService.Handle, given by the processor) in a slice, checked
-// against the ID, and by the ID in a map only when the handle holds no
-// entry of that ID (values made by hand, a handle reused): hashing and
-// comparing the namespace and name strings of a cold map slot was the
-// largest part of a change's cost at 50 000 services.
-//
 // The package knows nothing about etcd, the controller, govpp or
 // Kubernetes objects: it sees ContivServices and the VPP interface.
 package nat44
