@@ -161,8 +161,9 @@ func (s *ContivService) Equal(o *ContivService) bool {
 }
 
 // Backend is one endpoint of a port.
+// It holds no pointer (IP is the compact form of an address).
 type Backend struct {
-	IP   netip.Addr
+	IP   IP
 	Port uint16
 	// Local is set when the backend runs on this node (in this node's pod
 	// subnet, or one of this node's own addresses).

@@ -7,8 +7,8 @@ import (
 )
 
 func sample() *ContivService {
-	b := Backend{IP: netip.MustParseAddr("10.1.1.3"), Port: 8080, Local: true, Ready: true, Serving: true}
-	r := Backend{IP: netip.MustParseAddr("10.1.2.3"), Port: 8080, Ready: true, Serving: true}
+	b := Backend{IP: IPOf(netip.MustParseAddr("10.1.1.3")), Port: 8080, Local: true, Ready: true, Serving: true}
+	r := Backend{IP: IPOf(netip.MustParseAddr("10.1.2.3")), Port: 8080, Ready: true, Serving: true}
 	return &ContivService{
 		ID:          ServiceID{Namespace: "shop", Name: "web"},
 		ClusterIPs:  []netip.Addr{netip.MustParseAddr("10.96.0.10")},

@@ -6,4 +6,9 @@
 // changes one interface at a time, and a full snapshot on resync. A renderer
 // never receives the list of all other services on an update. This package
 // knows nothing about etcd, the controller or VPP.
+//
+// Its values are compact, for the hundreds of thousands of backends of a
+// large cluster: a Backend holds its address as an IP (ip.go: 16 bytes and
+// its family, no pointer), so arrays of backends are memory the garbage
+// collector does not scan.
 package servicerenderer

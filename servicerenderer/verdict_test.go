@@ -16,8 +16,8 @@ func TestRejectIPs(t *testing.T) {
 		}
 		return out
 	}
-	remote := Backend{IP: netip.MustParseAddr("10.1.2.5"), Port: 8080, Ready: true, Serving: true}
-	local := Backend{IP: netip.MustParseAddr("10.1.1.5"), Port: 8080, Ready: true, Serving: true, Local: true}
+	remote := Backend{IP: IPOf(netip.MustParseAddr("10.1.2.5")), Port: 8080, Ready: true, Serving: true}
+	local := Backend{IP: IPOf(netip.MustParseAddr("10.1.1.5")), Port: 8080, Ready: true, Serving: true, Local: true}
 	svc := func(policy TrafficPolicy, cluster []netip.Addr, bs ...Backend) *ContivService {
 		p := Port{Protocol: TCP, Port: 80, Backends: bs}
 		for _, b := range bs {

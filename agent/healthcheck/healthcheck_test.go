@@ -66,7 +66,7 @@ func lbService(name string, hc uint16, local ...sr.Backend) *sr.ContivService {
 }
 
 func localBackend(ip string, ready bool) sr.Backend {
-	return sr.Backend{IP: netip.MustParseAddr(ip), Port: 8080, Local: true, Ready: ready, Serving: true, Terminating: !ready}
+	return sr.Backend{IP: sr.IPOf(netip.MustParseAddr(ip)), Port: 8080, Local: true, Ready: ready, Serving: true, Terminating: !ready}
 }
 
 // TestServiceHealthOverHTTP: real HTTP requests to the health-check port,

@@ -88,8 +88,8 @@ func healthCheckOf(svc *sr.ContivService) (hcService, bool) {
 	var ips []netip.Addr
 	for i := range svc.Ports {
 		for _, b := range svc.Ports[i].LocalBackends {
-			if b.Local && b.Ready && !slices.Contains(ips, b.IP) {
-				ips = append(ips, b.IP)
+			if b.Local && b.Ready && !slices.Contains(ips, b.IP.Addr()) {
+				ips = append(ips, b.IP.Addr())
 			}
 		}
 	}

@@ -109,7 +109,7 @@ func TestProxyMetricsSync(t *testing.T) {
 // local endpoint, by family and policy, as kube-proxy counts them.
 func TestNoLocalEndpoints(t *testing.T) {
 	ip := netip.MustParseAddr
-	b := []sr.Backend{{IP: ip("10.1.1.5"), Port: 8080}}
+	b := []sr.Backend{{IP: sr.IPOf(ip("10.1.1.5")), Port: 8080}}
 	port := func(nodePort uint16, local []sr.Backend) sr.Port {
 		return sr.Port{Name: "p", Protocol: sr.TCP, Port: 80, NodePort: nodePort, Backends: b, LocalBackends: local}
 	}

@@ -55,15 +55,15 @@ func cannedViews() map[string]any {
 			{
 				ID: cart, ClusterIPs: []netip.Addr{addr("10.96.10.30")},
 				Ports: []sr.Port{{Name: "http", Protocol: sr.TCP, Port: 8080, Backends: []sr.Backend{
-					{IP: addr("10.1.1.4"), Port: 8080, Local: true, Ready: true, Serving: true},
-					{IP: addr("10.1.3.4"), Port: 8080, Ready: true, Serving: true},
+					{IP: sr.IPOf(addr("10.1.1.4")), Port: 8080, Local: true, Ready: true, Serving: true},
+					{IP: sr.IPOf(addr("10.1.3.4")), Port: 8080, Ready: true, Serving: true},
 				}}},
 				AffinityTimeout: 3600,
 			},
 			{
 				ID: web, ClusterIPs: []netip.Addr{addr("10.96.10.20")}, ExternalIPs: []netip.Addr{addr("203.0.113.10")},
 				Ports: []sr.Port{
-					{Name: "http", Protocol: sr.TCP, Port: 80, NodePort: 31080, Backends: []sr.Backend{{IP: addr("10.1.2.4"), Port: 8080}}},
+					{Name: "http", Protocol: sr.TCP, Port: 80, NodePort: 31080, Backends: []sr.Backend{{IP: sr.IPOf(addr("10.1.2.4")), Port: 8080}}},
 					{Name: "dns", Protocol: sr.UDP, Port: 53, NodePort: 31053},
 				},
 				ExternalPolicy: sr.PolicyLocal, HealthCheckNodePort: 32000,

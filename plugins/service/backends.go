@@ -37,7 +37,7 @@ func (c *candidate) pod() (kubestate.Key, bool) {
 // (one endpoint listed by two slices) the best comes first: ready, then serving, then not
 // terminating, then the target; the first wins.
 func compareCandidates(x, y candidate) int {
-	if c := x.b.IP.Compare(y.b.IP); c != 0 {
+	if c := x.b.IP.Compare(&y.b.IP); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(x.b.Port, y.b.Port); c != 0 {
@@ -113,7 +113,7 @@ func (b *builder) backends(p *sr.Port, ss []*kubestate.EndpointSlice, v *nodeVie
 func sortCandidates(cands []candidate) []candidate {
 	for i := 1; i < len(cands); i++ {
 		x, y := &cands[i-1].b, &cands[i].b
-		if c := x.IP.Compare(y.IP); c > 0 || c == 0 && x.Port >= y.Port {
+		if c := x.IP.Compare(&y.IP); c > 0 || c == 0 && x.Port >= y.Port {
 			slices.SortFunc(cands, compareCandidates)
 			return slices.CompactFunc(cands, func(x, y candidate) bool { return x.b.IP == y.b.IP && x.b.Port == y.b.Port })
 		}
@@ -222,7 +222,7 @@ func (b *builder) sliceCandidates(dst []candidate, p *sr.Port, s *kubestate.Endp
 			continue
 		}
 		c := candidate{b: sr.Backend{
-			IP: ip, Port: uint16(port),
+			IP: sr.IPOf(ip), Port: uint16(port),
 			Ready: ready, Serving: serving, Terminating: terminating,
 		}, ep: e, s: s}
 		c.b.Local, c.b.HostNetwork = v.locate(ip, e.NodeName())

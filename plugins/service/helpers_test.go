@@ -235,7 +235,7 @@ func formatService(s *sr.ContivService) string {
 }
 
 func formatBackend(be sr.Backend) string {
-	s := netip.AddrPortFrom(be.IP, be.Port).String()
+	s := netip.AddrPortFrom(be.IP.Addr(), be.Port).String()
 	for _, f := range []struct {
 		on   bool
 		name string

@@ -57,7 +57,7 @@ func benchServices(n int) []*sr.ContivService {
 		for j := range 10 {
 			e := 10*i + j
 			node := e%100 + 1
-			bs = append(bs, sr.Backend{IP: netip.AddrFrom4([4]byte{10, 1, byte(node), byte((e/100)%240 + 2)}),
+			bs = append(bs, sr.Backend{IP: sr.IPOf(netip.AddrFrom4([4]byte{10, 1, byte(node), byte((e/100)%240 + 2)})),
 				Port: 8080, Local: node == 1, Ready: true, Serving: true})
 		}
 		p := sr.Port{Name: "http", Protocol: sr.TCP, Port: 80, Backends: bs}

@@ -308,7 +308,7 @@ func appendService(dst []Translation, svc *servicerenderer.ContivService, node s
 	}
 	if hc := svc.HealthCheckNodePort; hc != 0 && svc.ExternalPolicy == servicerenderer.PolicyLocal && cfg.HealthCheckTarget.IsValid() {
 		lb, fh = LBDefault, 0
-		target := []servicerenderer.Backend{{IP: cfg.HealthCheckTarget, Port: hc}}
+		target := []servicerenderer.Backend{{IP: servicerenderer.IPOf(cfg.HealthCheckTarget), Port: hc}}
 		for _, ip := range node.IPs {
 			if ip.Unmap().Is4() && ip.Unmap() != cfg.HealthCheckTarget {
 				add(ip, hc, servicerenderer.TCP, target, nil)
@@ -351,7 +351,7 @@ func buildPaths(backends []servicerenderer.Backend, v4 bool, weight uint8) []Pat
 			n = w
 		}
 		for range n {
-			paths = append(paths, Path{IP: b.IP, Port: b.Port})
+			paths = append(paths, Path{IP: b.IP.Addr(), Port: b.Port})
 		}
 	}
 	slices.SortFunc(paths, Path.Compare)

@@ -48,7 +48,7 @@ var allIfaces = []string{"host-vcup", "host-vcw1", "host-vcw2", "host-vcw3", "ho
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func be(ip string, port uint16, local bool) sr.Backend {
-	return sr.Backend{IP: addr(ip), Port: port, Local: local, Ready: true, Serving: true}
+	return sr.Backend{IP: sr.IPOf(addr(ip)), Port: port, Local: local, Ready: true, Serving: true}
 }
 
 // web is a service with cluster IP 10.96.0.10:80 → :8080 on two local

@@ -27,7 +27,7 @@ type benchWorkload struct {
 
 func benchEndpoint(node, pod int) servicerenderer.Backend {
 	return servicerenderer.Backend{
-		IP:   netip.AddrFrom4([4]byte{10, 1, byte(node), byte(pod + 2)}),
+		IP:   servicerenderer.IPOf(netip.AddrFrom4([4]byte{10, 1, byte(node), byte(pod + 2)})),
 		Port: 8080, Local: node == 1, Ready: true, Serving: true,
 	}
 }

@@ -179,11 +179,11 @@ func buildLocals(backends []servicerenderer.Backend, node servicerenderer.LocalN
 	for _, local := range []bool{true, false} {
 		for i := range backends {
 			b := &backends[i]
-			ip4, ok := IPv4Of(b.IP)
-			if b.Local != local || !ok || b.Port == 0 {
+			ip := b.IP.Unmap()
+			if b.Local != local || !ip.Is4() || b.Port == 0 {
 				continue
 			}
-			l := Local{IP: ip4, Port: b.Port, VRF: localVRF(b, b.IP.Unmap(), node, cfg), Probability: 1}
+			l := Local{IP: ip.As4(), Port: b.Port, VRF: localVRF(b, ip.Addr(), node, cfg), Probability: 1}
 			if local {
 				l.Probability = weight
 				nLocal++

@@ -80,8 +80,8 @@ func ExampleBuildService() {
 		Ports: []servicerenderer.Port{{
 			Name: "http", Protocol: servicerenderer.TCP, Port: 80, NodePort: 30080,
 			Backends: []servicerenderer.Backend{
-				{IP: netip.MustParseAddr("10.1.1.3"), Port: 8080, Local: true, Ready: true},
-				{IP: netip.MustParseAddr("10.1.2.3"), Port: 8080, Ready: true},
+				{IP: servicerenderer.IPOf(netip.MustParseAddr("10.1.1.3")), Port: 8080, Local: true, Ready: true},
+				{IP: servicerenderer.IPOf(netip.MustParseAddr("10.1.2.3")), Port: 8080, Ready: true},
 			},
 		}},
 	}

@@ -57,14 +57,14 @@ func ips(s ...string) []netip.Addr {
 // be is a backend; flags: "local", "host".
 func be(ip string, port uint16, flags ...string) servicerenderer.Backend {
 	return servicerenderer.Backend{
-		IP: netip.MustParseAddr(ip), Port: port, Ready: true, Serving: true,
+		IP: servicerenderer.IPOf(netip.MustParseAddr(ip)), Port: port, Ready: true, Serving: true,
 		Local: slices.Contains(flags, "local"), HostNetwork: slices.Contains(flags, "host"),
 	}
 }
 
 func sortBackends(bs []servicerenderer.Backend) []servicerenderer.Backend {
 	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
+		if c := a.IP.Compare(&b.IP); c != 0 {
 			return c
 		}
 		return int(a.Port) - int(b.Port)

@@ -134,7 +134,7 @@ func (e *simEnv) inSync(r *nat44.Renderer) {
 }
 
 func backend(ip string, port uint16, local bool) servicerenderer.Backend {
-	return servicerenderer.Backend{IP: addr(ip), Port: port, Local: local, Ready: true, Serving: true}
+	return servicerenderer.Backend{IP: servicerenderer.IPOf(addr(ip)), Port: port, Local: local, Ready: true, Serving: true}
 }
 
 // svc is a TCP service on port 80 with the given backends, which are
@@ -144,7 +144,7 @@ func svc(name, clusterIP string, backends ...string) *servicerenderer.ContivServ
 	for _, b := range backends {
 		bs = append(bs, backend(b, 8080, strings.HasPrefix(b, "10.1.1.")))
 	}
-	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(bs, func(a, b servicerenderer.Backend) int { return a.IP.Compare(&b.IP) })
 	var local []servicerenderer.Backend
 	for _, b := range bs {
 		if b.Local {

@@ -174,7 +174,7 @@ func manyServices(n int) []*servicerenderer.ContivService {
 			svc.ExternalIPs = ips(fmt.Sprintf("20.0.%d.%d", i>>8, i&0xff))
 			svc.ExternalPolicy = servicerenderer.TrafficPolicy(i % 2)
 		}
-		svc.Ports[0].Backends[0].IP = netip.AddrFrom4([4]byte{10, 1, 1, byte(2 + i%200)})
+		svc.Ports[0].Backends[0].IP = servicerenderer.IPOf(netip.AddrFrom4([4]byte{10, 1, 1, byte(2 + i%200)}))
 		svc.Ports[0].Backends[0].Local = true
 		sortBackends(svc.Ports[0].Backends)
 		out = append(out, svc)

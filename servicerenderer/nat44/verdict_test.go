@@ -14,7 +14,7 @@ import (
 func verdictSvc(internal, external servicerenderer.TrafficPolicy, backends ...string) *servicerenderer.ContivService {
 	var bs, local []servicerenderer.Backend
 	for _, b := range backends {
-		be := servicerenderer.Backend{IP: netip.MustParseAddr(b), Port: 8080, Ready: true, Serving: true,
+		be := servicerenderer.Backend{IP: servicerenderer.IPOf(netip.MustParseAddr(b)), Port: 8080, Ready: true, Serving: true,
 			Local: strings.HasPrefix(b, "10.1.1.")}
 		bs = append(bs, be)
 		if be.Local {
