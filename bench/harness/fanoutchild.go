@@ -48,6 +48,10 @@ type childStats struct {
 	HeapBytes uint64 `json:"heap_bytes,omitempty"`
 	RxBytes   int64  `json:"rx_bytes,omitempty"`
 	Watchings int64  `json:"watchings,omitempty"`
+	// Writes and Crashes: the simulated VPP's (role vpp) VPP writes since
+	// the last "reset" request, and its crashes.
+	Writes  int64 `json:"writes,omitempty"`
+	Crashes int64 `json:"crashes,omitempty"`
 }
 
 // RunChild runs this process as a child of the proxy-tier figure when
@@ -73,6 +77,7 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 		endpoint string
 		rx       atomic.Int64
 		stats    func() childStats
+		reset    = func() {}
 	)
 	switch role {
 	case roleEtcd:
@@ -96,6 +101,13 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 		defer p.Close()
 		endpoint = p.Endpoint()
 		stats = func() childStats { return childStats{RxBytes: rx.Load()} }
+	case roleVPP:
+		ep, st, rs, closeVPP, err := runVPPChild(os.Getenv(childVPPEnv))
+		if err != nil {
+			return err
+		}
+		defer closeVPP()
+		endpoint, stats, reset = ep, st, rs
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
@@ -105,6 +117,9 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
+		if sc.Text() == "reset" {
+			reset()
+		}
 		st := stats()
 		st.CPUNS = int64(cpuTime()) // before the collections a heap request makes
 		if sc.Text() == "heap" {

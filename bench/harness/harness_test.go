@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	RunChild() // the proxy-tier figure's etcd and proxies
+	RunChild() // the proxy-tier figure's etcd and proxies, the large figure's etcd and VPP
 	goleak.VerifyTestMain(m)
 }
 
@@ -120,6 +120,10 @@ func TestQuickRun(t *testing.T) {
 	if a := res.Large; a == nil || a.StartupApart == nil || a.StartupApart.EmptyMS <= 0 || a.StartupApart.ProgrammedMS <= 0 || a.StartupApart.ProgrammedCPUMS <= 0 {
 		t.Errorf("large, etcd apart: %+v", a)
 	}
+	// ... and with the simulated VPP apart too, the agent as against a real VPP.
+	if a := res.Large; a == nil || a.StartupAllApart == nil || a.StartupAllApart.EmptyMS <= 0 || a.StartupAllApart.ProgrammedMS <= 0 || a.StartupAllApart.ProgrammedCPUMS <= 0 {
+		t.Errorf("large, etcd and VPP apart: %+v", a)
+	}
 
 	// Every agent applied every change; each one's heap holds at least
 	// its view of W(100); etcd's server holds the stored W(100).
@@ -190,7 +194,7 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup keys %v", got)
 	}
 
-	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_cpu_ms", "startup_empty_ms", "startup_etcd_apart", "startup_programmed_cpu_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_cpu_ms", "startup_empty_ms", "startup_etcd_apart", "startup_etcd_vpp_apart", "startup_programmed_cpu_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
 		t.Errorf("large keys %v, want %v", got, want)
 	}
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {

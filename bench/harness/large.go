@@ -41,6 +41,10 @@ type LargeResult struct {
 	// as it is deployed (a StatefulSet): its CPU and garbage off the
 	// agent's clock (the simulated VPP stays in the agent's process).
 	StartupApart *LargeStartup `json:"startup_etcd_apart,omitempty"`
+	// StartupAllApart is the same start with etcd and the simulated VPP
+	// each in a process of its own, the agent dialling VPP's socket as
+	// against a real VPP: the agent's process holds the agent alone.
+	StartupAllApart *LargeStartup `json:"startup_etcd_vpp_apart,omitempty"`
 	// StartupEmptyCPUMS and StartupProgrammedCPUMS: the process's CPU
 	// from the start to ready, etcd in it.
 	StartupEmptyCPUMS      float64 `json:"startup_empty_cpu_ms"`
@@ -119,5 +123,10 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 		return nil, fmt.Errorf("large, etcd apart: %w", err)
 	}
 	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
+	all, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}, logOut, log)
+	if err != nil {
+		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
+	}
+	out.StartupAllApart = &LargeStartup{EmptyMS: all.emptyMS, ProgrammedMS: all.programmedMS, EmptyCPUMS: all.emptyCPUMS, ProgrammedCPUMS: all.programmedCPUMS}
 	return out, nil
 }

@@ -230,6 +230,9 @@ type startupOpts struct {
 	// it is deployed (a StatefulSet), instead of in the benchmark's: its
 	// CPU and garbage are then not on the agent's clock.
 	etcdApart bool
+	// vppApart (with etcdApart) runs the simulated VPP in a process of its
+	// own too, and the agent as against a real VPP (startTwiceApart).
+	vppApart bool
 }
 
 // measureStartupOf is measureStartup with opts; with opts.heap.measure it
@@ -257,11 +260,16 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 	out := &startupRun{}
 	var empty, programmed, heaps, emptyCPU, programmedCPU []float64
 	for run := range runs {
-		e, p, err := startTwice(ctx, cfg, opts.heap, logOut)
+		var e, p started
+		if opts.vppApart {
+			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), logOut)
+		} else {
+			e, p, err = startTwice(ctx, cfg, opts.heap, logOut)
+		}
 		if err != nil {
 			return nil, err
 		}
-		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "empty", e.took, "programmed", p.took,
+		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "vppApart", opts.vppApart, "empty", e.took, "programmed", p.took,
 			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB)
 		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
 		emptyCPU, programmedCPU = append(emptyCPU, ms(e.cpu)), append(programmedCPU, ms(p.cpu))
