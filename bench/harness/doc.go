@@ -14,8 +14,11 @@
 // change from the etcd watch event to the VPP calls (agent-change), and
 // W(50 000) over a socket-served simulated VPP: its pipelined programming,
 // the agent's start to ready (and the process's CPU until then) with etcd
-// in the benchmark's process and again in a process of its own, as it is
-// deployed, and the running agent's live heap (large). Run
+// in the benchmark's process, again in a process of its own, as it is
+// deployed, and a third time with the simulated VPP in a process of its
+// own too (vppchild.go: the agent alone in its process, dialling VPP's
+// socket as against a real VPP), and the running agent's live heap
+// (large). Run
 // returns the figures; Results prints the table and the JSON of
 // results.json.
 //
