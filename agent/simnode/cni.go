@@ -50,11 +50,18 @@ func (c *CNI) local(o kubestate.Object) bool {
 // PodInterface is the name of the interface the CNI gives a pod.
 func PodInterface(namespace, pod string) string { return "tap-" + namespace + "-" + pod }
 
-// spec is the interface the CNI gives a local pod: tagged, in the pod VRF,
-// with the pod's IPv4 address as a /32 (as a CNI that routes each pod).
+// spec is the interface the CNI gives a local pod (PodSpec).
 func (c *CNI) spec(namespace, name string, o kubestate.Object) sim.InterfaceSpec {
-	s := sim.InterfaceSpec{Name: PodInterface(namespace, name), Tag: c.tag(namespace, name), VRF: c.vrf}
-	if p, ok := o.(*kubestate.Pod); ok {
+	p, _ := o.(*kubestate.Pod)
+	return PodSpec(namespace, name, p, c.tag(namespace, name), c.vrf)
+}
+
+// PodSpec is the interface the simulated CNI gives pod namespace/name (p,
+// when not nil, its object): tagged tag, in the pod VRF, with the pod's
+// IPv4 address as a /32 (as a CNI that routes each pod).
+func PodSpec(namespace, name string, p *kubestate.Pod, tag string, vrf uint32) sim.InterfaceSpec {
+	s := sim.InterfaceSpec{Name: PodInterface(namespace, name), Tag: tag, VRF: vrf}
+	if p != nil {
 		for _, ip := range p.IPs {
 			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
 				s.Address = netip.PrefixFrom(a, 32)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -353,6 +354,25 @@ type started struct {
 	heapMiB float64
 }
 
+// runUntilReady starts an agent with opts and waits until it is ready:
+// the time and this process's CPU that took, and stop, which stops it
+// (the first call; later ones do nothing). On error nothing runs.
+func runUntilReady(ctx context.Context, opts agent.Options) (a *agent.Agent, took, cpu time.Duration, stop func(), err error) {
+	t0, cpu0 := time.Now(), cpuTime()
+	if a, err = agent.New(ctx, opts); err != nil {
+		return nil, 0, 0, nil, fmt.Errorf("startup: agent: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
+		stop()
+		return nil, 0, 0, nil, fmt.Errorf("startup: agent not ready: %w", err)
+	}
+	return a, time.Since(t0), cpuTime() - cpu0, stop, nil
+}
+
 // startTwice starts the agent against a new, empty socket-served VPP,
 // stops it, and starts it again against the VPP it programmed. With heap,
 // the second start also measures the agent's live heap: the heap after a
@@ -369,27 +389,12 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 	start := func(heap heapProbe) (s started, err error) {
 		v.ResetCalls()
 		goroutines := runtime.NumGoroutine()
-		t0, cpu0 := time.Now(), cpuTime()
-		a, err := agent.New(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
+		a, took, cpu, stop, err := runUntilReady(ctx, agent.Options{Config: cfg, Dataplane: socketServed{agent.Simulated(v)}, LogOutput: logOut})
 		if err != nil {
-			return started{}, fmt.Errorf("startup: agent: %w", err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		running := true
-		stop := func() {
-			if running {
-				cancel()
-				<-done
-				running = false
-			}
+			return started{}, err
 		}
 		defer stop()
-		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
-			return started{}, fmt.Errorf("startup: agent not ready: %w", err)
-		}
-		s = started{took: time.Since(t0), cpu: cpuTime() - cpu0, writes: v.Writes()}
+		s = started{took: took, cpu: cpu, writes: v.Writes()}
 		if err := quiesce(ctx, a, v); err != nil {
 			return started{}, err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,36 +28,23 @@ const (
 )
 
 // vppChildSpec is what the VPP child serves: on Socket, ServiceTime per
-// request, with Tables and Interfaces made first.
+// request, the node's interfaces (as the simulated dataplane makes them)
+// and its pods' (as the simulated CNI does) made first.
 type vppChildSpec struct {
 	Socket      string              `json:"socket"`
 	ServiceTime time.Duration       `json:"service_time"`
-	Tables      []uint32            `json:"tables"`
-	Interfaces  []sim.InterfaceSpec `json:"interfaces"`
+	PodVRF      uint32              `json:"pod_vrf"`
+	Node        []simnode.Interface `json:"node"`
+	Pods        []sim.InterfaceSpec `json:"pods"`
 }
 
-// vppSpec is node 1's VPP for cfg holding W(n)'s local pods: the node's
-// interfaces as the simulated dataplane makes them, the pod VRF, and each
-// local pod's interface as the simulated CNI makes it.
+// vppSpec is node 1's VPP for cfg holding W(n)'s local pods.
 func vppSpec(env *nodeEnv, cfg contivconf.Config, w *workload.Workload) vppChildSpec {
 	node := env.node(cfg.Renderer)
-	s := vppChildSpec{Socket: cfg.VPP.Socket, ServiceTime: serviceTime, Tables: []uint32{cfg.Routing.PodVRFID}}
-	for _, i := range simnode.Interfaces(&node) {
-		s.Tables = append(s.Tables, i.VRF)
-		if i.Name != "" {
-			s.Interfaces = append(s.Interfaces, sim.InterfaceSpec{Name: i.Name, Address: i.Address, VRF: i.VRF})
-		}
-	}
+	s := vppChildSpec{Socket: cfg.VPP.Socket, ServiceTime: serviceTime, PodVRF: cfg.Routing.PodVRFID, Node: simnode.Interfaces(&node)}
 	for _, p := range w.Pods {
-		name, tag := env.podInterface(p.Namespace, p.Name)
-		spec := sim.InterfaceSpec{Name: name, Tag: tag, VRF: cfg.Routing.PodVRFID}
-		for _, ip := range p.IPs {
-			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
-				spec.Address = netip.PrefixFrom(a, 32)
-				break
-			}
-		}
-		s.Interfaces = append(s.Interfaces, spec)
+		_, tag := env.podInterface(p.Namespace, p.Name)
+		s.Pods = append(s.Pods, simnode.PodSpec(p.Namespace, p.Name, p, tag, s.PodVRF))
 	}
 	return s
 }
@@ -75,19 +61,20 @@ func runVPPChild(path string) (endpoint string, stats func() childStats, reset f
 		return "", nil, nil, nil, fmt.Errorf("vpp child spec: %w", err)
 	}
 	v := sim.New(sim.Options{ServiceTime: spec.ServiceTime})
-	for _, t := range spec.Tables {
-		v.CreateTable(t)
-	}
-	for _, i := range spec.Interfaces {
-		if _, err := v.CreateInterface(i); err != nil {
-			v.Close()
-			return "", nil, nil, nil, fmt.Errorf("vpp child: interface %s: %w", i.Name, err)
+	v.CreateTable(spec.PodVRF)
+	err = simnode.EnsureInterfaces(v, spec.Node)
+	for _, p := range spec.Pods {
+		if err == nil {
+			_, err = v.CreateInterface(p)
 		}
 	}
-	srv, err := v.Serve(spec.Socket)
+	var srv *sim.Server
+	if err == nil {
+		srv, err = v.Serve(spec.Socket)
+	}
 	if err != nil {
 		v.Close()
-		return "", nil, nil, nil, err
+		return "", nil, nil, nil, fmt.Errorf("vpp child: %w", err)
 	}
 	stats = func() childStats { return childStats{Writes: int64(v.Writes()), Crashes: int64(v.Crashes())} }
 	return srv.Path(), stats, v.ResetCalls, func() { _ = srv.Close(); v.Close() }, nil
@@ -114,19 +101,12 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		if _, err := c.stats("reset"); err != nil {
 			return s, err
 		}
-		t0, cpu0 := time.Now(), cpuTime()
-		a, err := agent.New(ctx, agent.Options{Config: cfg, LogOutput: logOut})
+		a, took, cpu, stop, err := runUntilReady(ctx, agent.Options{Config: cfg, LogOutput: logOut})
 		if err != nil {
-			return s, fmt.Errorf("startup: agent: %w", err)
+			return s, err
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		defer func() { cancel(); <-done }()
-		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
-			return s, fmt.Errorf("startup: agent not ready: %w", err)
-		}
-		s.took, s.cpu = time.Since(t0), cpuTime()-cpu0
+		defer stop()
+		s.took, s.cpu = took, cpu
 		st, err := c.stats("cpu")
 		if err != nil {
 			return s, err
