@@ -1,6 +1,8 @@
 package kubestate
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -120,8 +122,8 @@ func (d *decoder) lit(w string) bool {
 func (d *decoder) null() bool { return d.peek() == 'n' && d.lit("null") }
 
 // object reads an object, calling member for each key with the decoder at
-// the key's value.
-func (d *decoder) object(member func(key string) bool) bool {
+// the key's value. A key met in its stored order (order) is matched whole.
+func (d *decoder) object(order storedKeys, member func(key string) bool) bool {
 	if d.peek() != '{' {
 		return false
 	}
@@ -131,15 +133,19 @@ func (d *decoder) object(member func(key string) bool) bool {
 		d.i++
 		return true
 	}
+	next := 0 // the index in order of the first key not met yet
 	for {
-		key, ascii, ok := d.stringBytes()
-		if !ok || !ascii {
-			return false // a key encoding/json might fold to a field
+		key, ok := d.storedKey(order, &next)
+		if !ok {
+			var ascii bool
+			if key, ascii, ok = d.stringBytes(); !ok || !ascii {
+				return false // a key encoding/json might fold to a field
+			}
+			if d.ws(); d.peek() != ':' {
+				return false
+			}
+			d.i++
 		}
-		if d.ws(); d.peek() != ':' {
-			return false
-		}
-		d.i++
 		if d.ws(); !member(key) {
 			return false
 		}
@@ -173,10 +179,7 @@ func (d *decoder) stringBytes() (s string, ascii, ok bool) {
 	start := d.i + 1
 	ascii = true
 	for i := start; ; i++ {
-		for i < len(d.b) && plainByte[d.b[i]] {
-			i++
-		}
-		switch {
+		switch i = plainRun(d.b, i); {
 		case i == len(d.b):
 			return "", false, false
 		case d.b[i] == '"':
@@ -187,6 +190,30 @@ func (d *decoder) stringBytes() (s string, ascii, ok bool) {
 		}
 		ascii = false
 	}
+}
+
+// plainRun returns the index of the first byte of b from i on that does
+// not stand for itself (plainByte), len(b) when none: 8 bytes at a time.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	return i
+}
+
+// special8 marks (its high bit) each byte of w, from the first on, that
+// may not stand for itself in a JSON string: a quote, a backslash, a
+// control character or a byte of a multi-byte UTF-8 sequence. The first
+// byte marked is the first such byte (a borrow only marks bytes above it).
+func special8(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v }
+	return (w | (w - 0x20*ones) | zero(w^'"'*ones) | zero(w^'\\'*ones)) & highs
 }
 
 // plainByte tells which bytes stand for themselves in a JSON string:
@@ -422,7 +449,7 @@ func (d *decoder) skip(depth int) bool {
 	}
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(func(string) bool { return d.skip(depth + 1) })
+		return d.object(nil, func(string) bool { return d.skip(depth + 1) })
 	case c == '[':
 		var none []struct{}
 		return array(d, &none, func() (struct{}, bool) { return struct{}{}, d.skip(depth + 1) })
@@ -503,6 +530,33 @@ func (d *decoder) digits() bool {
 	return d.i > start
 }
 
+// storedKeys are the keys of a model's stored form in the order the Writer
+// stores them, each as it stands in the value: quoted, with its colon.
+type storedKeys []string
+
+// storedKeysOf returns the storedKeys of t's fields, in t's order.
+func storedKeysOf(t reflect.Type) storedKeys {
+	var ks storedKeys
+	for _, n := range jsonNames(t) {
+		ks = append(ks, strconv.Quote(n)+":")
+	}
+	return ks
+}
+
+// storedKey reads the key at d.i, with its colon, when it is one of
+// order[*next:] as stored, and moves *next past it.
+func (d *decoder) storedKey(order storedKeys, next *int) (string, bool) {
+	rest := d.s[d.i:]
+	for j := *next; j < len(order); j++ {
+		if k := order[j]; strings.HasPrefix(rest, k) {
+			d.i += len(k)
+			*next = j + 1
+			return k[1 : len(k)-2], true
+		}
+	}
+	return "", false
+}
+
 // fields tracks the fields an object has given, to give up on a repeat.
 type fields uint32
 
@@ -552,6 +606,13 @@ var (
 	endpointPortNames = jsonNames(reflect.TypeFor[EndpointPort]())
 	endpointNames     = jsonNames(reflect.TypeFor[EndpointFields]())
 	podNames          = jsonNames(reflect.TypeFor[Pod]())
+
+	serviceOrder      = storedKeysOf(reflect.TypeFor[serviceJSON]())
+	servicePortOrder  = storedKeysOf(reflect.TypeFor[ServicePort]())
+	sliceOrder        = storedKeysOf(reflect.TypeFor[EndpointSlice]())
+	endpointPortOrder = storedKeysOf(reflect.TypeFor[EndpointPort]())
+	endpointOrder     = storedKeysOf(reflect.TypeFor[EndpointFields]())
+	podOrder          = storedKeysOf(reflect.TypeFor[Pod]())
 )
 
 // rehome moves the strings of o that compact does not intern, cut from

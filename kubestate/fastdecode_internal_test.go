@@ -1,6 +1,7 @@
 package kubestate
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
@@ -62,5 +63,32 @@ func fill(v reflect.Value, n *int) {
 		}
 	default:
 		panic("fill: no value for " + v.Type().String())
+	}
+}
+
+// TestPlainRun checks plainRun against plainByte: it stops at the first
+// byte that does not stand for itself, whatever the bytes around it.
+func TestPlainRun(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, 24)
+	for range 200000 {
+		for i := range b {
+			b[i] = 'a' + byte(r.IntN(26)) // plain
+		}
+		n := r.IntN(len(b) + 1) // plain bytes before the first other one
+		if n < len(b) {
+			c := byte(r.IntN(256))
+			for plainByte[c] {
+				c = byte(r.IntN(256))
+			}
+			b[n] = c
+			for i := n + 1; i < len(b); i++ {
+				b[i] = byte(r.IntN(256)) // anything after it
+			}
+		}
+		from := r.IntN(n + 1)
+		if got := plainRun(b, from); got != n {
+			t.Fatalf("plainRun(%q, %d) = %d, want %d", b, from, got, n)
+		}
 	}
 }
