@@ -77,7 +77,7 @@ type EndpointFields struct {
 // endpoint holds f's slices of hints when it has them.
 func (f EndpointFields) Endpoint() Endpoint {
 	var e Endpoint
-	e.set(&f, f.Addresses, nameFor)
+	e.set(&f, f.Addresses, handleOf)
 	return e
 }
 

@@ -54,12 +54,6 @@ type decoder struct {
 	// their namespace and target kind, cheaper to compare than to look up.
 	recent [8]string
 	next   int // where the next interned string goes in recent
-	// names holds the handles of names looked up lately, as recent.
-	names [8]struct {
-		s string
-		h name
-	}
-	nextName int
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -314,25 +308,6 @@ func (d *decoder) intern(s string) string {
 	d.recent[d.next%len(d.recent)] = s
 	d.next++
 	return s
-}
-
-// name returns the handle of s as nameFor, looking in d.names first.
-func (d *decoder) name(s string) (name, bool) {
-	if s == "" {
-		return 0, true
-	}
-	for _, r := range d.names {
-		if r.s == s {
-			return r.h, true
-		}
-	}
-	h, ok := nameFor(s)
-	if ok {
-		r := &d.names[d.nextName%len(d.names)]
-		r.s, r.h = s, h
-		d.nextName++
-	}
-	return h, ok
 }
 
 // strsInto reads an array of strings or null as strs does, appending the

@@ -88,7 +88,7 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 	if !ok {
 		return e, false
 	}
-	e.set(&f, addrs, d.name)
+	e.set(&f, addrs, handleOf)
 	return e, true
 }
 
@@ -122,7 +122,7 @@ func (d *decoder) storedEndpoint() (e Endpoint, ok bool) {
 		d.i = start
 		return e, false
 	}
-	e.set(&f, addr[:], d.name)
+	e.set(&f, addr[:], handleOf)
 	return e, true
 }
 
