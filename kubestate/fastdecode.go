@@ -50,10 +50,6 @@ type decoder struct {
 	// value, which stays the caller's.
 	s string
 	i int // the next byte to read
-	// recent holds strings interned lately: a slice's endpoints repeat
-	// their namespace and target kind, cheaper to compare than to look up.
-	recent [8]string
-	next   int // where the next interned string goes in recent
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -299,16 +295,18 @@ func (d *decoder) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, r := range d.recent {
-		if r == s {
-			return r
-		}
+	if c, ok := recentCanonicals.get(s); ok {
+		return c
 	}
-	s = canonical(s)
-	d.recent[d.next%len(d.recent)] = s
-	d.next++
-	return s
+	c := canonical(s)
+	recentCanonicals.put(c, c)
+	return c
 }
+
+// recentCanonicals caches the canonical copies of the strings interned
+// lately, before canonical's lock and map: a slice's or a service's few
+// strings that repeat across objects.
+var recentCanonicals recent[string]
 
 // strsInto reads an array of strings or null as strs does, appending the
 // strings to buf[:0] (an array of the caller's, on its stack when they

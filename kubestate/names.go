@@ -1,7 +1,6 @@
 package kubestate
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
@@ -79,35 +78,22 @@ func (h name) String() string {
 	return (*names.dir.Load())[h/nameChunk][h%nameChunk]
 }
 
-// recentNames caches the handles of names looked up lately, each in the
-// slot of its hash, read without a lock: a listing's endpoints name their
-// nodes in no order, ten nodes a slice, which the table's lock and map
-// cost several times over (handleOf).
-var recentNames struct {
-	seed  maphash.Seed
-	slots [256]atomic.Pointer[recentName]
-}
-
-// recentName is a name (the table's copy) and its handle.
-type recentName struct {
-	s string
-	h name
-}
-
-func init() { recentNames.seed = maphash.MakeSeed() }
+// recentNames caches the handles of names looked up lately: a listing's
+// endpoints name their nodes in no order, ten nodes a slice, which the
+// table's lock and map cost several times over.
+var recentNames recent[name]
 
 // handleOf returns the handle of s as nameFor does, through recentNames.
 func handleOf(s string) (name, bool) {
 	if s == "" {
 		return 0, true
 	}
-	slot := &recentNames.slots[maphash.String(recentNames.seed, s)%uint64(len(recentNames.slots))]
-	if r := slot.Load(); r != nil && r.s == s {
-		return r.h, true
+	if h, ok := recentNames.get(s); ok {
+		return h, true
 	}
 	h, ok := nameFor(s)
 	if ok {
-		slot.Store(&recentName{s: h.String(), h: h})
+		recentNames.put(h.String(), h)
 	}
 	return h, ok
 }
