@@ -77,7 +77,7 @@ type EndpointFields struct {
 // endpoint holds f's slices of hints when it has them.
 func (f EndpointFields) Endpoint() Endpoint {
 	var e Endpoint
-	e.set(&f, f.Addresses, handleOf)
+	e.set(&f, f.Addresses, nameFor)
 	return e
 }
 

@@ -295,18 +295,8 @@ func (d *decoder) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	if c, ok := recentCanonicals.get(s); ok {
-		return c
-	}
-	c := canonical(s)
-	recentCanonicals.put(c, c)
-	return c
+	return canonical(s)
 }
-
-// recentCanonicals caches the canonical copies of the strings interned
-// lately, before canonical's lock and map: a slice's or a service's few
-// strings that repeat across objects.
-var recentCanonicals recent[string]
 
 // strsInto reads an array of strings or null as strs does, appending the
 // strings to buf[:0] (an array of the caller's, on its stack when they
