@@ -73,7 +73,7 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 		case "nodeName":
 			return seen.first(4) && d.str(&f.NodeName)
 		case "targetKind":
-			return seen.first(5) && d.istr(&f.TargetKind)
+			return seen.first(5) && d.str(&f.TargetKind)
 		case "targetNamespace":
 			return seen.first(6) && d.str(&f.TargetNamespace)
 		case "targetName":
@@ -112,7 +112,7 @@ func (d *decoder) storedEndpoint() (e Endpoint, ok bool) {
 	f.Serving = d.lit(`,"serving":true`)
 	f.Terminating = d.lit(`,"terminating":true`)
 	if d.lit(`,"nodeName":`) && !d.str(&f.NodeName) ||
-		d.lit(`,"targetKind":`) && !d.istr(&f.TargetKind) ||
+		d.lit(`,"targetKind":`) && !d.str(&f.TargetKind) ||
 		d.lit(`,"targetNamespace":`) && !d.str(&f.TargetNamespace) ||
 		d.lit(`,"targetName":`) && !d.str(&f.TargetName) {
 		d.i = start
