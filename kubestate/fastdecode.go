@@ -20,7 +20,12 @@ import (
 // the bulk resources, EndpointSlice, Service and Pod, in one pass (~7 µs
 // and 15 allocations): it cuts strings from one copy of the value,
 // interns those compact interns as it goes, and at the end moves the
-// others into one allocation of their own (rehome).
+// others into one allocation of their own (rehome). It expects the
+// Writer's form: keys met in their stored order are matched whole
+// (storedKey), and an endpoint written as the Writer writes nearly all
+// (one address, no hints) is read by its literal keys (storedEndpoint,
+// a quarter of a slice's instructions); anything else takes the general
+// reader.
 //
 // Exactness: the fast path accepts only a subset of JSON on which its
 // result is plainly encoding/json's, and gives up (ok false) on anything
