@@ -55,6 +55,13 @@ type decoder struct {
 	// value, which stays the caller's.
 	s string
 	i int // the next byte to read
+	// names holds the two names looked up last and their handles, the
+	// latest first: a slice's endpoints alternate their node names with
+	// one namespace, which then costs no lookup.
+	names [2]struct {
+		s string
+		h name
+	}
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -301,6 +308,23 @@ func (d *decoder) intern(s string) string {
 		return s
 	}
 	return canonical(s)
+}
+
+// name returns the handle of s as nameFor does, looking in d.names first.
+func (d *decoder) name(s string) (name, bool) {
+	switch s {
+	case d.names[0].s:
+		return d.names[0].h, true
+	case d.names[1].s:
+		d.names[0], d.names[1] = d.names[1], d.names[0]
+		return d.names[0].h, true
+	}
+	h, ok := nameFor(s)
+	if ok {
+		d.names[1] = d.names[0]
+		d.names[0].s, d.names[0].h = s, h
+	}
+	return h, ok
 }
 
 // strsInto reads an array of strings or null as strs does, appending the

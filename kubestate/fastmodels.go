@@ -88,7 +88,7 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 	if !ok {
 		return e, false
 	}
-	e.set(&f, addrs, nameFor)
+	e.set(&f, addrs, d.name)
 	return e, true
 }
 
@@ -122,7 +122,7 @@ func (d *decoder) storedEndpoint() (e Endpoint, ok bool) {
 		d.i = start
 		return e, false
 	}
-	e.set(&f, addr[:], nameFor)
+	e.set(&f, addr[:], d.name)
 	return e, true
 }
 
