@@ -1,6 +1,8 @@
 package kubestate
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,7 +20,12 @@ import (
 // the bulk resources, EndpointSlice, Service and Pod, in one pass (~7 µs
 // and 15 allocations): it cuts strings from one copy of the value,
 // interns those compact interns as it goes, and at the end moves the
-// others into one allocation of their own (rehome).
+// others into one allocation of their own (rehome). It expects the
+// Writer's form: keys met in their stored order are matched whole
+// (storedKey), and an endpoint written as the Writer writes nearly all
+// (one address, no hints) is read by its literal keys (storedEndpoint,
+// a quarter of a slice's instructions); anything else takes the general
+// reader.
 //
 // Exactness: the fast path accepts only a subset of JSON on which its
 // result is plainly encoding/json's, and gives up (ok false) on anything
@@ -48,16 +55,13 @@ type decoder struct {
 	// value, which stays the caller's.
 	s string
 	i int // the next byte to read
-	// recent holds strings interned lately: a slice's endpoints repeat
-	// their namespace and target kind, cheaper to compare than to look up.
-	recent [8]string
-	next   int // where the next interned string goes in recent
-	// names holds the handles of names looked up lately, as recent.
-	names [8]struct {
+	// names holds the two names looked up last and their handles, the
+	// latest first: a slice's endpoints alternate their node names with
+	// one namespace, which then costs no lookup.
+	names [2]struct {
 		s string
 		h name
 	}
-	nextName int
 }
 
 // decodeFast decodes value as a stored r, or tells that it cannot.
@@ -120,8 +124,8 @@ func (d *decoder) lit(w string) bool {
 func (d *decoder) null() bool { return d.peek() == 'n' && d.lit("null") }
 
 // object reads an object, calling member for each key with the decoder at
-// the key's value.
-func (d *decoder) object(member func(key string) bool) bool {
+// the key's value. A key met in its stored order (order) is matched whole.
+func (d *decoder) object(order storedKeys, member func(key string) bool) bool {
 	if d.peek() != '{' {
 		return false
 	}
@@ -131,15 +135,19 @@ func (d *decoder) object(member func(key string) bool) bool {
 		d.i++
 		return true
 	}
+	next := 0 // the index in order of the first key not met yet
 	for {
-		key, ascii, ok := d.stringBytes()
-		if !ok || !ascii {
-			return false // a key encoding/json might fold to a field
+		key, ok := d.storedKey(order, &next)
+		if !ok {
+			var ascii bool
+			if key, ascii, ok = d.stringBytes(); !ok || !ascii {
+				return false // a key encoding/json might fold to a field
+			}
+			if d.ws(); d.peek() != ':' {
+				return false
+			}
+			d.i++
 		}
-		if d.ws(); d.peek() != ':' {
-			return false
-		}
-		d.i++
 		if d.ws(); !member(key) {
 			return false
 		}
@@ -173,10 +181,7 @@ func (d *decoder) stringBytes() (s string, ascii, ok bool) {
 	start := d.i + 1
 	ascii = true
 	for i := start; ; i++ {
-		for i < len(d.b) && plainByte[d.b[i]] {
-			i++
-		}
-		switch {
+		switch i = plainRun(d.b, i); {
 		case i == len(d.b):
 			return "", false, false
 		case d.b[i] == '"':
@@ -187,6 +192,30 @@ func (d *decoder) stringBytes() (s string, ascii, ok bool) {
 		}
 		ascii = false
 	}
+}
+
+// plainRun returns the index of the first byte of b from i on that does
+// not stand for itself (plainByte), len(b) when none: 8 bytes at a time.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	return i
+}
+
+// special8 marks (its high bit) each byte of w, from the first on, that
+// may not stand for itself in a JSON string: a quote, a backslash, a
+// control character or a byte of a multi-byte UTF-8 sequence. The first
+// byte marked is the first such byte (a borrow only marks bytes above it).
+func special8(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v }
+	return (w | (w - 0x20*ones) | zero(w^'"'*ones) | zero(w^'\\'*ones)) & highs
 }
 
 // plainByte tells which bytes stand for themselves in a JSON string:
@@ -278,32 +307,22 @@ func (d *decoder) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, r := range d.recent {
-		if r == s {
-			return r
-		}
-	}
-	s = canonical(s)
-	d.recent[d.next%len(d.recent)] = s
-	d.next++
-	return s
+	return canonical(s)
 }
 
-// name returns the handle of s as nameFor, looking in d.names first.
+// name returns the handle of s as nameFor does, looking in d.names first.
 func (d *decoder) name(s string) (name, bool) {
-	if s == "" {
-		return 0, true
-	}
-	for _, r := range d.names {
-		if r.s == s {
-			return r.h, true
-		}
+	switch s {
+	case d.names[0].s:
+		return d.names[0].h, true
+	case d.names[1].s:
+		d.names[0], d.names[1] = d.names[1], d.names[0]
+		return d.names[0].h, true
 	}
 	h, ok := nameFor(s)
 	if ok {
-		r := &d.names[d.nextName%len(d.names)]
-		r.s, r.h = s, h
-		d.nextName++
+		d.names[1] = d.names[0]
+		d.names[0].s, d.names[0].h = s, h
 	}
 	return h, ok
 }
@@ -422,7 +441,7 @@ func (d *decoder) skip(depth int) bool {
 	}
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(func(string) bool { return d.skip(depth + 1) })
+		return d.object(nil, func(string) bool { return d.skip(depth + 1) })
 	case c == '[':
 		var none []struct{}
 		return array(d, &none, func() (struct{}, bool) { return struct{}{}, d.skip(depth + 1) })
@@ -503,6 +522,33 @@ func (d *decoder) digits() bool {
 	return d.i > start
 }
 
+// storedKeys are the keys of a model's stored form in the order the Writer
+// stores them, each as it stands in the value: quoted, with its colon.
+type storedKeys []string
+
+// storedKeysOf returns the storedKeys of t's fields, in t's order.
+func storedKeysOf(t reflect.Type) storedKeys {
+	var ks storedKeys
+	for _, n := range jsonNames(t) {
+		ks = append(ks, strconv.Quote(n)+":")
+	}
+	return ks
+}
+
+// storedKey reads the key at d.i, with its colon, when it is one of
+// order[*next:] as stored, and moves *next past it.
+func (d *decoder) storedKey(order storedKeys, next *int) (string, bool) {
+	rest := d.s[d.i:]
+	for j := *next; j < len(order); j++ {
+		if k := order[j]; strings.HasPrefix(rest, k) {
+			d.i += len(k)
+			*next = j + 1
+			return k[1 : len(k)-2], true
+		}
+	}
+	return "", false
+}
+
 // fields tracks the fields an object has given, to give up on a repeat.
 type fields uint32
 
@@ -552,6 +598,13 @@ var (
 	endpointPortNames = jsonNames(reflect.TypeFor[EndpointPort]())
 	endpointNames     = jsonNames(reflect.TypeFor[EndpointFields]())
 	podNames          = jsonNames(reflect.TypeFor[Pod]())
+
+	serviceOrder      = storedKeysOf(reflect.TypeFor[serviceJSON]())
+	servicePortOrder  = storedKeysOf(reflect.TypeFor[ServicePort]())
+	sliceOrder        = storedKeysOf(reflect.TypeFor[EndpointSlice]())
+	endpointPortOrder = storedKeysOf(reflect.TypeFor[EndpointPort]())
+	endpointOrder     = storedKeysOf(reflect.TypeFor[EndpointFields]())
+	podOrder          = storedKeysOf(reflect.TypeFor[Pod]())
 )
 
 // rehome moves the strings of o that compact does not intern, cut from

@@ -6,7 +6,7 @@ package kubestate
 
 func (d *decoder) endpointSlice(s *EndpointSlice) bool {
 	var seen fields
-	return d.object(func(key string) bool {
+	return d.object(sliceOrder, func(key string) bool {
 		switch key {
 		case "namespace":
 			return seen.first(0) && d.istr(&s.Namespace)
@@ -29,7 +29,7 @@ func (d *decoder) endpointSlice(s *EndpointSlice) bool {
 
 func (d *decoder) endpointPort() (p EndpointPort, ok bool) {
 	var seen fields
-	ok = d.object(func(key string) bool {
+	ok = d.object(endpointPortOrder, func(key string) bool {
 		switch key {
 		case "name":
 			return seen.first(0) && d.istr(&p.Name)
@@ -44,13 +44,18 @@ func (d *decoder) endpointPort() (p EndpointPort, ok bool) {
 }
 
 // endpoint reads an endpoint's fields and builds it (Endpoint.set): an
-// address held as such keeps nothing of the value's text.
+// address held as such keeps nothing of the value's text. One stored as
+// the Writer stores most (storedEndpoint) is read without looking its
+// keys up.
 func (d *decoder) endpoint() (e Endpoint, ok bool) {
+	if e, ok = d.storedEndpoint(); ok {
+		return e, true
+	}
 	var f EndpointFields
 	var seen fields
 	var one [1]string // an endpoint's address, mostly its only one
 	var addrs []string
-	ok = d.object(func(key string) bool {
+	ok = d.object(endpointOrder, func(key string) bool {
 		switch key {
 		case "addresses":
 			if !seen.first(0) {
@@ -68,7 +73,7 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 		case "nodeName":
 			return seen.first(4) && d.str(&f.NodeName)
 		case "targetKind":
-			return seen.first(5) && d.istr(&f.TargetKind)
+			return seen.first(5) && d.str(&f.TargetKind)
 		case "targetNamespace":
 			return seen.first(6) && d.str(&f.TargetNamespace)
 		case "targetName":
@@ -87,9 +92,43 @@ func (d *decoder) endpoint() (e Endpoint, ok bool) {
 	return e, true
 }
 
+// storedEndpoint reads an endpoint of one address and no hints written as
+// the Writer writes it (Endpoint.appendJSON): its keys in their order,
+// each once, its conditions only when true, no white space. It reads what
+// endpoint's loop would read, as it would, and builds the same endpoint.
+// On anything else it reads nothing (false).
+func (d *decoder) storedEndpoint() (e Endpoint, ok bool) {
+	start := d.i
+	var f EndpointFields
+	var addr [1]string
+	if ok = d.lit(`{"addresses":[`); ok {
+		addr[0], ok = d.plainString()
+	}
+	if !ok || !d.lit("]") {
+		d.i = start
+		return e, false
+	}
+	f.Ready = d.lit(`,"ready":true`)
+	f.Serving = d.lit(`,"serving":true`)
+	f.Terminating = d.lit(`,"terminating":true`)
+	if d.lit(`,"nodeName":`) && !d.str(&f.NodeName) ||
+		d.lit(`,"targetKind":`) && !d.str(&f.TargetKind) ||
+		d.lit(`,"targetNamespace":`) && !d.str(&f.TargetNamespace) ||
+		d.lit(`,"targetName":`) && !d.str(&f.TargetName) {
+		d.i = start
+		return e, false
+	}
+	if !d.lit("}") {
+		d.i = start
+		return e, false
+	}
+	e.set(&f, addr[:], d.name)
+	return e, true
+}
+
 func (d *decoder) service(s *Service) bool {
 	var seen fields
-	return d.object(func(key string) bool {
+	return d.object(serviceOrder, func(key string) bool {
 		switch key {
 		case "namespace":
 			return seen.first(0) && d.istr(&s.Namespace)
@@ -132,7 +171,7 @@ func (d *decoder) service(s *Service) bool {
 
 func (d *decoder) servicePort() (p ServicePort, ok bool) {
 	var seen fields
-	ok = d.object(func(key string) bool {
+	ok = d.object(servicePortOrder, func(key string) bool {
 		switch key {
 		case "name":
 			return seen.first(0) && d.istr(&p.Name)
@@ -152,7 +191,7 @@ func (d *decoder) servicePort() (p ServicePort, ok bool) {
 
 func (d *decoder) pod(p *Pod) bool {
 	var seen fields
-	return d.object(func(key string) bool {
+	return d.object(podOrder, func(key string) bool {
 		switch key {
 		case "namespace":
 			return seen.first(0) && d.istr(&p.Namespace)

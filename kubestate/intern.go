@@ -3,6 +3,7 @@ package kubestate
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unique"
 )
 
@@ -64,10 +65,12 @@ func intern(s *string) {
 // every node name. Holding them keeps the runtime from forgetting them, so
 // sharing outlives a collection cycle too. The cache is bounded: when full,
 // it starts again empty, so that names a cluster no longer uses (deleted
-// namespaces, nodes) do not pile up.
+// namespaces, nodes) do not pile up. Looking a value up takes no lock (m,
+// a sync.Map: a decode looks up several per object); adding one does.
 var canonicals struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  atomic.Pointer[sync.Map] // string → string
+	n  int                      // values in m
 }
 
 // maxCanonicals bounds canonicals: a cluster's namespaces, node names,
@@ -76,16 +79,27 @@ const maxCanonicals = 1 << 14
 
 // canonical returns the canonical copy of s (not "").
 func canonical(s string) string {
+	if m := canonicals.m.Load(); m != nil {
+		if c, ok := m.Load(s); ok {
+			return c.(string)
+		}
+	}
 	canonicals.mu.Lock()
 	defer canonicals.mu.Unlock()
-	if c, ok := canonicals.m[s]; ok {
-		return c
+	m := canonicals.m.Load()
+	if m != nil {
+		if c, ok := m.Load(s); ok {
+			return c.(string)
+		}
 	}
-	if len(canonicals.m) >= maxCanonicals || canonicals.m == nil {
-		canonicals.m = make(map[string]string, 256)
+	if m == nil || canonicals.n >= maxCanonicals {
+		m = new(sync.Map)
+		canonicals.m.Store(m)
+		canonicals.n = 0
 	}
 	c := unique.Make(s).Value()
-	canonicals.m[c] = c
+	m.Store(c, c)
+	canonicals.n++
 	return c
 }
 

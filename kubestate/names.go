@@ -19,11 +19,13 @@ const nameChunk = 1024
 // names is the table: chunks that never move, found through a directory
 // that is replaced (not changed) when it grows, so that reading a handle
 // takes no lock. A handle reaches a reader with the endpoint holding it,
-// after the slot it names was written.
+// after the slot it names was written. Looking a name up takes no lock
+// either (ids, a sync.Map: a listing's endpoints look up their node names
+// half a million times, mostly from one goroutine); giving a handle does.
 var names struct {
 	mu  sync.Mutex
-	ids map[string]name
-	n   int // handles given, 0 included
+	ids sync.Map // string → name
+	n   int      // handles given, 0 included
 	dir atomic.Pointer[[]*[nameChunk]string]
 }
 
@@ -42,16 +44,18 @@ func nameFor(s string) (name, bool) {
 	if s == "" {
 		return 0, true
 	}
+	if h, ok := names.ids.Load(s); ok {
+		return h.(name), true
+	}
 	names.mu.Lock()
 	defer names.mu.Unlock()
-	if h, ok := names.ids[s]; ok {
-		return h, true
+	if h, ok := names.ids.Load(s); ok {
+		return h.(name), true
 	}
 	if names.n >= maxNames {
 		return 0, false
 	}
-	if names.ids == nil {
-		names.ids = make(map[string]name)
+	if names.n == 0 {
 		names.n = 1
 	}
 	h := name(names.n)
@@ -65,7 +69,7 @@ func nameFor(s string) (name, bool) {
 	}
 	c := canonical(s)
 	dir[h/nameChunk][h%nameChunk] = c
-	names.ids[c] = h
+	names.ids.Store(c, h)
 	names.n++
 	return h, true
 }
