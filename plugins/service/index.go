@@ -112,6 +112,16 @@ func (e *entry) find(name string) (int, bool) {
 	return slices.BinarySearchFunc(e.slices, name, sliceByName)
 }
 
+// at returns the place of slice name among e's slices, which hold it. The
+// only slice of an entry is found without reading it (cold memory).
+func (e *entry) at(name string) int {
+	if len(e.slices) == 1 {
+		return 0
+	}
+	i, _ := e.find(name)
+	return i
+}
+
 // index takes the snapshot's objects into the indexes.
 func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 	var several []*entry // the entries with more than one slice
@@ -201,7 +211,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	has := s != nil && s.ServiceName != ""
 	// The slice's namespace is its service's: only the name can differ.
 	if known && (!has || owner.id.Name != s.ServiceName) {
-		i, _ := owner.find(k.name)
+		i := owner.at(k.name)
 		owner.slices = slices.Delete(owner.slices, i, i+1)
 		delete(p.slices, k)
 		p.refresh(owner.id, owner, nil)
@@ -211,8 +221,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 		return
 	}
 	if known {
-		i, _ := owner.find(k.name)
-		owner.slices[i] = s
+		owner.slices[owner.at(k.name)] = s
 	} else {
 		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 		i, _ := owner.find(k.name)
