@@ -119,3 +119,28 @@ func BenchmarkChangeCold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResyncDecoded is a full resync of W(N) by a processor without
+// state, its snapshot decoded from stored bytes as the controller's is:
+// the processor's part of the pipeline's resync figure.
+func BenchmarkResyncDecoded(b *testing.B) {
+	for _, n := range []int{1000, 50000} {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			w := workload.New(n)
+			br := &benchRig{w: w, obj: decodedObjects(b, w)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var cpu int64
+			for range b.N {
+				b.StopTimer()
+				br.fresh(b)
+				b.StartTimer()
+				c0 := cpuTime(b)
+				br.resync(b)
+				cpu += int64(cpuTime(b) - c0)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
