@@ -14,31 +14,77 @@ import (
 )
 
 // entry is the state of one service: its inputs and what was derived.
-// What most services lack is behind one pointer: an entry is 96 bytes.
+// What most services lack is behind one pointer: an entry is 64 bytes,
+// one cache line, the one a change of the service reads first.
 type entry struct {
 	// id holds the strings of the Service, when there is one, as the ID of
 	// its output does: reading one brings the other into the cache.
 	id  sr.ServiceID
 	svc *kubestate.Service
-	// slices are the service's EndpointSlices, sorted by name; one, as
-	// most services have, is held in first.
-	slices []*kubestate.EndpointSlice
-	first  [1]*kubestate.EndpointSlice
+	// first is the service's EndpointSlice when it has exactly one, as
+	// most services have; several are in rare.slices.
+	first [1]*kubestate.EndpointSlice
 	// out is the output of the last derivation, nil when the service is
 	// not rendered. It also stands for the base that derivation started
 	// from (see base), which is derived from svc alone, when svc changes.
 	out *sr.ContivService
-	// rare holds the skips and local pods, nil when there are none.
+	// rare holds what most services lack, nil when there is none of it.
 	rare *rare
-	// hostNet and hinted are the last derivation's (see derived).
-	hostNet, hinted bool
 }
 
 // rare is the part of an entry most services leave empty.
 type rare struct {
+	// slices are the service's EndpointSlices, sorted by name, when it has
+	// more than one.
+	slices    []*kubestate.EndpointSlice
 	baseSkips []Skip // the base's
 	pods      []kubestate.Key
 	skips     []Skip
+	// hostNet and hinted are the last derivation's (see derived).
+	hostNet, hinted bool
+}
+
+// slices are the service's EndpointSlices, sorted by name.
+func (e *entry) slices() []*kubestate.EndpointSlice {
+	switch {
+	case e.rare != nil && e.rare.slices != nil:
+		return e.rare.slices
+	case e.first[0] != nil:
+		return e.first[:]
+	}
+	return nil
+}
+
+// setSlices makes ss the service's EndpointSlices.
+func (e *entry) setSlices(ss []*kubestate.EndpointSlice) {
+	e.first[0] = nil
+	switch {
+	case len(ss) == 1:
+		e.first[0] = ss[0]
+		ss = nil
+	case len(ss) == 0:
+		ss = nil
+	}
+	if ss != nil || e.rare != nil {
+		e.moreOf().slices = ss
+	}
+	e.tidy()
+}
+
+// moreOf returns e's rare part, allocated when nil.
+func (e *entry) moreOf() *rare {
+	if e.rare == nil {
+		e.rare = new(rare)
+	}
+	return e.rare
+}
+
+// tidy drops e's rare part when it holds nothing.
+func (e *entry) tidy() {
+	if r := e.rare; r != nil && r.slices == nil && len(r.baseSkips) == 0 && len(r.pods) == 0 &&
+		len(r.skips) == 0 && !r.hostNet && !r.hinted {
+		e.rare = nil
+	}
 }
 
 // base is the base the entry's output was derived from.
@@ -52,25 +98,27 @@ func (e *entry) base() base {
 
 // derived is the entry's last derivation.
 func (e *entry) derived() derived {
-	d := derived{out: e.out, hostNet: e.hostNet, hinted: e.hinted}
+	d := derived{out: e.out}
 	if r := e.rare; r != nil {
-		d.pods, d.skips = r.pods, r.skips
+		d.pods, d.skips, d.hostNet, d.hinted = r.pods, r.skips, r.hostNet, r.hinted
 	}
 	return d
 }
 
 // set records derivation d from a base with skips baseSkips.
 func (e *entry) set(baseSkips []Skip, d derived) {
-	e.out, e.hostNet, e.hinted = d.out, d.hostNet, d.hinted
-	switch {
-	case len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0:
-		e.rare = nil
-	case e.rare == nil:
-		e.rare = &rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
-	default:
-		*e.rare = rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	e.out = d.out
+	if len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0 && !d.hostNet && !d.hinted && e.rare == nil {
+		return
 	}
+	r := e.moreOf()
+	r.baseSkips, r.pods, r.skips, r.hostNet, r.hinted = baseSkips, d.pods, d.skips, d.hostNet, d.hinted
+	e.tidy()
 }
+
+// hostNet and hinted are the last derivation's (see derived).
+func (e *entry) hostNet() bool { return e.rare != nil && e.rare.hostNet }
+func (e *entry) hinted() bool  { return e.rare != nil && e.rare.hinted }
 
 // unchanged tells whether e, an entry just indexed, has the inputs o had:
 // the same Service and EndpointSlices (objects are immutable: the same
@@ -78,7 +126,7 @@ func (e *entry) set(baseSkips []Skip, d derived) {
 // unless the Service has source ranges and the renderer's reason for not
 // enforcing them may have changed.
 func (p *Processor) unchanged(o, e *entry) bool {
-	if o.svc != e.svc || !slices.Equal(o.slices, e.slices) {
+	if o.svc != e.svc || !slices.Equal(o.slices(), e.slices()) {
 		return false
 	}
 	return len(e.svc.LoadBalancerSourceRanges()) == 0 || !p.rangesEnforced || p.rangesWhy == nil
@@ -100,22 +148,25 @@ func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Na
 
 // addSlice inserts s at place i of e's slices.
 func (e *entry) addSlice(i int, s *kubestate.EndpointSlice) {
-	if e.slices == nil {
-		e.slices = e.first[:0]
+	ss := e.slices()
+	if len(ss) == 0 {
+		e.first[0] = s
+		return
 	}
-	e.slices = slices.Insert(e.slices, i, s)
+	// Into a new array: first's is the entry's own.
+	e.setSlices(slices.Insert(slices.Clip(ss), i, s))
 }
 
 // find returns the place of slice name among e's slices, and whether it
 // is there.
 func (e *entry) find(name string) (int, bool) {
-	return slices.BinarySearchFunc(e.slices, name, sliceByName)
+	return slices.BinarySearchFunc(e.slices(), name, sliceByName)
 }
 
 // at returns the place of slice name among e's slices, which hold it. The
 // only slice of an entry is found without reading it (cold memory).
 func (e *entry) at(name string) int {
-	if len(e.slices) == 1 {
+	if e.first[0] != nil {
 		return 0
 	}
 	i, _ := e.find(name)
@@ -136,9 +187,9 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.addSlice(len(e.slices), s)
+				e.addSlice(len(e.slices()), s)
 				p.slices[sliceName{s.Namespace, s.Name}] = e
-				if len(e.slices) == 2 {
+				if len(e.slices()) == 2 {
 					several = append(several, e)
 				}
 			}
@@ -158,7 +209,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		}
 	}
 	for _, e := range several {
-		slices.SortFunc(e.slices, compareSlices)
+		slices.SortFunc(e.slices(), compareSlices)
 	}
 }
 
@@ -212,7 +263,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	// The slice's namespace is its service's: only the name can differ.
 	if known && (!has || owner.id.Name != s.ServiceName) {
 		i := owner.at(k.name)
-		owner.slices = slices.Delete(owner.slices, i, i+1)
+		owner.setSlices(slices.Delete(owner.slices(), i, i+1))
 		delete(p.slices, k)
 		p.refresh(owner.id, owner, nil)
 		known = false
@@ -221,7 +272,7 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 		return
 	}
 	if known {
-		owner.slices[owner.at(k.name)] = s
+		owner.slices()[owner.at(k.name)] = s
 	} else {
 		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
 		i, _ := owner.find(k.name)
@@ -243,7 +294,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	}
 	var d derived
 	if e.svc != nil {
-		d = derive(nb, e.slices, &p.view, &p.scratch)
+		d = derive(nb, e.slices(), &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
@@ -258,15 +309,15 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
 	e.set(nb.skips, d)
-	if e.hostNet != old.hostNet {
-		if e.hostNet {
+	if d.hostNet != old.hostNet {
+		if d.hostNet {
 			p.hostNet[id] = struct{}{}
 		} else {
 			delete(p.hostNet, id)
 		}
 	}
-	if e.hinted != old.hinted {
-		if e.hinted {
+	if d.hinted != old.hinted {
+		if d.hinted {
 			p.hinted[id] = struct{}{}
 		} else {
 			delete(p.hinted, id)
@@ -287,11 +338,11 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if !slices.Equal(old.skips, d.skips) {
 		p.logSkips(old.skips, d.skips)
 	}
-	if e.svc == nil && len(e.slices) == 0 {
+	if e.svc == nil && len(e.slices()) == 0 {
 		delete(p.services, id)
 	}
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
+		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices()))
 	}
 }
 
