@@ -1,11 +1,11 @@
 package service
 
 import (
-	"slices"
 	"testing"
 	"unsafe"
 
 	"contiv.dev/vpp/kubestate"
+	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // TestEntryIsOneCacheLine: a service's entry, what a change of it reads
@@ -17,50 +17,24 @@ func TestEntryIsOneCacheLine(t *testing.T) {
 	}
 }
 
-// TestEntrySlices: an entry's slices through every count it moves
-// between: none, one (held in the entry), several (in its rare part),
-// and back, kept sorted; the rare part goes when it holds nothing.
-func TestEntrySlices(t *testing.T) {
-	sl := func(name string) *kubestate.EndpointSlice {
-		return &kubestate.EndpointSlice{Namespace: "default", Name: name, ServiceName: "web"}
-	}
-	names := func(e *entry) string {
-		s := ""
-		for _, x := range e.slices() {
-			s += x.Name + " "
-		}
-		return s
-	}
-	var e entry
-	for _, step := range []struct {
-		add, del string
-		want     string
-		rare     bool
-	}{
-		{add: "b", want: "b ", rare: false},
-		{add: "a", want: "a b ", rare: true},
-		{add: "c", want: "a b c ", rare: true},
-		{del: "b", want: "a c ", rare: true},
-		{del: "a", want: "c ", rare: false},
-		{del: "c", want: "", rare: false},
+// TestEntryID: an entry knows its ID, which it does not hold, from its
+// output, its Service, or its slices, whichever it has; every one names
+// the same service.
+func TestEntryID(t *testing.T) {
+	id := sr.ServiceID{Namespace: "default", Name: "web"}
+	svc := &kubestate.Service{Namespace: id.Namespace, Name: id.Name}
+	sl := &kubestate.EndpointSlice{Namespace: id.Namespace, Name: "web-abcde", ServiceName: id.Name}
+	for _, e := range []*entry{
+		{out: &sr.ContivService{ID: id}},
+		{svc: svc},
+		{svc: svc, out: &sr.ContivService{ID: id}},
+		{slices: []*kubestate.EndpointSlice{sl}},
 	} {
-		if step.add != "" {
-			i, found := e.find(step.add)
-			if found {
-				t.Fatalf("%s found before it was added", step.add)
-			}
-			e.addSlice(i, sl(step.add))
-		} else {
-			i := e.at(step.del)
-			e.setSlices(slices.Delete(e.slices(), i, i+1)) // as sliceChanged does
+		if got := e.id(); got != id {
+			t.Errorf("%+v: id %v, want %v", e, got, id)
 		}
-		if got := names(&e); got != step.want || (e.rare != nil) != step.rare {
-			t.Fatalf("after %+v: slices %q, rare part %v", step, got, e.rare != nil)
-		}
-		for _, x := range e.slices() {
-			if e.slices()[e.at(x.Name)] != x {
-				t.Fatalf("after %+v: at(%s) is not its place", step, x.Name)
-			}
-		}
+	}
+	if got := new(entry).id(); got != (sr.ServiceID{}) {
+		t.Errorf("an empty entry's id is %v", got)
 	}
 }

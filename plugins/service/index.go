@@ -15,76 +15,44 @@ import (
 
 // entry is the state of one service: its inputs and what was derived.
 // What most services lack is behind one pointer: an entry is 64 bytes,
-// one cache line, the one a change of the service reads first.
+// one cache line, the first a change of the service reads. Its ID is the
+// key it is indexed under (and its output's, see id).
 type entry struct {
-	// id holds the strings of the Service, when there is one, as the ID of
-	// its output does: reading one brings the other into the cache.
-	id  sr.ServiceID
 	svc *kubestate.Service
-	// first is the service's EndpointSlice when it has exactly one, as
-	// most services have; several are in rare.slices.
-	first [1]*kubestate.EndpointSlice
+	// slices are the service's EndpointSlices, sorted by name; one, as
+	// most services have, is held in first.
+	slices []*kubestate.EndpointSlice
+	first  [1]*kubestate.EndpointSlice
 	// out is the output of the last derivation, nil when the service is
 	// not rendered. It also stands for the base that derivation started
 	// from (see base), which is derived from svc alone, when svc changes.
 	out *sr.ContivService
-	// rare holds what most services lack, nil when there is none of it.
+	// rare holds the skips and local pods, nil when there are none.
 	rare *rare
-}
-
-// rare is the part of an entry most services leave empty.
-type rare struct {
-	// slices are the service's EndpointSlices, sorted by name, when it has
-	// more than one.
-	slices    []*kubestate.EndpointSlice
-	baseSkips []Skip // the base's
-	pods      []kubestate.Key
-	skips     []Skip
 	// hostNet and hinted are the last derivation's (see derived).
 	hostNet, hinted bool
 }
 
-// slices are the service's EndpointSlices, sorted by name.
-func (e *entry) slices() []*kubestate.EndpointSlice {
+// id is the service's ID: its output's when it is rendered (the strings
+// of its Service, which a change reads there anyway), else its Service's,
+// else the one its slices name.
+func (e *entry) id() sr.ServiceID {
 	switch {
-	case e.rare != nil && e.rare.slices != nil:
-		return e.rare.slices
-	case e.first[0] != nil:
-		return e.first[:]
+	case e.out != nil:
+		return e.out.ID
+	case e.svc != nil:
+		return sr.ServiceID{Namespace: e.svc.Namespace, Name: e.svc.Name}
+	case len(e.slices) > 0:
+		return sr.ServiceID{Namespace: e.slices[0].Namespace, Name: e.slices[0].ServiceName}
 	}
-	return nil
+	return sr.ServiceID{}
 }
 
-// setSlices makes ss the service's EndpointSlices.
-func (e *entry) setSlices(ss []*kubestate.EndpointSlice) {
-	e.first[0] = nil
-	switch {
-	case len(ss) == 1:
-		e.first[0] = ss[0]
-		ss = nil
-	case len(ss) == 0:
-		ss = nil
-	}
-	if ss != nil || e.rare != nil {
-		e.moreOf().slices = ss
-	}
-	e.tidy()
-}
-
-// moreOf returns e's rare part, allocated when nil.
-func (e *entry) moreOf() *rare {
-	if e.rare == nil {
-		e.rare = new(rare)
-	}
-	return e.rare
-}
-
-// tidy drops e's rare part when it holds nothing.
-func (e *entry) tidy() {
-	if r := e.rare; r != nil && r.slices == nil && len(r.baseSkips) == 0 && len(r.pods) == 0 &&
-		len(r.skips) == 0 && !r.hostNet && !r.hinted {
-		e.rare = nil
-	}
+// rare is the part of an entry most services leave empty.
+type rare struct {
+	baseSkips []Skip // the base's
+	pods      []kubestate.Key
+	skips     []Skip
 }
 
 // base is the base the entry's output was derived from.
@@ -98,27 +66,25 @@ func (e *entry) base() base {
 
 // derived is the entry's last derivation.
 func (e *entry) derived() derived {
-	d := derived{out: e.out}
+	d := derived{out: e.out, hostNet: e.hostNet, hinted: e.hinted}
 	if r := e.rare; r != nil {
-		d.pods, d.skips, d.hostNet, d.hinted = r.pods, r.skips, r.hostNet, r.hinted
+		d.pods, d.skips = r.pods, r.skips
 	}
 	return d
 }
 
 // set records derivation d from a base with skips baseSkips.
 func (e *entry) set(baseSkips []Skip, d derived) {
-	e.out = d.out
-	if len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0 && !d.hostNet && !d.hinted && e.rare == nil {
-		return
+	e.out, e.hostNet, e.hinted = d.out, d.hostNet, d.hinted
+	switch {
+	case len(baseSkips) == 0 && len(d.pods) == 0 && len(d.skips) == 0:
+		e.rare = nil
+	case e.rare == nil:
+		e.rare = &rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
+	default:
+		*e.rare = rare{baseSkips: baseSkips, pods: d.pods, skips: d.skips}
 	}
-	r := e.moreOf()
-	r.baseSkips, r.pods, r.skips, r.hostNet, r.hinted = baseSkips, d.pods, d.skips, d.hostNet, d.hinted
-	e.tidy()
 }
-
-// hostNet and hinted are the last derivation's (see derived).
-func (e *entry) hostNet() bool { return e.rare != nil && e.rare.hostNet }
-func (e *entry) hinted() bool  { return e.rare != nil && e.rare.hinted }
 
 // unchanged tells whether e, an entry just indexed, has the inputs o had:
 // the same Service and EndpointSlices (objects are immutable: the same
@@ -126,7 +92,7 @@ func (e *entry) hinted() bool  { return e.rare != nil && e.rare.hinted }
 // unless the Service has source ranges and the renderer's reason for not
 // enforcing them may have changed.
 func (p *Processor) unchanged(o, e *entry) bool {
-	if o.svc != e.svc || !slices.Equal(o.slices(), e.slices()) {
+	if o.svc != e.svc || !slices.Equal(o.slices, e.slices) {
 		return false
 	}
 	return len(e.svc.LoadBalancerSourceRanges()) == 0 || !p.rangesEnforced || p.rangesWhy == nil
@@ -148,25 +114,22 @@ func sliceNameOf(k kubestate.Key) sliceName { return sliceName{k.Namespace, k.Na
 
 // addSlice inserts s at place i of e's slices.
 func (e *entry) addSlice(i int, s *kubestate.EndpointSlice) {
-	ss := e.slices()
-	if len(ss) == 0 {
-		e.first[0] = s
-		return
+	if e.slices == nil {
+		e.slices = e.first[:0]
 	}
-	// Into a new array: first's is the entry's own.
-	e.setSlices(slices.Insert(slices.Clip(ss), i, s))
+	e.slices = slices.Insert(e.slices, i, s)
 }
 
 // find returns the place of slice name among e's slices, and whether it
 // is there.
 func (e *entry) find(name string) (int, bool) {
-	return slices.BinarySearchFunc(e.slices(), name, sliceByName)
+	return slices.BinarySearchFunc(e.slices, name, sliceByName)
 }
 
 // at returns the place of slice name among e's slices, which hold it. The
 // only slice of an entry is found without reading it (cold memory).
 func (e *entry) at(name string) int {
-	if e.first[0] != nil {
+	if len(e.slices) == 1 {
 		return 0
 	}
 	i, _ := e.find(name)
@@ -180,16 +143,14 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		switch k.Resource {
 		case kubestate.ResService:
 			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
-				e := p.entry(id)
-				e.id, e.svc = id, s
+				p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.Name}).svc = s
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
 				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.addSlice(len(e.slices()), s)
+				e.addSlice(len(e.slices), s)
 				p.slices[sliceName{s.Namespace, s.Name}] = e
-				if len(e.slices()) == 2 {
+				if len(e.slices) == 2 {
 					several = append(several, e)
 				}
 			}
@@ -209,7 +170,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 		}
 	}
 	for _, e := range several {
-		slices.SortFunc(e.slices(), compareSlices)
+		slices.SortFunc(e.slices, compareSlices)
 	}
 }
 
@@ -233,7 +194,7 @@ func as[T kubestate.Object](p *Processor, k kubestate.Key, o kubestate.Object) (
 func (p *Processor) entry(id sr.ServiceID) *entry {
 	e := p.services[id]
 	if e == nil {
-		e = &entry{id: id}
+		e = new(entry)
 		p.services[id] = e
 	}
 	return e
@@ -247,9 +208,6 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		}
 		e = p.entry(id)
 	}
-	if s != nil {
-		e.id = id
-	}
 	e.svc = s
 	b := p.deriveBase(s)
 	p.refresh(id, e, &b)
@@ -260,26 +218,31 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
+	var id sr.ServiceID
+	if known {
+		id = owner.id()
+	}
 	// The slice's namespace is its service's: only the name can differ.
-	if known && (!has || owner.id.Name != s.ServiceName) {
+	if known && (!has || id.Name != s.ServiceName) {
 		i := owner.at(k.name)
-		owner.setSlices(slices.Delete(owner.slices(), i, i+1))
+		owner.slices = slices.Delete(owner.slices, i, i+1)
 		delete(p.slices, k)
-		p.refresh(owner.id, owner, nil)
+		p.refresh(id, owner, nil)
 		known = false
 	}
 	if !has {
 		return
 	}
 	if known {
-		owner.slices()[owner.at(k.name)] = s
+		owner.slices[owner.at(k.name)] = s
 	} else {
-		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		id = sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}
+		owner = p.entry(id)
 		i, _ := owner.find(k.name)
 		owner.addSlice(i, s)
 		p.slices[k] = owner
 	}
-	p.refresh(owner.id, owner, nil)
+	p.refresh(id, owner, nil)
 }
 
 // refresh derives service id again, from base nb when the Service changed
@@ -294,7 +257,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	}
 	var d derived
 	if e.svc != nil {
-		d = derive(nb, e.slices(), &p.view, &p.scratch)
+		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
 	}
 	switch {
@@ -309,15 +272,15 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
 	e.set(nb.skips, d)
-	if d.hostNet != old.hostNet {
-		if d.hostNet {
+	if e.hostNet != old.hostNet {
+		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		} else {
 			delete(p.hostNet, id)
 		}
 	}
-	if d.hinted != old.hinted {
-		if d.hinted {
+	if e.hinted != old.hinted {
+		if e.hinted {
 			p.hinted[id] = struct{}{}
 		} else {
 			delete(p.hinted, id)
@@ -338,11 +301,11 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if !slices.Equal(old.skips, d.skips) {
 		p.logSkips(old.skips, d.skips)
 	}
-	if e.svc == nil && len(e.slices()) == 0 {
+	if e.svc == nil && len(e.slices) == 0 {
 		delete(p.services, id)
 	}
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices()))
+		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
 	}
 }
 
@@ -383,40 +346,39 @@ func serviceID(k kubestate.Key) sr.ServiceID {
 	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
 }
 
-// sortedEntries returns the entries with a Service, in the order of their
-// IDs. The sort compares the first bytes of the IDs, copied beside each
-// entry, before the IDs themselves: most comparisons then read neither
-// the entry nor its strings, scattered in memory.
-func (p *Processor) sortedEntries() []*entry {
-	type keyed struct {
-		ns, name uint64 // prefixes
-		e        *entry
-	}
-	ks := make([]keyed, 0, len(p.services))
-	for _, e := range p.services {
+// sortedEntries returns the entries with a Service, and their IDs, in
+// the order of the IDs. The sort compares the first bytes of the IDs,
+// copied beside each entry, before the IDs themselves: most comparisons
+// then read no string, scattered in memory.
+func (p *Processor) sortedEntries() []keyedEntry {
+	ks := make([]keyedEntry, 0, len(p.services))
+	for id, e := range p.services {
 		if e.svc != nil {
-			ks = append(ks, keyed{prefix(e.id.Namespace), prefix(e.id.Name), e})
+			ks = append(ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
 		}
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
+	slices.SortFunc(ks, func(a, b keyedEntry) int {
 		if a.ns != b.ns {
 			return cmp.Compare(a.ns, b.ns)
 		}
 		// Most IDs share their namespace, one interned string: == tells it
 		// without reading the bytes.
-		if x, y := a.e.id.Namespace, b.e.id.Namespace; x != y {
+		if x, y := a.id.Namespace, b.id.Namespace; x != y {
 			return strings.Compare(x, y)
 		}
 		if a.name != b.name {
 			return cmp.Compare(a.name, b.name)
 		}
-		return strings.Compare(a.e.id.Name, b.e.id.Name)
+		return strings.Compare(a.id.Name, b.id.Name)
 	})
-	es := make([]*entry, len(ks))
-	for i := range ks {
-		es[i] = ks[i].e
-	}
-	return es
+	return ks
+}
+
+// keyedEntry is an entry with its ID and the prefixes of the ID's strings.
+type keyedEntry struct {
+	ns, name uint64 // prefixes
+	id       sr.ServiceID
+	e        *entry
 }
 
 // prefix is the first 8 bytes of s, big-endian, zero-padded: two strings

@@ -301,22 +301,22 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	sameView := oldView.equal(&p.view)
 	es := p.sortedEntries()
 	out := make([]*sr.ContivService, 0, len(es))
-	for _, e := range es {
-		id := e.id
+	for _, ke := range es {
+		id, e := ke.id, ke.e
 		o := old[id]
 		if sameView && o != nil && p.unchanged(o, e) {
 			// Periodic and healing resyncs hand over the objects the
 			// processor holds: their services need no derivation.
-			e.set(o.base().skips, o.derived())
+			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
 		} else {
 			b := p.deriveBase(e.svc)
-			e.set(b.skips, derive(&b, e.slices(), &p.view, &p.scratch))
+			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
 			p.builds++
 		}
-		if e.hostNet() {
+		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
-		if e.hinted() {
+		if e.hinted {
 			p.hinted[id] = struct{}{}
 		}
 		if e.rare != nil {
