@@ -136,14 +136,19 @@ func (e *entry) at(name string) int {
 	return i
 }
 
-// index takes the snapshot's objects into the indexes.
-func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
+// index takes the snapshot's objects into the indexes. It returns the
+// entries with a Service, with their IDs, in no order (see sortEntries).
+func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) []keyedEntry {
+	ks := make([]keyedEntry, 0, len(objs)/2)
 	var several []*entry // the entries with more than one slice
 	for k, o := range objs {
 		switch k.Resource {
 		case kubestate.ResService:
 			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.Name}).svc = s
+				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
+				e := p.entry(id)
+				e.svc = s
+				ks = append(ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
@@ -172,6 +177,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 	for _, e := range several {
 		slices.SortFunc(e.slices, compareSlices)
 	}
+	return ks
 }
 
 // as returns o as the model k names (nil for nil); false after logging
@@ -346,17 +352,10 @@ func serviceID(k kubestate.Key) sr.ServiceID {
 	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
 }
 
-// sortedEntries returns the entries with a Service, and their IDs, in
-// the order of the IDs. The sort compares the first bytes of the IDs,
-// copied beside each entry, before the IDs themselves: most comparisons
-// then read no string, scattered in memory.
-func (p *Processor) sortedEntries() []keyedEntry {
-	ks := make([]keyedEntry, 0, len(p.services))
-	for id, e := range p.services {
-		if e.svc != nil {
-			ks = append(ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
-		}
-	}
+// sortEntries sorts the entries index returned by their IDs. It compares
+// the first bytes of the IDs, copied beside each entry, before the IDs
+// themselves: most comparisons then read no string, scattered in memory.
+func sortEntries(ks []keyedEntry) {
 	slices.SortFunc(ks, func(a, b keyedEntry) int {
 		if a.ns != b.ns {
 			return cmp.Compare(a.ns, b.ns)
@@ -371,7 +370,6 @@ func (p *Processor) sortedEntries() []keyedEntry {
 		}
 		return strings.Compare(a.id.Name, b.id.Name)
 	})
-	return ks
 }
 
 // keyedEntry is an entry with its ID and the prefixes of the ID's strings.

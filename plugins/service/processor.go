@@ -297,9 +297,9 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
-	p.index(ev.State.Objects)
+	es := p.index(ev.State.Objects)
+	sortEntries(es)
 	sameView := oldView.equal(&p.view)
-	es := p.sortedEntries()
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, ke := range es {
 		id, e := ke.id, ke.e
