@@ -105,17 +105,21 @@ func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP,
 	return out, nil
 }
 
-// profile writes CPU profiles of W(n)'s resync (repeated resyncs of one
-// pipeline) and of its per-change path (the churn and its undoing, cycled)
-// to dir/resync.pprof and dir/change.pprof. Each runs for about d.
+// profile writes CPU profiles of W(n)'s resync (resyncs of fresh
+// pipelines, as the figure measures) and of its per-change path (the churn
+// and its undoing, cycled) to dir/resync.pprof and dir/change.pprof. Each
+// runs for about d.
 func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Duration) error {
 	w := workload.New(n)
 	evs, err := allEvents(w)
 	if err != nil {
 		return err
 	}
-	p, err := env.newPipeline(&countingVPP{}, env.podTable(w))
-	if err != nil {
+	table := env.podTable(w)
+	var p *pipeline
+	fresh := func() (err error) {
+		p = nil // the last one is garbage before the next is built
+		p, err = env.newPipeline(&countingVPP{}, table)
 		return err
 	}
 	run := func(name string, step func() error) error {
@@ -135,7 +139,12 @@ func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Durati
 		}
 		return nil
 	}
-	if err := run("resync.pprof", func() error { return p.resync(ctx, evs.snap) }); err != nil {
+	if err := run("resync.pprof", func() error {
+		if err := fresh(); err != nil {
+			return err
+		}
+		return p.resync(ctx, evs.snap)
+	}); err != nil {
 		return fmt.Errorf("profile resync: %w", err)
 	}
 	cycle := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)

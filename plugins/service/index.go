@@ -14,11 +14,10 @@ import (
 )
 
 // entry is the state of one service: its inputs and what was derived.
-// What most services lack is behind one pointer: an entry is 96 bytes.
+// What most services lack is behind one pointer: an entry is 64 bytes,
+// one cache line, the first a change of the service reads. Its ID is the
+// key it is indexed under (and its output's, see id).
 type entry struct {
-	// id holds the strings of the Service, when there is one, as the ID of
-	// its output does: reading one brings the other into the cache.
-	id  sr.ServiceID
 	svc *kubestate.Service
 	// slices are the service's EndpointSlices, sorted by name; one, as
 	// most services have, is held in first.
@@ -32,6 +31,21 @@ type entry struct {
 	rare *rare
 	// hostNet and hinted are the last derivation's (see derived).
 	hostNet, hinted bool
+}
+
+// id is the service's ID: its output's when it is rendered (the strings
+// of its Service, which a change reads there anyway), else its Service's,
+// else the one its slices name.
+func (e *entry) id() sr.ServiceID {
+	switch {
+	case e.out != nil:
+		return e.out.ID
+	case e.svc != nil:
+		return sr.ServiceID{Namespace: e.svc.Namespace, Name: e.svc.Name}
+	case len(e.slices) > 0:
+		return sr.ServiceID{Namespace: e.slices[0].Namespace, Name: e.slices[0].ServiceName}
+	}
+	return sr.ServiceID{}
 }
 
 // rare is the part of an entry most services leave empty.
@@ -112,8 +126,20 @@ func (e *entry) find(name string) (int, bool) {
 	return slices.BinarySearchFunc(e.slices, name, sliceByName)
 }
 
-// index takes the snapshot's objects into the indexes.
-func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
+// at returns the place of slice name among e's slices, which hold it. The
+// only slice of an entry is found without reading it (cold memory).
+func (e *entry) at(name string) int {
+	if len(e.slices) == 1 {
+		return 0
+	}
+	i, _ := e.find(name)
+	return i
+}
+
+// index takes the snapshot's objects into the indexes. It returns the
+// entries with a Service, with their IDs, in no order (see sortEntries).
+func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) []keyedEntry {
+	ks := make([]keyedEntry, 0, len(objs)/2)
 	var several []*entry // the entries with more than one slice
 	for k, o := range objs {
 		switch k.Resource {
@@ -121,7 +147,8 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
 				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
 				e := p.entry(id)
-				e.id, e.svc = id, s
+				e.svc = s
+				ks = append(ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
@@ -150,6 +177,7 @@ func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) {
 	for _, e := range several {
 		slices.SortFunc(e.slices, compareSlices)
 	}
+	return ks
 }
 
 // as returns o as the model k names (nil for nil); false after logging
@@ -172,7 +200,7 @@ func as[T kubestate.Object](p *Processor, k kubestate.Key, o kubestate.Object) (
 func (p *Processor) entry(id sr.ServiceID) *entry {
 	e := p.services[id]
 	if e == nil {
-		e = &entry{id: id}
+		e = new(entry)
 		p.services[id] = e
 	}
 	return e
@@ -186,9 +214,6 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 		}
 		e = p.entry(id)
 	}
-	if s != nil {
-		e.id = id
-	}
 	e.svc = s
 	b := p.deriveBase(s)
 	p.refresh(id, e, &b)
@@ -199,27 +224,31 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
+	var id sr.ServiceID
+	if known {
+		id = owner.id()
+	}
 	// The slice's namespace is its service's: only the name can differ.
-	if known && (!has || owner.id.Name != s.ServiceName) {
-		i, _ := owner.find(k.name)
+	if known && (!has || id.Name != s.ServiceName) {
+		i := owner.at(k.name)
 		owner.slices = slices.Delete(owner.slices, i, i+1)
 		delete(p.slices, k)
-		p.refresh(owner.id, owner, nil)
+		p.refresh(id, owner, nil)
 		known = false
 	}
 	if !has {
 		return
 	}
 	if known {
-		i, _ := owner.find(k.name)
-		owner.slices[i] = s
+		owner.slices[owner.at(k.name)] = s
 	} else {
-		owner = p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
+		id = sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}
+		owner = p.entry(id)
 		i, _ := owner.find(k.name)
 		owner.addSlice(i, s)
 		p.slices[k] = owner
 	}
-	p.refresh(owner.id, owner, nil)
+	p.refresh(id, owner, nil)
 }
 
 // refresh derives service id again, from base nb when the Service changed
@@ -323,40 +352,31 @@ func serviceID(k kubestate.Key) sr.ServiceID {
 	return sr.ServiceID{Namespace: k.Namespace, Name: k.Name}
 }
 
-// sortedEntries returns the entries with a Service, in the order of their
-// IDs. The sort compares the first bytes of the IDs, copied beside each
-// entry, before the IDs themselves: most comparisons then read neither
-// the entry nor its strings, scattered in memory.
-func (p *Processor) sortedEntries() []*entry {
-	type keyed struct {
-		ns, name uint64 // prefixes
-		e        *entry
-	}
-	ks := make([]keyed, 0, len(p.services))
-	for _, e := range p.services {
-		if e.svc != nil {
-			ks = append(ks, keyed{prefix(e.id.Namespace), prefix(e.id.Name), e})
-		}
-	}
-	slices.SortFunc(ks, func(a, b keyed) int {
+// sortEntries sorts the entries index returned by their IDs. It compares
+// the first bytes of the IDs, copied beside each entry, before the IDs
+// themselves: most comparisons then read no string, scattered in memory.
+func sortEntries(ks []keyedEntry) {
+	slices.SortFunc(ks, func(a, b keyedEntry) int {
 		if a.ns != b.ns {
 			return cmp.Compare(a.ns, b.ns)
 		}
 		// Most IDs share their namespace, one interned string: == tells it
 		// without reading the bytes.
-		if x, y := a.e.id.Namespace, b.e.id.Namespace; x != y {
+		if x, y := a.id.Namespace, b.id.Namespace; x != y {
 			return strings.Compare(x, y)
 		}
 		if a.name != b.name {
 			return cmp.Compare(a.name, b.name)
 		}
-		return strings.Compare(a.e.id.Name, b.e.id.Name)
+		return strings.Compare(a.id.Name, b.id.Name)
 	})
-	es := make([]*entry, len(ks))
-	for i := range ks {
-		es[i] = ks[i].e
-	}
-	return es
+}
+
+// keyedEntry is an entry with its ID and the prefixes of the ID's strings.
+type keyedEntry struct {
+	ns, name uint64 // prefixes
+	id       sr.ServiceID
+	e        *entry
 }
 
 // prefix is the first 8 bytes of s, big-endian, zero-padded: two strings

@@ -297,12 +297,12 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
-	p.index(ev.State.Objects)
+	es := p.index(ev.State.Objects)
+	sortEntries(es)
 	sameView := oldView.equal(&p.view)
-	es := p.sortedEntries()
 	out := make([]*sr.ContivService, 0, len(es))
-	for _, e := range es {
-		id := e.id
+	for _, ke := range es {
+		id, e := ke.id, ke.e
 		o := old[id]
 		if sameView && o != nil && p.unchanged(o, e) {
 			// Periodic and healing resyncs hand over the objects the
