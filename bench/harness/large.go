@@ -70,8 +70,9 @@ type LargeStartup struct {
 // measureLarge measures the large figure at n, runs times each (medians).
 // The start-ups are measured twice: etcd in this process, then in a
 // process of its own (StartupApart). With profileDir, the first start-ups'
-// CPU profile goes to large-startup.pprof there and the running agent's heap to
-// large-heap.pprof.
+// CPU profile goes to large-startup.pprof there, the running agent's heap to
+// large-heap.pprof, and the last programmed start's with etcd and VPP apart
+// (the agent alone in this process) to large-startup-apart.pprof.
 func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
 	out := &LargeResult{N: n, ServiceUS: us(serviceTime), Runs: runs}
 	if err := func() error {
@@ -123,7 +124,11 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 		return nil, fmt.Errorf("large, etcd apart: %w", err)
 	}
 	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
-	all, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}, logOut, log)
+	allOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}
+	if profileDir != "" {
+		allOpts.profile = filepath.Join(profileDir, "large-startup-apart.pprof")
+	}
+	all, err := measureStartupOf(ctx, env, n, runs, allOpts, logOut, log)
 	if err != nil {
 		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
 	}

@@ -234,6 +234,8 @@ type startupOpts struct {
 	// vppApart (with etcdApart) runs the simulated VPP in a process of its
 	// own too, and the agent as against a real VPP (startTwiceApart).
 	vppApart bool
+	// profile (with vppApart): the programmed start's CPU profile's file.
+	profile string
 }
 
 // measureStartupOf is measureStartup with opts; with opts.heap.measure it
@@ -263,7 +265,7 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 	for run := range runs {
 		var e, p started
 		if opts.vppApart {
-			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), logOut)
+			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), opts.profile, logOut)
 		} else {
 			e, p, err = startTwice(ctx, cfg, opts.heap, logOut)
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"sync"
 	"time"
 
 	"contiv.dev/vpp/agent"
@@ -83,7 +85,8 @@ func runVPPChild(path string) (endpoint string, stats func() childStats, reset f
 // startTwiceApart is startTwice with the simulated VPP in a child process
 // (spec) and the agent as deployed against a real VPP: no simulated
 // dataplane, the configured socket dialled.
-func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, logOut io.Writer) (empty, programmed started, err error) {
+// With profile, the programmed start's CPU profile is written there.
+func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, profile string, logOut io.Writer) (empty, programmed started, err error) {
 	path := filepath.Join(filepath.Dir(cfg.VPP.Socket), "vpp-child.json")
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -97,15 +100,23 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		return empty, programmed, err
 	}
 	defer c.close()
-	start := func() (s started, err error) {
+	start := func(profile string) (s started, err error) {
 		if _, err := c.stats("reset"); err != nil {
 			return s, err
+		}
+		stopProfile := func() {}
+		if profile != "" {
+			if stopProfile, err = startCPUProfile(profile); err != nil {
+				return s, err
+			}
+			defer stopProfile()
 		}
 		a, took, cpu, stop, err := runUntilReady(ctx, agent.Options{Config: cfg, LogOutput: logOut})
 		if err != nil {
 			return s, err
 		}
 		defer stop()
+		stopProfile()
 		s.took, s.cpu = took, cpu
 		st, err := c.stats("cpu")
 		if err != nil {
@@ -117,10 +128,10 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		}
 		return s, nil
 	}
-	if empty, err = start(); err != nil {
+	if empty, err = start(""); err != nil {
 		return empty, programmed, err
 	}
-	if programmed, err = start(); err != nil {
+	if programmed, err = start(profile); err != nil {
 		return empty, programmed, err
 	}
 	if empty.writes == 0 || programmed.writes != 0 {
@@ -131,4 +142,18 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		err = fmt.Errorf("startup: the simulated VPP crashed %d times", st.Crashes)
 	}
 	return empty, programmed, err
+}
+
+// startCPUProfile starts a CPU profile written to path; stop ends it
+// (once) and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
 }
