@@ -45,6 +45,10 @@ type LargeResult struct {
 	// each in a process of its own, the agent dialling VPP's socket as
 	// against a real VPP: the agent's process holds the agent alone.
 	StartupAllApart *LargeStartup `json:"startup_etcd_vpp_apart,omitempty"`
+	// StartupAgentApart is the same start with the agent in a process of
+	// its own too: its heap starts empty, its CPU and peak resident set
+	// are its own (the memory figures of its programmed start in Mem).
+	StartupAgentApart *LargeStartup `json:"startup_agent_apart,omitempty"`
 	// StartupEmptyCPUMS and StartupProgrammedCPUMS: the process's CPU
 	// from the start to ready, etcd in it.
 	StartupEmptyCPUMS      float64 `json:"startup_empty_cpu_ms"`
@@ -65,6 +69,9 @@ type LargeStartup struct {
 	// ready.
 	EmptyCPUMS      float64 `json:"empty_cpu_ms,omitempty"`
 	ProgrammedCPUMS float64 `json:"programmed_cpu_ms,omitempty"`
+	// ProgrammedMem is the agent's process's memory over its programmed
+	// start (the last run's; with the agent apart, its own process's).
+	ProgrammedMem *startMem `json:"programmed_mem,omitempty"`
 }
 
 // measureLarge measures the large figure at n, runs times each (medians).
@@ -132,6 +139,15 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	if err != nil {
 		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
 	}
-	out.StartupAllApart = &LargeStartup{EmptyMS: all.emptyMS, ProgrammedMS: all.programmedMS, EmptyCPUMS: all.emptyCPUMS, ProgrammedCPUMS: all.programmedCPUMS}
+	out.StartupAllApart = &LargeStartup{EmptyMS: all.emptyMS, ProgrammedMS: all.programmedMS, EmptyCPUMS: all.emptyCPUMS, ProgrammedCPUMS: all.programmedCPUMS, ProgrammedMem: &all.programmedMem}
+	agOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true, agentApart: true}
+	if profileDir != "" {
+		agOpts.profile = filepath.Join(profileDir, "large-startup-agent-apart.pprof")
+	}
+	ag, err := measureStartupOf(ctx, env, n, runs, agOpts, logOut, log)
+	if err != nil {
+		return nil, fmt.Errorf("large, every part apart: %w", err)
+	}
+	out.StartupAgentApart = &LargeStartup{EmptyMS: ag.emptyMS, ProgrammedMS: ag.programmedMS, EmptyCPUMS: ag.emptyCPUMS, ProgrammedCPUMS: ag.programmedCPUMS, ProgrammedMem: &ag.programmedMem}
 	return out, nil
 }

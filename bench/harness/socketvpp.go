@@ -197,6 +197,9 @@ type startupRun struct {
 	// start to ready (the agent's and the simulated VPP's, and etcd's when
 	// it runs in the benchmark's process).
 	emptyCPUMS, programmedCPUMS float64
+	// programmedMem is the agent's process's memory over the last
+	// programmed start (vppApart only).
+	programmedMem startMem
 }
 
 // socketServed is the simulated dataplane reached through VPP's socket:
@@ -234,6 +237,9 @@ type startupOpts struct {
 	// vppApart (with etcdApart) runs the simulated VPP in a process of its
 	// own too, and the agent as against a real VPP (startTwiceApart).
 	vppApart bool
+	// agentApart (with vppApart) runs the agent in a process of its own
+	// too (startAgentApart).
+	agentApart bool
 	// profile (with vppApart): the programmed start's CPU profile's file.
 	profile string
 }
@@ -265,7 +271,7 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 	for run := range runs {
 		var e, p started
 		if opts.vppApart {
-			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), opts.profile, logOut)
+			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), opts, logOut)
 		} else {
 			e, p, err = startTwice(ctx, cfg, opts.heap, logOut)
 		}
@@ -273,10 +279,11 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 			return nil, err
 		}
 		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "vppApart", opts.vppApart, "empty", e.took, "programmed", p.took,
-			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB)
+			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB, "programmedMem", p.mem)
 		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
 		emptyCPU, programmedCPU = append(emptyCPU, ms(e.cpu)), append(programmedCPU, ms(p.cpu))
 		heaps = append(heaps, p.heapMiB)
+		out.programmedMem = p.mem
 		out.emptyWrites, out.programmedWrites = e.writes, p.writes
 	}
 	out.emptyMS, out.programmedMS, out.heapMiB = median(empty), median(programmed), median(heaps)
@@ -354,6 +361,8 @@ type started struct {
 	cpu     time.Duration
 	writes  int
 	heapMiB float64
+	// mem is the agent's process's memory over the start (vppApart only).
+	mem startMem
 }
 
 // runUntilReady starts an agent with opts and waits until it is ready:

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,8 +87,9 @@ func runVPPChild(path string) (endpoint string, stats func() childStats, reset f
 // startTwiceApart is startTwice with the simulated VPP in a child process
 // (spec) and the agent as deployed against a real VPP: no simulated
 // dataplane, the configured socket dialled.
-// With profile, the programmed start's CPU profile is written there.
-func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, profile string, logOut io.Writer) (empty, programmed started, err error) {
+// With opts.profile, the programmed start's CPU profile is written there;
+// with opts.agentApart, the agent runs in a child too (startAgentApart).
+func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, opts startupOpts, logOut io.Writer) (empty, programmed started, err error) {
 	path := filepath.Join(filepath.Dir(cfg.VPP.Socket), "vpp-child.json")
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -104,6 +107,14 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		if _, err := c.stats("reset"); err != nil {
 			return s, err
 		}
+		if opts.agentApart {
+			if s, err = startAgentApart(cfg, filepath.Dir(path), profile); err != nil {
+				return s, err
+			}
+			st, err := c.stats("cpu")
+			s.writes = int(st.Writes)
+			return s, err
+		}
 		stopProfile := func() {}
 		if profile != "" {
 			if stopProfile, err = startCPUProfile(profile); err != nil {
@@ -111,12 +122,14 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 			}
 			defer stopProfile()
 		}
+		m0 := memNow(true)
 		a, took, cpu, stop, err := runUntilReady(ctx, agent.Options{Config: cfg, LogOutput: logOut})
 		if err != nil {
 			return s, err
 		}
 		defer stop()
 		stopProfile()
+		s.mem = memNow(false).since(m0)
 		s.took, s.cpu = took, cpu
 		st, err := c.stats("cpu")
 		if err != nil {
@@ -131,7 +144,7 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 	if empty, err = start(""); err != nil {
 		return empty, programmed, err
 	}
-	if programmed, err = start(profile); err != nil {
+	if programmed, err = start(opts.profile); err != nil {
 		return empty, programmed, err
 	}
 	if empty.writes == 0 || programmed.writes != 0 {
@@ -157,3 +170,48 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
 }
+
+// startMem is the agent's process's memory over a start: what it
+// allocated, its collections, its heap when ready and its peak resident
+// set (Linux's VmHWM, reset at the start).
+type startMem struct {
+	AllocMiB   float64 `json:"alloc_mib"`
+	GCs        uint32  `json:"gcs"`
+	HeapMiB    float64 `json:"heap_mib"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+}
+
+func (m startMem) String() string {
+	return fmt.Sprintf("alloc=%.0fMiB gcs=%d heap=%.0fMiB peakRSS=%.0fMiB", m.AllocMiB, m.GCs, m.HeapMiB, m.PeakRSSMiB)
+}
+
+// memNow is this process's memory now; reset resets its peak resident
+// set first (where Linux allows it).
+func memNow(reset bool) startMem {
+	if reset {
+		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := startMem{AllocMiB: mib(ms.TotalAlloc), GCs: ms.NumGC, HeapMiB: mib(ms.HeapAlloc)}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for l := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				var kb float64
+				if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
+					m.PeakRSSMiB = kb / 1024
+				}
+			}
+		}
+	}
+	return m
+}
+
+// since is m less what was at m0 (allocations and collections).
+func (m startMem) since(m0 startMem) startMem {
+	m.AllocMiB -= m0.AllocMiB
+	m.GCs -= m0.GCs
+	return m
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
