@@ -18,7 +18,7 @@ func Defaults() Config {
 			StartupTimeout:   Duration(2 * time.Minute),
 			BatchHold:        Duration(5 * time.Millisecond),
 			HistoryCheck:     Duration(30 * time.Second),
-			StartupHeapMiB:   1024,
+			StartupHeapMiB:   512,
 		},
 		Etcd: EtcdConfig{
 			Embedded: EmbeddedEtcdConfig{
