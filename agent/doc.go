@@ -34,9 +34,9 @@
 // and only an agent that marked VPP its own asks.
 //
 // From its start to its first full apply the agent collects no garbage
-// while its heap stays below controller.startupHeapMiB (startgc.go): the
-// start builds the whole state, and the collections that follow the heap's
-// doublings would each mark it again.
+// while its memory grows by less than controller.startupHeapMiB
+// (startgc.go): the start builds the whole state, and the collections that
+// follow the heap's doublings would each mark it again.
 //
 // Features live in their own packages: kube-proxy's health endpoints in
 // healthcheck (the services' health checks, a renderer the processor

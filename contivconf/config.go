@@ -119,9 +119,10 @@ type ControllerConfig struct {
 	// proxy tier is noticed and listed again); 0 turns it off.
 	HistoryCheck Duration `json:"historyCheck"`
 	// StartupHeapMiB: from the start to the first full apply, the agent
-	// collects no garbage while its heap stays below this many MiB (the
-	// start builds the whole state; at W(50 000) it allocates ~270 MiB); a
-	// collection then restores the runtime's own settings. 0 turns it off.
+	// collects no garbage while its memory grows by less than this many MiB
+	// (the start builds the whole state; at W(50 000) it allocates ~270
+	// MiB); a collection then restores the runtime's own settings. 0 turns
+	// it off.
 	StartupHeapMiB int `json:"startupHeapMiB"`
 }
 
