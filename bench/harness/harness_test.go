@@ -126,7 +126,8 @@ func TestQuickRun(t *testing.T) {
 	}
 	// ... and with the agent in a process of its own too.
 	if a := res.Large; a == nil || a.StartupAgentApart == nil || a.StartupAgentApart.ProgrammedMS <= 0 || a.StartupAgentApart.ProgrammedCPUMS <= 0 ||
-		a.StartupAgentApart.ProgrammedMem == nil || a.StartupAgentApart.ProgrammedMem.AllocMiB <= 0 {
+		a.StartupAgentApart.ProgrammedMem == nil || a.StartupAgentApart.ProgrammedMem.AllocMiB <= 0 ||
+		a.StartupAgentApart.ProgrammedEtcdCPUMS <= 0 || a.StartupAgentApart.ProgrammedVPPCPUMS <= 0 {
 		t.Errorf("large, every part apart: %+v", a)
 	}
 

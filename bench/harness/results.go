@@ -435,6 +435,8 @@ func (r *Results) WriteTable(w io.Writer) error {
 				single("… every part apart: the agent's CPU, empty / programmed (ms); its programmed start's allocations, collections, peak resident set (MiB; -; MiB)",
 					fmt.Sprintf("%.0f / %.0f; %.0f, %d, %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS, m.AllocMiB, m.GCs, m.PeakRSSMiB), "", "")
 			}
+			single("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
+				fmt.Sprintf("%.0f / %.0f", a.ProgrammedEtcdCPUMS, a.ProgrammedVPPCPUMS), "", "")
 		}
 		single(fmt.Sprintf("agent's live heap holding W(%d): view, digests, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
 			"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))

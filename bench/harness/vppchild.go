@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,16 +104,30 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		return empty, programmed, err
 	}
 	defer c.close()
+	// others reads the etcd and VPP children's CPU (VPP's writes since
+	// reset with it).
+	others := func(what string) (etcdCPU time.Duration, vpp childStats, err error) {
+		if opts.etcdCPU != nil {
+			if etcdCPU, err = opts.etcdCPU(); err != nil {
+				return 0, vpp, err
+			}
+		}
+		vpp, err = c.stats(what)
+		return etcdCPU, vpp, err
+	}
 	start := func(profile string) (s started, err error) {
-		if _, err := c.stats("reset"); err != nil {
+		etcd0, vpp0, err := others("reset")
+		if err != nil {
 			return s, err
 		}
+		defer func() {
+			etcd1, vpp1, oerr := others("cpu")
+			s.writes = int(vpp1.Writes)
+			s.etcdCPU, s.vppCPU = etcd1-etcd0, time.Duration(vpp1.CPUNS-vpp0.CPUNS)
+			err = errors.Join(err, oerr)
+		}()
 		if opts.agentApart {
-			if s, err = startAgentApart(cfg, filepath.Dir(path), profile); err != nil {
-				return s, err
-			}
-			st, err := c.stats("cpu")
-			s.writes = int(st.Writes)
+			s, err = startAgentApart(cfg, filepath.Dir(path), profile)
 			return s, err
 		}
 		stopProfile := func() {}
@@ -131,11 +146,6 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		stopProfile()
 		s.mem = memNow(false).since(m0)
 		s.took, s.cpu = took, cpu
-		st, err := c.stats("cpu")
-		if err != nil {
-			return s, err
-		}
-		s.writes = int(st.Writes)
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
 			return s, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
