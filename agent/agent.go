@@ -102,6 +102,9 @@ type Agent struct {
 	// agent was ready: controller.startupTimeout bounds the time between.
 	startedAt atomic.Int64
 	everReady atomic.Bool
+	// releaseGC ends the start's hold of the collector (startgc.go): at
+	// the first full apply, or when Run ends.
+	releaseGC func()
 }
 
 // New connects to etcd, claims the node ID and builds every part. On
@@ -277,7 +280,11 @@ func (a *Agent) buildHandlers() error {
 	if a.prefetch != nil {
 		a.owner.marked = a.prefetch.markedOwner
 	}
-	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44")}
+	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44"), fullApplied: func() {
+		if a.releaseGC != nil {
+			a.releaseGC()
+		}
+	}}
 	if a.renderer != nil {
 		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
 		ra.hold = a.hold
@@ -376,6 +383,8 @@ func (a *Agent) buildHTTP() {
 // Run runs the agent until ctx is cancelled and everything has stopped.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt.Store(time.Now().UnixNano())
+	a.releaseGC = holdGC(a.cfg.Controller.StartupHeapMiB)
+	defer a.releaseGC()
 	defer a.close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

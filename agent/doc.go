@@ -33,6 +33,11 @@
 // ASSUMPTION (prefetch.go): VPP changes that state only when a client asks,
 // and only an agent that marked VPP its own asks.
 //
+// From its start to its first full apply the agent collects no garbage
+// while its memory grows by less than controller.startupHeapMiB
+// (startgc.go): the start builds the whole state, and the collections that
+// follow the heap's doublings would each mark it again.
+//
 // Features live in their own packages: kube-proxy's health endpoints in
 // healthcheck (the services' health checks, a renderer the processor
 // feeds; the node-level proxy health on :10256 and its drain taint), wired

@@ -142,6 +142,8 @@ type readyObserver struct {
 	// hold, when set, is armed after every apply with when the NAT44
 	// renderer's hold of mapping operations runs out (holdwake.go).
 	hold *holdWaker
+	// fullApplied, when set, is told of every full apply that succeeded.
+	fullApplied func()
 
 	// gen, own and before are the loss generation, the own addresses the
 	// processor had read and the sessions cut, as the apply started.
@@ -169,6 +171,9 @@ func (a *readyObserver) Applied(full bool, err error) {
 	}
 	if err == nil {
 		a.r.addrs.appliedNow(a.own)
+		if full && a.fullApplied != nil {
+			a.fullApplied()
+		}
 	}
 	if a.cuts != nil {
 		if cut := a.cuts.SessionsCut() - a.before; cut > 0 {

@@ -118,6 +118,12 @@ type ControllerConfig struct {
 	// holds the history it follows (an etcd restored or wiped behind a
 	// proxy tier is noticed and listed again); 0 turns it off.
 	HistoryCheck Duration `json:"historyCheck"`
+	// StartupHeapMiB: from the start to the first full apply, the agent
+	// collects no garbage while its memory grows by less than this many MiB
+	// (the start builds the whole state; at W(50 000) it allocates ~270
+	// MiB); a collection then restores the runtime's own settings. 0 turns
+	// it off.
+	StartupHeapMiB int `json:"startupHeapMiB"`
 }
 
 // EtcdConfig says where the cluster state is kept.

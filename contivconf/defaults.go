@@ -18,6 +18,7 @@ func Defaults() Config {
 			StartupTimeout:   Duration(2 * time.Minute),
 			BatchHold:        Duration(5 * time.Millisecond),
 			HistoryCheck:     Duration(30 * time.Second),
+			StartupHeapMiB:   512,
 		},
 		Etcd: EtcdConfig{
 			Embedded: EmbeddedEtcdConfig{

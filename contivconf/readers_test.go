@@ -27,6 +27,7 @@ var readers = map[string]struct{ file, re string }{
 	"controller.startupTimeout":          {"agent/agent.go", `Controller\.StartupTimeout`},
 	"controller.batchHold":               {"agent/agent.go", `Controller\.BatchHold`},
 	"controller.historyCheck":            {"agent/agent.go", `Controller\.HistoryCheck`},
+	"controller.startupHeapMiB":          {"agent/agent.go", `Controller\.StartupHeapMiB`},
 	"etcd.endpoints":                     {"agent/agent.go", `c\.Endpoints`},
 	"etcd.embedded.enabled":              {"contivconf/config.go", `e\.Embedded\.Enabled`},
 	"etcd.embedded.dataDir":              {"agent/agent.go", `Embedded\.DataDir`},

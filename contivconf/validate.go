@@ -90,6 +90,9 @@ func (c ControllerConfig) validate(p *problems) {
 	positive(p, "controller.startupTimeout", c.StartupTimeout)
 	nonNegative(p, "controller.batchHold", c.BatchHold)
 	nonNegative(p, "controller.historyCheck", c.HistoryCheck)
+	if c.StartupHeapMiB < 0 {
+		p.add("controller.startupHeapMiB", c.StartupHeapMiB, "must not be negative (0 turns it off)")
+	}
 }
 
 func (b Backoff) validate(p *problems, path string) {

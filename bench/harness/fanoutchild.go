@@ -108,6 +108,13 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 		}
 		defer closeVPP()
 		endpoint, stats, reset = ep, st, rs
+	case roleAgent:
+		res, closeAgent, err := runAgentChild(ctx, os.Getenv(childAgentEnv))
+		if err != nil {
+			return err
+		}
+		defer closeAgent()
+		endpoint, stats = res, func() childStats { return childStats{} }
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}

@@ -124,6 +124,12 @@ func TestQuickRun(t *testing.T) {
 	if a := res.Large; a == nil || a.StartupAllApart == nil || a.StartupAllApart.EmptyMS <= 0 || a.StartupAllApart.ProgrammedMS <= 0 || a.StartupAllApart.ProgrammedCPUMS <= 0 {
 		t.Errorf("large, etcd and VPP apart: %+v", a)
 	}
+	// ... and with the agent in a process of its own too.
+	if a := res.Large; a == nil || a.StartupAgentApart == nil || a.StartupAgentApart.ProgrammedMS <= 0 || a.StartupAgentApart.ProgrammedCPUMS <= 0 ||
+		a.StartupAgentApart.ProgrammedMem == nil || a.StartupAgentApart.ProgrammedMem.AllocMiB <= 0 ||
+		a.StartupAgentApart.ProgrammedEtcdCPUMS <= 0 || a.StartupAgentApart.ProgrammedVPPCPUMS <= 0 {
+		t.Errorf("large, every part apart: %+v", a)
+	}
 
 	// Every agent applied every change; each one's heap holds at least
 	// its view of W(100); etcd's server holds the stored W(100).
@@ -194,7 +200,7 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("startup keys %v", got)
 	}
 
-	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_empty_cpu_ms", "startup_empty_ms", "startup_etcd_apart", "startup_etcd_vpp_apart", "startup_programmed_cpu_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(shape.Large)), []string{"agent_heap_mib", "calls", "n", "pipelined_ms", "service_us", "startup_agent_apart", "startup_empty_cpu_ms", "startup_empty_ms", "startup_etcd_apart", "startup_etcd_vpp_apart", "startup_programmed_cpu_ms", "startup_programmed_ms"}; !slices.Equal(got, want) {
 		t.Errorf("large keys %v, want %v", got, want)
 	}
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {

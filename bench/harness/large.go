@@ -45,6 +45,10 @@ type LargeResult struct {
 	// each in a process of its own, the agent dialling VPP's socket as
 	// against a real VPP: the agent's process holds the agent alone.
 	StartupAllApart *LargeStartup `json:"startup_etcd_vpp_apart,omitempty"`
+	// StartupAgentApart is the same start with the agent in a process of
+	// its own too: its heap starts empty, its CPU and peak resident set
+	// are its own (the memory figures of its programmed start in Mem).
+	StartupAgentApart *LargeStartup `json:"startup_agent_apart,omitempty"`
 	// StartupEmptyCPUMS and StartupProgrammedCPUMS: the process's CPU
 	// from the start to ready, etcd in it.
 	StartupEmptyCPUMS      float64 `json:"startup_empty_cpu_ms"`
@@ -65,13 +69,21 @@ type LargeStartup struct {
 	// ready.
 	EmptyCPUMS      float64 `json:"empty_cpu_ms,omitempty"`
 	ProgrammedCPUMS float64 `json:"programmed_cpu_ms,omitempty"`
+	// ProgrammedMem is the agent's process's memory over its programmed
+	// start (the last run's; with the agent apart, its own process's).
+	ProgrammedMem *startMem `json:"programmed_mem,omitempty"`
+	// ProgrammedEtcdCPUMS and ProgrammedVPPCPUMS: the etcd and simulated
+	// VPP processes' CPU over the programmed start (with VPP apart).
+	ProgrammedEtcdCPUMS float64 `json:"programmed_etcd_cpu_ms,omitempty"`
+	ProgrammedVPPCPUMS  float64 `json:"programmed_vpp_cpu_ms,omitempty"`
 }
 
 // measureLarge measures the large figure at n, runs times each (medians).
 // The start-ups are measured twice: etcd in this process, then in a
 // process of its own (StartupApart). With profileDir, the first start-ups'
-// CPU profile goes to large-startup.pprof there and the running agent's heap to
-// large-heap.pprof.
+// CPU profile goes to large-startup.pprof there, the running agent's heap to
+// large-heap.pprof, and the last programmed start's with etcd and VPP apart
+// (the agent alone in this process) to large-startup-apart.pprof.
 func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
 	out := &LargeResult{N: n, ServiceUS: us(serviceTime), Runs: runs}
 	if err := func() error {
@@ -123,10 +135,29 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 		return nil, fmt.Errorf("large, etcd apart: %w", err)
 	}
 	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
-	all, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}, logOut, log)
+	allOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}
+	if profileDir != "" {
+		allOpts.profile = filepath.Join(profileDir, "large-startup-apart.pprof")
+	}
+	all, err := measureStartupOf(ctx, env, n, runs, allOpts, logOut, log)
 	if err != nil {
 		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
 	}
-	out.StartupAllApart = &LargeStartup{EmptyMS: all.emptyMS, ProgrammedMS: all.programmedMS, EmptyCPUMS: all.emptyCPUMS, ProgrammedCPUMS: all.programmedCPUMS}
+	out.StartupAllApart = all.apart()
+	agOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true, agentApart: true}
+	if profileDir != "" {
+		agOpts.profile = filepath.Join(profileDir, "large-startup-agent-apart.pprof")
+	}
+	ag, err := measureStartupOf(ctx, env, n, runs, agOpts, logOut, log)
+	if err != nil {
+		return nil, fmt.Errorf("large, every part apart: %w", err)
+	}
+	out.StartupAgentApart = ag.apart()
 	return out, nil
+}
+
+// apart is r as a LargeStartup with VPP apart.
+func (r *startupRun) apart() *LargeStartup {
+	return &LargeStartup{EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, EmptyCPUMS: r.emptyCPUMS, ProgrammedCPUMS: r.programmedCPUMS,
+		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}
 }

@@ -197,6 +197,12 @@ type startupRun struct {
 	// start to ready (the agent's and the simulated VPP's, and etcd's when
 	// it runs in the benchmark's process).
 	emptyCPUMS, programmedCPUMS float64
+	// programmedMem is the agent's process's memory over the last
+	// programmed start (vppApart only).
+	programmedMem startMem
+	// programmedEtcdCPUMS and programmedVPPCPUMS: the etcd and VPP
+	// children's CPU over a programmed start (vppApart only).
+	programmedEtcdCPUMS, programmedVPPCPUMS float64
 }
 
 // socketServed is the simulated dataplane reached through VPP's socket:
@@ -234,15 +240,24 @@ type startupOpts struct {
 	// vppApart (with etcdApart) runs the simulated VPP in a process of its
 	// own too, and the agent as against a real VPP (startTwiceApart).
 	vppApart bool
+	// agentApart (with vppApart) runs the agent in a process of its own
+	// too (startAgentApart).
+	agentApart bool
+	// profile (with vppApart): the programmed start's CPU profile's file.
+	profile string
+	// etcdCPU (set by measureStartupOf with etcdApart) is the etcd child's
+	// CPU so far.
+	etcdCPU func() (time.Duration, error)
 }
 
 // measureStartupOf is measureStartup with opts; with opts.heap.measure it
 // also measures the agent's live heap after its second start of each run.
 func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts startupOpts, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
-	endpoint, cli, closeEtcd, err := startupEtcd(ctx, opts)
+	endpoint, cli, etcdCPU, closeEtcd, err := startupEtcd(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
+	opts.etcdCPU = etcdCPU
 	defer closeEtcd()
 	w := workload.New(n)
 	if err := load(ctx, cli, w); err != nil {
@@ -259,11 +274,11 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 	}
 	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	out := &startupRun{}
-	var empty, programmed, heaps, emptyCPU, programmedCPU []float64
+	var empty, programmed, heaps, emptyCPU, programmedCPU, progEtcd, progVPP []float64
 	for run := range runs {
 		var e, p started
 		if opts.vppApart {
-			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), logOut)
+			e, p, err = startTwiceApart(ctx, cfg, vppSpec(env, cfg, w), opts, logOut)
 		} else {
 			e, p, err = startTwice(ctx, cfg, opts.heap, logOut)
 		}
@@ -271,30 +286,35 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 			return nil, err
 		}
 		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "vppApart", opts.vppApart, "empty", e.took, "programmed", p.took,
-			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB)
+			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB, "programmedMem", p.mem,
+			"programmedEtcdCPU", p.etcdCPU, "programmedVPPCPU", p.vppCPU)
 		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
 		emptyCPU, programmedCPU = append(emptyCPU, ms(e.cpu)), append(programmedCPU, ms(p.cpu))
 		heaps = append(heaps, p.heapMiB)
+		out.programmedMem = p.mem
+		progEtcd, progVPP = append(progEtcd, ms(p.etcdCPU)), append(progVPP, ms(p.vppCPU))
 		out.emptyWrites, out.programmedWrites = e.writes, p.writes
 	}
 	out.emptyMS, out.programmedMS, out.heapMiB = median(empty), median(programmed), median(heaps)
 	out.emptyCPUMS, out.programmedCPUMS = median(emptyCPU), median(programmedCPU)
+	out.programmedEtcdCPUMS, out.programmedVPPCPUMS = median(progEtcd), median(progVPP)
 	return out, nil
 }
 
 // startupEtcd starts the etcd of measureStartupOf: embedded in this
 // process, or (opts.etcdApart) a child; endpoint is its host:port.
-func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *clientv3.Client, closeEtcd func(), err error) {
+// With etcd apart, cpu is its process's CPU so far (nil in process).
+func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *clientv3.Client, cpu func() (time.Duration, error), closeEtcd func(), err error) {
 	if !opts.etcdApart {
 		m, cli, closeEtcd, err := embeddedEtcd(ctx, opts.fastEtcd)
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
-		return m.Endpoint(), cli, closeEtcd, nil
+		return m.Endpoint(), cli, nil, closeEtcd, nil
 	}
 	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	fast := "0"
 	if opts.fastEtcd {
@@ -303,7 +323,7 @@ func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *c
 	c, err := startChild(roleEtcd, childDirEnv+"="+dir, childFastEnv+"="+fast)
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	closeAll := func() {
 		c.close()
@@ -312,9 +332,13 @@ func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *c
 	cli, err = etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{c.endpoint}, DialTimeout: 10 * time.Second})
 	if err != nil {
 		closeAll()
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
-	return strings.TrimPrefix(c.endpoint, "http://"), cli, func() {
+	cpu = func() (time.Duration, error) {
+		st, err := c.stats("cpu")
+		return time.Duration(st.CPUNS), err
+	}
+	return strings.TrimPrefix(c.endpoint, "http://"), cli, cpu, func() {
 		_ = cli.Close()
 		closeAll()
 	}, nil
@@ -352,6 +376,11 @@ type started struct {
 	cpu     time.Duration
 	writes  int
 	heapMiB float64
+	// mem is the agent's process's memory over the start (vppApart only).
+	mem startMem
+	// etcdCPU and vppCPU: the etcd and VPP children's CPU over the start
+	// (vppApart only).
+	etcdCPU, vppCPU time.Duration
 }
 
 // runUntilReady starts an agent with opts and waits until it is ready:

@@ -3,10 +3,15 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
 	"time"
 
 	"contiv.dev/vpp/agent"
@@ -83,7 +88,9 @@ func runVPPChild(path string) (endpoint string, stats func() childStats, reset f
 // startTwiceApart is startTwice with the simulated VPP in a child process
 // (spec) and the agent as deployed against a real VPP: no simulated
 // dataplane, the configured socket dialled.
-func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, logOut io.Writer) (empty, programmed started, err error) {
+// With opts.profile, the programmed start's CPU profile is written there;
+// with opts.agentApart, the agent runs in a child too (startAgentApart).
+func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, opts startupOpts, logOut io.Writer) (empty, programmed started, err error) {
 	path := filepath.Join(filepath.Dir(cfg.VPP.Socket), "vpp-child.json")
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -97,30 +104,57 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		return empty, programmed, err
 	}
 	defer c.close()
-	start := func() (s started, err error) {
-		if _, err := c.stats("reset"); err != nil {
+	// others reads the etcd and VPP children's CPU (VPP's writes since
+	// reset with it).
+	others := func(what string) (etcdCPU time.Duration, vpp childStats, err error) {
+		if opts.etcdCPU != nil {
+			if etcdCPU, err = opts.etcdCPU(); err != nil {
+				return 0, vpp, err
+			}
+		}
+		vpp, err = c.stats(what)
+		return etcdCPU, vpp, err
+	}
+	start := func(profile string) (s started, err error) {
+		etcd0, vpp0, err := others("reset")
+		if err != nil {
 			return s, err
 		}
+		defer func() {
+			etcd1, vpp1, oerr := others("cpu")
+			s.writes = int(vpp1.Writes)
+			s.etcdCPU, s.vppCPU = etcd1-etcd0, time.Duration(vpp1.CPUNS-vpp0.CPUNS)
+			err = errors.Join(err, oerr)
+		}()
+		if opts.agentApart {
+			s, err = startAgentApart(cfg, filepath.Dir(path), profile)
+			return s, err
+		}
+		stopProfile := func() {}
+		if profile != "" {
+			if stopProfile, err = startCPUProfile(profile); err != nil {
+				return s, err
+			}
+			defer stopProfile()
+		}
+		m0 := memNow(true)
 		a, took, cpu, stop, err := runUntilReady(ctx, agent.Options{Config: cfg, LogOutput: logOut})
 		if err != nil {
 			return s, err
 		}
 		defer stop()
+		stopProfile()
+		s.mem = memNow(false).since(m0)
 		s.took, s.cpu = took, cpu
-		st, err := c.stats("cpu")
-		if err != nil {
-			return s, err
-		}
-		s.writes = int(st.Writes)
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
 			return s, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
 		return s, nil
 	}
-	if empty, err = start(); err != nil {
+	if empty, err = start(""); err != nil {
 		return empty, programmed, err
 	}
-	if programmed, err = start(); err != nil {
+	if programmed, err = start(opts.profile); err != nil {
 		return empty, programmed, err
 	}
 	if empty.writes == 0 || programmed.writes != 0 {
@@ -132,3 +166,62 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 	}
 	return empty, programmed, err
 }
+
+// startCPUProfile starts a CPU profile written to path; stop ends it
+// (once) and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
+}
+
+// startMem is the agent's process's memory over a start: what it
+// allocated, its collections, its heap when ready and its peak resident
+// set (Linux's VmHWM, reset at the start).
+type startMem struct {
+	AllocMiB   float64 `json:"alloc_mib"`
+	GCs        uint32  `json:"gcs"`
+	HeapMiB    float64 `json:"heap_mib"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+}
+
+func (m startMem) String() string {
+	return fmt.Sprintf("alloc=%.0fMiB gcs=%d heap=%.0fMiB peakRSS=%.0fMiB", m.AllocMiB, m.GCs, m.HeapMiB, m.PeakRSSMiB)
+}
+
+// memNow is this process's memory now; reset resets its peak resident
+// set first (where Linux allows it).
+func memNow(reset bool) startMem {
+	if reset {
+		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := startMem{AllocMiB: mib(ms.TotalAlloc), GCs: ms.NumGC, HeapMiB: mib(ms.HeapAlloc)}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for l := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				var kb float64
+				if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
+					m.PeakRSSMiB = kb / 1024
+				}
+			}
+		}
+	}
+	return m
+}
+
+// since is m less what was at m0 (allocations and collections).
+func (m startMem) since(m0 startMem) startMem {
+	m.AllocMiB -= m0.AllocMiB
+	m.GCs -= m0.GCs
+	return m
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }

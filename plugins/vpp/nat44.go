@@ -583,15 +583,17 @@ func (n *NAT44) dumpStatic(ctx context.Context, st *nat44.State) error {
 }
 
 func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
+	var a dumpArena
 	return n.conn.dump(ctx, &nat44_ed.Nat44LbStaticMappingDump{}, func(m api.Message) error {
 		d, ok := m.(*nat44_ed.Nat44LbStaticMappingDetails)
 		if !ok {
 			return unexpected(m)
 		}
 		k := mappingKey(d.ExternalAddr, d.ExternalPort, d.Protocol)
-		out := &nat44.Mapping{MappingKey: k, TwiceNAT: twiceNAT(d.Flags), Affinity: d.Affinity, Tag: d.Tag}
+		out := a.mapping()
+		*out = nat44.Mapping{MappingKey: k, TwiceNAT: twiceNAT(d.Flags), Affinity: d.Affinity, Tag: d.Tag}
 		if len(d.Locals) > 0 {
-			out.Locals = make([]nat44.Local, len(d.Locals)) // one allocation, not a growing one
+			out.Locals = a.locals(len(d.Locals))
 		}
 		for i, l := range d.Locals {
 			out.Locals[i] = nat44.Local{IP: nat44.IPv4(l.Addr), Port: l.Port, VRF: l.VrfID, Probability: l.Probability}
@@ -602,6 +604,41 @@ func (n *NAT44) dumpLB(ctx context.Context, st *nat44.State) error {
 		st.Mappings[k] = out
 		return nil
 	})
+}
+
+// dumpArena hands out a dump's mappings and their locals from blocks of
+// many, not one allocation each (a start's dump reads ~55 000 mappings).
+// A mapping the renderer keeps keeps its block: the renderer keeps few
+// (those VPP holds differently from the desired ones), and the blocks
+// are small.
+type dumpArena struct {
+	ms []nat44.Mapping
+	ls []nat44.Local
+}
+
+// Block sizes of a dumpArena.
+const (
+	arenaMappings = 256
+	arenaLocals   = 2048
+)
+
+// mapping is a new zero mapping.
+func (a *dumpArena) mapping() *nat44.Mapping {
+	if len(a.ms) == cap(a.ms) {
+		a.ms = make([]nat44.Mapping, 0, arenaMappings)
+	}
+	a.ms = a.ms[:len(a.ms)+1]
+	return &a.ms[len(a.ms)-1]
+}
+
+// locals is n new zero locals, a slice no append reaches beyond.
+func (a *dumpArena) locals(n int) []nat44.Local {
+	if cap(a.ls)-len(a.ls) < n {
+		a.ls = make([]nat44.Local, 0, max(n, arenaLocals))
+	}
+	i := len(a.ls)
+	a.ls = a.ls[:i+n]
+	return a.ls[i : i+n : i+n]
 }
 
 func (n *NAT44) dumpIdentities(ctx context.Context, st *nat44.State) error {

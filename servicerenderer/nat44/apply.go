@@ -58,15 +58,18 @@ func (c *cycle) Dump(ctx context.Context) (*State, error) {
 		if len(dumped.Routes) == 0 {
 			dumped.Routes = make(map[RouteKey]*Route, len(routes))
 		}
-		for _, rt := range routes {
+		for i := range routes {
 			// A route as desired is held as the desired value (read here
 			// without mu: the loop, Dump's caller, is its only writer); a
-			// key desired is the renderer's (ownedRoute).
+			// key desired is the renderer's (ownedRoute). Only a route not
+			// as desired is copied.
+			rt := &routes[i]
 			switch d := r.desired.Routes[rt.RouteKey]; {
-			case d != nil && *d == rt:
+			case d != nil && *d == *rt:
 				dumped.Routes[rt.RouteKey] = d
-			case d != nil || r.ownedRoute(rt):
-				dumped.Routes[rt.RouteKey] = &rt
+			case d != nil || r.ownedRoute(*rt):
+				c := *rt
+				dumped.Routes[rt.RouteKey] = &c
 			}
 		}
 	}
