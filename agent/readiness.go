@@ -142,7 +142,8 @@ type readyObserver struct {
 	// hold, when set, is armed after every apply with when the NAT44
 	// renderer's hold of mapping operations runs out (holdwake.go).
 	hold *holdWaker
-	// fullApplied, when set, is told of every full apply that succeeded.
+	// fullApplied, when set, is told of every full apply, failed or not:
+	// the state it applies is built either way.
 	fullApplied func()
 
 	// gen, own and before are the loss generation, the own addresses the
@@ -171,9 +172,9 @@ func (a *readyObserver) Applied(full bool, err error) {
 	}
 	if err == nil {
 		a.r.addrs.appliedNow(a.own)
-		if full && a.fullApplied != nil {
-			a.fullApplied()
-		}
+	}
+	if full && a.fullApplied != nil {
+		a.fullApplied()
 	}
 	if a.cuts != nil {
 		if cut := a.cuts.SessionsCut() - a.before; cut > 0 {

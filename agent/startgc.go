@@ -16,9 +16,11 @@ import (
 // sooner. Until its first full apply the agent turns the collector off
 // under a soft memory limit of what the process uses at the start plus
 // controller.startupHeapMiB; the first collection — the limit reached,
-// the start larger than planned — or the first full apply, or the end of
-// Run restores the runtime's settings, and the next collection brings the
-// heap back to the live state. The allowance is counted from what the
+// the start larger than planned — or the first full apply (done or
+// failed: a VPP that is not there or not this agent's must not keep the
+// collector off while the agent waits), or the end of Run restores the
+// runtime's settings, and the next collection brings the heap back to the
+// live state. The allowance is counted from what the
 // process uses, not from zero, so that a process holding more than the
 // agent (tests, the benchmark) is not made to collect at once.
 //
