@@ -75,6 +75,10 @@ func (e *ResyncEvent) EventName() string { return "resync-" + e.Kind.String() }
 // ChangeEvent is one changed key: Prev is the value before, New the value
 // after (nil = absent). Changes to one key queued together are coalesced
 // into one (Prev of the first, New of the last); no-op changes are dropped.
+//
+// The controller hands every change in the same ChangeEvent, filled
+// afresh: a handler may keep its fields (the key, the objects) but not the
+// event itself past Update.
 type ChangeEvent struct {
 	Key      kubestate.Key
 	Revision int64

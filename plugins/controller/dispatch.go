@@ -39,7 +39,7 @@ func (c *Controller) deliverFollowUps(ctx context.Context) {
 // dispatch hands ev to the handlers that declare it, in order (reverse
 // order for removals).
 func (c *Controller) dispatch(ctx context.Context, ev Event) {
-	c.st.update(func(s *Status) { s.Events++ })
+	c.tally.events++
 	hs := c.p.Handlers
 	if removal(ev) {
 		hs = c.reversed
