@@ -133,6 +133,9 @@ type Controller struct {
 	// tally is what the loop counted since it last published its status
 	// (publish): one lock a batch, not one an event.
 	tally struct{ events, noOps uint64 }
+	// wakes counts the loop's wake-ups by a push (read by tests once Run
+	// returned).
+	wakes int
 }
 
 var _ FollowUpper = (*Controller)(nil)
@@ -306,6 +309,7 @@ func (c *Controller) loop(ctx context.Context) {
 			c.shutdown(ctx)
 			return
 		case <-wake:
+			c.wakes++
 		case <-periodic:
 			c.q.pushResync(ResyncPeriodic, nil)
 		case <-c.heal.alarm.C():
