@@ -236,7 +236,9 @@ func (t *takeIn) response(ctx context.Context, prefix string, resp *watchRespons
 				t.changes = append(t.changes, ch)
 			}
 		}
-		t.next[prefix] = max(t.next[prefix], ev.modRevision+1)
+	}
+	if n := len(resp.events); n > 0 { // in revision order: the last is the newest
+		t.next[prefix] = max(t.next[prefix], resp.events[n-1].modRevision+1)
 	}
 	if seen != nil {
 		w.see(seen.key, seen.value, seen.modRevision)
