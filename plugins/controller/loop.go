@@ -331,7 +331,7 @@ func (c *Controller) step(ctx context.Context) {
 	if !c.started && !c.q.hasListing() {
 		return // nothing before the startup snapshot
 	}
-	if wait := time.Until(c.lastApply.Add(c.interval())); wait > 0 {
+	if wait := c.untilNext(); wait > 0 {
 		if !c.pace.on && (c.dirty || c.q.depth() > 0) { // else the next push wakes the loop
 			c.pace.set(wait)
 			c.st.update(func(s *Status) { s.PacedBatches++ })
@@ -369,6 +369,16 @@ func (c *Controller) publish(applied bool) {
 		s.HealingPending = c.heal.alarm.on || c.healQueued
 	})
 	c.tally.events, c.tally.noOps = 0, 0
+}
+
+// untilNext is how long the next batch must wait; none (≤ 0, without
+// reading the clock) when no interval applies.
+func (c *Controller) untilNext() time.Duration {
+	iv := c.interval()
+	if iv == 0 {
+		return 0
+	}
+	return time.Until(c.lastApply.Add(iv))
 }
 
 // interval is the least time from the last apply to the next batch:
