@@ -46,6 +46,15 @@ type agentChangeRun struct {
 	profiled int
 }
 
+// writeCounts writes what the profiles of dir hold, for their per-change
+// figures: the changes of agent-change.pprof, and the changes and batches
+// of agent-change-paced.pprof.
+func writeCounts(dir string, profiled, pacedChanges, pacedBatches int) error {
+	return os.WriteFile(filepath.Join(dir, "agent-change.txt"), fmt.Appendf(nil,
+		"agent-change.pprof: %d changes, one at a time\nagent-change-paced.pprof: %d changes at %d a second, %d batches\n",
+		profiled, pacedChanges, pacedRate, pacedBatches), 0o644)
+}
+
 // pacedRate is the rate of the paced blocks, changes a second, and
 // pacedInFlight the most puts of them in flight at once.
 const (
@@ -334,7 +343,34 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 			return nil, err
 		}
 	}
-	return out, writeHeapProfile(filepath.Join(dir, "agent-allocs.pprof"))
+	if err := writeHeapProfile(filepath.Join(dir, "agent-allocs.pprof")); err != nil {
+		return nil, err
+	}
+	runtime.MemProfileRate = 512 * 1024 // the runtime's default
+	// The paced changes, pacedRate a second, in blocks as above, for as
+	// long: what the agent does per batch and per change when changes
+	// queue up (label part=agent as before).
+	fp, err := os.Create(filepath.Join(dir, "agent-change-paced.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	defer fp.Close()
+	if err := pprof.StartCPUProfile(fp); err != nil {
+		return nil, err
+	}
+	batches0, pacedProfiled := ctl.Status().Batches, 0
+	for end := time.Now().Add(profileTime); time.Now().Before(end); {
+		if err := paced(ctx, pb-1, agentKey, agentPut); err != nil {
+			return nil, err
+		}
+		next += pb - 1
+		if err := agentOne(); err != nil {
+			return nil, err
+		}
+		pacedProfiled += pb
+	}
+	pprof.StopCPUProfile()
+	return out, writeCounts(dir, out.profiled, pacedProfiled, int(ctl.Status().Batches-batches0))
 }
 
 // basePrefix holds the baseline's mirror of W(N)'s EndpointSlices: next

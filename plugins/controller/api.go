@@ -75,6 +75,12 @@ func (e *ResyncEvent) EventName() string { return "resync-" + e.Kind.String() }
 // ChangeEvent is one changed key: Prev is the value before, New the value
 // after (nil = absent). Changes to one key queued together are coalesced
 // into one (Prev of the first, New of the last); no-op changes are dropped.
+//
+// The controller hands every change in the same ChangeEvent, filled
+// afresh: a handler may keep its fields (the key, the objects) but not the
+// event itself past Update. ASSUMPTION: the agent's handlers (ipam,
+// nodesync, service's processor, syncmetrics, healthcheck, simnode's CNI)
+// keep none; a new handler that must keep events copies them.
 type ChangeEvent struct {
 	Key      kubestate.Key
 	Revision int64

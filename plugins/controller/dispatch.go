@@ -39,7 +39,7 @@ func (c *Controller) deliverFollowUps(ctx context.Context) {
 // dispatch hands ev to the handlers that declare it, in order (reverse
 // order for removals).
 func (c *Controller) dispatch(ctx context.Context, ev Event) {
-	c.st.update(func(s *Status) { s.Events++ })
+	c.tally.events++
 	hs := c.p.Handlers
 	if removal(ev) {
 		hs = c.reversed
@@ -47,17 +47,30 @@ func (c *Controller) dispatch(ctx context.Context, ev Event) {
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.Debug("event", "event", ev.EventName(), "detail", describe(ev))
 	}
-	for _, h := range hs {
-		err := c.guard(h, ev, func() error {
-			if !h.HandlesEvent(ev) {
-				return nil
+	for i := 0; i < len(hs); {
+		i = c.update(ctx, hs, i, ev)
+	}
+}
+
+// update hands ev to hs[i:] in order and returns the index after the last
+// handler called: len(hs), or the one after a handler that panicked (its
+// panic turned into an error). One recover covers all of an event's
+// handlers.
+func (c *Controller) update(ctx context.Context, hs []Handler, i int, ev Event) (next int) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.fail(c.panicked(hs[i], ev, r))
+			next = i + 1
+		}
+	}()
+	for ; i < len(hs); i++ {
+		if h := hs[i]; h.HandlesEvent(ev) {
+			if err := h.Update(ctx, ev); err != nil {
+				c.fail(fmt.Errorf("handler %s: %s: %w", h.Name(), ev.EventName(), err))
 			}
-			return h.Update(ctx, ev)
-		})
-		if err != nil {
-			c.fail(err)
 		}
 	}
+	return i
 }
 
 // removal tells whether ev removes a value: handlers then run in reverse.
@@ -86,14 +99,20 @@ func describe(ev Event) string {
 func (c *Controller) guard(h Handler, ev Event, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("handler panicked", "handler", h.Name(), "event", ev.EventName(), "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("handler %s: %s: panic: %v", h.Name(), ev.EventName(), r)
+			err = c.panicked(h, ev, r)
 		}
 	}()
 	if err := f(); err != nil {
 		return fmt.Errorf("handler %s: %s: %w", h.Name(), ev.EventName(), err)
 	}
 	return nil
+}
+
+// panicked logs the panic r of h taking in ev (with the stack, from the
+// deferred recover) and returns it as an error.
+func (c *Controller) panicked(h Handler, ev Event, r any) error {
+	c.log.Error("handler panicked", "handler", h.Name(), "event", ev.EventName(), "panic", r, "stack", string(debug.Stack()))
+	return fmt.Errorf("handler %s: %s: panic: %v", h.Name(), ev.EventName(), r)
 }
 
 // applyOne calls one Applier, turning a panic into an error.

@@ -19,7 +19,13 @@
 // Changes that queue up are applied in batches: once the loop found more
 // than one event queued, its next apply waits BatchHold (5 ms) after the
 // last, as long as each batch so taken holds more than one; a lone change
-// goes at once.
+// goes at once. While a batch is held, pushes do not wake the loop.
+//
+// The loop allocates nothing per change: changes are queued by value, the
+// drained entries go back to the queue, and every change is handed in one
+// reused ChangeEvent. ASSUMPTION (api.go, ChangeEvent): no handler keeps
+// the event itself past Update (each handler of the agent was read for it).
+// The loop publishes its status once a batch.
 //
 // The watcher lists the watched resources at one revision, page by page
 // (the first page's revision), and watches from the next. A listing's

@@ -130,6 +130,12 @@ type Controller struct {
 	full       bool      // the next apply reconciles fully
 	unhealthy  bool      // a handler failed since the last resync
 	followUps  int       // follow-ups delivered in this batch
+	// tally is what the loop counted since it last published its status
+	// (publish): one lock a batch, not one an event.
+	tally struct{ events, noOps uint64 }
+	// wakes counts the loop's wake-ups by a push (read by tests once Run
+	// returned).
+	wakes int
 }
 
 var _ FollowUpper = (*Controller)(nil)
@@ -291,11 +297,19 @@ func (c *Controller) loop(ctx context.Context) {
 	defer c.readyAlarm.stop()
 	defer c.pace.stop()
 	for {
+		// While a batch is held back, what is queued waits for the pace
+		// alarm: a push does not wake the loop only to find it must wait
+		// (the token it leaves wakes the loop once after).
+		wake := c.q.wake
+		if c.pace.on {
+			wake = nil
+		}
 		select {
 		case <-ctx.Done():
 			c.shutdown(ctx)
 			return
-		case <-c.q.wake:
+		case <-wake:
+			c.wakes++
 		case <-periodic:
 			c.q.pushResync(ResyncPeriodic, nil)
 		case <-c.heal.alarm.C():
@@ -317,27 +331,54 @@ func (c *Controller) step(ctx context.Context) {
 	if !c.started && !c.q.hasListing() {
 		return // nothing before the startup snapshot
 	}
-	if wait := time.Until(c.lastApply.Add(c.interval())); wait > 0 {
+	if wait := c.untilNext(); wait > 0 {
 		if !c.pace.on && (c.dirty || c.q.depth() > 0) { // else the next push wakes the loop
 			c.pace.set(wait)
 			c.st.update(func(s *Status) { s.PacedBatches++ })
 		}
 		return
 	}
-	if b := c.q.drain(); !b.empty() {
+	b := c.q.drain()
+	if !b.empty() {
 		c.queuedUp = b.resync == nil && len(b.entries) > 1
 		if !c.dirty {
 			c.batchStart = time.Now()
 		}
 		c.compute(ctx, b)
-		c.st.update(func(s *Status) {
-			s.Revision = c.view.snap.Revision
-			s.HealingPending = c.heal.alarm.on || c.healQueued
-		})
+		c.q.recycle(b.entries)
 	}
-	if c.dirty {
-		c.apply(ctx)
+	if c.dirty && c.apply(ctx) {
+		return // apply published
 	}
+	if !b.empty() {
+		c.publish(false)
+	}
+}
+
+// publish writes the loop's part of the status: what it counted since the
+// last publish, its view's revision, a pending healing, and one more
+// batch if one was just applied.
+func (c *Controller) publish(applied bool) {
+	c.st.update(func(s *Status) {
+		s.Events += c.tally.events
+		s.NoOps += c.tally.noOps
+		if applied {
+			s.Batches++
+		}
+		s.Revision = c.view.snap.Revision
+		s.HealingPending = c.heal.alarm.on || c.healQueued
+	})
+	c.tally.events, c.tally.noOps = 0, 0
+}
+
+// untilNext is how long the next batch must wait; none (≤ 0, without
+// reading the clock) when no interval applies.
+func (c *Controller) untilNext() time.Duration {
+	iv := c.interval()
+	if iv == 0 {
+		return 0
+	}
+	return time.Until(c.lastApply.Add(iv))
 }
 
 // interval is the least time from the last apply to the next batch:
@@ -365,21 +406,27 @@ func (c *Controller) compute(ctx context.Context, b batch) {
 		c.resync(ctx, b)
 		return
 	}
-	for _, e := range b.entries {
-		if e.ch == nil {
+	for i := range b.entries {
+		e := &b.entries[i]
+		if !e.isChange() {
 			c.deliver(ctx, e.ev)
 			continue
 		}
-		ev, out := c.view.apply(e.ch)
+		ev, out := c.view.apply(&e.ch)
 		switch out {
 		case noop:
-			c.st.update(func(s *Status) { s.NoOps++ })
-			c.log.Debug("no-op change dropped", "key", e.ch.key.String(), "rev", e.ch.rev)
+			c.tally.noOps++
+			if c.log.Enabled(ctx, slog.LevelDebug) {
+				c.log.Debug("no-op change dropped", "key", e.ch.key.String(), "rev", e.ch.rev)
+			}
 		case stale:
-			c.log.Debug("stale change dropped", "key", e.ch.key.String(), "rev", e.ch.rev, "listedRev", c.view.listedRev)
+			if c.log.Enabled(ctx, slog.LevelDebug) {
+				c.log.Debug("stale change dropped", "key", e.ch.key.String(), "rev", e.ch.rev, "listedRev", c.view.listedRev)
+			}
 		case applied:
 			c.dirty = true
 			c.deliver(ctx, ev)
+			c.view.done()
 		}
 	}
 }
@@ -392,11 +439,12 @@ func (c *Controller) resync(ctx context.Context, b batch) {
 	if r.list != nil {
 		c.view.replace(r.list)
 	}
-	for _, e := range b.entries {
-		if e.ch != nil {
-			c.view.apply(e.ch)
+	for i := range b.entries {
+		if e := &b.entries[i]; e.isChange() {
+			c.view.apply(&e.ch)
 		}
 	}
+	c.view.done()
 	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap, DataplaneRestarted: r.restarted}
 	c.log.Info("resync", "kind", r.kind, "rev", ev.State.Revision, "objects", len(ev.State.Objects))
 	c.started, c.dirty, c.full = true, true, true
@@ -413,7 +461,7 @@ func (c *Controller) resync(ctx context.Context, b batch) {
 	})
 	c.deliverFollowUps(ctx)
 	for _, e := range b.entries {
-		if e.ev != nil {
+		if !e.isChange() {
 			c.deliver(ctx, e.ev)
 		}
 	}
@@ -429,8 +477,8 @@ func (c *Controller) fail(err error) {
 }
 
 // apply calls every Applier once, unless the first apply still waits for
-// a ReadyHandler.
-func (c *Controller) apply(ctx context.Context) {
+// a ReadyHandler; it tells whether it did (and published the status).
+func (c *Controller) apply(ctx context.Context) bool {
 	if !c.st.ready.Load() {
 		if name := c.notReady(); name != "" {
 			if !c.readyAlarm.on {
@@ -438,7 +486,7 @@ func (c *Controller) apply(ctx context.Context) {
 				c.log.Debug("first apply waits for a handler", "handler", name, "retryIn", d)
 				c.readyAlarm.set(d)
 			}
-			return
+			return false
 		}
 	}
 	c.readyAlarm.stop()
@@ -455,8 +503,7 @@ func (c *Controller) apply(ctx context.Context) {
 		return errors.Join(errs...)
 	})
 	c.lastApply = time.Now()
-	c.st.observeBatch(full, time.Since(c.batchStart))
-	c.st.update(func(s *Status) { s.Batches++ })
+	c.st.observeBatch(full, c.lastApply.Sub(c.batchStart))
 	healed := full && !c.unhealthy && len(errs) == 0
 	switch {
 	case len(errs) > 0 && ctx.Err() == nil:
@@ -464,10 +511,11 @@ func (c *Controller) apply(ctx context.Context) {
 	case healed:
 		c.heal.healed()
 	}
-	c.st.update(func(s *Status) { s.HealingPending = c.heal.alarm.on || c.healQueued })
+	c.publish(true) // before ready: a ready controller shows its first batch
 	if healed && !c.st.ready.Swap(true) {
 		c.log.Info("first full sync applied: ready")
 	}
+	return true
 }
 
 // notReady names a ReadyHandler that is not ready, or returns "".

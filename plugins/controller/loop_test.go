@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -464,3 +465,97 @@ func putTogether(t *testing.T, cli *clientv3.Client, objs ...kubestate.Object) {
 		t.Fatal(err)
 	}
 }
+
+// TestHandlerPanicLeavesTheOthersTheEvent: the handlers after one that
+// panicked take in the event all the same, in the same batch (no healing
+// resync brings it: its backoff is an hour).
+func TestHandlerPanicLeavesTheOthersTheEvent(t *testing.T) {
+	before, after := newRecorder("before", nil), newRecorder("after", nil)
+	ctl := New(Params{Handlers: []Handler{before, &panicky{}, after},
+		HealingBackoff: Backoff{Initial: time.Hour, Max: time.Hour}})
+	start(t, ctl)
+	ctl.Push(&ResyncEvent{Kind: ResyncStartup, State: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}}})
+	eventually(t, "ready", ctl.Ready)
+	ctl.Push(&ChangeEvent{Key: nsKey("a"), New: ns("a", "1")})
+	eventually(t, "after took a in", func() bool { return after.holds(nsKey("a"), ns("a", "1")) })
+	if !before.holds(nsKey("a"), ns("a", "1")) {
+		t.Error("the handler before the panic did not take a in")
+	}
+	if st := ctl.Status(); st.Errors != 1 || !strings.Contains(st.LastError, "handler panicky: change-namespace: panic: injected panic") || st.Resyncs != 1 {
+		t.Errorf("status %+v", st)
+	}
+	before.checkConsistent(t)
+	after.checkConsistent(t)
+}
+
+// TestHeldBatchIsNotWokenByPushes: while a batch is held back (BatchHold,
+// an hour here), changes pushed meanwhile wait for the hold to end without
+// waking the loop.
+func TestHeldBatchIsNotWokenByPushes(t *testing.T) {
+	rec := newRecorder("rec", nil)
+	ctl := New(Params{Handlers: []Handler{rec}, BatchHold: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ctl.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	ctl.Push(&ResyncEvent{Kind: ResyncStartup, State: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}}})
+	eventually(t, "ready", ctl.Ready)
+	// Two changes queued up together: the next batch is held.
+	a, b := ns("a", "1"), ns("b", "1")
+	ctl.q.pushChanges([]change{{key: a.Key(), obj: a}, {key: b.Key(), obj: b}})
+	eventually(t, "a and b applied", func() bool { return rec.holds(b.Key(), b) })
+	ctl.Push(&ChangeEvent{Key: nsKey("c"), New: ns("c", "1")})
+	eventually(t, "c held back", func() bool { return ctl.Status().PacedBatches == 1 })
+	// wakes is the loop's: read once Run returned.
+	held := ctl.Status().QueueDepth
+	for i := range 20 {
+		ctl.Push(&ChangeEvent{Key: nsKey(fmt.Sprint("d", i)), New: ns(fmt.Sprint("d", i), "1")})
+	}
+	eventually(t, "all queued", func() bool { return ctl.Status().QueueDepth == held+20 })
+	cancel()
+	<-done
+	// Wake-ups: the startup listing's, a and b's, c's: none for the d's.
+	if ctl.wakes > 3 {
+		t.Errorf("%d wake-ups of the loop: pushes woke it while the batch was held", ctl.wakes)
+	}
+	if rec.holds(nsKey("c"), ns("c", "1")) {
+		t.Error("c applied during the hold")
+	}
+}
+
+// TestLoopAllocatesNothingPerChange: a change taken in from the queue,
+// handed to the handlers and applied allocates nothing in the loop (the
+// queue's entries recycled, one ChangeEvent reused, the status published
+// without garbage). The loop's steps run on the test's goroutine.
+func TestLoopAllocatesNothingPerChange(t *testing.T) {
+	h := &counter{done: make(chan struct{}, 1)}
+	ctl := New(Params{Handlers: []Handler{h}, Appliers: []Applier{nopApplier{}}})
+	ctx := context.Background()
+	ctl.Push(&ResyncEvent{Kind: ResyncStartup, State: &Snapshot{Objects: map[kubestate.Key]kubestate.Object{}}})
+	ctl.step(ctx)
+	if !ctl.Ready() {
+		t.Fatal("not ready after the startup step")
+	}
+	// Two values of one EndpointSlice, the kind of most changes.
+	w := workload.New(10)
+	one, two := *w.Slices[0], *w.Slices[1]
+	two.Namespace, two.Name = one.Namespace, one.Name
+	vals := []*kubestate.EndpointSlice{&one, &two}
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		o := vals[i%2]
+		i++
+		ctl.q.pushChanges([]change{{key: o.Key(), rev: int64(i), obj: o}})
+		ctl.step(ctx)
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per change", allocs)
+	}
+	if st := ctl.Status(); st.Events != uint64(i) || st.Batches != uint64(i)+1 || st.Revision != int64(i) {
+		t.Errorf("status %+v after %d changes", st, i)
+	}
+}
+
+type nopApplier struct{}
+
+func (nopApplier) Apply(context.Context, bool) error { return nil }

@@ -192,7 +192,8 @@ func (r *recorder) Update(_ context.Context, ev Event) error {
 		} else {
 			r.view[e.Key] = e.New
 		}
-		r.changes = append(r.changes, e)
+		c := *e // the controller reuses its ChangeEvent
+		r.changes = append(r.changes, &c)
 		if r.log != nil {
 			r.log.add("%s:change:%s", r.name, e.Key.Name)
 		}

@@ -54,11 +54,16 @@ type pendingResync struct {
 	restarted bool
 }
 
-// entry is one queued item: a change or another event.
+// entry is one queued item: a change (ev nil) or another event. A change
+// is held by value: queueing one allocates nothing once the queue's
+// slices have grown.
 type entry struct {
-	ch *change
+	ch change
 	ev Event
 }
+
+// isChange tells whether e is a change.
+func (e *entry) isChange() bool { return e.ev == nil }
 
 // batch is what one drain of the queue takes out.
 type batch struct {
@@ -76,8 +81,11 @@ func (b batch) empty() bool { return b.resync == nil && len(b.entries) == 0 }
 type queue struct {
 	mu      sync.Mutex
 	entries []entry
-	index   map[kubestate.Key]int // position of a key's change in entries
-	resync  *pendingResync
+	// spare is the entries of the batch drained before, handed back by
+	// the loop (recycle): the next drain's entries are appended to it.
+	spare  []entry
+	index  map[kubestate.Key]int // position of a key's change in entries
+	resync *pendingResync
 	// wake holds a token while there is something to drain.
 	wake chan struct{}
 }
@@ -114,10 +122,10 @@ func (q *queue) pushChanges(chs []change) {
 
 func (q *queue) putLocked(ch change) {
 	if i, ok := q.index[ch.key]; ok {
-		q.entries[i].ch = &ch
+		q.entries[i].ch = ch
 	} else {
 		q.index[ch.key] = len(q.entries)
-		q.entries = append(q.entries, entry{ch: &ch})
+		q.entries = append(q.entries, entry{ch: ch})
 	}
 }
 
@@ -139,7 +147,7 @@ func (q *queue) pushResyncOf(kind ResyncKind, l *listing, restarted bool) {
 	if l != nil && len(q.index) > 0 {
 		kept := q.entries[:0]
 		for _, e := range q.entries {
-			if e.ch == nil {
+			if !e.isChange() {
 				kept = append(kept, e)
 			}
 		}
@@ -179,12 +187,38 @@ func (q *queue) depth() int {
 	return n
 }
 
-// drain takes everything queued.
+// drain takes everything queued. The batch's entries are the loop's until
+// it hands them back (recycle).
 func (q *queue) drain() batch {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := batch{resync: q.resync, entries: q.entries}
-	q.resync, q.entries = nil, nil
-	clear(q.index)
+	q.resync, q.entries, q.spare = nil, q.spare, nil
+	// Each key's own delete, not clear: a map keeps the room of its
+	// largest burst, which clear would go through at every batch.
+	for i := range b.entries {
+		if b.entries[i].isChange() {
+			delete(q.index, b.entries[i].ch.key)
+		}
+	}
 	return b
 }
+
+// recycle hands back the entries of a drained batch once the loop is done
+// with them: the queue appends to them again after the next drain, so
+// that a steady flow of changes allocates no slices. A batch larger than
+// maxSpare is let go (the queue does not keep a burst's memory).
+func (q *queue) recycle(entries []entry) {
+	if cap(entries) == 0 || cap(entries) > maxSpare {
+		return
+	}
+	clear(entries) // drop the objects and events they refer to
+	q.mu.Lock()
+	if q.spare == nil {
+		q.spare = entries[:0]
+	}
+	q.mu.Unlock()
+}
+
+// maxSpare is the largest batch whose entries are recycled.
+const maxSpare = 1024

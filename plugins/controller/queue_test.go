@@ -59,13 +59,13 @@ func TestQueueCoalescesPerKeyAtFirstPosition(t *testing.T) {
 	if b.resync != nil || len(b.entries) != 3 {
 		t.Fatalf("batch %+v", b)
 	}
-	if e := b.entries[0].ch; e == nil || e.key != nsKey("a") || e.rev != 4 || e.obj != nil {
+	if e := b.entries[0].ch; !b.entries[0].isChange() || e.key != nsKey("a") || e.rev != 4 || e.obj != nil {
 		t.Errorf("first entry %+v, want the delete of a at rev 4", e)
 	}
 	if _, ok := b.entries[1].ev.(*NodeUpdate); !ok {
 		t.Errorf("second entry %+v, want the node update", b.entries[1])
 	}
-	if e := b.entries[2].ch; e == nil || e.key != nsKey("b") {
+	if e := b.entries[2].ch; !b.entries[2].isChange() || e.key != nsKey("b") {
 		t.Errorf("third entry %+v, want b", e)
 	}
 	if !q.drain().empty() || q.depth() != 0 {
@@ -96,7 +96,7 @@ func TestQueueListingSupersedesEarlierChanges(t *testing.T) {
 	if _, ok := b.entries[0].ev.(*NodeUpdate); !ok {
 		t.Errorf("entry 0: %+v", b.entries[0])
 	}
-	if e := b.entries[1].ch; e == nil || e.rev != 8 {
+	if e := b.entries[1].ch; !b.entries[1].isChange() || e.rev != 8 {
 		t.Errorf("entry 1: %+v", b.entries[1])
 	}
 }

@@ -224,10 +224,11 @@ func (t *takeIn) response(ctx context.Context, prefix string, resp *watchRespons
 	}
 	t.changes = t.changes[:0]
 	var watched int64 // the revision of the last watched event
+	var seen *watchEvent
 	for i := range resp.events {
 		ev := &resp.events[i]
 		if !ev.del {
-			w.see(ev.key, ev.value, ev.modRevision)
+			seen = ev // events come in revision order: the last put is the newest
 		}
 		if w.watched(ev.key) {
 			watched = ev.modRevision
@@ -235,7 +236,12 @@ func (t *takeIn) response(ctx context.Context, prefix string, resp *watchRespons
 				t.changes = append(t.changes, ch)
 			}
 		}
-		t.next[prefix] = max(t.next[prefix], ev.modRevision+1)
+	}
+	if n := len(resp.events); n > 0 { // in revision order: the last is the newest
+		t.next[prefix] = max(t.next[prefix], resp.events[n-1].modRevision+1)
+	}
+	if seen != nil {
+		w.see(seen.key, seen.value, seen.modRevision)
 	}
 	if len(t.changes) > 0 {
 		w.q.pushChanges(t.changes)

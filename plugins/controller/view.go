@@ -12,6 +12,9 @@ type view struct {
 	// listedRev is the revision of the last listing: a change at or below
 	// it is already in the view.
 	listedRev int64
+	// ev is the event apply hands out, reused from change to change
+	// (handlers do not keep it: ChangeEvent).
+	ev ChangeEvent
 }
 
 func newView() *view {
@@ -53,30 +56,25 @@ func (o outcome) String() string {
 	return "outcome(?)"
 }
 
-// apply takes in ch and returns the event handlers get for it.
+// apply takes in ch and returns the event handlers get for it: the
+// view's one event, valid until the next apply (done clears it).
 func (v *view) apply(ch *change) (*ChangeEvent, outcome) {
 	if ch.rev != 0 && ch.rev <= v.listedRev {
 		return nil, stale
 	}
-	if v.unchanged(ch) {
-		return nil, noop
-	}
-	ev := &ChangeEvent{Key: ch.key, Revision: ch.rev, Prev: v.snap.Objects[ch.key], New: ch.obj}
-	if ch.obj == nil {
+	prev, had := v.snap.Objects[ch.key]
+	switch {
+	case ch.obj == nil && !had, ch.obj != nil && had && same(prev, ch.obj):
+		return nil, noop // a delete of an absent key, a put of the value held
+	case ch.obj == nil:
 		delete(v.snap.Objects, ch.key)
-	} else {
+	default:
 		v.snap.Objects[ch.key] = ch.obj
 	}
 	v.snap.Revision = max(v.snap.Revision, ch.rev)
-	return ev, applied
+	v.ev = ChangeEvent{Key: ch.key, Revision: ch.rev, Prev: prev, New: ch.obj}
+	return &v.ev, applied
 }
 
-// unchanged tells whether ch leaves the view as it is: a delete of an
-// absent key, or a put of the value the key holds.
-func (v *view) unchanged(ch *change) bool {
-	prev, had := v.snap.Objects[ch.key]
-	if ch.obj == nil {
-		return !had
-	}
-	return had && same(prev, ch.obj)
-}
+// done lets go of the objects of the last event handed out.
+func (v *view) done() { v.ev = ChangeEvent{} }
