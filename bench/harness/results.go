@@ -438,7 +438,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 			single("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
 				fmt.Sprintf("%.0f / %.0f", a.ProgrammedEtcdCPUMS, a.ProgrammedVPPCPUMS), "", "")
 		}
-		single(fmt.Sprintf("agent's live heap holding W(%d): view, digests, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
+		single(fmt.Sprintf("agent's live heap holding W(%d): decoded view, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
 			"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
 	}
 	if v := r.RealVPP; v != nil {
