@@ -54,7 +54,7 @@ type LargeResult struct {
 	StartupEmptyCPUMS      float64 `json:"startup_empty_cpu_ms"`
 	StartupProgrammedCPUMS float64 `json:"startup_programmed_cpu_ms"`
 	// AgentHeapMiB is the running agent's live heap holding W(N): its
-	// decoded view, the controller's digests, processor and renderer.
+	// decoded view, processor and renderer.
 	AgentHeapMiB float64 `json:"agent_heap_mib"`
 	EmptyWrites  int     `json:"-"`
 	Runs         int     `json:"-"`
