@@ -69,7 +69,7 @@ func compareRoutes(a, b Route) int {
 // previous service is in the caches when the next arrives. The caller
 // holds mu.
 func (r *Renderer) setRoutes(prev, next *servicerenderer.ContivService) {
-	if prev == next {
+	if sameRoutes(prev, next) {
 		return
 	}
 	all, ips := appendRoutes(r.routesBuf[:0], r.ipsBuf, prev, &r.cfg)
@@ -86,6 +86,20 @@ func (r *Renderer) setRoutes(prev, next *servicerenderer.ContivService) {
 	for _, rt := range routes {
 		r.routeRef(rt, 1)
 	}
+}
+
+// sameRoutes tells, without deriving them, whether two services (either
+// may be nil) have the same verdict routes for certain: they are the
+// same service, or have the same cluster IPs under the same internal
+// policy, Cluster (the routes of a service are its cluster IPs'
+// rejections, which only a Local internal policy lets its ports'
+// endpoints change: servicerenderer.RejectIPs). False says nothing.
+func sameRoutes(a, b *servicerenderer.ContivService) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || a.InternalPolicy == b.InternalPolicy && a.InternalPolicy != servicerenderer.PolicyLocal &&
+		slices.Equal(a.ClusterIPs, b.ClusterIPs)
 }
 
 // routeRef counts one service more (delta 1) or fewer (-1) wanting rt. A
