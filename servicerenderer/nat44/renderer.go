@@ -45,10 +45,15 @@ type Renderer struct {
 	// front holds the change methods (AddService, …, Resync): each
 	// takes mu and calls the renderer's changes.
 	front
-	cfg   Config
-	vpp   VPP
-	log   *slog.Logger
-	owned func(tag string) bool
+	cfg Config
+	vpp VPP
+	// pipeliner and aclVPP are vpp as a Pipeliner and an ACLVPP (nil when
+	// it is not one): asked once, not at every apply (a type assertion
+	// reads the runtime's interface tables, cold between two changes).
+	pipeliner Pipeliner
+	aclVPP    ACLVPP
+	log       *slog.Logger
+	owned     func(tag string) bool
 
 	// mu guards the fields below against the introspection methods: the
 	// loop goroutine, their only writer, reads them without it.
@@ -171,6 +176,8 @@ func New(p Params) (*Renderer, error) {
 		ifIndex: map[string]uint32{},
 		applied: NewState(),
 	}
+	r.pipeliner, _ = p.VPP.(Pipeliner)
+	r.aclVPP, _ = p.VPP.(ACLVPP)
 	r.frontends = reconcile.NewTable(reconcile.Object[MappingKey, Mapping]{
 		KeyOf:   func(m *Mapping) MappingKey { return m.MappingKey },
 		Compare: compareMappingKeys,
