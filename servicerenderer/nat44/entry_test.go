@@ -72,13 +72,3 @@ func TestSameRoutes(t *testing.T) {
 	}
 }
 
-// TestFrontendReadFieldsLead: what a change of a service reads of each of
-// its frontends (all but the key, which its claim holds) lies in the
-// frontend's first 32 bytes, so that a 48-byte frontend is read in one
-// cache line more often (the key came first before: 34 bytes).
-func TestFrontendReadFieldsLead(t *testing.T) {
-	var fe frontendState
-	if end := unsafe.Offsetof(fe.Key); end > 32 {
-		t.Errorf("a frontend's fields before its key take %d bytes", end)
-	}
-}
