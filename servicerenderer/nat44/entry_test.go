@@ -71,4 +71,3 @@ func TestSameRoutes(t *testing.T) {
 		t.Error("sameRoutes of nil services")
 	}
 }
-
