@@ -36,7 +36,7 @@ type Params struct {
 // (the services claiming it, the mapping wanted there, the mapping VPP
 // holds, whether it waits for Apply) is one frontend, which a service's
 // entry points to: a change of a service reaches its mappings' state with
-// one lookup, that of the service's entry (entryIndex).
+// one map lookup, that of the service.
 //
 // Every method but the introspection ones (Desired, Applied, Failures,
 // Pending, Conflicts, Stats) must be called from one goroutine, the controller's
