@@ -59,7 +59,7 @@ type Renderer struct {
 	// loop goroutine, their only writer, reads them without it.
 	mu            sync.RWMutex
 	node          servicerenderer.LocalNode
-	services      entryIndex
+	services      map[servicerenderer.ServiceID]*serviceEntry
 	nodeDependent map[servicerenderer.ServiceID]struct{}
 	// frontends holds every address:port/protocol a service claims or VPP
 	// holds a mapping on, its mappings and the claims on it.
@@ -200,7 +200,7 @@ func New(p Params) (*Renderer, error) {
 // resync's maps then do not grow one copy at a time); the caller holds mu.
 func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole, services int) {
 	r.node = node
-	r.services = newEntryIndex(services)
+	r.services = make(map[servicerenderer.ServiceID]*serviceEntry, services)
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
 	r.frontends.Reset(services)
@@ -235,7 +235,7 @@ func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
 
 // deleteService forgets svc.
 func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
-	e := r.services.get(svc.ID)
+	e := r.services[svc.ID]
 	if e == nil {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
 		return
@@ -244,7 +244,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.frontends.Release(&e.Claimant)
 	r.setRoutes(e.Svc, nil)
 	r.setSourceRules(svc.ID, nil)
-	r.services.remove(svc.ID)
+	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
 		r.log.Debug("service removed", "service", svc.ID, "mappings", n)
@@ -255,7 +255,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 // service's mappings are matched by key with those it had: a frontend it
 // keeps is reached through its old claim, without a lookup.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
-	e := r.services.get(svc.ID)
+	e := r.services[svc.ID]
 	// prev is the service as last rendered into e (nil: none).
 	var prev *servicerenderer.ContivService
 	if e != nil {
@@ -273,16 +273,15 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		r.setRoutes(prev, nil)
 		prev = nil
 		e = &serviceEntry{mappingTag: tag, nodeDependent: e.nodeDependent}
+		r.services[svc.ID] = e
 	}
 	if e == nil {
 		e = &serviceEntry{mappingTag: tag}
+		r.services[svc.ID] = e
 	}
 	e.mappingTag = tag
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
 	r.frontends.Set(&e.Claimant, svc, ms)
-	if prev == nil {
-		r.services.put(e) // new, or another incarnation: Set gave it its Svc
-	}
 	clear(ms)
 	r.mappingBuf = ms[:0]
 	r.setRoutes(prev, svc)
@@ -417,12 +416,10 @@ func (r *Renderer) setNode(node servicerenderer.LocalNode) {
 	ids := slices.SortedFunc(maps.Keys(r.nodeDependent), byID)
 	if renamed {
 		// Subsets are chosen by the node's name: every service again.
-		ids = ids[:0]
-		r.services.all(func(e *serviceEntry) { ids = append(ids, e.Svc.ID) })
-		slices.SortFunc(ids, byID)
+		ids = slices.SortedFunc(maps.Keys(r.services), byID)
 	}
 	for _, id := range ids {
-		r.setService(r.services.get(id).Svc)
+		r.setService(r.services[id].Svc)
 	}
 	r.log.Debug("node addresses changed", "ips", node.IPs, "services", len(ids))
 }
@@ -452,7 +449,7 @@ func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 				conflicts++
 			}
 		}
-		r.log.Debug("resync rendered", "services", r.services.len(), "mappings", mappings, "conflicts", conflicts)
+		r.log.Debug("resync rendered", "services", len(r.services), "mappings", mappings, "conflicts", conflicts)
 	}
 }
 
