@@ -277,8 +277,8 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 	x := &r.runner
 	*x = runner{r: r, ctx: ctx, ops: ops, b: batch{changed: r.changedBuf[:0]}, noTable: x.noTable[:0]}
 	b := &x.b
-	if pl, ok := r.vpp.(Pipeliner); ok && len(ops) > 1 {
-		if p, err := pl.Pipeline(ctx); err == nil {
+	if r.pipeliner != nil && len(ops) > 1 {
+		if p, err := r.pipeliner.Pipeline(ctx); err == nil {
 			x.p = p
 			defer p.Close()
 		} else {

@@ -45,10 +45,15 @@ type Renderer struct {
 	// front holds the change methods (AddService, …, Resync): each
 	// takes mu and calls the renderer's changes.
 	front
-	cfg   Config
-	vpp   VPP
-	log   *slog.Logger
-	owned func(tag string) bool
+	cfg Config
+	vpp VPP
+	// pipeliner and aclVPP are vpp as a Pipeliner and an ACLVPP (nil when
+	// it is not one): asked once, not at every apply (a type assertion
+	// reads the runtime's interface tables, cold between two changes).
+	pipeliner Pipeliner
+	aclVPP    ACLVPP
+	log       *slog.Logger
+	owned     func(tag string) bool
 
 	// mu guards the fields below against the introspection methods: the
 	// loop goroutine, their only writer, reads them without it.
@@ -116,7 +121,7 @@ type Renderer struct {
 	opsBuf     []Op
 	mappingBuf []Mapping
 	changedBuf []MappingKey
-	// routesBuf and ipsBuf are setService's room for a service's
+	// routesBuf and ipsBuf are setRoutes' room for two services'
 	// verdict routes (verdict.go).
 	routesBuf []Route
 	ipsBuf    []netip.Addr
@@ -134,17 +139,20 @@ type Renderer struct {
 // claiming it, the mapping wanted there and the one VPP holds.
 type frontendState = reconcile.Frontend[MappingKey, Mapping]
 
-// serviceEntry is one service and the mappings it claims.
+// serviceEntry is one service and the mappings it claims: 56 bytes, one
+// cache line, which a change of the service reads. What else the
+// renderer derived from the service (its verdict routes, the affinity of
+// its tag) is derived again from the service as last set (Svc) when
+// needed: that service is in the caches when the next arrives (the
+// processor copies it as the new one's template), the renderer's own
+// copies would not be.
 type serviceEntry struct {
 	reconcile.Claimant[MappingKey, Mapping]
-	// mappingTag is the tag of its mappings, made for affinity.
+	// mappingTag is the tag of its mappings, made for Svc's affinity.
 	mappingTag string
-	affinity   uint32
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
-	// routes are its verdict routes (BuildRoutes).
-	routes []Route
 }
 
 // New validates the configuration and makes a renderer with no service.
@@ -168,6 +176,8 @@ func New(p Params) (*Renderer, error) {
 		ifIndex: map[string]uint32{},
 		applied: NewState(),
 	}
+	r.pipeliner, _ = p.VPP.(Pipeliner)
+	r.aclVPP, _ = p.VPP.(ACLVPP)
 	r.frontends = reconcile.NewTable(reconcile.Object[MappingKey, Mapping]{
 		KeyOf:   func(m *Mapping) MappingKey { return m.MappingKey },
 		Compare: compareMappingKeys,
@@ -232,7 +242,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	}
 	n := e.Len()
 	r.frontends.Release(&e.Claimant)
-	r.setRoutes(e, nil)
+	r.setRoutes(e.Svc, nil)
 	r.setSourceRules(svc.ID, nil)
 	delete(r.services, svc.ID)
 	delete(r.nodeDependent, svc.ID)
@@ -246,31 +256,35 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 // keeps is reached through its old claim, without a lookup.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	e := r.services[svc.ID]
+	// prev is the service as last rendered into e (nil: none).
+	var prev *servicerenderer.ContivService
+	if e != nil {
+		prev = e.Svc
+	}
 	var tag string
-	if e != nil && e.affinity == svc.AffinityTimeout {
+	if prev != nil && prev.AffinityTimeout == svc.AffinityTimeout {
 		tag = e.mappingTag
 	} else {
 		tag = AffinityTag(r.cfg.TagPrefix, svc.ID, svc.AffinityTimeout)
 	}
-	if e != nil && !e.Svc.Created.Equal(svc.Created) {
+	if prev != nil && !prev.Created.Equal(svc.Created) {
 		// Another incarnation of the service: it may now lose or win frontends.
 		r.frontends.Release(&e.Claimant)
-		r.setRoutes(e, nil)
-		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout, nodeDependent: e.nodeDependent}
+		r.setRoutes(prev, nil)
+		prev = nil
+		e = &serviceEntry{mappingTag: tag, nodeDependent: e.nodeDependent}
 		r.services[svc.ID] = e
 	}
 	if e == nil {
-		e = &serviceEntry{mappingTag: tag, affinity: svc.AffinityTimeout}
+		e = &serviceEntry{mappingTag: tag}
 		r.services[svc.ID] = e
 	}
-	e.mappingTag, e.affinity = tag, svc.AffinityTimeout
+	e.mappingTag = tag
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
 	r.frontends.Set(&e.Claimant, svc, ms)
 	clear(ms)
 	r.mappingBuf = ms[:0]
-	routes, ips := appendRoutes(r.routesBuf[:0], r.ipsBuf, svc, &r.cfg)
-	r.setRoutes(e, routes)
-	r.routesBuf, r.ipsBuf = routes[:0], ips[:0]
+	r.setRoutes(prev, svc)
 	r.setSourceRules(svc.ID, SourceRangeRules(svc))
 	if dep := dependsOnNode(svc); dep != e.nodeDependent {
 		e.nodeDependent = dep

@@ -153,7 +153,8 @@ func (r *Renderer) setSourceRules(id servicerenderer.ServiceID, rules []ACLRule)
 // list and deleted when no service wants one. A missing interface waits
 // (retried on the next full apply).
 func (r *Renderer) applySourceACL(ctx context.Context, full bool) error {
-	av, ok := r.vpp.(ACLVPP)
+	av := r.aclVPP
+	ok := av != nil
 	if ok && !av.HasACLPlugin() {
 		// Nothing to read or write; what VPP holds is unknown (a restart
 		// with the plugin starts empty), read back on the next full apply.

@@ -23,6 +23,9 @@ func (r *Renderer) noteSubset(fe *frontendState, m *Mapping) {
 	if m != nil {
 		sub = m.subset
 	}
+	if sub == nil && len(r.subsets) == 0 {
+		return // nothing to note (and fe's key left unread)
+	}
 	old, had := r.subsets[fe.Key]
 	switch {
 	case sub == nil && had:

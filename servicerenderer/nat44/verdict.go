@@ -61,24 +61,45 @@ func compareRoutes(a, b Route) int {
 	return cmp.Or(compareRouteKeys(a.RouteKey, b.RouteKey), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Table, b.Table))
 }
 
-// setRoutes records that service entry e now wants routes (sorted; a
-// copy is kept when they changed, so routes may be scratch): the counts
-// of the routes it stops or starts wanting change, and each key whose
-// desired route changes is queued for Apply. The caller holds mu.
-func (r *Renderer) setRoutes(e *serviceEntry, routes []Route) {
-	if slices.Equal(e.routes, routes) {
+// setRoutes records that the service whose verdict routes were prev's
+// (nil: none) now wants next's (nil: none): the counts of the routes it
+// stops or starts wanting change, and each key whose desired route
+// changes is queued for Apply. The routes are derived from both (a
+// service handed to the renderer is never mutated) rather than kept: the
+// previous service is in the caches when the next arrives. The caller
+// holds mu.
+func (r *Renderer) setRoutes(prev, next *servicerenderer.ContivService) {
+	if sameRoutes(prev, next) {
 		return
 	}
-	for _, rt := range e.routes {
+	all, ips := appendRoutes(r.routesBuf[:0], r.ipsBuf, prev, &r.cfg)
+	n := len(all)
+	all, ips = appendRoutes(all, ips, next, &r.cfg)
+	r.routesBuf, r.ipsBuf = all[:0], ips[:0]
+	old, routes := all[:n], all[n:]
+	if slices.Equal(old, routes) {
+		return
+	}
+	for _, rt := range old {
 		r.routeRef(rt, -1)
 	}
 	for _, rt := range routes {
 		r.routeRef(rt, 1)
 	}
-	e.routes = nil
-	if len(routes) > 0 {
-		e.routes = slices.Clone(routes)
+}
+
+// sameRoutes tells, without deriving them, whether two services (either
+// may be nil) have the same verdict routes for certain: they are the
+// same service, or have the same cluster IPs under the same internal
+// policy, Cluster (the routes of a service are its cluster IPs'
+// rejections, which only a Local internal policy lets its ports'
+// endpoints change: servicerenderer.RejectIPs). False says nothing.
+func sameRoutes(a, b *servicerenderer.ContivService) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
+	return a == b || a.InternalPolicy == b.InternalPolicy && a.InternalPolicy != servicerenderer.PolicyLocal &&
+		slices.Equal(a.ClusterIPs, b.ClusterIPs)
 }
 
 // routeRef counts one service more (delta 1) or fewer (-1) wanting rt. A
