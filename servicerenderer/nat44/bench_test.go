@@ -90,6 +90,24 @@ func (w *benchWorkload) change(r *Renderer, k int) error {
 	return r.UpdateService(old, next)
 }
 
+// programmed is a renderer of w resynced and fully applied to vpp, whose
+// call count then starts again from zero.
+func programmed(b *testing.B, w *benchWorkload, vpp *countingVPP) *Renderer {
+	b.Helper()
+	r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Resync(w.resyncData()); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Apply(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	vpp.calls = 0
+	return r
+}
+
 // BenchmarkChange is the per-change cost: one endpoint change through the
 // renderer to its VPP calls (a VPP that only counts them).
 func BenchmarkChange(b *testing.B) {
@@ -97,18 +115,8 @@ func BenchmarkChange(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			w := newBenchWorkload(n)
 			vpp := &countingVPP{}
-			r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Resync(w.resyncData()); err != nil {
-				b.Fatal(err)
-			}
+			r := programmed(b, w, vpp)
 			ctx := context.Background()
-			if err := r.Apply(ctx, true); err != nil {
-				b.Fatal(err)
-			}
-			vpp.calls = 0
 			b.ReportAllocs()
 			k := 0
 			cpu0 := cpuTime()

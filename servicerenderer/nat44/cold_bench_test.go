@@ -3,7 +3,6 @@ package nat44
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"testing"
@@ -45,18 +44,8 @@ func coldChanges(b *testing.B, n int, evict bool) {
 	w := newBenchWorkload(n)
 	w.cfg.MainVRF = 0
 	vpp := &countingVPP{}
-	r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Resync(w.resyncData()); err != nil {
-		b.Fatal(err)
-	}
+	r := programmed(b, w, vpp)
 	ctx := context.Background()
-	if err := r.Apply(ctx, true); err != nil {
-		b.Fatal(err)
-	}
-	vpp.calls = 0
 	const block = 100
 	type change struct {
 		old, next *servicerenderer.ContivService
