@@ -90,9 +90,8 @@ func (w *benchWorkload) change(r *Renderer, k int) error {
 	return r.UpdateService(old, next)
 }
 
-// programmed is a renderer of w resynced and fully applied to vpp, whose
-// call count then starts again from zero.
-func programmed(b *testing.B, w *benchWorkload, vpp *countingVPP) *Renderer {
+// applied is a renderer of w resynced and fully applied to vpp.
+func applied(b *testing.B, w *benchWorkload, vpp VPP) *Renderer {
 	b.Helper()
 	r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -104,7 +103,6 @@ func programmed(b *testing.B, w *benchWorkload, vpp *countingVPP) *Renderer {
 	if err := r.Apply(context.Background(), true); err != nil {
 		b.Fatal(err)
 	}
-	vpp.calls = 0
 	return r
 }
 
@@ -115,7 +113,8 @@ func BenchmarkChange(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			w := newBenchWorkload(n)
 			vpp := &countingVPP{}
-			r := programmed(b, w, vpp)
+			r := applied(b, w, vpp)
+			vpp.calls = 0
 			ctx := context.Background()
 			b.ReportAllocs()
 			k := 0
@@ -185,19 +184,7 @@ func BenchmarkStartup(b *testing.B) {
 		w := newBenchWorkload(n)
 		w.cfg.MainVRF = 0
 		programmed := newFakeVPP()
-		start := func(b *testing.B, vpp VPP) *Renderer {
-			r, err := New(Params{Config: w.cfg, VPP: vpp, Log: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Resync(w.resyncData()); err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Apply(context.Background(), true); err != nil {
-				b.Fatal(err)
-			}
-			return r
-		}
+		start := func(b *testing.B, vpp VPP) *Renderer { return applied(b, w, vpp) }
 		start(b, programmed)
 		programmed.takeCalls()
 		for _, c := range []struct {

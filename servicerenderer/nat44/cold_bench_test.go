@@ -44,7 +44,8 @@ func coldChanges(b *testing.B, n int, evict bool) {
 	w := newBenchWorkload(n)
 	w.cfg.MainVRF = 0
 	vpp := &countingVPP{}
-	r := programmed(b, w, vpp)
+	r := applied(b, w, vpp)
+	vpp.calls = 0
 	ctx := context.Background()
 	const block = 100
 	type change struct {
