@@ -14,13 +14,15 @@ import (
 // invoke sends one request on the live connection and decodes its reply.
 // A non-zero Retval comes back as an api.VPPApiError.
 func (c *Conn) invoke(ctx context.Context, req, reply api.Message) error {
-	conn, _, err := c.current()
+	conn, lost, err := c.live()
 	if err != nil {
 		return fmt.Errorf("%s: %w", req.GetMessageName(), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
-	return c.invokeOn(ctx, conn, req, reply)
+	ctx, done, failed := whileLive(ctx, lost)
+	defer done()
+	return failed(c.invokeOn(ctx, conn, req, reply))
 }
 
 func (c *Conn) invokeOn(ctx context.Context, conn *core.Connection, req, reply api.Message) (err error) {
@@ -70,13 +72,16 @@ const DumpReplyBuffer = 1 << 16
 // until each says the stream is done.
 func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Message) (done bool, err error), opts ...api.StreamOption) (err error) {
 	name := reqs[0].GetMessageName()
-	conn, _, err := c.current()
+	conn, lost, err := c.live()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer c.observe(name, time.Now(), &err)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
+	ctx, done, failed := whileLive(ctx, lost)
+	defer done()
+	defer func() { err = failed(err) }()
 	s, err := conn.NewStream(ctx, opts...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

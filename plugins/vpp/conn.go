@@ -213,8 +213,9 @@ type Conn struct {
 
 	mu      sync.Mutex
 	conn    *core.Connection
-	gen     uint64 // counts connections established
-	pid     uint32 // VPP's process ID on the current connection
+	lost    context.Context // cancelled when conn ends (nil while disconnected)
+	gen     uint64          // counts connections established
+	pid     uint32          // VPP's process ID on the current connection
 	status  Status
 	lastErr error
 	changed chan struct{} // closed and replaced on every change
@@ -317,6 +318,32 @@ func (c *Conn) current() (*core.Connection, uint64, error) {
 	return c.conn, c.gen, nil
 }
 
+// live returns the live connection and a context cancelled when it ends.
+func (c *Conn) live() (*core.Connection, context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil, nil, ErrNotConnected
+	}
+	return c.conn, c.lost, nil
+}
+
+// whileLive bounds a call on a connection by lost, the connection's end, as
+// well as by ctx: govpp fails no request in flight when its connection
+// breaks, so a call made just before VPP went away would otherwise wait out
+// CallTimeout (30 s) while the agent has long reconnected. done releases
+// it; failed tells a call's error apart when the connection ended under it.
+func whileLive(ctx, lost context.Context) (_ context.Context, done func(), failed func(error) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(lost, cancel)
+	return ctx, func() { stop(); cancel() }, func(err error) error {
+		if err != nil && lost.Err() != nil {
+			return fmt.Errorf("%w (the connection ended during the call): %w", ErrNotConnected, err)
+		}
+		return err
+	}
+}
+
 // session is a snapshot of the connection: the live govpp connection (nil
 // while disconnected), its generation, VPP's process ID and a channel
 // closed at the next change of any of them.
@@ -402,8 +429,10 @@ func (c *Conn) run(ctx context.Context) {
 		restarted := lastPID != 0 && info.pid != lastPID
 		lastPID = info.pid
 		now := time.Now()
+		lost, markLost := context.WithCancel(context.Background())
 		c.setState(func() {
 			c.conn = conn
+			c.lost = lost
 			c.gen++
 			c.pid = info.pid
 			c.lastErr = nil
@@ -424,8 +453,10 @@ func (c *Conn) run(ctx context.Context) {
 			MissingPlugins: slices.Clone(info.missing)})
 
 		err = c.watch(ctx, conn, info.pid, info.sock)
+		markLost()
 		c.setState(func() {
 			c.conn = nil
+			c.lost = nil
 			c.status.Connected = false
 			if err != nil {
 				c.lastErr = err
