@@ -308,16 +308,6 @@ func (c *Conn) WaitConnected(ctx context.Context) error {
 	}
 }
 
-// current returns the live connection and its generation.
-func (c *Conn) current() (*core.Connection, uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn == nil {
-		return nil, c.gen, ErrNotConnected
-	}
-	return c.conn, c.gen, nil
-}
-
 // live returns the live connection and a context cancelled when it ends.
 func (c *Conn) live() (*core.Connection, context.Context, error) {
 	c.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.fd.io/govpp/binapi/memclnt"
+
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -44,5 +46,31 @@ func TestCallFailsWhenTheConnectionEnds(t *testing.T) {
 		}
 	case <-time.After(45 * time.Second): // bounds a hung test only (CallTimeout is a minute)
 		t.Fatal("the call in flight still waits after the connection ended")
+	}
+
+	// The same for a pipelined stream's call, on the next connection.
+	if err := c.WaitConnected(wctx); err != nil {
+		t.Fatalf("WaitConnected after the restart: %v", err)
+	}
+	st, err := openStream[int](ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	st.send(1, &memclnt.ControlPing{}, &memclnt.ControlPingReply{})
+	popped := make(chan streamCall[int], 1)
+	go func() {
+		call, _ := st.pop()
+		popped <- call
+	}()
+	time.Sleep(100 * time.Millisecond) // the request sent
+	v.Restart()
+	select {
+	case call := <-popped:
+		if !errors.Is(call.err, ErrNotConnected) {
+			t.Errorf("the pipelined call in flight ended with %v, want ErrNotConnected", call.err)
+		}
+	case <-time.After(45 * time.Second): // bounds a hung test only
+		t.Fatal("the pipelined call in flight still waits after the connection ended")
 	}
 }

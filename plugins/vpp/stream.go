@@ -25,7 +25,8 @@ type stream[M any] struct {
 	conn   *Conn
 	ctx    context.Context
 	s      api.Stream
-	cancel context.CancelFunc
+	cancel func()            // ends the stream's context (whileLive's done)
+	failed func(error) error // marks an error of a connection that ended
 	// q holds the calls sent (or settled without a message) and not
 	// handed out by pop, oldest first, from head; next is the oldest
 	// without an answer read from the stream, unread how many have none.
@@ -49,11 +50,11 @@ type streamCall[M any] struct {
 
 // openStream opens a stream on c's live connection.
 func openStream[M any](ctx context.Context, c *Conn) (*stream[M], error) {
-	conn, _, err := c.current()
+	conn, lost, err := c.live()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel, failed := whileLive(ctx, lost)
 	s, err := conn.NewStream(ctx,
 		core.WithRequestSize(PipelineWindow), core.WithReplySize(PipelineWindow+8),
 		core.WithReplyTimeout(c.cfg.CallTimeout))
@@ -61,7 +62,7 @@ func openStream[M any](ctx context.Context, c *Conn) (*stream[M], error) {
 		cancel()
 		return nil, err
 	}
-	return &stream[M]{conn: c, ctx: ctx, s: s, cancel: cancel}, nil
+	return &stream[M]{conn: c, ctx: ctx, s: s, cancel: cancel, failed: failed}, nil
 }
 
 // settled queues a call that needs no message: done, without error.
@@ -122,8 +123,8 @@ func (p *stream[M]) readOne() {
 	m, err := p.s.RecvMsg()
 	switch {
 	case err != nil:
-		p.broken = err
-		c.err = fmt.Errorf("%s: %w", c.name, err)
+		p.broken = p.failed(err)
+		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
 	case m.GetMessageName() != c.reply:
 		// Answers no longer match calls: nothing after can be trusted.
 		p.broken = fmt.Errorf("got %s for %s", m.GetMessageName(), c.name)
