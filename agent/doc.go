@@ -36,7 +36,9 @@
 // From its start to its first full apply the agent collects no garbage
 // while its memory grows by less than controller.startupHeapMiB
 // (startgc.go): the start builds the whole state, and the collections that
-// follow the heap's doublings would each mark it again.
+// follow the heap's doublings would each mark it again. The hold stays
+// within three quarters of the container's memory limit (cgroupmem.go:
+// cgroup v1 or v2, the pod's limit included).
 //
 // Features live in their own packages: kube-proxy's health endpoints in
 // healthcheck (the services' health checks, a renderer the processor

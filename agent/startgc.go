@@ -38,17 +38,23 @@ var gcHold struct {
 }
 
 // holdGC turns the collector off with a soft memory limit of what the
-// process uses now plus allowanceMiB (kept lower when it was lower) until
-// release is called (once; later calls do nothing) or a collection
-// happens. allowanceMiB <= 0 leaves everything as it is.
+// process uses now plus allowanceMiB (kept lower when it was lower, and
+// within the container's memory limit: cgroupmem.go) until release is
+// called (once; later calls do nothing) or a collection happens.
+// allowanceMiB <= 0 leaves everything as it is.
 func holdGC(allowanceMiB int) (release func()) {
 	if allowanceMiB <= 0 {
 		return func() {}
 	}
+	return holdGCUnder(allowanceMiB, containerMemoryCap())
+}
+
+// holdGCUnder is holdGC with the limit kept at most maxLimit bytes.
+func holdGCUnder(allowanceMiB int, maxLimit int64) (release func()) {
 	gcHold.mu.Lock()
 	if gcHold.holders == 0 {
 		gcHold.limit = debug.SetMemoryLimit(-1)
-		debug.SetMemoryLimit(min(gcHold.limit, addMiB(memoryUsed(), allowanceMiB)))
+		debug.SetMemoryLimit(min(gcHold.limit, addMiB(memoryUsed(), allowanceMiB), maxLimit))
 		gcHold.percent = debug.SetGCPercent(-1)
 	}
 	gcHold.holders++
