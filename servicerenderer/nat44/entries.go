@@ -2,8 +2,11 @@ package nat44
 
 import "contiv.dev/vpp/servicerenderer"
 
-// slotChunk is the number of entries in one chunk of slotted: 16 KiB.
-const slotChunk = 256
+// slotChunk is the number of entries in one chunk of slotted: 32 KiB,
+// which Go's allocator gives page-aligned (a smaller object with
+// pointers starts 8 bytes into its slot, after its type): every entry
+// is then one aligned cache line.
+const slotChunk = 512
 
 // slotted holds the entries of services by their slot
 // (servicerenderer.ContivService.Slot), by value, in chunks that never

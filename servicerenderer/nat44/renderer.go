@@ -157,7 +157,7 @@ type serviceEntry struct {
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
-	_             [7]byte // to 64 bytes: slotted's entries keep to a line each
+	_             [15]byte // to 64 bytes: slotted's entries keep to a line each
 }
 
 // New validates the configuration and makes a renderer with no service.
