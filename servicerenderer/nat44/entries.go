@@ -49,11 +49,14 @@ func (r *Renderer) entry(svc *servicerenderer.ContivService) *serviceEntry {
 // newEntry makes the entry of svc, a service the renderer does not hold:
 // in its slot's place when that is free, else apart.
 func (r *Renderer) newEntry(svc *servicerenderer.ContivService) *serviceEntry {
-	e := new(serviceEntry)
+	var e *serviceEntry
 	if svc.Slot != 0 {
 		if at := r.slotted.make(svc.Slot); at.Svc == nil {
 			e = at
 		}
+	}
+	if e == nil {
+		e = new(serviceEntry)
 	}
 	r.services[svc.ID] = e
 	return e
