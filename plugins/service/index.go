@@ -223,8 +223,14 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 }
 
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
-// moves it to the service it now names.
-func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
+// moves it to the service it now names. prev is the slice it replaces as
+// the event says (nil: none).
+func (p *Processor) sliceChanged(k sliceName, s, prev *kubestate.EndpointSlice) {
+	if e, i := p.holding(s, prev); e != nil {
+		e.slices[i] = s
+		p.refresh(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}, e, nil)
+		return
+	}
 	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
 	var id sr.ServiceID
@@ -252,6 +258,28 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 		p.slices[k] = owner
 	}
 	p.refresh(id, owner, nil)
+}
+
+// holding is the entry of the service s names and the place of prev among
+// its slices, when it holds prev (nil when not): the common change, a
+// slice changed and its service the same, is found through the index of
+// services, whose key's bytes (the service's name) a change of the slices
+// index would read too, to tell whether the slice moved. The slices are
+// told apart by pointer (the processor holds the objects it was given, as
+// the events' Prev are), without reading them.
+func (p *Processor) holding(s, prev *kubestate.EndpointSlice) (*entry, int) {
+	if s == nil || prev == nil || s.ServiceName == "" {
+		return nil, 0
+	}
+	e := p.services[sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}]
+	if e == nil {
+		return nil, 0
+	}
+	i := slices.Index(e.slices, prev)
+	if i < 0 {
+		return nil, 0
+	}
+	return e, i
 }
 
 // refresh derives service id again, from base nb when the Service changed

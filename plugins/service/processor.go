@@ -396,7 +396,8 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, e.Key, e.New); ok {
-				p.sliceChanged(sliceNameOf(e.Key), s)
+				prev, _ := e.Prev.(*kubestate.EndpointSlice)
+				p.sliceChanged(sliceNameOf(e.Key), s, prev)
 			}
 		case kubestate.ResPod:
 			// A pod's key holds its node: the delete of another node's
