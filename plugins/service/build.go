@@ -142,6 +142,9 @@ func derive(bs *base, eps []*kubestate.EndpointSlice, v *nodeView, scratch *[]ca
 // most have, gets its ContivService and its port in one allocation, side by
 // side in memory, with its cluster IP when it has one (in the room the size
 // class leaves: 288 bytes either way); other shapes share tmpl's cluster IPs.
+// The cluster IP lies before the port, whose backends come last: a copy
+// reads neither the template's backends nor, half the time (as the
+// allocation falls on cache lines), its fifth line.
 func newOutput(tmpl *sr.ContivService) *sr.ContivService {
 	return place(tmpl, tmpl.Ports, tmpl.ClusterIPs)
 }
@@ -155,10 +158,10 @@ func place(tmpl *sr.ContivService, ports []sr.Port, cluster []netip.Addr) *sr.Co
 	case len(ports) == 1 && len(cluster) == 1:
 		one := new(struct {
 			svc  sr.ContivService
-			port [1]sr.Port
 			ip   [1]netip.Addr
+			port [1]sr.Port
 		})
-		one.svc, one.port[0], one.ip[0] = *tmpl, ports[0], cluster[0]
+		one.svc, one.ip[0], one.port[0] = *tmpl, cluster[0], frontOf(&ports[0])
 		out = &one.svc
 		out.Ports, out.ClusterIPs = one.port[:], one.ip[:]
 	case len(ports) == 1:
@@ -166,18 +169,23 @@ func place(tmpl *sr.ContivService, ports []sr.Port, cluster []netip.Addr) *sr.Co
 			svc  sr.ContivService
 			port [1]sr.Port
 		})
-		one.svc, one.port[0] = *tmpl, ports[0]
+		one.svc, one.port[0] = *tmpl, frontOf(&ports[0])
 		out = &one.svc
 		out.Ports = one.port[:]
 	default:
 		out = new(sr.ContivService)
 		*out = *tmpl
-		out.Ports = slices.Clone(ports)
-	}
-	for i := range out.Ports {
-		out.Ports[i].Backends, out.Ports[i].LocalBackends = nil, nil
+		out.Ports = make([]sr.Port, len(ports))
+		for i := range ports {
+			out.Ports[i] = frontOf(&ports[i])
+		}
 	}
 	return out
+}
+
+// frontOf is p without its backends.
+func frontOf(p *sr.Port) sr.Port {
+	return sr.Port{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort}
 }
 
 // build derives the ContivService of one Service from the service and its

@@ -55,26 +55,33 @@ func BenchmarkChangeCold(b *testing.B) {
 			br.resync(b)
 			ctx := context.Background()
 			changed := make([]bool, n)
+			// held is the slice of each service the processor holds: the
+			// events' Prev, as the controller's view gives it.
+			held := make([]kubestate.Object, n)
+			for s, sl := range w.Slices {
+				held[s] = br.obj[sl.Key()]
+			}
 			const block = 100
 			evs := make([]*controller.ChangeEvent, 0, block)
 			raws := make([][]byte, 0, block)
+			svcs := make([]int, 0, block)
 			visit := 0
 			next := func() {
-				evs, raws = evs[:0], raws[:0]
+				evs, raws, svcs = evs[:0], raws[:0], svcs[:0]
 				for range block {
 					s := (7919*visit + 13) % n
 					visit++
-					prev, now := w.Slices[s], workload.Slice(s, workload.EndpointsPer-1, false)
+					now := workload.Slice(s, workload.EndpointsPer-1, false)
 					if changed[s] {
-						prev, now = now, prev
+						now = w.Slices[s]
 					}
 					changed[s] = !changed[s]
 					raw, err := kubestate.Encode(now)
 					if err != nil {
 						b.Fatal(err)
 					}
-					raws = append(raws, raw)
-					evs = append(evs, &controller.ChangeEvent{Key: now.Key(), Prev: prev})
+					raws, svcs = append(raws, raw), append(svcs, s)
+					evs = append(evs, &controller.ChangeEvent{Key: now.Key()})
 				}
 				// Decoded last, as the watcher does just before handing
 				// them over: their memory is what was touched last.
@@ -83,7 +90,8 @@ func BenchmarkChangeCold(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ev.Key, ev.New = o.Key(), o
+					ev.Key, ev.Prev, ev.New = o.Key(), held[svcs[i]], o
+					held[svcs[i]] = o
 				}
 			}
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -36,5 +37,30 @@ func TestEntryID(t *testing.T) {
 	}
 	if got := new(entry).id(); got != (sr.ServiceID{}) {
 		t.Errorf("an empty entry's id is %v", got)
+	}
+}
+
+// TestFrontOfKeepsAllButBackends: the copy of a template's port keeps
+// every field of sr.Port but its backends, whatever fields it has.
+func TestFrontOfKeepsAllButBackends(t *testing.T) {
+	var p sr.Port
+	v := reflect.ValueOf(&p).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+			f.SetUint(1)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		default:
+			t.Fatalf("sr.Port.%s: a %s this test cannot fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	want := p
+	want.Backends, want.LocalBackends = nil, nil
+	if got := frontOf(&p); !reflect.DeepEqual(got, want) {
+		t.Errorf("frontOf(%+v) = %+v, want %+v", p, got, want)
 	}
 }

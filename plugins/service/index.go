@@ -31,6 +31,9 @@ type entry struct {
 	rare *rare
 	// hostNet and hinted are the last derivation's (see derived).
 	hostNet, hinted bool
+	// slot is the service's slot (slots) while it is rendered, in its
+	// output; 0 when it is not.
+	slot uint32
 }
 
 // id is the service's ID: its output's when it is rendered (the strings
@@ -220,8 +223,14 @@ func (p *Processor) serviceChanged(id sr.ServiceID, s *kubestate.Service) {
 }
 
 // sliceChanged takes in slice k, new or changed (nil s: deleted), and
-// moves it to the service it now names.
-func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
+// moves it to the service it now names. prev is the slice it replaces as
+// the event says (nil: none).
+func (p *Processor) sliceChanged(k sliceName, s, prev *kubestate.EndpointSlice) {
+	if e, i := p.holding(s, prev); e != nil {
+		e.slices[i] = s
+		p.refresh(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}, e, nil)
+		return
+	}
 	owner, known := p.slices[k]
 	has := s != nil && s.ServiceName != ""
 	var id sr.ServiceID
@@ -251,6 +260,28 @@ func (p *Processor) sliceChanged(k sliceName, s *kubestate.EndpointSlice) {
 	p.refresh(id, owner, nil)
 }
 
+// holding is the entry of the service s names and the place of prev among
+// its slices, when it holds prev (nil when not): the common change, a
+// slice changed and its service the same, is found through the index of
+// services, whose key's bytes (the service's name) a change of the slices
+// index would read too, to tell whether the slice moved. The slices are
+// told apart by pointer (the processor holds the objects it was given, as
+// the events' Prev are), without reading them.
+func (p *Processor) holding(s, prev *kubestate.EndpointSlice) (*entry, int) {
+	if s == nil || prev == nil || s.ServiceName == "" {
+		return nil, 0
+	}
+	e := p.services[sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName}]
+	if e == nil {
+		return nil, 0
+	}
+	i := slices.Index(e.slices, prev)
+	if i < 0 {
+		return nil, 0
+	}
+	return e, i
+}
+
 // refresh derives service id again, from base nb when the Service changed
 // (nil: the base is the entry's), and tells renderers what changed.
 func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
@@ -265,6 +296,7 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if e.svc != nil {
 		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
+		p.label(e, d.out)
 	}
 	switch {
 	case old.out == nil && d.out == nil:
@@ -278,6 +310,10 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
 	e.set(nb.skips, d)
+	if e.out == nil && e.slot != 0 {
+		p.slots.put(e.slot) // renderers were told of its delete
+		e.slot = 0
+	}
 	if e.hostNet != old.hostNet {
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -313,6 +349,18 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
 	}
+}
+
+// label gives out, e's output fresh from a derivation (nil: none), e's
+// slot, taking one when the service has none.
+func (p *Processor) label(e *entry, out *sr.ContivService) {
+	if out == nil {
+		return
+	}
+	if e.slot == 0 {
+		e.slot = p.slots.get()
+	}
+	out.Slot = e.slot
 }
 
 // sameBackends tells whether two outputs of one base, which differ in

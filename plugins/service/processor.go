@@ -186,6 +186,8 @@ type Processor struct {
 	errs []error
 	// builds counts services derived (tests check what a change touches).
 	builds int
+	// slots hands out the slots of the rendered services.
+	slots slots
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
 }
@@ -300,6 +302,15 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	es := p.index(ev.State.Objects)
 	sortEntries(es)
 	sameView := oldView.equal(&p.view)
+	// A service rendered before keeps its slot (a kept output holds it).
+	kept := make([]uint32, 0, len(es))
+	for _, ke := range es {
+		if o := old[ke.id]; o != nil && o.slot != 0 {
+			ke.e.slot = o.slot
+			kept = append(kept, o.slot)
+		}
+	}
+	p.slots.keep(kept)
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, ke := range es {
 		id, e := ke.id, ke.e
@@ -310,8 +321,14 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
 		} else {
 			b := p.deriveBase(e.svc)
-			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
+			d := derive(&b, e.slices, &p.view, &p.scratch)
+			p.label(e, d.out)
+			e.set(b.skips, d)
 			p.builds++
+		}
+		if e.out == nil && e.slot != 0 {
+			p.slots.put(e.slot)
+			e.slot = 0
 		}
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -379,7 +396,8 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 			}
 		case kubestate.ResEndpointSlice:
 			if s, ok := as[*kubestate.EndpointSlice](p, e.Key, e.New); ok {
-				p.sliceChanged(sliceNameOf(e.Key), s)
+				prev, _ := e.Prev.(*kubestate.EndpointSlice)
+				p.sliceChanged(sliceNameOf(e.Key), s, prev)
 			}
 		case kubestate.ResPod:
 			// A pod's key holds its node: the delete of another node's

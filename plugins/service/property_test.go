@@ -175,6 +175,23 @@ func TestIncrementalEqualsResync(t *testing.T) {
 				}
 				r.put(remember(genSlice(t, svc)))
 			},
+			"slice, Prev not the object held": func(t *rapid.T) {
+				// A Prev the processor was not given (equal, or not):
+				// found through the index of slices all the same.
+				s := remember(genSlice(t, nil))
+				ev := &controller.ChangeEvent{Key: s.Key(), Prev: genSlice(t, nil), New: s}
+				if held := r.state[s.Key()]; held != nil && rapid.Bool().Draw(t, "copy") {
+					raw, err := kubestate.Encode(held)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ev.Prev, err = kubestate.Decode(held.Key(), raw); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r.state[s.Key()] = s
+				r.apply(ev)
+			},
 			"pod": func(t *rapid.T) { r.put(remember(genPod(t))) },
 			"delete": func(t *rapid.T) {
 				if len(r.state) == 0 {

@@ -19,6 +19,21 @@ func TestServiceEntryIsOneCacheLine(t *testing.T) {
 	}
 }
 
+// TestSlottedEntriesAreCacheLines: the entries of services with a slot,
+// which a change finds from the slot alone, are each one aligned cache
+// line (not two halves, as 56-byte entries or a chunk of 16 KiB made them).
+func TestSlottedEntriesAreCacheLines(t *testing.T) {
+	if n := unsafe.Sizeof(serviceEntry{}); n != 64 {
+		t.Errorf("serviceEntry takes %d bytes, not 64", n)
+	}
+	var s slotted
+	for _, slot := range []uint32{1, 2, slotChunk - 1, slotChunk, 3*slotChunk + 7} {
+		if at := uintptr(unsafe.Pointer(s.make(slot))); at%64 != 0 {
+			t.Errorf("the entry of slot %d starts %d bytes into a cache line", slot, at%64)
+		}
+	}
+}
+
 // TestSameRoutes: whenever sameRoutes says two services have the same
 // verdict routes, BuildRoutes gives both the same.
 func TestSameRoutes(t *testing.T) {

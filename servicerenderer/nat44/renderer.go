@@ -57,9 +57,12 @@ type Renderer struct {
 
 	// mu guards the fields below against the introspection methods: the
 	// loop goroutine, their only writer, reads them without it.
-	mu            sync.RWMutex
-	node          servicerenderer.LocalNode
+	mu   sync.RWMutex
+	node servicerenderer.LocalNode
+	// services holds every service's entry by ID; slotted holds those
+	// of services with a slot, by slot (entries.go).
 	services      map[servicerenderer.ServiceID]*serviceEntry
+	slotted       slotted
 	nodeDependent map[servicerenderer.ServiceID]struct{}
 	// frontends holds every address:port/protocol a service claims or VPP
 	// holds a mapping on, its mappings and the claims on it.
@@ -139,8 +142,9 @@ type Renderer struct {
 // claiming it, the mapping wanted there and the one VPP holds.
 type frontendState = reconcile.Frontend[MappingKey, Mapping]
 
-// serviceEntry is one service and the mappings it claims: 56 bytes, one
-// cache line, which a change of the service reads. What else the
+// serviceEntry is one service and the mappings it claims: 64 bytes, one
+// cache line (in slotted, one aligned line), which a change of the
+// service reads. What else the
 // renderer derived from the service (its verdict routes, the affinity of
 // its tag) is derived again from the service as last set (Svc) when
 // needed: that service is in the caches when the next arrives (the
@@ -153,6 +157,7 @@ type serviceEntry struct {
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
+	_             [15]byte // to 64 bytes: slotted's entries keep to a line each
 }
 
 // New validates the configuration and makes a renderer with no service.
@@ -201,6 +206,7 @@ func New(p Params) (*Renderer, error) {
 func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]servicerenderer.InterfaceRole, services int) {
 	r.node = node
 	r.services = make(map[servicerenderer.ServiceID]*serviceEntry, services)
+	r.slotted = slotted{}
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
 	r.frontends.Reset(services)
@@ -235,7 +241,7 @@ func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
 
 // deleteService forgets svc.
 func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
-	e := r.services[svc.ID]
+	e := r.entry(svc)
 	if e == nil {
 		r.log.Debug("delete of unknown service ignored", "service", svc.ID)
 		return
@@ -244,7 +250,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.frontends.Release(&e.Claimant)
 	r.setRoutes(e.Svc, nil)
 	r.setSourceRules(svc.ID, nil)
-	delete(r.services, svc.ID)
+	r.dropEntry(svc, e)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
 		r.log.Debug("service removed", "service", svc.ID, "mappings", n)
@@ -255,7 +261,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 // service's mappings are matched by key with those it had: a frontend it
 // keeps is reached through its old claim, without a lookup.
 func (r *Renderer) setService(svc *servicerenderer.ContivService) {
-	e := r.services[svc.ID]
+	e := r.entry(svc)
 	// prev is the service as last rendered into e (nil: none).
 	var prev *servicerenderer.ContivService
 	if e != nil {
@@ -272,12 +278,10 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		r.frontends.Release(&e.Claimant)
 		r.setRoutes(prev, nil)
 		prev = nil
-		e = &serviceEntry{mappingTag: tag, nodeDependent: e.nodeDependent}
-		r.services[svc.ID] = e
+		*e = serviceEntry{nodeDependent: e.nodeDependent}
 	}
 	if e == nil {
-		e = &serviceEntry{mappingTag: tag}
-		r.services[svc.ID] = e
+		e = r.newEntry(svc)
 	}
 	e.mappingTag = tag
 	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
