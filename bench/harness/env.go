@@ -239,14 +239,16 @@ func newEvents(w *workload.Workload) (*events, error) {
 func (ev *events) decodeChurn(w *workload.Workload) error {
 	cur := map[kubestate.Key]kubestate.Object{}
 	step := func(next *kubestate.EndpointSlice) (*controller.ChangeEvent, error) {
-		k := next.Key()
-		prev, ok := cur[k]
-		if !ok {
-			prev = ev.snap.Objects[k]
-		}
 		d, err := decoded(next)
 		if err != nil {
 			return nil, err
+		}
+		// The key is the decoded object's, as the watcher's is: strings
+		// just made, not the workload's, built long before.
+		k := d.Key()
+		prev, ok := cur[k]
+		if !ok {
+			prev = ev.snap.Objects[k]
 		}
 		cur[k] = d
 		return &controller.ChangeEvent{Key: k, Prev: prev, New: d}, nil
