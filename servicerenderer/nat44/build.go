@@ -28,7 +28,8 @@ import (
 //     probability-0 Placeholder local, which VPP never picks.
 //   - The probabilities of a mapping sum to at most MaxProbabilitySum: a
 //     frontend whose endpoints need more is served by a subset of them
-//     (fitLocals), which the mapping records (Mapping.Subset).
+//     (fitLocals); such a mapping is marked cut (the renderer records
+//     which subset).
 //
 // When the service claims one address:port/protocol twice (for example an
 // external IP equal to a cluster IP), the first in the order above wins.
@@ -38,7 +39,7 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 	if svc == nil {
 		return nil
 	}
-	ms := appendService(nil, svc, node, &cfg, AffinityTag(cfg.TagPrefix, svc.ID, svc.AffinityTimeout))
+	ms := appendService(nil, svc, node, &cfg, AffinityTag(cfg.TagPrefix, svc.ID, svc.AffinityTimeout), nil)
 	out := make([]*Mapping, len(ms))
 	for i := range ms {
 		out[i] = &ms[i]
@@ -46,8 +47,11 @@ func BuildService(svc *servicerenderer.ContivService, node servicerenderer.Local
 	return out
 }
 
-// appendService appends the mappings of BuildService, tagged tag, to dst.
-func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string) []Mapping {
+// appendService appends the mappings of BuildService, tagged tag, to dst;
+// cut, when set, is told the subset of each mapping that leaves endpoints
+// out.
+func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servicerenderer.LocalNode, cfg *Config, tag string,
+	cut func(MappingKey, Subset)) []Mapping {
 	most := 0
 	if svc.HealthCheckNodePort != 0 {
 		most += len(node.IPs)
@@ -71,7 +75,10 @@ func appendService(dst []Mapping, svc *servicerenderer.ContivService, node servi
 			}
 		}
 		dst = append(dst, Mapping{MappingKey: key, Locals: locals, TwiceNAT: twice, Affinity: svc.AffinityTimeout, Tag: tag,
-			external: external, subset: subset})
+			external: external, cut: subset != nil})
+		if subset != nil && cut != nil {
+			cut(key, *subset)
+		}
 	}
 	for i := range svc.Ports {
 		p := &svc.Ports[i]

@@ -282,7 +282,11 @@
 // without a pointer (its address an IPv4, NAT44 being IPv4 only), so that
 // the locals cost ~7 MB and nothing for the garbage collector to mark.
 // A MappingKey is 8 bytes without a pointer (so is the frontends' map
-// key), a Mapping 64. Its ~50 000 verdict routes are keyed alike: a RouteKey is an IPv4Prefix
+// key), a Mapping 56: a claim on it (reconcile's, with its frontend's
+// pointer) is one aligned 64-byte line, which a change reads whole. The
+// rare subset of a mapping that leaves endpoints out is not in it (it
+// only marks it cut): the renderer keeps it apart, by service
+// (Renderer.cuts). Its ~50 000 verdict routes are keyed alike: a RouteKey is an IPv4Prefix
 // and a VRF (12 bytes), a Route 20 bytes, neither with a pointer. Routes
 // VPP holds outside IPv4 are not the renderer's (plugins/vpp's dump of
 // them skips them). A service's entry (its claims, the tag of its

@@ -182,9 +182,12 @@ type Mapping struct {
 	Locals   []Local
 	TwiceNAT TwiceNAT
 	// external is set on a built mapping of an external or LoadBalancer IP
-	// (it drives the source-NAT objects of that IP); never compared. (It
-	// is next to TwiceNAT so that a Mapping takes 64 bytes, not 72.)
-	external bool
+	// (it drives the source-NAT objects of that IP); cut, on one that
+	// leaves endpoints out to fit MaxProbabilitySum (its Subset is the
+	// renderer's, by service: Renderer.cuts). Neither is compared. (They
+	// lie next to TwiceNAT, in its padding: a Mapping takes 56 bytes, and
+	// a claim on it, with its frontend's pointer, one cache line.)
+	external, cut bool
 	// Affinity is the session-affinity timeout in seconds; 0 = none. VPP's
 	// dump never returns it: the agent records it in the tag (AffinityTag)
 	// and reads it back from there. A plain static mapping has none.
@@ -192,15 +195,7 @@ type Mapping struct {
 	// Tag names the owner (and the affinity); the agent only touches
 	// mappings it tagged.
 	Tag string
-	// subset is set on a built mapping that leaves endpoints out to fit
-	// MaxProbabilitySum; never compared.
-	subset *Subset
 }
-
-// Subset tells which part of its frontend's endpoints a built mapping
-// holds, when it leaves some out (fitLocals); nil when it holds them all,
-// and on mappings read from VPP.
-func (m *Mapping) Subset() *Subset { return m.subset }
 
 // IdentityKey identifies an identity mapping (port 0 = address only, and
 // then Proto is 0).

@@ -114,7 +114,11 @@ type Renderer struct {
 	// subsets are the frontends whose desired mapping leaves endpoints
 	// out (subset.go), as last logged; kept over a Resync so that an
 	// unchanged subset is not logged again.
-	subsets  map[MappingKey]Subset
+	subsets map[MappingKey]Subset
+	// cuts are the subsets of the mappings each service claims that leave
+	// endpoints out (Mapping.cut), by service (its entry's cut is set);
+	// rare, and so kept apart from the mappings, which a change reads.
+	cuts     map[*reconcile.Claimant[MappingKey, Mapping]]map[MappingKey]Subset
 	failures reconcile.Failures[ObjectID, Failure]
 	stats    Stats
 	// stepsBuf, opsBuf, mappingBuf and changedBuf are scratch buffers of
@@ -157,7 +161,10 @@ type serviceEntry struct {
 	// nodeDependent is set when its mappings depend on this node's
 	// addresses (it is then in Renderer.nodeDependent).
 	nodeDependent bool
-	_             [15]byte // to 64 bytes: slotted's entries keep to a line each
+	// cut is set when some of its mappings leave endpoints out: Renderer.cuts
+	// holds their subsets.
+	cut bool
+	_   [14]byte // to 64 bytes: slotted's entries keep to a line each
 }
 
 // New validates the configuration and makes a renderer with no service.
@@ -207,6 +214,7 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.node = node
 	r.services = make(map[servicerenderer.ServiceID]*serviceEntry, services)
 	r.slotted = slotted{}
+	r.cuts = map[*reconcile.Claimant[MappingKey, Mapping]]map[MappingKey]Subset{}
 	r.nodeDependent = map[servicerenderer.ServiceID]struct{}{}
 	// What VPP holds stays known; claims and desired mappings go.
 	r.frontends.Reset(services)
@@ -250,6 +258,7 @@ func (r *Renderer) deleteService(svc *servicerenderer.ContivService) {
 	r.frontends.Release(&e.Claimant)
 	r.setRoutes(e.Svc, nil)
 	r.setSourceRules(svc.ID, nil)
+	r.dropCuts(e)
 	r.dropEntry(svc, e)
 	delete(r.nodeDependent, svc.ID)
 	if r.debug() {
@@ -266,6 +275,9 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	var prev *servicerenderer.ContivService
 	if e != nil {
 		prev = e.Svc
+		// Its mappings' subsets are those of the mappings built below;
+		// none of its old mappings is set desired from here on.
+		r.dropCuts(e)
 	}
 	var tag string
 	if prev != nil && prev.AffinityTimeout == svc.AffinityTimeout {
@@ -284,7 +296,13 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 		e = r.newEntry(svc)
 	}
 	e.mappingTag = tag
-	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag)
+	ms := appendService(r.mappingBuf[:0], svc, r.node, &r.cfg, tag, func(k MappingKey, sub Subset) {
+		if !e.cut {
+			e.cut = true
+			r.cuts[&e.Claimant] = map[MappingKey]Subset{}
+		}
+		r.cuts[&e.Claimant][k] = sub
+	})
 	r.frontends.Set(&e.Claimant, svc, ms)
 	clear(ms)
 	r.mappingBuf = ms[:0]
@@ -300,6 +318,14 @@ func (r *Renderer) setService(svc *servicerenderer.ContivService) {
 	}
 	if r.debug() {
 		r.log.Debug("service rendered", "service", svc.ID, "mappings", e.Len())
+	}
+}
+
+// dropCuts forgets the subsets of e's mappings.
+func (r *Renderer) dropCuts(e *serviceEntry) {
+	if e.cut {
+		delete(r.cuts, &e.Claimant)
+		e.cut = false
 	}
 }
 
@@ -439,7 +465,7 @@ func (r *Renderer) resync(data *servicerenderer.ResyncData) {
 	}
 	r.frontends.EndReset()
 	for k := range r.subsets {
-		if fe := r.frontends.Get(k); fe == nil || fe.Desired == nil || fe.Desired.subset == nil {
+		if fe := r.frontends.Get(k); fe == nil || fe.Desired == nil || !fe.Desired.cut {
 			r.noteSubset(&frontendState{Key: k}, nil)
 		}
 	}

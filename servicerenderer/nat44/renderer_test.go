@@ -1,6 +1,7 @@
 package nat44
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -716,7 +717,9 @@ func TestIntrospectionReturnsCopies(t *testing.T) {
 func TestIncrementalEqualsResync(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := testConfig()
-		cfg.LocalEndpointWeight = uint8(rapid.IntRange(1, 3).Draw(t, "weight"))
+		// A weight of 200 serves a frontend with 2 local endpoints and
+		// others by a subset (MaxProbabilitySum), one of 100 with 3.
+		cfg.LocalEndpointWeight = uint8(rapid.SampledFrom([]int{1, 2, 3, 100, 200}).Draw(t, "weight"))
 		fake := newFakeVPP()
 		r := newTestRenderer(t, cfg, fake)
 		data := resyncData()
@@ -817,6 +820,12 @@ func TestIncrementalEqualsResync(t *testing.T) {
 		if got, want := r.Desired().Lines(), r2.Desired().Lines(); !slices.Equal(got, want) {
 			t.Fatalf("desired incremental:\n%s\nresync:\n%s", join(got), join(want))
 		}
+		if got, want := r.Subsets(), wantSubsets(final, cfg); !slices.Equal(got, want) {
+			t.Fatalf("subsets incremental %+v, built %+v", got, want)
+		}
+		if got, want := r2.Subsets(), wantSubsets(final, cfg); !slices.Equal(got, want) {
+			t.Fatalf("subsets resynced %+v, built %+v", got, want)
+		}
 		fake.takeCalls()
 		if err := r.Resync(final); err != nil {
 			t.Fatal(err)
@@ -853,4 +862,30 @@ func TestHealthCheckFollowsNodeAddresses(t *testing.T) {
 	if got := fake.takeCalls(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n%s\nwant:\n%s", join(got), join(want))
 	}
+}
+
+// wantSubsets are the frontends of data's services served by a subset of
+// their endpoints, as the services' mappings are built one by one: a
+// frontend several services claim is the oldest's.
+func wantSubsets(data *servicerenderer.ResyncData, cfg Config) []SubsetStatus {
+	svcs := slices.Clone(data.Services)
+	slices.SortStableFunc(svcs, func(a, b *servicerenderer.ContivService) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID.Namespace, b.ID.Namespace), cmp.Compare(a.ID.Name, b.ID.Name))
+	})
+	claimed := map[MappingKey]bool{}
+	out := []SubsetStatus{}
+	for _, svc := range svcs {
+		cut := map[MappingKey]Subset{}
+		for _, m := range appendService(nil, svc, data.Node, &cfg, "", func(k MappingKey, s Subset) { cut[k] = s }) {
+			if claimed[m.MappingKey] {
+				continue
+			}
+			claimed[m.MappingKey] = true
+			if s, ok := cut[m.MappingKey]; ok {
+				out = append(out, SubsetStatus{Frontend: m.MappingKey, Service: svc.ID, Subset: s})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b SubsetStatus) int { return compareMappingKeys(a.Frontend, b.Frontend) })
+	return out
 }

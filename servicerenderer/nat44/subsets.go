@@ -20,8 +20,10 @@ type SubsetStatus struct {
 // mu.
 func (r *Renderer) noteSubset(fe *frontendState, m *Mapping) {
 	var sub *Subset
-	if m != nil {
-		sub = m.subset
+	if m != nil && m.cut {
+		// m is the winner's: it was set desired for it.
+		s := r.cuts[fe.Winner()][m.MappingKey]
+		sub = &s
 	}
 	if sub == nil && len(r.subsets) == 0 {
 		return // nothing to note (and fe's key left unread)

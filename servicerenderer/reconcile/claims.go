@@ -56,7 +56,9 @@ type Claimant[K Key, O any] struct {
 
 // claim is one object a claimant wants and the frontend it claims: the
 // frontend first, so that a change, which reads both and the object's
-// leading fields, finds them in one cache line more often.
+// leading fields, finds them in one cache line more often. On an object
+// of 56 bytes (NAT44's Mapping) a claim is 64: the claims of a service
+// with one object are one aligned line (TestClaimIsOneCacheLine).
 type claim[K Key, O any] struct {
 	fe  *Frontend[K, O]
 	obj O
