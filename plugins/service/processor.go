@@ -297,7 +297,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
-	es := p.index(ev.State.Objects)
+	es := p.index(ev)
 	sortEntries(es)
 	sameView := oldView.equal(&p.view)
 	out := make([]*sr.ContivService, 0, len(es))
