@@ -444,8 +444,8 @@ func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compa
 // when it could but cannot now.
 func (p *Processor) deriveBase(svc *kubestate.Service) base {
 	b := deriveBase(svc)
-	if !p.rangesEnforced {
-		return b
+	if !p.rangesEnforced || !slices.ContainsFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced }) {
+		return b // nothing the renderer's answer would change: not asked
 	}
 	why := ""
 	if p.rangesWhy != nil {

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -80,4 +83,62 @@ func TestListedResyncEqualsMapResync(t *testing.T) {
 			byMap, byList, recMap, recList = byList, byMap, recList, recMap // the other way next
 		}
 	})
+}
+
+// A resync of many services derives them in two goroutines (deriveAll):
+// it hands the renderers what one goroutine deriving them all does, first
+// and again (outputs kept), source ranges asked of the renderer included.
+func TestParallelDeriveEqualsSerial(t *testing.T) {
+	r := newRig(t)
+	var asked atomic.Int64
+	r.cfg.SourceRangesEnforced = true
+	r.cfg.SourceRangesNotEnforced = func() string { asked.Add(1); return "no ACL plugin" }
+	const n = 3 * parallelDerive / 2
+	for i := range n {
+		svc := rapid.Custom(genService).Example(i)
+		svc.Name = "s" + strconv.Itoa(i)
+		if i%7 == 0 {
+			rare := kubestate.ServiceRare{}
+			if svc.ServiceRare != nil {
+				rare = *svc.ServiceRare
+			}
+			rare.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+			svc.ServiceRare = &rare
+		}
+		r.state[svc.Key()] = svc
+		for j := range i % 3 {
+			s := rapid.Custom(func(t *rapid.T) *kubestate.EndpointSlice { return genSlice(t, svc) }).Example(3*i + j)
+			s.Name = svc.Name + "-" + strconv.Itoa(j)
+			r.state[s.Key()] = s
+		}
+		if i%50 == 0 {
+			pod := rapid.Custom(genPod).Example(i)
+			r.state[pod.Key()] = pod
+			r.ifaces[pod.Namespace+"/"+pod.Name] = "tap-" + pod.Namespace + "-" + pod.Name
+		}
+	}
+	serial, recSerial := r.processor()
+	serial.parallelFrom = math.MaxInt
+	parallel, recParallel := r.processor()
+	for i := range 2 {
+		for _, p := range []*Processor{serial, parallel} {
+			if err := p.Resync(context.Background(), r.snapshot()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a, b := recSerial.dump(), recParallel.dump(); a != b {
+			t.Fatalf("resync %d: one goroutine\n%s\ntwo\n%s", i, a, b)
+		}
+		if a, b := formatSkips(serial.Skipped()), formatSkips(parallel.Skipped()); a != b {
+			t.Fatalf("resync %d: skips of one goroutine\n%s\ntwo\n%s", i, a, b)
+		}
+		if serial.builds != parallel.builds {
+			t.Fatalf("resync %d: %d services derived by one goroutine, %d by two", i, serial.builds, parallel.builds)
+		}
+	}
+	// The second resync derives again only the services with source
+	// ranges (the renderer's answer may have changed).
+	if want := n + (n+6)/7; serial.builds != want || asked.Load() == 0 {
+		t.Fatalf("%d services derived (want %d), the renderer asked %d times", serial.builds, want, asked.Load())
+	}
 }

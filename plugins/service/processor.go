@@ -188,6 +188,9 @@ type Processor struct {
 	builds int
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
+	// parallelFrom is the number of services from which a resync derives
+	// them in two goroutines (parallelDerive; tests change it).
+	parallelFrom int
 }
 
 var _ controller.Handler = (*Processor)(nil)
@@ -233,6 +236,7 @@ func New(p Params) (*Processor, error) {
 
 		rangesEnforced: p.Config.SourceRangesEnforced,
 		rangesWhy:      p.Config.SourceRangesNotEnforced,
+		parallelFrom:   parallelDerive,
 	}
 	if port := p.Config.ProxyHealthPort; port != 0 {
 		pr.proxyHealth = ProxyHealthService(port)
@@ -299,20 +303,11 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.reset(len(ev.State.Objects) / 2)
 	es := p.index(ev)
 	sortEntries(es)
-	sameView := oldView.equal(&p.view)
+	p.deriveAll(es, old, oldView.equal(&p.view))
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, ke := range es {
 		id, e := ke.id, ke.e
 		o := old[id]
-		if sameView && o != nil && p.unchanged(o, e) {
-			// Periodic and healing resyncs hand over the objects the
-			// processor holds: their services need no derivation.
-			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
-		} else {
-			b := p.deriveBase(e.svc)
-			e.set(b.skips, derive(&b, e.slices, &p.view, &p.scratch))
-			p.builds++
-		}
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}
@@ -361,6 +356,56 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
 	return p.flush()
 }
+
+// deriveAll derives the output of each entry of es; one whose Service and
+// EndpointSlices are the very objects of its entry in old, seen from an
+// unchanged node (sameView), keeps that entry's output without a
+// derivation: periodic and healing resyncs hand over the objects the
+// processor holds. Many entries are derived in two goroutines, half each:
+// a derivation reads its entry's inputs and the node's view and writes its
+// entry only (and asks Config.SourceRangesNotEnforced, which any goroutine
+// may call, for a service with source ranges).
+func (p *Processor) deriveAll(es []keyedEntry, old map[sr.ServiceID]*entry, sameView bool) {
+	run := func(es []keyedEntry, scratch *[]candidate) (builds int) {
+		for _, ke := range es {
+			e := ke.e
+			if o := old[ke.id]; sameView && o != nil && p.unchanged(o, e) {
+				e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
+				continue
+			}
+			b := p.deriveBase(e.svc)
+			e.set(b.skips, derive(&b, e.slices, &p.view, scratch))
+			builds++
+		}
+		return builds
+	}
+	if len(es) < p.parallelFrom {
+		p.builds += run(es, &p.scratch)
+		return
+	}
+	half := len(es) / 2
+	var (
+		builds   int
+		panicked any
+		done     = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		var scratch []candidate
+		builds = run(es[half:], &scratch)
+	}()
+	mine := run(es[:half], &p.scratch)
+	<-done
+	if panicked != nil {
+		panic(panicked) // on the controller's goroutine, which recovers it
+	}
+	p.builds += mine + builds
+}
+
+// parallelDerive is the number of services from which a resync derives
+// them in two goroutines: below it, a goroutine costs more than it saves.
+const parallelDerive = 2048
 
 // Update implements controller.Handler.
 func (p *Processor) Update(_ context.Context, ev controller.Event) error {
