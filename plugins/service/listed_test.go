@@ -142,3 +142,30 @@ func TestParallelDeriveEqualsSerial(t *testing.T) {
 		t.Fatalf("%d services derived (want %d), the renderer asked %d times", serial.builds, want, asked.Load())
 	}
 }
+
+// A panic while services are derived in two goroutines reaches the
+// resync's caller (the controller recovers it into an error), whichever
+// goroutine it happened on, once neither derives any more.
+func TestParallelDerivePanicReachesTheCaller(t *testing.T) {
+	r := newRig(t)
+	r.cfg.SourceRangesEnforced = true
+	r.cfg.SourceRangesNotEnforced = func() string { panic("renderer broken") }
+	for i := range 8 {
+		svc := &kubestate.Service{Namespace: "a", Name: "s" + strconv.Itoa(i), Type: "ClusterIP",
+			ClusterIPs: []string{"10.96.0." + strconv.Itoa(i+1)}, Ports: []kubestate.ServicePort{{Protocol: "TCP", Port: 80}}}
+		if i == 6 { // derived by the second goroutine
+			svc.Type = "LoadBalancer"
+			svc.ServiceRare = &kubestate.ServiceRare{LoadBalancerSourceRanges: []string{"10.0.0.0/8"}, LBIngressIPs: []string{"1.1.1.1"}}
+		}
+		r.state[svc.Key()] = svc
+	}
+	p, _ := r.processor()
+	p.parallelFrom = 2
+	defer func() {
+		if got := recover(); got != "renderer broken" {
+			t.Fatalf("recovered %v, want the renderer's panic", got)
+		}
+	}()
+	_ = p.Resync(context.Background(), r.snapshot())
+	t.Fatal("no panic")
+}

@@ -395,8 +395,10 @@ func (p *Processor) deriveAll(es []keyedEntry, old map[sr.ServiceID]*entry, same
 		var scratch []candidate
 		builds = run(es[half:], &scratch)
 	}()
-	mine := run(es[:half], &p.scratch)
-	<-done
+	mine := func() int {
+		defer func() { <-done }() // no derivation goes on past a panic here
+		return run(es[:half], &p.scratch)
+	}()
 	if panicked != nil {
 		panic(panicked) // on the controller's goroutine, which recovers it
 	}
