@@ -65,8 +65,10 @@ type Config struct {
 	// SourceRangesNotEnforced, when set with SourceRangesEnforced, tells
 	// why the renderer cannot enforce them now ("": it does), e.g. VPP
 	// lacks its ACL plugin: each service with some is then reported with
-	// that reason. It is asked at every derivation of a service; a resync
-	// after its answer changed reports every service anew.
+	// that reason. It is asked at every derivation of a service with
+	// some, from more than one goroutine at once in a resync of many
+	// services (deriveAll); a resync after its answer changed reports
+	// every service anew.
 	SourceRangesNotEnforced func() string
 	// ProxyHealthPort is the port of this node's proxy health endpoint
 	// (kube-proxy's :10256), 0 when there is none to bring through VPP:
