@@ -64,10 +64,19 @@ func New(r Resource) (Object, error) {
 // The bulk resources take a fast path (decodeFast) with encoding/json's
 // results; whatever it does not take, json.Unmarshal decodes.
 func Decode(k Key, value []byte) (Object, error) {
+	return decodeValue(k, value, true)
+}
+
+// decodeValue is Decode, trying the fast path when fast is set.
+func decodeValue(k Key, value []byte, fast bool) (Object, error) {
 	if len(value) > MaxValueSize {
 		return nil, fmt.Errorf("decode %s: %d bytes: %w", k, len(value), ErrTooLarge)
 	}
-	o, ok := decodeFast(k.Resource, value)
+	var o Object
+	var ok bool
+	if fast {
+		o, ok = decodeFast(k.Resource, value)
+	}
 	if !ok {
 		var err error
 		if o, err = decodeJSON(k, value); err != nil {
@@ -91,4 +100,33 @@ func decodeJSON(k Key, value []byte) (Object, error) {
 	}
 	compact(o)
 	return o, nil
+}
+
+// DecodeStored decodes value, stored in etcd under key: it returns what
+// ParseKey and Decode return for them (the key when it parsed, also with a
+// value that does not decode), and their errors. With the object, it keeps
+// nothing of key: the key returned holds the object's own strings (a
+// listing's keys then cost no memory of their own, and comparing one with
+// its object's reads no bytes). A value in the Writer's form takes a path
+// that parses no key: the decoded object's key is checked to be key.
+func DecodeStored(key, value []byte) (Key, Object, error) {
+	fast := true
+	if r, ok := resourceOf(key); ok && len(value) <= MaxValueSize {
+		o, ok := decodeFast(r, value)
+		if ok {
+			if k := o.Key(); k.storedAs(key) {
+				return k, o, nil
+			}
+		}
+		fast = ok // then the value names another key, which decode reports
+	}
+	k, err := ParseKey(string(key))
+	if err != nil {
+		return Key{}, nil, err
+	}
+	o, err := decodeValue(k, value, fast)
+	if err != nil {
+		return k, nil, err
+	}
+	return o.Key(), o, nil // k, in the object's strings
 }

@@ -23,7 +23,10 @@
 // that accepted input is writable and encodes stably. Decode reads the bulk
 // resources through a hand-written fast path (fastdecode.go) that gives
 // encoding/json's results or leaves the value to encoding/json;
-// FuzzDecodeFast compares the two. EndpointSlice and Service have Equal
+// FuzzDecodeFast compares the two. DecodeStored, the controller's, reads
+// a key and value as ParseKey and Decode do (FuzzDecodeStored compares
+// them) with the key in the object's strings, parsing no key for a value
+// in the Writer's form. EndpointSlice and Service have Equal
 // (equal.go), field by field, with which the controller tells no-op puts;
 // TestEqualSeesEveryField keeps it seeing every field.
 //

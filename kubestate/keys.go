@@ -167,3 +167,61 @@ func parsePodKey(s, rest string) (Key, error) {
 	}
 	return Key{}, fmt.Errorf("key %q: want %s<node>/<namespace>/<name>", s, ResPod.KeyPrefix())
 }
+
+// resourceOf is the resource whose prefix key starts with, when one does
+// and it takes decodeFast's path.
+func resourceOf(key []byte) (Resource, bool) {
+	const k8s = Prefix + "k8s/"
+	if len(key) <= len(k8s) || string(key[:len(k8s)]) != k8s {
+		return "", false
+	}
+	var r Resource
+	switch key[len(k8s)] {
+	case 'e':
+		r = ResEndpointSlice
+	case 's':
+		r = ResService
+	case 'p':
+		r = ResPod
+	default:
+		return "", false
+	}
+	p := r.KeyPrefix()
+	return r, len(key) > len(p) && string(key[:len(p)]) == p
+}
+
+// storedAs tells whether ParseKey parses key as k.
+func (k Key) storedAs(key []byte) bool {
+	p := k.Resource.KeyPrefix()
+	if len(key) < len(p) || string(key[:len(p)]) != p {
+		return false
+	}
+	rest := key[len(p):]
+	switch {
+	case k.Resource == ResPod:
+		if k.Node == UnscheduledNode {
+			return false // ParseKey reads that segment as no node
+		}
+		return segment(&rest, nodeSegment(k.Node)) && segment(&rest, k.Namespace) && last(rest, k.Name)
+	case k.Resource.Namespaced():
+		return k.Node == "" && segment(&rest, k.Namespace) && last(rest, k.Name)
+	}
+	return k.Node == "" && k.Namespace == "" && last(rest, k.Name)
+}
+
+// segment tells whether *rest starts with s, a segment of a key (not
+// empty, no '/'), and a '/'; it cuts them off.
+func segment(rest *[]byte, s string) bool {
+	b := *rest
+	if s == "" || len(b) <= len(s) || b[len(s)] != '/' || string(b[:len(s)]) != s || strings.IndexByte(s, '/') >= 0 {
+		return false
+	}
+	*rest = b[len(s)+1:]
+	return true
+}
+
+// last tells whether rest is s, the last segment of a key (not empty, no
+// '/').
+func last(rest []byte, s string) bool {
+	return s != "" && string(rest) == s && strings.IndexByte(s, '/') < 0
+}

@@ -63,10 +63,19 @@ type Snapshot struct {
 // resync and holds none of what was applied: handlers feeding renderers
 // tell them before the full apply that follows. Resyncs queued together
 // merge it (set when any of them has it).
+//
+// Listed, when set, holds State's objects in the order etcd listed them
+// (by key, resource after resource), each once: the resync of a listing
+// taken in as listed, no change applied to it and no value of an earlier
+// view kept for a key whose stored value did not decode; nil otherwise.
+// Each object is stored under its own key (Object.Key). The decoder
+// allocated them in this order: a handler walking Listed rather than
+// State.Objects reads memory in order. Handlers must not keep or mutate it.
 type ResyncEvent struct {
 	Kind               ResyncKind
 	State              *Snapshot
 	DataplaneRestarted bool
+	Listed             []kubestate.Object
 }
 
 // EventName implements Event.

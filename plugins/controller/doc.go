@@ -33,7 +33,10 @@
 // received (wire.go: no KeyValue is made); the next page is read while one
 // is decoded, into the buffer of a page already decoded (nothing decoded
 // keeps a slice of a page), into a map made with room for what etcd
-// holds; pages grow from 1000 keys to 4000 when many
+// holds, under keys that hold the objects' own strings
+// (kubestate.DecodeStored); the listing's resync also hands handlers the
+// objects in the order they were listed, and decoded into memory
+// (ResyncEvent.Listed); pages grow from 1000 keys to 4000 when many
 // remain, as etcd counts every key from a page to the prefix's end to
 // answer it (n²/2p key visits for n keys in pages of p). Every resource's
 // watch is on one raw gRPC Watch stream of etcd's API (stream.go): the goroutine that receives a response decodes it from

@@ -436,16 +436,25 @@ func (c *Controller) compute(ctx context.Context, b batch) {
 // other events are delivered in order.
 func (c *Controller) resync(ctx context.Context, b batch) {
 	r := b.resync
+	var listed []kubestate.Object
 	if r.list != nil {
+		if len(r.list.bad) == 0 {
+			listed = r.list.listed
+		}
 		c.view.replace(r.list)
 	}
 	for i := range b.entries {
 		if e := &b.entries[i]; e.isChange() {
-			c.view.apply(&e.ch)
+			if _, out := c.view.apply(&e.ch); out == applied {
+				listed = nil
+			}
 		}
 	}
 	c.view.done()
-	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap, DataplaneRestarted: r.restarted}
+	if len(listed) != len(c.view.snap.Objects) {
+		listed = nil
+	}
+	ev := &ResyncEvent{Kind: r.kind, State: c.view.snap, DataplaneRestarted: r.restarted, Listed: listed}
 	c.log.Info("resync", "kind", r.kind, "rev", ev.State.Revision, "objects", len(ev.State.Objects))
 	c.started, c.dirty, c.full = true, true, true
 	c.unhealthy, c.healQueued = false, false

@@ -146,6 +146,7 @@ type recorder struct {
 	mu         sync.Mutex
 	view       map[kubestate.Key]kubestate.Object
 	resyncs    []ResyncKind
+	listed     [][]kubestate.Object // each resync's ResyncEvent.Listed
 	changes    []*ChangeEvent
 	others     []Event
 	violations []string
@@ -170,6 +171,7 @@ func (r *recorder) Resync(_ context.Context, ev *ResyncEvent) error {
 	defer r.mu.Unlock()
 	r.view = cloneObjects(ev.State.Objects)
 	r.resyncs = append(r.resyncs, ev.Kind)
+	r.listed = append(r.listed, slices.Clone(ev.Listed))
 	if r.log != nil {
 		r.log.add("%s:resync-%s", r.name, ev.Kind)
 	}

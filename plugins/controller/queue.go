@@ -26,6 +26,9 @@ type listing struct {
 	// layout and synced are the values of kubestate.LayoutKey and
 	// kubestate.SyncedKey at the listing's revision (nil: absent).
 	layout, synced []byte
+	// listed holds the objects of a listing read from etcd in the order
+	// read (ResyncEvent.Listed); nil for a pushed snapshot.
+	listed []kubestate.Object
 }
 
 // newListing is an empty listing at rev with room for n objects.

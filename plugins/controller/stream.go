@@ -266,11 +266,11 @@ func (w *watcher) watched(key []byte) bool {
 // take decodes one watched event into the change to queue; false when
 // there is none (undecodable: the controller keeps the last good value).
 func (w *watcher) take(ev *watchEvent) (change, bool) {
-	key := string(ev.key) // one copy, which the parsed key's strings share
 	if w.queued != nil {
 		w.queued(ev.modRevision)
 	}
 	if ev.del {
+		key := string(ev.key) // one copy, which the parsed key's strings share
 		k, err := kubestate.ParseKey(key)
 		if err != nil {
 			// Its put was skipped (and counted) already.
@@ -279,7 +279,7 @@ func (w *watcher) take(ev *watchEvent) (change, bool) {
 		}
 		return change{key: k, rev: ev.modRevision}, true
 	}
-	k, o, err := w.decode(key, ev.value, ev.modRevision)
+	k, o, err := w.decode(ev.key, ev.value, ev.modRevision)
 	if err != nil {
 		return change{}, false
 	}

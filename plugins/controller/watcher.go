@@ -254,7 +254,9 @@ func drain(ch <-chan struct{}) {
 // list reads every watched resource, and the layout and sync markers, at
 // one revision.
 func (w *watcher) list(ctx context.Context) (*listing, error) {
-	l := newListing(0, w.sizeHint(ctx))
+	n := w.sizeHint(ctx)
+	l := newListing(0, n)
+	l.listed = make([]kubestate.Object, 0, n)
 	w.seenMu.Lock()
 	w.seen = seenPut{}
 	w.seenMu.Unlock()
@@ -451,12 +453,13 @@ func (w *watcher) listPrefix(ctx context.Context, prefix string, l *listing) err
 			if newest < 0 || kv.modRevision >= resp.kvs[newest].modRevision {
 				newest = i
 			}
-			k, o, err := w.decode(string(kv.key), kv.value, kv.modRevision)
+			k, o, err := w.decode(kv.key, kv.value, kv.modRevision)
 			switch {
 			case err != nil && k != (kubestate.Key{}):
 				l.bad[k] = true
 			case err == nil:
 				l.put(k, o)
+				l.listed = append(l.listed, o)
 			}
 		}
 		if newest >= 0 {
@@ -525,19 +528,20 @@ func (w *watcher) readPage(ctx context.Context, req *pb.RangeRequest, resp *rang
 	return nil
 }
 
-// decode parses a stored key and decodes its value. A failure is logged
-// with the key, counted, and returned; the key is returned when it parsed.
-func (w *watcher) decode(key string, value []byte, rev int64) (kubestate.Key, kubestate.Object, error) {
-	k, err := kubestate.ParseKey(key)
-	if err == nil {
-		var o kubestate.Object
+// decode parses a stored key and decodes its value; the key returned
+// holds the object's strings, nothing of key (kubestate.DecodeStored). A
+// failure is logged with the key, counted, and returned; the key is
+// returned when it parsed.
+func (w *watcher) decode(key, value []byte, rev int64) (kubestate.Key, kubestate.Object, error) {
+	k, o, err := kubestate.DecodeStored(key, value)
+	if err == nil || k != (kubestate.Key{}) {
 		w.st.decoded.Add(1)
-		if o, err = kubestate.Decode(k, value); err == nil {
-			return k, o, nil
-		}
+	}
+	if err == nil {
+		return k, o, nil
 	}
 	w.st.decodeErrors.Add(1)
-	w.log.Error("skipping a stored value that cannot be decoded", "key", key, "rev", rev, "size", len(value), "err", err)
+	w.log.Error("skipping a stored value that cannot be decoded", "key", string(key), "rev", rev, "size", len(value), "err", err)
 	return k, nil, err
 }
 

@@ -424,6 +424,9 @@ func (r *rig) check() string {
 	if err := fresh.Resync(context.Background(), r.snapshot()); err != nil {
 		r.t.Fatal(err)
 	}
+	if len(rec.violations) > 0 {
+		r.t.Fatalf("renderer contract broken by a resync:\n%s", strings.Join(rec.violations, "\n"))
+	}
 	if want := rec.dump(); got != want {
 		r.t.Fatalf("incremental state differs from a resync:\n--- incremental\n%s--- resync\n%s", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/controller"
 	sr "contiv.dev/vpp/servicerenderer"
 )
 
@@ -139,48 +140,86 @@ func (e *entry) at(name string) int {
 	return i
 }
 
-// index takes the snapshot's objects into the indexes. It returns the
+// index takes the resync's objects into the indexes. It returns the
 // entries with a Service, with their IDs, in no order (see sortEntries).
-func (p *Processor) index(objs map[kubestate.Key]kubestate.Object) []keyedEntry {
-	ks := make([]keyedEntry, 0, len(objs)/2)
-	var several []*entry // the entries with more than one slice
-	for k, o := range objs {
-		switch k.Resource {
-		case kubestate.ResService:
-			if s, ok := as[*kubestate.Service](p, k, o); ok && s != nil {
-				id := sr.ServiceID{Namespace: s.Namespace, Name: s.Name}
-				e := p.entry(id)
-				e.svc = s
-				ks = append(ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
-			}
-		case kubestate.ResEndpointSlice:
-			if s, ok := as[*kubestate.EndpointSlice](p, k, o); ok && s != nil && s.ServiceName != "" {
-				e := p.entry(sr.ServiceID{Namespace: s.Namespace, Name: s.ServiceName})
-				e.addSlice(len(e.slices), s)
-				p.slices[sliceName{s.Namespace, s.Name}] = e
-				if len(e.slices) == 2 {
-					several = append(several, e)
-				}
-			}
-		case kubestate.ResNode:
-			if n, ok := as[*kubestate.Node](p, k, o); ok && n != nil && n.Name == p.name {
-				p.view.zone = n.Zone
-			}
-		case kubestate.ResPod:
-			if pod, ok := as[*kubestate.Pod](p, k, o); ok && pod != nil && pod.NodeName == p.name {
-				k := podID(k)
-				lp := p.lookup(k, pod.HostNetwork)
-				p.pods[k] = lp
-				if lp.ifName != "" {
-					p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
-				}
+// It walks the objects as listed when the event has them: in the order
+// they were decoded into memory, and each under its own key.
+func (p *Processor) index(ev *controller.ResyncEvent) []keyedEntry {
+	objs := ev.State.Objects
+	ix := indexer{p: p, ks: make([]keyedEntry, 0, len(objs)/2)}
+	if ev.Listed != nil {
+		for _, o := range ev.Listed {
+			ix.add(o)
+		}
+	} else {
+		for k, o := range objs {
+			if p.matches(k, o) {
+				ix.add(o)
 			}
 		}
 	}
-	for _, e := range several {
+	for _, e := range ix.several {
 		slices.SortFunc(e.slices, compareSlices)
 	}
-	return ks
+	return ix.ks
+}
+
+// indexer is index's state.
+type indexer struct {
+	p       *Processor
+	ks      []keyedEntry
+	several []*entry // the entries with more than one slice
+}
+
+// add takes o, stored under its own key, into the indexes.
+func (ix *indexer) add(o kubestate.Object) {
+	p := ix.p
+	switch o := o.(type) {
+	case *kubestate.Service:
+		id := sr.ServiceID{Namespace: o.Namespace, Name: o.Name}
+		e := p.entry(id)
+		e.svc = o
+		ix.ks = append(ix.ks, keyedEntry{prefix(id.Namespace), prefix(id.Name), id, e})
+	case *kubestate.EndpointSlice:
+		if o.ServiceName != "" {
+			e := p.entry(sr.ServiceID{Namespace: o.Namespace, Name: o.ServiceName})
+			e.addSlice(len(e.slices), o)
+			p.slices[sliceName{o.Namespace, o.Name}] = e
+			if len(e.slices) == 2 {
+				ix.several = append(ix.several, e)
+			}
+		}
+	case *kubestate.Node:
+		if o.Name == p.name {
+			p.view.zone = o.Zone
+		}
+	case *kubestate.Pod:
+		if o.NodeName == p.name {
+			k := podID(o.Key())
+			lp := p.lookup(k, o.HostNetwork)
+			p.pods[k] = lp
+			if lp.ifName != "" {
+				p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
+			}
+		}
+	}
+}
+
+// matches tells whether o, stored under k in a snapshot, is the model k
+// names, stored under its own key (as). A nil o is absent.
+func (p *Processor) matches(k kubestate.Key, o kubestate.Object) bool {
+	var ok bool
+	switch k.Resource {
+	case kubestate.ResService:
+		_, ok = as[*kubestate.Service](p, k, o)
+	case kubestate.ResEndpointSlice:
+		_, ok = as[*kubestate.EndpointSlice](p, k, o)
+	case kubestate.ResNode:
+		_, ok = as[*kubestate.Node](p, k, o)
+	case kubestate.ResPod:
+		_, ok = as[*kubestate.Pod](p, k, o)
+	}
+	return ok && o != nil
 }
 
 // as returns o as the model k names (nil for nil); false after logging
@@ -453,8 +492,8 @@ func sliceByName(s *kubestate.EndpointSlice, name string) int { return cmp.Compa
 // when it could but cannot now.
 func (p *Processor) deriveBase(svc *kubestate.Service) base {
 	b := deriveBase(svc)
-	if !p.rangesEnforced {
-		return b
+	if !p.rangesEnforced || !slices.ContainsFunc(b.skips, func(s Skip) bool { return s.Reason == ReasonSourceRangesNotEnforced }) {
+		return b // nothing the renderer's answer would change: not asked
 	}
 	why := ""
 	if p.rangesWhy != nil {

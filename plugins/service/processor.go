@@ -65,8 +65,10 @@ type Config struct {
 	// SourceRangesNotEnforced, when set with SourceRangesEnforced, tells
 	// why the renderer cannot enforce them now ("": it does), e.g. VPP
 	// lacks its ACL plugin: each service with some is then reported with
-	// that reason. It is asked at every derivation of a service; a resync
-	// after its answer changed reports every service anew.
+	// that reason. It is asked at every derivation of a service with
+	// some, from more than one goroutine at once in a resync of many
+	// services (deriveAll); a resync after its answer changed reports
+	// every service anew.
 	SourceRangesNotEnforced func() string
 	// ProxyHealthPort is the port of this node's proxy health endpoint
 	// (kube-proxy's :10256), 0 when there is none to bring through VPP:
@@ -190,6 +192,9 @@ type Processor struct {
 	slots slots
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
+	// parallelFrom is the number of services from which a resync derives
+	// them in two goroutines (parallelDerive; tests change it).
+	parallelFrom int
 }
 
 var _ controller.Handler = (*Processor)(nil)
@@ -235,6 +240,7 @@ func New(p Params) (*Processor, error) {
 
 		rangesEnforced: p.Config.SourceRangesEnforced,
 		rangesWhy:      p.Config.SourceRangesNotEnforced,
+		parallelFrom:   parallelDerive,
 	}
 	if port := p.Config.ProxyHealthPort; port != 0 {
 		pr.proxyHealth = ProxyHealthService(port)
@@ -299,9 +305,8 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.name = p.node.NodeName()
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
-	es := p.index(ev.State.Objects)
+	es := p.index(ev)
 	sortEntries(es)
-	sameView := oldView.equal(&p.view)
 	// A service rendered before keeps its slot (a kept output holds it).
 	kept := make([]uint32, 0, len(es))
 	for _, ke := range es {
@@ -311,24 +316,19 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		}
 	}
 	p.slots.keep(kept)
+	p.deriveAll(es, old, oldView.equal(&p.view))
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, ke := range es {
 		id, e := ke.id, ke.e
 		o := old[id]
-		if sameView && o != nil && p.unchanged(o, e) {
-			// Periodic and healing resyncs hand over the objects the
-			// processor holds: their services need no derivation.
-			e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
-		} else {
-			b := p.deriveBase(e.svc)
-			d := derive(&b, e.slices, &p.view, &p.scratch)
-			p.label(e, d.out)
-			e.set(b.skips, d)
-			p.builds++
-		}
-		if e.out == nil && e.slot != 0 {
+		switch {
+		case e.out == nil && e.slot != 0:
 			p.slots.put(e.slot)
 			e.slot = 0
+		case e.out != nil && e.out.Slot == 0:
+			// Derived by deriveAll (a kept output holds its slot): its
+			// slot is given here, on one goroutine.
+			p.label(e, e.out)
 		}
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -378,6 +378,58 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.log.Info("services resynced", "kind", ev.Kind.String(), "services", len(out), "slices", len(p.slices), "localPods", len(p.pods))
 	return p.flush()
 }
+
+// deriveAll derives the output of each entry of es; one whose Service and
+// EndpointSlices are the very objects of its entry in old, seen from an
+// unchanged node (sameView), keeps that entry's output without a
+// derivation: periodic and healing resyncs hand over the objects the
+// processor holds. Many entries are derived in two goroutines, half each:
+// a derivation reads its entry's inputs and the node's view and writes its
+// entry only (and asks Config.SourceRangesNotEnforced, which any goroutine
+// may call, for a service with source ranges).
+func (p *Processor) deriveAll(es []keyedEntry, old map[sr.ServiceID]*entry, sameView bool) {
+	run := func(es []keyedEntry, scratch *[]candidate) (builds int) {
+		for _, ke := range es {
+			e := ke.e
+			if o := old[ke.id]; sameView && o != nil && p.unchanged(o, e) {
+				e.out, e.rare, e.hostNet, e.hinted = o.out, o.rare, o.hostNet, o.hinted
+				continue
+			}
+			b := p.deriveBase(e.svc)
+			e.set(b.skips, derive(&b, e.slices, &p.view, scratch))
+			builds++
+		}
+		return builds
+	}
+	if len(es) < p.parallelFrom {
+		p.builds += run(es, &p.scratch)
+		return
+	}
+	half := len(es) / 2
+	var (
+		builds   int
+		panicked any
+		done     = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		var scratch []candidate
+		builds = run(es[half:], &scratch)
+	}()
+	mine := func() int {
+		defer func() { <-done }() // no derivation goes on past a panic here
+		return run(es[:half], &p.scratch)
+	}()
+	if panicked != nil {
+		panic(panicked) // on the controller's goroutine, which recovers it
+	}
+	p.builds += mine + builds
+}
+
+// parallelDerive is the number of services from which a resync derives
+// them in two goroutines: below it, a goroutine costs more than it saves.
+const parallelDerive = 2048
 
 // Update implements controller.Handler.
 func (p *Processor) Update(_ context.Context, ev controller.Event) error {
