@@ -63,7 +63,7 @@ images:
 ## fuzz: every fuzz target for FUZZTIME each, one after the other (FUZZFLAGS=-parallel=1 to use one core)
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
-FUZZ_TARGETS := kubestate:FuzzDecode kubestate:FuzzDecodeFast kubestate:FuzzParseKey kubestate:FuzzLoadYAML kubestate:FuzzEndpointAddress contivconf:FuzzParse \
+FUZZ_TARGETS := kubestate:FuzzDecode kubestate:FuzzDecodeFast kubestate:FuzzDecodeStored kubestate:FuzzParseKey kubestate:FuzzLoadYAML kubestate:FuzzEndpointAddress contivconf:FuzzParse \
 	agent:FuzzTagParser plugins/rest:FuzzRequestPath plugins/controller:FuzzWatchResponseParse plugins/controller:FuzzRangeResponseParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
