@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,7 +49,7 @@ func cgroupMemoryLimit(fsys fs.FS, selfCgroup []byte) (int64, bool) {
 		switch {
 		case id == "0" && ctrls == "":
 			mount, file = "sys/fs/cgroup", "memory.max"
-		case hasController(ctrls, "memory"):
+		case slices.Contains(strings.Split(ctrls, ","), "memory"):
 			mount, file = "sys/fs/cgroup/memory", "memory.limit_in_bytes"
 		default:
 			continue
@@ -65,16 +66,6 @@ func cgroupMemoryLimit(fsys fs.FS, selfCgroup []byte) (int64, bool) {
 		}
 	}
 	return limit, found
-}
-
-// hasController tells whether the comma-separated list ctrls names c.
-func hasController(ctrls, c string) bool {
-	for _, s := range strings.Split(ctrls, ",") {
-		if s == c {
-			return true
-		}
-	}
-	return false
 }
 
 // readLimit reads one limit file; false when it is absent, unreadable or
