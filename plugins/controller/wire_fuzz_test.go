@@ -7,6 +7,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -30,6 +31,20 @@ func FuzzWatchResponseParse(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Issue 37: an event whose KeyValue comes in two kv fields (protobuf
+	// merges them), and an event type written as a varint wider than 32
+	// bits (protobuf reads the int32 it truncates to: PUT).
+	ev := protowire.AppendTag(nil, 1, protowire.VarintType)
+	ev = protowire.AppendVarint(ev, 0)
+	for _, kv := range []*mvccpb.KeyValue{{Key: []byte("/a"), ModRevision: 41}, {Value: []byte("v1")}} {
+		m, _ := proto.Marshal(kv)
+		ev = protowire.AppendBytes(protowire.AppendTag(ev, 2, protowire.BytesType), m)
+	}
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), ev))
+	kv, _ := proto.Marshal(&mvccpb.KeyValue{Key: []byte("/a"), Value: []byte("v1"), ModRevision: 41})
+	wide := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1<<32)
+	wide = protowire.AppendBytes(protowire.AppendTag(wide, 2, protowire.BytesType), kv)
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), wide))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got watchResponse
 		err := got.parse(b)
