@@ -64,7 +64,7 @@ images:
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
 FUZZ_TARGETS := kubestate:FuzzDecode kubestate:FuzzDecodeFast kubestate:FuzzDecodeStored kubestate:FuzzParseKey kubestate:FuzzLoadYAML kubestate:FuzzEndpointAddress contivconf:FuzzParse \
-	agent:FuzzTagParser plugins/rest:FuzzRequestPath plugins/controller:FuzzWatchResponseParse plugins/controller:FuzzRangeResponseParse
+	agent:FuzzTagParser plugins/rest:FuzzRequestPath
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

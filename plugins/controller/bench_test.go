@@ -3,17 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/bench/workload"
-	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -182,51 +176,6 @@ func BenchmarkDecodeEndpointSlice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// BenchmarkListingW20000 measures the watcher's listing of W(20 000) (40
-// 000 Services and EndpointSlices) from an etcd in this process: its CPU
-// (cpu-ms/op: etcd's range reads, gRPC both ways, decoding) and the bytes
-// it allocates. go test -run XXX -bench Listing -benchtime 5x.
-func BenchmarkListingW20000(b *testing.B) {
-	srv := etcdtest.Start(b)
-	cli := srv.Client()
-	ctx := context.Background()
-	ops := make([]clientv3.Op, 0, 128)
-	flush := func() {
-		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-			b.Fatal(err)
-		}
-		ops = ops[:0]
-	}
-	for k, raw := range storedValues(b, workload.New(20000).Objects()) {
-		if ops = append(ops, clientv3.OpPut(k.String(), string(raw))); len(ops) == cap(ops) {
-			flush()
-		}
-	}
-	flush()
-	w := newWatcher(watcherParams{log: slog.New(slog.DiscardHandler), cli: cli, resources: kubestate.Resources, q: newQueue(), st: newStatus()})
-	runtime.GC()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var cpu time.Duration
-	for range b.N {
-		c0 := processCPU()
-		l, err := w.list(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu += processCPU() - c0
-		runtime.KeepAlive(l)
-	}
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
-}
-
-// processCPU is the process's CPU time, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkLoopStepW10000 measures the loop's own work for one change at a

@@ -1,6 +1,11 @@
-// Package controller is the agent's event loop and its etcd watcher.
+// Package controller is the agent's event loop: it takes in the cluster
+// state (from etcd, through plugins/etcdfeed) and the agent's own events,
+// and drives the agent's handlers and appliers with them. It is for the
+// agent (and the tools that render offline); its contract: handlers see
+// every change once, in order per key, in batches applied only after a
+// consistent startup snapshot, and Push never blocks nor drops.
 //
-// One goroutine takes in events in batches. Producers (the etcd watcher,
+// One goroutine takes in events in batches. Producers (the etcd feed,
 // NodeSync, timers, REST) only queue: Push never blocks and never drops.
 // Queued changes to one key collapse into one (the previous value of the
 // first, the new value of the last; no-ops are dropped) and a fresh listing
@@ -27,36 +32,18 @@
 // the event itself past Update (each handler of the agent was read for it).
 // The loop publishes its status once a batch.
 //
-// The watcher lists the watched resources at one revision, page by page
-// (the first page's revision), and watches from the next. A listing's
-// pages are read on the client's connection and decoded from the bytes
-// received (wire.go: no KeyValue is made); the next page is read while one
-// is decoded, into the buffer of a page already decoded (nothing decoded
-// keeps a slice of a page), into a map made with room for what etcd
-// holds, under keys that hold the objects' own strings
-// (kubestate.DecodeStored); the listing's resync also hands handlers the
-// objects in the order they were listed, and decoded into memory
-// (ResyncEvent.Listed); pages grow from 1000 keys to 4000 when many
-// remain, as etcd counts every key from a page to the prefix's end to
-// answer it (n²/2p key visits for n keys in pages of p). Every resource's
-// watch is on one raw gRPC Watch stream of etcd's API (stream.go): the goroutine that receives a response decodes it from
-// the bytes gRPC received (wire.go: no etcd protobuf types are made) into
-// the models and queues its changes, one hand-off to the loop. On a failed or compacted
-// watch it lists again and the handlers resync from the new listing. When
-// the stream breaks or the connection to etcd comes back, the watches
-// resume where they stopped (progress notifications move each one's
-// revision on) if etcd kept their history: the same cluster ID, a revision
-// not gone back, and the newest put the watcher read still there at its
-// revision (an etcd wiped while out of reach, and written past the agent's
-// revision since, keeps its cluster ID); else it lists again. ASSUMPTION
-// (watcher.go, resumable): no wiped etcd holds that very put by chance; the
-// sync marker carries its sweep's time. A running watch makes the same
-// check every Params.HistoryCheck (history.go; default 30 s): behind an
-// etcd gRPC proxy the connection outlives an etcd restored or wiped, and
-// nothing else would notice. Undecodable values are logged, counted and skipped; the last
-// good value of their key is kept. A failed handler or apply schedules a
-// healing resync from the cached view with exponential backoff; a periodic
-// resync repairs drift. Status reports all of it.
+// With a Client, the cluster state comes from etcd through the etcd feed
+// (plugins/etcdfeed, etcd's own client): it hands the loop a listing (a
+// resync that supersedes the changes queued before it) and then each watch
+// response's changes (one push), through a sink that only queues. The
+// feed lists again on a lost, compacted or unfollowable watch, resumes
+// after a reconnection when etcd kept its history, and skips (logs,
+// counts) stored values that do not decode: the controller keeps their
+// key's last good value. Its counters are the controller's Status; while
+// it cannot follow etcd's watch, Status.NotFollowing says why and the
+// controller is not ready. A failed handler or apply schedules a healing
+// resync from the cached view with exponential backoff; a periodic resync
+// repairs drift.
 //
 // With Params.PodNode set, the pods listed and watched are that node's only
 // (kubestate.PodPrefix): an agent never receives, nor decodes, another

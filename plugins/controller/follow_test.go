@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 // TestAnUnfollowableWatchResponseRelists (issue 37, defect 1): a watch
 // response the agent cannot follow, one it would get again at every resume
 // from the same revision, does not stall the agent: after a bounded number
-// of retries it lists etcd again, and a later change still arrives.
+// of retries it lists etcd again, and a later change still arrives. While
+// it cannot follow etcd (here: the listing refused too), the controller is
+// not ready and says why, and the failures are counted.
 func TestAnUnfollowableWatchResponseRelists(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -35,9 +38,25 @@ func TestAnUnfollowableWatchResponseRelists(t *testing.T) {
 			eventually(t, "a change after the unfollowable response", func() bool {
 				return rec.holds(nsKey("later"), ns("later", "1"))
 			})
-			if st := ctl.Status(); st.Relists == 0 || p.tampered.Load() == 0 {
-				t.Errorf("status %+v, %d responses tampered: want a relist", st, p.tampered.Load())
+			if st := ctl.Status(); st.Relists == 0 || st.WatchFailures == 0 || p.tampered.Load() == 0 {
+				t.Errorf("status %+v, %d responses tampered: want failures counted and a relist", st, p.tampered.Load())
 			}
+			eventually(t, "ready again", ctl.Ready)
+
+			// The same with etcd's listing out of reach: not ready, and why.
+			p.blockRange.Store(true)
+			failures := ctl.Status().WatchFailures
+			put(t, cli, ns("poison", "2"))
+			eventually(t, "not ready, with the reason", func() bool {
+				st := ctl.Status()
+				return !ctl.Ready() && !st.Ready && strings.HasPrefix(st.NotFollowing, "cannot follow etcd: ") &&
+					ctl.NotFollowing() == st.NotFollowing && st.WatchFailures > failures
+			})
+			t.Logf("not following: %s", ctl.NotFollowing())
+			p.blockRange.Store(false)
+			eventually(t, "ready once etcd is listed", ctl.Ready)
+			put(t, cli, ns("later", "2"))
+			eventually(t, "a change after the relist", func() bool { return rec.holds(nsKey("later"), ns("later", "2")) })
 			eventually(t, "view equals etcd", func() bool { return rec.viewEquals(t, cli) })
 			rec.checkConsistent(t)
 		})

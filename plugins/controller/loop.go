@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/etcdfeed"
 )
 
 // DefaultBatchHold is the BatchHold of a controller that sets none: at
@@ -108,8 +109,10 @@ type Controller struct {
 	reversed []Handler
 	q        *queue
 	st       *status
-	w        *watcher // nil without a Client
-	running  atomic.Bool
+	feed     *etcdfeed.Feed // nil without a Client
+	// hooks are the feed's test hooks, set by tests before Run.
+	hooks   *etcdfeed.Hooks
+	running atomic.Bool
 
 	fmu     sync.Mutex
 	inBatch bool
@@ -166,17 +169,35 @@ func New(p Params) *Controller {
 		view:     newView(),
 		heal:     healer{bo: newBackoff(p.HealingBackoff)},
 		readyBo:  newBackoff(Backoff{Initial: 10 * time.Millisecond, Max: time.Second}),
+		hooks:    &etcdfeed.Hooks{},
 	}
 	slices.Reverse(c.reversed)
 	if p.Client != nil {
-		c.w = newWatcher(watcherParams{
-			log: p.Logger, cli: p.Client, resources: p.Resources, podNode: p.PodNode,
-			backoff: p.HealingBackoff, q: c.q, st: c.st, jitter: p.RelistJitter, clusterSize: p.ClusterSize,
-			requireSynced: p.RequireSynced, historyCheck: historyCheck(p.HistoryCheck),
-		})
+		c.feed = etcdfeed.New(etcdfeed.Params{
+			Logger: p.Logger, Client: p.Client, Resources: p.Resources, PodNode: p.PodNode,
+			Backoff:      etcdfeed.Backoff{Initial: p.HealingBackoff.Initial, Max: p.HealingBackoff.Max},
+			RelistJitter: p.RelistJitter, ClusterSize: p.ClusterSize,
+			RequireSynced: p.RequireSynced, HistoryCheck: historyCheck(p.HistoryCheck), Hooks: c.hooks,
+		}, feedSink{c.q})
 	}
 	return c
 }
+
+// feedSink queues what the etcd feed hands on for the loop.
+type feedSink struct{ q *queue }
+
+// Resync queues l as a startup or relist resync: it supersedes the
+// changes queued before it.
+func (s feedSink) Resync(l *etcdfeed.Listing, startup bool) {
+	kind := ResyncRelist
+	if startup {
+		kind = ResyncStartup
+	}
+	s.q.pushResync(kind, &listing{snap: &Snapshot{Revision: l.Revision, Objects: l.Objects}, bad: l.Bad, listed: l.Listed})
+}
+
+// Changes queues chs, one wake-up of the loop.
+func (s feedSink) Changes(chs []etcdfeed.Change) { s.q.pushFed(chs) }
 
 // Run runs the loop and the etcd watcher until ctx is cancelled, then
 // delivers ShutdownEvent and returns once every goroutine it started has
@@ -187,8 +208,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if c.w != nil {
-		wg.Go(func() { c.w.run(ctx) })
+	if c.feed != nil {
+		wg.Go(func() { _ = c.feed.Run(ctx) })
 	}
 	c.loop(ctx)
 	cancel()
@@ -278,11 +299,11 @@ func (c *Controller) FollowUp(ev Event) {
 	c.q.pushEvent(ev)
 }
 
-// RequestRelist asks the watcher to list etcd again and resync every
+// RequestRelist asks the etcd feed to list etcd again and resync every
 // handler from the fresh listing (e.g. on an operator's request).
 func (c *Controller) RequestRelist() {
-	if c.w != nil {
-		c.w.requestRelist()
+	if c.feed != nil {
+		c.feed.RequestRelist()
 	}
 }
 

@@ -133,7 +133,7 @@ func TestPropertyHandlersSeeEtcdExactly(t *testing.T) {
 		ctl := New(Params{Client: cli, Handlers: []Handler{g, rec}, Resources: []kubestate.Resource{kubestate.ResNamespace},
 			HealingBackoff: Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}})
 		p := &pauser{entered: make(chan struct{})}
-		ctl.w.afterList = p.hook
+		ctl.hooks.AfterList = p.hook
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- ctl.Run(runCtx) }()

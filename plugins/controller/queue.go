@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/etcdfeed"
 )
 
 // change is the new value of one key as a producer saw it.
@@ -21,11 +22,6 @@ type listing struct {
 	// bad holds the keys whose stored value could not be decoded: the
 	// controller keeps their last good value.
 	bad map[kubestate.Key]bool
-	// cluster is the etcd cluster the listing was read from.
-	cluster uint64
-	// layout and synced are the values of kubestate.LayoutKey and
-	// kubestate.SyncedKey at the listing's revision (nil: absent).
-	layout, synced []byte
 	// listed holds the objects of a listing read from etcd in the order
 	// read (ResyncEvent.Listed); nil for a pushed snapshot.
 	listed []kubestate.Object
@@ -118,6 +114,16 @@ func (q *queue) pushChanges(chs []change) {
 	q.mu.Lock()
 	for _, ch := range chs {
 		q.putLocked(ch)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushFed queues the changes the etcd feed hands on, as pushChanges.
+func (q *queue) pushFed(chs []etcdfeed.Change) {
+	q.mu.Lock()
+	for _, ch := range chs {
+		q.putLocked(change{key: ch.Key, rev: ch.Rev, obj: ch.Obj})
 	}
 	q.mu.Unlock()
 	q.signal()

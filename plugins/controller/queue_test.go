@@ -2,7 +2,6 @@ package controller
 
 import (
 	"reflect"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,13 +284,3 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func TestStoreMaxNeverGoesBack(t *testing.T) {
-	var a atomic.Int64
-	for _, v := range []int64{5, 3, 9, 9, 1} {
-		storeMax(&a, v)
-	}
-	if got := a.Load(); got != 9 {
-		t.Errorf("storeMax kept %d, want 9", got)
-	}
-}

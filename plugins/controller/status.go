@@ -54,6 +54,13 @@ type Status struct {
 	// not a complete reflector output): the handlers keep the last state
 	// taken in, and the controller is not ready. Empty otherwise.
 	Held string `json:"held,omitempty"`
+	// NotFollowing, "cannot follow etcd: <reason>", is set while etcd's
+	// watch cannot be followed (a response that cannot be taken in, a
+	// stream that keeps failing), until etcd is listed again or the watch
+	// goes on: the controller is not ready meanwhile. Empty otherwise.
+	NotFollowing string `json:"notFollowing,omitempty"`
+	// WatchFailures counts the watches of etcd that could not be followed.
+	WatchFailures uint64 `json:"watchFailures"`
 	// LastError is the last handler or apply error, at LastErrorTime.
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
@@ -63,19 +70,11 @@ type Status struct {
 	HealingPending bool `json:"healingPending"`
 }
 
-// status is the shared, goroutine-safe part of Status. The watcher writes
-// its counters with atomics; the loop writes the rest under mu.
+// status is the shared, goroutine-safe part of Status the loop writes
+// (ready with an atomic, the rest under mu); the etcd feed reports its own
+// (etcdfeed.Status).
 type status struct {
-	decodeErrors  atomic.Uint64
-	decoded       atomic.Uint64
-	layout        atomic.Pointer[string]
-	held          atomic.Pointer[string]
-	relists       atomic.Uint64
-	resumes       atomic.Uint64
-	historyLost   atomic.Uint64
-	watchRevision atomic.Int64
-	connected     atomic.Bool
-	ready         atomic.Bool
+	ready atomic.Bool
 
 	mu sync.Mutex
 	s  Status // the loop's fields
@@ -127,24 +126,30 @@ func (c *Controller) Status() Status {
 	c.st.mu.Unlock()
 	s.Ready = c.st.ready.Load()
 	s.QueueDepth = c.q.depth()
-	s.WatchRevision = c.st.watchRevision.Load()
-	s.Relists = c.st.relists.Load()
-	s.Resumes = c.st.resumes.Load()
-	s.HistoryLost = c.st.historyLost.Load()
-	s.EtcdConnected = c.st.connected.Load()
-	s.DecodeErrors = c.st.decodeErrors.Load()
-	s.Decoded = c.st.decoded.Load()
-	if l := c.st.layout.Load(); l != nil {
-		s.Layout = *l
+	if c.feed != nil {
+		f := c.feed.Status()
+		s.WatchRevision, s.Relists, s.Resumes, s.HistoryLost = f.WatchRevision, f.Relists, f.Resumes, f.HistoryLost
+		s.EtcdConnected, s.DecodeErrors, s.Decoded, s.Layout = f.Connected, f.DecodeErrors, f.Decoded, f.Layout
+		s.Held, s.NotFollowing, s.WatchFailures = f.Held, f.NotFollowing, f.WatchFailures
 	}
-	s.Held = c.Held()
-	s.Ready = s.Ready && s.Held == ""
+	s.Ready = s.Ready && s.Held == "" && s.NotFollowing == ""
 	return s
 }
 
-// Ready tells whether the first full sync has been applied and etcd's last
-// listing was taken in (/readyz).
-func (c *Controller) Ready() bool { return c.st.ready.Load() && c.st.held.Load() == nil }
+// Ready tells whether the first full sync has been applied, etcd's last
+// listing was taken in and its watch is followed (/readyz).
+func (c *Controller) Ready() bool {
+	return c.st.ready.Load() && c.Held() == "" && c.NotFollowing() == ""
+}
+
+// NotFollowing says why etcd's watch cannot be followed now, as "cannot
+// follow etcd: <reason>" (see Status.NotFollowing); empty when it is.
+func (c *Controller) NotFollowing() string {
+	if c.feed == nil {
+		return ""
+	}
+	return c.feed.NotFollowing()
+}
 
 // Applied tells whether the first full sync has been applied, held
 // listings or not.
@@ -153,10 +158,10 @@ func (c *Controller) Applied() bool { return c.st.ready.Load() }
 // Held says why etcd's last listing was not taken in (see Status.Held);
 // empty when it was.
 func (c *Controller) Held() string {
-	if h := c.st.held.Load(); h != nil {
-		return *h
+	if c.feed == nil {
+		return ""
 	}
-	return ""
+	return c.feed.Held()
 }
 
 // Collector exports the controller's status as Prometheus metrics; the
@@ -181,6 +186,15 @@ func (c *Controller) Collector() prometheus.Collector {
 			func(s Status) uint64 { return s.Resumes }),
 		counter("contiv_controller_history_lost_total", "Running watches ended because etcd no longer held their history (restored from a backup or wiped behind a proxy).",
 			func(s Status) uint64 { return s.HistoryLost }),
+		counter("contiv_controller_watch_failures_total", "Watches of etcd that could not be followed (a response that cannot be taken in, a stream that keeps failing): resumed a few times, then etcd is listed again.",
+			func(s Status) uint64 { return s.WatchFailures }),
+		{prometheus.NewDesc("contiv_controller_not_following", "1 while etcd's watch cannot be followed (the controller is not ready).", nil, nil),
+			prometheus.GaugeValue, func(s Status) float64 {
+				if s.NotFollowing != "" {
+					return 1
+				}
+				return 0
+			}},
 		counter("contiv_controller_errors_total", "Handler and apply errors.",
 			func(s Status) uint64 { return s.Errors }),
 		counter("contiv_controller_decode_errors_total",
@@ -195,7 +209,7 @@ func (c *Controller) Collector() prometheus.Collector {
 				}
 				return 0
 			}},
-		{prometheus.NewDesc("contiv_controller_ready", "1 once the first full sync is applied, while no listing is held.", nil, nil),
+		{prometheus.NewDesc("contiv_controller_ready", "1 once the first full sync is applied, while no listing is held and etcd's watch is followed.", nil, nil),
 			prometheus.GaugeValue, func(s Status) float64 {
 				if s.Ready {
 					return 1

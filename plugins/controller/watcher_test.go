@@ -81,7 +81,7 @@ func TestEtcdRestartResumesAndLosesNothing(t *testing.T) {
 	// starts after the last one delivered, not at it.
 	var mu sync.Mutex
 	queued := map[int64]int{}
-	ctl.w.queued = func(rev int64) {
+	ctl.hooks.Queued = func(rev int64) {
 		mu.Lock()
 		queued[rev]++
 		mu.Unlock()
@@ -164,7 +164,7 @@ func TestCompactedWatchRelists(t *testing.T) {
 	// watcher would be, while etcd moves on and compacts.
 	listed, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	ctl.w.afterList = func() {
+	ctl.hooks.AfterList = func() {
 		once.Do(func() {
 			close(listed)
 			<-release

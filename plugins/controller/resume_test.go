@@ -29,7 +29,7 @@ func TestProgressNotificationsMoveTheResumePoint(t *testing.T) {
 		HealingBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
 	var mu sync.Mutex
 	progress := map[string]int64{}
-	ctl.w.progressed = func(prefix string, rev int64) {
+	ctl.hooks.Progressed = func(prefix string, rev int64) {
 		mu.Lock()
 		progress[prefix] = max(progress[prefix], rev)
 		mu.Unlock()
