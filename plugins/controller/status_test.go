@@ -35,15 +35,22 @@ func TestStatusAndMetrics(t *testing.T) {
 # HELP contiv_controller_decode_errors_total Stored values skipped as undecodable, oversized or under a malformed key.
 # TYPE contiv_controller_decode_errors_total counter
 contiv_controller_decode_errors_total 1
-# HELP contiv_controller_ready 1 once the first full sync is applied, while no listing is held.
+# HELP contiv_controller_not_following 1 while etcd's watch cannot be followed (the controller is not ready).
+# TYPE contiv_controller_not_following gauge
+contiv_controller_not_following 0
+# HELP contiv_controller_ready 1 once the first full sync is applied, while no listing is held and etcd's watch is followed.
 # TYPE contiv_controller_ready gauge
 contiv_controller_ready 1
 # HELP contiv_controller_resyncs_total Full resyncs taken in by the handlers.
 # TYPE contiv_controller_resyncs_total counter
 contiv_controller_resyncs_total 1
+# HELP contiv_controller_watch_failures_total Watches of etcd that could not be followed (a response that cannot be taken in, a stream that keeps failing): resumed a few times, then etcd is listed again.
+# TYPE contiv_controller_watch_failures_total counter
+contiv_controller_watch_failures_total 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"contiv_controller_decode_errors_total", "contiv_controller_ready", "contiv_controller_resyncs_total"); err != nil {
+		"contiv_controller_decode_errors_total", "contiv_controller_not_following", "contiv_controller_ready", "contiv_controller_resyncs_total",
+		"contiv_controller_watch_failures_total"); err != nil {
 		t.Error(err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "contiv_controller_batch_duration_seconds"); err != nil || n != 1 {

@@ -106,7 +106,8 @@ type Params struct {
 	// (default DefaultMaxResumes).
 	MaxResumes int
 	// Hooks are called, when set, at points tests synchronise on; nil in
-	// the product.
+	// the product. The feed reads its fields when it calls them: they may
+	// be set after New, before Run.
 	Hooks *Hooks
 }
 
@@ -152,7 +153,7 @@ type Feed struct {
 	log      *slog.Logger
 	cli      *clientv3.Client
 	sink     Sink
-	hooks    Hooks
+	hooks    *Hooks // never nil
 	prefixes []string // of the watched resources
 	relist   chan struct{}
 	st       counters
@@ -199,8 +200,9 @@ func New(p Params, sink Sink) *Feed {
 		p.MaxResumes = DefaultMaxResumes
 	}
 	f := &Feed{p: p, log: p.Logger, cli: p.Client, sink: sink, relist: make(chan struct{}, 1), backoff: p.Backoff.wait()}
-	if p.Hooks != nil {
-		f.hooks = *p.Hooks
+	f.hooks = p.Hooks
+	if f.hooks == nil {
+		f.hooks = &Hooks{}
 	}
 	for _, r := range p.Resources {
 		pre := r.KeyPrefix()

@@ -3,7 +3,7 @@ package etcdfeed
 import (
 	"context"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -26,8 +26,7 @@ const maxStreamFailures = 3
 // last one (failing). Failures of a lost connection (codes.Unavailable)
 // are the connection's business (monitor) and not counted.
 type guard struct {
-	mu       sync.Mutex
-	failures int
+	failures atomic.Int32
 	failing  chan error
 }
 
@@ -35,9 +34,7 @@ func newGuard() *guard { return &guard{failing: make(chan error, 1)} }
 
 // reset starts counting afresh: a new watch begins.
 func (g *guard) reset() {
-	g.mu.Lock()
-	g.failures = 0
-	g.mu.Unlock()
+	g.failures.Store(0)
 	select {
 	case <-g.failing:
 	default:
@@ -49,9 +46,9 @@ func (g *guard) received(r *pb.WatchResponse) {
 	if len(r.Events) == 0 && (r.Created || r.Canceled || r.CompactRevision != 0) {
 		return // no sign that the watch advances
 	}
-	g.mu.Lock()
-	g.failures = 0
-	g.mu.Unlock()
+	if g.failures.Load() != 0 {
+		g.failures.Store(0)
+	}
 }
 
 // failed notes a failure of the stream.
@@ -60,10 +57,7 @@ func (g *guard) failed(err error) {
 	case codes.Unavailable, codes.Canceled, codes.DeadlineExceeded:
 		return
 	}
-	g.mu.Lock()
-	g.failures++
-	n := g.failures
-	g.mu.Unlock()
+	n := g.failures.Add(1)
 	if n < maxStreamFailures {
 		return
 	}
