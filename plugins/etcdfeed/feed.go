@@ -153,7 +153,7 @@ type Feed struct {
 	log      *slog.Logger
 	cli      *clientv3.Client
 	sink     Sink
-	hooks    *Hooks // never nil
+	hooks    *Hooks   // never nil
 	prefixes []string // of the watched resources
 	relist   chan struct{}
 	st       counters
