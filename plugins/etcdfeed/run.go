@@ -124,7 +124,7 @@ func (f *Feed) run(ctx context.Context, reconnected chan struct{}) {
 		}
 		if errors.Is(err, errUnfollowable) {
 			d := delay()
-			f.log.Error("cannot follow etcd's watch after resuming it; listing etcd again", "err", err, "resumes", f.p.MaxResumes, "retryIn", d)
+			f.log.Error("cannot follow etcd's watch; listing etcd again", "err", err, "failures", failures, "maxResumes", f.p.MaxResumes, "retryIn", d)
 			if !sleep(ctx, d) {
 				return
 			}
