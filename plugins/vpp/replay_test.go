@@ -24,7 +24,7 @@ import (
 )
 
 // This file is a govpp transport (adapter.VppAPI) that answers from the
-// recorded corpus of a real VPP 25.02 (../shared/vpp/corpus, format in its
+// recorded corpus of a real VPP 25.02 (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus, format in its
 // README.md): the client under test talks to what VPP really answered.
 
 type (

@@ -21,7 +21,7 @@ import (
 	"contiv.dev/vpp/internal/vppcorpus"
 )
 
-// The corpus (../shared/vpp/corpus, see its README.md) records what a
+// The corpus (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus; see its README.md) records what a
 // real VPP 25.02 answered to the project's requests. TestCorpus replays
 // every scenario file against a fresh simulated VPP, through a real govpp
 // connection, and compares every reply, details message and interface

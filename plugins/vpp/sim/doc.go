@@ -81,7 +81,7 @@
 //
 // # Proof: the corpus replay
 //
-// TestCorpus replays every recorded scenario (../shared/vpp/corpus,
+// TestCorpus replays every recorded scenario (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus,
 // $CONTIV_VPP_CORPUS to override) against a fresh simulated VPP set up
 // with the recording's interfaces, through a real govpp connection, and
 // compares every reply, details message and event, field by field. What
