@@ -57,13 +57,16 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 plugins=(nat af_packet ping cnat acl vxlan tap)
-rm -rf "$cache"
 mkdir -p "$cache"
 if [ -d "$src" ]; then
 	tree=$src
 else
-	tar -xzf "$src" -C "$cache"
-	tree=$(find "$cache" -mindepth 1 -maxdepth 1 -type d | head -1)
+	# An interrupted build goes on where it stopped: the tree is unpacked once.
+	tree=$cache/src
+	if [ ! -f "$tree/src/CMakeLists.txt" ]; then
+		rm -rf "$tree" && mkdir -p "$tree"
+		tar -xzf "$src" -C "$tree" --strip-components=1
+	fi
 fi
 # 25.02 has only an exclusion list; 26.06 has VPP_PLUGINS, an allow-list. Both are given as an
 # exclusion list of every other plugin directory, which both versions understand.
@@ -76,13 +79,17 @@ for d in "$tree"/src/plugins/*/; do
 done
 excl=$(IFS=,; echo "${exclude[*]}")
 
+# VPP builds with -Werror; Debian 12's gcc 12 warns where VPP's CI compilers did not
+# (25.02: a strncpy in vppinfra/devicetree.c). Those warnings stay warnings.
+cflags="-Wno-error=stringop-truncation -Wno-error=maybe-uninitialized -Wno-error=array-bounds -Wno-error=stringop-overflow -Wno-error=dangling-pointer"
 start=$(date +%s)
 export PATH=/usr/bin:$PATH # the API generator needs the system python3 with ply
 cmake -G Ninja -S "$tree/src" -B "$build" \
 	-DCMAKE_BUILD_TYPE=Release -DVPP_BUILD_TESTS=OFF -DPython3_EXECUTABLE=/usr/bin/python3 \
-	-DVPP_BUILD_NATIVE_ONLY=ON -DVPP_USE_LTO=OFF -DVPP_EXCLUDED_PLUGINS="$excl" >"$cache/configure.log" 2>&1 ||
+	-DVPP_BUILD_NATIVE_ONLY=ON -DVPP_USE_LTO=OFF -DVPP_EXCLUDED_PLUGINS="$excl" \
+	-DCMAKE_C_FLAGS="$cflags" >"$cache/configure.log" 2>&1 ||
 	{ tail -40 "$cache/configure.log" >&2; exit 1; }
-nice ninja -C "$build" >"$cache/build.log" 2>&1 || { tail -60 "$cache/build.log" >&2; exit 1; }
+ninja -C "$build" >"$cache/build.log" 2>&1 || { tail -60 "$cache/build.log" >&2; exit 1; }
 end=$(date +%s)
 echo "built VPP $version from $src in $((end - start)) s" >&2
 echo "$((end - start))" >"$cache/complete"
