@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.fd.io/govpp/adapter"
@@ -219,6 +220,12 @@ type Conn struct {
 	status  Status
 	lastErr error
 	changed chan struct{} // closed and replaced on every change
+
+	// busy tells a VPP whose main thread is busy from a dead one (the
+	// health probes, reconnect.go): calls in flight and the time of VPP's
+	// last answer to one.
+	inflight atomic.Int64
+	answered atomic.Int64 // UnixNano
 
 	startOnce sync.Once
 	closeOnce sync.Once

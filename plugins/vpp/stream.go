@@ -79,6 +79,7 @@ func (p *stream[M]) send(meta M, req, reply api.Message) {
 		p.readOne()
 	}
 	c := streamCall[M]{meta: meta, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: time.Now()}
+	p.conn.begin()
 	if p.broken == nil {
 		if err := p.s.SendMsg(req); err != nil {
 			p.broken = err
@@ -118,6 +119,7 @@ func (p *stream[M]) readOne() {
 	c.done = true
 	if p.broken != nil {
 		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
+		p.conn.observe(c.name, c.sent, &c.err)
 		return
 	}
 	m, err := p.s.RecvMsg()
@@ -154,6 +156,7 @@ func (p *stream[M]) pop() (streamCall[M], bool) {
 
 // close ends the stream; answers not read are dropped.
 func (p *stream[M]) close() {
+	p.conn.inflight.Add(-int64(p.unread)) // sent, never read: no longer in flight
 	p.cancel()
 	_ = p.s.Close()
 	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
