@@ -95,3 +95,6 @@ func inNetns(ns string, fn func() error) error {
 	}()
 	return <-errc
 }
+
+// runQuiet runs a command, ignoring its output.
+func runQuiet(name string, args ...string) error { return exec.Command(name, args...).Run() }
