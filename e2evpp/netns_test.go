@@ -47,9 +47,12 @@ func addNetns(t testing.TB, ns string) {
 	ipIn(t, ns, "link", "set", "lo", "up")
 }
 
-// removeLeftovers deletes every namespace of an earlier run (its veths go
-// with it).
+// removeLeftovers stops the VPPs and agents of an earlier run that did
+// not end cleanly (their files are under the suite's directory, so no
+// other VPP is touched) and deletes its namespaces (their veths go with
+// them).
 func removeLeftovers() {
+	killByCmdline(runDir())
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)

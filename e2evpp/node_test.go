@@ -119,7 +119,11 @@ func (n *node) startupCLI() string {
 	w("set interface state host-vpp1 up")
 	w("set interface ip address host-vpp1 172.30.%d.1/24", n.id)
 	// The VXLAN BVI and one tunnel per other node.
-	w("create loopback interface instance 1")
+	// Each node's BVI needs a MAC of its own: VPP gives loopback instance N
+	// the MAC de:ad:00:00:00:0N on every node, and a BVI learning its own
+	// MAC from the tunnel drops the frame (l2-learn), so the overlay carries
+	// nothing.
+	w("create loopback interface mac 02:fe:%02x:00:00:03 instance 1", n.id)
 	w("set interface state loop1 up")
 	w("set interface ip table loop1 %d", podVRF)
 	w("set interface ip address loop1 %s/24", n.vxlanIP(n.id))
@@ -138,7 +142,7 @@ func (n *node) startupCLI() string {
 	}
 	// The pod gateway: a loopback in the pod VRF every pod interface borrows
 	// its address from.
-	w("create loopback interface instance 0")
+	w("create loopback interface mac 02:fe:%02x:00:00:04 instance 0", n.id)
 	w("set interface ip table loop0 %d", podVRF)
 	w("set interface ip address loop0 10.1.%d.1/32", n.id)
 	w("set interface state loop0 up")
@@ -220,6 +224,12 @@ func (n *node) startVPP(t *testing.T) {
 		out := n.cli("show interface")
 		return strings.Contains(out, last) && strings.Contains(n.cli("show ip fib table 0 0.0.0.0/0"), outsideIP), n.name + ": VPP's startup configuration has not run: " + out
 	})
+	if env.version == "unknown" {
+		// "vpp v25.02-release built by ..."
+		if f := strings.Fields(n.cli("show version")); len(f) > 1 {
+			env.version = strings.TrimPrefix(f[1], "v")
+		}
+	}
 }
 
 // stopVPP stops the node's VPP and waits for it.
