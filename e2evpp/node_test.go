@@ -18,6 +18,7 @@ import (
 // 192.168.16.100, the nodes' default gateway.
 const (
 	outsideIP  = "192.168.16.100"
+	internetIP = "198.51.100.1" // on the outside namespace, beyond the node network
 	fabricNS   = prefix + "-fab"
 	outsideNS  = prefix + "-out"
 	vxlanVNI   = 10
@@ -154,7 +155,11 @@ func (n *node) startupCLI() string {
 		w("set interface tag %s %s/%s", p.vppIf(), p.namespace, p.name)
 		w("ip route add %s/32 table %d via %s %s", p.ip, podVRF, p.ip, p.vppIf())
 	}
-	w("ip route add %s via ip4-lookup-in-table %d", n.podSubnet(), podVRF)
+	// Every pod subnet, remote ones too, from the main VRF through the pod
+	// VRF: cnat resolves a translation's backends in table 0, so a NodePort
+	// or external IP reached on the uplink goes to a remote backend only
+	// through this route (measured: without it, the default route).
+	w("ip route add 10.1.0.0/16 via ip4-lookup-in-table %d", podVRF)
 	w("ip route add 0.0.0.0/0 table %d via ip4-lookup-in-table 0", podVRF)
 	return b.String()
 }

@@ -105,6 +105,8 @@ func newSuite(t *testing.T, renderer string, pods ...[]string) *suite {
 	veth(t, outsideNS, "eth0", fabricNS, "upout")
 	ipIn(t, fabricNS, "link", "set", "upout", "master", "br0")
 	ipIn(t, outsideNS, "addr", "add", outsideIP+"/24", "dev", "eth0")
+	// A server beyond the node network, as the internet is to a pod.
+	ipIn(t, outsideNS, "addr", "add", internetIP+"/32", "dev", "lo")
 	for i := range pods {
 		n := &node{s: s, id: i + 1, name: fmt.Sprintf("node-%d", i+1),
 			netns: fmt.Sprintf("%s-n%d", prefix, i+1),
