@@ -32,6 +32,8 @@ func (n *node) agentConfig(httpAddr string) string {
 	return fmt.Sprintf(`nodeName: %[1]s
 log:
   level: debug
+controller:
+  resyncInterval: 3s
 etcd:
   endpoints: [%[2]s]
 vpp:

@@ -301,6 +301,33 @@ func scenarios(t *testing.T, renderer string) {
 		}
 		*figs = append(*figs, fmt.Sprintf("unrelated service: %d writes, cut 0", n1.agent.writes(t)-w0))
 	})
+	step("periodic-resync", func(t *testing.T, figs *[]string) {
+		// The agents resync every 3 s (agentConfig): three of them under
+		// live flows must write nothing and cut nothing.
+		fs := openFlows(t, client, "tcp", webIP+":80", 12)
+		us := openFlows(t, client, "udp", webIP+":53", 6)
+		var before, after struct {
+			Controller struct {
+				Resyncs int `json:"resyncs"`
+			} `json:"controller"`
+		}
+		if err := n1.agent.get("/v1/status", &before); err != nil {
+			t.Fatal(err)
+		}
+		w0 := n1.agent.writes(t)
+		time.Sleep(10 * time.Second)
+		if err := n1.agent.get("/v1/status", &after); err != nil {
+			t.Fatal(err)
+		}
+		w := n1.agent.writes(t) - w0
+		if w != 0 {
+			t.Errorf("periodic resyncs wrote %d times to a VPP that held the right state, want 0", w)
+		}
+		if n, which := cuts(append(fs, us...)); n != 0 {
+			t.Errorf("periodic resyncs cut %d flows (first backends %v), want 0", n, which)
+		}
+		*figs = append(*figs, fmt.Sprintf("resyncs %d→%d, writes %d, flows cut 0/%d", before.Controller.Resyncs, after.Controller.Resyncs, w, len(fs)+len(us)))
+	})
 	step("one-owner", func(t *testing.T, figs *[]string) {
 		// A second agent on node 1's VPP (as another node) must refuse it.
 		other := &node{s: s, id: 3, name: "node-3", netns: n1.netns, dir: t.TempDir(), sock: n1.apiSocket()}
