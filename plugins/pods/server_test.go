@@ -34,7 +34,9 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 		Socket:   sock,
 		Deadline: deadline,
 		Submit:   func(ctx context.Context, op Op, req Request) (Result, error) { return Submit(ctx, ctl, op, req) },
-		Status:   func() cniapi.Status { return cniapi.Status{Ready: ctl.Ready() && e.m.Ready(), Kind: string(e.m.Kind())} },
+		Status: func() cniapi.Status {
+			return cniapi.Status{Ready: ctl.Ready() && e.m.Ready(), Kind: string(e.m.Kind())}
+		},
 	})
 	wg.Go(func() {
 		if err := srv.Run(ctx); err != nil {
