@@ -85,8 +85,23 @@ func (m *Manager) Update(_ context.Context, ev controller.Event) error {
 	if o.err != nil && c.ctx.Err() != nil && !errors.Is(o.err, ErrNotReady) {
 		o.err = fmt.Errorf("%w (deadline: %w)", o.err, c.ctx.Err())
 	}
-	c.done <- o
+	// The caller hears the outcome once the batch is applied (Applied):
+	// by then the service processor has taken the pod's interface in and
+	// the renderers have programmed it.
+	m.replies = append(m.replies, func() { c.done <- o })
 	return nil
+}
+
+// ApplyStarting implements controller.ApplyObserver.
+func (m *Manager) ApplyStarting(bool) {}
+
+// Applied implements controller.ApplyObserver: the calls of the batch
+// just applied get their outcome.
+func (m *Manager) Applied(bool, error) {
+	for _, r := range m.replies {
+		r()
+	}
+	m.replies = nil
 }
 
 // podInterfaceEvent tells the service processor to look pod's interface

@@ -37,6 +37,7 @@ type Manager struct {
 	gwKnown   bool
 	events    controller.FollowUpper
 	afterStep func(step string) // tests: called after each step of ADD
+	replies   []func()          // outcomes of the batch's calls (Applied)
 
 	mu       sync.Mutex
 	pods     map[addrplan.PodID]*record
@@ -45,8 +46,9 @@ type Manager struct {
 }
 
 var (
-	_ controller.Handler      = (*Manager)(nil)
-	_ controller.ReadyHandler = (*Manager)(nil)
+	_ controller.Handler       = (*Manager)(nil)
+	_ controller.ReadyHandler  = (*Manager)(nil)
+	_ controller.ApplyObserver = (*Manager)(nil)
 )
 
 // New loads the records of Params.StateDir (made if missing) and returns

@@ -23,7 +23,7 @@ import (
 // client.
 func (e *env) loop(deadline time.Duration) *http.Client {
 	t := e.t
-	ctl := controller.New(controller.Params{Handlers: []controller.Handler{e.m}, BatchHold: -1})
+	ctl := controller.New(controller.Params{Handlers: []controller.Handler{e.m}, ApplyObservers: []controller.ApplyObserver{e.m}, BatchHold: -1})
 	e.m.SetEvents(ctl)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

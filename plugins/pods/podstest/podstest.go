@@ -86,7 +86,7 @@ func Start(tb testing.TB, p Params) *Node {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctl := controller.New(controller.Params{Handlers: []controller.Handler{n.Manager}, BatchHold: -1})
+	ctl := controller.New(controller.Params{Handlers: []controller.Handler{n.Manager}, ApplyObservers: []controller.ApplyObserver{n.Manager}, BatchHold: -1})
 	n.Manager.SetEvents(ctl)
 	wg.Go(func() { _ = ctl.Run(ctx) })
 	ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncStartup, State: &controller.Snapshot{}})
