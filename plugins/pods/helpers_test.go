@@ -49,7 +49,7 @@ func addrConfig(perNode int) addrplan.Config {
 // over embedded etcd, and a Manager with its records in a temporary
 // directory.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	vpp   *sim.VPP
 	conn  *vpp.Conn
 	port  *vpp.Pods
@@ -61,7 +61,7 @@ type env struct {
 }
 
 // needRoot skips, loudly, where the kernel refuses network namespaces.
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED LOUDLY: these tests make network namespaces and veths: run them as root")
@@ -74,7 +74,7 @@ func needRoot(t *testing.T) {
 	_ = testutils.UnmountNS(n)
 }
 
-func newEnv(t *testing.T, perNode int) *env {
+func newEnv(t testing.TB, perNode int) *env {
 	t.Helper()
 	needRoot(t)
 	e := &env{t: t, vpp: sim.New(sim.Options{}), dir: t.TempDir()}
