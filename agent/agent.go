@@ -87,6 +87,7 @@ type Agent struct {
 	latency  *syncmetrics.Latency
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
+	pods     *podWiring // with cni.enabled (pods.go)
 	// cluster is the etcd cluster's ID, owner the gate that keeps the
 	// agent off a VPP another agent owns (owner.go).
 	cluster string
@@ -301,8 +302,15 @@ func (a *Agent) buildHandlers() error {
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
+		if cfg.CNI.Enabled {
+			beside = nil // the pod manager wires pods: no stand-in CNI (pods.go)
+		}
 	}
-	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc},
+	podHs, err := a.podHandlers()
+	if err != nil {
+		return err
+	}
+	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, podHs, []controller.Handler{a.proc},
 		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:   a.log.With("part", "controller"),
@@ -311,7 +319,7 @@ func (a *Agent) buildHandlers() error {
 		Appliers: []controller.Applier{a.owner}, // the renderer, on a VPP this agent owns
 		// Readiness, latency, kube-proxy's metrics and the proxy health
 		// watch each apply.
-		ApplyObservers:   []controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy},
+		ApplyObservers:   append([]controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy}, a.podObservers()...),
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -325,6 +333,7 @@ func (a *Agent) buildHandlers() error {
 		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
+	a.wirePods()
 	a.registry.MustRegister(a.ctl.Collector(), newStateCollector(a), newSourceRangesCollector(a))
 	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
@@ -372,6 +381,7 @@ func (a *Agent) buildHTTP() {
 			"renderer":       a.view(func() any { return rendererView(a) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
+			"pods":           a.view(func() any { return podsView(a) }),
 			"latency":        a.view(func() any { return a.latency.View() }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
@@ -391,7 +401,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.conn.Start(ctx)
 	defer a.conn.Close()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3) // http, controller, cni
 	// stop ends every goroutine and returns what failed.
 	stop := func(more ...error) error {
 		cancel()
@@ -437,6 +447,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.runParity(ctx, &wg)
+	a.runPods(ctx, &wg, func(err error) { errs <- fmt.Errorf("cni: %w", err); cancel() })
 	if a.prefetch != nil {
 		// The renderer's first dump is read while etcd is listed.
 		a.prefetch.start(ctx, &wg)

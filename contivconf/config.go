@@ -38,6 +38,8 @@ type Config struct {
 	NodeSync NodeSyncConfig `json:"nodeSync"`
 	// NodeConfig lists per-node overrides; see ForNode.
 	NodeConfig []NodeOverride `json:"nodeConfig"`
+	// CNI configures the pod manager and the contiv-cni plugin's socket.
+	CNI CNIConfig `json:"cni"`
 }
 
 // Renderers accepted by Config.Renderer.

@@ -38,6 +38,7 @@ func Defaults() Config {
 		},
 		HTTP:     HTTPConfig{Address: ":9999", ProxyHealthAddress: ":10256"},
 		Renderer: RendererNAT44,
+		CNI:      defaultCNI(),
 		NAT44: NAT44Config{
 			SessionLimit: 262144,
 			Timeouts: NATTimeouts{

@@ -52,6 +52,7 @@ func (c Config) Validate() error {
 	}
 	c.IPAM.validate(&p)
 	c.NodeSync.validate(&p)
+	c.CNI.validate(&p)
 	seen := map[string]int{}
 	for i, o := range c.NodeConfig {
 		path := fmt.Sprintf("nodeConfig[%d]", i)

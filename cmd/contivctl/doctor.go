@@ -115,6 +115,10 @@ func runDoctor(ctx context.Context, s streams, args []string) error {
 	if _, err := c.view(ctx, "/v1/renderer", &d.renderer); err != nil {
 		d.add(verdictWarn, "renderer", "cannot read /v1/renderer: "+err.Error(), "")
 	}
+	var pods podsDoctorView
+	if _, err := c.view(ctx, "/v1/pods", &pods); err == nil {
+		d.pods = &pods
+	}
 	d.diagnose()
 	if of.json() {
 		if err := writeJSON(s.out, d.findings); err != nil {
@@ -138,6 +142,8 @@ type doctor struct {
 	// renderer is the renderer-neutral view; nil: not read, or the
 	// agent runs no renderer yet.
 	renderer *agent.RendererView
+	// pods is /v1/pods (doctorpods.go); nil: not read.
+	pods *podsDoctorView
 	// built is set once the agent found its main NIC and started its
 	// controller.
 	built    bool
@@ -191,6 +197,7 @@ func (d *doctor) diagnose() {
 	d.checkRenderer()
 	d.checkEtcdWrites()
 	d.checkOwnAddrs(claim(reasonOwnAddrs))
+	d.checkPods()
 	for _, r := range d.status.NotReady {
 		if !explained[r] {
 			d.add(verdictFail, "readiness", r, "")

@@ -29,6 +29,11 @@ type Route struct {
 	// startup configuration's "via ip4-lookup-in-table" dumps).
 	Lookup    bool
 	LookupVRF uint32
+	// Via: one NORMAL path through interface ViaInterface to next hop
+	// NextHop (a pod's /32, plugins/vpp/pods.go).
+	Via          bool
+	ViaInterface uint32
+	NextHop      netip.Addr
 }
 
 // firstRouteStats is the stats index of the first route added through
@@ -208,6 +213,12 @@ func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
 		paths[0].Nh.Address == (ip_types.AddressUnion{}) {
 		k.Lookup, k.LookupVRF = true, paths[0].TableID
 	}
+	if len(paths) == 1 && paths[0].Type == fib_types.FIB_API_PATH_TYPE_NORMAL && paths[0].SwIfIndex != noIndex {
+		k.Via, k.ViaInterface = true, paths[0].SwIfIndex
+		if paths[0].Proto == fib_types.FIB_API_PATH_NH_PROTO_IP4 {
+			k.NextHop = netip.AddrFrom4(paths[0].Nh.Address.GetIP4())
+		}
+	}
 	return k, false
 }
 
@@ -313,6 +324,11 @@ func routeDetails(vrf uint32, rt Route, stats uint32, src uint8) *ipapi.IPRouteV
 		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
 	case rt.Lookup:
 		path.TableID = rt.LookupVRF
+	case rt.Via:
+		path.SwIfIndex = rt.ViaInterface
+		if rt.NextHop.Is4() {
+			path.Nh.Address = ip_types.AddressUnionIP4(rt.NextHop.As4())
+		}
 	}
 	return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
 		TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},

@@ -22,7 +22,8 @@ import (
 // cnat plugins does (all of them pass govpp's compatibility check,
 // connect.jsonl and cnat_compat.jsonl); only those in messageDefs are
 // answered.
-var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature", "acl"}
+var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature", "acl",
+	"af_packet", "tapv2", "ip_neighbor"}
 
 // tableLacks are messages of tablePackages that VPP 25.02 does not have
 // (connect.jsonl's message table): govpp's binapi is generated from a
@@ -79,7 +80,7 @@ func reply(m api.Message, rv api.VPPApiError) []api.Message {
 // messageDefs lists every request the simulator speaks.
 func messageDefs() []*msgDef {
 	const read, write = false, true
-	return []*msgDef{
+	return append([]*msgDef{
 		def(read, &memclnt.ControlPing{}, (*VPP).controlPing, &memclnt.ControlPingReply{}),
 		def(read, &vpe.ShowVersion{}, (*VPP).showVersion, &vpe.ShowVersionReply{}),
 		def(read, &vlib.ShowThreads{}, (*VPP).showThreads, &vlib.ShowThreadsReply{}),
@@ -140,7 +141,7 @@ func messageDefs() []*msgDef {
 		def(write, &acl.ACLInterfaceAddDel{}, (*VPP).aclInterfaceAddDel, &acl.ACLInterfaceAddDelReply{}),
 		def(read, &acl.ACLDump{}, (*VPP).aclDump, &acl.ACLDetails{}),
 		def(read, &acl.ACLInterfaceListDump{}, (*VPP).aclInterfaceListDump, &acl.ACLInterfaceListDetails{}),
-	}
+	}, podMessageDefs()...)
 }
 
 func (v *VPP) controlPing(*memclnt.ControlPing) []api.Message {

@@ -105,6 +105,7 @@ type VPP struct {
 	freeIf   []uint32 // freed sw_if_index values, reused last-freed-first
 	fib      fibState
 	acls     aclState // acl.go
+	pods     podState // pods.go
 	calls    map[string]int
 	faults   Faults
 	rng      *rand.Rand
