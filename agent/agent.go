@@ -87,10 +87,9 @@ type Agent struct {
 	latency  *syncmetrics.Latency
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
-	// cluster is the etcd cluster's ID, owner the gate that keeps the
-	// agent off a VPP another agent owns (owner.go).
-	cluster string
-	owner   *ownership
+	// owner is the gate that keeps the agent off a VPP another agent
+	// owns (owner.go).
+	owner *ownership
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -140,9 +139,6 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		}
 	}
 	if err := a.claimNodeID(sctx); err != nil {
-		return nil, err
-	}
-	if err := a.readClusterID(sctx); err != nil {
 		return nil, err
 	}
 	if err := a.buildVPP(o.Dataplane); err != nil {
@@ -197,18 +193,6 @@ func (a *Agent) load(ctx context.Context, path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
-	return nil
-}
-
-// readClusterID reads the etcd cluster's ID, the cluster part of the
-// agent's mark on VPP (owner.go): agents of two clusters on one VPP
-// differ even with the same node name.
-func (a *Agent) readClusterID(ctx context.Context) error {
-	resp, err := a.etcd.Get(ctx, kubestate.Prefix, clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("reading the etcd cluster ID: %w", err)
-	}
-	a.cluster = fmt.Sprintf("%x", resp.Header.ClusterId)
 	return nil
 }
 
@@ -276,7 +260,7 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.owner = a.newOwnership(p.Renderer, a.cluster)
+	a.owner = a.newOwnership(p.Renderer)
 	if a.prefetch != nil {
 		a.owner.marked = a.prefetch.markedOwner
 	}
