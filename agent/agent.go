@@ -90,6 +90,8 @@ type Agent struct {
 	// owner is the gate that keeps the agent off a VPP another agent
 	// owns (owner.go).
 	owner *ownership
+	// health logs /healthz's verdicts as they change (readiness_health.go).
+	health healthWatch
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -117,6 +119,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
 		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
 		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
+	a.health.log = a.log.With("part", "health")
 	if !a.par.hcAddr.IsValid() {
 		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
 	}
@@ -345,7 +348,7 @@ func (a *Agent) buildHTTP() {
 		Ready:    a.ready,
 		NotReady: "not ready:",
 		Why:      a.notReady,
-		Healthy:  func(*http.Request) error { return a.startupHealth(time.Now()) },
+		Healthy:  func(*http.Request) error { return a.healthz(time.Now()) },
 		Views: map[string]rest.Source{
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
@@ -387,7 +390,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		for err := range errs {
 			more = append(more, err)
 		}
-		a.log.Info("agent stopped")
+		a.logStopped()
 		return errors.Join(more...)
 	}
 	// Probes are served from the start: the agent is alive (and not ready)
