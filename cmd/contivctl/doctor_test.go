@@ -306,3 +306,15 @@ func TestDoctorWithoutRendererView(t *testing.T) {
 	requireFinding(t, fs, verdictFail, "interface", "pod interface tap7 is pending", "NAT44 features in wait")
 	requireFinding(t, fs, verdictFail, "fib-table", "waiting for FIB table 1 for 2s")
 }
+
+// A VPP address that is another node's address is a warning naming both
+// (issue 37: node-2 took ID 1 and node-1's InternalIP).
+func TestDoctorWarnsOfAddressClash(t *testing.T) {
+	st, cfg := realNode()
+	st.NodeSync.Clashes = []string{"this node's VPP address 192.168.16.1 (node ID 1) is node node-1's address"}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
+	if code != 0 {
+		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
+	}
+	requireFinding(t, fs, verdictWarn, "address-clash", "192.168.16.1", "node-1", "ipam.nodeInterconnectCIDR")
+}
