@@ -203,12 +203,12 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 func TestDoctorNamesOtherOwner(t *testing.T) {
 	st, cfg := realNode()
 	st.Ready = false
-	st.NotReady = []string{"VPP is managed by another agent (e75700c5e2c7c3ee/node-9): not programming it; stop that agent, or set vpp.takeOver to take VPP over"}
+	st.NotReady = []string{"VPP is managed by another agent (prod-eu/node-9): not programming it; stop that agent, or set vpp.takeOver to take VPP over"}
 	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg})
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	requireFinding(t, fs, verdictFail, "vpp-owner", "e75700c5e2c7c3ee/node-9", "vpp.takeOver: true", "stop the other agent")
+	requireFinding(t, fs, verdictFail, "vpp-owner", "prod-eu/node-9", "vpp.takeOver: true", "stop the other agent")
 	if has(fs, verdictFail, "readiness", "another agent") {
 		t.Error("the owner reason is reported twice")
 	}
