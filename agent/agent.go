@@ -88,10 +88,11 @@ type Agent struct {
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
 	pods     *podWiring // with cni.enabled (pods.go)
-	// cluster is the etcd cluster's ID, owner the gate that keeps the
-	// agent off a VPP another agent owns (owner.go).
-	cluster string
-	owner   *ownership
+	// owner is the gate that keeps the agent off a VPP another agent
+	// owns (owner.go).
+	owner *ownership
+	// health logs /healthz's verdicts as they change (readiness_health.go).
+	health healthWatch
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -119,6 +120,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
 		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
 		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
+	a.health.log = a.log.With("part", "health")
 	if !a.par.hcAddr.IsValid() {
 		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
 	}
@@ -141,9 +143,6 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		}
 	}
 	if err := a.claimNodeID(sctx); err != nil {
-		return nil, err
-	}
-	if err := a.readClusterID(sctx); err != nil {
 		return nil, err
 	}
 	if err := a.buildVPP(o.Dataplane); err != nil {
@@ -198,18 +197,6 @@ func (a *Agent) load(ctx context.Context, path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
-	return nil
-}
-
-// readClusterID reads the etcd cluster's ID, the cluster part of the
-// agent's mark on VPP (owner.go): agents of two clusters on one VPP
-// differ even with the same node name.
-func (a *Agent) readClusterID(ctx context.Context) error {
-	resp, err := a.etcd.Get(ctx, kubestate.Prefix, clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("reading the etcd cluster ID: %w", err)
-	}
-	a.cluster = fmt.Sprintf("%x", resp.Header.ClusterId)
 	return nil
 }
 
@@ -277,7 +264,7 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.owner = a.newOwnership(p.Renderer, a.cluster)
+	a.owner = a.newOwnership(p.Renderer)
 	if a.prefetch != nil {
 		a.owner.marked = a.prefetch.markedOwner
 	}
@@ -370,7 +357,7 @@ func (a *Agent) buildHTTP() {
 		Ready:    a.ready,
 		NotReady: "not ready:",
 		Why:      a.notReady,
-		Healthy:  func(*http.Request) error { return a.startupHealth(time.Now()) },
+		Healthy:  func(*http.Request) error { return a.healthz(time.Now()) },
 		Views: map[string]rest.Source{
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
@@ -413,7 +400,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		for err := range errs {
 			more = append(more, err)
 		}
-		a.log.Info("agent stopped")
+		a.logStopped()
 		return errors.Join(more...)
 	}
 	// Probes are served from the start: the agent is alive (and not ready)

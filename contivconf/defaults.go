@@ -9,8 +9,9 @@ import (
 // writes out the same values, and a test keeps the two equal.
 func Defaults() Config {
 	return Config{
-		NodeName: "",
-		Log:      LogConfig{Level: LogLevelInfo, Format: LogFormatText},
+		NodeName:    "",
+		ClusterName: DefaultClusterName,
+		Log:         LogConfig{Level: LogLevelInfo, Format: LogFormatText},
 		Controller: ControllerConfig{
 			MinBatchInterval: 0,
 			HealingBackoff:   Backoff{Initial: Duration(time.Second), Max: Duration(time.Minute)},

@@ -17,6 +17,7 @@ import (
 // missing from this table.
 var readers = map[string]struct{ file, re string }{
 	"nodeName":                           {"agent/agent.go", `cfg\.NodeName`},
+	"clusterName":                        {"agent/owner.go", `cfg\.ClusterName`},
 	"renderer":                           {"agent/renderers.go", `cfg\.Renderer`},
 	"log.level":                          {"contivconf/config.go", `l\.Level`},
 	"log.format":                         {"contivconf/config.go", `l\.Format == LogFormatJSON`},

@@ -73,6 +73,9 @@ type writeStatus struct {
 	Failures  int    `json:"failures"`
 	LastError string `json:"lastError"`
 	Stalled   bool   `json:"stalled"`
+	// Clashes (nodesync): this node's VPP addresses that are another
+	// node's address.
+	Clashes []string `json:"clashes"`
 }
 
 // The notReady reasons the agent gives (agent/readiness.go, agent.go), by
@@ -196,6 +199,7 @@ func (d *doctor) diagnose() {
 	d.checkPendingTables(claim(reasonTable))
 	d.checkRenderer()
 	d.checkEtcdWrites()
+	d.checkAddressClash()
 	d.checkOwnAddrs(claim(reasonOwnAddrs))
 	d.checkPods()
 	for _, r := range d.status.NotReady {
@@ -427,6 +431,14 @@ func (d *doctor) checkEtcdWrites() {
 		case w.st.Failures > 0:
 			d.add(verdictWarn, w.name, fmt.Sprintf("writes to etcd failing (%d failures): %s", w.st.Failures, orDash(w.st.LastError)), "they are retried; check etcd")
 		}
+	}
+}
+
+// checkAddressClash names this node's VPP addresses that are another
+// node's address (plugins/nodesync clash.go).
+func (d *doctor) checkAddressClash() {
+	for _, c := range d.status.NodeSync.Clashes {
+		d.add(verdictWarn, "address-clash", c, "the node ID gives this node's VPP another node's address: keep ipam.nodeInterconnectCIDR off the nodes' network (docs/operations.md, \"Node IDs\")")
 	}
 }
 

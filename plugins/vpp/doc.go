@@ -101,8 +101,9 @@
 // # One VPP, one owner
 //
 // OwnerTag, ReadOwner and MarkOwner keep the mark of the agent that
-// manages a VPP in VPP itself: local0's tag, "contiv@<cluster>/<node>"
-// (owner.go). ASSUMPTION: VPP 25.02 tags local0 like any interface and
+// manages a VPP in VPP itself: local0's tag, "contiv:<cluster name>/<node>"
+// (owner.go; IsLegacyOwnerTag knows the "contiv@<etcd cluster ID>/<node>"
+// of agents before the cluster name). ASSUMPTION: VPP 25.02 tags local0 like any interface and
 // dumps its tag (the corpus records tags on other interfaces only); a
 // restart loses the mark with the rest of VPP's state.
 //
