@@ -161,7 +161,9 @@ func TestSocketAnswersCNIErrors(t *testing.T) {
 
 func TestAddWithVPPDownFailsWithinTheDeadlineThroughTheSocket(t *testing.T) {
 	e := newEnv(t, 24)
-	c := e.loop(2 * time.Second)
+	// A deadline far above the answer's time (ms), so that a loaded machine
+	// cannot turn "VPP is not connected" into the deadline's answer.
+	c := e.loop(15 * time.Second)
 	e.conn.Close()
 	req := e.request("late", e.netns())
 	_, ce, err := call(c, cniapi.PathAdd, req)
