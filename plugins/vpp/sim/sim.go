@@ -123,7 +123,9 @@ type VPP struct {
 	closed    bool
 	crashes   int
 	lastCrash string
-	skews     int // lbpick.go
+	// rel2606: Options.Version is VPP 26.06's (release.go).
+	rel2606 bool
+	skews   int // lbpick.go
 }
 
 // New returns a simulated VPP with only the local0 interface and the
@@ -157,6 +159,7 @@ func New(opts Options) *VPP {
 	if v.version == "" {
 		v.version = DefaultVersion
 	}
+	v.rel2606 = is2606(v.version)
 	v.buildTable()
 	log.Warn("simulated VPP created: it keeps NAT44 state in memory and forwards NO packets")
 	return v
@@ -196,7 +199,7 @@ func (v *VPP) buildTable() {
 		v.ids[k] = next
 		return next
 	}
-	for _, m := range tableMessages() {
+	for _, m := range tableMessages(v.rel2606) {
 		switch {
 		case skip[m.GetMessageName()]:
 		case unloaded(m):
@@ -205,7 +208,7 @@ func (v *VPP) buildTable() {
 			assign(m)
 		}
 	}
-	for _, d := range messageDefs() {
+	for _, d := range v.messageDefs() {
 		if skip[d.req.GetMessageName()] || unloaded(d.req) {
 			continue
 		}
