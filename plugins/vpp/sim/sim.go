@@ -19,7 +19,11 @@ import (
 type Options struct {
 	// Logger receives the simulator's own log lines; nil discards them.
 	Logger *slog.Logger
-	// Version is what show_version answers; default DefaultVersion.
+	// Version is what show_version answers; default DefaultVersion. It
+	// selects the release simulated: "26.06…" (e.g. "v26.06-release")
+	// is VPP 26.06 (release.go), anything else VPP 25.02's message table
+	// and behaviour (a version the agent has no bindings for is refused by
+	// the agent from the version alone).
 	Version string
 	// Without lists binary-API messages (by name, e.g.
 	// "nat44_lb_static_mapping_add_del_local") this VPP lacks: they are
