@@ -29,6 +29,10 @@ var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44
 // later VPP.
 var tableLacks = map[string]bool{"feature_is_enabled": true, "feature_is_enabled_reply": true}
 
+// tableLacks2606 are those VPP 26.06 does not have (ip_punt_police went
+// with the policer into a plugin; the 26.06 archive's ip.api).
+var tableLacks2606 = map[string]bool{"ip_punt_police": true, "ip_punt_police_reply": true}
+
 // tableMessages returns the messages of tablePackages in govpp's
 // bindings, sorted by name; with rel2606 VPP 26.06's cnat messages
 // replace govpp's (release.go).
@@ -37,8 +41,10 @@ func tableMessages(rel2606 bool) []api.Message {
 	for _, p := range tablePackages {
 		want[p] = true
 	}
+	lacks := tableLacks
 	var over map[string]api.Message
 	if rel2606 {
+		lacks = tableLacks2606
 		over = make(map[string]api.Message)
 		for _, m := range cnat2606Table() {
 			over[m.GetMessageName()] = m
@@ -47,7 +53,7 @@ func tableMessages(rel2606 bool) []api.Message {
 	var out []api.Message
 	for _, m := range api.GetRegisteredMessages()[govppBindings] {
 		switch {
-		case !want[msgPackage(m)] || tableLacks[m.GetMessageName()]:
+		case !want[msgPackage(m)] || lacks[m.GetMessageName()]:
 		case over != nil && msgPackage(m) == "cnat":
 			// VPP 26.06's cnat messages, added below.
 		default:

@@ -8,6 +8,7 @@ import (
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/cnat"
+	featureapi "go.fd.io/govpp/binapi/feature"
 	"go.fd.io/govpp/binapi/fib_types"
 	"go.fd.io/govpp/binapi/interface_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
@@ -24,17 +25,19 @@ const v2606 = "26.06-simulated"
 // TestReleaseMessageTable checks each release's message table with
 // govpp's compatibility check: 25.02 knows govpp's cnat_set_snat_policy
 // and not 26.06's, 26.06 the reverse and feature_cnat_enable_disable;
-// both know the messages whose CRC did not change.
+// 25.02 lacks feature_is_enabled, 26.06 ip_punt_police; both know the
+// messages whose CRC did not change.
 func TestReleaseMessageTable(t *testing.T) {
 	for _, c := range []struct {
 		version            string
 		compatible, absent []api.Message
 	}{
-		{"", []api.Message{&cnat.CnatSetSnatPolicy{}, &cnat.CnatSessionDetails{}, &cnat.CnatTranslationUpdate{}, &nat44_ed.Nat44AddDelLbStaticMapping{}},
-			[]api.Message{&cnat2606.CnatSetSnatPolicy{}, &cnat2606.CnatSessionDetails{}, &cnat2606.FeatureCnatEnableDisable{}}},
+		{"", []api.Message{&cnat.CnatSetSnatPolicy{}, &cnat.CnatSessionDetails{}, &cnat.CnatTranslationUpdate{}, &nat44_ed.Nat44AddDelLbStaticMapping{}, &ipapi.IPPuntPolice{}},
+			[]api.Message{&cnat2606.CnatSetSnatPolicy{}, &cnat2606.CnatSessionDetails{}, &cnat2606.FeatureCnatEnableDisable{}, &featureapi.FeatureIsEnabled{}}},
 		{v2606, []api.Message{&cnat2606.CnatSetSnatPolicy{}, &cnat2606.CnatSessionDetails{}, &cnat2606.FeatureCnatEnableDisable{},
-			&cnat2606.CnatSetSnatAddressesV2{}, &cnat2606.CnatSnatAddressesDump{}, &cnat.CnatTranslationUpdate{}, &nat44_ed.Nat44AddDelLbStaticMapping{}},
-			[]api.Message{&cnat.CnatSetSnatPolicy{}, &cnat.CnatSessionDetails{}}},
+			&cnat2606.CnatSetSnatAddressesV2{}, &cnat2606.CnatSnatAddressesDump{}, &cnat.CnatTranslationUpdate{}, &nat44_ed.Nat44AddDelLbStaticMapping{},
+			&featureapi.FeatureIsEnabled{}},
+			[]api.Message{&cnat.CnatSetSnatPolicy{}, &cnat.CnatSessionDetails{}, &ipapi.IPPuntPolice{}}},
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			_, conn := connect(t, Options{Version: c.version})
