@@ -68,7 +68,7 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 			t.Errorf("node-1.cli routes the service CIDR (%q): the agent installs its drop routes", cmd)
 		}
 	}
-	for _, f := range []string{"examples/vpp/startup.conf", "examples/vpp/startup-dpdk.conf"} {
+	for _, f := range []string{"examples/vpp/startup.conf", "examples/vpp/startup-dpdk.conf", "examples/vpp/startup-26.06.conf"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +81,12 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 		}
 		if !strings.Contains(string(b), "plugin acl_plugin.so { enable }") {
 			t.Errorf("%s does not load the ACL plugin (loadBalancerSourceRanges under nat44)", f)
+		}
+		// VPP 26.06 (docs/vpp-versions.md): taps are a plugin, and cnat's
+		// session-db-* keys stop it with "unknown input".
+		if strings.Contains(f, "26.06") && (!strings.Contains(string(b), "plugin tap_plugin.so { enable }") ||
+			regexp.MustCompile(`(?m)^\s*session-db-`).Match(b)) {
+			t.Errorf("%s: VPP 26.06 needs tap_plugin.so and takes no session-db-* key", f)
 		}
 	}
 }

@@ -11,6 +11,19 @@
 //     whether it is connected, to which VPP version, and whether the VPP is
 //     simulated, which the agent says loudly because the simulator forwards
 //     no packets.
+//   - Releases (versions.go): the agent speaks VPP 25.02 and 26.06. At
+//     every connect Conn reads show_version, picks the release's bindings
+//     (Release: govpp v0.13.0's for every message whose CRC did not
+//     change, binapi/vpp2606 for 26.06's cnat_set_snat_policy and
+//     feature_cnat_enable_disable) and checks every used message against
+//     them; another release is refused (ErrUnsupportedVersion, which
+//     wraps ErrIncompatible: not ready, lastError naming the version and
+//     the supported ones). The clients ask Conn.Release for the request
+//     to send, so the renderers' VPP interfaces are the same for both:
+//     on 26.06 cnat is enabled per interface with one
+//     feature_cnat_enable_disable (sent for FeatureInput4), and reject
+//     routes are allowed in any table. docs/vpp-versions.md is the
+//     contract.
 //   - Interfaces: a cache of VPP's interface table (name, sw_if_index,
 //     tag), resolving pod interfaces by the CNI's "<namespace>/<pod>" tag
 //     and reporting every change to a callback.

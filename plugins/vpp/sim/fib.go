@@ -144,7 +144,7 @@ func (f *fibState) inOrder() []route {
 
 func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	r := &ipapi.IPRouteAddDelReply{StatsIndex: noIndex}
-	kind, crash := pathKind(req.Route.TableID, req.Route.Paths)
+	kind, crash := pathKind(req.Route.TableID, req.Route.Paths, v.rel2606)
 	if crash {
 		v.crashLocked("ip_route_add_del with an ICMP_UNREACH/ICMP_PROHIBIT path outside table 0 (SIGSEGV in VPP 25.02)")
 		return nil
@@ -189,14 +189,15 @@ func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 // pathKind classifies a route's paths (FACTS §1, records-acl-routes/c2):
 // DROP in any table; ICMP_UNREACH or ICMP_PROHIBIT in table 0 a reject,
 // in any other table a crash (the path is resolved through local0, which
-// lives in table 0); one NORMAL path with neither interface nor next hop a
+// lives in table 0) — on VPP 26.06 (anyTable) a reject in any table
+// (release.go); one NORMAL path with neither interface nor next hop a
 // lookup in the path's table (recorded: the re-add of the dump of a CLI
 // "null-send-unreach" route in table 1 becomes a plain lookup).
-func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
+func pathKind(table uint32, paths []fib_types.FibPath, anyTable bool) (k Route, crash bool) {
 	k.Drop = len(paths) > 0
 	for _, p := range paths {
 		if p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH || p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT {
-			if table != 0 {
+			if table != 0 && !anyTable {
 				return Route{}, true
 			}
 			k.Reject = true
