@@ -68,8 +68,8 @@ else
 		tar -xzf "$src" -C "$tree" --strip-components=1
 	fi
 fi
-# 25.02 has only an exclusion list; 26.06 has VPP_PLUGINS, an allow-list. Both are given as an
-# exclusion list of every other plugin directory, which both versions understand.
+# 25.02 has only an exclusion list; 26.06 has VPP_PLUGINS, an allow-list, and refuses an exclusion
+# list naming plugins it does not configure.
 exclude=()
 for d in "$tree"/src/plugins/*/; do
 	p=$(basename "$d")
@@ -77,7 +77,11 @@ for d in "$tree"/src/plugins/*/; do
 	for k in "${plugins[@]}"; do [ "$p" = "$k" ] && keep=yes; done
 	[ $keep = no ] && exclude+=("$p")
 done
-excl=$(IFS=,; echo "${exclude[*]}")
+if grep -q VPP_PLUGINS_FILTER "$tree/src/plugins/CMakeLists.txt"; then
+	pluginFlag="-DVPP_PLUGINS=$(IFS=,; echo "${plugins[*]}")"
+else
+	pluginFlag="-DVPP_EXCLUDED_PLUGINS=$(IFS=,; echo "${exclude[*]}")"
+fi
 
 # VPP builds with -Werror; Debian 12's gcc 12 warns where VPP's CI compilers did not
 # (25.02: a strncpy in vppinfra/devicetree.c). Those warnings stay warnings.
@@ -86,7 +90,7 @@ start=$(date +%s)
 export PATH=/usr/bin:$PATH # the API generator needs the system python3 with ply
 cmake -G Ninja -S "$tree/src" -B "$build" \
 	-DCMAKE_BUILD_TYPE=Release -DVPP_BUILD_TESTS=OFF -DPython3_EXECUTABLE=/usr/bin/python3 \
-	-DVPP_BUILD_NATIVE_ONLY=ON -DVPP_USE_LTO=OFF -DVPP_EXCLUDED_PLUGINS="$excl" \
+	-DVPP_BUILD_NATIVE_ONLY=ON -DVPP_USE_LTO=OFF "$pluginFlag" \
 	-DCMAKE_C_FLAGS="$cflags" >"$cache/configure.log" 2>&1 ||
 	{ tail -40 "$cache/configure.log" >&2; exit 1; }
 ninja -C "$build" >"$cache/build.log" 2>&1 || { tail -60 "$cache/build.log" >&2; exit 1; }
