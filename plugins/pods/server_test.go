@@ -164,6 +164,16 @@ func TestAddWithVPPDownFailsWithinTheDeadlineThroughTheSocket(t *testing.T) {
 	// A deadline far above the answer's time (ms), so that a loaded machine
 	// cannot turn "VPP is not connected" into the deadline's answer.
 	c := e.loop(15 * time.Second)
+	// The loop's startup resync reads VPP's pods: VPP goes away only once it
+	// is in, as on a running node (before it, the agent is not ready and an
+	// ADD waits for the deadline: "agent not ready").
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.m.Ready() || !statusReady(t, c) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pod manager's loop did not become ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	e.conn.Close()
 	req := e.request("late", e.netns())
 	_, ce, err := call(c, cniapi.PathAdd, req)
@@ -173,4 +183,17 @@ func TestAddWithVPPDownFailsWithinTheDeadlineThroughTheSocket(t *testing.T) {
 		t.Fatalf("ADD with VPP down: %v %+v; want code %d saying VPP is not connected", err, ce, cniapi.CodeTryAgainLater)
 	}
 	e.assertGone(req)
+}
+
+// statusReady asks the socket's STATUS.
+func statusReady(t *testing.T, c *http.Client) bool {
+	t.Helper()
+	resp, err := c.Get("http://agent" + cniapi.PathStatus)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var st cniapi.Status
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st.Ready
 }
