@@ -44,7 +44,8 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 		"set interface ip table " + bvi + " " + u32(cfg.Routing.PodVRFID),
 		"set interface ip address " + bvi + " " + plan.VXLANIP.String(),
 		"set interface l2 bridge " + bvi + " 1 bvi",
-		"ip route add " + plan.PodSubnet.String() + " via ip4-lookup-in-table " + u32(cfg.Routing.PodVRFID),
+		// Every pod subnet, not only the node's (cnat resolves backends in the main VRF).
+		"ip route add " + c.PodSubnetCIDR.String() + " via ip4-lookup-in-table " + u32(cfg.Routing.PodVRFID),
 		"ip route add 0.0.0.0/0 table " + u32(cfg.Routing.PodVRFID) + " via ip4-lookup-in-table " + u32(cfg.Routing.MainVRFID),
 	}
 	all := strings.Join(cmds, "\n")
@@ -57,7 +58,8 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 	if m := regexp.MustCompile(`create tap id (\d+)`).FindStringSubmatch(all); m == nil || "tap"+m[1] != hostIf {
 		t.Errorf("the host interconnect VPP creates is not %s (%v)", hostIf, m)
 	}
-	if m := regexp.MustCompile(`create loopback interface instance (\d+)`).FindStringSubmatch(all); m == nil || "loop"+m[1] != bvi {
+	// The BVI's MAC is given: VPP's default for a loopback is the same on every node.
+	if m := regexp.MustCompile(`create loopback interface mac [0-9a-f:]{17} instance (\d+)`).FindStringSubmatch(all); m == nil || "loop"+m[1] != bvi {
 		t.Errorf("the loopback VPP creates is not %s (%v)", bvi, m)
 	}
 	for _, cmd := range cmds {
