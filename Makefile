@@ -34,6 +34,22 @@ chaos:
 e2e:
 	cd e2e && GOFLAGS="$$GOFLAGS -mod=mod" $(GO) vet . && GOFLAGS="$$GOFLAGS -mod=mod" $(GO) test -race -count=1 -timeout 60m -v .
 
+## vpp: builds VPP from a source archive (../shared/vpp/src/vpp-$(VPP_VERSION).tar.gz, or VPP_SRC=<archive
+## or tree>) into a cache outside the checkout ($$XDG_CACHE_HOME or ~/.cache/contiv-vpp/<version>-<hash>),
+## reused while the archive is unchanged; VPP_BIN=<dir> uses an installed VPP instead. Only the plugins the
+## agent needs, one CPU variant, no LTO; installs the Debian build packages when missing (as root).
+VPP_VERSION ?= 25.02
+.PHONY: vpp e2e-vpp
+vpp:
+	VPP_VERSION=$(VPP_VERSION) e2evpp/vpp-build.sh
+
+## e2e-vpp: the real-VPP suite (package e2evpp; not in make test): the agent binary against a real VPP per
+## node, two nodes in network namespaces joined by VXLAN, real TCP and UDP, under both renderers; prints
+## the table of scenarios and keeps every log under $$CONTIV_E2E_VPP_ARTIFACTS. Needs root.
+e2e-vpp:
+	@build=$$(VPP_VERSION=$(VPP_VERSION) e2evpp/vpp-build.sh) && \
+		CONTIV_E2E_VPP=$$build $(GO) test -race -count=1 -timeout 45m -v ./e2evpp/
+
 ## bench: the standard benchmark of ../shared/BENCH.md (prints the table, writes bench/results.json)
 bench:
 	$(GO) run ./bench/cmd/contiv-bench -out bench/results.json

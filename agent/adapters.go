@@ -179,6 +179,7 @@ func statusView(a *Agent) StatusView {
 	}
 	if a.built.Load() {
 		v.Controller = a.ctl.Status()
+		v.FirstSyncApplied = a.ctl.Applied()
 		if r := a.renderer; r != nil {
 			v.NAT44, v.Pending = r.Stats(), r.Pending()
 		}

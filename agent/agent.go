@@ -87,10 +87,12 @@ type Agent struct {
 	latency  *syncmetrics.Latency
 	rd       *readiness
 	hold     *holdWaker // with renderer: nat44
-	// cluster is the etcd cluster's ID, owner the gate that keeps the
-	// agent off a VPP another agent owns (owner.go).
-	cluster string
-	owner   *ownership
+	pods     *podWiring // with cni.enabled (pods.go)
+	// owner is the gate that keeps the agent off a VPP another agent
+	// owns (owner.go).
+	owner *ownership
+	// health logs /healthz's verdicts as they change (readiness_health.go).
+	health healthWatch
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -118,6 +120,7 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
 		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
 		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
+	a.health.log = a.log.With("part", "health")
 	if !a.par.hcAddr.IsValid() {
 		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
 	}
@@ -140,9 +143,6 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		}
 	}
 	if err := a.claimNodeID(sctx); err != nil {
-		return nil, err
-	}
-	if err := a.readClusterID(sctx); err != nil {
 		return nil, err
 	}
 	if err := a.buildVPP(o.Dataplane); err != nil {
@@ -197,18 +197,6 @@ func (a *Agent) load(ctx context.Context, path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	a.log.Info("loaded cluster state into etcd", "file", path, "objects", len(objs))
-	return nil
-}
-
-// readClusterID reads the etcd cluster's ID, the cluster part of the
-// agent's mark on VPP (owner.go): agents of two clusters on one VPP
-// differ even with the same node name.
-func (a *Agent) readClusterID(ctx context.Context) error {
-	resp, err := a.etcd.Get(ctx, kubestate.Prefix, clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("reading the etcd cluster ID: %w", err)
-	}
-	a.cluster = fmt.Sprintf("%x", resp.Header.ClusterId)
 	return nil
 }
 
@@ -276,7 +264,7 @@ func (a *Agent) buildHandlers() error {
 	if err != nil {
 		return err
 	}
-	a.owner = a.newOwnership(p.Renderer, a.cluster)
+	a.owner = a.newOwnership(p.Renderer)
 	if a.prefetch != nil {
 		a.owner.marked = a.prefetch.markedOwner
 	}
@@ -301,8 +289,15 @@ func (a *Agent) buildHandlers() error {
 	var beside []controller.Handler
 	if a.dp != nil {
 		beside = a.dp.Handlers(Beside{Node: cfg.NodeName, Tag: cfg.NAT44.InterfaceTag, Refresh: a.ifaces.Refresh, PodVRF: cfg.Routing.PodVRFID})
+		if cfg.CNI.Enabled {
+			beside = nil // the pod manager wires pods: no stand-in CNI (pods.go)
+		}
 	}
-	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, []controller.Handler{a.proc},
+	podHs, err := a.podHandlers()
+	if err != nil {
+		return err
+	}
+	handlers := slices.Concat([]controller.Handler{a.nodes, a.ipamH}, beside, podHs, []controller.Handler{a.proc},
 		[]controller.Handler{a.latency, a.par.metrics, a.par.proxy})
 	a.ctl = controller.New(controller.Params{
 		Logger:   a.log.With("part", "controller"),
@@ -311,7 +306,7 @@ func (a *Agent) buildHandlers() error {
 		Appliers: []controller.Applier{a.owner}, // the renderer, on a VPP this agent owns
 		// Readiness, latency, kube-proxy's metrics and the proxy health
 		// watch each apply.
-		ApplyObservers:   []controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy},
+		ApplyObservers:   append([]controller.ApplyObserver{ra, a.latency, a.par.metrics, a.par.proxy}, a.podObservers()...),
 		MinBatchInterval: cfg.Controller.MinBatchInterval.Std(),
 		HealingBackoff:   controller.Backoff{Initial: cfg.Controller.HealingBackoff.Initial.Std(), Max: cfg.Controller.HealingBackoff.Max.Std()},
 		PeriodicResync:   cfg.Controller.ResyncInterval.Std(),
@@ -325,6 +320,7 @@ func (a *Agent) buildHandlers() error {
 		RequireSynced: true,
 	})
 	a.nodes.SetEvents(a.ctl)
+	a.wirePods()
 	a.registry.MustRegister(a.ctl.Collector(), newStateCollector(a), newSourceRangesCollector(a))
 	a.registry.MustRegister(a.parityCollectors()...)
 	a.built.Store(true)
@@ -361,7 +357,7 @@ func (a *Agent) buildHTTP() {
 		Ready:    a.ready,
 		NotReady: "not ready:",
 		Why:      a.notReady,
-		Healthy:  func(*http.Request) error { return a.startupHealth(time.Now()) },
+		Healthy:  func(*http.Request) error { return a.healthz(time.Now()) },
 		Views: map[string]rest.Source{
 			"services":       a.view(func() any { return a.proc.Services() }),
 			"skipped":        a.view(func() any { return a.proc.Skipped() }),
@@ -372,6 +368,7 @@ func (a *Agent) buildHTTP() {
 			"renderer":       a.view(func() any { return rendererView(a) }),
 			"nodes":          a.view(func() any { return a.nodes.AllNodes() }),
 			"ipam":           a.view(func() any { return ipamView(a) }),
+			"pods":           a.view(func() any { return podsView(a) }),
 			"latency":        a.view(func() any { return a.latency.View() }),
 			"status":         func() any { return statusView(a) },
 			"config":         func() any { return a.cfg.Redacted() },
@@ -391,7 +388,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.conn.Start(ctx)
 	defer a.conn.Close()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3) // http, controller, cni
 	// stop ends every goroutine and returns what failed.
 	stop := func(more ...error) error {
 		cancel()
@@ -403,7 +400,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		for err := range errs {
 			more = append(more, err)
 		}
-		a.log.Info("agent stopped")
+		a.logStopped()
 		return errors.Join(more...)
 	}
 	// Probes are served from the start: the agent is alive (and not ready)
@@ -437,6 +434,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.runParity(ctx, &wg)
+	a.runPods(ctx, &wg, func(err error) { errs <- fmt.Errorf("cni: %w", err); cancel() })
 	if a.prefetch != nil {
 		// The renderer's first dump is read while etcd is listed.
 		a.prefetch.start(ctx, &wg)

@@ -18,8 +18,9 @@
 // ownaddrs.go), network programming latency (REST view /v1/latency) and
 // kube-proxy's sync metrics (both in syncmetrics) and the node proxy
 // health. One VPP, one owner (owner.go): the agent marks the VPP it
-// programs and programs none another agent marked, unless vpp.takeOver;
-// the owner gate is the one applier. After a VPP restart the NAT44
+// programs (clusterName and node name) and programs none another agent
+// marked, unless vpp.takeOver, checking the mark on every connection and
+// at every full apply; the owner gate is the one applier. After a VPP restart the NAT44
 // renderer's hold of mappings for the node's interfaces is bounded by a
 // timer (holdwake.go).
 //

@@ -70,6 +70,9 @@ func emptiedEtcdRemovesNothing(t *testing.T, lose func(*testing.T, *etcdtest.Ser
 	if !strings.Contains(why, "no complete reflector output") {
 		t.Errorf("not ready because %q; want it to say etcd holds no complete reflector output", why)
 	}
+	if v := statusView(h.agent); !v.FirstSyncApplied || v.Controller.Ready {
+		t.Errorf("status while holding: first full sync applied %v, controller ready %v; want true, false", v.FirstSyncApplied, v.Controller.Ready)
+	}
 
 	// The reflector's sweep writes the cluster again, the sync marker last.
 	h.apply(ops)

@@ -22,18 +22,29 @@ type ownerConn interface {
 }
 
 // ownership keeps the agent off a VPP another agent manages (one VPP,
-// one owner: plugins/vpp owner.go). Before the first apply on each VPP
-// connection it reads VPP's owner marker: none, it marks VPP as its own
-// and applies; its own, it applies; another agent's, it applies nothing
-// (the apply fails, so the controller's healing tries again with its
-// backoff) and readiness names the other owner, unless vpp.takeOver says
-// to take VPP over. Two agents starting at once on one VPP may both find
-// it unmarked: the last marker wins, and the other agent refuses VPP on
-// its next connection.
+// one owner: plugins/vpp owner.go). It reads VPP's owner marker before the
+// first apply on each VPP connection and again before every full apply
+// (one interface dump): none, it marks VPP as its own and applies; its
+// own, it applies; another agent's, it applies nothing (the apply fails,
+// so the controller's healing tries again with its backoff, each time a
+// full apply that reads the marker again) and readiness names the other
+// owner, unless vpp.takeOver says to take VPP over. Two agents starting at
+// once on one VPP may both find it unmarked and both mark it: the last
+// marker wins, and the other agent stops programming VPP at its next full
+// apply (its periodic resync at the latest), logging it once.
+//
+// The marker is this agent's cluster name (clusterName) and node name,
+// both from the configuration: a new or restored etcd changes neither.
+// A marker of an agent before clusterName, "contiv@<etcd cluster ID>/<node>"
+// with this node's name, is taken as this node's own and rewritten: an
+// upgraded agent keeps its VPP without vpp.takeOver. (Only agents of two
+// clusters with the same node name on one VPP could be confused by it, and
+// only while the old one has not been upgraded.)
 type ownership struct {
 	inner    controller.Applier
 	conn     ownerConn
 	tag      string // this agent's marker
+	node     string // this agent's node name (legacy markers)
 	takeOver bool
 	log      *slog.Logger
 	// marked, when set, is told each time VPP is marked as this agent's.
@@ -46,27 +57,32 @@ type ownership struct {
 	other   string
 }
 
-// newOwnership is the gate of the agent's applies; cluster is the etcd
-// cluster's ID.
-func (a *Agent) newOwnership(inner controller.Applier, cluster string) *ownership {
-	return &ownership{inner: inner, conn: a.conn, tag: vpp.OwnerTag(cluster, a.cfg.NodeName),
+// ownerTag is this agent's owner marker on VPP.
+func (a *Agent) ownerTag() string { return vpp.OwnerTag(a.cfg.ClusterName, a.cfg.NodeName) }
+
+// newOwnership is the gate of the agent's applies.
+func (a *Agent) newOwnership(inner controller.Applier) *ownership {
+	return &ownership{inner: inner, conn: a.conn, tag: a.ownerTag(), node: a.cfg.NodeName,
 		takeOver: a.cfg.VPP.TakeOver, log: a.log.With("part", "vpp-owner")}
 }
 
 // Apply implements controller.Applier: it applies only to a VPP this
 // agent owns.
 func (o *ownership) Apply(ctx context.Context, full bool) error {
-	if err := o.settle(ctx); err != nil {
+	if err := o.settle(ctx, full); err != nil {
 		return err
 	}
 	return o.inner.Apply(ctx, full)
 }
 
-// settle makes sure this agent owns the VPP it is connected to.
-func (o *ownership) settle(ctx context.Context) error {
+// settle makes sure this agent owns the VPP it is connected to: it reads
+// the marker on a new connection, while another agent owns VPP, and at
+// every full apply.
+func (o *ownership) settle(ctx context.Context, full bool) error {
 	conn := o.conn.Status().Connects
 	o.mu.Lock()
-	done := o.settled == conn && o.other == ""
+	done := !full && o.settled == conn && o.other == ""
+	had := o.settled == conn && o.other == "" // this agent owned VPP until now
 	o.mu.Unlock()
 	if done {
 		return nil
@@ -78,12 +94,19 @@ func (o *ownership) settle(ctx context.Context) error {
 	owner, marked := vpp.OwnerOf(tag)
 	switch {
 	case tag == o.tag:
+	case vpp.IsLegacyOwnerTag(tag, o.node):
+		o.log.Info("VPP carries this node's owner mark from before clusterName: rewriting it", "old", tag, "owner", o.tag)
+		if err := o.mark(ctx); err != nil {
+			return err
+		}
 	case marked && !o.takeOver:
 		o.mu.Lock()
 		first := o.other != owner
 		o.other = owner
 		o.mu.Unlock()
-		if first {
+		if first && had {
+			o.log.Error("another agent marked VPP as its own since this agent did: not programming it any more (vpp.takeOver: true takes it over)", "owner", owner, "self", o.tag)
+		} else if first {
 			o.log.Error("VPP is managed by another agent: not programming it (vpp.takeOver: true takes it over)", "owner", owner, "self", o.tag)
 		}
 		return fmt.Errorf("%w (%s)", errOtherOwner, owner)
@@ -93,17 +116,25 @@ func (o *ownership) settle(ctx context.Context) error {
 		} else if tag != "" {
 			o.log.Warn("VPP's local0 has a tag that is no owner marker: replacing it", "tag", tag)
 		}
-		if err := o.conn.MarkOwner(ctx, o.tag); err != nil {
+		if err := o.mark(ctx); err != nil {
 			return err
 		}
-		if o.marked != nil {
-			o.marked()
-		}
-		o.log.Info("VPP marked as this agent's", "owner", o.tag)
 	}
 	o.mu.Lock()
 	o.settled, o.other = conn, ""
 	o.mu.Unlock()
+	return nil
+}
+
+// mark marks VPP as this agent's.
+func (o *ownership) mark(ctx context.Context) error {
+	if err := o.conn.MarkOwner(ctx, o.tag); err != nil {
+		return err
+	}
+	if o.marked != nil {
+		o.marked()
+	}
+	o.log.Info("VPP marked as this agent's", "owner", o.tag)
 	return nil
 }
 

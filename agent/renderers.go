@@ -35,7 +35,7 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 	} else {
 		nc := n.NAT44Config()
 		a.prefetch = &prefetchNAT44{NAT44: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")),
-			conn: a.conn, owner: vpp.OwnerTag(a.cluster, a.cfg.NodeName)}
+			conn: a.conn, owner: a.ownerTag()}
 		if nc.ServiceCIDR.IsValid() { // the renderer's DumpRoutes
 			a.prefetch.vrfs = []uint32{nc.PodVRF, nc.MainVRF}
 		}

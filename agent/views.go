@@ -144,13 +144,17 @@ type IPAMView struct {
 // controller, the VPP connection and the NAT44 apply step's counters.
 // Note says loudly when the VPP is simulated.
 type StatusView struct {
-	Node       string            `json:"node"`
-	NodeID     uint32            `json:"nodeID"`
-	Ready      bool              `json:"ready"`
-	NotReady   []string          `json:"notReady,omitempty"`
-	Controller controller.Status `json:"controller"`
-	VPP        vpp.Status        `json:"vpp"`
-	NAT44      nat44.Stats       `json:"nat44"`
+	Node     string   `json:"node"`
+	NodeID   uint32   `json:"nodeID"`
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"notReady,omitempty"`
+	// FirstSyncApplied is set once the controller applied its first full
+	// sync, also while it keeps that state because etcd's last listing
+	// was held (Controller.Ready is then false; NotReady says why).
+	FirstSyncApplied bool              `json:"firstSyncApplied"`
+	Controller       controller.Status `json:"controller"`
+	VPP              vpp.Status        `json:"vpp"`
+	NAT44            nat44.Stats       `json:"nat44"`
 	// CNAT is the cnat renderer's counters (renderer: cnat).
 	CNAT *cnat.Stats `json:"cnat,omitempty"`
 	// Pending lists the NAT44 interface features waiting for VPP to

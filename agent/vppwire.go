@@ -79,6 +79,7 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		// enforced and everything else is programmed.
 		vc.OptionalPlugins = []vpp.Plugin{vpp.ACLPlugin()}
 	}
+	vc.ExtraMessages = append(vc.ExtraMessages, a.podMessages()...) // pods.go
 	a.conn = vpp.New(vc)
 	a.ifaces = vpp.NewInterfaces(a.conn, a.onInterfaces)
 	return nil

@@ -15,6 +15,13 @@ type Config struct {
 	// NodeName is this node's Kubernetes name. Empty means the host name
 	// (Resolve fills it in).
 	NodeName string `json:"nodeName"`
+	// ClusterName names this Kubernetes cluster to the VPPs its agents
+	// program: the agent marks the VPP it manages with it and its node name
+	// (plugins/vpp owner.go), and refuses a VPP marked by another cluster's
+	// agent. It must differ between clusters whose agents may reach the
+	// same VPP, and stay the same across restarts and etcd restores.
+	// Default DefaultClusterName.
+	ClusterName string `json:"clusterName"`
 	// Log configures the agent's structured logs.
 	Log LogConfig `json:"log"`
 	// Controller configures the event loop.
@@ -38,7 +45,13 @@ type Config struct {
 	NodeSync NodeSyncConfig `json:"nodeSync"`
 	// NodeConfig lists per-node overrides; see ForNode.
 	NodeConfig []NodeOverride `json:"nodeConfig"`
+	// CNI configures the pod manager and the contiv-cni plugin's socket.
+	CNI CNIConfig `json:"cni"`
 }
+
+// DefaultClusterName is Config.ClusterName's default (the name
+// kube-controller-manager's --cluster-name also defaults to).
+const DefaultClusterName = "kubernetes"
 
 // Renderers accepted by Config.Renderer.
 const (

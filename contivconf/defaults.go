@@ -9,8 +9,9 @@ import (
 // writes out the same values, and a test keeps the two equal.
 func Defaults() Config {
 	return Config{
-		NodeName: "",
-		Log:      LogConfig{Level: LogLevelInfo, Format: LogFormatText},
+		NodeName:    "",
+		ClusterName: DefaultClusterName,
+		Log:         LogConfig{Level: LogLevelInfo, Format: LogFormatText},
 		Controller: ControllerConfig{
 			MinBatchInterval: 0,
 			HealingBackoff:   Backoff{Initial: Duration(time.Second), Max: Duration(time.Minute)},
@@ -38,6 +39,7 @@ func Defaults() Config {
 		},
 		HTTP:     HTTPConfig{Address: ":9999", ProxyHealthAddress: ":10256"},
 		Renderer: RendererNAT44,
+		CNI:      defaultCNI(),
 		NAT44: NAT44Config{
 			SessionLimit: 262144,
 			Timeouts: NATTimeouts{

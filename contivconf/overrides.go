@@ -23,6 +23,7 @@ type option struct {
 func options() []option {
 	return []option{
 		{"CONTIV_NODE_NAME", "node-name", "nodeName", "this node's Kubernetes name (default: the host name)", func(c *Config) any { return &c.NodeName }},
+		{"CONTIV_CLUSTER_NAME", "cluster-name", "clusterName", "this cluster's name in the owner mark on VPP (default kubernetes)", func(c *Config) any { return &c.ClusterName }},
 		{"CONTIV_LOG_LEVEL", "log-level", "log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"CONTIV_LOG_FORMAT", "log-format", "log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
 		{"CONTIV_ETCD_ENDPOINTS", "etcd-endpoints", "etcd.endpoints", "comma-separated etcd endpoints (required unless etcd.embedded.enabled)", func(c *Config) any { return &c.Etcd.Endpoints }},
@@ -102,6 +103,7 @@ func (opt option) apply(c *Config, s, source string) error {
 // changes nothing. The variables, and the field each sets:
 //
 //	CONTIV_NODE_NAME        nodeName
+//	CONTIV_CLUSTER_NAME     clusterName
 //	CONTIV_LOG_LEVEL        log.level
 //	CONTIV_LOG_FORMAT       log.format
 //	CONTIV_ETCD_ENDPOINTS   etcd.endpoints (comma-separated)

@@ -33,6 +33,7 @@ func newFlags(t *testing.T, args ...string) *flag.FlagSet {
 func TestApplyEnvEveryOption(t *testing.T) {
 	e := env{
 		"CONTIV_NODE_NAME":       "n1",
+		"CONTIV_CLUSTER_NAME":    "prod-eu",
 		"CONTIV_LOG_LEVEL":       "debug",
 		"CONTIV_LOG_FORMAT":      "json",
 		"CONTIV_ETCD_ENDPOINTS":  " https://a:2379, https://b:2379 ,",
@@ -58,6 +59,7 @@ func TestApplyEnvEveryOption(t *testing.T) {
 	}
 	want := Defaults()
 	want.NodeName = "n1"
+	want.ClusterName = "prod-eu"
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	want.Etcd.Endpoints = []string{"https://a:2379", "https://b:2379"}
 	want.Etcd.Embedded = EmbeddedEtcdConfig{DataDir: "/d", ClientURL: "http://127.0.0.1:1"}

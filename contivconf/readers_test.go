@@ -17,6 +17,7 @@ import (
 // missing from this table.
 var readers = map[string]struct{ file, re string }{
 	"nodeName":                           {"agent/agent.go", `cfg\.NodeName`},
+	"clusterName":                        {"agent/owner.go", `cfg\.ClusterName`},
 	"renderer":                           {"agent/renderers.go", `cfg\.Renderer`},
 	"log.level":                          {"contivconf/config.go", `l\.Level`},
 	"log.format":                         {"contivconf/config.go", `l\.Format == LogFormatJSON`},
@@ -46,6 +47,11 @@ var readers = map[string]struct{ file, re string }{
 	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
 	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
 	"vpp.takeOver":                       {"agent/owner.go", `VPP\.TakeOver`},
+	"cni.enabled":                        {"agent/pods.go", `c\.Enabled`},
+	"cni.socket":                         {"agent/pods.go", `CNI\.Socket`},
+	"cni.stateDir":                       {"agent/pods.go", `c\.StateDir`},
+	"cni.podInterface":                   {"agent/pods.go", `c\.PodInterface`},
+	"cni.deadline":                       {"agent/pods.go", `CNI\.Deadline`},
 	"http.address":                       {"agent/agent.go", `HTTP\.Address`},
 	"http.proxyHealthAddress":            {"agent/agent.go", `HTTP\.ProxyHealthAddress`},
 	"http.serviceHealthAddress":          {"agent/agent.go", `HTTP\.ServiceHealthAddress`},

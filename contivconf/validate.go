@@ -29,6 +29,7 @@ func (c Config) Validate() error {
 	if c.NodeName != "" {
 		checkNodeName(&p, "nodeName", c.NodeName)
 	}
+	checkClusterName(&p, "clusterName", c.ClusterName)
 	c.Log.validate(&p)
 	c.Controller.validate(&p)
 	c.Etcd.validate(&p)
@@ -52,6 +53,7 @@ func (c Config) Validate() error {
 	}
 	c.IPAM.validate(&p)
 	c.NodeSync.validate(&p)
+	c.CNI.validate(&p)
 	seen := map[string]int{}
 	for i, o := range c.NodeConfig {
 		path := fmt.Sprintf("nodeConfig[%d]", i)
@@ -537,6 +539,26 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // checkNodeName requires a Kubernetes node name (an RFC 1123 DNS
 // subdomain).
+// maxClusterName bounds clusterName: with "contiv:" and "/" it leaves VPP's
+// 63-byte tag 23 bytes of the node name before the mark is shortened.
+const maxClusterName = 32
+
+// checkClusterName checks a cluster name: 1 to 32 lowercase letters,
+// digits, '-' and '.', starting and ending with a letter or digit.
+func checkClusterName(p *problems, path, s string) {
+	const want = "want 1 to %d lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (it names this cluster in the owner mark on VPP)"
+	ok := s != "" && len(s) <= maxClusterName
+	for i, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		if !alnum && (r != '-' && r != '.' || i == 0 || i == len(s)-1) {
+			ok = false
+		}
+	}
+	if !ok {
+		p.add(path, s, want, maxClusterName)
+	}
+}
+
 func checkNodeName(p *problems, path, s string) {
 	if msg := dnsSubdomain(s); msg != "" {
 		p.add(path, s, "not a Kubernetes node name: %s", msg)

@@ -48,6 +48,11 @@ func TestValidateBadValues(t *testing.T) {
 		{"node name upper case", func(c *Config) { c.NodeName = "Node1" }, `nodeName: invalid value "Node1": not a Kubernetes node name`},
 		{"node name with dash end", func(c *Config) { c.NodeName = "node-" }, `nodeName: invalid value "node-": not a Kubernetes node name: must start and end`},
 		{"node name too long", func(c *Config) { c.NodeName = strings.Repeat("a", 254) }, `longer than 253`},
+		{"cluster name empty", func(c *Config) { c.ClusterName = "" }, `clusterName: invalid value "": want 1 to 32 lowercase letters, digits, '-' and '.'`},
+		{"cluster name with slash", func(c *Config) { c.ClusterName = "eu/prod" }, `clusterName: invalid value "eu/prod": want 1 to 32 lowercase letters`},
+		{"cluster name upper case", func(c *Config) { c.ClusterName = "Prod" }, `clusterName: invalid value "Prod"`},
+		{"cluster name dash start", func(c *Config) { c.ClusterName = "-prod" }, `clusterName: invalid value "-prod": want 1 to 32 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit`},
+		{"cluster name too long", func(c *Config) { c.ClusterName = strings.Repeat("a", 33) }, `clusterName: invalid value "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": want 1 to 32`},
 		{"log level", func(c *Config) { c.Log.Level = "verbose" }, `log.level: invalid value "verbose": want debug, info, warn or error`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format: invalid value "xml": want text or json`},
 		// controller
@@ -207,6 +212,9 @@ func TestValidateGoodVariants(t *testing.T) {
 		change func(c *Config)
 	}{
 		{"node name", func(c *Config) { c.NodeName = "worker-1.example.com" }},
+		{"cluster name", func(c *Config) { c.ClusterName = "prod-eu.2" }},
+		{"cluster name of 32", func(c *Config) { c.ClusterName = strings.Repeat("a", 32) }},
+		{"cluster name of 1", func(c *Config) { c.ClusterName = "a" }},
 		{"external etcd", func(c *Config) {
 			c.Etcd.Endpoints = []string{"https://etcd-0:2379", "10.0.0.2:2379", "[fd00::1]:2379", "unix:///run/etcd.sock"}
 			c.Etcd.TLS = TLSConfig{CAFile: "/ca", CertFile: "/c", KeyFile: "/k"}

@@ -107,6 +107,26 @@ func (t *Nodes) K8sMgmtIPs(name string) ([]netip.Addr, bool) {
 	return ips, true
 }
 
+// MgmtOwners returns, sorted, the nodes whose management addresses hold
+// ip: those of their Kubernetes Node, or, for a node whose Kubernetes Node
+// is not known, those its record published.
+func (t *Nodes) MgmtOwners(ip netip.Addr) []string {
+	s := ip.Unmap().String()
+	var out []string
+	for name, ips := range t.k8sMgmt {
+		if slices.Contains(ips, s) {
+			out = append(out, name)
+		}
+	}
+	for name, r := range t.records {
+		if _, ok := t.k8sMgmt[name]; !ok && slices.Contains(r.MgmtIPs, s) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Get returns a copy of node name's state.
 func (t *Nodes) Get(name string) (*kubestate.VppNode, bool) {
 	v := t.view(name)

@@ -73,6 +73,9 @@ type writeStatus struct {
 	Failures  int    `json:"failures"`
 	LastError string `json:"lastError"`
 	Stalled   bool   `json:"stalled"`
+	// Clashes (nodesync): this node's VPP addresses that are another
+	// node's address.
+	Clashes []string `json:"clashes"`
 }
 
 // The notReady reasons the agent gives (agent/readiness.go, agent.go), by
@@ -115,6 +118,10 @@ func runDoctor(ctx context.Context, s streams, args []string) error {
 	if _, err := c.view(ctx, "/v1/renderer", &d.renderer); err != nil {
 		d.add(verdictWarn, "renderer", "cannot read /v1/renderer: "+err.Error(), "")
 	}
+	var pods podsDoctorView
+	if _, err := c.view(ctx, "/v1/pods", &pods); err == nil {
+		d.pods = &pods
+	}
 	d.diagnose()
 	if of.json() {
 		if err := writeJSON(s.out, d.findings); err != nil {
@@ -138,6 +145,8 @@ type doctor struct {
 	// renderer is the renderer-neutral view; nil: not read, or the
 	// agent runs no renderer yet.
 	renderer *agent.RendererView
+	// pods is /v1/pods (doctorpods.go); nil: not read.
+	pods *podsDoctorView
 	// built is set once the agent found its main NIC and started its
 	// controller.
 	built    bool
@@ -190,7 +199,9 @@ func (d *doctor) diagnose() {
 	d.checkPendingTables(claim(reasonTable))
 	d.checkRenderer()
 	d.checkEtcdWrites()
+	d.checkAddressClash()
 	d.checkOwnAddrs(claim(reasonOwnAddrs))
+	d.checkPods()
 	for _, r := range d.status.NotReady {
 		if !explained[r] {
 			d.add(verdictFail, "readiness", r, "")
@@ -420,6 +431,14 @@ func (d *doctor) checkEtcdWrites() {
 		case w.st.Failures > 0:
 			d.add(verdictWarn, w.name, fmt.Sprintf("writes to etcd failing (%d failures): %s", w.st.Failures, orDash(w.st.LastError)), "they are retried; check etcd")
 		}
+	}
+}
+
+// checkAddressClash names this node's VPP addresses that are another
+// node's address (plugins/nodesync clash.go).
+func (d *doctor) checkAddressClash() {
+	for _, c := range d.status.NodeSync.Clashes {
+		d.add(verdictWarn, "address-clash", c, "the node ID gives this node's VPP another node's address: keep ipam.nodeInterconnectCIDR off the nodes' network (docs/operations.md, \"Node IDs\")")
 	}
 }
 

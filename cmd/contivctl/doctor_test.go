@@ -203,12 +203,12 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 func TestDoctorNamesOtherOwner(t *testing.T) {
 	st, cfg := realNode()
 	st.Ready = false
-	st.NotReady = []string{"VPP is managed by another agent (e75700c5e2c7c3ee/node-9): not programming it; stop that agent, or set vpp.takeOver to take VPP over"}
+	st.NotReady = []string{"VPP is managed by another agent (prod-eu/node-9): not programming it; stop that agent, or set vpp.takeOver to take VPP over"}
 	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg})
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	requireFinding(t, fs, verdictFail, "vpp-owner", "e75700c5e2c7c3ee/node-9", "vpp.takeOver: true", "stop the other agent")
+	requireFinding(t, fs, verdictFail, "vpp-owner", "prod-eu/node-9", "vpp.takeOver: true", "stop the other agent")
 	if has(fs, verdictFail, "readiness", "another agent") {
 		t.Error("the owner reason is reported twice")
 	}
@@ -305,4 +305,16 @@ func TestDoctorWithoutRendererView(t *testing.T) {
 	requireFinding(t, fs, verdictWarn, "renderer", "cannot read /v1/renderer")
 	requireFinding(t, fs, verdictFail, "interface", "pod interface tap7 is pending", "NAT44 features in wait")
 	requireFinding(t, fs, verdictFail, "fib-table", "waiting for FIB table 1 for 2s")
+}
+
+// A VPP address that is another node's address is a warning naming both
+// (issue 37: node-2 took ID 1 and node-1's InternalIP).
+func TestDoctorWarnsOfAddressClash(t *testing.T) {
+	st, cfg := realNode()
+	st.NodeSync.Clashes = []string{"this node's VPP address 192.168.16.1 (node ID 1) is node node-1's address"}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
+	if code != 0 {
+		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
+	}
+	requireFinding(t, fs, verdictWarn, "address-clash", "192.168.16.1", "node-1", "ipam.nodeInterconnectCIDR")
 }

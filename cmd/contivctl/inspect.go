@@ -378,11 +378,14 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 // statusRow is the /v1/status view (agent.StatusView) as contivctl reads
 // it: the resync kind arrives as its name.
 type statusRow struct {
-	Node       string   `json:"node"`
-	NodeID     uint32   `json:"nodeID"`
-	Ready      bool     `json:"ready"`
-	NotReady   []string `json:"notReady"`
-	Controller struct {
+	Node     string   `json:"node"`
+	NodeID   uint32   `json:"nodeID"`
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"notReady"`
+	// FirstSyncApplied is false from agents before it: Controller.Ready
+	// then stands for it.
+	FirstSyncApplied bool `json:"firstSyncApplied"`
+	Controller       struct {
 		Ready          bool      `json:"ready"`
 		LastResync     time.Time `json:"lastResync"`
 		LastResyncKind string    `json:"lastResyncKind"`
@@ -410,6 +413,9 @@ type statusRow struct {
 		LastError      string    `json:"lastError"`
 		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
+	NodeSync struct {
+		Clashes []string `json:"clashes"`
+	} `json:"nodesync"`
 	ProxyHealth *struct {
 		LastUpdated  time.Time `json:"lastUpdated"`
 		Healthy      bool      `json:"healthy"`
@@ -470,7 +476,10 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 	}
 	t := newTable(s.out)
 	t.row("NODE", fmt.Sprintf("%s (ID %d)", v.Node, v.NodeID))
-	t.row("READY", yesNo(v.Ready)+" (first full sync applied: "+yesNo(v.Controller.Ready)+", VPP connected: "+yesNo(v.VPP.Connected)+")")
+	// A held listing makes the controller not ready, yet what it applied
+	// before stays applied (the held listing is among the NOT READY rows).
+	applied := v.FirstSyncApplied || v.Controller.Ready
+	t.row("READY", yesNo(v.Ready)+" (first full sync applied: "+yesNo(applied)+", VPP connected: "+yesNo(v.VPP.Connected)+")")
 	for _, why := range v.NotReady {
 		t.row("NOT READY", why)
 	}
@@ -499,6 +508,9 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		errs += fmt.Sprintf("; last at %s: %s", when(cs.LastErrorTime), cs.LastError)
 	}
 	t.row("ERRORS", errs)
+	for _, c := range v.NodeSync.Clashes {
+		t.row("ADDRESS CLASH", c)
+	}
 	t.row("RENDERER", rend)
 	if ph := v.ProxyHealth; ph != nil {
 		t.row("PROXY HEALTH", proxyHealthLine(ph.Healthy, ph.NodeEligible)+"; last update "+when(ph.LastUpdated))

@@ -391,3 +391,31 @@ func TestServicesSourceRangesNotEnforced(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
+
+// TestStatusHeldListingWasApplied (issue 37): while the agent keeps its
+// state because etcd's last listing was held (not a complete reflector
+// output), status says the first full sync was applied (it was), the held
+// listing among the reasons it is not ready.
+func TestStatusHeldListingWasApplied(t *testing.T) {
+	views := cannedViews()
+	st := views["status"].(agent.StatusView)
+	st.Ready, st.FirstSyncApplied = false, true
+	st.Controller.Ready, st.Controller.Held = false, "etcd holds no complete reflector output"
+	st.NotReady = []string{"keeping the last state: etcd holds no complete reflector output"}
+	st.NodeSync.Clashes = []string{"this node's VPP address 192.168.16.1 (node ID 1) is node node-1's address"}
+	views["status"] = st
+	code, raw, errs := contivctl(t, "", "status", "--agent", serveViews(t, views))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out := fields(raw)
+	for _, want := range []string{
+		"READY no (first full sync applied: yes, VPP connected: yes)",
+		"NOT READY keeping the last state: etcd holds no complete reflector output",
+		"ADDRESS CLASH this node's VPP address 192.168.16.1 (node ID 1) is node node-1's address",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, raw)
+		}
+	}
+}

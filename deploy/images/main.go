@@ -39,6 +39,9 @@ var programs = []program{
 	{"contiv-agent", "contiv/contiv-agent", ociimage.RootUser, "contiv-vpp node agent: programs VPP for pods and services"},
 	{"contiv-ksr", "contiv/contiv-ksr", ociimage.NonrootUser, "contiv-vpp reflector: Kubernetes API state into etcd"},
 	{"contivctl", "contiv/contivctl", ociimage.NonrootUser, "contiv-vpp operator CLI"},
+	// The DaemonSet's init container runs "contiv-cni install": it writes
+	// into the host's CNI directories.
+	{"contiv-cni", "contiv/contiv-cni", ociimage.RootUser, "contiv-vpp CNI plugin and its installer"},
 }
 
 // built is one line of images.json.

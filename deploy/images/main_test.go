@@ -50,7 +50,7 @@ func TestKustomizeBaseNamesTheImages(t *testing.T) {
 		}
 		named[img.Name] = true
 	}
-	for _, deployed := range []string{"contiv-agent", "contiv-ksr"} {
+	for _, deployed := range []string{"contiv-agent", "contiv-ksr", "contiv-cni"} {
 		if !named[deployed] {
 			t.Errorf("base does not name the %s image", deployed)
 		}

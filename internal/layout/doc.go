@@ -13,7 +13,7 @@
 //     the REST server.
 //  4. agent/: contiv-agent's wiring (New, Run) and the node features it
 //     wires, each a package of its own.
-//  5. Programs and whole-system tests: cmd/, bench/, chaos/, deploy/.
+//  5. Programs and whole-system tests: cmd/, bench/, chaos/, deploy/, e2evpp/.
 //
 // The simulated VPP (plugins/vpp/sim) models VPP, not the agent: it
 // imports nothing of the project but internal/.

@@ -28,6 +28,7 @@ var layers = map[string]int{
 	"bench":           5,
 	"chaos":           5,
 	"deploy":          5,
+	"e2evpp":          5,
 }
 
 func layerOf(pkg string) (int, bool) {

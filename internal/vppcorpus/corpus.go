@@ -1,5 +1,6 @@
 // Package vppcorpus reads the recorded binary-API corpus of a real VPP
-// 25.02 (../shared/vpp/corpus beside the module, format in its README.md):
+// 25.02 (testdata/vpp-25.02/corpus at the module root, a copy of
+// ../shared/vpp/corpus; format in its README.md):
 // one JSON record per request with the replies VPP gave. The simulated
 // VPP's replay test and the govpp client's tests both read it.
 package vppcorpus
@@ -42,9 +43,12 @@ type Record struct {
 	Compat   *Compat `json:"compat"`
 }
 
-// Dir is the corpus directory: $CONTIV_VPP_CORPUS, else ../shared/vpp/corpus
-// beside the module root (the directory holding go.mod, found by walking
-// up from the working directory). It fails when the corpus is not there.
+// Dir is the corpus directory: $CONTIV_VPP_CORPUS, else the project's own
+// copy, testdata/vpp-25.02/corpus under the module root (the directory
+// holding go.mod, found by walking up from the working directory). The copy
+// is the project's record of what VPP 25.02 answered (taken from
+// ../shared/vpp/corpus; TestCopyEqualsShared keeps them equal where the
+// shared one is present). It fails when the corpus is not there.
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d, nil
@@ -63,7 +67,7 @@ func Dir() (string, error) {
 		}
 		dir = up
 	}
-	c := filepath.Join(dir, "..", "shared", "vpp", "corpus")
+	c := filepath.Join(dir, "testdata", "vpp-25.02", "corpus")
 	if _, err := os.Stat(filepath.Join(c, "README.md")); err != nil {
 		return "", fmt.Errorf("the recorded VPP 25.02 corpus is missing (expected at %s; set %s): %w", c, EnvDir, err)
 	}

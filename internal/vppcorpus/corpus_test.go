@@ -1,6 +1,7 @@
 package vppcorpus
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,5 +30,34 @@ func TestNamesWhatIsWrong(t *testing.T) {
 	}
 	if _, err := Read(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Errorf("a bad line: %v, want the file and line named", err)
+	}
+}
+
+// TestCopyEqualsShared keeps the project's copy of the corpus equal to
+// ../shared/vpp/corpus where that is present (CI has it; a plain clone
+// need not).
+func TestCopyEqualsShared(t *testing.T) {
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(dir, "..", "..", "..", "..", "shared", "vpp", "corpus")
+	entries, err := os.ReadDir(shared)
+	if err != nil {
+		t.Skipf("no shared corpus beside the project (%v): nothing to compare", err)
+	}
+	for _, e := range entries {
+		want, err := os.ReadFile(filepath.Join(shared, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Errorf("%s: in ../shared/vpp/corpus, not in the project's copy: %v", e.Name(), err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from ../shared/vpp/corpus: copy it again", e.Name())
+		}
 	}
 }

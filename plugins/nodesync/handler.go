@@ -78,6 +78,9 @@ type Handler struct {
 	// The writer's work: gen counts the requests, done is the last one
 	// written; claimGen is the request that asked for a claim (0: none).
 	gen, done, claimGen uint64
+	// clashes are this node's VPP addresses found to be another node's
+	// management address, as last logged (clash.go).
+	clashes []string
 }
 
 var (
@@ -163,6 +166,7 @@ func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 	if err != nil {
 		h.log.Warn("nodesync: bad values left out", "err", err)
 	}
+	h.checkClashes()
 	h.ensureSelf(true)
 	return nil
 }
@@ -226,6 +230,9 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	if err != nil {
 		h.log.Warn("nodesync: bad values left out", "key", ce.Key.String(), "err", err)
 	}
+	// A Kubernetes Node without a record changes no node, yet may be the
+	// one whose address this node's VPP has.
+	h.checkClashes()
 	if changed {
 		h.log.Debug("nodesync: node changed", "node", ch.Name, "change", ch.String())
 		if h.events != nil {
@@ -286,13 +293,15 @@ func (h *Handler) PublishVppIPs(_ context.Context, ips []netip.Prefix) error {
 		ips = []netip.Prefix{}
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.vppIPs != nil && slices.Equal(h.vppIPs, ips) && h.done == h.gen {
+		h.mu.Unlock()
 		return nil
 	}
 	h.vppIPs = ips
 	h.gen++
 	h.w.Kick()
+	h.mu.Unlock()
+	h.checkClashes()
 	return nil
 }
 

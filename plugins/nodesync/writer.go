@@ -161,13 +161,17 @@ type WriteStatus struct {
 	Pending bool `json:"pending"`
 	// Claiming is set while this node's ID waits to be claimed.
 	Claiming bool `json:"claiming"`
+	// Clashes lists this node's VPP addresses that are another node's
+	// management address (clash.go), one sentence each.
+	Clashes []string `json:"clashes,omitempty"`
 	retryloop.Status
 }
 
-// WriteStatus returns the background writer's state (for /v1/status).
+// WriteStatus returns the background writer's state and the address
+// clashes (for /v1/status).
 func (h *Handler) WriteStatus() WriteStatus {
 	h.mu.RLock()
-	st := WriteStatus{Pending: h.done != h.gen, Claiming: h.claimGen != 0}
+	st := WriteStatus{Pending: h.done != h.gen, Claiming: h.claimGen != 0, Clashes: slices.Clone(h.clashes)}
 	h.mu.RUnlock()
 	st.Status = h.w.Status()
 	return st

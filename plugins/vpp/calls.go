@@ -2,6 +2,7 @@ package vpp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -26,6 +27,7 @@ func (c *Conn) invoke(ctx context.Context, req, reply api.Message) error {
 }
 
 func (c *Conn) invokeOn(ctx context.Context, conn *core.Connection, req, reply api.Message) (err error) {
+	c.begin()
 	defer c.observe(req.GetMessageName(), time.Now(), &err)
 	return call(ctx, conn, req, reply)
 }
@@ -41,8 +43,17 @@ func call(ctx context.Context, conn *core.Connection, req, reply api.Message) er
 	return nil
 }
 
-// observe reports a finished call to OnCall.
+// begin counts a call sent; observe counts it finished.
+func (c *Conn) begin() { c.inflight.Add(1) }
+
+// observe reports a finished call to OnCall, and notes when VPP last
+// answered one (an answer with an error code is an answer).
 func (c *Conn) observe(msg string, start time.Time, err *error) {
+	c.inflight.Add(-1)
+	var apiErr api.VPPApiError
+	if *err == nil || errors.As(*err, &apiErr) {
+		c.answered.Store(time.Now().UnixNano())
+	}
 	if c.cfg.OnCall != nil {
 		c.cfg.OnCall(msg, time.Since(start), *err)
 	}
@@ -76,6 +87,7 @@ func (c *Conn) stream(ctx context.Context, reqs []api.Message, each func(api.Mes
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	c.begin()
 	defer c.observe(name, time.Now(), &err)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()

@@ -244,7 +244,8 @@ func (c *CNAT) SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error 
 
 // SetSNATPolicy implements cnat.VPP. VPP answers +1 to an unknown policy.
 func (c *CNAT) SetSNATPolicy(ctx context.Context, p cnat.SNATPolicy) error {
-	err := c.conn.invoke(ctx, &cnatapi.CnatSetSnatPolicy{Policy: cnatapi.CnatSnatPolicies(p)}, &cnatapi.CnatSetSnatPolicyReply{})
+	req, reply := c.conn.Release().snatPolicy(p)
+	err := c.conn.invoke(ctx, req, reply)
 	c.log.Debug("cnat SNAT policy", "policy", p, "err", err)
 	return classifyCNAT(err, fmt.Sprintf("set cnat SNAT policy %d", p))
 }
@@ -325,19 +326,25 @@ func featureRequest(idx uint32, f cnat.Feature, enable bool) (*feature.FeatureEn
 
 // EnableDisableFeature implements cnat.VPP. VPP does not refuse enabling a
 // feature twice (it is then on the arc twice, FACTS §6): the renderer
-// tracks what it enabled.
+// tracks what it enabled. On a release that enables cnat as a whole
+// (26.06: feature_cnat_enable_disable) FeatureInput4 carries the
+// interface's one call and the other features send nothing
+// (Release.cnatFeatureRequest).
 func (c *CNAT) EnableDisableFeature(ctx context.Context, ifName string, f cnat.Feature, enable bool) (uint32, error) {
 	what := featureWhat(ifName, f, enable)
 	idx, err := c.index(ctx, ifName, what)
 	if err != nil {
 		return 0, err
 	}
-	req, err := featureRequest(idx, f, enable)
-	if err != nil {
+	req, reply, err := c.conn.Release().cnatFeatureRequest(idx, f, enable)
+	switch {
+	case err != nil:
 		return idx, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+	case req == nil:
+		return idx, nil
 	}
-	err = c.conn.invoke(ctx, req, &feature.FeatureEnableDisableReply{})
-	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "err", err)
+	err = c.conn.invoke(ctx, req, reply)
+	c.log.Debug("cnat feature", "enable", enable, "interface", ifName, "index", idx, "feature", cnat.FeatureNode(f), "message", req.GetMessageName(), "err", err)
 	return idx, classifyCNAT(err, what)
 }
 

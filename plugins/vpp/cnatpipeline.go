@@ -8,7 +8,6 @@ import (
 
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
-	"go.fd.io/govpp/binapi/feature"
 	ipapi "go.fd.io/govpp/binapi/ip"
 
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -66,11 +65,11 @@ func (p *cnatPipeline) cnatOpRequest(op *cnat.Op) (req, reply api.Message, what 
 		if idx, err = p.c.index(p.st.ctx, op.Interface, what); err != nil {
 			return nil, nil, what, 0, err
 		}
-		r, err := featureRequest(idx, op.Feature, op.Add)
+		r, reply, err := p.c.conn.Release().cnatFeatureRequest(idx, op.Feature, op.Add)
 		if err != nil {
 			return nil, nil, what, idx, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 		}
-		return r, &feature.FeatureEnableDisableReply{}, what, idx, nil
+		return r, reply, what, idx, nil
 	case cnat.OpSNATInterface:
 		what = snatInterfaceWhat(op.Interface, op.Table, op.Add)
 		if idx, err = p.c.index(p.st.ctx, op.Interface, what); err != nil {
@@ -80,7 +79,7 @@ func (p *cnatPipeline) cnatOpRequest(op *cnat.Op) (req, reply api.Message, what 
 	case cnat.OpRoute, cnat.OpVerdictRoute:
 		rt := op.Route
 		what = routeWhat(rt.Prefix, rt.VRF, op.Add)
-		r, err := pathRequest(rt.Prefix, rt.VRF, op.Add, rt.Kind == cnat.RouteReject, rt.Kind == cnat.RouteLookup, rt.Table)
+		r, err := pathRequest(rt.Prefix, rt.VRF, op.Add, rt.Kind == cnat.RouteReject, rt.Kind == cnat.RouteLookup, rt.Table, p.c.conn.Release())
 		if err != nil {
 			return nil, nil, what, 0, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 		}
@@ -95,6 +94,12 @@ func (p *cnatPipeline) Send(op *cnat.Op) error {
 	req, reply, what, idx, err := p.cnatOpRequest(op)
 	if err != nil {
 		return err
+	}
+	if req == nil {
+		// Nothing to send on this release (a cnat feature enabled with
+		// the interface's FeatureInput4 call): done.
+		p.st.settled(cnatCall{what: what, idx: idx})
+		return nil
 	}
 	if p.st.broken != nil {
 		return classifyCNAT(fmt.Errorf("%s: %w", req.GetMessageName(), p.st.broken), what)

@@ -74,12 +74,16 @@ func syncCNAT(ctx context.Context, c *CNAT, op *cnat.Op) (idx uint32, err error)
 // same ids (ids are pool indexes reused last in, first out: the calls
 // ran in order).
 func TestCNATPipelineAnswersAsSynchronous(t *testing.T) {
-	for _, keep := range []int{len(cnatPipelineOps()), 2, 5} {
-		t.Run(fmt.Sprintf("in-flight-%d", keep), func(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		keep    int
+	}{{"", len(cnatPipelineOps())}, {"", 2}, {"", 5}, {"26.06-simulated", len(cnatPipelineOps())}, {"26.06-simulated", 2}} {
+		keep := c.keep
+		t.Run(fmt.Sprintf("%s-in-flight-%d", c.version, keep), func(t *testing.T) {
 			ctx := context.Background()
-			pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond}, Config{ExtraMessages: CNATMessages()})
+			pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond, Version: c.version}, Config{ExtraMessages: CNATMessages()})
 			pc := NewCNAT(pn.conn, pn.ifaces, nil)
-			se := setup(t, sim.Options{})
+			se := setup(t, sim.Options{Version: c.version})
 			for _, v := range []*sim.VPP{pv, se.vpp} {
 				if _, err := v.AddInterface("tap1", ""); err != nil {
 					t.Fatal(err)

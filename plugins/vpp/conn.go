@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.fd.io/govpp/adapter"
@@ -182,11 +183,14 @@ type Status struct {
 	Connected bool `json:"connected"`
 	// Simulated is set when the transport is the simulated VPP, which
 	// forwards no packets.
-	Simulated bool      `json:"simulated"`
-	Socket    string    `json:"socket,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	PID       uint32    `json:"pid,omitempty"`
-	Since     time.Time `json:"since,omitzero"`
+	Simulated bool   `json:"simulated"`
+	Socket    string `json:"socket,omitempty"`
+	Version   string `json:"version,omitempty"`
+	// Release is the VPP release whose bindings the connection uses
+	// ("25.02", "26.06"; docs/vpp-versions.md).
+	Release string    `json:"release,omitempty"`
+	PID     uint32    `json:"pid,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
 	// Connects counts the connections established; Restarts the VPP
 	// restarts seen.
 	Connects  int    `json:"connects"`
@@ -216,9 +220,16 @@ type Conn struct {
 	lost    context.Context // cancelled when conn ends (nil while disconnected)
 	gen     uint64          // counts connections established
 	pid     uint32          // VPP's process ID on the current connection
+	release *Release        // the bindings of the connected VPP's release (last connection's while away)
 	status  Status
 	lastErr error
 	changed chan struct{} // closed and replaced on every change
+
+	// busy tells a VPP whose main thread is busy from a dead one (the
+	// health probes, reconnect.go): calls in flight and the time of VPP's
+	// last answer to one.
+	inflight atomic.Int64
+	answered atomic.Int64 // UnixNano
 
 	startOnce sync.Once
 	closeOnce sync.Once
@@ -428,6 +439,8 @@ func (c *Conn) run(ctx context.Context) {
 			c.lastErr = nil
 			c.status.Connected = true
 			c.status.Version = info.version
+			c.status.Release = info.release.Name
+			c.release = info.release
 			c.status.PID = info.pid
 			c.status.Since = now
 			c.status.Connects++
@@ -437,7 +450,7 @@ func (c *Conn) run(ctx context.Context) {
 				c.status.Restarts++
 			}
 		})
-		c.log.Info("connected to VPP", "version", info.version, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
+		c.log.Info("connected to VPP", "version", info.version, "release", info.release.Name, "pid", info.pid, "restarted", restarted, "simulated", c.simulated)
 		c.warnMissing(info.lacks)
 		c.emit(Event{Kind: Connected, At: now, Restarted: restarted, PID: info.pid, Version: info.version,
 			MissingPlugins: slices.Clone(info.missing)})
@@ -466,6 +479,7 @@ func (c *Conn) run(ctx context.Context) {
 type vppInfo struct {
 	pid     uint32
 	version string
+	release *Release
 	sock    os.FileInfo // the socket file connected to; nil with an Adapter
 	missing []string    // optional plugins VPP lacks
 	lacks   map[string][]string
@@ -505,38 +519,12 @@ func (c *Conn) where() string {
 	return c.cfg.Socket
 }
 
-// handshake checks that VPP speaks every message the agent uses and
-// reads its process ID and version.
+// handshake reads VPP's process ID and version, picks the bindings of
+// its release (ReleaseFor: another release is refused, ErrUnsupportedVersion)
+// and checks that VPP speaks every message the agent uses with that
+// release's CRCs. control_ping and show_version are the same in every
+// release (docs/vpp-versions.md), so they are asked first.
 func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
-	ch, err := conn.NewAPIChannel()
-	if err != nil {
-		return vppInfo{}, fmt.Errorf("opening an API channel: %w", err)
-	}
-	msgs := append(messages(), c.cfg.ExtraMessages...)
-	err = ch.CheckCompatiblity(msgs...)
-	var missing []string
-	lacks := map[string][]string{} // by plugin: its messages VPP lacks
-	for _, p := range c.cfg.OptionalPlugins {
-		if err != nil {
-			break
-		}
-		// Each plugin apart: one lacking any of its messages (or with
-		// other CRCs) is left unused.
-		var pe *api.CompatibilityError
-		if err = ch.CheckCompatiblity(p.Messages...); errors.As(err, &pe) {
-			missing, err = append(missing, p.Name), nil
-			lacks[p.Name] = pe.IncompatibleMessages
-		}
-	}
-	ch.Close()
-	var ce *api.CompatibilityError
-	switch {
-	case errors.As(err, &ce):
-		return vppInfo{}, fmt.Errorf("%w: VPP lacks %d of the %d binary-API messages the agent uses (name_crc): %s",
-			ErrIncompatible, len(ce.IncompatibleMessages), len(msgs), strings.Join(ce.IncompatibleMessages, ", "))
-	case err != nil:
-		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ConnectTimeout)
 	defer cancel()
 	pid, err := c.ping(ctx, conn)
@@ -547,7 +535,40 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	if err := c.invokeOn(ctx, conn, &vpe.ShowVersion{}, ver); err != nil {
 		return vppInfo{}, err
 	}
-	return vppInfo{pid: pid, version: ver.Version, missing: missing, lacks: lacks}, nil
+	rel, err := ReleaseFor(ver.Version)
+	if err != nil {
+		return vppInfo{}, err
+	}
+	ch, err := conn.NewAPIChannel()
+	if err != nil {
+		return vppInfo{}, fmt.Errorf("opening an API channel: %w", err)
+	}
+	msgs := rel.messages(append(messages(), c.cfg.ExtraMessages...))
+	err = ch.CheckCompatiblity(msgs...)
+	var missing []string
+	lacks := map[string][]string{} // by plugin: its messages VPP lacks
+	for _, p := range c.cfg.OptionalPlugins {
+		if err != nil {
+			break
+		}
+		// Each plugin apart: one lacking any of its messages (or with
+		// other CRCs) is left unused.
+		var pe *api.CompatibilityError
+		if err = ch.CheckCompatiblity(rel.messages(p.Messages)...); errors.As(err, &pe) {
+			missing, err = append(missing, p.Name), nil
+			lacks[p.Name] = pe.IncompatibleMessages
+		}
+	}
+	ch.Close()
+	var ce *api.CompatibilityError
+	switch {
+	case errors.As(err, &ce):
+		return vppInfo{}, fmt.Errorf("%w: VPP %s lacks %d of the %d binary-API messages the agent uses with VPP %s's bindings (name_crc): %s",
+			ErrIncompatible, ver.Version, len(ce.IncompatibleMessages), len(msgs), rel.Name, strings.Join(ce.IncompatibleMessages, ", "))
+	case err != nil:
+		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
+	}
+	return vppInfo{pid: pid, version: ver.Version, release: rel, missing: missing, lacks: lacks}, nil
 }
 
 // warnMissing logs, once per connection, each optional plugin VPP lacks

@@ -11,6 +11,19 @@
 //     whether it is connected, to which VPP version, and whether the VPP is
 //     simulated, which the agent says loudly because the simulator forwards
 //     no packets.
+//   - Releases (versions.go): the agent speaks VPP 25.02 and 26.06. At
+//     every connect Conn reads show_version, picks the release's bindings
+//     (Release: govpp v0.13.0's for every message whose CRC did not
+//     change, binapi/vpp2606 for 26.06's cnat_set_snat_policy and
+//     feature_cnat_enable_disable) and checks every used message against
+//     them; another release is refused (ErrUnsupportedVersion, which
+//     wraps ErrIncompatible: not ready, lastError naming the version and
+//     the supported ones). The clients ask Conn.Release for the request
+//     to send, so the renderers' VPP interfaces are the same for both:
+//     on 26.06 cnat is enabled per interface with one
+//     feature_cnat_enable_disable (sent for FeatureInput4), and reject
+//     routes are allowed in any table. docs/vpp-versions.md is the
+//     contract.
 //   - Interfaces: a cache of VPP's interface table (name, sw_if_index,
 //     tag), resolving pod interfaces by the CNI's "<namespace>/<pod>" tag
 //     and reporting every change to a callback.
@@ -61,7 +74,13 @@
 //   - A call whose send fails (a broken socket: VPP died) makes the watcher
 //     probe at once instead of at the next health probe; otherwise a
 //     control_ping every HealthInterval (1 s) checks the connection and
-//     VPP's process ID, three timed-out probes in a row counting as lost.
+//     VPP's process ID, three timed-out probes in a row counting as lost —
+//     unless VPP is busy for the agent: it answered a call within those
+//     probes' window, or a call is in flight and it answered one within
+//     CallTimeout. VPP's one main thread answers a probe only after the
+//     calls queued before it, and a NAT44 feature enable walks every
+//     mapping (0.35 s at 11 000); a real VPP 25.02 at W(10000) missed three
+//     probes while answering the agent's feature calls (issue 34, F3).
 //   - The socket file is checked every SocketPoll (100 ms): replaced by
 //     another file means a new VPP (the connection ends at once); gone
 //     means VPP is stopping (probed once).
@@ -95,8 +114,9 @@
 // # One VPP, one owner
 //
 // OwnerTag, ReadOwner and MarkOwner keep the mark of the agent that
-// manages a VPP in VPP itself: local0's tag, "contiv@<cluster>/<node>"
-// (owner.go). ASSUMPTION: VPP 25.02 tags local0 like any interface and
+// manages a VPP in VPP itself: local0's tag, "contiv:<cluster name>/<node>"
+// (owner.go; IsLegacyOwnerTag knows the "contiv@<etcd cluster ID>/<node>"
+// of agents before the cluster name). ASSUMPTION: VPP 25.02 tags local0 like any interface and
 // dumps its tag (the corpus records tags on other interfaces only); a
 // restart loses the mark with the rest of VPP's state.
 //

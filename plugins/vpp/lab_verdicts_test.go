@@ -69,7 +69,7 @@ func recordsVerdictsDir(t *testing.T) string {
 // routeReq is the agent's route request, but a reject is ICMP_UNREACH
 // (what was measured first; the ICMP_PROHIBIT routes are set apart).
 func routeReq(t *testing.T, p netip.Prefix, vrf uint32, kind servicerenderer.RouteKind, table uint32) *ipapi.IPRouteAddDel {
-	req, err := pathRequest(p, vrf, true, kind == servicerenderer.RouteReject, kind == servicerenderer.RouteLookup, table)
+	req, err := pathRequest(p, vrf, true, kind == servicerenderer.RouteReject, kind == servicerenderer.RouteLookup, table, &release2502)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestLabVerdictsNAT44(t *testing.T) {
 	r.must("service CIDR lookup of table 0 in the pod VRF", routeReq(t, labCIDR, 1, servicerenderer.RouteLookup, 0))
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
-	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0)
+	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0, &release2502)
 	r.must("ICMP_PROHIBIT route of a cluster IP without endpoints (compared with ICMP_UNREACH), the agent's reject request", prohibit)
 	lb := func(ip netip.Addr, port uint16, proto nat44.Protocol, twice nat44.TwiceNAT, to netip.Addr, toPort uint16, vrf uint32, note string) {
 		m := &nat44.Mapping{MappingKey: nat44.MappingKey{IP: nat44.MustIPv4(ip), Port: port, Proto: proto}, TwiceNAT: twice, Tag: "contiv:svc/default/x",
@@ -253,7 +253,7 @@ func TestLabVerdictsCNAT(t *testing.T) {
 	r.must("IPv6 service CIDR lookup of table 0 in the pod VRF (path proto IP6)", lookup6)
 	r.must("reject route of the empty service's cluster IP", routeReq(t, netip.PrefixFrom(labEmpty, 32), 0, servicerenderer.RouteReject, 0))
 	r.must("reject route of the reject sink (the service CIDR's network address)", routeReq(t, netip.PrefixFrom(labReject, 32), 0, servicerenderer.RouteReject, 0))
-	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0)
+	prohibit, _ := pathRequest(netip.PrefixFrom(labProhibit, 32), 0, true, true, false, 0, &release2502)
 	r.must("ICMP_PROHIBIT route of a second reject sink (compared with ICMP_UNREACH), the agent's reject request", prohibit)
 	r.must("IPv6 reject route /128 in table 0 (an IPv6 cluster IP without endpoints), path proto IP6", rejectRoute6(netip.PrefixFrom(labWeb6, 128), 0))
 	p4 := rejectRoute6(netip.PrefixFrom(labWeb6p4, 128), 0)

@@ -54,7 +54,7 @@ func (p *pipeline) Send(op *nat44.Op) error {
 	var err error
 	if op.Kind == nat44.OpSetInterface {
 		calls, err = p.featureCalls(op)
-	} else if req, reply, err = opRequest(op); err != nil {
+	} else if req, reply, err = opRequest(op, p.n.conn.Release()); err != nil {
 		err = invalid(describeOp(op), err.Error())
 	}
 	if err != nil {
@@ -138,7 +138,7 @@ func (p *pipeline) Close() { p.st.close() }
 
 // opRequest is the request (and its reply) of a single-call operation,
 // the same the synchronous methods send.
-func opRequest(op *nat44.Op) (req, reply api.Message, err error) {
+func opRequest(op *nat44.Op, rel *Release) (req, reply api.Message, err error) {
 	switch op.Kind {
 	case nat44.OpAddPool, nat44.OpDelPool:
 		r, err := poolRequest(op.Pool, op.Kind == nat44.OpAddPool)
@@ -151,7 +151,7 @@ func opRequest(op *nat44.Op) (req, reply api.Message, err error) {
 	case nat44.OpAddLocal, nat44.OpDelLocal:
 		return localRequest(op.Mapping.MappingKey, op.Local, op.Kind == nat44.OpAddLocal), &nat44_ed.Nat44LbStaticMappingAddDelLocalReply{}, nil
 	case nat44.OpAddRoute, nat44.OpDelRoute:
-		r, err := routeRequest(op.Route, op.Kind == nat44.OpAddRoute)
+		r, err := routeRequest(op.Route, op.Kind == nat44.OpAddRoute, rel)
 		return r, &ipapi.IPRouteAddDelReply{}, err
 	}
 	return nil, nil, fmt.Errorf("operation %s is not pipelined", op.Kind)

@@ -136,6 +136,12 @@ func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32, soc
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, context.DeadlineExceeded) && c.busy():
+			// A busy VPP is not a dead one: its main thread answers the
+			// probe after the calls queued before it (a feature enable
+			// walking every mapping: FACTS §7). A call in flight is
+			// bounded by CallTimeout; a dead VPP closes the socket.
+			timeouts = 0
 		case errors.Is(err, context.DeadlineExceeded):
 			timeouts++
 			if timeouts >= probeTimeouts {
@@ -149,6 +155,15 @@ func (c *Conn) watch(ctx context.Context, conn *core.Connection, pid uint32, soc
 			timeouts = 0
 		}
 	}
+}
+
+// busy tells whether VPP is working for the agent: it answered a call
+// within the probes' window, or a call is in flight and it answered one
+// within a call's bound (CallTimeout).
+func (c *Conn) busy() bool {
+	since := time.Since(time.Unix(0, c.answered.Load()))
+	window := probeTimeouts * (c.cfg.HealthInterval + c.cfg.HealthTimeout)
+	return since < window || (c.inflight.Load() > 0 && since < c.cfg.CallTimeout)
 }
 
 // ping sends a control_ping and returns VPP's process ID.

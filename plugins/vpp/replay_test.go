@@ -24,7 +24,7 @@ import (
 )
 
 // This file is a govpp transport (adapter.VppAPI) that answers from the
-// recorded corpus of a real VPP 25.02 (../shared/vpp/corpus, format in its
+// recorded corpus of a real VPP 25.02 (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus, format in its
 // README.md): the client under test talks to what VPP really answered.
 
 type (
@@ -130,7 +130,7 @@ type outFrame struct {
 func newReplay(t testing.TB, recs []*corpusRecord) *replay {
 	t.Helper()
 	r := &replay{t: t, ids: messageTable(t), types: map[uint16]api.Message{}}
-	for _, byName := range api.GetRegisteredMessages() {
+	for _, byName := range []map[string]api.Message{api.GetRegisteredMessages()[govppBindings]} {
 		for _, m := range byName {
 			if id, ok := r.ids[m.GetMessageName()]; ok {
 				r.types[id] = m

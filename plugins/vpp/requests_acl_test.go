@@ -18,21 +18,21 @@ func TestVerdictAndACLRequestsAsRecorded(t *testing.T) {
 	zeroNH := `"nh":{"address":{"XXX_UnionData":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}},"label_stack":[{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}]`
 	host := netip.MustParsePrefix("10.96.0.19/32")
 	t.Run("reject route, table 0 (c2 T2; ICMP_PROHIBIT, type 6: records-verdicts/verdicts-nat44.jsonl step 27)", func(t *testing.T) {
-		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host)}, Kind: nat44.RouteReject}, true)
+		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host)}, Kind: nat44.RouteReject}, true, &release2502)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameJSON(t, req, `{"is_add":true,"route":{"prefix":"10.96.0.19/32","paths":[{"sw_if_index":4294967295,"type":6,`+zeroNH+`}]}}`)
 	})
 	t.Run("lookup of table 0 from table 1 (c2 T1)", func(t *testing.T) {
-		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host), VRF: 1}, Kind: nat44.RouteLookup}, true)
+		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host), VRF: 1}, Kind: nat44.RouteLookup}, true, &release2502)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameJSON(t, req, `{"is_add":true,"route":{"table_id":1,"prefix":"10.96.0.19/32","paths":[{"sw_if_index":4294967295,"weight":1,`+zeroNH+`}]}}`)
 	})
 	t.Run("reject route outside table 0: never sent (VPP 25.02 crashes, c2 T4)", func(t *testing.T) {
-		_, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host), VRF: 1}, Kind: nat44.RouteReject}, true)
+		_, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(host), VRF: 1}, Kind: nat44.RouteReject}, true, &release2502)
 		if err == nil || !strings.Contains(err.Error(), "crashes") {
 			t.Fatalf("error %v", err)
 		}

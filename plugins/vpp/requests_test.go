@@ -40,14 +40,14 @@ func TestRequestsAsRecorded(t *testing.T) {
 	ip := netip.MustParseAddr
 	zeroNH := `"nh":{"address":{"XXX_UnionData":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}},"label_stack":[{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}]`
 	t.Run("drop route add, VRF 1 (fib_unreach step 2)", func(t *testing.T) {
-		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 1}}, true)
+		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 1}}, true, &release2502)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameJSON(t, req, `{"is_add":true,"route":{"table_id":1,"prefix":"10.96.0.0/12","paths":[{"sw_if_index":4294967295,"type":2,`+zeroNH+`}]}}`)
 	})
 	t.Run("drop route delete, VRF 0 (fib_unreach step 8)", func(t *testing.T) {
-		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 0}}, false)
+		req, err := routeRequest(nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustParseIPv4Prefix("10.96.0.0/12"), VRF: 0}}, false, &release2502)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestRequestsAsRecorded(t *testing.T) {
 	})
 	t.Run("route prefix invalid", func(t *testing.T) {
 		// An IPv6 prefix cannot be a RouteKey's; the zero one is invalid.
-		if _, err := routeRequest(nat44.Route{}, true); err == nil {
+		if _, err := routeRequest(nat44.Route{}, true, &release2502); err == nil {
 			t.Error("invalid prefix accepted")
 		}
 	})

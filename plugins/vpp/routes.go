@@ -23,13 +23,14 @@ import (
 // (corpus/fib_unreach.jsonl), ICMP_PROHIBIT (records-acl-routes/c2.jsonl,
 // sim/testdata/records-verdicts; table 0 only: in any other table it
 // crashes VPP 25.02, so such a request is refused here as invalid and
-// never sent) or, for a lookup,
+// never sent; VPP 26.06 takes it in any table, Release.RejectInAnyTable)
+// or, for a lookup,
 // NORMAL with weight 1, no next hop and the looked-up table (c2.jsonl's
 // re-added dump). VPP answers 0 to adding an existing route (replacing its
 // path) and to deleting a missing one.
 func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
 	what := routeWhat(r.Prefix.AsPrefix(), r.VRF, add)
-	req, err := routeRequest(r, add)
+	req, err := routeRequest(r, add, n.conn.Release())
 	if err != nil {
 		return invalid(what, err.Error())
 	}
@@ -42,7 +43,7 @@ func (n *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error 
 // AddDelRoute sends (IPv6 prefixes too).
 func (c *CNAT) AddDelFIBRoute(ctx context.Context, r cnat.Route, add bool) error {
 	what := routeWhat(r.Prefix, r.VRF, add)
-	req, err := pathRequest(r.Prefix, r.VRF, add, r.Kind == cnat.RouteReject, r.Kind == cnat.RouteLookup, r.Table)
+	req, err := pathRequest(r.Prefix, r.VRF, add, r.Kind == cnat.RouteReject, r.Kind == cnat.RouteLookup, r.Table, c.conn.Release())
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
@@ -57,17 +58,18 @@ func routeWhat(p netip.Prefix, vrf uint32, add bool) string {
 
 // routeRequest is the request that adds or deletes NAT44's route r (IPv4
 // only).
-func routeRequest(r nat44.Route, add bool) (*ipapi.IPRouteAddDel, error) {
+func routeRequest(r nat44.Route, add bool, rel *Release) (*ipapi.IPRouteAddDel, error) {
 	if !r.Prefix.IsValid() {
 		return nil, errors.New("not an IPv4 prefix")
 	}
-	return pathRequest(r.Prefix.AsPrefix(), r.VRF, add, r.Kind == nat44.RouteReject, r.Kind == nat44.RouteLookup, r.Table)
+	return pathRequest(r.Prefix.AsPrefix(), r.VRF, add, r.Kind == nat44.RouteReject, r.Kind == nat44.RouteLookup, r.Table, rel)
 }
 
 // pathRequest is the request that adds or deletes a route on p in table
-// vrf whose one path drops, rejects (ICMP_PROHIBIT: table 0 only) or
-// looks up table.
-func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uint32) (*ipapi.IPRouteAddDel, error) {
+// vrf whose one path drops, rejects (ICMP_PROHIBIT: table 0 only on VPP
+// 25.02, any table on a release with Release.RejectInAnyTable) or looks
+// up table.
+func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uint32, rel *Release) (*ipapi.IPRouteAddDel, error) {
 	req, err := dropRouteRequest(p, vrf, add)
 	if err != nil {
 		return nil, err
@@ -75,7 +77,7 @@ func pathRequest(p netip.Prefix, vrf uint32, add, reject, lookup bool, table uin
 	path := &req.Route.Paths[0]
 	switch {
 	case reject:
-		if vrf != 0 {
+		if vrf != 0 && !rel.RejectInAnyTable() {
 			return nil, errors.New("an ICMP_PROHIBIT/ICMP_UNREACH path outside table 0 crashes VPP 25.02 (FACTS §1)")
 		}
 		// ICMP_PROHIBIT, not ICMP_UNREACH: its "administratively

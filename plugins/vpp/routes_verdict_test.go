@@ -20,7 +20,7 @@ func TestRejectPathProto(t *testing.T) {
 		{"10.96.0.0/32", fib_types.FIB_API_PATH_NH_PROTO_IP4},
 		{"fd00:96::/128", fib_types.FIB_API_PATH_NH_PROTO_IP6},
 	} {
-		req, err := pathRequest(netip.MustParsePrefix(c.prefix), 0, true, true, false, 0)
+		req, err := pathRequest(netip.MustParsePrefix(c.prefix), 0, true, true, false, 0, &release2502)
 		if err != nil {
 			t.Fatal(err)
 		}

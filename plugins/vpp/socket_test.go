@@ -128,7 +128,7 @@ func (s *socketVPP) serve(c net.Conn) {
 // createReply is sockclnt_create_reply with VPP 25.02's message table.
 func (s *socketVPP) createReply() []byte {
 	reply := &memclnt.SockclntCreateReply{Index: 1}
-	for _, byName := range api.GetRegisteredMessages() {
+	for _, byName := range []map[string]api.Message{api.GetRegisteredMessages()[govppBindings]} {
 		for _, m := range byName {
 			if id, ok := s.rp.ids[m.GetMessageName()]; ok {
 				reply.MessageTable = append(reply.MessageTable, memclnt.MessageTableEntry{Index: id, Name: m.GetMessageName() + "_" + m.GetCrcString()})

@@ -3,6 +3,8 @@ package vpp
 import (
 	"context"
 	"fmt"
+	"path"
+	"reflect"
 	"time"
 
 	"go.fd.io/govpp/api"
@@ -35,6 +37,11 @@ type stream[M any] struct {
 	next   int
 	unread int
 	broken error
+	// path is the binding path (govpp's, or a release's of binapi/) of
+	// the calls in flight: govpp resolves an answer by the path of the
+	// stream's last request, so requests of another path wait until
+	// those in flight are answered (send).
+	path string
 }
 
 // streamCall is one call: its meta, what to expect and its result once
@@ -78,7 +85,18 @@ func (p *stream[M]) send(meta M, req, reply api.Message) {
 	if p.unread >= PipelineWindow {
 		p.readOne()
 	}
+	if path := bindingPath(req); path != p.path {
+		// govpp resolves an answer's message ID in the binding path of the
+		// stream's last request (core.Stream.RecvMsg): the answers of
+		// another path's calls are read first (VPP 26.06's cnat feature
+		// call among govpp's cnat and route calls).
+		for p.unread > 0 {
+			p.readOne()
+		}
+		p.path = path
+	}
 	c := streamCall[M]{meta: meta, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: time.Now()}
+	p.conn.begin()
 	if p.broken == nil {
 		if err := p.s.SendMsg(req); err != nil {
 			p.broken = err
@@ -118,6 +136,7 @@ func (p *stream[M]) readOne() {
 	c.done = true
 	if p.broken != nil {
 		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
+		p.conn.observe(c.name, c.sent, &c.err)
 		return
 	}
 	m, err := p.s.RecvMsg()
@@ -154,7 +173,13 @@ func (p *stream[M]) pop() (streamCall[M], bool) {
 
 // close ends the stream; answers not read are dropped.
 func (p *stream[M]) close() {
+	p.conn.inflight.Add(-int64(p.unread)) // sent, never read: no longer in flight
 	p.cancel()
 	_ = p.s.Close()
 	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
 }
+
+// bindingPath is the path govpp groups m's binding under (the parent of
+// its Go package: "go.fd.io/govpp/binapi", or a release's directory of
+// plugins/vpp/binapi).
+func bindingPath(m api.Message) string { return path.Dir(reflect.TypeOf(m).Elem().PkgPath()) }

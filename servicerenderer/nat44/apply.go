@@ -314,6 +314,14 @@ func (r *Renderer) run(ctx context.Context, ops []step, full bool, start time.Ti
 		}
 	}
 	q.Drain()
+	if !checked {
+		// No mapping operation asked: the hold's state is still settled
+		// once the interfaces are back (F1: a spent hold must not outlive
+		// them, or the next VPP restart adds every mapping at once).
+		r.mu.Lock()
+		r.settleHold()
+		r.mu.Unlock()
+	}
 	if x.retry {
 		// Mappings made the table a route waited for (tables.go).
 		retry := x.noTable

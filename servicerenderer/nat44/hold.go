@@ -46,6 +46,15 @@ func (r *Renderer) holding(now time.Time) bool {
 	return true
 }
 
+// settleHold ends a hold, spent or not, once no node interface is
+// pending; for an apply that asked holding nothing (no mapping
+// operation). The caller holds mu.
+func (r *Renderer) settleHold() {
+	if (!r.holdSince.IsZero() || r.holdOver) && r.pendingNodeInterface() == "" {
+		r.holdSince, r.holdOver = time.Time{}, false
+	}
+}
+
 // pendingNodeInterface is a node interface whose features wait for VPP to
 // have it, "" when none does or nothing is held for them.
 func (r *Renderer) pendingNodeInterface() string {

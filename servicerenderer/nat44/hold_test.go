@@ -44,9 +44,10 @@ func isMapping(msg string) bool {
 // reconnect.
 func (e *simEnv) restartLate() {
 	e.t.Helper()
+	before := e.conn.Status().Restarts
 	e.vpp.RestartWith(sim.RestartOptions{InterfacesAfter: time.Hour})
 	deadline := time.Now().Add(10 * time.Second)
-	for st := e.conn.Status(); st.Restarts == 0 || !st.Connected; st = e.conn.Status() {
+	for st := e.conn.Status(); st.Restarts == before || !st.Connected; st = e.conn.Status() {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("VPP restart not seen: %+v", st)
 		}
@@ -151,5 +152,52 @@ func TestHoldIsBounded(t *testing.T) {
 	}
 	if len(r.Pending()) == 0 {
 		t.Error("the missing interfaces' features no longer pending")
+	}
+}
+
+// TestHoldAgainAfterAnExpiredHold (issue 34, F1, seen on a real VPP 25.02):
+// a hold that ran out, then interfaces that came back in an apply with no
+// mapping operation, must not leave the hold spent: at the next VPP
+// restart the mappings wait for the features again.
+func TestHoldAgainAfterAnExpiredHold(t *testing.T) {
+	e := newSimEnvWith(t, sim.Options{Traffic: true})
+	e.cfg.NodeInterfaces = []string{"GbE", "VXLAN-BVI", "VPP-Host"}
+	e.cfg.HoldMappings = 50 * time.Millisecond
+	data := cluster()
+	r := e.renderer()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+
+	// First restart: the hold runs out before the interfaces come.
+	e.restartLate()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	time.Sleep(60 * time.Millisecond)
+	e.apply(r, false)
+	if r.Held() != 0 {
+		t.Fatalf("still %d held past the bound", r.Held())
+	}
+	// The interfaces come back: an apply of their features only.
+	e.vpp.FinishStartup()
+	for name := range data.Interfaces {
+		if err := r.UpdateInterface(name, data.Interfaces[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.apply(r, false)
+	e.inSync(r)
+
+	// Second restart: the mappings wait again.
+	e.restartLate()
+	if err := r.Resync(data); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(r, true)
+	if n := len(e.vpp.Snapshot().Mappings); n != 0 {
+		t.Errorf("second restart: %d mappings added while the node's interfaces are missing, want 0 (held)", n)
 	}
 }

@@ -85,7 +85,8 @@ func newCnatSessions(opts Options) *cnatSessions {
 // whose translation has no resolved path, or that CnatTrace says fails,
 // gets an error; neither gets a session.
 //
-// No translation update cuts a session (FACTS.md §6): a removed backend
+// On VPP 25.02 no translation update cuts a session (FACTS.md §6; on
+// 26.06 see CnatSessionsCut): a removed backend
 // keeps its sessions and gets no new ones; a deleted translation's
 // sessions live on and new connections fail. cnat_session_purge ends
 // every session (CnatSessionsCut) and deletes every translation. A
@@ -276,9 +277,11 @@ func (v *VPP) cnatSessionsLocked() []CnatSession {
 }
 
 // CnatSessionsCut returns how many cnat sessions a configuration request
-// has cut since New: only cnat_session_purge cuts (every session); no
-// translation update or delete does (FACTS.md §6). Options.OnCut reports
-// each purge's cut too.
+// has cut since New: on VPP 25.02 only cnat_session_purge cuts (every
+// session); no translation update or delete does (FACTS.md §6). On VPP
+// 26.06 a translation update also cuts the sessions of the backends it
+// removed, a delete those of the translation (release.go). Options.OnCut
+// reports each cut too.
 func (v *VPP) CnatSessionsCut() uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()

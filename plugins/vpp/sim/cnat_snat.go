@@ -112,6 +112,12 @@ type cnatFeatKey struct {
 // ip4-output, cnat-snat-ip4 on ip4-unicast, and the ip6 twins).
 // ASSUMPTION: cnat-snat-ip6 is on ip6-unicast; the simulated VPP knows
 // no other feature (another name or arc -> -7).
+// cnatArcs2606 are the nodes VPP 26.06 adds (cnat_node_lookup.c).
+var cnatArcs2606 = map[string]string{
+	"cnat-lookup-ip4": "ip4-unicast", "cnat-lookup-ip6": "ip6-unicast",
+	"cnat-writeback-ip4": "ip4-output", "cnat-writeback-ip6": "ip6-output",
+}
+
 var cnatArcs = map[string]string{
 	"cnat-input-ip4":  "ip4-unicast",
 	"cnat-output-ip4": "ip4-output",
@@ -133,19 +139,28 @@ func (v *VPP) featureEnableDisable(req *featureapi.FeatureEnableDisable) []api.M
 	if _, ok := v.ifaces[idx]; !ok {
 		return reply(r, api.INVALID_SW_IF_INDEX)
 	}
-	if arc, ok := cnatArcs[req.FeatureName]; !ok || arc != req.ArcName {
+	arc, ok := cnatArcs[req.FeatureName]
+	if !ok && v.rel2606 {
+		arc, ok = cnatArcs2606[req.FeatureName]
+	}
+	if !ok || arc != req.ArcName {
 		return reply(r, api.INVALID_VALUE)
 	}
-	k := cnatFeatKey{idx, req.FeatureName}
-	switch {
-	case req.Enable:
-		v.cnat.features[k]++
-	case v.cnat.features[k] > 1:
-		v.cnat.features[k]--
-	default:
-		delete(v.cnat.features, k)
-	}
+	v.cnat.setFeature(cnatFeatKey{idx, req.FeatureName}, req.Enable)
 	return reply(r, 0)
+}
+
+// setFeature puts a node on an interface's arc once more, or takes it
+// off once.
+func (c *cnatState) setFeature(k cnatFeatKey, enable bool) {
+	switch {
+	case enable:
+		c.features[k]++
+	case c.features[k] > 1:
+		c.features[k]--
+	default:
+		delete(c.features, k)
+	}
 }
 
 // CnatFeatureCount tells how many times a cnat node (e.g.

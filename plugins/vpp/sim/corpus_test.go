@@ -21,7 +21,7 @@ import (
 	"contiv.dev/vpp/internal/vppcorpus"
 )
 
-// The corpus (../shared/vpp/corpus, see its README.md) records what a
+// The corpus (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus; see its README.md) records what a
 // real VPP 25.02 answered to the project's requests. TestCorpus replays
 // every scenario file against a fresh simulated VPP, through a real govpp
 // connection, and compares every reply, details message and interface
@@ -435,8 +435,10 @@ func (r *replayer) mapPIDs(name string, f map[string]any) error {
 
 // message returns a new govpp message registered under name and crc.
 func message(name, crc string) (api.Message, error) {
-	for _, ms := range api.GetRegisteredMessages() {
-		if m, ok := ms[name+"_"+crc]; ok {
+	// govpp's bindings first: the recordings are of VPP 25.02, and
+	// VPP 26.06's cnat bindings repeat most of its messages.
+	for _, path := range []string{govppBindings, bindingPath2606} {
+		if m, ok := api.GetRegisteredMessages()[path][name+"_"+crc]; ok {
 			return reflect.New(reflect.TypeOf(m).Elem()).Interface().(api.Message), nil
 		}
 	}
@@ -525,7 +527,7 @@ func (r *replayer) compat(rec *corpusRecord) error {
 		return fmt.Errorf("compat record names no binapi package the test knows: %q", rec.Note)
 	}
 	var msgs []api.Message
-	for _, ms := range api.GetRegisteredMessages() {
+	for _, ms := range []map[string]api.Message{api.GetRegisteredMessages()[govppBindings]} {
 		for _, m := range ms {
 			pkg := filepath.Base(reflect.TypeOf(m).Elem().PkgPath())
 			for _, p := range pkgs {

@@ -1,5 +1,9 @@
 // Package sim is a simulated VPP 25.02 for tests and for running the
-// agent without VPP (make run).
+// agent without VPP (make run); with Options.Version "26.06…" it answers
+// as VPP 26.06 where that release differs (release.go: cnat.api 1.0.0's
+// messages, feature_cnat_enable_disable, a removed backend's sessions
+// freed, reject routes in any table; read in the 26.06 source, not yet
+// recorded from a real 26.06).
 //
 // THE SIMULATED VPP FORWARDS NO PACKETS. It is a govpp transport
 // (adapter.VppAPI) that answers, over real binary-API messages, the
@@ -81,7 +85,7 @@
 //
 // # Proof: the corpus replay
 //
-// TestCorpus replays every recorded scenario (../shared/vpp/corpus,
+// TestCorpus replays every recorded scenario (testdata/vpp-25.02/corpus, a copy of ../shared/vpp/corpus,
 // $CONTIV_VPP_CORPUS to override) against a fresh simulated VPP set up
 // with the recording's interfaces, through a real govpp connection, and
 // compares every reply, details message and event, field by field. What

@@ -29,6 +29,11 @@ type Route struct {
 	// startup configuration's "via ip4-lookup-in-table" dumps).
 	Lookup    bool
 	LookupVRF uint32
+	// Via: one NORMAL path through interface ViaInterface to next hop
+	// NextHop (a pod's /32, plugins/vpp/pods.go).
+	Via          bool
+	ViaInterface uint32
+	NextHop      netip.Addr
 }
 
 // firstRouteStats is the stats index of the first route added through
@@ -139,7 +144,7 @@ func (f *fibState) inOrder() []route {
 
 func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 	r := &ipapi.IPRouteAddDelReply{StatsIndex: noIndex}
-	kind, crash := pathKind(req.Route.TableID, req.Route.Paths)
+	kind, crash := pathKind(req.Route.TableID, req.Route.Paths, v.rel2606)
 	if crash {
 		v.crashLocked("ip_route_add_del with an ICMP_UNREACH/ICMP_PROHIBIT path outside table 0 (SIGSEGV in VPP 25.02)")
 		return nil
@@ -184,14 +189,15 @@ func (v *VPP) ipRouteAddDel(req *ipapi.IPRouteAddDel) []api.Message {
 // pathKind classifies a route's paths (FACTS §1, records-acl-routes/c2):
 // DROP in any table; ICMP_UNREACH or ICMP_PROHIBIT in table 0 a reject,
 // in any other table a crash (the path is resolved through local0, which
-// lives in table 0); one NORMAL path with neither interface nor next hop a
+// lives in table 0) — on VPP 26.06 (anyTable) a reject in any table
+// (release.go); one NORMAL path with neither interface nor next hop a
 // lookup in the path's table (recorded: the re-add of the dump of a CLI
 // "null-send-unreach" route in table 1 becomes a plain lookup).
-func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
+func pathKind(table uint32, paths []fib_types.FibPath, anyTable bool) (k Route, crash bool) {
 	k.Drop = len(paths) > 0
 	for _, p := range paths {
 		if p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH || p.Type == fib_types.FIB_API_PATH_TYPE_ICMP_PROHIBIT {
-			if table != 0 {
+			if table != 0 && !anyTable {
 				return Route{}, true
 			}
 			k.Reject = true
@@ -207,6 +213,12 @@ func pathKind(table uint32, paths []fib_types.FibPath) (k Route, crash bool) {
 	if len(paths) == 1 && paths[0].Type == fib_types.FIB_API_PATH_TYPE_NORMAL && paths[0].SwIfIndex == noIndex &&
 		paths[0].Nh.Address == (ip_types.AddressUnion{}) {
 		k.Lookup, k.LookupVRF = true, paths[0].TableID
+	}
+	if len(paths) == 1 && paths[0].Type == fib_types.FIB_API_PATH_TYPE_NORMAL && paths[0].SwIfIndex != noIndex {
+		k.Via, k.ViaInterface = true, paths[0].SwIfIndex
+		if paths[0].Proto == fib_types.FIB_API_PATH_NH_PROTO_IP4 {
+			k.NextHop = netip.AddrFrom4(paths[0].Nh.Address.GetIP4())
+		}
 	}
 	return k, false
 }
@@ -313,6 +325,11 @@ func routeDetails(vrf uint32, rt Route, stats uint32, src uint8) *ipapi.IPRouteV
 		path.Type = fib_types.FIB_API_PATH_TYPE_ICMP_UNREACH
 	case rt.Lookup:
 		path.TableID = rt.LookupVRF
+	case rt.Via:
+		path.SwIfIndex = rt.ViaInterface
+		if rt.NextHop.Is4() {
+			path.Nh.Address = ip_types.AddressUnionIP4(rt.NextHop.As4())
+		}
 	}
 	return &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
 		TableID: vrf, StatsIndex: stats, Prefix: prefix(p), Src: src, NPaths: 1, Paths: []fib_types.FibPath{path},

@@ -31,6 +31,9 @@ type iface struct {
 	adminUp bool
 	vrf     uint32
 	addr    netip.Prefix // IPv4 address, if any
+	// dynamic: made by af_packet_create_v3 or tap_create_v3 (pods.go); a
+	// restart does not re-create it.
+	dynamic bool
 }
 
 // flags are the interface's IF_STATUS_API_FLAGs: admin up, and link up
@@ -186,6 +189,7 @@ func (v *VPP) DelInterface(name string) error {
 func (v *VPP) deleteLocked(idx uint32) {
 	delete(v.ifaces, idx)
 	v.freeIf = append(v.freeIf, idx)
+	v.pods.dropInterface(idx)
 	v.nat.dropInterface(idx)
 	v.cnat.dropInterface(idx)
 	v.eventLocked(idx, 0, true)

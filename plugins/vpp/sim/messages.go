@@ -22,29 +22,74 @@ import (
 // cnat plugins does (all of them pass govpp's compatibility check,
 // connect.jsonl and cnat_compat.jsonl); only those in messageDefs are
 // answered.
-var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature", "acl"}
+var tablePackages = []string{"memclnt", "vpe", "vlib", "interface", "ip", "nat44_ed", "cnat", "feature", "acl",
+	"af_packet", "tapv2", "ip_neighbor"}
 
 // tableLacks are messages of tablePackages that VPP 25.02 does not have
 // (connect.jsonl's message table): govpp's binapi is generated from a
 // later VPP.
 var tableLacks = map[string]bool{"feature_is_enabled": true, "feature_is_enabled_reply": true}
 
-// tableMessages returns the messages of tablePackages, sorted by name.
-func tableMessages() []api.Message {
+// tableLacks2606 are those VPP 26.06 does not have (ip_punt_police went
+// with the policer into a plugin; the 26.06 archive's ip.api).
+var tableLacks2606 = map[string]bool{"ip_punt_police": true, "ip_punt_police_reply": true}
+
+// tableMessages returns the messages of tablePackages in govpp's
+// bindings, sorted by name; with rel2606 VPP 26.06's cnat messages
+// replace govpp's (release.go).
+func tableMessages(rel2606 bool) []api.Message {
 	want := make(map[string]bool, len(tablePackages))
 	for _, p := range tablePackages {
 		want[p] = true
 	}
-	var out []api.Message
-	for _, msgs := range api.GetRegisteredMessages() {
-		for _, m := range msgs {
-			if want[msgPackage(m)] && !tableLacks[m.GetMessageName()] {
-				out = append(out, m)
-			}
+	lacks := tableLacks
+	var over map[string]api.Message
+	if rel2606 {
+		lacks = tableLacks2606
+		over = make(map[string]api.Message)
+		for _, m := range cnat2606Table() {
+			over[m.GetMessageName()] = m
 		}
+	}
+	var out []api.Message
+	for _, m := range api.GetRegisteredMessages()[govppBindings] {
+		switch {
+		case !want[msgPackage(m)] || lacks[m.GetMessageName()]:
+		case over != nil && msgPackage(m) == "cnat":
+			// VPP 26.06's cnat messages, added below.
+		default:
+			out = append(out, m)
+		}
+	}
+	for _, m := range over {
+		out = append(out, m)
 	}
 	sort.Slice(out, func(a, b int) bool { return msgKey(out[a]) < msgKey(out[b]) })
 	return out
+}
+
+// govppBindings is where govpp registers its bundled bindings.
+const govppBindings = "go.fd.io/govpp/binapi"
+
+// messageDefs are the requests this VPP answers: messageDefs, with VPP
+// 26.06's replacing those of the same name on 26.06 (release.go).
+func (v *VPP) messageDefs() []*msgDef {
+	defs := messageDefs()
+	if !v.rel2606 {
+		return defs
+	}
+	extra := messageDefs2606()
+	replaced := make(map[string]bool, len(extra))
+	for _, d := range extra {
+		replaced[d.req.GetMessageName()] = true
+	}
+	out := make([]*msgDef, 0, len(defs)+len(extra))
+	for _, d := range defs {
+		if !replaced[d.req.GetMessageName()] {
+			out = append(out, d)
+		}
+	}
+	return append(out, extra...)
 }
 
 // msgPackage is the binapi package of m ("acl", "nat44_ed", ...).
@@ -79,7 +124,7 @@ func reply(m api.Message, rv api.VPPApiError) []api.Message {
 // messageDefs lists every request the simulator speaks.
 func messageDefs() []*msgDef {
 	const read, write = false, true
-	return []*msgDef{
+	return append([]*msgDef{
 		def(read, &memclnt.ControlPing{}, (*VPP).controlPing, &memclnt.ControlPingReply{}),
 		def(read, &vpe.ShowVersion{}, (*VPP).showVersion, &vpe.ShowVersionReply{}),
 		def(read, &vlib.ShowThreads{}, (*VPP).showThreads, &vlib.ShowThreadsReply{}),
@@ -140,7 +185,7 @@ func messageDefs() []*msgDef {
 		def(write, &acl.ACLInterfaceAddDel{}, (*VPP).aclInterfaceAddDel, &acl.ACLInterfaceAddDelReply{}),
 		def(read, &acl.ACLDump{}, (*VPP).aclDump, &acl.ACLDetails{}),
 		def(read, &acl.ACLInterfaceListDump{}, (*VPP).aclInterfaceListDump, &acl.ACLInterfaceListDetails{}),
-	}
+	}, podMessageDefs()...)
 }
 
 func (v *VPP) controlPing(*memclnt.ControlPing) []api.Message {

@@ -14,7 +14,7 @@ import (
 	"contiv.dev/vpp/internal/vppcorpus"
 )
 
-// The ACL and reject-route records (../shared/vpp/records-acl-routes, see
+// The ACL and reject-route records (testdata/vpp-25.02/records-acl-routes at the module root, see
 // its README.md) were made on a VPP the agent had programmed, so they are
 // not part of TestCorpus's fresh-start replay. TestRecordsACLRoutes
 // replays each file in order against a simulated VPP with the corpus's

@@ -38,7 +38,7 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	pending := v.startup
 	v.startup = nil
 	for _, i := range v.sortedIfaces() {
-		if i.index != 0 {
+		if i.index != 0 && !i.dynamic {
 			pending = append(pending, i)
 		}
 	}
@@ -52,6 +52,7 @@ func (v *VPP) restartLocked(o RestartOptions) {
 	v.loseCnatSessionsLocked() // cnat_sessions.go
 	v.fib.reset()
 	v.acls.reset()
+	v.pods.reset()
 	if v.aclPlugin != v.aclNext {
 		v.aclPlugin = v.aclNext
 		v.buildTable()

@@ -19,7 +19,11 @@ import (
 type Options struct {
 	// Logger receives the simulator's own log lines; nil discards them.
 	Logger *slog.Logger
-	// Version is what show_version answers; default DefaultVersion.
+	// Version is what show_version answers; default DefaultVersion. It
+	// selects the release simulated: "26.06…" (e.g. "v26.06-release")
+	// is VPP 26.06 (release.go), anything else VPP 25.02's message table
+	// and behaviour (a version the agent has no bindings for is refused by
+	// the agent from the version alone).
 	Version string
 	// Without lists binary-API messages (by name, e.g.
 	// "nat44_lb_static_mapping_add_del_local") this VPP lacks: they are
@@ -105,6 +109,7 @@ type VPP struct {
 	freeIf   []uint32 // freed sw_if_index values, reused last-freed-first
 	fib      fibState
 	acls     aclState // acl.go
+	pods     podState // pods.go
 	calls    map[string]int
 	faults   Faults
 	rng      *rand.Rand
@@ -123,7 +128,9 @@ type VPP struct {
 	closed    bool
 	crashes   int
 	lastCrash string
-	skews     int // lbpick.go
+	// rel2606: Options.Version is VPP 26.06's (release.go).
+	rel2606 bool
+	skews   int // lbpick.go
 }
 
 // New returns a simulated VPP with only the local0 interface and the
@@ -157,6 +164,7 @@ func New(opts Options) *VPP {
 	if v.version == "" {
 		v.version = DefaultVersion
 	}
+	v.rel2606 = is2606(v.version)
 	v.buildTable()
 	log.Warn("simulated VPP created: it keeps NAT44 state in memory and forwards NO packets")
 	return v
@@ -196,7 +204,7 @@ func (v *VPP) buildTable() {
 		v.ids[k] = next
 		return next
 	}
-	for _, m := range tableMessages() {
+	for _, m := range tableMessages(v.rel2606) {
 		switch {
 		case skip[m.GetMessageName()]:
 		case unloaded(m):
@@ -205,7 +213,7 @@ func (v *VPP) buildTable() {
 			assign(m)
 		}
 	}
-	for _, d := range messageDefs() {
+	for _, d := range v.messageDefs() {
 		if skip[d.req.GetMessageName()] || unloaded(d.req) {
 			continue
 		}

@@ -371,7 +371,10 @@ func TestRestartWithDelayedInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = watch(t, conn) // a client subscribed when VPP restarts
-	v.RestartWith(RestartOptions{InterfacesAfter: 10 * time.Millisecond})
+	// 300 ms: the client must reconnect and register before the interfaces
+	// come back (10 ms was missed under -race on a loaded machine once the
+	// message table grew with the pod messages, pods.go).
+	v.RestartWith(RestartOptions{InterfacesAfter: 300 * time.Millisecond})
 	conn.Disconnect()
 	conn, err = core.Connect(v)
 	if err != nil {

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/testutils"
+
+	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/kubestate"
+	"contiv.dev/vpp/plugins/pods/cniapi"
+	sr "contiv.dev/vpp/servicerenderer"
+)
+
+const webPod = `
+apiVersion: v1
+kind: Pod
+metadata: {namespace: default, name: web}
+spec:
+  nodeName: node-1
+  containers: [{name: web, image: nginx}]
+`
+
+// TestPodWiredByTheAgentIsKnownToServicesAtOnce: with cni.enabled the
+// agent serves the CNI socket; an ADD gives the pod an address from IPAM
+// and an af_packet interface tagged default/web in the simulated VPP (and
+// no stand-in CNI's tap), the service processor sees the interface as a
+// local pod's in the same batch, a restarted agent writes nothing to VPP,
+// and DEL removes it all.
+func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: the pod manager's test makes a network namespace and a veth: run it as root")
+	}
+	dir := t.TempDir()
+	srv := etcdtest.Start(t)
+	cfg := testConfig(t, srv.Endpoint(), dir)
+	cfg.CNI.Enabled = true
+	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
+	cfg.CNI.StateDir = filepath.Join(dir, "pods")
+	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	h := newHarness(t, srv.Endpoint(), cfg)
+	defer h.close()
+	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
+	h.waitQuiet()
+
+	n, err := testutils.NewNS()
+	if err != nil {
+		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
+	}
+	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	c := unixClient(cfg.CNI.Socket)
+	req := cniapi.Request{ContainerID: "agent-test-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	var res cniapi.Result
+	if code := post(t, c, cniapi.PathAdd, req, &res); code != http.StatusOK {
+		t.Fatalf("ADD answered %d", code)
+	}
+	if !strings.HasPrefix(res.VPPInterface, "host-vpp") || !h.agent.ipamH.Plan().PodSubnet.Contains(res.IP.Addr()) {
+		t.Fatalf("ADD result %+v: want an af_packet interface and an address of the pod subnet", res)
+	}
+	var tagged []string
+	for _, i := range h.vpp.Interfaces() {
+		if i.Tag == "default/web" {
+			tagged = append(tagged, i.Name)
+		}
+	}
+	if len(tagged) != 1 || tagged[0] != res.VPPInterface {
+		t.Fatalf("interfaces tagged default/web: %v; want only %s", tagged, res.VPPInterface)
+	}
+	// The ADD's own batch told the processor: no resync, no interface
+	// event needed.
+	if r := h.agent.proc.Interfaces()[res.VPPInterface]; r&sr.RoleFrontend == 0 {
+		t.Fatalf("the processor gives %s role %v; want a frontend (a local pod's)", res.VPPInterface, r)
+	}
+	h.waitQuiet()
+	h.restartAgent()
+	h.waitQuiet()
+	if w := h.vpp.Writes(); w != 0 {
+		t.Errorf("agent restart with the pod in place made %d writes: %v", w, h.vpp.CallCounts())
+	}
+	c = unixClient(cfg.CNI.Socket)
+	if code := post(t, c, cniapi.PathDel, req, nil); code != http.StatusOK {
+		t.Fatalf("DEL after the agent's restart answered %d", code)
+	}
+	for _, i := range h.vpp.Interfaces() {
+		if i.Tag == "default/web" {
+			t.Errorf("DEL left %s", i.Name)
+		}
+	}
+	if _, ok := h.agent.proc.Interfaces()[res.VPPInterface]; ok {
+		t.Errorf("the processor still has %s", res.VPPInterface)
+	}
+}
+
+func unixClient(sock string) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+}
+
+func post(t *testing.T, c *http.Client, path string, req any, out any) int {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := c.Post("http://agent"+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Logf("%s: %s", path, body.String())
+	} else if out != nil {
+		if err := json.Unmarshal(body.Bytes(), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}

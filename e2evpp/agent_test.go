@@ -1,0 +1,204 @@
+package e2evpp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"contiv.dev/vpp/noderegistry"
+)
+
+// agentProc is one running contiv-agent binary.
+type agentProc struct {
+	n    *node
+	cmd  *exec.Cmd
+	done chan error
+	http string // its REST address
+}
+
+// agentConfig is the node's agent configuration: the defaults of
+// deploy/examples/agent.yaml but for what the suite's node differs in.
+func (n *node) agentConfig(httpAddr string) string {
+	return fmt.Sprintf(`nodeName: %[1]s
+log:
+  level: debug
+controller:
+  resyncInterval: 3s
+etcd:
+  endpoints: [%[2]s]
+vpp:
+  socket: %[3]s
+  simulate: never
+http:
+  address: %[4]s
+  proxyHealthAddress: "off"
+  serviceHealthAddress: 127.0.0.1
+renderer: %[5]s
+routing:
+  hostInterconnectInterface: host-vpp1
+nodeSync:
+  stateFile: %[6]s/node-id
+nodeConfig:
+- nodeName: %[1]s
+  mainInterface: {name: host-eth1, ipCIDR: %[7]s/24}
+  gateway: %[8]s
+`, n.name, n.s.etcd.Endpoint(), n.apiSocket(), httpAddr, n.s.renderer, n.dir, n.ip(), outsideIP)
+}
+
+// startAgent starts the node's agent and waits until it is ready.
+func (n *node) startAgent(t *testing.T) {
+	t.Helper()
+	n.startAgentNoWait(t)
+	n.waitReady(t, 90*time.Second)
+}
+
+// startAgentNoWait starts the node's agent.
+func (n *node) startAgentNoWait(t *testing.T) {
+	t.Helper()
+	addr := freeAddr(t)
+	cfg := filepath.Join(n.dir, "agent.yaml")
+	text := n.agentConfig(addr)
+	if n.s.configHook != nil {
+		text = n.s.configHook(n, text)
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The node's ID is its index: written before the first start, as a
+	// node that has run before keeps it.
+	if err := noderegistry.WriteState(filepath.Join(n.dir, "node-id"), noderegistry.State{Name: n.name, ID: uint32(n.id)}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.OpenFile(n.s.artifact(n.name+"-agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(env.bin, "contiv-agent"), "--config", cfg)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProc{n: n, cmd: cmd, done: make(chan error, 1), http: addr}
+	go func() { a.done <- cmd.Wait(); log.Close() }()
+	n.agent = a
+}
+
+// stop stops the agent as kubelet does (SIGTERM) and waits for it.
+func (a *agentProc) stop(t testing.TB) {
+	if a == nil || a.cmd == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		t.Errorf("agent %s did not stop within 20 s of SIGINT", a.n.name)
+	}
+	a.cmd = nil
+}
+
+// waitReady waits until the node's agent says it is ready.
+func (n *node) waitReady(t *testing.T, limit time.Duration) {
+	t.Helper()
+	waitFor(t, limit, func() (bool, string) {
+		select {
+		case err := <-n.agent.done:
+			n.agent.done <- err
+			t.Fatalf("agent %s exited: %v (log %s)", n.name, err, n.s.artifact(n.name+"-agent.log"))
+		default:
+		}
+		var st struct {
+			Ready    bool     `json:"ready"`
+			NotReady []string `json:"notReady"`
+		}
+		if err := n.agent.get("/v1/status", &st); err != nil {
+			return false, err.Error()
+		}
+		return st.Ready, fmt.Sprintf("agent %s not ready: %v", n.name, st.NotReady)
+	})
+}
+
+// get reads a JSON view of the agent's REST API into v.
+func (a *agentProc) get(path string, v any) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + a.http + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// writes is the number of binary-API calls the agent made that change
+// VPP's state (every message but dumps, gets, pings and shows), from its
+// contiv_vpp_calls_total metric.
+func (a *agentProc) writes(t testing.TB) int {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + a.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "contiv_vpp_calls_total{") {
+			continue
+		}
+		i := strings.Index(line, `message="`)
+		if i < 0 {
+			continue
+		}
+		msg := line[i+len(`message="`):]
+		msg = msg[:strings.IndexByte(msg, '"')]
+		if isRead(msg) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// isRead tells a binary-API message that changes nothing in VPP.
+func isRead(msg string) bool {
+	for _, s := range []string{"_dump", "_get", "control_ping", "show_", "want_", "memclnt", "sockclnt", "get_", "_details", "cli_inband"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// freeAddr is a free loopback TCP address.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

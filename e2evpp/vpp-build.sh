@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds VPP from a source archive into a cache outside the checkout and prints the build
+# directory (bin/vpp, bin/vppctl, lib/x86_64-linux-gnu/vpp_plugins) on its last line.
+#
+#   VPP_VERSION  25.02 (default) or 26.06: the archive ../shared/vpp/src/vpp-$VPP_VERSION.tar.gz
+#   VPP_SRC      another archive (.tar.gz of src/ and LICENSE) or an unpacked tree
+#   VPP_BIN      an installed VPP instead (a directory with bin/vpp): printed, nothing built
+#   XDG_CACHE_HOME  the cache's parent (default ~/.cache): <cache>/contiv-vpp/<version>-<hash>/
+#
+# A build is reused while the archive's SHA-256 (a tree's: its file list and times) is unchanged.
+# Only the plugins the agent needs, one CPU variant, no LTO (../shared/vpp/BUILD.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${VPP_BIN:-}" ]; then
+	if [ ! -x "$VPP_BIN/bin/vpp" ]; then
+		echo "VPP_BIN=$VPP_BIN has no bin/vpp" >&2
+		exit 1
+	fi
+	echo "$VPP_BIN"
+	exit 0
+fi
+
+version=${VPP_VERSION:-25.02}
+src=${VPP_SRC:-$here/../../shared/vpp/src/vpp-$version.tar.gz}
+if [ ! -e "$src" ]; then
+	cat >&2 <<MSG
+no VPP source: $src is missing.
+  VPP_SRC=<archive or tree>  builds VPP from another source
+  VPP_BIN=<dir>              uses an installed VPP (a directory with bin/vpp and
+                             lib/x86_64-linux-gnu/vpp_plugins)
+MSG
+	exit 1
+fi
+
+if [ -d "$src" ]; then
+	key=$(cd "$src" && find . -type f -printf '%p %T@ %s\n' | sort | sha256sum | cut -c1-16)
+else
+	key=$(sha256sum "$src" | cut -c1-16)
+fi
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/contiv-vpp/$version-$key
+build=$cache/build
+if [ -f "$cache/complete" ]; then
+	echo "$build"
+	exit 0
+fi
+
+# The Debian packages the build needs, installed when missing (as root, as CI runs).
+need=()
+for p in cmake ninja-build python3-ply libssl-dev pkg-config libnuma-dev uuid-dev libpcap-dev gcc g++ ethtool iproute2; do
+	dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	echo "installing ${need[*]}" >&2
+	apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
+fi
+
+plugins=(nat af_packet ping cnat acl vxlan tap)
+mkdir -p "$cache"
+if [ -d "$src" ]; then
+	tree=$src
+else
+	# An interrupted build goes on where it stopped: the tree is unpacked once.
+	tree=$cache/src
+	if [ ! -f "$tree/src/CMakeLists.txt" ]; then
+		rm -rf "$tree" && mkdir -p "$tree"
+		tar -xzf "$src" -C "$tree" --strip-components=1
+	fi
+fi
+# 25.02 has only an exclusion list; 26.06 has VPP_PLUGINS, an allow-list, and refuses an exclusion
+# list naming plugins it does not configure.
+exclude=()
+for d in "$tree"/src/plugins/*/; do
+	p=$(basename "$d")
+	keep=no
+	for k in "${plugins[@]}"; do [ "$p" = "$k" ] && keep=yes; done
+	[ $keep = no ] && exclude+=("$p")
+done
+if grep -q VPP_PLUGINS_FILTER "$tree/src/plugins/CMakeLists.txt"; then
+	pluginFlag="-DVPP_PLUGINS=$(IFS=,; echo "${plugins[*]}")"
+else
+	pluginFlag="-DVPP_EXCLUDED_PLUGINS=$(IFS=,; echo "${exclude[*]}")"
+fi
+
+# VPP builds with -Werror; Debian 12's gcc 12 warns where VPP's CI compilers did not
+# (25.02: a strncpy in vppinfra/devicetree.c). Those warnings stay warnings.
+cflags="-Wno-error=stringop-truncation -Wno-error=maybe-uninitialized -Wno-error=array-bounds -Wno-error=stringop-overflow -Wno-error=dangling-pointer"
+start=$(date +%s)
+export PATH=/usr/bin:$PATH # the API generator needs the system python3 with ply
+cmake -G Ninja -S "$tree/src" -B "$build" \
+	-DCMAKE_BUILD_TYPE=Release -DVPP_BUILD_TESTS=OFF -DPython3_EXECUTABLE=/usr/bin/python3 \
+	-DVPP_BUILD_NATIVE_ONLY=ON -DVPP_USE_LTO=OFF "$pluginFlag" \
+	-DCMAKE_C_FLAGS="$cflags" >"$cache/configure.log" 2>&1 ||
+	{ tail -40 "$cache/configure.log" >&2; exit 1; }
+ninja -C "$build" >"$cache/build.log" 2>&1 || { tail -60 "$cache/build.log" >&2; exit 1; }
+end=$(date +%s)
+echo "built VPP $version from $src in $((end - start)) s" >&2
+echo "$((end - start))" >"$cache/complete"
+echo "$build"

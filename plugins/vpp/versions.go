@@ -1,0 +1,181 @@
+package vpp
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.fd.io/govpp/api"
+	cnatapi "go.fd.io/govpp/binapi/cnat"
+	"go.fd.io/govpp/binapi/feature"
+	"go.fd.io/govpp/binapi/interface_types"
+
+	cnat2606 "contiv.dev/vpp/plugins/vpp/binapi/vpp2606/cnat"
+	"contiv.dev/vpp/servicerenderer/cnat"
+)
+
+// ErrUnsupportedVersion marks a VPP of a release the agent has no
+// bindings for; it wraps ErrIncompatible.
+var ErrUnsupportedVersion = fmt.Errorf("%w: unsupported VPP version", ErrIncompatible)
+
+// Release is a VPP release the agent has bindings for: what differs
+// between releases in the messages the agent sends and in what VPP does
+// with them (docs/vpp-versions.md). Conn picks one at every connect from
+// the version VPP reports; the clients of this package ask the connection
+// for the current one and build their requests with it, so the
+// renderers' VPP interfaces are the same for every release.
+type Release struct {
+	// Name is the release, "25.02" or "26.06".
+	Name string
+	// rebind are this release's bindings of the messages whose govpp
+	// v0.13.0 binding has another CRC, by message name.
+	rebind map[string]api.Message
+	// extra are messages this release needs besides the rebound ones
+	// when the cnat messages are checked.
+	cnatExtra []api.Message
+	// cnatFeature: cnat is enabled on an interface with
+	// feature_cnat_enable_disable (its 8 feature nodes) instead of
+	// feature_enable_disable of each node.
+	cnatFeature bool
+	// rejectAnyTable: an ICMP_PROHIBIT/UNREACH path may be added in any
+	// FIB table (VPP 25.02 crashes outside table 0, FACTS §1; fixed in
+	// 26.02).
+	rejectAnyTable bool
+}
+
+// RejectInAnyTable tells whether reject routes may be added in a table
+// other than 0 on this release.
+func (r *Release) RejectInAnyTable() bool { return r.rejectAnyTable }
+
+// release2502 is VPP 25.02: govpp v0.13.0's bindings serve every message
+// (corpus connect.jsonl and cnat_compat.jsonl).
+var release2502 = Release{Name: "25.02"}
+
+// release2606 is VPP 26.06 (cnat.api 1.0.0): cnat_set_snat_policy has
+// another CRC (CNAT_POLICY_DNAT added) and cnat is enabled through
+// feature_cnat_enable_disable.
+//
+// ASSUMPTION (not yet recorded from a real 26.06): the CRCs are those
+// vppapigen computes from the 26.06 archive's .api files
+// (docs/vpp-versions.md), and feature_cnat_enable_disable enables
+// cnat-input/cnat-lookup on ip4/ip6-unicast and cnat-output/
+// cnat-writeback on ip4/ip6-output (src/plugins/cnat/cnat_types.c,
+// cnat_sw_interface_enable_disable); reject routes outside table 0 work
+// (the fix of 26.02).
+var release2606 = Release{
+	Name: "26.06",
+	rebind: map[string]api.Message{
+		"cnat_set_snat_policy":       &cnat2606.CnatSetSnatPolicy{},
+		"cnat_set_snat_policy_reply": &cnat2606.CnatSetSnatPolicyReply{},
+		"cnat_session_details":       &cnat2606.CnatSessionDetails{},
+	},
+	cnatExtra: []api.Message{
+		&cnat2606.FeatureCnatEnableDisable{}, &cnat2606.FeatureCnatEnableDisableReply{},
+	},
+	cnatFeature:    true,
+	rejectAnyTable: true,
+}
+
+// releases are the supported releases, oldest first.
+func releases() []*Release { return []*Release{&release2502, &release2606} }
+
+// SupportedReleases names the VPP releases the agent has bindings for.
+func SupportedReleases() []string {
+	var out []string
+	for _, r := range releases() {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// releaseOf matches "25.02", "v25.02-release", "26.06-rc1~3-gabc"...
+var releaseOf = regexp.MustCompile(`^v?(\d+\.\d+)(?:[.~_-]|$)`)
+
+// ReleaseFor picks the bindings of the VPP whose show_version says
+// version; a release without bindings wraps ErrUnsupportedVersion and
+// names the supported ones.
+func ReleaseFor(version string) (*Release, error) {
+	m := releaseOf.FindStringSubmatch(strings.TrimSpace(version))
+	if m != nil {
+		for _, r := range releases() {
+			if r.Name == m[1] {
+				return r, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w %q: this agent has bindings for VPP %s only (docs/vpp-versions.md)",
+		ErrUnsupportedVersion, version, strings.Join(SupportedReleases(), ", "))
+}
+
+// messages returns msgs with this release's bindings: a message whose
+// govpp binding differs is replaced by the release's, and the release's
+// extra cnat messages are added when msgs hold the cnat renderer's.
+func (r *Release) messages(msgs []api.Message) []api.Message {
+	out := make([]api.Message, 0, len(msgs)+len(r.cnatExtra))
+	cnatUsed := false
+	for _, m := range msgs {
+		name := m.GetMessageName()
+		cnatUsed = cnatUsed || name == "cnat_translation_update"
+		if b, ok := r.rebind[name]; ok {
+			m = b
+		}
+		out = append(out, m)
+	}
+	if cnatUsed {
+		out = append(out, r.cnatExtra...)
+	}
+	return out
+}
+
+// snatPolicy is this release's cnat_set_snat_policy of p and its reply.
+func (r *Release) snatPolicy(p cnat.SNATPolicy) (req, reply api.Message) {
+	if _, ok := r.rebind["cnat_set_snat_policy"]; ok {
+		return &cnat2606.CnatSetSnatPolicy{Policy: cnat2606.CnatSnatPolicies(p)}, &cnat2606.CnatSetSnatPolicyReply{}
+	}
+	return &cnatapi.CnatSetSnatPolicy{Policy: cnatapi.CnatSnatPolicies(p)}, &cnatapi.CnatSetSnatPolicyReply{}
+}
+
+// errNotSingleFeature refuses a feature value that is not one feature.
+var errNotSingleFeature = errors.New("not a single cnat feature")
+
+// cnatFeatureRequest is this release's message enabling or disabling
+// cnat feature f on interface idx, and its reply. On a release that
+// enables cnat as a whole (feature_cnat_enable_disable) the message is
+// sent for FeatureInput4 and none (nil) for the other features: the cnat
+// renderer gives every interface FeatureInput4 with the others
+// (servicerenderer/cnat interfaceConfig), enables it first and disables
+// it last (AllFeatures' order).
+func (r *Release) cnatFeatureRequest(idx uint32, f cnat.Feature, enable bool) (req, reply api.Message, err error) {
+	if !slices.Contains(cnat.AllFeatures, f) {
+		return nil, nil, fmt.Errorf("%w: %d", errNotSingleFeature, f)
+	}
+	if r.cnatFeature {
+		if f != cnat.FeatureInput4 {
+			return nil, nil, nil
+		}
+		return &cnat2606.FeatureCnatEnableDisable{SwIfIndex: interface_types.InterfaceIndex(idx), EnableDisable: enable},
+			&cnat2606.FeatureCnatEnableDisableReply{}, nil
+	}
+	fr, err := featureRequest(idx, f, enable)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fr, &feature.FeatureEnableDisableReply{}, nil
+}
+
+// Release is the release of the connected VPP (that of the last
+// connection while none is up; VPP 25.02 before the first).
+func (c *Conn) Release() *Release {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.release == nil {
+		return &release2502
+	}
+	return c.release
+}
+
+// govppBindings is where govpp registers its bundled bindings (the
+// messages of every release but those rebound).
+const govppBindings = "go.fd.io/govpp/binapi"
