@@ -212,14 +212,20 @@ func (a *Agent) notReady() []string {
 	if !a.built.Load() {
 		return []string{fmt.Sprintf("waiting for VPP to show which interface holds the node IP %s (nodeConfig.mainInterface.name is not set)", a.nodeIP().Addr())}
 	}
-	held := a.ctl.Held()
-	ctlReady := a.ctl.Ready() || (held != "" && a.ctl.Applied())
+	// A held listing or a watch the agent cannot follow keeps the last
+	// applied state; readiness names why instead of "waiting for the
+	// first full sync".
+	held, unfollowed := a.ctl.Held(), a.ctl.NotFollowing()
+	ctlReady := a.ctl.Ready() || ((held != "" || unfollowed != "") && a.ctl.Applied())
 	out := a.rd.reasons(ctlReady, a.conn.Status().Connected, time.Now())
 	if why := a.owner.reason(); why != "" {
 		out = append(out, why)
 	}
 	if held != "" {
 		out = append(out, "keeping the last state: "+held)
+	}
+	if unfollowed != "" {
+		out = append(out, unfollowed)
 	}
 	if ctlReady {
 		if why := ownAddrsReason(a.rd.addrs.missing(), a.nodes.WriteStatus()); why != "" {
