@@ -181,5 +181,5 @@ func (p *stream[M]) close() {
 
 // bindingPath is the path govpp groups m's binding under (the parent of
 // its Go package: "go.fd.io/govpp/binapi", or a release's directory of
-// plugins/vpp/binapi).
+// internal/vppapi).
 func bindingPath(m api.Message) string { return path.Dir(reflect.TypeOf(m).Elem().PkgPath()) }

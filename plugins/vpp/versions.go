@@ -12,7 +12,7 @@ import (
 	"go.fd.io/govpp/binapi/feature"
 	"go.fd.io/govpp/binapi/interface_types"
 
-	cnat2606 "contiv.dev/vpp/plugins/vpp/binapi/vpp2606/cnat"
+	cnat2606 "contiv.dev/vpp/internal/vppapi/vpp2606/cnat"
 	"contiv.dev/vpp/servicerenderer/cnat"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/ip_types"
 
-	cnat2606 "contiv.dev/vpp/plugins/vpp/binapi/vpp2606/cnat"
+	cnat2606 "contiv.dev/vpp/internal/vppapi/vpp2606/cnat"
 )
 
 // Release 26.06: the simulated VPP answers as the release its
@@ -23,7 +23,7 @@ import (
 //
 //   - its message table holds cnat.api 1.0.0 (src/plugins/cnat/cnat.api):
 //     cnat_set_snat_policy and cnat_session_details with new CRCs
-//     (plugins/vpp/binapi/vpp2606/cnat), feature_cnat_enable_disable,
+//     (internal/vppapi/vpp2606/cnat), feature_cnat_enable_disable,
 //     cnat_set_snat_addresses_v2 and cnat_snat_addresses_dump are new;
 //     the rest have 25.02's CRCs;
 //   - feature_cnat_enable_disable enables (disables) the 8 cnat feature
@@ -59,7 +59,7 @@ func cnat2606Table() []api.Message {
 }
 
 // bindingPath2606 is where govpp registers the 26.06 bindings.
-const bindingPath2606 = "contiv.dev/vpp/plugins/vpp/binapi/vpp2606"
+const bindingPath2606 = "contiv.dev/vpp/internal/vppapi/vpp2606"
 
 // messageDefs2606 are the requests VPP 26.06 answers differently or
 // newly; they replace 25.02's of the same name.

@@ -15,7 +15,7 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/nat44_ed"
 
-	cnat2606 "contiv.dev/vpp/plugins/vpp/binapi/vpp2606/cnat"
+	cnat2606 "contiv.dev/vpp/internal/vppapi/vpp2606/cnat"
 )
 
 // Tests of the simulated VPP at both releases (release.go).

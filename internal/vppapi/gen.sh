@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the per-version binary-API bindings of plugins/vpp/binapi from a VPP source
+# Regenerates the per-version binary-API bindings of internal/vppapi from a VPP source
 # archive (README.md): the .api.json files come from VPP's own generator (vppapigen, the
 # python code generation of `ninja api_headers`, no C build); the Go code from govpp's
 # binapi-generator v0.13.0, importing govpp's bundled type packages (ip_types, ...), which
 # are identical in every version the agent supports (docs/vpp-versions.md).
 #
-#   plugins/vpp/binapi/gen.sh 26.06 cnat      # -> plugins/vpp/binapi/vpp2606/cnat
+#   internal/vppapi/gen.sh 26.06 cnat      # -> internal/vppapi/vpp2606/cnat
 #
 # VPP_SRC overrides the archive (default ../shared/vpp/src/vpp-<version>.tar.gz).
 set -euo pipefail
@@ -14,7 +14,7 @@ version=${1:?usage: gen.sh <version> <api file>...}
 shift
 [ $# -gt 0 ] || { echo "usage: gen.sh <version> <api file>..." >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-src=${VPP_SRC:-$here/../../../../shared/vpp/src/vpp-$version.tar.gz}
+src=${VPP_SRC:-$here/../../../shared/vpp/src/vpp-$version.tar.gz}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
