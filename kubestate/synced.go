@@ -69,32 +69,19 @@ func Completeness(layout, synced []byte) (SyncMarker, error) {
 	return m, nil
 }
 
-// MarkSynced writes the markers of a complete output: LayoutKey (when it
-// differs) and SyncedKey with a generation above prev and above the stored
-// marker's. It returns the generation written.
+// MarkSynced writes the markers of a complete output for a writer that
+// writes once (contivctl load): LayoutKey (when it differs) and SyncedKey
+// with a generation above prev and above the stored marker's. It returns
+// the generation written. A writer that marks again and again (the
+// reflector) keeps a MarkerWriter.
 func MarkSynced(ctx context.Context, kv clientv3.KV, identity string, prev int64) (int64, error) {
-	resp, err := kv.Txn(ctx).Then(clientv3.OpGet(LayoutKey), clientv3.OpGet(SyncedKey)).Commit()
-	if err != nil {
-		return 0, fmt.Errorf("read markers: %w", err)
-	}
-	var ops []clientv3.Op
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != LayoutVersion {
-		ops = append(ops, clientv3.OpPut(LayoutKey, LayoutVersion))
-	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		if m, err := ParseSyncMarker(kvs[0].Value); err == nil {
-			prev = max(prev, m.Generation)
-		}
-	}
-	now := time.Now().UTC()
-	gen := NextGeneration(prev, now)
-	b, err := json.Marshal(SyncMarker{Identity: identity, Synced: now, Generation: gen})
-	if err != nil {
-		return 0, err
-	}
-	ops = append(ops, clientv3.OpPut(SyncedKey, string(b)))
-	if _, err := kv.Txn(ctx).Then(ops...).Commit(); err != nil {
-		return 0, fmt.Errorf("write %s: %w", SyncedKey, err)
-	}
-	return gen, nil
+	w := MarkerWriter{Identity: identity}
+	w.last.Generation = prev
+	m, err := w.Mark(ctx, kv)
+	return m.Generation, err
+}
+
+// String names the marker's output in logs and errors.
+func (m SyncMarker) String() string {
+	return fmt.Sprintf("generation %d", m.Generation)
 }

@@ -306,18 +306,19 @@ func (w *watcher) outputLost(ctx context.Context, prefix string, evs []watchEven
 			return true, nil
 		default:
 			m, err := kubestate.ParseSyncMarker(ev.value)
-			if err == nil && m.Generation < w.generation {
+			if err == nil && w.markers.Compare(m) < 0 {
 				return true, nil // an older output put back
 			}
 			if err == nil {
-				w.generation, w.genRev = m.Generation, ev.modRevision
+				w.markers.Take(m)
+				w.genRev = ev.modRevision
 			}
 		}
 	}
 	if deleted == 0 {
 		return false, nil
 	}
-	ok, gen, err := w.markerAt(ctx, deleted)
+	ok, m, err := w.markerAt(ctx, deleted)
 	switch {
 	case err != nil:
 		return false, err
@@ -326,5 +327,5 @@ func (w *watcher) outputLost(ctx context.Context, prefix string, evs []watchEven
 	}
 	// An older marker at that revision than one known at or before it
 	// was put back.
-	return gen < w.generation && w.genRev <= deleted, nil
+	return w.markers.Compare(m) < 0 && w.genRev <= deleted, nil
 }

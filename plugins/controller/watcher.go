@@ -86,9 +86,10 @@ type watcher struct {
 	// listed is the number of objects of the last listing; the watcher
 	// goroutine's.
 	listed int
-	// generation is the newest sync marker generation taken in (listed or
-	// watched), known since revision genRev; the watcher goroutine's.
-	generation, genRev int64
+	// markers has the newest sync marker taken in (listed or watched),
+	// known since revision genRev; the watcher goroutine's.
+	markers kubestate.MarkerHistory
+	genRev  int64
 	// seen is the newest put read from etcd since the last listing,
 	// written by the goroutine that lists or receives the watch, read by
 	// the history check.
@@ -346,17 +347,22 @@ func (w *watcher) logLayout(layout []byte) {
 // than the one taken in, as in an etcd restored from an older backup.
 func (w *watcher) complete(l *listing) error {
 	m, err := kubestate.Completeness(l.layout, l.synced)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case m.Generation < w.generation:
-		return fmt.Errorf("%w: sync marker generation %d is older than the %d already taken in (etcd restored from an older backup?)",
-			kubestate.ErrNotComplete, m.Generation, w.generation)
-	case m.Generation == w.generation && l.snap.Revision < w.st.watchRevision.Load():
-		return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker generation %d",
-			kubestate.ErrNotComplete, l.snap.Revision, w.st.watchRevision.Load(), m.Generation)
 	}
-	w.generation, w.genRev = m.Generation, l.snap.Revision
+	last, _ := w.markers.Last()
+	switch w.markers.Compare(m) {
+	case -1:
+		return fmt.Errorf("%w: sync marker %s is older than the %s already taken in (etcd restored from an older backup?)",
+			kubestate.ErrNotComplete, m, last)
+	case 0:
+		if l.snap.Revision < w.st.watchRevision.Load() {
+			return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker %s",
+				kubestate.ErrNotComplete, l.snap.Revision, w.st.watchRevision.Load(), m)
+		}
+	}
+	w.markers.Take(m)
+	w.genRev = l.snap.Revision
 	return nil
 }
 
@@ -405,24 +411,25 @@ func (w *watcher) hold(ctx context.Context, rev int64, why error, reconnected <-
 // unhold clears what hold reported.
 func (w *watcher) unhold() {
 	if old := w.st.held.Swap(nil); old != nil {
-		w.log.Info("etcd holds a complete reflector output again", "generation", w.generation)
+		last, _ := w.markers.Last()
+		w.log.Info("etcd holds a complete reflector output again", "marker", last.String())
 	}
 }
 
 // markerAt tells whether the sync marker existed at revision rev, and its
-// generation then (0 when it does not decode).
-func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, int64, error) {
+// value then (zero when it does not decode).
+func (w *watcher) markerAt(ctx context.Context, rev int64) (bool, kubestate.SyncMarker, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	resp, err := w.cli.Get(rctx, kubestate.SyncedKey, clientv3.WithRev(rev))
 	if err != nil {
-		return false, 0, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
+		return false, kubestate.SyncMarker{}, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return false, 0, nil
+		return false, kubestate.SyncMarker{}, nil
 	}
 	m, _ := kubestate.ParseSyncMarker(resp.Kvs[0].Value)
-	return true, m.Generation, nil
+	return true, m, nil
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of

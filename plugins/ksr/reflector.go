@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -102,6 +101,9 @@ type Params struct {
 	// MaxBackoff caps the pause between failed marks and sweeps (the
 	// first pause is 100ms, doubling).
 	MaxBackoff time.Duration
+	// Now is the clock the sync markers are stamped with; nil: time.Now
+	// (tests set a clock that is behind or ahead).
+	Now func() time.Time
 }
 
 // Election configures leader election on a coordination.k8s.io Lease.
@@ -154,9 +156,9 @@ type Reflector struct {
 	lec      *leaderelection.LeaderElectionConfig
 	watchdog *leaderelection.HealthzAdaptor
 
-	// generation is the last sync marker generation this replica wrote
-	// (kept across terms, so that it still grows after etcd lost its data).
-	generation atomic.Int64
+	// marker writes the sync markers and remembers the last one this
+	// replica wrote (kept across terms).
+	marker *kubestate.MarkerWriter
 
 	mu     sync.Mutex
 	status Status
@@ -208,7 +210,8 @@ func New(p Params) (*Reflector, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Reflector{p: p, log: log, status: Status{Identity: p.Identity}}
+	r := &Reflector{p: p, log: log, status: Status{Identity: p.Identity},
+		marker: &kubestate.MarkerWriter{Identity: p.Identity, Now: p.Now}}
 	if p.Election != nil {
 		e := *p.Election
 		r.p.Election = &e
