@@ -17,24 +17,22 @@ import (
 // an agent takes no listing without it (docs/etcd-layout.md).
 const SyncedKey = Prefix + "ksr/synced"
 
-// SyncMarker is the value of SyncedKey.
+// SyncMarker is the value of SyncedKey, JSON {identity, synced,
+// generation, lineage}.
 type SyncMarker struct {
 	// Identity names the writer (the reflector replica, contivctl).
 	Identity string `json:"identity,omitempty"`
-	// Synced is when the output was completed.
+	// Synced is when the output was completed, by its writer's clock; it
+	// orders nothing.
 	Synced time.Time `json:"synced"`
-	// Generation numbers the complete outputs: each is above every one
-	// written before it, also across a loss of etcd's data (see
-	// NextGeneration). 0 in markers of older reflectors.
+	// Generation numbers the complete outputs of one lineage: each is the
+	// one before + 1, written on it by a compare-and-swap
+	// (MarkerWriter.Mark). 0 in markers of older reflectors.
 	Generation int64 `json:"generation,omitempty"`
-}
-
-// NextGeneration is the generation of the output after one of generation
-// prev: the wall clock in milliseconds, or prev+1 when the clock is not
-// ahead of prev. Taking the clock keeps generations growing when the writer
-// no longer knows prev (etcd lost its data, and the reflector restarted).
-func NextGeneration(prev int64, now time.Time) int64 {
-	return max(prev+1, now.UnixMilli())
+	// Lineage names the run of markers written each on the one before
+	// (MarkerHistory); empty in markers of older reflectors, whose
+	// generation was their writer's clock.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // ParseSyncMarker decodes a SyncedKey value.
@@ -70,10 +68,10 @@ func Completeness(layout, synced []byte) (SyncMarker, error) {
 }
 
 // MarkSynced writes the markers of a complete output for a writer that
-// writes once (contivctl load): LayoutKey (when it differs) and SyncedKey
-// with a generation above prev and above the stored marker's. It returns
-// the generation written. A writer that marks again and again (the
-// reflector) keeps a MarkerWriter.
+// writes once (contivctl load): LayoutKey (when it differs) and SyncedKey,
+// a marker of a new lineage (MarkerWriter.Mark) whose generation is also
+// above prev. It returns the generation written. A writer that marks
+// again and again (the reflector) keeps a MarkerWriter.
 func MarkSynced(ctx context.Context, kv clientv3.KV, identity string, prev int64) (int64, error) {
 	w := MarkerWriter{Identity: identity}
 	w.last.Generation = prev
@@ -83,5 +81,8 @@ func MarkSynced(ctx context.Context, kv clientv3.KV, identity string, prev int64
 
 // String names the marker's output in logs and errors.
 func (m SyncMarker) String() string {
-	return fmt.Sprintf("generation %d", m.Generation)
+	if m.Lineage == "" {
+		return fmt.Sprintf("generation %d", m.Generation)
+	}
+	return fmt.Sprintf("generation %d of lineage %s", m.Generation, m.Lineage)
 }

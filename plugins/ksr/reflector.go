@@ -22,9 +22,11 @@ import (
 )
 
 // MarkerKey is written after every completed mark and sweep
-// (kubestate.SyncedKey, value kubestate.SyncMarker: identity, time and a
-// generation above every earlier one); the health probe reads it, and its
-// absence tells that etcd lost its data. Agents take no listing without it.
+// (kubestate.SyncedKey, value kubestate.SyncMarker: identity, time,
+// generation and lineage, written by a compare-and-swap, kubestate.MarkerWriter);
+// the health probe reads it, and its absence (or a marker older than the
+// one written last) tells that etcd lost its data. Agents take no listing
+// without it.
 const MarkerKey = kubestate.SyncedKey
 
 // NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
