@@ -14,8 +14,14 @@
 // them by namespace alone, and ParseKey refuses such keys (ErrOldLayout).
 // A mark and sweep of pods writes the layout marker (LayoutKey). A complete
 // output (every sweep of the reflector, a load) ends with the sync marker
-// (SyncedKey, MarkSynced), whose generation grows across losses of etcd's
-// data; Completeness tells an agent whether a listing is such an output.
+// (SyncedKey; MarkerWriter, MarkSynced); Completeness tells an agent whether
+// a listing is such an output, MarkerHistory whether its marker is older
+// than the one taken in. Markers are ordered by etcd, never by a clock:
+// each is written by a compare-and-swap on the stored one, continuing its
+// writer's lineage (generation + 1) or starting a new one (a random name)
+// on another writer's marker or on none (a fresh or wiped etcd); a reader
+// compares generations within a lineage only, takes a lineage it never saw
+// for a newer output and one it left for an older one.
 //
 // Everything read from etcd or from a manifest is untrusted: Decode,
 // ParseKey and LoadYAML have fuzz targets (fuzz_test.go, `make fuzz`) that

@@ -17,24 +17,22 @@ import (
 // an agent takes no listing without it (docs/etcd-layout.md).
 const SyncedKey = Prefix + "ksr/synced"
 
-// SyncMarker is the value of SyncedKey.
+// SyncMarker is the value of SyncedKey, JSON {identity, synced,
+// generation, lineage}.
 type SyncMarker struct {
 	// Identity names the writer (the reflector replica, contivctl).
 	Identity string `json:"identity,omitempty"`
-	// Synced is when the output was completed.
+	// Synced is when the output was completed, by its writer's clock; it
+	// orders nothing.
 	Synced time.Time `json:"synced"`
-	// Generation numbers the complete outputs: each is above every one
-	// written before it, also across a loss of etcd's data (see
-	// NextGeneration). 0 in markers of older reflectors.
+	// Generation numbers the complete outputs of one lineage: each is the
+	// one before + 1, written on it by a compare-and-swap
+	// (MarkerWriter.Mark). 0 in markers of older reflectors.
 	Generation int64 `json:"generation,omitempty"`
-}
-
-// NextGeneration is the generation of the output after one of generation
-// prev: the wall clock in milliseconds, or prev+1 when the clock is not
-// ahead of prev. Taking the clock keeps generations growing when the writer
-// no longer knows prev (etcd lost its data, and the reflector restarted).
-func NextGeneration(prev int64, now time.Time) int64 {
-	return max(prev+1, now.UnixMilli())
+	// Lineage names the run of markers written each on the one before
+	// (MarkerHistory); empty in markers of older reflectors, whose
+	// generation was their writer's clock.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // ParseSyncMarker decodes a SyncedKey value.
@@ -69,32 +67,22 @@ func Completeness(layout, synced []byte) (SyncMarker, error) {
 	return m, nil
 }
 
-// MarkSynced writes the markers of a complete output: LayoutKey (when it
-// differs) and SyncedKey with a generation above prev and above the stored
-// marker's. It returns the generation written.
+// MarkSynced writes the markers of a complete output for a writer that
+// writes once (contivctl load): LayoutKey (when it differs) and SyncedKey,
+// a marker of a new lineage (MarkerWriter.Mark) whose generation is also
+// above prev. It returns the generation written. A writer that marks
+// again and again (the reflector) keeps a MarkerWriter.
 func MarkSynced(ctx context.Context, kv clientv3.KV, identity string, prev int64) (int64, error) {
-	resp, err := kv.Txn(ctx).Then(clientv3.OpGet(LayoutKey), clientv3.OpGet(SyncedKey)).Commit()
-	if err != nil {
-		return 0, fmt.Errorf("read markers: %w", err)
+	w := MarkerWriter{Identity: identity}
+	w.last.Generation = prev
+	m, err := w.Mark(ctx, kv)
+	return m.Generation, err
+}
+
+// String names the marker's output in logs and errors.
+func (m SyncMarker) String() string {
+	if m.Lineage == "" {
+		return fmt.Sprintf("generation %d", m.Generation)
 	}
-	var ops []clientv3.Op
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != LayoutVersion {
-		ops = append(ops, clientv3.OpPut(LayoutKey, LayoutVersion))
-	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		if m, err := ParseSyncMarker(kvs[0].Value); err == nil {
-			prev = max(prev, m.Generation)
-		}
-	}
-	now := time.Now().UTC()
-	gen := NextGeneration(prev, now)
-	b, err := json.Marshal(SyncMarker{Identity: identity, Synced: now, Generation: gen})
-	if err != nil {
-		return 0, err
-	}
-	ops = append(ops, clientv3.OpPut(SyncedKey, string(b)))
-	if _, err := kv.Txn(ctx).Then(ops...).Commit(); err != nil {
-		return 0, fmt.Errorf("write %s: %w", SyncedKey, err)
-	}
-	return gen, nil
+	return fmt.Sprintf("generation %d of lineage %s", m.Generation, m.Lineage)
 }

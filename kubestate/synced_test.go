@@ -13,20 +13,6 @@ import (
 	"contiv.dev/vpp/internal/etcdtest"
 )
 
-func TestNextGenerationGrows(t *testing.T) {
-	now := time.UnixMilli(5_000)
-	for _, tc := range []struct{ prev, want int64 }{
-		{0, 5_000},     // the clock
-		{4_999, 5_000}, // the clock, ahead
-		{5_000, 5_001}, // the clock behind: prev + 1
-		{9_000, 9_001},
-	} {
-		if got := NextGeneration(tc.prev, now); got != tc.want {
-			t.Errorf("NextGeneration(%d) = %d, want %d", tc.prev, got, tc.want)
-		}
-	}
-}
-
 func TestCompleteness(t *testing.T) {
 	marker := []byte(`{"identity":"a","synced":"2026-01-01T00:00:00Z","generation":7}`)
 	for _, tc := range []struct {
@@ -87,5 +73,89 @@ func TestMarkSynced(t *testing.T) {
 	}
 	if g3, err := MarkSynced(ctx, cli, "c", future+100); err != nil || g3 <= future+100 {
 		t.Errorf("above prev %d: %d %v", future+100, g3, err)
+	}
+}
+
+// A MarkerWriter continues its own lineage; on a marker it did not write,
+// or on none (a wiped etcd), it starts a new one; it takes a marker put
+// back for a stale one, another writer's newer one not.
+func TestMarkerWriterLineages(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client()
+	ctx := context.Background()
+	w := &MarkerWriter{Identity: "ksr", Now: func() time.Time { return time.UnixMilli(1000) }}
+	m1, err := w.Mark(ctx, cli)
+	if err != nil || m1.Lineage == "" || m1.Generation != 1000 {
+		t.Fatalf("first: %+v %v", m1, err)
+	}
+	m2, err := w.Mark(ctx, cli)
+	if err != nil || m2.Lineage != m1.Lineage || m2.Generation != m1.Generation+1 || storedMarker(t, cli) != m2 {
+		t.Fatalf("second: %+v %v, want generation %d of %s", m2, err, m1.Generation+1, m1.Lineage)
+	}
+	if w.Stale(m2) || !w.Stale(m1) {
+		t.Errorf("stale: %v (the last) %v (the one before)", w.Stale(m2), w.Stale(m1))
+	}
+	// Another writer marks: a new lineage, above in number (for older
+	// agents), not stale to the first writer, which then starts another.
+	g, err := MarkSynced(ctx, cli, "contivctl load", 0)
+	other := storedMarker(t, cli)
+	if err != nil || g != other.Generation || g != m2.Generation+1 || other.Lineage == m2.Lineage || w.Stale(other) {
+		t.Fatalf("another writer: %+v %v (stale %v)", other, err, w.Stale(other))
+	}
+	m3, err := w.Mark(ctx, cli)
+	if err != nil || m3.Lineage == m2.Lineage || m3.Lineage == other.Lineage || m3.Generation != other.Generation+1 {
+		t.Fatalf("after another writer: %+v %v", m3, err)
+	}
+	if !w.Stale(m2) || !w.Stale(other) {
+		t.Errorf("older lineages not stale: %v %v", w.Stale(m2), w.Stale(other))
+	}
+	// etcd loses its data: the next marker is of a new lineage, whatever
+	// the clock says.
+	srv.Wipe()
+	m4, err := w.Mark(ctx, cli)
+	if err != nil || m4.Lineage == m3.Lineage || m4.Generation != m3.Generation+1 {
+		t.Fatalf("after a wipe: %+v %v", m4, err)
+	}
+}
+
+func TestMarkerHistoryCompare(t *testing.T) {
+	mk := func(l string, g int64) SyncMarker { return SyncMarker{Lineage: l, Generation: g} }
+	var h MarkerHistory
+	if h.Compare(mk("", 0)) != 1 {
+		t.Error("nothing taken in: every marker is newer")
+	}
+	h.Take(mk("", 5_000)) // an older reflector's: the clock
+	for _, tc := range []struct {
+		m    SyncMarker
+		want int
+	}{
+		{mk("", 4_999), -1}, {mk("", 5_000), 0}, {mk("", 5_001), 1},
+		{mk("a", 1), 1}, // a new lineage, whatever its number
+	} {
+		if got := h.Compare(tc.m); got != tc.want {
+			t.Errorf("after %v: Compare(%v) = %d, want %d", h.last, tc.m, got, tc.want)
+		}
+	}
+	h.Take(mk("a", 1))
+	h.Take(mk("a", 2))
+	h.Take(mk("b", 1)) // e.g. after a wipe: generation 1 again
+	for _, tc := range []struct {
+		m    SyncMarker
+		want int
+	}{
+		{mk("b", 1), 0}, {mk("b", 2), 1}, {mk("b", 0), -1},
+		{mk("a", 3), -1}, {mk("", 9_999), -1}, // lineages left: older
+		{mk("c", 1), 1},
+	} {
+		if got := h.Compare(tc.m); got != tc.want {
+			t.Errorf("after %v: Compare(%v) = %d, want %d", h.last, tc.m, got, tc.want)
+		}
+	}
+	// The past is bounded: the oldest lineages are forgotten.
+	for i := range maxPastLineages + 1 {
+		h.Take(mk(strconv.Itoa(i), 1))
+	}
+	if h.Compare(mk("a", 3)) != 1 || h.Compare(mk("0", 1)) != -1 || len(h.past) != maxPastLineages {
+		t.Errorf("bounded past: %d lineages, a %d, 0 %d", len(h.past), h.Compare(mk("a", 3)), h.Compare(mk("0", 1)))
 	}
 }

@@ -105,7 +105,9 @@ func load(ctx context.Context, w *kubestate.Writer, objs []kubestate.Object, pru
 	return out, nil
 }
 
-// markLoaded writes the layout and sync markers (kubestate.MarkSynced):
+// markLoaded writes the layout and sync markers (kubestate.MarkSynced: a
+// compare-and-swap on the stored marker, starting a new lineage, so that a
+// reflector marking at the same time never leaves the older marker stored):
 // what was loaded is the cluster state, which agents take only as a
 // complete output in their layout. A load that changed nothing, into an
 // etcd that has them, writes nothing.

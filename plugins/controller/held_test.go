@@ -12,14 +12,28 @@ import (
 	"contiv.dev/vpp/kubestate"
 )
 
-// markSynced writes the markers of a complete reflector output.
-func markSynced(t testing.TB, cli *clientv3.Client) int64 {
+// markSynced writes the markers of a complete reflector output and returns
+// the sync marker written.
+func markSynced(t testing.TB, cli *clientv3.Client) kubestate.SyncMarker {
 	t.Helper()
-	gen, err := kubestate.MarkSynced(ctxT(t), cli, "test", 0)
+	if _, err := kubestate.MarkSynced(ctxT(t), cli, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctxT(t), kubestate.SyncedKey)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read %s: %v", kubestate.SyncedKey, err)
+	}
+	m, err := kubestate.ParseSyncMarker(resp.Kvs[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gen
+	return m
+}
+
+// olderMarker is a marker of the output before m's, in its lineage.
+func olderMarker(m kubestate.SyncMarker) string {
+	b, _ := json.Marshal(kubestate.SyncMarker{Identity: "old", Generation: m.Generation - 1, Lineage: m.Lineage})
+	return string(b)
 }
 
 // removed lists the keys the handler was told were deleted.
@@ -42,15 +56,15 @@ func (r *recorder) removed() []kubestate.Key {
 func TestIncompleteOutputIsHeld(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		lose   func(t *testing.T, srv interface{ Wipe() }, cli *clientv3.Client, gen int64, ctl *Controller)
+		lose   func(t *testing.T, srv interface{ Wipe() }, cli *clientv3.Client, gen kubestate.SyncMarker, ctl *Controller)
 		reason string
 	}{
-		{"every key deleted", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, _ int64, _ *Controller) {
+		{"every key deleted", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, _ kubestate.SyncMarker, _ *Controller) {
 			if _, err := cli.Delete(ctxT(t), kubestate.Prefix, clientv3.WithPrefix()); err != nil {
 				t.Fatal(err)
 			}
 		}, "no layout marker"},
-		{"objects deleted before the marker", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, _ int64, _ *Controller) {
+		{"objects deleted before the marker", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, _ kubestate.SyncMarker, _ *Controller) {
 			// One transaction: the deletes of objects come before the
 			// marker's in it, and the watches see them first.
 			if _, err := cli.Txn(ctxT(t)).Then(
@@ -59,22 +73,20 @@ func TestIncompleteOutputIsHeld(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "no sync marker"},
-		{"etcd wiped", func(_ *testing.T, srv interface{ Wipe() }, _ *clientv3.Client, _ int64, _ *Controller) {
+		{"etcd wiped", func(_ *testing.T, srv interface{ Wipe() }, _ *clientv3.Client, _ kubestate.SyncMarker, _ *Controller) {
 			srv.Wipe()
 		}, "no layout marker"},
-		{"restored from an older backup", func(t *testing.T, srv interface{ Wipe() }, cli *clientv3.Client, gen int64, _ *Controller) {
+		{"restored from an older backup", func(t *testing.T, srv interface{ Wipe() }, cli *clientv3.Client, gen kubestate.SyncMarker, _ *Controller) {
 			srv.Wipe()
 			put(t, cli, ns("b", "1"))
-			old, _ := json.Marshal(kubestate.SyncMarker{Identity: "old", Generation: gen - 1})
 			if _, err := cli.Txn(ctxT(t)).Then(
-				clientv3.OpPut(kubestate.LayoutKey, kubestate.LayoutVersion), clientv3.OpPut(kubestate.SyncedKey, string(old)),
+				clientv3.OpPut(kubestate.LayoutKey, kubestate.LayoutVersion), clientv3.OpPut(kubestate.SyncedKey, olderMarker(gen)),
 			).Commit(); err != nil {
 				t.Fatal(err)
 			}
 		}, "older than"},
-		{"an older output put back", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, gen int64, _ *Controller) {
-			old, _ := json.Marshal(kubestate.SyncMarker{Identity: "old", Generation: gen - 1})
-			putRaw(t, cli, kubestate.SyncedKey, string(old))
+		{"an older output put back", func(t *testing.T, _ interface{ Wipe() }, cli *clientv3.Client, gen kubestate.SyncMarker, _ *Controller) {
+			putRaw(t, cli, kubestate.SyncedKey, olderMarker(gen))
 			del(t, cli, nsKey("a"))
 		}, "older than"},
 	} {

@@ -90,8 +90,9 @@ type Params struct {
 	HistoryCheck time.Duration
 	// RequireSynced takes in only listings that are a complete reflector
 	// output: etcd holds the layout marker and a sync marker
-	// (kubestate.Completeness) whose generation is no older than the one
-	// taken in last (and, at the same generation, a revision no older).
+	// (kubestate.Completeness) no older than the one taken in last
+	// (kubestate.MarkerHistory: etcd's order, never a clock's; at the same
+	// marker, a revision no older).
 	// Any other listing is held: the handlers keep the last state taken
 	// in, Status.Held says why (not ready), and etcd is listed again when
 	// the sync marker is written. A watched wipe (the marker deleted, or

@@ -166,10 +166,10 @@ type Feed struct {
 	// The run goroutine's.
 	// listed is the number of objects of the last listing.
 	listed int
-	// generation is the newest sync marker generation taken in (listed or
-	// watched), known since revision genRev; under takeIn's lock while a
-	// watch runs.
-	generation, genRev int64
+	// markers has the newest sync marker taken in (listed or watched),
+	// known since revision genRev; under takeIn's lock while a watch runs.
+	markers kubestate.MarkerHistory
+	genRev  int64
 	// tookIn tells that a listing was handed to the sink.
 	tookIn bool
 

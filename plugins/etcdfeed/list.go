@@ -126,21 +126,27 @@ func (f *Feed) logLayout(layout []byte) {
 
 // complete tells whether l is a complete reflector output newer than what
 // was taken in (nil), or why not (kubestate.ErrNotComplete): markers
-// missing, or a generation (or, at the same generation, a revision) older
-// than the one taken in, as in an etcd restored from an older backup.
+// missing, or a marker (or, at the same marker, a revision) older than the
+// one taken in (kubestate.MarkerHistory: ordered within a lineage), as in
+// an etcd restored from an older backup.
 func (f *Feed) complete(l *listing) error {
 	m, err := kubestate.Completeness(l.layout, l.synced)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case m.Generation < f.generation:
-		return fmt.Errorf("%w: sync marker generation %d is older than the %d already taken in (etcd restored from an older backup?)",
-			kubestate.ErrNotComplete, m.Generation, f.generation)
-	case m.Generation == f.generation && l.out.Revision < f.st.watchRevision.Load():
-		return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker generation %d",
-			kubestate.ErrNotComplete, l.out.Revision, f.st.watchRevision.Load(), m.Generation)
 	}
-	f.generation, f.genRev = m.Generation, l.out.Revision
+	last, _ := f.markers.Last()
+	switch f.markers.Compare(m) {
+	case -1:
+		return fmt.Errorf("%w: sync marker %s is older than the %s already taken in (etcd restored from an older backup?)",
+			kubestate.ErrNotComplete, m, last)
+	case 0:
+		if l.out.Revision < f.st.watchRevision.Load() {
+			return fmt.Errorf("%w: etcd revision %d is older than the %d already taken in, at the same sync marker %s",
+				kubestate.ErrNotComplete, l.out.Revision, f.st.watchRevision.Load(), m)
+		}
+	}
+	f.markers.Take(m)
+	f.genRev = l.out.Revision
 	return nil
 }
 
@@ -189,24 +195,25 @@ func (f *Feed) hold(ctx context.Context, rev int64, why error, reconnected <-cha
 // unhold clears what hold reported.
 func (f *Feed) unhold() {
 	if old := f.st.held.Swap(nil); old != nil {
-		f.log.Info("etcd holds a complete reflector output again", "generation", f.generation)
+		last, _ := f.markers.Last()
+		f.log.Info("etcd holds a complete reflector output again", "marker", last.String())
 	}
 }
 
 // markerAt tells whether the sync marker existed at revision rev, and its
-// generation then (0 when it does not decode).
-func (f *Feed) markerAt(ctx context.Context, rev int64) (bool, int64, error) {
+// value then (zero when it does not decode).
+func (f *Feed) markerAt(ctx context.Context, rev int64) (bool, kubestate.SyncMarker, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	resp, err := f.cli.Get(rctx, kubestate.SyncedKey, clientv3.WithRev(rev))
 	if err != nil {
-		return false, 0, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
+		return false, kubestate.SyncMarker{}, fmt.Errorf("read %s at revision %d: %w", kubestate.SyncedKey, rev, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return false, 0, nil
+		return false, kubestate.SyncMarker{}, nil
 	}
 	m, _ := kubestate.ParseSyncMarker(resp.Kvs[0].Value)
-	return true, m.Generation, nil
+	return true, m, nil
 }
 
 // listPrefix reads the keys under prefix page by page, at the revision of

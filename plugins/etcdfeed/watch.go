@@ -241,10 +241,10 @@ func (f *Feed) take(ev *clientv3.Event) (Change, bool) {
 
 // outputLost tells, with RequireSynced, whether events watched under
 // prefix show that etcd lost the reflector's output: the sync marker was
-// deleted or put back with an older generation, or did not exist any more
+// deleted or put back older (kubestate.MarkerHistory), or did not exist any more
 // when watched keys were deleted (a wipe of every key at once). Then none of
 // them is taken in: the feed lists again and holds. A put of the marker
-// raises the generation taken in.
+// is taken in.
 func (f *Feed) outputLost(ctx context.Context, prefix string, evs []*clientv3.Event) (bool, error) {
 	if !f.p.RequireSynced {
 		return false, nil
@@ -260,18 +260,19 @@ func (f *Feed) outputLost(ctx context.Context, prefix string, evs []*clientv3.Ev
 			return true, nil
 		default:
 			m, err := kubestate.ParseSyncMarker(ev.Kv.Value)
-			if err == nil && m.Generation < f.generation {
+			if err == nil && f.markers.Compare(m) < 0 {
 				return true, nil // an older output put back
 			}
 			if err == nil {
-				f.generation, f.genRev = m.Generation, ev.Kv.ModRevision
+				f.markers.Take(m)
+				f.genRev = ev.Kv.ModRevision
 			}
 		}
 	}
 	if deleted == 0 {
 		return false, nil
 	}
-	ok, gen, err := f.markerAt(ctx, deleted)
+	ok, m, err := f.markerAt(ctx, deleted)
 	switch {
 	case err != nil:
 		return false, err
@@ -280,7 +281,7 @@ func (f *Feed) outputLost(ctx context.Context, prefix string, evs []*clientv3.Ev
 	}
 	// An older marker at that revision than one known at or before it
 	// was put back.
-	return gen < f.generation && f.genRev <= deleted, nil
+	return f.markers.Compare(m) < 0 && f.genRev <= deleted, nil
 }
 
 // storeMax raises a to v unless it is already higher: the per-resource

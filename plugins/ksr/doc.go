@@ -24,10 +24,12 @@
 // A short loss of the Kubernetes API is absorbed by the informers' relist; a
 // longer one costs the leadership, and the next term starts with fresh
 // informers and a mark and sweep. The probe also reads the marker key
-// (MarkerKey, kubestate.SyncedKey) written last by each sweep, with a
-// generation above every earlier one (kept across terms): when it is gone,
-// etcd lost its data and the reflector writes everything again. Agents take
-// no listing without it.
+// (MarkerKey, kubestate.SyncedKey) written last by each sweep through a
+// kubestate.MarkerWriter kept across terms (a compare-and-swap on the stored
+// marker, ordered by etcd, never by the replica's clock: Params.Now stamps
+// it only): when it is gone, or older than the one this replica wrote last
+// (etcd restored from a backup), etcd lost its data and the reflector writes
+// everything again. Agents take no listing without it.
 //
 // With leader election (a coordination.k8s.io Lease) only the holder of the
 // lease runs informers and writes; losing the lease cancels the term at

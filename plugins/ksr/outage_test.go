@@ -117,11 +117,14 @@ func TestOlderMarkerIsSweptAgain(t *testing.T) {
 		require.NoError(t, err)
 		return m
 	}
-	gen := marker().Generation
-	old, err := json.Marshal(kubestate.SyncMarker{Identity: "backup", Generation: gen - 1})
+	m := marker()
+	gen := m.Generation
+	old, err := json.Marshal(kubestate.SyncMarker{Identity: "backup", Generation: gen - 1, Lineage: m.Lineage})
 	require.NoError(t, err)
 	_, err = f.cli.Put(ctx, MarkerKey, string(old))
 	require.NoError(t, err)
 	r.waitSynced(t, 2)
-	require.Greater(t, marker().Generation, gen)
+	var h kubestate.MarkerHistory
+	h.Take(m)
+	require.Equal(t, 1, h.Compare(marker()), "a newer marker than the one put back over")
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,9 +22,11 @@ import (
 )
 
 // MarkerKey is written after every completed mark and sweep
-// (kubestate.SyncedKey, value kubestate.SyncMarker: identity, time and a
-// generation above every earlier one); the health probe reads it, and its
-// absence tells that etcd lost its data. Agents take no listing without it.
+// (kubestate.SyncedKey, value kubestate.SyncMarker: identity, time,
+// generation and lineage, written by a compare-and-swap, kubestate.MarkerWriter);
+// the health probe reads it, and its absence (or a marker older than the
+// one written last) tells that etcd lost its data. Agents take no listing
+// without it.
 const MarkerKey = kubestate.SyncedKey
 
 // NodeReleaser frees the NodeSync record and ID of a deleted Kubernetes
@@ -102,6 +103,9 @@ type Params struct {
 	// MaxBackoff caps the pause between failed marks and sweeps (the
 	// first pause is 100ms, doubling).
 	MaxBackoff time.Duration
+	// Now is the clock the sync markers are stamped with; nil: time.Now
+	// (tests set a clock that is behind or ahead).
+	Now func() time.Time
 }
 
 // Election configures leader election on a coordination.k8s.io Lease.
@@ -154,9 +158,9 @@ type Reflector struct {
 	lec      *leaderelection.LeaderElectionConfig
 	watchdog *leaderelection.HealthzAdaptor
 
-	// generation is the last sync marker generation this replica wrote
-	// (kept across terms, so that it still grows after etcd lost its data).
-	generation atomic.Int64
+	// marker writes the sync markers and remembers the last one this
+	// replica wrote (kept across terms).
+	marker *kubestate.MarkerWriter
 
 	mu     sync.Mutex
 	status Status
@@ -208,7 +212,8 @@ func New(p Params) (*Reflector, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Reflector{p: p, log: log, status: Status{Identity: p.Identity}}
+	r := &Reflector{p: p, log: log, status: Status{Identity: p.Identity},
+		marker: &kubestate.MarkerWriter{Identity: p.Identity, Now: p.Now}}
 	if p.Election != nil {
 		e := *p.Election
 		r.p.Election = &e

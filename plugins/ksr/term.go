@@ -392,17 +392,15 @@ func (t *term) releaseOrphans(ctx context.Context) error {
 	return nil
 }
 
-// mark writes the layout and sync markers (kubestate.MarkSynced) with the
+// mark writes the layout and sync markers (kubestate.MarkerWriter) with the
 // next generation.
 func (t *term) mark(ctx context.Context) error {
 	mctx, cancel := context.WithTimeout(ctx, t.r.p.EtcdTimeout)
 	defer cancel()
-	gen, err := kubestate.MarkSynced(mctx, t.kv, t.r.p.Identity, t.r.generation.Load())
-	if err != nil {
+	if _, err := t.r.marker.Mark(mctx, t.kv); err != nil {
 		t.r.m.writeErrors.Inc()
 		return fmt.Errorf("write marker: %w", err)
 	}
-	t.r.generation.Store(gen)
 	return nil
 }
 
@@ -420,7 +418,7 @@ func (t *term) probe(ctx context.Context) error {
 	}
 	// An older marker than the last one written: etcd was restored from
 	// an older backup.
-	if m, err := kubestate.ParseSyncMarker(resp.Kvs[0].Value); err != nil || m.Generation < t.r.generation.Load() {
+	if m, err := kubestate.ParseSyncMarker(resp.Kvs[0].Value); err != nil || t.r.marker.Stale(m) {
 		return fmt.Errorf("%w (or put back older)", errDataLost)
 	}
 	return t.f.check(pctx)
