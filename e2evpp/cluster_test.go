@@ -52,9 +52,6 @@ func newCluster(s *suite) *cluster { return &cluster{s: s, services: map[string]
 // put adds or replaces a service.
 func (c *cluster) put(sv *service) { c.services[sv.name] = sv }
 
-// del removes a service.
-func (c *cluster) del(name string) { delete(c.services, name) }
-
 // load writes the whole state into etcd, pruning what it no longer names.
 func (c *cluster) load(t *testing.T) {
 	t.Helper()

@@ -37,12 +37,11 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2evpp: needs root (namespaces, veths, VPP)")
 		os.Exit(1)
 	}
-	code, err := prepare()
-	if err != nil {
+	if err := prepare(); err != nil {
 		fmt.Println("e2evpp:", err)
 		os.Exit(1)
 	}
-	code = m.Run()
+	code := m.Run()
 	env.table.print(os.Stdout)
 	removeLeftovers()
 	os.Exit(code)
@@ -50,29 +49,29 @@ func TestMain(m *testing.M) {
 
 // prepare builds the binaries, reads VPP's version and makes the
 // artifacts directory.
-func prepare() (int, error) {
+func prepare() error {
 	var err error
 	env.version = "unknown" // until a VPP says (node.startVPP)
 	env.art = os.Getenv("CONTIV_E2E_VPP_ARTIFACTS")
 	if env.art == "" {
 		if env.art, err = os.MkdirTemp("", "e2evpp-artifacts-"); err != nil {
-			return 1, err
+			return err
 		}
 	}
 	if err := os.MkdirAll(env.art, 0o755); err != nil {
-		return 1, err
+		return err
 	}
 	env.bin = filepath.Join(env.art, "bin")
 	for _, c := range []string{"contiv-agent", "contivctl"} {
 		b := exec.Command("go", "build", "-o", filepath.Join(env.bin, c), "contiv.dev/vpp/cmd/"+c)
 		if out, err := b.CombinedOutput(); err != nil {
-			return 1, fmt.Errorf("building %s: %v: %s", c, err, out)
+			return fmt.Errorf("building %s: %v: %s", c, err, out)
 		}
 	}
 	env.table = &table{}
 	fmt.Printf("e2evpp: VPP from %s; artifacts in %s\n", env.build, env.art)
 	removeLeftovers()
-	return 0, nil
+	return nil
 }
 
 // suite is one cluster: etcd, two nodes with their VPPs and agents, the
