@@ -2,6 +2,7 @@ package e2evpp
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -13,6 +14,11 @@ import (
 func TestHarness(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces)")
+	}
+	for _, tool := range []string{"ip", "ethtool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (apt-get install iproute2 ethtool; .ci/run installs them)", tool)
+		}
 	}
 	a, b := prefix+"-ha", prefix+"-hb"
 	for _, ns := range []string{a, b} {
