@@ -78,6 +78,10 @@ func startControlPlane(t testing.TB) *controlPlane {
 		"--authorization-mode=RBAC", "--service-cluster-ip-range="+serviceCIDR,
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false", "--profiling=false",
+		// The agent's DaemonSet runs privileged (it wires pods: veths, other
+		// namespaces, VPP's interfaces), as every CNI agent does; kubeadm's
+		// API servers allow it, this one's default does not.
+		"--allow-privileged=true",
 		// On SIGTERM the server shuts its HTTP server down, which waits for
 		// every connection to go idle, and a connection with an open watch
 		// (the controller-manager's, the reflectors', the kubelet's) never
