@@ -1,7 +1,6 @@
 package etcdfeed
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -240,18 +239,6 @@ func (f *Feed) lastSeen() seenPut {
 	f.seenMu.Lock()
 	defer f.seenMu.Unlock()
 	return f.seen
-}
-
-// sleep waits d, or less if ctx ends first; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func drain(ch <-chan struct{}) {

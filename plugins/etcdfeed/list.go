@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -187,7 +188,7 @@ func (f *Feed) hold(ctx context.Context, rev int64, why error, reconnected <-cha
 			case ok && resp.Err() == nil:
 				return true
 			}
-			return sleep(ctx, delay())
+			return backoff.Sleep(ctx, delay())
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/internal/backoff"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -47,7 +48,7 @@ func (f *Feed) run(ctx context.Context, reconnected chan struct{}) {
 			}
 			d := delay()
 			f.log.Warn("cannot list etcd; keeping the last state", "err", err, "retryIn", d)
-			if !sleep(ctx, d) {
+			if !backoff.Sleep(ctx, d) {
 				return
 			}
 			continue
@@ -102,7 +103,7 @@ func (f *Feed) run(ctx context.Context, reconnected chan struct{}) {
 				}
 				d := delay()
 				f.log.Warn("cannot follow etcd's watch; resuming it from its revision", "err", err, "attempt", failures, "of", f.p.MaxResumes, "retryIn", d)
-				if !sleep(ctx, d) || !f.connected(ctx) {
+				if !backoff.Sleep(ctx, d) || !f.connected(ctx) {
 					return
 				}
 				drain(reconnected)
@@ -125,7 +126,7 @@ func (f *Feed) run(ctx context.Context, reconnected chan struct{}) {
 		if errors.Is(err, errUnfollowable) {
 			d := delay()
 			f.log.Error("cannot follow etcd's watch; listing etcd again", "err", err, "failures", failures, "maxResumes", f.p.MaxResumes, "retryIn", d)
-			if !sleep(ctx, d) {
+			if !backoff.Sleep(ctx, d) {
 				return
 			}
 			continue
@@ -133,14 +134,14 @@ func (f *Feed) run(ctx context.Context, reconnected chan struct{}) {
 		if healthy {
 			delay = f.backoff.DelayFunc()
 			f.log.Info("etcd watch ended; re-listing", "reason", err)
-			if (errors.Is(err, errReconnected) || errors.Is(err, errHistoryLost)) && !sleep(ctx, f.relistDelay()) {
+			if (errors.Is(err, errReconnected) || errors.Is(err, errHistoryLost)) && !backoff.Sleep(ctx, f.relistDelay()) {
 				return
 			}
 			continue
 		}
 		d := delay()
 		f.log.Warn("etcd watch failed; re-listing", "err", err, "retryIn", d)
-		if !sleep(ctx, d) {
+		if !backoff.Sleep(ctx, d) {
 			return
 		}
 	}
