@@ -23,6 +23,7 @@ const (
 	affIP       = "10.96.0.25" // ClientIP affinity, be1 be2 be3
 	emptyIP     = "10.96.0.26" // no endpoints
 	mpIP        = "10.96.0.27" // two ports: 80 → 8080, 81 → 8081, be2
+	pairIP      = "10.96.0.29" // TCP 80 and UDP 53 → 8080, be1 be2
 	unusedIP    = "10.96.0.99" // no service
 	backendPort = 8080
 	nodePort    = 30080 // np: be1 be2 be3
@@ -58,6 +59,8 @@ func (s *suite) baseServices() {
 	lb.nodePort = 30081
 	c.put(&service{name: "lb", typ: "LoadBalancer", clusterIP: lbCIP, lbIP: lbIP, etp: "Local", ports: []svcPort{lb}, endpoints: eps(be1, be3)})
 	c.put(&service{name: "ext", clusterIP: extCIP, externalIPs: []string{extIP}, ports: []svcPort{tcp("http", 80, backendPort)}, endpoints: eps(be3)})
+	c.put(&service{name: "pair", clusterIP: pairIP, endpoints: eps(be1, be2),
+		ports: []svcPort{tcp("http", 80, backendPort), {name: "dns", protocol: "UDP", port: 53, targetPort: backendPort}}})
 	c.put(&service{name: "itp", clusterIP: itpIP, itp: "Local", ports: []svcPort{tcp("http", 80, backendPort)}, endpoints: eps(be1, be3)})
 	c.put(&service{name: "aff", clusterIP: affIP, affinity: true, ports: []svcPort{tcp("http", 80, backendPort)}, endpoints: eps(be1, be2, be3)})
 	c.put(&service{name: "empty", clusterIP: emptyIP, ports: []svcPort{tcp("http", 80, backendPort)}})
@@ -265,29 +268,13 @@ func scenarios(t *testing.T, renderer string) {
 		*figs = append(*figs, fmt.Sprintf("writes %d, flows cut 0/%d", w, len(fs)+len(us)))
 	})
 	step("endpoint-add-remove", func(t *testing.T, figs *[]string) {
-		fs := openFlows(t, client, "tcp", webIP+":80", 24)
-		before := firstBackends(fs)
-		sv := s.objects.services["web"]
-		keep := slices.Clone(sv.endpoints)
-		// Add: be2 again is already there; add a second address by removing
-		// be3 then adding it back counts separately below.
-		sv.endpoints = slices.DeleteFunc(slices.Clone(keep), func(e endpoint) bool { return e.pod.name == "be3" })
-		s.objects.load(t)
-		time.Sleep(3 * time.Second)
-		n, which := cuts(fs)
-		want := before["be3"]
-		if n > want {
-			t.Errorf("removing be3 cut %d flows (%v), more than the %d that were on be3 (%v)", n, which, want, before)
-		}
-		*figs = append(*figs, fmt.Sprintf("remove be3: cut %d, on be3 %d", n, want))
-		fs2 := openFlows(t, client, "tcp", webIP+":80", 12)
-		sv.endpoints = keep
-		s.objects.load(t)
-		time.Sleep(3 * time.Second)
-		if n, which := cuts(fs2); n != 0 {
-			t.Errorf("adding be3 cut %d flows (%v), want 0", n, which)
-		}
-		*figs = append(*figs, "add be3: cut 0")
+		removeAndAddBack(t, s, renderer, figs, "web", webIP, "be3")
+	})
+	step("two-to-one-and-back", func(t *testing.T, figs *[]string) {
+		// 2→1 and 1→2 backends: NAT44-ED's mapping keeps a placeholder local
+		// rather than being deleted (FACTS §3), so the staying backend's
+		// flows survive both ways.
+		removeAndAddBack(t, s, renderer, figs, "pair", pairIP, "be2")
 	})
 	step("unrelated-change-and-resync", func(t *testing.T, figs *[]string) {
 		fs := openFlows(t, client, "tcp", webIP+":80", 12)
@@ -366,6 +353,77 @@ func scenarios(t *testing.T, renderer string) {
 		}
 		*figs = append(*figs, fmt.Sprintf("interfaces after %v, agent ready after %v", up.Round(time.Millisecond), back.Round(time.Millisecond)))
 	})
+}
+
+// removeAndAddBack removes backend from service svc (address ip) under
+// live TCP and UDP flows, checks what its own flows get
+// (removedBackendFate) and that no other flow is cut, then adds it back
+// under new flows and checks that none is cut.
+func removeAndAddBack(t *testing.T, s *suite, renderer string, figs *[]string, svc, ip, backend string) {
+	t.Helper()
+	client := s.nodes[0].pod("client").netns
+	tcpFlows := openFlows(t, client, "tcp", ip+":80", 24)
+	udpFlows := openFlows(t, client, "udp", ip+":53", 12)
+	sv := s.objects.services[svc]
+	keep := slices.Clone(sv.endpoints)
+	sv.endpoints = slices.DeleteFunc(slices.Clone(keep), func(e endpoint) bool { return e.pod.name == backend })
+	s.objects.load(t)
+	time.Sleep(4 * time.Second)
+	want := removedBackendFate(renderer, env.version)
+	for _, c := range []struct {
+		proto string
+		fs    []*flow
+	}{{"tcp", tcpFlows}, {"udp", udpFlows}} {
+		kept, ended, others := fateOf(c.fs, backend)
+		if others != 0 {
+			t.Errorf("removing %s cut or moved %d %s flows of other backends, want 0", backend, others, c.proto)
+		}
+		if kept+ended == 0 {
+			t.Errorf("no %s flow was on %s: nothing measured (%v)", c.proto, backend, firstBackends(c.fs))
+		}
+		got := "kept"
+		if ended > 0 {
+			got = "ended"
+			if kept > 0 {
+				got = "mixed"
+			}
+		}
+		if got != want[c.proto] {
+			t.Errorf("removing %s under %s on VPP %s: its %s flows %s (kept %d, ended %d), want %s (docs/real-vpp.md)",
+				backend, renderer, env.version, c.proto, got, kept, ended, want[c.proto])
+		}
+		*figs = append(*figs, fmt.Sprintf("remove %s: %s on it kept %d ended %d, others cut %d", backend, c.proto, kept, ended, others))
+	}
+	fs2 := append(openFlows(t, client, "tcp", ip+":80", 12), openFlows(t, client, "udp", ip+":53", 6)...)
+	sv.endpoints = keep
+	s.objects.load(t)
+	time.Sleep(3 * time.Second)
+	n, which := cuts(fs2)
+	if n != 0 {
+		t.Errorf("adding %s back cut %d flows (%v), want 0", backend, n, which)
+	}
+	*figs = append(*figs, fmt.Sprintf("add %s back: cut %d/%d", backend, n, len(fs2)))
+}
+
+// removedBackendFate is what VPP does to the established flows of a backend
+// removed from a service ("kept" or "ended", by protocol), measured on the
+// real VPP of each version (docs/real-vpp.md):
+//   - NAT44-ED deletes a removed local's sessions (nat44_ed: deleting a
+//     local of a load-balanced mapping frees every session to it): its TCP
+//     connections and UDP flows end;
+//   - cnat 25.02 keeps a removed path's sessions until they idle out: TCP
+//     drains, a busy UDP flow stays for ever;
+//   - cnat 26.06 marks the removed path's tracker and its session scanner
+//     frees the backend's sessions within about a second: both end.
+func removedBackendFate(renderer, version string) map[string]string {
+	switch {
+	case renderer == "nat44":
+		return map[string]string{"tcp": "ended", "udp": "ended"}
+	case strings.HasPrefix(version, "25."):
+		return map[string]string{"tcp": "kept", "udp": "kept"}
+	default:
+		return map[string]string{"tcp": "ended", "udp": "ended"}
+	}
 }
 
 // warmUp makes every client reach every backend directly once, retrying,

@@ -253,6 +253,27 @@ func cuts(fs []*flow) (n int, which []string) {
 	return n, which
 }
 
+// fateOf splits the flows first answered by backend into those it still
+// answers (kept) and those cut or moved elsewhere (ended), and counts the
+// other flows that were cut or moved (others).
+func fateOf(fs []*flow, backend string) (kept, ended, others int) {
+	for _, f := range fs {
+		f.mu.Lock()
+		gone := f.cut != nil || f.moved
+		mine := f.first == backend
+		f.mu.Unlock()
+		switch {
+		case mine && gone:
+			ended++
+		case mine:
+			kept++
+		case gone:
+			others++
+		}
+	}
+	return kept, ended, others
+}
+
 // firstBackends counts the flows by the backend that first answered them.
 func firstBackends(fs []*flow) map[string]int {
 	m := map[string]int{}
