@@ -59,3 +59,25 @@ func TestCNATWaitsForThePodVRFTable(t *testing.T) {
 		t.Errorf("%d resyncs since the restart, want the one reprogram (no healing)", got)
 	}
 }
+
+// TestCNATOnVPP2606 programs a simulated VPP 26.06 with the cnat renderer:
+// the agent reads no SNAT address before the first is set (26.06 answers
+// FEATURE_DISABLED), and sets them before the policy, the exclude prefixes
+// and the interface tables, which live in the entry they create (else
+// VPP 26.06 dies): measured on the real 26.06 by the real-VPP suite.
+func TestCNATOnVPP2606(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	cfg := contivconf.Defaults()
+	cfg.Renderer = contivconf.RendererCNAT
+	vpp := sim.New(sim.Options{Version: "26.06-release"})
+	defer vpp.Close()
+	start(t, testConfigFrom(t, cfg, srv.Endpoint(), dir), vpp, "../deploy/examples/cluster.yaml")
+	if n := vpp.Crashes(); n != 0 {
+		t.Fatalf("the simulated VPP 26.06 crashed %d times: %s", n, vpp.LastCrash())
+	}
+	s := vpp.CnatSnatState()
+	if !s.IP4.IsValid() || s.IP4.IsUnspecified() || s.Policy != sim.CnatPolicyK8s || len(s.Exclude) == 0 || len(s.Pod) == 0 {
+		t.Errorf("cnat source NAT on 26.06: %+v, want the node's address, the K8S policy, exclude prefixes and pod tables", s)
+	}
+}

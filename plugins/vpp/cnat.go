@@ -205,6 +205,10 @@ func dumpedTranslation(d *cnatapi.CnatTranslationDetails) cnat.Dumped {
 func (c *CNAT) SNATAddresses(ctx context.Context) (netip.Addr, netip.Addr, error) {
 	reply := &cnatapi.CnatGetSnatAddressesReply{}
 	if err := c.conn.invoke(ctx, &cnatapi.CnatGetSnatAddresses{}, reply); err != nil {
+		var rv api.VPPApiError
+		if errors.As(err, &rv) && rv == api.FEATURE_DISABLED && c.conn.Release().snatUnsetDisabled {
+			return netip.Addr{}, netip.Addr{}, nil // none set yet
+		}
 		return netip.Addr{}, netip.Addr{}, classifyCNAT(err, "reading cnat SNAT addresses")
 	}
 	return netip.AddrFrom4(reply.SnatIP4), netip.AddrFrom16(reply.SnatIP6), nil

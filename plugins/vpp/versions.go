@@ -43,6 +43,11 @@ type Release struct {
 	// FIB table (VPP 25.02 crashes outside table 0, FACTS §1; fixed in
 	// 26.02).
 	rejectAnyTable bool
+	// snatUnsetDisabled: cnat_get_snat_addresses answers
+	// FEATURE_DISABLED (-30) while no SNAT address is set (26.06 keeps
+	// them in a policy entry made by the first cnat_set_snat_addresses;
+	// 25.02 answers zeros). Measured by the real-VPP suite.
+	snatUnsetDisabled bool
 }
 
 // RejectInAnyTable tells whether reject routes may be added in a table
@@ -74,8 +79,9 @@ var release2606 = Release{
 	cnatExtra: []api.Message{
 		&cnat2606.FeatureCnatEnableDisable{}, &cnat2606.FeatureCnatEnableDisableReply{},
 	},
-	cnatFeature:    true,
-	rejectAnyTable: true,
+	cnatFeature:       true,
+	rejectAnyTable:    true,
+	snatUnsetDisabled: true,
 }
 
 // releases are the supported releases, oldest first.
