@@ -80,4 +80,9 @@ func TestCNATOnVPP2606(t *testing.T) {
 	if !s.IP4.IsValid() || s.IP4.IsUnspecified() || s.Policy != sim.CnatPolicyK8s || len(s.Exclude) == 0 || len(s.Pod) == 0 {
 		t.Errorf("cnat source NAT on 26.06: %+v, want the node's address, the K8S policy, exclude prefixes and pod tables", s)
 	}
+	// NO_CLIENT (a client on the node address drops the node's own
+	// traffic: VXLAN) and USE_AS_DEFAULT (pod traffic is in the pod VRF).
+	if s.Flags != 2|4 {
+		t.Errorf("cnat SNAT entry flags on 26.06: %d, want NO_CLIENT|USE_AS_DEFAULT (6)", s.Flags)
+	}
 }

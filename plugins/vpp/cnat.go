@@ -241,7 +241,8 @@ func (c *CNAT) SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
-	err = c.conn.invoke(ctx, req, &cnatapi.CnatSetSnatAddressesReply{})
+	r, reply := c.conn.Release().snatAddresses(req)
+	err = c.conn.invoke(ctx, r, reply)
 	c.log.Debug("cnat SNAT addresses", "ip4", ip4, "ip6", ip6, "err", err)
 	return classifyCNAT(err, what)
 }

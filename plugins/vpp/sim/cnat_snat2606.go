@@ -27,18 +27,38 @@ func snatDefs2606() []*msgDef {
 	const read, write = false, true
 	return []*msgDef{
 		def(write, &cnat.CnatSetSnatAddresses{}, (*VPP).cnatSetSnatAddresses2606, &cnat.CnatSetSnatAddressesReply{}),
+		def(write, &cnat2606.CnatSetSnatAddressesV2{}, (*VPP).cnatSetSnatAddressesV2, &cnat2606.CnatSetSnatAddressesV2Reply{}),
 		def(read, &cnat.CnatGetSnatAddresses{}, (*VPP).cnatGetSnatAddresses2606, &cnat.CnatGetSnatAddressesReply{}),
 		def(write, &cnat.CnatSnatPolicyAddDelIf{}, (*VPP).cnatSnatPolicyAddDelIf2606, &cnat.CnatSnatPolicyAddDelIfReply{}),
 		def(write, &cnat.CnatSnatPolicyAddDelExcludePfx{}, (*VPP).cnatSnatPolicyAddDelExcludePfx2606, &cnat.CnatSnatPolicyAddDelExcludePfxReply{}),
 	}
 }
 
+// cnatSetSnatAddresses2606 is v1: v2 in table 0 with no flags (a
+// "client" on the SNAT address, cnat_api.c).
 func (v *VPP) cnatSetSnatAddresses2606(req *cnat.CnatSetSnatAddresses) []api.Message {
+	rv := v.setSnat2606(req.SnatIP4, req.SnatIP6, uint32(req.SwIfIndex), 0)
+	return reply(&cnat.CnatSetSnatAddressesReply{}, rv)
+}
+
+// cnatSetSnatAddressesV2 sets the entry of a forwarding table with its
+// flags, kept from the entry's creation (cnat_set_snat). Only table 0's
+// entry is simulated: another table answers -7 (the simulator's limit,
+// not VPP's answer).
+func (v *VPP) cnatSetSnatAddressesV2(req *cnat2606.CnatSetSnatAddressesV2) []api.Message {
+	r := &cnat2606.CnatSetSnatAddressesV2Reply{}
+	if req.FwdFibIndex != 0 || req.RetFibIndex != 0 {
+		return reply(r, api.INVALID_VALUE)
+	}
+	return reply(r, v.setSnat2606(req.SnatIP4, req.SnatIP6, uint32(req.SwIfIndex), uint8(req.Flags)))
+}
+
+// setSnat2606 creates, updates or (all zero) frees table 0's entry.
+func (v *VPP) setSnat2606(ip4 [4]byte, ip6 [16]byte, swIf uint32, flags uint8) api.VPPApiError {
 	c := v.cnat
-	del := req.SnatIP4 == [4]byte{} && req.SnatIP6 == [16]byte{} && uint32(req.SwIfIndex) == noIndex
-	if del {
+	if ip4 == [4]byte{} && ip6 == [16]byte{} && swIf == noIndex {
 		if !c.snatSet {
-			return reply(&cnat.CnatSetSnatAddressesReply{}, api.FEATURE_DISABLED)
+			return api.FEATURE_DISABLED
 		}
 		// The entry goes with its policy, prefixes and tables.
 		c.snat4, c.snat6, c.snatIf, c.snatSet = netip.Addr{}, netip.Addr{}, 0, false
@@ -47,12 +67,15 @@ func (v *VPP) cnatSetSnatAddresses2606(req *cnat.CnatSetSnatAddresses) []api.Mes
 		for i := range c.tables {
 			clear(c.tables[i])
 		}
-		return reply(&cnat.CnatSetSnatAddressesReply{}, 0)
+		c.snatFlags = 0
+		return 0
 	}
 	if !c.snatSet {
 		c.policy = cnat.CNAT_POLICY_NONE // a new entry's
+		c.snatFlags = flags
 	}
-	return v.cnatSetSnatAddresses(req)
+	c.snat4, c.snat6, c.snatIf, c.snatSet = netip.AddrFrom4(ip4), netip.AddrFrom16(ip6), swIf, true
+	return 0
 }
 
 func (v *VPP) cnatGetSnatAddresses2606(req *cnat.CnatGetSnatAddresses) []api.Message {
