@@ -94,8 +94,15 @@ func (n *node) pod(name string) *pod {
 }
 
 // TestRealVPP runs every scenario against a real VPP under each renderer.
+// E2EVPP_RENDERERS (comma-separated) runs only those renderers: CI runs
+// VPP 26.06 under nat44 only, since cnat 1.0.0 does not translate the
+// replies of the agent's translations yet (docs/vpp-versions.md).
 func TestRealVPP(t *testing.T) {
-	for _, r := range []string{"nat44", "cnat"} {
+	renderers := []string{"nat44", "cnat"}
+	if v := os.Getenv("E2EVPP_RENDERERS"); v != "" {
+		renderers = strings.Split(v, ",")
+	}
+	for _, r := range renderers {
 		t.Run(r, func(t *testing.T) { scenarios(t, r) })
 	}
 }
