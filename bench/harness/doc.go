@@ -1,5 +1,5 @@
 // Package harness measures the standard benchmark of BENCH.md on the
-// workload W(N) of bench/workload: resync, per-change and node-join cost of
+// workload W(N) of internal/workload: resync, per-change and node-join cost of
 // node 1's service pipeline (the service processor and the NAT44 renderer
 // wired as the agent wires them), binary-API calls per endpoint change
 // through the real VPP client and the simulated VPP, decode cost, NodeSync

@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"sync"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 )
 
 // largeSize is the N of the large figure: W(50 000), issue 25.

@@ -9,7 +9,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 )
 
 // sizeRun is one run of the in-process figures at one N.

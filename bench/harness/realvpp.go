@@ -18,8 +18,8 @@ import (
 	"go.fd.io/govpp/binapi/vlib"
 	"go.fd.io/govpp/core"
 
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 

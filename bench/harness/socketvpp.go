@@ -16,9 +16,9 @@ import (
 	"go.fd.io/govpp/adapter"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
