@@ -46,7 +46,7 @@ func TestPercentileAndMedian(t *testing.T) {
 }
 
 func TestRunRefusesBadOptions(t *testing.T) {
-	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []Figure{"bogus"}})
+	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []FigureName{"bogus"}})
 	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "size 0") || !strings.Contains(err.Error(), `"bogus"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -227,7 +227,7 @@ func TestQuickRun(t *testing.T) {
 func TestTableAtFiftyThousand(t *testing.T) {
 	res := &Results{
 		N:       map[string]*SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}},
-		Figures: []Figure{FigPipeline, FigLarge},
+		Figures: []FigureName{FigPipeline, FigLarge},
 		Large:   &LargeResult{N: largeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
 	}
 	var tab bytes.Buffer

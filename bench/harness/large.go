@@ -161,3 +161,59 @@ func (r *startupRun) apart() *LargeStartup {
 	return &LargeStartup{EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, EmptyCPUMS: r.emptyCPUMS, ProgrammedCPUMS: r.programmedCPUMS,
 		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}
 }
+
+// runLarge measures the large figure.
+func runLarge(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	runs := min(o.Runs, 3)
+	o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
+	var err error
+	res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.ProfileDir, o.AgentLog, o.Log)
+	return err
+}
+
+// largeRows are the large figure's rows.
+func largeRows(r *Results, t *rows) {
+	l := r.Large
+	if l == nil {
+		return
+	}
+	judged := l.N == largeSize
+	t.addSingle(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, pipelined, median of %d (ms; calls)", l.N, l.ServiceUS, l.Runs),
+		fmt.Sprintf("%.0f (%d)", l.PipelinedMS, l.Calls), "≤ 1500", verdict(judged, func() bool { return l.PipelinedMS <= targetLargePipelinedMS }))
+	t.addSingle(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket (ms; VPP writes)", l.N), fmt.Sprintf("%.0f (%d)", l.StartupEmptyMS, l.EmptyWrites),
+		"≤ 2000", verdict(judged, func() bool { return l.StartupEmptyMS <= targetLargeEmptyMS }))
+	t.addSingle("… VPP already programmed (ms)", fmt.Sprintf("%.0f", l.StartupProgrammedMS),
+		"≤ 1000", verdict(judged, func() bool { return l.StartupProgrammedMS <= targetLargeProgrammedMS }))
+	t.addSingle("… the process's CPU from start to ready, empty / programmed VPP (ms; etcd, agent and simulated VPP)",
+		fmt.Sprintf("%.0f / %.0f", l.StartupEmptyCPUMS, l.StartupProgrammedCPUMS), "", "")
+	if a := l.StartupApart; a != nil {
+		t.addSingle("… etcd in a process of its own, as deployed: start to ready, empty VPP (ms)", fmt.Sprintf("%.0f", a.EmptyMS),
+			"≤ 2000", verdict(judged, func() bool { return a.EmptyMS <= targetLargeEmptyMS }))
+		t.addSingle("… etcd in a process of its own: VPP already programmed (ms)", fmt.Sprintf("%.0f", a.ProgrammedMS),
+			"≤ 1000", verdict(judged, func() bool { return a.ProgrammedMS <= targetLargeProgrammedMS }))
+		t.addSingle("… etcd in a process of its own: the agent's process's CPU, empty / programmed (ms; agent and simulated VPP)",
+			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
+	}
+	if a := l.StartupAllApart; a != nil {
+		t.addSingle("… etcd and the simulated VPP each in a process of its own, the agent as against a real VPP: start to ready, empty VPP (ms)", fmt.Sprintf("%.0f", a.EmptyMS),
+			"≤ 2000", verdict(judged, func() bool { return a.EmptyMS <= targetLargeEmptyMS }))
+		t.addSingle("… etcd and VPP apart: VPP already programmed (ms)", fmt.Sprintf("%.0f", a.ProgrammedMS),
+			"≤ 1000", verdict(judged, func() bool { return a.ProgrammedMS <= targetLargeProgrammedMS }))
+		t.addSingle("… etcd and VPP apart: the agent's process's CPU, empty / programmed (ms; the agent alone)",
+			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
+	}
+	if a := l.StartupAgentApart; a != nil {
+		t.addSingle("… etcd, the simulated VPP and the agent each in a process of its own: start to ready, empty VPP (ms)", fmt.Sprintf("%.0f", a.EmptyMS),
+			"≤ 2000", verdict(judged, func() bool { return a.EmptyMS <= targetLargeEmptyMS }))
+		t.addSingle("… every part apart: VPP already programmed (ms)", fmt.Sprintf("%.0f", a.ProgrammedMS),
+			"≤ 1000", verdict(judged, func() bool { return a.ProgrammedMS <= targetLargeProgrammedMS }))
+		if m := a.ProgrammedMem; m != nil {
+			t.addSingle("… every part apart: the agent's CPU, empty / programmed (ms); its programmed start's allocations, collections, peak resident set (MiB; -; MiB)",
+				fmt.Sprintf("%.0f / %.0f; %.0f, %d, %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS, m.AllocMiB, m.GCs, m.PeakRSSMiB), "", "")
+		}
+		t.addSingle("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
+			fmt.Sprintf("%.0f / %.0f", a.ProgrammedEtcdCPUMS, a.ProgrammedVPPCPUMS), "", "")
+	}
+	t.addSingle(fmt.Sprintf("agent's live heap holding W(%d): decoded view, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
+		"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
+}

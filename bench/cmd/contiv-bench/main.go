@@ -81,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, f := range strings.Split(*figures, ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			o.Figures = append(o.Figures, harness.Figure(f))
+			o.Figures = append(o.Figures, harness.FigureName(f))
 		}
 	}
 	if *quick {
