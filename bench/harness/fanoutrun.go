@@ -222,9 +222,6 @@ func runFanout(ctx context.Context, env *nodeEnv, o Options, res *Results) error
 			CPUUS: us(b.cpu), EtcdHeapKiB: b.etcdHeap / (1 << 10), ClientHeapKiB: b.clientHeap / (1 << 10),
 		}
 	}
-	if o.FanoutProxies > 0 {
-		return tierFigure(ctx, env, o, res)
-	}
 	return nil
 }
 
@@ -354,8 +351,7 @@ func bareChange(ctx context.Context, cli *clientv3.Client, seq []*kubestate.Endp
 	return lat, nil
 }
 
-// fanoutRows are the fan-out figure's rows: by K, the bare watchers, and
-// the proxy tier.
+// fanoutRows are the fan-out figure's rows: by K, and the bare watchers.
 func fanoutRows(r *Results, t *rows) {
 	for _, k := range sortedNumeric(r.Fanout) {
 		f := r.Fanout[k]
@@ -378,5 +374,4 @@ func fanoutRows(r *Results, t *rows) {
 	if r.FanoutStopped != "" {
 		t.addSingle("fan-out: stopped early", r.FanoutStopped, "", "")
 	}
-	r.tierRows(t.addSingle)
 }

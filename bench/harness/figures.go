@@ -88,7 +88,7 @@ func registry() []Figure {
 			runFn: runLarge, rowsFn: largeRows},
 		figure{name: FigRealVPP, measures: "W(LargeSize) programmed by the agent's pipeline into the real VPP on Options.VPPSocket, and VPP's main heap before and after",
 			named: true, runFn: runRealVPP, rowsFn: realVPPRows},
-		figure{name: FigFanout, measures: "K agents against one etcd holding W(FanoutSize): fan-out latency of a change, heap per agent and etcd's; and the same through a tier of etcd gRPC proxies",
+		figure{name: FigFanout, measures: "K agents against one etcd holding W(FanoutSize): fan-out latency of a change, heap per agent and etcd's, and the fan-out to watchers that decode nothing",
 			runFn: runFanout, rowsFn: fanoutRows},
 		figure{name: FigAgentChange, measures: "the running agent's CPU and allocations per change at W(FanoutSize), from the etcd watch event to the VPP calls issued",
 			runFn: runAgentChange, rowsFn: agentChangeRows},

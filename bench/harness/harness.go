@@ -42,13 +42,6 @@ type Options struct {
 	FanoutKs      []int
 	FanoutSize    int
 	FanoutChanges int
-	// FanoutProxies is P, the gRPC proxies of the proxy-tier part of the
-	// fan-out figure (default 4; negative: that part is not measured);
-	// FanoutLight the totals of watchers it reaches beyond the largest K
-	// with lightweight watch-only agents beside the real ones (default
-	// 1000, 2000).
-	FanoutProxies int
-	FanoutLight   []int
 	// VPPSocket is the API socket of a freshly started real VPP that the
 	// real-vpp figure may program (loopbacks, a table, W(N)).
 	VPPSocket string
@@ -107,12 +100,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.FanoutChanges <= 0 {
 		o.FanoutChanges = 50
-	}
-	if o.FanoutProxies == 0 {
-		o.FanoutProxies = defaultProxies
-	}
-	if o.FanoutLight == nil {
-		o.FanoutLight = []int{1000, 2000}
 	}
 	if o.AgentChanges <= 0 {
 		o.AgentChanges = 2000

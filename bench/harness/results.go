@@ -43,9 +43,6 @@ type Results struct {
 	FanoutStopped string                   `json:"-"`
 	// FanoutBare is the fan-out to watchers that decode nothing.
 	FanoutBare *FanoutBareResult `json:"-"`
-	// FanoutTier is the fan-out through a tier of etcd gRPC proxies; its
-	// JSON is in "fanout" (fanoutJSON).
-	FanoutTier *FanoutTier `json:"-"`
 	// AgentChangeCPUUS is the running agent's CPU per change at N=10000,
 	// from the etcd watch event to the VPP calls issued, µs.
 	AgentChangeCPUUS float64            `json:"agent_change_cpu_us,omitempty"`
@@ -248,7 +245,7 @@ type NPLResult struct {
 func (r *Results) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r.jsonView())
+	return enc.Encode(r)
 }
 
 // Targets of BENCH.md, for a 2-core machine.
