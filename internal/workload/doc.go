@@ -3,7 +3,7 @@
 // the deterministic churn of 1000 endpoint changes, and the joining node 101.
 // It is for the benchmark (bench/harness) and for the tests and benchmarks
 // of the packages W(N) exercises (kubestate, the controller, the etcd feed,
-// the service processor). The contract: the same N gives the same objects
-// and churn, byte for byte; it produces kubestate models only and knows
+// the service processor). The contract: the same N always gives the same
+// objects and the same churn; it produces kubestate models only and knows
 // nothing about the agent (it sits in layer 2, beside kubestate).
 package workload
