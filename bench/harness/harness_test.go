@@ -181,9 +181,6 @@ func TestQuickRun(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {
 		t.Errorf("fanout keys %v", got)
 	}
-	if _, ok := shape.Fanout["proxied"]["3"].(map[string]any)["etcd_cpu_us_per_change"]; !ok {
-		t.Errorf("fanout.proxied: %v", shape.Fanout["proxied"])
-	}
 
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {
@@ -219,5 +216,33 @@ func TestTableAtFiftyThousand(t *testing.T) {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}
+	}
+}
+
+// TestRegistry checks the table of figures: names unique and said, what
+// each measures said, the default set every figure but those measured only
+// when named, and a figure asked for by name found.
+func TestRegistry(t *testing.T) {
+	seen := map[FigureName]bool{}
+	var defaults []FigureName
+	for _, f := range registry() {
+		if f.Name() == "" || f.Measures() == "" || seen[f.Name()] {
+			t.Errorf("figure %q: empty or repeated name, or nothing measured (%q)", f.Name(), f.Measures())
+		}
+		seen[f.Name()] = true
+		if !f.OnlyWhenNamed() {
+			defaults = append(defaults, f.Name())
+		}
+	}
+	if got := AllFigures(); !slices.Equal(got, defaults) || slices.Contains(got, FigRealVPP) {
+		t.Errorf("AllFigures() = %v, want %v (real-vpp only when named)", got, defaults)
+	}
+	for name := range seen {
+		if f, ok := lookup(name); !ok || f.Name() != name {
+			t.Errorf("lookup(%q) = %v, %v", name, f, ok)
+		}
+	}
+	if _, ok := lookup("bogus"); ok {
+		t.Error("lookup found a figure named bogus")
 	}
 }
