@@ -24,6 +24,7 @@ import (
 	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
@@ -68,7 +69,7 @@ type Options struct {
 type Agent struct {
 	cfg      contivconf.Config
 	log      *slog.Logger
-	embedded *etcd.Embedded
+	embedded *embedded.Member
 	etcd     *clientv3.Client
 	nodeID   uint32
 	plan     *addrplan.Plan
@@ -161,7 +162,7 @@ func (a *Agent) connectEtcd(ctx context.Context) error {
 	c := a.cfg.Etcd
 	endpoints := c.Endpoints
 	if c.UseEmbedded() {
-		m, err := etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: c.Embedded.DataDir, ClientURL: c.Embedded.ClientURL})
+		m, err := embedded.Start(embedded.Params{DataDir: c.Embedded.DataDir, ClientURL: c.Embedded.ClientURL})
 		if err != nil {
 			return err
 		}

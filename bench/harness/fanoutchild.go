@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/internal/etcdproxy"
 )
 
@@ -81,7 +82,7 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	)
 	switch role {
 	case roleEtcd:
-		m, err := etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: os.Getenv(childDirEnv), Fast: os.Getenv(childFastEnv) == "1"})
+		m, err := embedded.Start(embedded.Params{DataDir: os.Getenv(childDirEnv), Fast: os.Getenv(childFastEnv) == "1"})
 		if err != nil {
 			return err
 		}
