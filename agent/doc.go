@@ -50,8 +50,8 @@
 //
 // cmd/contiv-agent only parses the command line and calls New and Run.
 // Tests and the benchmark harness use it to run the real pipeline. The
-// types of the REST views (NAT44View, NAT44MappingsView, CNATView,
-// RendererView — either renderer in one shape, rendererview.go —,
-// IPAMView, StatusView) are exported for clients; package packettrace
-// answers a trace from the states read over REST.
+// types of the REST views are package restapi, which clients (contivctl)
+// import without linking the agent; the agent fills them (adapters.go,
+// rendererview.go). Package packettrace answers a trace from the states
+// read over REST.
 package agent

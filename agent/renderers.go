@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -87,24 +88,11 @@ func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waitin
 	}
 }
 
-// CNATView is the /v1/cnat view: the translations desired and applied,
-// and the node configuration (null with renderer nat44).
-type CNATView struct {
-	Desired     []*cnat.Translation     `json:"desired"`
-	Applied     []*cnat.Translation     `json:"applied"`
-	DesiredNode *cnat.Node              `json:"desiredNode"`
-	AppliedNode *cnat.Node              `json:"appliedNode"`
-	Failures    []cnat.Failure          `json:"failures"`
-	Conflicts   []cnat.Conflict         `json:"conflicts"`
-	Pending     []cnat.PendingInterface `json:"pending"`
-	Stats       cnat.Stats              `json:"stats"`
-}
-
 func cnatView(r *cnat.Renderer) any {
 	if r == nil {
 		return nil
 	}
-	return CNATView{
+	return restapi.CNATView{
 		Desired: r.Desired(), Applied: r.Applied(), DesiredNode: r.DesiredNode(), AppliedNode: r.AppliedNode(),
 		Failures: r.Failures(), Conflicts: r.Conflicts(), Pending: r.Pending(), Stats: r.Stats(),
 	}
