@@ -20,7 +20,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/holdwake"
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/prefetch"
+	"contiv.dev/vpp/agent/startgc"
 	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcd"
@@ -77,7 +80,7 @@ type Agent struct {
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
 	renderer *nat44.Renderer // with renderer: nat44
-	prefetch *prefetchNAT44  // its port to VPP (with renderer: nat44)
+	prefetch *prefetch.NAT44 // its port to VPP (with renderer: nat44)
 	cnat     *cnat.Renderer  // with renderer: cnat
 	proc     *service.Processor
 	nodes    *nodesync.Handler
@@ -87,8 +90,8 @@ type Agent struct {
 	registry *prometheus.Registry
 	latency  *syncmetrics.Latency
 	rd       *readiness
-	hold     *holdWaker // with renderer: nat44
-	pods     *podWiring // with cni.enabled (pods.go)
+	hold     *holdwake.Waker // with renderer: nat44
+	pods     *podWiring      // with cni.enabled (pods.go)
 	// owner is the gate that keeps the agent off a VPP another agent
 	// owns (owner.go).
 	owner *ownership
@@ -105,7 +108,7 @@ type Agent struct {
 	// agent was ready: controller.startupTimeout bounds the time between.
 	startedAt atomic.Int64
 	everReady atomic.Bool
-	// releaseGC ends the start's hold of the collector (startgc.go): at
+	// releaseGC ends the start's hold of the collector (package startgc): at
 	// the first full apply, or when Run ends.
 	releaseGC func()
 }
@@ -267,7 +270,7 @@ func (a *Agent) buildHandlers() error {
 	}
 	a.owner = a.newOwnership(p.Renderer)
 	if a.prefetch != nil {
-		a.owner.marked = a.prefetch.markedOwner
+		a.owner.marked = a.prefetch.MarkedOwner
 	}
 	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44"), fullApplied: func() {
 		if a.releaseGC != nil {
@@ -275,7 +278,7 @@ func (a *Agent) buildHandlers() error {
 		}
 	}}
 	if a.renderer != nil {
-		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
+		a.hold = holdwake.New(a.renderer.HoldUntil, func(ev controller.Event) { a.ctl.Push(ev) })
 		ra.hold = a.hold
 	}
 	if sc, ok := a.dp.(sessionCounter); ok {
@@ -381,7 +384,7 @@ func (a *Agent) buildHTTP() {
 // Run runs the agent until ctx is cancelled and everything has stopped.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt.Store(time.Now().UnixNano())
-	a.releaseGC = holdGC(a.cfg.Controller.StartupHeapMiB)
+	a.releaseGC = startgc.Hold(a.cfg.Controller.StartupHeapMiB)
 	defer a.releaseGC()
 	defer a.close()
 	ctx, cancel := context.WithCancel(ctx)
@@ -395,7 +398,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		if a.hold != nil {
-			a.hold.stop()
+			a.hold.Stop()
 		}
 		close(errs)
 		for err := range errs {
@@ -438,7 +441,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runPods(ctx, &wg, func(err error) { errs <- fmt.Errorf("cni: %w", err); cancel() })
 	if a.prefetch != nil {
 		// The renderer's first dump is read while etcd is listed.
-		a.prefetch.start(ctx, &wg)
+		a.prefetch.Start(ctx, &wg)
 	}
 	wg.Add(2)
 	go func() {

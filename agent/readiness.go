@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"contiv.dev/vpp/agent/holdwake"
 	"contiv.dev/vpp/plugins/controller"
 )
 
@@ -140,8 +141,8 @@ type readyObserver struct {
 	cuts sessionCounter // nil: not counted
 	log  *slog.Logger
 	// hold, when set, is armed after every apply with when the NAT44
-	// renderer's hold of mapping operations runs out (holdwake.go).
-	hold *holdWaker
+	// renderer's hold of mapping operations runs out (package holdwake).
+	hold *holdwake.Waker
 	// fullApplied, when set, is told of every full apply, failed or not:
 	// the state it applies is built either way.
 	fullApplied func()
@@ -168,7 +169,7 @@ func (a *readyObserver) ApplyStarting(bool) {
 func (a *readyObserver) Applied(full bool, err error) {
 	a.r.applied(a.gen, full, err)
 	if a.hold != nil {
-		a.hold.arm()
+		a.hold.Arm()
 	}
 	if err == nil {
 		a.r.addrs.appliedNow(a.own)

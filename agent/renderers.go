@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/prefetch"
 	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp"
@@ -35,11 +36,11 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		rlog = a.log.With("part", "cnat")
 	} else {
 		nc := n.NAT44Config()
-		a.prefetch = &prefetchNAT44{NAT44: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")),
-			conn: a.conn, owner: a.ownerTag()}
+		var vrfs []uint32
 		if nc.ServiceCIDR.IsValid() { // the renderer's DumpRoutes
-			a.prefetch.vrfs = []uint32{nc.PodVRF, nc.MainVRF}
+			vrfs = []uint32{nc.PodVRF, nc.MainVRF}
 		}
+		a.prefetch = prefetch.New(vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), a.conn, a.ownerTag(), vrfs)
 		ports.NAT44 = a.prefetch
 	}
 	p, err := nodepipeline.Build(nodepipeline.Params{
