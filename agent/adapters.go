@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"contiv.dev/vpp/agent/ownaddrs"
 	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -14,7 +15,7 @@ import (
 // and tells addrs which addresses the processor read.
 type thisNode struct {
 	h     *nodesync.Handler
-	addrs *ownAddrs
+	addrs *ownaddrs.Tracker
 }
 
 func (t thisNode) NodeName() string { return t.h.NodeName() }
@@ -24,7 +25,7 @@ func (t thisNode) NodeID() uint32   { return t.h.ID() }
 // holds them.
 func (t thisNode) NodeIPs() []netip.Addr {
 	ips := t.recordIPs()
-	t.addrs.saw(ips)
+	t.addrs.Saw(ips)
 	return ips
 }
 

@@ -22,7 +22,9 @@ import (
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/agent/holdwake"
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/ownaddrs"
 	"contiv.dev/vpp/agent/prefetch"
+	"contiv.dev/vpp/agent/readiness"
 	"contiv.dev/vpp/agent/startgc"
 	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
@@ -89,14 +91,14 @@ type Agent struct {
 	http     *rest.Server
 	registry *prometheus.Registry
 	latency  *syncmetrics.Latency
-	rd       *readiness
+	rd       *readiness.Tracker
 	hold     *holdwake.Waker // with renderer: nat44
 	pods     *podWiring      // with cni.enabled (pods.go)
 	// owner is the gate that keeps the agent off a VPP another agent
 	// owns (owner.go).
 	owner *ownership
-	// health logs /healthz's verdicts as they change (readiness_health.go).
-	health healthWatch
+	// health logs /healthz's verdicts as they change.
+	health readiness.HealthWatch
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -122,9 +124,9 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		out = os.Stderr
 	}
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
-		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
+		rd: &readiness.Tracker{Grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
 		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
-	a.health.log = a.log.With("part", "health")
+	a.health.Log = a.log.With("part", "health")
 	if !a.par.hcAddr.IsValid() {
 		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
 	}
@@ -253,7 +255,7 @@ func (a *Agent) buildHandlers() error {
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,
 		Client:    a.etcd,
-		Publisher: publishTap{inner: a.nodes, addrs: &a.rd.addrs},
+		Publisher: ownaddrs.PublishTap{Inner: a.nodes, Addrs: &a.rd.Addrs},
 		NodeIP:    a.nodeIP(),
 		NodeIP6:   a.nodeIP6(),
 		Logger:    a.log.With("part", "ipam"),
@@ -272,17 +274,17 @@ func (a *Agent) buildHandlers() error {
 	if a.prefetch != nil {
 		a.owner.marked = a.prefetch.MarkedOwner
 	}
-	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44"), fullApplied: func() {
+	ra := &readiness.Observer{Tracker: a.rd, Log: a.log.With("part", "nat44"), FullApplied: func() {
 		if a.releaseGC != nil {
 			a.releaseGC()
 		}
 	}}
 	if a.renderer != nil {
 		a.hold = holdwake.New(a.renderer.HoldUntil, func(ev controller.Event) { a.ctl.Push(ev) })
-		ra.hold = a.hold
+		ra.Hold = a.hold
 	}
-	if sc, ok := a.dp.(sessionCounter); ok {
-		ra.cuts = sc
+	if sc, ok := a.dp.(readiness.SessionCounter); ok {
+		ra.Cuts = sc
 		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "contiv_nat44_sessions_cut_total",
 			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",

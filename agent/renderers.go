@@ -7,6 +7,7 @@ import (
 
 	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/agent/prefetch"
+	"contiv.dev/vpp/agent/readiness"
 	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp"
@@ -46,7 +47,7 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 	p, err := nodepipeline.Build(nodepipeline.Params{
 		Node:                    *n,
 		Ports:                   ports,
-		ThisNode:                thisNode{h: a.nodes, addrs: &a.rd.addrs},
+		ThisNode:                thisNode{h: a.nodes, addrs: &a.rd.Addrs},
 		Interfaces:              a.ifaces,
 		Beside:                  []sr.Renderer{a.par.hc},
 		SourceRangesNotEnforced: a.sourceRangesNotEnforced,
@@ -58,30 +59,34 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		return nil, err
 	}
 	if r := p.CNAT; r != nil {
-		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
-		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting { return table(p.VRF, p.Since) })
-		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
+		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) readiness.Waiting {
+			return readiness.Waiting{Name: p.Name, Since: p.Since}
+		})
+		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) readiness.Waiting { return table(p.VRF, p.Since) })
+		a.rd.Pending = func() []readiness.Waiting { return append(ifs(), tables()...) }
 	}
 	if r := p.NAT44; r != nil {
-		ifs := waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
-		tables := waitingFor(r.PendingTables, func(p nat44.PendingTable) waiting { return table(p.VRF, p.Since) })
-		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
-		a.rd.held = r.Held
+		ifs := waitingFor(r.Pending, func(p nat44.PendingInterface) readiness.Waiting {
+			return readiness.Waiting{Name: p.Name, Since: p.Since}
+		})
+		tables := waitingFor(r.PendingTables, func(p nat44.PendingTable) readiness.Waiting { return table(p.VRF, p.Since) })
+		a.rd.Pending = func() []readiness.Waiting { return append(ifs(), tables()...) }
+		a.rd.Held = r.Held
 	}
 	a.renderer, a.cnat, a.proc = p.NAT44, p.CNAT, p.Processor
 	return p, nil
 }
 
 // table is a FIB table some routes wait for.
-func table(vrf uint32, since time.Time) waiting {
-	return waiting{Name: strconv.FormatUint(uint64(vrf), 10), Since: since, What: "FIB table"}
+func table(vrf uint32, since time.Time) readiness.Waiting {
+	return readiness.Waiting{Name: strconv.FormatUint(uint64(vrf), 10), Since: since, What: "FIB table"}
 }
 
 // waitingFor turns a renderer's list of pending interfaces into
 // readiness's.
-func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waiting {
-	return func() []waiting {
-		var out []waiting
+func waitingFor[P any](pending func() []P, conv func(P) readiness.Waiting) func() []readiness.Waiting {
+	return func() []readiness.Waiting {
+		var out []readiness.Waiting
 		for _, p := range pending() {
 			out = append(out, conv(p))
 		}

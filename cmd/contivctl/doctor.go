@@ -78,7 +78,7 @@ type writeStatus struct {
 	Clashes []string `json:"clashes"`
 }
 
-// The notReady reasons the agent gives (agent/readiness.go, agent.go), by
+// The notReady reasons the agent gives (agent/readiness, agent/health.go, agent.go), by
 // a part of their text.
 const (
 	reasonMainNIC   = "which interface holds the node IP"
