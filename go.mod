@@ -3,6 +3,7 @@ module contiv.dev/vpp
 go 1.26.8
 
 require (
+	github.com/KimMachineGun/automemlimit v1.0.2
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.10.0
 	github.com/go-logr/logr v1.4.4
@@ -29,7 +30,6 @@ require (
 )
 
 require (
-	github.com/KimMachineGun/automemlimit v1.0.2 // indirect
 	github.com/coreos/go-iptables v0.8.0 // indirect
 	github.com/google/nftables v0.3.0 // indirect
 	github.com/mdlayher/netlink v1.11.2 // indirect
