@@ -280,9 +280,19 @@ func (v *VPP) routeLocked(vrf uint32, dst netip.Addr) (found Route, ok bool) {
 // agent reads only drop routes of its own prefixes. IPv6 tables (not
 // recorded) list the IPv6 routes added through the API and nothing of
 // VPP's own.
+//
+// VPP 26.06 (measured): a translated cnat VIP's /32 in table 0 carries
+// cnat's FIB source (23), which outranks the API's, so an API route on it
+// dumps as cnat's path: NORMAL, no interface, no next hop, source 23. A
+// dump naming a source (src, not 0) lists only the entries that have it,
+// each still with its best source's path. ASSUMPTION: 25.02 is not
+// modelled so (not measured).
 func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
+	if req.Src != 0 {
+		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, req.Table.IsIP6))
+	}
 	if req.Table.IsIP6 {
-		return v.apiRoutes(req.Table.TableID, true)
+		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, true))
 	}
 	vrf := req.Table.TableID
 	if !v.tableExists(vrf) && !v.vrfInUse(vrf) {
@@ -292,7 +302,37 @@ func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
 		out = append(out, routeDetails(vrf, Route{Prefix: netip.MustParsePrefix(p), Drop: true}, 0, 1))
 	}
-	return append(out, v.apiRoutes(vrf, false)...)
+	return append(out, v.hideUnderCnat(v.apiRoutes(vrf, false))...)
+}
+
+// cnatFIBSource is the FIB source VPP 26.06 gave cnat (measured: 23).
+const cnatFIBSource = 23
+
+// hideUnderCnat shows, on VPP 26.06, each table-0 /32 or /128 API route
+// whose address a cnat translation holds as cnat's entry.
+func (v *VPP) hideUnderCnat(details []api.Message) []api.Message {
+	if !v.rel2606 || len(v.cnat.byKey) == 0 {
+		return details
+	}
+	vips := make(map[netip.Addr]bool, len(v.cnat.byKey))
+	for k := range v.cnat.byKey {
+		vips[k.vip] = true
+	}
+	for i, m := range details {
+		rt := m.(*ipapi.IPRouteV2Details).Route
+		if rt.TableID != 0 || rt.Src != 8 {
+			continue
+		}
+		p, err := anyAddr(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
+		if err != nil || !p.IsSingleIP() || !vips[p.Addr()] {
+			continue
+		}
+		details[i] = &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+			TableID: 0, StatsIndex: rt.StatsIndex, Prefix: rt.Prefix, Src: cnatFIBSource, NPaths: 1,
+			Paths: []fib_types.FibPath{{SwIfIndex: noIndex, Weight: 1}},
+		}}
+	}
+	return details
 }
 
 // apiRoutes are the details of the routes of one table and family added
