@@ -100,7 +100,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 			if e.Restarted {
 				why = "restarted"
 			}
-			a.rd.vppLost(why)
+			a.rd.VPPLost(why)
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
@@ -109,7 +109,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing, DataplaneRestarted: e.Restarted})
 		}
 	case vpp.Disconnected:
-		a.rd.vppLost("disconnected")
+		a.rd.VPPLost("disconnected")
 		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
 	case vpp.Incompatible:
 		a.log.Error("VPP is incompatible with this agent", "err", e.Err)

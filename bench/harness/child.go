@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 )
 
 // The large figure runs etcd, the simulated VPP and the agent each in a
@@ -66,7 +66,7 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	)
 	switch role {
 	case roleEtcd:
-		m, err := etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: os.Getenv(childDirEnv), Fast: os.Getenv(childFastEnv) == "1"})
+		m, err := embedded.Start(embedded.Params{DataDir: os.Getenv(childDirEnv), Fast: os.Getenv(childFastEnv) == "1"})
 		if err != nil {
 			return err
 		}

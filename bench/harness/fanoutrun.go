@@ -21,7 +21,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
@@ -83,7 +83,7 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	// side=etcd; the bare watchers' side=watchers: a CPU profile of the
 	// bare fan-out (profileDir) splits by them.
 	var (
-		m         *etcd.Embedded
+		m         *embedded.Member
 		cli       *clientv3.Client
 		closeEtcd func()
 		err       error
@@ -242,7 +242,7 @@ type bareRun struct {
 // per resource prefix, on one client each), writes the next changes of
 // seq one at a time, each waited for until every client received it,
 // then closes them.
-func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int, profileDir string) (*bareRun, error) {
+func bareFanout(ctx context.Context, m *embedded.Member, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int, profileDir string) (*bareRun, error) {
 	// The same puts with nobody watching: their cost is taken out.
 	c0 := cpuTime()
 	for range changes {

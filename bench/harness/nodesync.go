@@ -13,6 +13,7 @@ import (
 
 	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
 )
@@ -29,12 +30,12 @@ type nodeSyncRun struct {
 
 // embeddedEtcd starts an embedded etcd in a fresh temporary directory,
 // with a client; close stops both and removes the directory.
-func embeddedEtcd(ctx context.Context, fast bool) (m *etcd.Embedded, cli *clientv3.Client, close func(), err error) {
+func embeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clientv3.Client, close func(), err error) {
 	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err = etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: dir, Fast: fast})
+	m, err = embedded.Start(embedded.Params{DataDir: dir, Fast: fast})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, nil, err
@@ -52,7 +53,7 @@ func embeddedEtcd(ctx context.Context, fast bool) (m *etcd.Embedded, cli *client
 	}, nil
 }
 
-func etcdClient(ctx context.Context, m *etcd.Embedded) (*clientv3.Client, error) {
+func etcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, error) {
 	return etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{"http://" + m.Endpoint()}, DialTimeout: 10 * time.Second})
 }
 

@@ -5,9 +5,10 @@
 // (testImportsUp) names the pair with its reason.
 //
 //  1. internal/: utilities without domain knowledge (backoff, retry loop,
-//     etcd dialer and test servers, the VPP corpus reader, OCI images).
-//     internal/workload, the benchmark's workload W(N), builds kubestate
-//     models and so sits in layer 2.
+//     etcd's client (internal/etcd) and embedded member
+//     (internal/etcd/embedded), test servers, the VPP corpus reader, OCI
+//     images). internal/workload, the benchmark's workload W(N), builds
+//     kubestate models and so sits in layer 2.
 //  2. Libraries: the domain's models and pure logic — contivconf,
 //     kubestate, addrplan, noderegistry, servicerenderer and its
 //     renderers. They start no goroutine of their own except to talk to
@@ -15,10 +16,16 @@
 //  3. plugins/: the parts of the running processes — the controller and
 //     its handlers, the VPP port and the simulated VPP, the reflector,
 //     the REST server.
-//  4. agent/: contiv-agent's wiring (New, Run) and the node features it
-//     wires, each a package of its own.
+//  4. agent/: contiv-agent's wiring (New, Run) and the parts it wires,
+//     each a package of its own: the node features, readiness, own
+//     addresses, the start's tuning (prefetch, startgc, holdwake) and the
+//     types of its REST views (restapi).
 //  5. Programs and whole-system tests: cmd/, bench/, chaos/, deploy/, e2evpp/.
 //
 // The simulated VPP (plugins/vpp/sim) models VPP, not the agent: it
 // imports nothing of the project but internal/.
+//
+// A second rule (links_test.go) holds programs to what they use: contivctl
+// and contiv-ksr talk to etcd and read the agent's views, so neither links
+// package agent, the embedded etcd member or etcd's server.
 package layout

@@ -1,4 +1,4 @@
-package etcd
+package embedded
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc"
 )
 
-// EmbeddedParams configures an embedded single-member etcd.
-type EmbeddedParams struct {
+// Params configures an embedded single-member etcd.
+type Params struct {
 	// DataDir holds etcd's data; required.
 	DataDir string
 	// ClientURL is where the member listens for clients, e.g.
@@ -38,8 +38,8 @@ type EmbeddedParams struct {
 	ClientTLS *transport.TLSInfo
 }
 
-// Embedded is a running embedded etcd member.
-type Embedded struct {
+// Member is a running embedded etcd member.
+type Member struct {
 	e         *embed.Etcd
 	clientURL string
 	scheme    string // of the client URL
@@ -49,8 +49,8 @@ type Embedded struct {
 	grpc []*grpc.Server // the client listeners' servers (StreamDrain)
 }
 
-// StartEmbedded starts a single-member etcd and waits until it serves.
-func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
+// Start starts a single-member etcd and waits until it serves.
+func Start(p Params) (*Member, error) {
 	if p.DataDir == "" {
 		return nil, errors.New("embedded etcd: data directory is required")
 	}
@@ -96,7 +96,7 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
-	m := &Embedded{drain: p.StreamDrain, scheme: scheme}
+	m := &Member{drain: p.StreamDrain, scheme: scheme}
 	if m.drain > 0 {
 		cfg.ServiceRegister = func(s *grpc.Server) {
 			m.mu.Lock()
@@ -123,15 +123,15 @@ func StartEmbedded(p EmbeddedParams) (*Embedded, error) {
 }
 
 // Endpoint is the client address of the member, host:port.
-func (m *Embedded) Endpoint() string { return m.clientURL }
+func (m *Member) Endpoint() string { return m.clientURL }
 
 // ClientURL is the member's client URL (https with ClientTLS).
-func (m *Embedded) ClientURL() string { return m.scheme + "://" + m.clientURL }
+func (m *Member) ClientURL() string { return m.scheme + "://" + m.clientURL }
 
 // Close stops the member and waits for it to shut down. With StreamDrain,
 // it first stops serving clients itself, cutting what is still open after
 // StreamDrain.
-func (m *Embedded) Close() {
+func (m *Member) Close() {
 	m.mu.Lock()
 	servers := m.grpc
 	m.mu.Unlock()
@@ -141,13 +141,13 @@ func (m *Embedded) Close() {
 
 // CloseGracefully stops the member with etcd's own shutdown, whatever
 // StreamDrain says: open watches hold it up to etcd's request timeout.
-func (m *Embedded) CloseGracefully() {
+func (m *Member) CloseGracefully() {
 	m.e.Close()
 	<-m.e.Server.StopNotify()
 }
 
 // PeerURL is the member's peer URL.
-func (m *Embedded) PeerURL() string { return "http://" + m.e.Peers[0].Addr().String() }
+func (m *Member) PeerURL() string { return "http://" + m.e.Peers[0].Addr().String() }
 
 // StopGRPC stops the gRPC servers: gracefully, and after drain it cuts the
 // calls still open (an open watch never ends by itself).

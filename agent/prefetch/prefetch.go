@@ -1,4 +1,4 @@
-package agent
+package prefetch
 
 import (
 	"context"
@@ -9,16 +9,16 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// prefetchNAT44 is the NAT44 renderer's port to VPP (plugins/vpp's, every
+// NAT44 is the NAT44 renderer's port to VPP (plugins/vpp's, every
 // method of it kept) with the dump of the first full apply read ahead: at
 // start, Run has VPP's NAT44 state and routes read while the controller
 // lists etcd and the handlers resync, where they were read one after the
 // other (at W(50 000), ~55 000 dump replies). The read-ahead stands for a
 // dump made at the apply only if nothing can have changed VPP between:
 //
-//   - VPP was this agent's (its owner marker, owner.go) when the read
-//     started, and the apply's ownership check found it still marked so,
-//     not marking it itself (markedOwner drops the read-ahead): another
+//   - VPP was this agent's (its owner marker, agent/owner.go) when the
+//     read started, and the apply's ownership check found it still marked
+//     so, not marking it itself (MarkedOwner drops the read-ahead): another
 //     agent writes to a VPP only once it marked it its own;
 //   - the connection is the one it was read on (a reconnection or VPP's
 //     restart drops it);
@@ -31,9 +31,9 @@ import (
 // when a client asks it to (none expires or is made by traffic), and no
 // client but an agent that marked VPP its own writes them (vppctl by hand
 // aside, which a dump at the apply would not make safe either).
-type prefetchNAT44 struct {
+type NAT44 struct {
 	*vpp.NAT44
-	conn  prefetchConn
+	conn  Conn
 	owner string   // this agent's owner marker
 	vrfs  []uint32 // the routes' VRFs; nil: no routes read ahead
 
@@ -43,10 +43,18 @@ type prefetchNAT44 struct {
 	routeOK bool // routes stand for the next DumpRoutes of vrfs
 }
 
-// prefetchConn is what the read-ahead needs of the VPP connection.
-type prefetchConn interface {
+// Conn is what the read-ahead needs of the VPP connection
+// (*vpp.Conn).
+type Conn interface {
 	ReadOwner(ctx context.Context) (string, error)
 	Status() vpp.Status
+}
+
+// New wraps port, the renderer's port on conn, for an agent whose owner
+// marker is owner; vrfs are the VRFs of the routes the renderer dumps
+// (nil: it dumps none, and no routes are read ahead).
+func New(port *vpp.NAT44, conn Conn, owner string, vrfs []uint32) *NAT44 {
+	return &NAT44{NAT44: port, conn: conn, owner: owner, vrfs: vrfs}
 }
 
 // readAhead is one read of VPP's NAT44 state and routes.
@@ -58,9 +66,9 @@ type readAhead struct {
 	err      error
 }
 
-// start reads VPP's state ahead in a goroutine of wg, once, when VPP is
+// Start reads VPP's state ahead in a goroutine of wg, once, when VPP is
 // this agent's; ctx bounds it.
-func (p *prefetchNAT44) start(ctx context.Context, wg *sync.WaitGroup) {
+func (p *NAT44) Start(ctx context.Context, wg *sync.WaitGroup) {
 	connects := p.conn.Status().Connects
 	if tag, err := p.conn.ReadOwner(ctx); err != nil || tag != p.owner {
 		return // a new or another's VPP: its dump is read at the apply
@@ -82,18 +90,18 @@ func (p *prefetchNAT44) start(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // drop forgets the read-ahead: VPP may no longer hold what it read.
-func (p *prefetchNAT44) drop() {
+func (p *NAT44) drop() {
 	p.mu.Lock()
 	p.ahead, p.routes, p.routeOK = nil, nil, false
 	p.mu.Unlock()
 }
 
-// markedOwner is told that the ownership check marked VPP as this agent's:
+// MarkedOwner is told that the ownership check marked VPP as this agent's:
 // it was not before, and another agent may have written to it meanwhile.
-func (p *prefetchNAT44) markedOwner() { p.drop() }
+func (p *NAT44) MarkedOwner() { p.drop() }
 
 // Dump is the read-ahead, when it stands for VPP's state now, else VPP's.
-func (p *prefetchNAT44) Dump(ctx context.Context) (*nat44.State, error) {
+func (p *NAT44) Dump(ctx context.Context) (*nat44.State, error) {
 	p.mu.Lock()
 	ra := p.ahead
 	p.ahead, p.routes, p.routeOK = nil, nil, false
@@ -116,7 +124,7 @@ func (p *prefetchNAT44) Dump(ctx context.Context) (*nat44.State, error) {
 
 // DumpRoutes is the routes read ahead with the state the last Dump
 // returned, for the same VRFs, else VPP's.
-func (p *prefetchNAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, error) {
+func (p *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, error) {
 	p.mu.Lock()
 	routes, ok := p.routes, p.routeOK && slices.Equal(vrfs, p.vrfs)
 	p.routes, p.routeOK = nil, false
@@ -129,42 +137,50 @@ func (p *prefetchNAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.
 
 // The writes drop the read-ahead.
 
-func (p *prefetchNAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
+// SetGlobal drops the read-ahead and sets VPP's NAT44 global settings.
+func (p *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 	p.drop()
 	return p.NAT44.SetGlobal(ctx, g)
 }
 
-func (p *prefetchNAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add bool) error {
+// AddDelPoolAddress drops the read-ahead and adds or deletes a pool address.
+func (p *NAT44) AddDelPoolAddress(ctx context.Context, a nat44.PoolAddress, add bool) error {
 	p.drop()
 	return p.NAT44.AddDelPoolAddress(ctx, a, add)
 }
 
-func (p *prefetchNAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, new nat44.Features) (uint32, error) {
+// SetInterfaceFeatures drops the read-ahead and sets an interface's NAT44 features.
+func (p *NAT44) SetInterfaceFeatures(ctx context.Context, ifName string, old, new nat44.Features) (uint32, error) {
 	p.drop()
 	return p.NAT44.SetInterfaceFeatures(ctx, ifName, old, new)
 }
 
-func (p *prefetchNAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) error {
+// AddDelMapping drops the read-ahead and adds or deletes a static mapping.
+func (p *NAT44) AddDelMapping(ctx context.Context, m *nat44.Mapping, add bool) error {
 	p.drop()
 	return p.NAT44.AddDelMapping(ctx, m, add)
 }
 
-func (p *prefetchNAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
+// AddDelLBLocal drops the read-ahead and adds or deletes a load-balanced local.
+func (p *NAT44) AddDelLBLocal(ctx context.Context, key nat44.MappingKey, l nat44.Local, add bool) error {
 	p.drop()
 	return p.NAT44.AddDelLBLocal(ctx, key, l, add)
 }
 
-func (p *prefetchNAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool) error {
+// AddDelIdentity drops the read-ahead and adds or deletes an identity mapping.
+func (p *NAT44) AddDelIdentity(ctx context.Context, id *nat44.Identity, add bool) error {
 	p.drop()
 	return p.NAT44.AddDelIdentity(ctx, id, add)
 }
 
-func (p *prefetchNAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
+// AddDelRoute drops the read-ahead and adds or deletes a route.
+func (p *NAT44) AddDelRoute(ctx context.Context, r nat44.Route, add bool) error {
 	p.drop()
 	return p.NAT44.AddDelRoute(ctx, r, add)
 }
 
-func (p *prefetchNAT44) Pipeline(ctx context.Context) (nat44.Pipeline, error) {
+// Pipeline drops the read-ahead and returns the port's pipeline of writes.
+func (p *NAT44) Pipeline(ctx context.Context) (nat44.Pipeline, error) {
 	p.drop()
 	return p.NAT44.Pipeline(ctx)
 }

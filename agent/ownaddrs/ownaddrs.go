@@ -1,4 +1,4 @@
-package agent
+package ownaddrs
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"contiv.dev/vpp/plugins/nodesync"
 )
 
-// ownAddrs follows this node's VPP addresses from IPAM's publish, through
+// Tracker follows this node's VPP addresses from IPAM's publish, through
 // NodeSync's record in etcd and back through the watch to the service
 // processor, to the apply that programs their NodePorts. On a node's first
 // start the record comes back a moment after the first full sync: until
-// the addresses are applied, readiness says so.
-type ownAddrs struct {
+// the addresses are applied, readiness says so. The zero Tracker is ready
+// for use.
+type Tracker struct {
 	mu sync.Mutex
 	// published is what IPAM last published (nil: nothing yet); seen what
 	// the service processor last read of this node's record; applied what
@@ -25,38 +26,38 @@ type ownAddrs struct {
 	seen, applied []netip.Addr
 }
 
-// publish records the addresses IPAM publishes.
-func (o *ownAddrs) publish(ips []netip.Prefix) {
+// Publish records the addresses IPAM publishes.
+func (o *Tracker) Publish(ips []netip.Prefix) {
 	o.mu.Lock()
 	o.published = slices.Clone(ips)
 	o.mu.Unlock()
 }
 
-// saw records the addresses the service processor read.
-func (o *ownAddrs) saw(ips []netip.Addr) {
+// Saw records the addresses the service processor read.
+func (o *Tracker) Saw(ips []netip.Addr) {
 	o.mu.Lock()
 	o.seen = slices.Clone(ips)
 	o.mu.Unlock()
 }
 
-// seenNow is what the processor read last, taken before an apply.
-func (o *ownAddrs) seenNow() []netip.Addr {
+// SeenNow is what the processor read last, taken before an apply.
+func (o *Tracker) SeenNow() []netip.Addr {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.seen
 }
 
-// appliedNow records that an apply of what the processor had read as ips
+// AppliedNow records that an apply of what the processor had read as ips
 // succeeded.
-func (o *ownAddrs) appliedNow(ips []netip.Addr) {
+func (o *Tracker) AppliedNow(ips []netip.Addr) {
 	o.mu.Lock()
 	o.applied = ips
 	o.mu.Unlock()
 }
 
-// missing lists the published addresses that no successful apply has seen
+// Missing lists the published addresses that no successful apply has seen
 // in this node's record yet.
-func (o *ownAddrs) missing() []netip.Prefix {
+func (o *Tracker) Missing() []netip.Prefix {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []netip.Prefix
@@ -68,9 +69,9 @@ func (o *ownAddrs) missing() []netip.Prefix {
 	return out
 }
 
-// ownAddrsReason is the readiness reason for addresses not applied yet;
+// Reason is the readiness reason for addresses not applied yet;
 // w says why the record may not have come back (etcd not answering).
-func ownAddrsReason(missing []netip.Prefix, w nodesync.WriteStatus) string {
+func Reason(missing []netip.Prefix, w nodesync.WriteStatus) string {
 	if len(missing) == 0 {
 		return ""
 	}
@@ -85,14 +86,15 @@ func ownAddrsReason(missing []netip.Prefix, w nodesync.WriteStatus) string {
 	return why
 }
 
-// publishTap passes IPAM's publish on to NodeSync and records it.
-type publishTap struct {
-	inner ipam.VppIPPublisher
-	addrs *ownAddrs
+// PublishTap passes IPAM's publish on to Inner (NodeSync) and records it
+// in Addrs.
+type PublishTap struct {
+	Inner ipam.VppIPPublisher
+	Addrs *Tracker
 }
 
 // PublishVppIPs implements ipam.VppIPPublisher.
-func (t publishTap) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
-	t.addrs.publish(ips)
-	return t.inner.PublishVppIPs(ctx, ips)
+func (t PublishTap) PublishVppIPs(ctx context.Context, ips []netip.Prefix) error {
+	t.Addrs.Publish(ips)
+	return t.Inner.PublishVppIPs(ctx, ips)
 }

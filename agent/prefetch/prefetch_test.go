@@ -1,4 +1,4 @@
-package agent
+package prefetch
 
 import (
 	"context"
@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestReadAheadDump: the NAT44 port reads VPP's state ahead when VPP is
 // this agent's, and its first Dump (and the DumpRoutes of the same VRFs
@@ -52,7 +56,7 @@ func TestReadAheadDump(t *testing.T) {
 	}
 	// dumped is how many of the routes added VPP's dump through p holds,
 	// and what the Dump before it returned.
-	dumped := func(p *prefetchNAT44, routeVRFs []uint32) (int, *nat44.State) {
+	dumped := func(p *NAT44, routeVRFs []uint32) (int, *nat44.State) {
 		t.Helper()
 		st, err := p.Dump(ctx)
 		if err != nil {
@@ -70,11 +74,11 @@ func TestReadAheadDump(t *testing.T) {
 		}
 		return n, st
 	}
-	started := func(owner string) *prefetchNAT44 {
+	started := func(owner string) *NAT44 {
 		t.Helper()
-		p := &prefetchNAT44{NAT44: raw, conn: conn, owner: owner, vrfs: vrfs}
+		p := New(raw, conn, owner, vrfs)
 		var wg sync.WaitGroup
-		p.start(ctx, &wg)
+		p.Start(ctx, &wg)
 		wg.Wait()
 		return p
 	}
@@ -94,17 +98,17 @@ func TestReadAheadDump(t *testing.T) {
 
 	for _, c := range []struct {
 		name   string
-		before func(p *prefetchNAT44)
+		before func(p *NAT44)
 		vrfs   []uint32
 	}{
-		{"a write through the port", func(p *prefetchNAT44) {
+		{"a write through the port", func(p *NAT44) {
 			if err := p.AddDelRoute(ctx, route(next), true); err != nil {
 				t.Fatal(err)
 			}
 			next++
 		}, vrfs},
-		{"VPP marked by the ownership check", func(p *prefetchNAT44) { p.markedOwner() }, vrfs},
-		{"other VRFs", func(*prefetchNAT44) {}, []uint32{0, 0}},
+		{"VPP marked by the ownership check", func(p *NAT44) { p.MarkedOwner() }, vrfs},
+		{"other VRFs", func(*NAT44) {}, []uint32{0, 0}},
 	} {
 		p := started("mine")
 		behind()

@@ -1,4 +1,4 @@
-package agent
+package holdwake
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"contiv.dev/vpp/plugins/controller"
 )
 
-// holdWaker makes the controller apply again when the NAT44 renderer's
+// Waker makes the controller apply again when the NAT44 renderer's
 // hold of mapping operations (features before mappings, after a VPP
 // restart: servicerenderer/nat44 hold.go) reaches its bound without an
 // interface event having made it apply first.
-type holdWaker struct {
+type Waker struct {
 	until func() time.Time // the renderer's HoldUntil
 	push  func(controller.Event)
 
@@ -21,16 +21,22 @@ type holdWaker struct {
 	done  bool
 }
 
-// holdExpired is the event the waker pushes: no handler takes it in, and
-// the batch it makes applies what the renderer held.
-type holdExpired struct{}
+// New returns a waker for a renderer whose hold runs out at until() (the
+// zero time: nothing is held) that pushes its event with push.
+func New(until func() time.Time, push func(controller.Event)) *Waker {
+	return &Waker{until: until, push: push}
+}
+
+// Expired is the event the waker pushes: no handler takes it in, and the
+// batch it makes applies what the renderer held.
+type Expired struct{}
 
 // EventName implements controller.Event.
-func (holdExpired) EventName() string { return "nat44-hold-expired" }
+func (Expired) EventName() string { return "nat44-hold-expired" }
 
-// arm sets the timer to the renderer's bound, or stops it when nothing is
+// Arm sets the timer to the renderer's bound, or stops it when nothing is
 // held; called after every apply.
-func (w *holdWaker) arm() {
+func (w *Waker) Arm() {
 	until := w.until()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -46,11 +52,11 @@ func (w *holdWaker) arm() {
 		return
 	}
 	// A moment past the bound, so that the apply finds it passed.
-	w.timer = time.AfterFunc(time.Until(until)+time.Millisecond, func() { w.push(holdExpired{}) })
+	w.timer = time.AfterFunc(time.Until(until)+time.Millisecond, func() { w.push(Expired{}) })
 }
 
-// stop stops the timer for good.
-func (w *holdWaker) stop() {
+// Stop stops the timer for good.
+func (w *Waker) Stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.done = true

@@ -1,4 +1,4 @@
-package agent
+package startgc
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // The collector during the start. From nothing to its first full apply
@@ -37,20 +39,20 @@ var gcHold struct {
 	limit   int64
 }
 
-// holdGC turns the collector off with a soft memory limit of what the
+// Hold turns the collector off with a soft memory limit of what the
 // process uses now plus allowanceMiB (kept lower when it was lower, and
-// within the container's memory limit: cgroupmem.go) until release is
-// called (once; later calls do nothing) or a collection happens.
+// within the container's memory limit: ContainerMemoryCap) until release
+// is called (once; later calls do nothing) or a collection happens.
 // allowanceMiB <= 0 leaves everything as it is.
-func holdGC(allowanceMiB int) (release func()) {
+func Hold(allowanceMiB int) (release func()) {
 	if allowanceMiB <= 0 {
 		return func() {}
 	}
-	return holdGCUnder(allowanceMiB, containerMemoryCap())
+	return holdUnder(allowanceMiB, ContainerMemoryCap())
 }
 
-// holdGCUnder is holdGC with the limit kept at most maxLimit bytes.
-func holdGCUnder(allowanceMiB int, maxLimit int64) (release func()) {
+// holdUnder is Hold with the limit kept at most maxLimit bytes.
+func holdUnder(allowanceMiB int, maxLimit int64) (release func()) {
 	gcHold.mu.Lock()
 	if gcHold.holders == 0 {
 		gcHold.limit = debug.SetMemoryLimit(-1)
@@ -89,4 +91,29 @@ func addMiB(b int64, n int) int64 {
 		return math.MaxInt64
 	}
 	return b + int64(n)<<20
+}
+
+// The container's memory limit. The hold lets the heap grow by its
+// allowance without collecting; in a container whose memory limit lies
+// below that, the kernel would kill the agent before the runtime's soft
+// limit made it collect. The hold's limit is therefore kept to a share of
+// the cgroup's memory limit.
+
+// cgroupShare is the share of the cgroup's memory limit the hold lets the
+// Go runtime's memory reach: the rest is for what the runtime does not
+// count (the binary, thread stacks of the kernel, page cache charged to
+// the container) and for the collection the limit then starts.
+const cgroupShare = 0.75
+
+// ContainerMemoryCap is the most the hold lets the Go runtime's memory
+// reach under the process's cgroup: cgroupShare of the lowest memory limit
+// of the process's cgroup and of its ancestors (a pod's limit binds its
+// containers), cgroup v1 or v2, as automemlimit reads it; math.MaxInt64
+// when there is none or it cannot be read.
+func ContainerMemoryCap() int64 {
+	l, err := memlimit.ApplyRatio(memlimit.FromCgroup, cgroupShare)()
+	if err != nil || l == 0 || l >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(l)
 }

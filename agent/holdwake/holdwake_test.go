@@ -1,12 +1,16 @@
-package agent
+package holdwake
 
 import (
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"contiv.dev/vpp/plugins/controller"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestHoldWaker: when the renderer's hold has a bound, the waker pushes
 // an event once it has passed (nothing else may make the controller
@@ -16,16 +20,14 @@ func TestHoldWaker(t *testing.T) {
 	var mu sync.Mutex
 	until := time.Now().Add(5 * time.Millisecond)
 	pushed := make(chan controller.Event, 4)
-	w := &holdWaker{
-		until: func() time.Time { mu.Lock(); defer mu.Unlock(); return until },
-		push:  func(ev controller.Event) { pushed <- ev },
-	}
-	defer w.stop()
-	w.arm()
-	w.arm()
+	w := New(func() time.Time { mu.Lock(); defer mu.Unlock(); return until },
+		func(ev controller.Event) { pushed <- ev })
+	defer w.Stop()
+	w.Arm()
+	w.Arm()
 	select {
 	case ev := <-pushed:
-		if _, ok := ev.(holdExpired); !ok || time.Now().Before(until) {
+		if _, ok := ev.(Expired); !ok || time.Now().Before(until) {
 			t.Errorf("pushed %T at the wrong moment", ev)
 		}
 	case <-time.After(10 * time.Second):
@@ -40,11 +42,11 @@ func TestHoldWaker(t *testing.T) {
 	mu.Lock()
 	until = time.Now().Add(20 * time.Millisecond)
 	mu.Unlock()
-	w.arm()
+	w.Arm()
 	mu.Lock()
 	until = time.Time{} // the hold ended by an interface event
 	mu.Unlock()
-	w.arm()
+	w.Arm()
 	select {
 	case <-pushed:
 		t.Error("an event after the hold ended")
