@@ -63,6 +63,9 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 		return nil, err
 	}
 	a.pods = &podWiring{m: m, kind: kind, reason: why}
+	// A wired pod's address stays in use whatever the cluster state says
+	// (not mirrored yet, or its object deleted before the CNI's DEL).
+	a.ipamH.SetInUse(m.Wired)
 	log.Info("pod manager on", "kind", kind, "why", why, "socket", c.Socket)
 	return []controller.Handler{m}, nil
 }
@@ -88,7 +91,7 @@ func (a *Agent) wirePods() {
 		Deadline: a.cfg.CNI.Deadline.Std(),
 		Logger:   a.log.With("part", "cni"),
 		Submit: func(ctx context.Context, op pods.Op, req pods.Request) (pods.Result, error) {
-			return pods.Submit(ctx, a.ctl, op, req)
+			return a.pods.m.Submit(ctx, a.ctl, op, req)
 		},
 		Status: a.cniStatus,
 	})

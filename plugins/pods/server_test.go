@@ -33,7 +33,7 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 	srv := NewServer(ServerParams{
 		Socket:   sock,
 		Deadline: deadline,
-		Submit:   func(ctx context.Context, op Op, req Request) (Result, error) { return Submit(ctx, ctl, op, req) },
+		Submit:   func(ctx context.Context, op Op, req Request) (Result, error) { return e.m.Submit(ctx, ctl, op, req) },
 		Status: func() cniapi.Status {
 			return cniapi.Status{Ready: ctl.Ready() && e.m.Ready(), Kind: string(e.m.Kind())}
 		},
