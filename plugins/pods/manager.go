@@ -45,6 +45,7 @@ type Manager struct {
 	pods     map[addrplan.PodID]*record
 	restored bool  // the records were reconciled with VPP once
 	lastErr  error // of the last reconcile
+	notBack  int   // pods the last reconcile did not bring back
 }
 
 var (
