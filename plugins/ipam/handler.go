@@ -80,7 +80,7 @@ type Handler struct {
 	mu    sync.RWMutex
 	plan  *addrplan.Plan
 	alloc *addrplan.Allocator
-	live  map[addrplan.PodID]bool // this node's pods in the cluster state
+	live  map[addrplan.PodID]bool   // this node's pods in the cluster state
 	inUse func(addrplan.PodID) bool // SetInUse; nil: none
 	// recheck asks the writer to compare etcd with the allocations; it is
 	// the resync that asked (0: none), checked the last one checked.
