@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +59,9 @@ type env struct {
 	alloc *addrplan.Allocator
 	dir   string
 	m     *Manager
+	// loopBusy, when set, adds up the time the loop spends in the
+	// manager's Update (benchmarks).
+	loopBusy *atomic.Int64
 }
 
 // needRoot skips, loudly, where the kernel refuses network namespaces.

@@ -20,7 +20,7 @@ import (
 // DefaultKernelConcurrency is Params.KernelConcurrency's default: the
 // kernel serialises most of it (the rtnl lock) anyway; more only pins
 // more threads in netns.
-const DefaultKernelConcurrency = 8
+const DefaultKernelConcurrency = 16
 
 // runLoop runs a Call's loop part: pushed onto the controller (Submit) or
 // at once in the caller's goroutine (Add, Del, Check).
