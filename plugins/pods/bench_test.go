@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkAddDelLatency measures CNI ADD and DEL through the socket and
-// the controller's loop against the simulated VPP, with real netns and
+// the controller's loop against the simulated VPP served on its own
+// socket (govpp's socket client, as the agent's), with real netns and
 // veths, for 1, 10 and 100 pods at once: each iteration ADDs that many
 // pods concurrently, then DELs them concurrently. It reports the p50 and
 // p99 of one call's latency (ms), and the time the controller's loop
@@ -39,7 +40,7 @@ func BenchmarkAddDelLatency(b *testing.B) {
 func benchAddDel(b *testing.B, ipamMode string, n int) {
 	{
 		{
-			e := newEnv(b, 24)
+			e := newEnvOn(b, 24, true)
 			if ipamMode == "behind" {
 				a, err := addrplan.NewAllocator(context.Background(), addrplan.AllocatorParams{
 					Subnet: e.plan.PodSubnet, Store: &memStore{m: map[addrplan.PodID]string{}},
@@ -137,7 +138,7 @@ func (s *memStore) Delete(_ context.Context, p addrplan.PodID) error {
 //	go test -run '^$' -bench RecreateAfterVPPRestart -benchtime 3x ./plugins/pods/
 func BenchmarkRecreateAfterVPPRestart(b *testing.B) {
 	const n = 100
-	e := newEnv(b, 24)
+	e := newEnvOn(b, 24, true)
 	ctx := context.Background()
 	for i := range n {
 		if _, err := e.m.Add(ctx, e.request(fmt.Sprintf("r%d", i), e.netns())); err != nil {
