@@ -51,6 +51,9 @@ func (a *Agent) notReady() []string {
 	if why := a.owner.reason(); why != "" {
 		out = append(out, why)
 	}
+	if why := a.podsNotBack(); why != "" {
+		out = append(out, why)
+	}
 	if held != "" {
 		out = append(out, "keeping the last state: "+held)
 	}
