@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/noderegistry"
+	"contiv.dev/vpp/plugins/vpp"
 )
 
 // agentProc is one running contiv-agent binary.
@@ -85,6 +86,10 @@ func (n *node) startAgentNoWait(t *testing.T) {
 	}
 	cmd := exec.Command(filepath.Join(env.bin, "contiv-agent"), "--config", cfg)
 	cmd.Stdout, cmd.Stderr = log, log
+	if n.recorded() {
+		// Node 1's agent records its binary-API calls (record_test.go).
+		cmd.Env = append(os.Environ(), vpp.RecordEnv+"="+n.s.recordFile())
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
