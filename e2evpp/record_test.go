@@ -57,8 +57,7 @@ func (s *suite) keepRecord() {
 		s.t.Errorf("%s: trimming %s: %v", recordEnv, s.recordFile(), err)
 		return
 	}
-	version, _, _ := strings.Cut(env.version, "-")
-	dir := filepath.Join("..", "testdata", "vpp-"+version, "records-e2evpp")
+	dir := filepath.Join("..", "testdata", "vpp-"+release(env.version), "records-e2evpp")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		s.t.Error(err)
 		return
@@ -80,13 +79,22 @@ func (s *suite) keepRecord() {
 	s.t.Logf("%s: kept %s (%d bytes; %d repeated reads dropped)", recordEnv, out, len(kept), dropped)
 }
 
+// release is a VPP version's release, "25.02" of "25.02.0-release".
+func release(version string) string {
+	v, _, _ := strings.Cut(version, "-")
+	if f := strings.Split(v, "."); len(f) > 2 {
+		v = f[0] + "." + f[1]
+	}
+	return v
+}
+
 // trimRecord keeps every record of a record file but the repeats of a
-// read-only request with the same answer past keepReads, and names the
-// scenario.
+// read-only request with the same answer past keepReads, names the
+// scenario and numbers the steps anew.
 func trimRecord(raw []byte, scenario string) ([]byte, int, error) {
 	seen := map[string]int{}
 	var out bytes.Buffer
-	dropped := 0
+	dropped, step := 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -109,6 +117,9 @@ func trimRecord(raw []byte, scenario string) ([]byte, int, error) {
 			}
 		}
 		r["scenario"], _ = json.Marshal(scenario)
+		// Steps start again with each agent process: number the kept lines.
+		step++
+		r["step"], _ = json.Marshal(step)
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, 0, err
