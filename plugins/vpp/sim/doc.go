@@ -97,6 +97,15 @@
 // capacity probe) or a file spans several instances, corpusInstances
 // rebuilds each instance.
 //
+// # Proof: the real-VPP suite's records
+//
+// TestRecordsE2EVPP replays what node 1's agent exchanged with a real VPP
+// while the real-VPP suite ran every scenario (e2evpp, E2EVPP_RECORD=1;
+// testdata/vpp-<version>/records-e2evpp, README.md there) against a sim
+// with that node's interfaces (a VXLAN tunnel among them: dev type VXLAN),
+// and compares every reply and event; what it does not compare is in
+// e2evppIgnore with a reason each.
+//
 // # Verdict facts (testdata/records-verdicts)
 //
 // Measured on a real VPP 25.02 with the agent's requests (plugins/vpp's
