@@ -262,8 +262,19 @@ func (a *recordingAdapter) received(id uint16, data []byte) {
 	a.flushLocked()
 }
 
+// maxUnanswered is how many calls may wait behind an unanswered one
+// before it is written without its answer (a dump never followed by a
+// control_ping would otherwise hold back the rest of the record).
+const maxUnanswered = 16 * PipelineWindow
+
 // flushLocked writes the done calls at the head of the queue.
 func (a *recordingAdapter) flushLocked() {
+	if len(a.q) > maxUnanswered && !a.q[0].done {
+		p := a.q[0]
+		p.done, p.skip = true, false
+		p.line.Error = fmt.Sprintf("no answer recorded before %d later calls", maxUnanswered)
+		delete(a.byCtx, p.context)
+	}
 	n := 0
 	for n < len(a.q) && a.q[n].done {
 		if !a.q[n].skip {

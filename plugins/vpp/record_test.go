@@ -1,15 +1,21 @@
 package vpp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/core"
 
 	"contiv.dev/vpp/internal/vppcorpus"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -142,4 +148,62 @@ func recordLine(t *testing.T, path string, i int) struct{ Replies []json.RawMess
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRecorderDoesNotWaitForeverOnADumpWithoutPing: a dump never followed
+// by its control_ping is written without its end once maxUnanswered later
+// calls wait behind it, so the rest of the record is not held back.
+func TestRecorderDoesNotWaitForeverOnADumpWithoutPing(t *testing.T) {
+	var buf lockedBuffer
+	rec := NewRecorder(&buf)
+	v := sim.New(sim.Options{})
+	defer v.Close()
+	conn, err := core.Connect(rec.Wrap(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Disconnect()
+	ctx := context.Background()
+	s, err := conn.NewStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMsg(&interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecvMsg(); err != nil { // local0's details
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	for range maxUnanswered + 1 {
+		if err := conn.Invoke(ctx, &memclnt.ControlPing{}, &memclnt.ControlPingReply{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], `"sw_interface_dump"`) || !strings.Contains(lines[1], "no answer recorded") {
+		t.Fatalf("%d lines; the dump's: %.300s", len(lines), lines[min(1, len(lines)-1)])
+	}
+	if len(lines) < maxUnanswered {
+		t.Errorf("%d lines written, want the pings behind the dump written too", len(lines))
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the recorder's writes and the
+// test's read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
