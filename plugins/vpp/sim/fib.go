@@ -292,7 +292,49 @@ func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
 		out = append(out, routeDetails(vrf, Route{Prefix: netip.MustParsePrefix(p), Drop: true}, 0, 1))
 	}
-	return append(out, v.apiRoutes(vrf, false)...)
+	if vrf != 0 {
+		return append(out, v.apiRoutes(vrf, false)...)
+	}
+	// cnat puts the IPv4 address of every translation in table 0 as a /32
+	// of its own FIB source (23), which outranks the API's: the dump shows
+	// that entry and not the API route of the same prefix (a translated
+	// ClusterIP's reject route is hidden). A local address's entry keeps
+	// its LOCAL path on its interface. (records-e2evpp/cnat.jsonl)
+	vips := v.cnatVIPs4()
+	for _, d := range v.apiRoutes(vrf, false) {
+		r := d.(*ipapi.IPRouteV2Details).Route
+		if r.Prefix.Len == 32 && vips[netip.AddrFrom4(r.Prefix.Address.Un.GetIP4())] {
+			continue
+		}
+		out = append(out, d)
+	}
+	for _, a := range slices.SortedFunc(maps.Keys(vips), netip.Addr.Compare) {
+		path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
+		for _, i := range v.ifaces {
+			if i.addr.IsValid() && i.addr.Addr() == a && i.vrf == 0 {
+				path.SwIfIndex, path.Type = i.index, fib_types.FIB_API_PATH_TYPE_LOCAL
+				path.Nh.Address = ip_types.AddressUnionIP4(a.As4())
+			}
+		}
+		out = append(out, &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+			Prefix: prefix(netip.PrefixFrom(a, 32)), Src: cnatFIBSource, NPaths: 1, Paths: []fib_types.FibPath{path},
+		}})
+	}
+	return out
+}
+
+// cnatFIBSource is the FIB source of cnat's entries in VPP 25.02's dumps.
+const cnatFIBSource = 23
+
+// cnatVIPs4 are the IPv4 addresses of the cnat translations.
+func (v *VPP) cnatVIPs4() map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	for _, t := range v.cnat.pool {
+		if t != nil && t.key.vip.Is4() {
+			out[t.key.vip] = true
+		}
+	}
+	return out
 }
 
 // apiRoutes are the details of the routes of one table and family added
