@@ -44,11 +44,19 @@ func (v *VPP) snatAddrs() (ip4, ip6 netip.Addr) {
 	return ip4, netip.IPv6Unspecified()
 }
 
+// cnatGetSnatAddresses answers the SNAT addresses in use. VPP 26.06 keeps
+// them in its default SNAT policy entry, which cnat_set_snat_addresses
+// creates: before it, 26.06 answers -30 (feature disabled) with zero
+// addresses (records-e2evpp, vpp-26.06/cnat.jsonl), where 25.02 answers 0.
 func (v *VPP) cnatGetSnatAddresses(*cnat.CnatGetSnatAddresses) []api.Message {
 	ip4, ip6 := v.snatAddrs()
+	rv := api.VPPApiError(0)
+	if v.rel2606 && !v.cnat.snatSet {
+		rv = api.FEATURE_DISABLED
+	}
 	return reply(&cnat.CnatGetSnatAddressesReply{
 		SnatIP4: ip4.As4(), SnatIP6: ip6.As16(), SwIfIndex: interface_types.InterfaceIndex(v.cnat.snatIf),
-	}, 0)
+	}, rv)
 }
 
 // cnatSetSnatPolicy: NONE, IF_PFX and K8S are set; any other value
