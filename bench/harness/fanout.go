@@ -12,8 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 )

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/internal/etcd"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
@@ -126,4 +128,48 @@ func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]ui
 		return nil, nil, fmt.Errorf("nodesync: %w", err)
 	}
 	return ids, took, nil
+}
+
+// runNodeSync measures Options.Joiners agents claiming IDs within the
+// address plan's bound.
+func runNodeSync(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	return nodeSyncFigure(ctx, o, o.Joiners, nodepipeline.IPAMConfig(env.cfg).MaxNodeID(), &res.NodeSync)
+}
+
+// runNodeSyncMany measures Options.ManyJoiners agents claiming IDs without
+// the address plan's bound: W(N)'s plan fits 254 nodes.
+func runNodeSyncMany(ctx context.Context, _ *nodeEnv, o Options, res *Results) error {
+	return nodeSyncFigure(ctx, o, o.ManyJoiners, 0, &res.NodeSyncMany)
+}
+
+// nodeSyncFigure measures k joiners Options.Runs rounds into out.
+func nodeSyncFigure(ctx context.Context, o Options, k int, maxID uint32, out **NodeSyncResult) error {
+	o.Log.Info("nodesync", "joiners", k, "rounds", o.Runs)
+	ns, err := measureNodeSync(ctx, k, o.Runs, maxID, o.FastEtcd)
+	if err != nil {
+		return err
+	}
+	*out = &NodeSyncResult{
+		Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
+		P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
+	}
+	return nil
+}
+
+// nodeSyncRows are the nodesync figure's rows.
+func nodeSyncRows(r *Results, t *rows) {
+	if ns := r.NodeSync; ns != nil {
+		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
+		t.addSingle(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "p99 ≤ 1000", verdict(true, func() bool { return ns.P99MS <= targetNodeSyncP99 }))
+	}
+}
+
+// nodeSyncManyRows are the nodesync-many figure's rows.
+func nodeSyncManyRows(r *Results, t *rows) {
+	if ns := r.NodeSyncMany; ns != nil {
+		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
+		t.addSingle(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "", "")
+	}
 }

@@ -1,9 +1,13 @@
 // Package layout holds, as a test, the rule of the repository's layout
-// (docs/architecture.md): packages sit in layers, and a package imports
-// only from its own layer or the layers below it.
+// (docs/architecture.md), for whoever adds a package or an import. A
+// package, and its tests too, imports only from its own layer or the layers
+// below it; a test may import from above only where the test's table
+// (testImportsUp) names the pair with its reason.
 //
 //  1. internal/: utilities without domain knowledge (backoff, retry loop,
 //     etcd dialer and test servers, the VPP corpus reader, OCI images).
+//     internal/workload, the benchmark's workload W(N), builds kubestate
+//     models and so sits in layer 2.
 //  2. Libraries: the domain's models and pure logic — contivconf,
 //     kubestate, addrplan, noderegistry, servicerenderer and its
 //     renderers. They start no goroutine of their own except to talk to

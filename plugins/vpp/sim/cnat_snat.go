@@ -44,19 +44,11 @@ func (v *VPP) snatAddrs() (ip4, ip6 netip.Addr) {
 	return ip4, netip.IPv6Unspecified()
 }
 
-// cnatGetSnatAddresses answers the SNAT addresses in use. VPP 26.06 keeps
-// them in its default SNAT policy entry, which cnat_set_snat_addresses
-// creates: before it, 26.06 answers -30 (feature disabled) with zero
-// addresses (records-e2evpp, vpp-26.06/cnat.jsonl), where 25.02 answers 0.
 func (v *VPP) cnatGetSnatAddresses(*cnat.CnatGetSnatAddresses) []api.Message {
 	ip4, ip6 := v.snatAddrs()
-	rv := api.VPPApiError(0)
-	if v.rel2606 && !v.cnat.snatSet {
-		rv = api.FEATURE_DISABLED
-	}
 	return reply(&cnat.CnatGetSnatAddressesReply{
 		SnatIP4: ip4.As4(), SnatIP6: ip6.As16(), SwIfIndex: interface_types.InterfaceIndex(v.cnat.snatIf),
-	}, rv)
+	}, 0)
 }
 
 // cnatSetSnatPolicy: NONE, IF_PFX and K8S are set; any other value
@@ -207,6 +199,9 @@ type CnatSnat struct {
 	IncludeV4, IncludeV6, Pod, Host []string
 	// Exclude are the exclude prefixes (masked), sorted.
 	Exclude []netip.Prefix
+	// Flags are VPP 26.06's flags of the entry (NO_CLIENT 2,
+	// USE_AS_DEFAULT 4); 0 on 25.02.
+	Flags uint8
 }
 
 // CnatSnatState returns the cnat source-NAT state.
@@ -214,7 +209,7 @@ func (v *VPP) CnatSnatState() CnatSnat {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	c := v.cnat
-	s := CnatSnat{SwIfIndex: c.snatIf, Policy: CnatSnatPolicy(c.policy)}
+	s := CnatSnat{SwIfIndex: c.snatIf, Policy: CnatSnatPolicy(c.policy), Flags: c.snatFlags}
 	s.IP4, s.IP6 = v.snatAddrs()
 	names := func(t map[uint32]bool) []string {
 		var out []string
