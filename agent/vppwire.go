@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,16 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		ConnectTimeout: a.cfg.VPP.ConnectTimeout.Std(),
 		OnEvent:        a.onVPPEvent,
 		OnCall:         a.observeCall(),
+	}
+	if path := os.Getenv(vpp.RecordEnv); path != "" {
+		// A debugging aid (docs/real-vpp.md): every binary-API message to
+		// and from VPP, in the recorded corpus's format.
+		rec, err := vpp.OpenRecorder(path)
+		if err != nil {
+			return err
+		}
+		vc.Record = rec
+		a.log.Warn("recording every binary-API message", "file", path, "env", vpp.RecordEnv)
 	}
 	a.dp = dp
 	a.mainIf = a.configuredMainInterface()

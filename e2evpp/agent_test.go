@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/noderegistry"
+	"contiv.dev/vpp/plugins/vpp"
 )
 
 // agentProc is one running contiv-agent binary, in its node's network
@@ -97,6 +98,10 @@ func (n *node) startAgentNoWait(t *testing.T) {
 	}
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+n.netns, filepath.Join(env.bin, "contiv-agent"), "--config", cfg)
 	cmd.Stdout, cmd.Stderr = log, log
+	if n.recorded() {
+		// Node 1's agent records its binary-API calls (record_test.go).
+		cmd.Env = append(os.Environ(), vpp.RecordEnv+"="+n.s.recordFile())
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

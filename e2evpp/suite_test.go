@@ -142,6 +142,7 @@ func (s *suite) teardown() {
 		}
 		n.stopVPP(s.t)
 	}
+	s.keepRecord() // record_test.go
 	removeLeftovers()
 }
 
