@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -416,7 +417,11 @@ func scenarios(t *testing.T, renderer string) {
 	})
 	step("one-owner", func(t *testing.T, figs *[]string) {
 		// A second agent on node 1's VPP (as another node) must refuse it.
-		other := &node{s: s, id: 3, name: "node-3", netns: n1.netns, dir: t.TempDir(), sock: n1.apiSocket()}
+		// Under runDir: a run stopped midway leaves no agent that removeLeftovers misses.
+		other := &node{s: s, id: 3, name: "node-3", netns: n1.netns, dir: filepath.Join(runDir(), "n3"), sock: n1.apiSocket()}
+		if err := os.MkdirAll(other.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		w0 := n1.agent.writes(t)
 		other.startAgentNoWait(t)
 		defer other.agent.stop(t)
