@@ -32,6 +32,7 @@ type system struct {
 	etcd       *etcdtest.Server
 	etcdCli    *clientv3.Client
 	ksrBin     string
+	cniBin     string
 	kubeconfig string
 	replicas   []*replica
 	nodes      []*node
@@ -42,6 +43,7 @@ func startSystem(t *testing.T) *system {
 	t.Helper()
 	s := &system{t: t, figures: &figures{m: map[string][]time.Duration{}}}
 	s.ksrBin = contivBinary(t, t.TempDir(), "contiv-ksr")
+	s.cniBin = contivBinary(t, t.TempDir(), "contiv-cni")
 	s.cp = startControlPlane(t)
 	applyDeploy(t, s.cp)
 	s.kubeconfig = ksrTokenKubeconfig(t, s.cp)
@@ -62,7 +64,16 @@ func startSystem(t *testing.T) *system {
 		if err := s.kubelet.registerNode(ctx, name, n.a.NodeID()); err != nil {
 			t.Fatal(err)
 		}
+		c, err := installCNI(s.cniBin, n.dir, n.cfg.CNI.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.kubelet.attachCNI(ctx, name, c); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// Before the agents stop: DEL every sandbox left, remove its netns.
+	t.Cleanup(s.kubelet.removeAll)
 	if _, err := s.cp.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
