@@ -110,10 +110,9 @@ func (sb *sandbox) runtimeConf(uid string) *libcni.RuntimeConf {
 	}
 }
 
-// setUp makes the sandbox's network namespace and calls ADD, then CHECK
-// (as a runtime may at once); it records the pod's IPv4 address from the
-// ADD result. On failure nothing is left: DEL is called for what ADD may
-// have made, and the namespace is removed.
+// setUp makes the sandbox's network namespace and calls ADD; it records
+// the pod's IPv4 address from the ADD result. On failure nothing is left:
+// DEL is called for what ADD may have made, and the namespace is removed.
 func (sb *sandbox) setUp(ctx context.Context, c *nodeCNI, uid string) (err error) {
 	defer close(sb.ready)
 	defer func() { sb.err = err }()
@@ -146,9 +145,6 @@ func (sb *sandbox) setUp(ctx context.Context, c *nodeCNI, uid string) (err error
 	}
 	if sb.ip == "" {
 		return fmt.Errorf("CNI ADD of %s/%s: no IPv4 address in the result %+v", sb.namespace, sb.pod, r)
-	}
-	if err := sb.check(ctx, c); err != nil {
-		return err
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,8 @@ const annotationReady = "e2e.contiv.dev/ready"
 type kubelet struct {
 	t    testing.TB
 	kube kubernetes.Interface
+	// figures gets how long each CNI call took.
+	figures *figures
 
 	// wg tracks the sandboxes being set up or torn down in the background.
 	wg sync.WaitGroup
@@ -46,15 +50,23 @@ type kubelet struct {
 	ids       map[string]uint32   // node name -> its agent's node ID
 	cni       map[string]*nodeCNI // node name -> its runtime's CNI
 	sandboxes map[types.UID]*sandbox
-	store     cache.Store // the informer's pods, once running
-	closed    bool        // no sandbox is made any more
-	addErrs   int         // failed ADDs (retried at the next resync)
+	store     cache.Store        // the informer's pods, once running
+	finishing map[types.UID]bool // pods being finalized in the background
+	closed    bool               // no sandbox is made any more
+	addErrs   int                // failed ADDs (retried at the next resync)
 }
 
-func newKubelet(t testing.TB, kube kubernetes.Interface) *kubelet {
-	return &kubelet{t: t, kube: kube, sem: make(chan struct{}, 8), ids: map[string]uint32{},
-		cni: map[string]*nodeCNI{}, sandboxes: map[types.UID]*sandbox{}}
+func newKubelet(t testing.TB, kube kubernetes.Interface, figs *figures) *kubelet {
+	return &kubelet{t: t, kube: kube, figures: figs, sem: make(chan struct{}, 8), ids: map[string]uint32{},
+		cni: map[string]*nodeCNI{}, sandboxes: map[types.UID]*sandbox{}, finishing: map[types.UID]bool{}}
 }
+
+// Figures of the CNI calls (each through libcni and the plugin's process).
+const (
+	figADD   = "CNI ADD through libcni (netns made)"
+	figDEL   = "CNI DEL through libcni (netns removed)"
+	figCHECK = "CNI CHECK through libcni"
+)
 
 // attachCNI gives node name's runtime its CNI (installCNI) and waits until
 // the network's CNI STATUS says the agent can wire pods.
@@ -156,7 +168,9 @@ func (k *kubelet) podIP(ctx context.Context, p *corev1.Pod) (string, bool) {
 	uid := p.UID
 	k.wg.Go(func() {
 		k.sem <- struct{}{}
+		start := time.Now()
 		err := sb.setUp(ctx, c, string(uid))
+		k.figures.add(figADD, time.Since(start))
 		<-k.sem
 		if err != nil {
 			// As kubelet: the sandbox failed, the next sync tries again.
@@ -198,9 +212,54 @@ func (k *kubelet) removeSandbox(ctx context.Context, uid types.UID) {
 	if sb.err != nil {
 		return // setUp removed what it made
 	}
+	k.sem <- struct{}{}
+	defer func() { <-k.sem }()
+	start := time.Now()
 	if err := sb.tearDown(ctx, c); err != nil {
 		k.t.Errorf("kubelet: %v", err)
 	}
+	k.figures.add(figDEL, time.Since(start))
+}
+
+// finalizeAsync finalizes the terminating pod in the background (once),
+// as a kubelet's pod workers do in parallel.
+func (k *kubelet) finalizeAsync(ctx context.Context, p *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.finishing[p.UID] {
+		return
+	}
+	k.finishing[p.UID] = true
+	k.wg.Go(func() {
+		if err := k.finalize(ctx, p.Namespace, p.Name); err != nil {
+			k.t.Logf("kubelet: finalizing %s/%s: %v", p.Namespace, p.Name, err)
+			k.mu.Lock()
+			delete(k.finishing, p.UID) // tried again at the next call
+			k.mu.Unlock()
+		}
+	})
+}
+
+// describe says what the kubelet has of the pods whose name starts with
+// prefix: their sandbox's state (for a failure's message).
+func (k *kubelet) describe(prefix string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, sb := range k.sandboxes {
+		if !strings.HasPrefix(sb.pod, prefix) {
+			continue
+		}
+		state := "ADD in flight"
+		select {
+		case <-sb.ready:
+			state = fmt.Sprintf("ip %q err %v", sb.ip, sb.err)
+		default:
+		}
+		out = append(out, fmt.Sprintf("%s/%s on %s: %s", sb.namespace, sb.pod, sb.node, state))
+	}
+	slices.Sort(out)
+	return fmt.Sprintf("%d sandboxes %v (failed ADDs so far: %d)", len(out), out, k.addErrs)
 }
 
 // running is a copy of the sandboxes wired, by pod UID.

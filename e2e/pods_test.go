@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -84,6 +85,14 @@ func (s *system) runningPods(ctx context.Context) ([]wiredPod, error) {
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := s.cp.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	podCIDR := map[string]string{}
+	for _, n := range nodes.Items {
+		podCIDR[n.Name] = n.Spec.PodCIDR
+	}
 	sbs := s.kubelet.running()
 	var out []wiredPod
 	var bad []string
@@ -101,12 +110,8 @@ func (s *system) runningPods(ctx context.Context) ([]wiredPod, error) {
 			bad = append(bad, fmt.Sprintf("%s/%s: CNI gave %q, status says %q", p.Namespace, p.Name, sb.ip, p.Status.PodIP))
 			continue
 		}
-		node, err := s.cp.kube.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if cidr, err := netip.ParsePrefix(node.Spec.PodCIDR); err != nil || !cidr.Contains(ip) {
-			bad = append(bad, fmt.Sprintf("%s/%s: CNI gave %s, not in node %s's PodCIDR %q", p.Namespace, p.Name, ip, node.Name, node.Spec.PodCIDR))
+		if cidr, err := netip.ParsePrefix(podCIDR[p.Spec.NodeName]); err != nil || !cidr.Contains(ip) {
+			bad = append(bad, fmt.Sprintf("%s/%s: CNI gave %s, not in node %s's PodCIDR %q", p.Namespace, p.Name, ip, p.Spec.NodeName, podCIDR[p.Spec.NodeName]))
 			continue
 		}
 		out = append(out, wiredPod{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName, ip: ip, sb: sb})
@@ -224,15 +229,27 @@ func (s *system) checkPods() int {
 		n = len(pods)
 		return len(bad) == 0, strings.Join(bad, "\n")
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// CNI CHECK of every sandbox, a few at a time.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
 	for _, sb := range s.kubelet.running() {
-		if c := s.kubelet.cniOf(sb.node); c != nil {
+		c := s.kubelet.cniOf(sb.node)
+		if c == nil {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
 			if err := sb.check(ctx, c); err != nil {
 				s.t.Error(err)
 			}
-		}
+			s.figures.add(figCHECK, time.Since(start))
+		})
 	}
+	wg.Wait()
 	return n
 }
 
@@ -258,6 +275,10 @@ func (s *system) podChurn() {
 		return err
 	}
 	fresh := func() string { return fmt.Sprintf("churn-%d", next) }
+	churnSettled := func(ctx context.Context) (bool, string) {
+		ok, why := s.count(svc, 4, isReady)(ctx)
+		return ok, why + "; the kubelet's: " + s.kubelet.describe("churn-")
+	}
 	s.step("churn: service + 4 pods", func(ctx context.Context) error {
 		if _, err := kube.CoreV1().Services(testNamespace).Create(ctx, service(svc), metav1.CreateOptions{}); err != nil {
 			return err
@@ -270,7 +291,7 @@ func (s *system) podChurn() {
 			live = append(live, name)
 		}
 		return nil
-	}, s.count(svc, 4, isReady))
+	}, churnSettled)
 	s.t.Logf("churn: %d pods running and wired", s.checkPods())
 	changes := []func(*corev1.Service){
 		func(v *corev1.Service) { v.Spec.Type = corev1.ServiceTypeNodePort },
@@ -307,7 +328,7 @@ func (s *system) podChurn() {
 			}
 			live = append(live, gone, name)
 			return nil
-		}, s.count(svc, 4, isReady))
+		}, churnSettled)
 		s.t.Logf("churn round %d: %d pods running and wired", round+1, s.checkPods())
 	}
 	s.step("churn: service and its pods deleted", func(ctx context.Context) error {

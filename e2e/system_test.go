@@ -49,7 +49,7 @@ func startSystem(t *testing.T) *system {
 	s.kubeconfig = ksrTokenKubeconfig(t, s.cp)
 	s.etcd = etcdtest.Start(t)
 	s.etcdCli = s.etcd.Client()
-	s.kubelet = newKubelet(t, s.cp.kube)
+	s.kubelet = newKubelet(t, s.cp.kube, s.figures)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.kubelet.run(ctx) })
@@ -102,13 +102,19 @@ func (s *system) waitLeader(not *replica, limit time.Duration) (*replica, time.D
 	return leader, d
 }
 
+// settleLimit bounds how long a step waits for the API to show its
+// outcome (a guard against a hang): every pod is wired through a CNI call,
+// a process of its own each, and 120 of them take minutes on a loaded
+// 2-CPU machine.
+const settleLimit = 3 * time.Minute
+
 // step makes one change through the API, waits until the API shows its
 // outcome (settled: the controllers and the kubelet did their part), then
 // until etcd and both agents converged, and records how long that took
 // from the write.
 func (s *system) step(name string, change func(ctx context.Context) error, settled func(ctx context.Context) (bool, string)) time.Duration {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), settleLimit+time.Minute)
 	defer cancel()
 	start := time.Now()
 	if err := change(ctx); err != nil {
@@ -116,7 +122,7 @@ func (s *system) step(name string, change func(ctx context.Context) error, settl
 	}
 	var api time.Duration
 	if settled != nil {
-		waitFor(s.t, time.Minute, func() (bool, string) { return settled(ctx) })
+		waitFor(s.t, settleLimit, func() (bool, string) { return settled(ctx) })
 		api = time.Since(start)
 	}
 	d := s.waitConverged(start, time.Minute)
