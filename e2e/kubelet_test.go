@@ -170,8 +170,12 @@ func (k *kubelet) podIP(ctx context.Context, p *corev1.Pod) (string, bool) {
 		k.sem <- struct{}{}
 		start := time.Now()
 		err := sb.setUp(ctx, c, string(uid))
-		k.figures.add(figADD, time.Since(start))
+		d := time.Since(start)
+		k.figures.add(figADD, d)
 		<-k.sem
+		if d > 10*time.Second {
+			k.t.Logf("kubelet: the sandbox of %s/%s took %v (err %v)", sb.namespace, sb.pod, d.Round(time.Millisecond), err)
+		}
 		if err != nil {
 			// As kubelet: the sandbox failed, the next sync tries again.
 			k.t.Logf("kubelet: %v", err)
@@ -349,7 +353,11 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	// A failure (the API server restarting) is retried at the next resync.
-	_, _ = k.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := k.kube.CoreV1().Pods(p.Namespace).Patch(pctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		k.t.Logf("kubelet: status of %s/%s (retried at the next resync): %v", p.Namespace, p.Name, err)
+	}
 }
 
 func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {

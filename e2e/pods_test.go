@@ -275,10 +275,6 @@ func (s *system) podChurn() {
 		return err
 	}
 	fresh := func() string { return fmt.Sprintf("churn-%d", next) }
-	churnSettled := func(ctx context.Context) (bool, string) {
-		ok, why := s.count(svc, 4, isReady)(ctx)
-		return ok, why + "; the kubelet's: " + s.kubelet.describe("churn-")
-	}
 	s.step("churn: service + 4 pods", func(ctx context.Context) error {
 		if _, err := kube.CoreV1().Services(testNamespace).Create(ctx, service(svc), metav1.CreateOptions{}); err != nil {
 			return err
@@ -291,7 +287,7 @@ func (s *system) podChurn() {
 			live = append(live, name)
 		}
 		return nil
-	}, churnSettled)
+	}, s.count(svc, 4, isReady))
 	s.t.Logf("churn: %d pods running and wired", s.checkPods())
 	changes := []func(*corev1.Service){
 		func(v *corev1.Service) { v.Spec.Type = corev1.ServiceTypeNodePort },
@@ -328,7 +324,7 @@ func (s *system) podChurn() {
 			}
 			live = append(live, gone, name)
 			return nil
-		}, churnSettled)
+		}, s.count(svc, 4, isReady))
 		s.t.Logf("churn round %d: %d pods running and wired", round+1, s.checkPods())
 	}
 	s.step("churn: service and its pods deleted", func(ctx context.Context) error {

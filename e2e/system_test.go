@@ -168,7 +168,10 @@ func (s *system) count(svc string, want int, f func(endpoint) bool) func(ctx con
 				n++
 			}
 		}
-		return n == want, fmt.Sprintf("service %s: %d matching endpoints, want %d: %+v", svc, n, want, eps)
+		if n == want {
+			return true, ""
+		}
+		return false, fmt.Sprintf("service %s: %d matching endpoints, want %d: %+v; the kubelet's: %s", svc, n, want, eps, s.kubelet.describe(svc+"-"))
 	}
 }
 
