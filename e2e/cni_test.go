@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+	"golang.org/x/sys/unix"
 )
 
 // The container runtime's side of pod networking, as containerd's CRI
@@ -173,10 +175,25 @@ func (sb *sandbox) tearDown(ctx context.Context, c *nodeCNI) error {
 		}
 		cancel()
 	}
-	errs = append(errs, sb.netns.Close(), testutils.UnmountNS(sb.netns))
+	errs = append(errs, sb.netns.Close(), removeNetns(sb.netns.Path()))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	sb.netns = nil
+	return nil
+}
+
+// removeNetns unmounts the bind mount that keeps a sandbox's network
+// namespace and removes its file, as runtimes do: lazily (MNT_DETACH), for
+// a plugin process being forked at that moment holds a copy of the
+// descriptor open until its exec, which a plain unmount answers with
+// EBUSY; the namespace goes with the last reference.
+func removeNetns(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount netns %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove netns %s: %w", path, err)
+	}
 	return nil
 }
