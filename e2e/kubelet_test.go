@@ -26,8 +26,8 @@ const annotationReady = "e2e.contiv.dev/ready"
 // kubelet stands in for the kubelets of every node: it registers the Nodes
 // and, for each pod bound to one of them, does what a kubelet and its
 // container runtime do for the pod's network: a sandbox with its own
-// network namespace, wired by the node's contiv-cni through libcni (ADD,
-// then CHECK), and reports the pod running with the IP of the CNI result
+// network namespace, wired by the node's contiv-cni through libcni (ADD),
+// and reports the pod running with the IP of the CNI result
 // and the Ready condition the pod's annotation asks for. A pod being
 // deleted keeps its sandbox and status until the test finalizes it (the
 // containers stopped): then its sandbox is torn down (DEL, the namespace
@@ -52,13 +52,14 @@ type kubelet struct {
 	sandboxes map[types.UID]*sandbox
 	store     cache.Store        // the informer's pods, once running
 	finishing map[types.UID]bool // pods being finalized in the background
-	closed    bool               // no sandbox is made any more
-	addErrs   int                // failed ADDs (retried at the next resync)
+	reported  map[types.UID]report
+	closed    bool // no sandbox is made any more
+	addErrs   int  // failed ADDs (retried at the next resync)
 }
 
 func newKubelet(t testing.TB, kube kubernetes.Interface, figs *figures) *kubelet {
 	return &kubelet{t: t, kube: kube, figures: figs, sem: make(chan struct{}, 8), ids: map[string]uint32{},
-		cni: map[string]*nodeCNI{}, sandboxes: map[types.UID]*sandbox{}, finishing: map[types.UID]bool{}}
+		cni: map[string]*nodeCNI{}, sandboxes: map[types.UID]*sandbox{}, finishing: map[types.UID]bool{}, reported: map[types.UID]report{}}
 }
 
 // Figures of the CNI calls (each through libcni and the plugin's process).
@@ -337,6 +338,19 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 	if p.Status.Phase == corev1.PodRunning && p.Status.PodIP == ip && condition(p, corev1.PodReady) == ready {
 		return
 	}
+	// The informer's copy may lag behind a patch just made (the worker and
+	// the resync both report a new pod): report it again only once the
+	// watch had time to show it, as each patch is an update the
+	// EndpointSlice controller syncs the pod's services for.
+	want := ip + "/" + string(ready)
+	k.mu.Lock()
+	r, seen := k.reported[p.UID]
+	if seen && r.want == want && time.Since(r.at) < 5*time.Second {
+		k.mu.Unlock()
+		return
+	}
+	k.reported[p.UID] = report{want: want, at: time.Now()}
+	k.mu.Unlock()
 	now := metav1.Now()
 	cond := func(t corev1.PodConditionType, s corev1.ConditionStatus) corev1.PodCondition {
 		return corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now}
@@ -357,7 +371,16 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 	defer cancel()
 	if _, err := k.kube.CoreV1().Pods(p.Namespace).Patch(pctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		k.t.Logf("kubelet: status of %s/%s (retried at the next resync): %v", p.Namespace, p.Name, err)
+		k.mu.Lock()
+		delete(k.reported, p.UID)
+		k.mu.Unlock()
 	}
+}
+
+// report is the status last patched for a pod: its IP and readiness, when.
+type report struct {
+	want string
+	at   time.Time
 }
 
 func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
