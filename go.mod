@@ -3,6 +3,7 @@ module contiv.dev/vpp
 go 1.26.8
 
 require (
+	github.com/KimMachineGun/automemlimit v1.0.2
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.10.0
 	github.com/go-logr/logr v1.4.4
@@ -33,6 +34,7 @@ require (
 	github.com/google/nftables v0.3.0 // indirect
 	github.com/mdlayher/netlink v1.11.2 // indirect
 	github.com/mdlayher/socket v0.6.1 // indirect
+	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/safchain/ethtool v0.7.0 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"contiv.dev/vpp/agent/healthcheck"
-	"contiv.dev/vpp/agent/syncmetrics"
+	"contiv.dev/vpp/agent/ownaddrs"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
@@ -15,7 +15,7 @@ import (
 // and tells addrs which addresses the processor read.
 type thisNode struct {
 	h     *nodesync.Handler
-	addrs *ownAddrs
+	addrs *ownaddrs.Tracker
 }
 
 func (t thisNode) NodeName() string { return t.h.NodeName() }
@@ -25,7 +25,7 @@ func (t thisNode) NodeID() uint32   { return t.h.ID() }
 // holds them.
 func (t thisNode) NodeIPs() []netip.Addr {
 	ips := t.recordIPs()
-	t.addrs.saw(ips)
+	t.addrs.Saw(ips)
 	return ips
 }
 
@@ -119,8 +119,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // nat44View is the NAT44 state for REST: desired and applied, one line per
 // object, plus what VPP refused and which frontends conflict.
-func nat44View(r *nat44.Renderer) NAT44View {
-	return NAT44View{
+func nat44View(r *nat44.Renderer) restapi.NAT44View {
+	return restapi.NAT44View{
 		Desired:   r.Desired().Lines(),
 		Applied:   r.Applied().Lines(),
 		Failures:  r.Failures(),
@@ -131,13 +131,13 @@ func nat44View(r *nat44.Renderer) NAT44View {
 
 // nat44MappingsView is the NAT44 state for tools: desired and applied as
 // structured values.
-func nat44MappingsView(r *nat44.Renderer) NAT44MappingsView {
-	return NAT44MappingsView{Desired: NewNAT44Objects(r.Desired()), Applied: NewNAT44Objects(r.Applied())}
+func nat44MappingsView(r *nat44.Renderer) restapi.NAT44MappingsView {
+	return restapi.NAT44MappingsView{Desired: restapi.NewNAT44Objects(r.Desired()), Applied: restapi.NewNAT44Objects(r.Applied())}
 }
 
-func ipamView(a *Agent) IPAMView {
+func ipamView(a *Agent) restapi.IPAMView {
 	p := a.plan
-	v := IPAMView{
+	v := restapi.IPAMView{
 		NodeID:           p.NodeID,
 		PodSubnet:        p.PodSubnet,
 		PodSubnetAll:     p.PodCIDR,
@@ -157,19 +157,12 @@ func ipamView(a *Agent) IPAMView {
 	return v
 }
 
-// LatencyView is the /v1/latency view.
-type LatencyView = syncmetrics.LatencyView
-
-// ProxyHealthStatus is the node-level proxy health as the status view
-// shows it.
-type ProxyHealthStatus = healthcheck.ProxyStatus
-
-func statusView(a *Agent) StatusView {
+func statusView(a *Agent) restapi.StatusView {
 	note := ""
 	if a.dp != nil {
 		note = a.dp.Name()
 	}
-	v := StatusView{
+	v := restapi.StatusView{
 		Node:     a.cfg.NodeName,
 		NodeID:   a.nodeID,
 		Ready:    a.ready(),

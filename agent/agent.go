@@ -20,10 +20,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/agent/holdwake"
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/ownaddrs"
+	"contiv.dev/vpp/agent/prefetch"
+	"contiv.dev/vpp/agent/readiness"
+	"contiv.dev/vpp/agent/startgc"
 	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/controller"
@@ -68,7 +74,7 @@ type Options struct {
 type Agent struct {
 	cfg      contivconf.Config
 	log      *slog.Logger
-	embedded *etcd.Embedded
+	embedded *embedded.Member
 	etcd     *clientv3.Client
 	nodeID   uint32
 	plan     *addrplan.Plan
@@ -76,7 +82,7 @@ type Agent struct {
 	conn     *vpp.Conn
 	ifaces   *vpp.Interfaces
 	renderer *nat44.Renderer // with renderer: nat44
-	prefetch *prefetchNAT44  // its port to VPP (with renderer: nat44)
+	prefetch *prefetch.NAT44 // its port to VPP (with renderer: nat44)
 	cnat     *cnat.Renderer  // with renderer: cnat
 	proc     *service.Processor
 	nodes    *nodesync.Handler
@@ -85,14 +91,14 @@ type Agent struct {
 	http     *rest.Server
 	registry *prometheus.Registry
 	latency  *syncmetrics.Latency
-	rd       *readiness
-	hold     *holdWaker // with renderer: nat44
-	pods     *podWiring // with cni.enabled (pods.go)
+	rd       *readiness.Tracker
+	hold     *holdwake.Waker // with renderer: nat44
+	pods     *podWiring      // with cni.enabled (pods.go)
 	// owner is the gate that keeps the agent off a VPP another agent
 	// owns (owner.go).
 	owner *ownership
-	// health logs /healthz's verdicts as they change (readiness_health.go).
-	health healthWatch
+	// health logs /healthz's verdicts as they change.
+	health readiness.HealthWatch
 	// mainIf is the main NIC's VPP name: configured, or (when not) the
 	// interface holding the node IP, which only VPP can tell: the handlers
 	// are then built once Run has asked it, and built says when.
@@ -104,7 +110,7 @@ type Agent struct {
 	// agent was ready: controller.startupTimeout bounds the time between.
 	startedAt atomic.Int64
 	everReady atomic.Bool
-	// releaseGC ends the start's hold of the collector (startgc.go): at
+	// releaseGC ends the start's hold of the collector (package startgc): at
 	// the first full apply, or when Run ends.
 	releaseGC func()
 }
@@ -118,9 +124,9 @@ func New(ctx context.Context, o Options) (a *Agent, err error) {
 		out = os.Stderr
 	}
 	a = &Agent{cfg: cfg, log: slog.New(cfg.Log.NewHandler(out)).With("node", cfg.NodeName), registry: prometheus.NewRegistry(),
-		rd: &readiness{grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
+		rd: &readiness.Tracker{Grace: cfg.VPP.PendingInterfaceGrace.Std()}, tags: newTagParser(cfg.NAT44.PodInterfaceTag),
 		par: parity{proxyAddr: cmp.Or(o.ProxyHealthAddress, cfg.HTTP.ProxyHealthAddress), hcAddr: o.HealthCheckAddress}}
-	a.health.log = a.log.With("part", "health")
+	a.health.Log = a.log.With("part", "health")
 	if !a.par.hcAddr.IsValid() {
 		a.par.hcAddr = cfg.HTTP.ServiceHealthAddress
 	}
@@ -161,7 +167,7 @@ func (a *Agent) connectEtcd(ctx context.Context) error {
 	c := a.cfg.Etcd
 	endpoints := c.Endpoints
 	if c.UseEmbedded() {
-		m, err := etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: c.Embedded.DataDir, ClientURL: c.Embedded.ClientURL})
+		m, err := embedded.Start(embedded.Params{DataDir: c.Embedded.DataDir, ClientURL: c.Embedded.ClientURL})
 		if err != nil {
 			return err
 		}
@@ -249,7 +255,7 @@ func (a *Agent) buildHandlers() error {
 		NodeName:  cfg.NodeName,
 		NodeIDs:   a.nodes,
 		Client:    a.etcd,
-		Publisher: publishTap{inner: a.nodes, addrs: &a.rd.addrs},
+		Publisher: ownaddrs.PublishTap{Inner: a.nodes, Addrs: &a.rd.Addrs},
 		NodeIP:    a.nodeIP(),
 		NodeIP6:   a.nodeIP6(),
 		Logger:    a.log.With("part", "ipam"),
@@ -266,19 +272,19 @@ func (a *Agent) buildHandlers() error {
 	}
 	a.owner = a.newOwnership(p.Renderer)
 	if a.prefetch != nil {
-		a.owner.marked = a.prefetch.markedOwner
+		a.owner.marked = a.prefetch.MarkedOwner
 	}
-	ra := &readyObserver{r: a.rd, log: a.log.With("part", "nat44"), fullApplied: func() {
+	ra := &readiness.Observer{Tracker: a.rd, Log: a.log.With("part", "nat44"), FullApplied: func() {
 		if a.releaseGC != nil {
 			a.releaseGC()
 		}
 	}}
 	if a.renderer != nil {
-		a.hold = &holdWaker{until: a.renderer.HoldUntil, push: func(ev controller.Event) { a.ctl.Push(ev) }}
-		ra.hold = a.hold
+		a.hold = holdwake.New(a.renderer.HoldUntil, func(ev controller.Event) { a.ctl.Push(ev) })
+		ra.Hold = a.hold
 	}
-	if sc, ok := a.dp.(sessionCounter); ok {
-		ra.cuts = sc
+	if sc, ok := a.dp.(readiness.SessionCounter); ok {
+		ra.Cuts = sc
 		a.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "contiv_nat44_sessions_cut_total",
 			Help: "NAT sessions (NAT44-ED's or cnat's) cut by the agent's configuration changes (simulated VPP only: it keeps sessions).",
@@ -380,7 +386,7 @@ func (a *Agent) buildHTTP() {
 // Run runs the agent until ctx is cancelled and everything has stopped.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt.Store(time.Now().UnixNano())
-	a.releaseGC = holdGC(a.cfg.Controller.StartupHeapMiB)
+	a.releaseGC = startgc.Hold(a.cfg.Controller.StartupHeapMiB)
 	defer a.releaseGC()
 	defer a.close()
 	ctx, cancel := context.WithCancel(ctx)
@@ -394,7 +400,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		if a.hold != nil {
-			a.hold.stop()
+			a.hold.Stop()
 		}
 		close(errs)
 		for err := range errs {
@@ -437,7 +443,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runPods(ctx, &wg, func(err error) { errs <- fmt.Errorf("cni: %w", err); cancel() })
 	if a.prefetch != nil {
 		// The renderer's first dump is read while etcd is listed.
-		a.prefetch.start(ctx, &wg)
+		a.prefetch.Start(ctx, &wg)
 	}
 	wg.Add(2)
 	go func() {

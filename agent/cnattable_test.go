@@ -59,3 +59,41 @@ func TestCNATWaitsForThePodVRFTable(t *testing.T) {
 		t.Errorf("%d resyncs since the restart, want the one reprogram (no healing)", got)
 	}
 }
+
+// TestCNATOnVPP2606 programs a simulated VPP 26.06 with the cnat renderer:
+// the agent reads no SNAT address before the first is set (26.06 answers
+// FEATURE_DISABLED), and sets them before the policy, the exclude prefixes
+// and the interface tables, which live in the entry they create (else
+// VPP 26.06 dies): measured on the real 26.06 by the real-VPP suite.
+func TestCNATOnVPP2606(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	cfg := contivconf.Defaults()
+	cfg.Renderer = contivconf.RendererCNAT
+	vpp := sim.New(sim.Options{Version: "26.06-release"})
+	defer vpp.Close()
+	c := testConfigFrom(t, cfg, srv.Endpoint(), dir)
+	c.Controller.ResyncInterval = contivconf.Duration(200 * time.Millisecond)
+	r := start(t, c, vpp, "../deploy/examples/cluster.yaml")
+	// Resyncs write nothing: the reject routes of translated ClusterIPs,
+	// which 26.06 dumps as cnat's (source 23), are read back as the
+	// agent's (measured: 11 routes re-added at every resync before).
+	routes := vpp.Calls("ip_route_add_del")
+	resyncs := r.a.Controller().Status().Resyncs
+	waitFor(t, "three resyncs", func() bool { return r.a.Controller().Status().Resyncs >= resyncs+3 })
+	if n := vpp.Calls("ip_route_add_del") - routes; n != 0 {
+		t.Errorf("%d ip_route_add_del in three resyncs on 26.06, want 0", n)
+	}
+	if n := vpp.Crashes(); n != 0 {
+		t.Fatalf("the simulated VPP 26.06 crashed %d times: %s", n, vpp.LastCrash())
+	}
+	s := vpp.CnatSnatState()
+	if !s.IP4.IsValid() || s.IP4.IsUnspecified() || s.Policy != sim.CnatPolicyK8s || len(s.Exclude) == 0 || len(s.Pod) == 0 {
+		t.Errorf("cnat source NAT on 26.06: %+v, want the node's address, the K8S policy, exclude prefixes and pod tables", s)
+	}
+	// NO_CLIENT (a client on the node address drops the node's own
+	// traffic: VXLAN) and USE_AS_DEFAULT (pod traffic is in the pod VRF).
+	if s.Flags != 2|4 {
+		t.Errorf("cnat SNAT entry flags on 26.06: %d, want NO_CLIENT|USE_AS_DEFAULT (6)", s.Flags)
+	}
+}

@@ -31,9 +31,3 @@ type NodeInterface = simnode.Interface
 
 // Beside is what a Dataplane's handlers know of the agent.
 type Beside = simnode.Beside
-
-// sessionCounter is a Dataplane that counts the NAT sessions its
-// configuration changes cut (the simulated VPP keeps sessions).
-type sessionCounter interface {
-	SessionsCut() uint64
-}

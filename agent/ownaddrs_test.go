@@ -8,12 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/agent/ownaddrs"
+	"contiv.dev/vpp/agent/readiness"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/nodesync"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
+
+// applyFunc is an apply step made of a function.
+type applyFunc func(context.Context, bool) error
+
+func (f applyFunc) Apply(ctx context.Context, full bool) error { return f(ctx, full) }
 
 // TestFirstStartReadyHasOwnNodePorts: on a node's first start its VPP
 // address reaches the service processor only when its NodeSync record
@@ -70,17 +77,17 @@ func TestOwnAddrsReadinessEtcdDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(h.Close)
-		r := &readiness{}
+		r := &readiness.Tracker{}
 		snap := &controller.Snapshot{Objects: map[kubestate.Key]kubestate.Object{rec.Key(): rec}}
 		if err := h.Resync(context.Background(), &controller.ResyncEvent{Kind: controller.ResyncStartup, State: snap}); err != nil {
 			t.Fatal(err)
 		}
 		// IPAM publishes, the processor reads the record, the apply runs.
-		_ = publishTap{inner: h, addrs: &r.addrs}.PublishVppIPs(context.Background(), []netip.Prefix{vppIP})
-		thisNode{h: h, addrs: &r.addrs}.NodeIPs()
-		_ = observed{obs: []controller.ApplyObserver{&readyObserver{r: r}}, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
+		_ = ownaddrs.PublishTap{Inner: h, Addrs: &r.Addrs}.PublishVppIPs(context.Background(), []netip.Prefix{vppIP})
+		thisNode{h: h, addrs: &r.Addrs}.NodeIPs()
+		_ = observed{obs: []controller.ApplyObserver{&readiness.Observer{Tracker: r}}, inner: applyFunc(func(context.Context, bool) error { return nil })}.Apply(context.Background(), true)
 		waitFor(t, "a failed write", func() bool { return h.WriteStatus().LastError != "" })
-		return ownAddrsReason(r.addrs.missing(), h.WriteStatus()), h
+		return ownaddrs.Reason(r.Addrs.Missing(), h.WriteStatus()), h
 	}
 
 	why, h := reasons(&kubestate.VppNode{Name: "node-1", ID: 1, VppIPs: []string{vppIP.String()}})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent/healthcheck"
+	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -110,7 +111,7 @@ endpoints:
 	})
 	rec := httptest.NewRecorder()
 	a.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/latency", nil))
-	var v LatencyView
+	var v syncmetrics.LatencyView
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil || v.Observed != 0 {
 		t.Errorf("/v1/latency: %d %v %s (nothing observed before any change)", rec.Code, err, rec.Body)
 	}

@@ -63,6 +63,9 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 		return nil, err
 	}
 	a.pods = &podWiring{m: m, kind: kind, reason: why}
+	// A wired pod's address stays in use whatever the cluster state says
+	// (not mirrored yet, or its object deleted before the CNI's DEL).
+	a.ipamH.SetInUse(m.Wired)
 	log.Info("pod manager on", "kind", kind, "why", why, "socket", c.Socket)
 	return []controller.Handler{m}, nil
 }
@@ -88,7 +91,7 @@ func (a *Agent) wirePods() {
 		Deadline: a.cfg.CNI.Deadline.Std(),
 		Logger:   a.log.With("part", "cni"),
 		Submit: func(ctx context.Context, op pods.Op, req pods.Request) (pods.Result, error) {
-			return pods.Submit(ctx, a.ctl, op, req)
+			return a.pods.m.Submit(ctx, a.ctl, op, req)
 		},
 		Status: a.cniStatus,
 	})
@@ -102,8 +105,8 @@ func (a *Agent) cniStatus() cniapi.Status {
 	if !a.conn.Status().Connected {
 		why = append(why, "VPP is not connected")
 	}
-	if !a.pods.m.Ready() {
-		why = append(why, "the pods of the records are not back in VPP yet")
+	if back, reason := a.pods.m.Back(); !back {
+		why = append(why, reason)
 	}
 	if a.ipamH.Allocator() == nil {
 		why = append(why, "IPAM's allocations are not loaded yet")
@@ -115,6 +118,19 @@ func (a *Agent) cniStatus() cniapi.Status {
 		st.Ready, st.Why = false, fmt.Sprint(why)
 	}
 	return st
+}
+
+// podsNotBack says why the agent is not ready for its pods: a pod of the
+// records not wired in VPP (after a VPP restart, until the reconcile
+// re-created every one); empty when all are, or the agent wires none.
+func (a *Agent) podsNotBack() string {
+	if a.pods == nil {
+		return ""
+	}
+	if back, why := a.pods.m.Back(); !back {
+		return "pods: " + why
+	}
+	return ""
 }
 
 // runPods serves the CNI socket until ctx ends; a socket that cannot be

@@ -14,6 +14,7 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/testutils"
 
+	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
@@ -47,6 +48,11 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
 	cfg.CNI.StateDir = filepath.Join(dir, "pods")
 	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	// The batch after the ADD's waits: the interface events the ADD's
+	// refresh of the interface cache queues (agent/ifwatch.go) cannot tell
+	// the processor before the test looks. Only the ADD's own follow-up,
+	// in its batch, can.
+	cfg.Controller.MinBatchInterval = contivconf.Duration(3 * time.Second)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
 	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
@@ -85,6 +91,13 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 		t.Fatalf("the processor gives %s role %v; want a frontend (a local pod's)", res.VPPInterface, r)
 	}
 	h.waitQuiet()
+	// The pod's object goes before the CNI's DEL (a forced deletion):
+	// IPAM keeps the address of the pod still wired.
+	h.apply([]kubestate.Op{kubestate.DeleteOp(objs[0].Key())})
+	h.waitQuiet()
+	if ip, held := h.agent.ipamH.Allocator().Lookup(addrplan.PodID{Namespace: "default", Name: "web"}); !held || ip != res.IP.Addr() {
+		t.Fatalf("IPAM holds %v (%v) for the wired pod whose object is gone; want %s", ip, held, res.IP.Addr())
+	}
 	h.restartAgent()
 	h.waitQuiet()
 	if w := h.vpp.Writes(); w != 0 {
@@ -101,6 +114,9 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	}
 	if _, ok := h.agent.proc.Interfaces()[res.VPPInterface]; ok {
 		t.Errorf("the processor still has %s", res.VPPInterface)
+	}
+	if ip, held := h.agent.ipamH.Allocator().Lookup(addrplan.PodID{Namespace: "default", Name: "web"}); held {
+		t.Errorf("IPAM still holds %s for web after its DEL", ip)
 	}
 }
 

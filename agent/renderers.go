@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent/nodepipeline"
+	"contiv.dev/vpp/agent/prefetch"
+	"contiv.dev/vpp/agent/readiness"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -34,17 +37,17 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		rlog = a.log.With("part", "cnat")
 	} else {
 		nc := n.NAT44Config()
-		a.prefetch = &prefetchNAT44{NAT44: vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")),
-			conn: a.conn, owner: a.ownerTag()}
+		var vrfs []uint32
 		if nc.ServiceCIDR.IsValid() { // the renderer's DumpRoutes
-			a.prefetch.vrfs = []uint32{nc.PodVRF, nc.MainVRF}
+			vrfs = []uint32{nc.PodVRF, nc.MainVRF}
 		}
+		a.prefetch = prefetch.New(vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), a.conn, a.ownerTag(), vrfs)
 		ports.NAT44 = a.prefetch
 	}
 	p, err := nodepipeline.Build(nodepipeline.Params{
 		Node:                    *n,
 		Ports:                   ports,
-		ThisNode:                thisNode{h: a.nodes, addrs: &a.rd.addrs},
+		ThisNode:                thisNode{h: a.nodes, addrs: &a.rd.Addrs},
 		Interfaces:              a.ifaces,
 		Beside:                  []sr.Renderer{a.par.hc},
 		SourceRangesNotEnforced: a.sourceRangesNotEnforced,
@@ -56,30 +59,34 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		return nil, err
 	}
 	if r := p.CNAT; r != nil {
-		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
-		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) waiting { return table(p.VRF, p.Since) })
-		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
+		ifs := waitingFor(r.Pending, func(p cnat.PendingInterface) readiness.Waiting {
+			return readiness.Waiting{Name: p.Name, Since: p.Since}
+		})
+		tables := waitingFor(r.PendingTables, func(p cnat.PendingTable) readiness.Waiting { return table(p.VRF, p.Since) })
+		a.rd.Pending = func() []readiness.Waiting { return append(ifs(), tables()...) }
 	}
 	if r := p.NAT44; r != nil {
-		ifs := waitingFor(r.Pending, func(p nat44.PendingInterface) waiting { return waiting{Name: p.Name, Since: p.Since} })
-		tables := waitingFor(r.PendingTables, func(p nat44.PendingTable) waiting { return table(p.VRF, p.Since) })
-		a.rd.pending = func() []waiting { return append(ifs(), tables()...) }
-		a.rd.held = r.Held
+		ifs := waitingFor(r.Pending, func(p nat44.PendingInterface) readiness.Waiting {
+			return readiness.Waiting{Name: p.Name, Since: p.Since}
+		})
+		tables := waitingFor(r.PendingTables, func(p nat44.PendingTable) readiness.Waiting { return table(p.VRF, p.Since) })
+		a.rd.Pending = func() []readiness.Waiting { return append(ifs(), tables()...) }
+		a.rd.Held = r.Held
 	}
 	a.renderer, a.cnat, a.proc = p.NAT44, p.CNAT, p.Processor
 	return p, nil
 }
 
 // table is a FIB table some routes wait for.
-func table(vrf uint32, since time.Time) waiting {
-	return waiting{Name: strconv.FormatUint(uint64(vrf), 10), Since: since, What: "FIB table"}
+func table(vrf uint32, since time.Time) readiness.Waiting {
+	return readiness.Waiting{Name: strconv.FormatUint(uint64(vrf), 10), Since: since, What: "FIB table"}
 }
 
 // waitingFor turns a renderer's list of pending interfaces into
 // readiness's.
-func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waiting {
-	return func() []waiting {
-		var out []waiting
+func waitingFor[P any](pending func() []P, conv func(P) readiness.Waiting) func() []readiness.Waiting {
+	return func() []readiness.Waiting {
+		var out []readiness.Waiting
 		for _, p := range pending() {
 			out = append(out, conv(p))
 		}
@@ -87,24 +94,11 @@ func waitingFor[P any](pending func() []P, conv func(P) waiting) func() []waitin
 	}
 }
 
-// CNATView is the /v1/cnat view: the translations desired and applied,
-// and the node configuration (null with renderer nat44).
-type CNATView struct {
-	Desired     []*cnat.Translation     `json:"desired"`
-	Applied     []*cnat.Translation     `json:"applied"`
-	DesiredNode *cnat.Node              `json:"desiredNode"`
-	AppliedNode *cnat.Node              `json:"appliedNode"`
-	Failures    []cnat.Failure          `json:"failures"`
-	Conflicts   []cnat.Conflict         `json:"conflicts"`
-	Pending     []cnat.PendingInterface `json:"pending"`
-	Stats       cnat.Stats              `json:"stats"`
-}
-
 func cnatView(r *cnat.Renderer) any {
 	if r == nil {
 		return nil
 	}
-	return CNATView{
+	return restapi.CNATView{
 		Desired: r.Desired(), Applied: r.Applied(), DesiredNode: r.DesiredNode(), AppliedNode: r.AppliedNode(),
 		Failures: r.Failures(), Conflicts: r.Conflicts(), Pending: r.Pending(), Stats: r.Stats(),
 	}

@@ -2,8 +2,8 @@ package agent
 
 import (
 	"fmt"
-	"time"
 
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -11,98 +11,10 @@ import (
 	"contiv.dev/vpp/servicerenderer/reconcile"
 )
 
-// RendererView is the /v1/renderer view: what every service renderer
-// reports, in one shape whichever runs (renderer: nat44 or cnat). The
-// renderer's own objects are in /v1/nat44 and /v1/cnat.
-type RendererView struct {
-	// Renderer names the renderer that runs: nat44 or cnat.
-	Renderer string        `json:"renderer"`
-	Stats    RendererStats `json:"stats"`
-	// Failures are the objects VPP refused (not retried until they change
-	// or a full resync), sorted as the renderer sorts them.
-	Failures []RendererFailure `json:"failures"`
-	// Conflicts are the frontends more than one service claims.
-	Conflicts []RendererConflict `json:"conflicts"`
-	// Pending are the interfaces whose configuration waits for VPP to
-	// create them; PendingTables the FIB tables routes wait for.
-	Pending       []RendererPending      `json:"pending"`
-	PendingTables []RendererPendingTable `json:"pendingTables"`
-	Counts        RendererCounts         `json:"counts"`
-}
-
-// RendererStats are the apply step's cumulative counters.
-type RendererStats struct {
-	Applies     uint64 `json:"applies"`
-	FullApplies uint64 `json:"fullApplies"`
-	// Calls counts VPP calls (dumps included); Writes those that may
-	// change VPP (null: the renderer does not count them).
-	Calls  uint64  `json:"calls"`
-	Writes *uint64 `json:"writes,omitempty"`
-	// Invalid counts calls VPP refused as invalid; Transient the other
-	// failed calls.
-	Invalid   uint64 `json:"invalid"`
-	Transient uint64 `json:"transient"`
-}
-
-// RendererFailure is one object VPP refused.
-type RendererFailure struct {
-	// Object is the object's kind and key ("mapping 10.96.0.10:80/TCP").
-	Object string `json:"object"`
-	// Op is the refused call ("" when none was made).
-	Op    string `json:"op,omitempty"`
-	Error string `json:"error"`
-	// Service owns the object (null when none does, or the renderer does
-	// not say).
-	Service *sr.ServiceID `json:"service,omitempty"`
-}
-
-// RendererConflict is a frontend more than one service claims: Winner's
-// object is rendered, the Losers' are not.
-type RendererConflict struct {
-	Frontend string         `json:"frontend"`
-	Winner   sr.ServiceID   `json:"winner"`
-	Losers   []sr.ServiceID `json:"losers"`
-}
-
-// RendererPending is an interface whose configuration waits for VPP to
-// create it.
-type RendererPending struct {
-	Name  string    `json:"name"`
-	Since time.Time `json:"since"`
-	// Waits is what waits for it ("NAT44 features in,out").
-	Waits string `json:"waits"`
-}
-
-// RendererPendingTable is a FIB table whose routes wait for VPP to make it.
-type RendererPendingTable struct {
-	VRF   uint32    `json:"vrf"`
-	Since time.Time `json:"since"`
-	// Routes are the routes waiting, one line each.
-	Routes []string `json:"routes"`
-}
-
-// RendererCounts are the counts readiness and operators watch.
-type RendererCounts struct {
-	// Desired and Applied count the service objects (NAT44 mappings, cnat
-	// translations) wanted and held.
-	Desired int `json:"desired"`
-	Applied int `json:"applied"`
-	// Failures, Conflicts, Pending and PendingTables are the lengths of
-	// the lists above.
-	Failures      int `json:"failures"`
-	Conflicts     int `json:"conflicts"`
-	Pending       int `json:"pending"`
-	PendingTables int `json:"pendingTables"`
-	// Held counts the frontends whose objects wait for the features of
-	// the node's interfaces (NAT44: features first); readiness waits for
-	// it to reach 0.
-	Held int `json:"held"`
-}
-
 // rendererView is the renderer-neutral view of the renderer that runs;
 // nil when none does.
 func rendererView(a *Agent) any {
-	var v RendererView
+	var v restapi.RendererView
 	switch {
 	case a.renderer != nil:
 		v = nat44RendererView(a.renderer)
@@ -116,16 +28,16 @@ func rendererView(a *Agent) any {
 	return v
 }
 
-func nat44RendererView(r *nat44.Renderer) RendererView {
+func nat44RendererView(r *nat44.Renderer) restapi.RendererView {
 	st := r.Stats()
-	v := RendererView{
+	v := restapi.RendererView{
 		Renderer: contivconf.RendererNAT44,
-		Stats: RendererStats{Applies: st.Applies, FullApplies: st.FullApplies, Calls: st.Calls,
+		Stats: restapi.RendererStats{Applies: st.Applies, FullApplies: st.FullApplies, Calls: st.Calls,
 			Invalid: st.Invalid, Transient: st.Transient},
-		Counts: RendererCounts{Desired: len(r.Desired().Mappings), Applied: len(r.Applied().Mappings), Held: r.Held()},
+		Counts: restapi.RendererCounts{Desired: len(r.Desired().Mappings), Applied: len(r.Applied().Mappings), Held: r.Held()},
 	}
 	for _, f := range r.Failures() {
-		rf := RendererFailure{Object: f.Object.String(), Error: f.Reason}
+		rf := restapi.RendererFailure{Object: f.Object.String(), Error: f.Reason}
 		if f.Op != 0 { // the zero Op: no call was made (nat44.Failure)
 			rf.Op = f.Op.String()
 		}
@@ -136,47 +48,47 @@ func nat44RendererView(r *nat44.Renderer) RendererView {
 	}
 	v.Conflicts = conflicts(r.Conflicts())
 	for _, p := range r.Pending() {
-		v.Pending = append(v.Pending, RendererPending{Name: p.Name, Since: p.Since, Waits: "NAT44 features " + p.Features.String()})
+		v.Pending = append(v.Pending, restapi.RendererPending{Name: p.Name, Since: p.Since, Waits: "NAT44 features " + p.Features.String()})
 	}
 	v.PendingTables = pendingTables(r.PendingTables())
 	return v
 }
 
-func cnatRendererView(r *cnat.Renderer) RendererView {
+func cnatRendererView(r *cnat.Renderer) restapi.RendererView {
 	st := r.Stats()
 	writes := uint64(st.Writes)
-	v := RendererView{
+	v := restapi.RendererView{
 		Renderer: contivconf.RendererCNAT,
-		Stats: RendererStats{Applies: uint64(st.Applies), FullApplies: uint64(st.FullApplies), Calls: uint64(st.Calls),
+		Stats: restapi.RendererStats{Applies: uint64(st.Applies), FullApplies: uint64(st.FullApplies), Calls: uint64(st.Calls),
 			Writes: &writes, Invalid: uint64(st.Invalid), Transient: uint64(st.Transient)},
-		Counts: RendererCounts{Desired: len(r.Desired()), Applied: len(r.Applied())},
+		Counts: restapi.RendererCounts{Desired: len(r.Desired()), Applied: len(r.Applied())},
 	}
 	for _, f := range r.Failures() {
-		v.Failures = append(v.Failures, RendererFailure{Object: f.Object.String(), Op: f.Op.String(), Error: f.Reason})
+		v.Failures = append(v.Failures, restapi.RendererFailure{Object: f.Object.String(), Op: f.Op.String(), Error: f.Reason})
 	}
 	v.Conflicts = conflicts(r.Conflicts())
 	for _, p := range r.Pending() {
-		v.Pending = append(v.Pending, RendererPending{Name: p.Name, Since: p.Since, Waits: "cnat features and SNAT tables"})
+		v.Pending = append(v.Pending, restapi.RendererPending{Name: p.Name, Since: p.Since, Waits: "cnat features and SNAT tables"})
 	}
 	v.PendingTables = pendingTables(r.PendingTables())
 	return v
 }
 
 // conflicts lists a renderer's conflicts with their frontends as text.
-func conflicts[K reconcile.Key](cs []reconcile.Conflict[K]) []RendererConflict {
-	var out []RendererConflict
+func conflicts[K reconcile.Key](cs []reconcile.Conflict[K]) []restapi.RendererConflict {
+	var out []restapi.RendererConflict
 	for _, c := range cs {
-		out = append(out, RendererConflict{Frontend: c.Key.String(), Winner: c.Winner, Losers: c.Losers})
+		out = append(out, restapi.RendererConflict{Frontend: c.Key.String(), Winner: c.Winner, Losers: c.Losers})
 	}
 	return out
 }
 
 // pendingTables lists a renderer's pending tables with their routes as
 // text.
-func pendingTables[R fmt.Stringer](ts []reconcile.PendingTable[R]) []RendererPendingTable {
-	var out []RendererPendingTable
+func pendingTables[R fmt.Stringer](ts []reconcile.PendingTable[R]) []restapi.RendererPendingTable {
+	var out []restapi.RendererPendingTable
 	for _, t := range ts {
-		pt := RendererPendingTable{VRF: t.VRF, Since: t.Since}
+		pt := restapi.RendererPendingTable{VRF: t.VRF, Since: t.Since}
 		for _, rt := range t.Routes {
 			pt.Routes = append(pt.Routes, rt.String())
 		}

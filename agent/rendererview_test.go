@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.fd.io/govpp/api"
 
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
@@ -65,14 +66,14 @@ func addCartEndpoint(t *testing.T, cli *clientv3.Client) {
 }
 
 // getRendererView reads /v1/renderer through the agent's HTTP handler.
-func getRendererView(t *testing.T, a *Agent) RendererView {
+func getRendererView(t *testing.T, a *Agent) restapi.RendererView {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	a.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/renderer", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /v1/renderer = %d %s", rec.Code, rec.Body)
 	}
-	var v RendererView
+	var v restapi.RendererView
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 		t.Fatalf("GET /v1/renderer: %v\n%s", err, rec.Body)
 	}
@@ -103,7 +104,7 @@ func TestRendererView(t *testing.T) {
 			vpp := sim.New(sim.Options{})
 			r := start(t, testConfigFrom(t, cfg, srv.Endpoint(), dir), vpp, load)
 
-			var v RendererView
+			var v restapi.RendererView
 			waitFor(t, "the rival's conflict in /v1/renderer", func() bool {
 				v = getRendererView(t, r.a)
 				return len(v.Conflicts) > 0
@@ -120,7 +121,7 @@ func TestRendererView(t *testing.T) {
 			if c := v.Counts; c.Desired == 0 || c.Applied != c.Desired || c.Failures != 0 || c.Pending != 0 || c.Held != 0 {
 				t.Errorf("counts %+v", c)
 			}
-			want := RendererConflict{Frontend: "198.51.100.20:8080/TCP",
+			want := restapi.RendererConflict{Frontend: "198.51.100.20:8080/TCP",
 				Winner: sr.ServiceID{Namespace: "shop", Name: "catalog"}, Losers: []sr.ServiceID{{Namespace: "shop", Name: "rival"}}}
 			if len(v.Conflicts) != 1 || v.Counts.Conflicts != 1 || !strings.Contains(v.Conflicts[0].Frontend, want.Frontend) ||
 				v.Conflicts[0].Winner != want.Winner || !slices.Equal(v.Conflicts[0].Losers, want.Losers) {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"runtime"
 	"runtime/metrics"
 	"strings"
 	"testing"
@@ -17,54 +16,6 @@ func gcSettings() (percent int64, limit uint64) {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64()), s[1].Value.Uint64()
-}
-
-// TestHoldGC: the collector is off while held, under a limit of what the
-// process used at the start plus the allowance (a process using more than
-// the allowance is not made to collect at once), the process's settings
-// come back when the last holder releases, and a collection ends the hold.
-func TestHoldGC(t *testing.T) {
-	p0, l0 := gcSettings()
-	if p0 < 0 {
-		t.Skip("the collector is off in this process (GOGC=off)")
-	}
-	if release := holdGC(0); true {
-		release()
-		if p, l := gcSettings(); p != p0 || l != l0 {
-			t.Fatalf("holdGC(0) changed the settings to %d%%, %d bytes", p, l)
-		}
-	}
-	// The process uses more than the allowance.
-	ballast := make([]byte, 96<<20)
-	for i := range ballast {
-		ballast[i] = byte(i)
-	}
-	const allowance = 32
-	before := memoryUsed()
-	first := holdGC(allowance)
-	after := memoryUsed()
-	p, l := gcSettings()
-	if lo, hi := uint64(before+(allowance-1)<<20), uint64(after+(allowance+1)<<20); p >= 0 || l < lo || l > hi {
-		t.Fatalf("held: %d%%, limit %d bytes; want off, a limit in [%d, %d] (what the process used plus %d MiB)", p, l, lo, hi, allowance)
-	}
-	second := holdGC(allowance)
-	first()
-	first() // a second call does nothing
-	if p, _ := gcSettings(); p >= 0 {
-		t.Fatalf("released by one of two holders: collector at %d%%, want still off", p)
-	}
-	runtime.KeepAlive(ballast)
-	second()
-	if p, l := gcSettings(); p != p0 || l != l0 {
-		t.Fatalf("released: %d%%, %d bytes; want %d%%, %d", p, l, p0, l0)
-	}
-
-	_ = holdGC(4096) // never released but by a collection
-	waitFor(t, "a collection to end the hold", func() bool {
-		runtime.GC()
-		p, l := gcSettings()
-		return p == p0 && l == l0
-	})
 }
 
 // TestStartHoldsGCUntilFullApply: the agent's first full apply ends the

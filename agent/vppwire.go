@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,16 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 		OnEvent:        a.onVPPEvent,
 		OnCall:         a.observeCall(),
 	}
+	if path := os.Getenv(vpp.RecordEnv); path != "" {
+		// A debugging aid (docs/real-vpp.md): every binary-API message to
+		// and from VPP, in the recorded corpus's format.
+		rec, err := vpp.OpenRecorder(path)
+		if err != nil {
+			return err
+		}
+		vc.Record = rec
+		a.log.Warn("recording every binary-API message", "file", path, "env", vpp.RecordEnv)
+	}
 	a.dp = dp
 	a.mainIf = a.configuredMainInterface()
 	if dp != nil {
@@ -100,7 +111,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 			if e.Restarted {
 				why = "restarted"
 			}
-			a.rd.vppLost(why)
+			a.rd.VPPLost(why)
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
@@ -109,7 +120,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 			a.ctl.Push(&controller.ResyncEvent{Kind: controller.ResyncHealing, DataplaneRestarted: e.Restarted})
 		}
 	case vpp.Disconnected:
-		a.rd.vppLost("disconnected")
+		a.rd.VPPLost("disconnected")
 		a.log.Warn("VPP disconnected; keeping desired state until it is back", "err", e.Err)
 	case vpp.Incompatible:
 		a.log.Error("VPP is incompatible with this agent", "err", e.Err)

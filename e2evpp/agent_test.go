@@ -2,6 +2,7 @@ package e2evpp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,19 +17,32 @@ import (
 	"time"
 
 	"contiv.dev/vpp/noderegistry"
+	"contiv.dev/vpp/plugins/vpp"
 )
 
-// agentProc is one running contiv-agent binary.
+// agentProc is one running contiv-agent binary, in its node's network
+// namespace as a DaemonSet's agent is in its host's.
 type agentProc struct {
 	n    *node
 	cmd  *exec.Cmd
 	done chan error
-	http string // its REST address
+	http string // its REST address, inside the node's namespace
 }
+
+// Inside a node's namespace the agent reaches the suite's etcd through a
+// forwarder on etcdInNode; its REST API listens on 127.0.0.1:9900+node ID.
+const etcdInNode = "127.0.0.1:2379"
 
 // agentConfig is the node's agent configuration: the defaults of
 // deploy/examples/agent.yaml but for what the suite's node differs in.
 func (n *node) agentConfig(httpAddr string) string {
+	// The health servers listen in the node's namespace, where VPP brings
+	// the checks (the host interconnect); an agent on another node's VPP
+	// (n.sock) serves none, its node's own agent does.
+	health := ""
+	if n.sock != "" {
+		health = "  proxyHealthAddress: \"off\"\n  serviceHealthAddress: 127.0.0.1\n"
+	}
 	return fmt.Sprintf(`nodeName: %[1]s
 log:
   level: debug
@@ -41,9 +55,7 @@ vpp:
   simulate: never
 http:
   address: %[4]s
-  proxyHealthAddress: "off"
-  serviceHealthAddress: 127.0.0.1
-renderer: %[5]s
+%[9]srenderer: %[5]s
 routing:
   hostInterconnectInterface: host-vpp1
 nodeSync:
@@ -52,7 +64,7 @@ nodeConfig:
 - nodeName: %[1]s
   mainInterface: {name: host-eth1, ipCIDR: %[7]s/24}
   gateway: %[8]s
-`, n.name, n.s.etcd.Endpoint(), n.apiSocket(), httpAddr, n.s.renderer, n.dir, n.ip(), outsideIP)
+`, n.name, "http://"+etcdInNode, n.apiSocket(), httpAddr, n.s.renderer, n.dir, n.ip(), outsideIP, health)
 }
 
 // startAgent starts the node's agent and waits until it is ready.
@@ -65,7 +77,8 @@ func (n *node) startAgent(t *testing.T) {
 // startAgentNoWait starts the node's agent.
 func (n *node) startAgentNoWait(t *testing.T) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", 9900+n.id)
+	n.s.forwardEtcd(t, n.netns)
 	cfg := filepath.Join(n.dir, "agent.yaml")
 	text := n.agentConfig(addr)
 	if n.s.configHook != nil {
@@ -83,8 +96,12 @@ func (n *node) startAgentNoWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(env.bin, "contiv-agent"), "--config", cfg)
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+n.netns, filepath.Join(env.bin, "contiv-agent"), "--config", cfg)
 	cmd.Stdout, cmd.Stderr = log, log
+	if n.recorded() {
+		// Node 1's agent records its binary-API calls (record_test.go).
+		cmd.Env = append(os.Environ(), vpp.RecordEnv+"="+n.s.recordFile())
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +147,28 @@ func (n *node) waitReady(t *testing.T, limit time.Duration) {
 	})
 }
 
+// client is an HTTP client whose connections are made inside the agent's
+// namespace.
+func (a *agentProc) client() *http.Client { return nsClient(a.n.netns) }
+
+// nsClient is an HTTP client whose connections are made inside namespace
+// ns.
+func nsClient(ns string) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+			err = inNetns(ns, func() (err error) {
+				c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return c, err
+		},
+	}}
+}
+
 // get reads a JSON view of the agent's REST API into v.
 func (a *agentProc) get(path string, v any) error {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + a.http + path)
+	resp, err := a.client().Get("http://" + a.http + path)
 	if err != nil {
 		return err
 	}
@@ -150,8 +185,7 @@ func (a *agentProc) get(path string, v any) error {
 // contiv_vpp_calls_total metric.
 func (a *agentProc) writes(t testing.TB) int {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + a.http + "/metrics")
+	resp, err := a.client().Get("http://" + a.http + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +226,46 @@ func isRead(msg string) bool {
 	return false
 }
 
-// freeAddr is a free loopback TCP address.
-func freeAddr(t testing.TB) string {
+// forwardEtcd makes the suite's etcd reachable at etcdInNode inside
+// namespace ns (once per namespace): a listener opened in the namespace
+// whose connections are relayed to etcd in the root namespace.
+func (s *suite) forwardEtcd(t *testing.T, ns string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if s.etcdFwd[ns] {
+		return
 	}
-	defer l.Close()
-	return l.Addr().String()
+	var l net.Listener
+	if err := inNetns(ns, func() (err error) {
+		l, err = net.Listen("tcp", etcdInNode)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: etcd's forwarder: %v", ns, err)
+	}
+	s.etcdFwd[ns] = true
+	target := strings.TrimPrefix(s.etcd.Endpoint(), "http://")
+	s.t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go relay(c, target)
+		}
+	}()
+}
+
+// relay copies c to a new connection to target and back until either
+// side closes.
+func relay(c net.Conn, target string) {
+	defer c.Close()
+	u, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+	<-done
 }

@@ -52,7 +52,7 @@ func addNetns(t testing.TB, ns string) {
 // other VPP is touched) and deletes its namespaces (their veths go with
 // them).
 func removeLeftovers() {
-	killByCmdline(runDir())
+	killByCmdline(runDir() + "/")
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)

@@ -90,6 +90,10 @@ func (n *node) build(t *testing.T) {
 	// The host interconnect: VPP's end host-vpp1, the node's Linux end vpp1-host.
 	veth(t, n.netns, "vpp1", n.netns, "vpp1-host")
 	ipIn(t, n.netns, "addr", "add", fmt.Sprintf("172.30.%d.2/24", n.id), "dev", "vpp1-host")
+	// The host's traffic leaves through VPP, as on a node whose NIC VPP
+	// owns: health checks reach the agent from the NAT loopback (nat44's
+	// twice-NAT) or the client (cnat), and the reply must go back to VPP.
+	ipIn(t, n.netns, "route", "add", "default", "via", fmt.Sprintf("172.30.%d.1", n.id))
 	for _, p := range n.pods {
 		addNetns(t, p.netns)
 		veth(t, n.netns, fmt.Sprintf("pod%d", p.k), p.netns, "eth0")

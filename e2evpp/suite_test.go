@@ -85,6 +85,7 @@ type suite struct {
 	objects  *cluster
 	// configHook, when set, edits a node's agent configuration before it starts.
 	configHook func(n *node, cfg string) string
+	etcdFwd    map[string]bool // namespaces etcd is forwarded into (forwardEtcd)
 }
 
 // newSuite makes the cluster's namespaces and links and starts the VPPs;
@@ -94,7 +95,7 @@ func newSuite(t *testing.T, renderer string, pods ...[]string) *suite {
 	if env.build == "" {
 		t.Skipf("no real VPP: %s unset (make e2e-vpp)", buildEnv)
 	}
-	s := &suite{t: t, build: env.build, renderer: renderer}
+	s := &suite{t: t, build: env.build, renderer: renderer, etcdFwd: map[string]bool{}}
 	t.Cleanup(s.teardown)
 	removeLeftovers()
 	addNetns(t, fabricNS)
@@ -141,6 +142,7 @@ func (s *suite) teardown() {
 		}
 		n.stopVPP(s.t)
 	}
+	s.keepRecord() // record_test.go
 	removeLeftovers()
 }
 

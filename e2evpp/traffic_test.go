@@ -86,9 +86,24 @@ func parseAnswer(s string) answer {
 // request sends one request from namespace ns to addr ("ip:port") over
 // proto ("tcp" or "udp") and returns the answer.
 func request(ns, proto, addr string, timeout time.Duration) (answer, error) {
+	return requestFrom(ns, "", proto, addr, timeout)
+}
+
+// requestFrom is request from the source address src ("": the one the
+// namespace's routes pick).
+func requestFrom(ns, src, proto, addr string, timeout time.Duration) (answer, error) {
+	d := net.Dialer{Timeout: timeout}
+	if src != "" {
+		ip := net.ParseIP(src)
+		if proto == "udp" {
+			d.LocalAddr = &net.UDPAddr{IP: ip}
+		} else {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
 	var c net.Conn
 	err := inNetns(ns, func() (err error) {
-		c, err = net.DialTimeout(proto+"4", addr, timeout)
+		c, err = d.Dial(proto+"4", addr)
 		return err
 	})
 	if err != nil {
@@ -251,6 +266,27 @@ func cuts(fs []*flow) (n int, which []string) {
 		f.mu.Unlock()
 	}
 	return n, which
+}
+
+// fateOf splits the flows first answered by backend into those it still
+// answers (kept) and those cut or moved elsewhere (ended), and counts the
+// other flows that were cut or moved (others).
+func fateOf(fs []*flow, backend string) (kept, ended, others int) {
+	for _, f := range fs {
+		f.mu.Lock()
+		gone := f.cut != nil || f.moved
+		mine := f.first == backend
+		f.mu.Unlock()
+		switch {
+		case mine && gone:
+			ended++
+		case mine:
+			kept++
+		case gone:
+			others++
+		}
+	}
+	return kept, ended, others
 }
 
 // firstBackends counts the flows by the backend that first answered them.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

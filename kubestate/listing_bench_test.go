@@ -3,7 +3,7 @@ package kubestate_test
 import (
 	"testing"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

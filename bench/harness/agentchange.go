@@ -16,7 +16,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -474,4 +474,48 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runAgentChange measures the agent-change figure min(Runs, 3) times
+// (medians); profiles are taken in the last run only.
+func runAgentChange(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	runs := min(o.Runs, 3)
+	o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges, "runs", runs)
+	var per, with, base, allocs, bytes, paced, rate, batches []float64
+	var changes int
+	for i := range runs {
+		dir := ""
+		if i == runs-1 {
+			dir = o.ProfileDir
+		}
+		r, err := measureAgentChange(ctx, env, o.FanoutSize, o.AgentChanges, o.FastEtcd, dir, o.ProfileTime)
+		if err != nil {
+			return err
+		}
+		o.Log.Info("agent-change run", "run", i+1, "perChange", r.perChange, "profiled", r.profiled)
+		per, with, base = append(per, us(r.perChange)), append(with, us(r.withAgent)), append(base, us(r.baseline))
+		allocs, bytes = append(allocs, r.allocs), append(bytes, r.bytes)
+		paced, rate = append(paced, us(r.paced)), append(rate, r.pacedAchieved)
+		batches = append(batches, float64(r.pacedBatches)/float64(max(r.pacedChanges, 1)))
+		changes = r.changes
+	}
+	res.AgentChangeCPUUS = median(per)
+	res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base),
+		AllocsPerChange: median(allocs), BytesPerChange: median(bytes),
+		CPUUSPerChange1000ps: median(paced), PacedPerRunUS: paced, PacedRate: median(rate), BatchesPerChange: median(batches)}
+	return nil
+}
+
+// agentChangeRows are the agent-change figure's rows.
+func agentChangeRows(r *Results, t *rows) {
+	a := r.AgentChange
+	if a == nil {
+		return
+	}
+	t.addSingle(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, fmtList(a.PerRunUS, "%.0f")),
+		fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 30", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
+	t.addSingle("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
+	t.addSingle("… agent's heap allocations per change (objects; bytes)", fmt.Sprintf("%.1f; %.0f", a.AllocsPerChange, a.BytesPerChange), "", "")
+	t.addSingle(fmt.Sprintf("agent CPU per change at 1000 changes/s, W(%d) (µs; runs: %s; %.0f/s achieved; batches per change %.2f)", a.N, fmtList(a.PacedPerRunUS, "%.1f"), a.PacedRate, a.BatchesPerChange),
+		fmt.Sprintf("%.1f", a.CPUUSPerChange1000ps), "≤ 10", verdict(a.N == targetSize, func() bool { return a.CPUUSPerChange1000ps <= targetAgentPacedCPUUS }))
 }

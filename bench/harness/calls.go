@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strconv"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -115,4 +116,40 @@ func (m *meanOf) mean() float64 {
 		return 0
 	}
 	return float64(m.sum) / float64(m.n)
+}
+
+// runCalls counts the binary-API calls per change at every N.
+func runCalls(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	for _, n := range res.sizes {
+		o.Log.Info("VPP calls per change", "n", n)
+		c, err := countCalls(ctx, env, n)
+		if err != nil {
+			return err
+		}
+		r := res.N[strconv.Itoa(n)]
+		r.VPPCallsPerChange = c.perChange
+		r.Calls = c
+	}
+	return nil
+}
+
+// callsRows are the calls figure's rows, per N.
+func callsRows(r *Results, t *rows) {
+	if !r.has(FigCalls) {
+		return
+	}
+	row := func(name string, get func(c *callsRun) float64, target string, met func(c *callsRun) bool) {
+		t.addPerN(name, "%.3f", func(s *SizeResult) float64 {
+			if s.Calls == nil {
+				return 0
+			}
+			return get(s.Calls)
+		}, target, func(s *SizeResult) bool { return s.Calls != nil && met(s.Calls) })
+	}
+	row("VPP calls per change, all 1000 (binary API, simulated VPP)", func(c *callsRun) float64 { return c.perChange }, "", nil)
+	row("… of a ClusterIP service (1 frontend mapping)", func(c *callsRun) float64 { return c.clusterIP }, "1",
+		func(c *callsRun) bool { return c.clusterIP == 1 })
+	row("… of a NodePort service (3 frontend mappings)", func(c *callsRun) float64 { return c.nodePort }, "1 per mapping",
+		func(c *callsRun) bool { return c.nodePort == 3 })
+	row("… giving a local pod its first service or taking its last", func(c *callsRun) float64 { return c.podRole }, "", nil)
 }

@@ -111,3 +111,12 @@ func cnatFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res 
 	}
 	return nil
 }
+
+// runCNAT measures the cnat figures (cnatFigures).
+func runCNAT(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	return cnatFigures(ctx, env, res.sizes, o, res)
+}
+
+// cnatRows are the cnat figure's rows: its programming over the socket
+// (its per-N figures are in the JSON only).
+func cnatRows(r *Results, t *rows) { programRows(t, "cnat: ", r.CNATProgram) }

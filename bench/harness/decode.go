@@ -1,10 +1,11 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -32,4 +33,29 @@ func measureDecode(iters int) (*decodeRun, error) {
 	}
 	c := m.since()
 	return &decodeRun{cpu: c.cpu / time.Duration(iters), allocs: float64(c.mallocs) / float64(iters), bytes: len(b)}, nil
+}
+
+// runDecode measures the decode figure Options.Runs times (medians).
+func runDecode(_ context.Context, _ *nodeEnv, o Options, res *Results) error {
+	o.Log.Info("decode")
+	var cpu, allocs []float64
+	var d *decodeRun
+	for range o.Runs {
+		var err error
+		if d, err = measureDecode(o.DecodeIters); err != nil {
+			return err
+		}
+		cpu = append(cpu, us(d.cpu))
+		allocs = append(allocs, d.allocs)
+	}
+	res.DecodeUS = median(cpu)
+	res.DecodeAllocs, res.DecodeBytes = median(allocs), d.bytes
+	return nil
+}
+
+// decodeRows is the decode figure's row.
+func decodeRows(r *Results, t *rows) {
+	if r.DecodeUS > 0 {
+		t.addSingle("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
+	}
 }

@@ -12,8 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
-	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 )
@@ -82,7 +82,7 @@ type fanoutSet struct {
 	agents []*fanoutAgent
 }
 
-func newFanoutSet(env *nodeEnv, m *etcd.Embedded, table tagTable, maxK int) *fanoutSet {
+func newFanoutSet(env *nodeEnv, m *embedded.Member, table tagTable, maxK int) *fanoutSet {
 	dial := func(ctx context.Context, _ int) (*clientv3.Client, error) { return etcdClient(ctx, m) }
 	return &fanoutSet{env: env, dial: dial, table: table, out: make(chan time.Time, maxK)}
 }

@@ -21,8 +21,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
-	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -83,7 +83,7 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	// side=etcd; the bare watchers' side=watchers: a CPU profile of the
 	// bare fan-out (profileDir) splits by them.
 	var (
-		m         *etcd.Embedded
+		m         *embedded.Member
 		cli       *clientv3.Client
 		closeEtcd func()
 		err       error
@@ -199,8 +199,8 @@ func availableMemory() uint64 {
 	return 1 << 62
 }
 
-// fanoutFigure measures the fan-out figure into res.
-func fanoutFigure(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+// runFanout measures the fan-out figure into res.
+func runFanout(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
 	o.Log.Info("fan-out: K agents against one etcd", "ks", o.FanoutKs, "n", o.FanoutSize, "changes", o.FanoutChanges)
 	r, err := measureFanout(ctx, env, fanoutParams{n: o.FanoutSize, ks: o.FanoutKs, changes: o.FanoutChanges, fast: o.FastEtcd, log: o.Log, profileDir: o.ProfileDir})
 	if err != nil {
@@ -222,9 +222,6 @@ func fanoutFigure(ctx context.Context, env *nodeEnv, o Options, res *Results) er
 			CPUUS: us(b.cpu), EtcdHeapKiB: b.etcdHeap / (1 << 10), ClientHeapKiB: b.clientHeap / (1 << 10),
 		}
 	}
-	if o.FanoutProxies > 0 {
-		return tierFigure(ctx, env, o, res)
-	}
 	return nil
 }
 
@@ -245,7 +242,7 @@ type bareRun struct {
 // per resource prefix, on one client each), writes the next changes of
 // seq one at a time, each waited for until every client received it,
 // then closes them.
-func bareFanout(ctx context.Context, m *etcd.Embedded, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int, profileDir string) (*bareRun, error) {
+func bareFanout(ctx context.Context, m *embedded.Member, cli *clientv3.Client, seq []*kubestate.EndpointSlice, next *int, b, changes int, profileDir string) (*bareRun, error) {
 	// The same puts with nobody watching: their cost is taken out.
 	c0 := cpuTime()
 	for range changes {
@@ -352,4 +349,29 @@ func bareChange(ctx context.Context, cli *clientv3.Client, seq []*kubestate.Endp
 		}
 	}
 	return lat, nil
+}
+
+// fanoutRows are the fan-out figure's rows: by K, and the bare watchers.
+func fanoutRows(r *Results, t *rows) {
+	for _, k := range sortedNumeric(r.Fanout) {
+		f := r.Fanout[k]
+		t.addSingle(fmt.Sprintf("fan-out, %s agents on one etcd with W(%d): change put to applied at each agent p50 / p99 (ms; %d changes)", k, f.N, f.Changes),
+			fmt.Sprintf("%.2f / %.2f", f.P50MS, f.P99MS), "", "")
+		t.addSingle("… until the last agent, p99 (ms)", fmt.Sprintf("%.2f", f.AllP99MS), "", "")
+		t.addSingle("… heap per agent / etcd's heap (MiB)", fmt.Sprintf("%.1f / %.1f", f.AgentHeapMiB, f.EtcdHeapMiB), "", "")
+		t.addSingle("… process CPU per change, etcd and all agents (ms)", fmt.Sprintf("%.2f", f.CPUPerChangeMS), "", "")
+	}
+	for _, f := range r.Fanout {
+		t.addSingle("fan-out: etcd's heap with no agent / its backend file (MiB)", fmt.Sprintf("%.1f / %.1f", f.EtcdHeapIdleMiB, f.DBMiB), "", "")
+		break
+	}
+	if b := r.FanoutBare; b != nil {
+		t.addSingle(fmt.Sprintf("fan-out to %d bare watchers (no decoding): put to receipt p50 / p99 (ms)", b.Watchers),
+			fmt.Sprintf("%.2f / %.2f", b.P50MS, b.P99MS), "", "")
+		t.addSingle("… CPU per change and watcher (µs); heap per watcher, etcd's / the client's (KiB)",
+			fmt.Sprintf("%.1f; %.0f / %.0f", b.CPUUS, b.EtcdHeapKiB, b.ClientHeapKiB), "", "")
+	}
+	if r.FanoutStopped != "" {
+		t.addSingle("fan-out: stopped early", r.FanoutStopped, "", "")
+	}
 }

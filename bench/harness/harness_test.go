@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"contiv.dev/vpp/kubestate"
 )
 
 func TestMain(m *testing.M) {
-	RunChild() // the proxy-tier figure's etcd and proxies, the large figure's etcd and VPP
+	RunChild() // the large figure's etcd, VPP and agent
 	goleak.VerifyTestMain(m)
 }
 
@@ -46,7 +44,7 @@ func TestPercentileAndMedian(t *testing.T) {
 }
 
 func TestRunRefusesBadOptions(t *testing.T) {
-	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []Figure{"bogus"}})
+	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []FigureName{"bogus"}})
 	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "size 0") || !strings.Contains(err.Error(), `"bogus"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -62,7 +60,6 @@ func TestQuickRun(t *testing.T) {
 		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
 		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true, ProgramSize: 100,
 		FanoutKs: []int{3, 2}, FanoutSize: 100, FanoutChanges: 4, AgentChanges: 100, LargeSize: 200,
-		FanoutProxies: 2, FanoutLight: []int{5},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,28 +136,6 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("fanout K=%s: %+v", k, f)
 		}
 	}
-	// Through the proxy tier: every level measured both ways; etcd holds
-	// one watching per agent and resource directly, a few per proxy
-	// through them; each proxy's CPU and heap are seen.
-	if tr := res.FanoutTier; tr == nil || len(tr.Direct) != 3 || len(tr.Proxied) != 3 {
-		t.Errorf("proxy tier %+v", tr)
-	} else {
-		for _, k := range []string{"2", "3", "5"} {
-			d, p := tr.Direct[k], tr.Proxied[k]
-			if d == nil || p == nil || d.EtcdCPUUS <= 0 || p.EtcdCPUUS <= 0 || d.P99MS < d.P50MS || p.LastP99MS < p.LastP50MS ||
-				len(p.ProxyCPUUS) != 2 || len(p.ProxyHeapMiB) != 2 || p.ProxyHeapMiB[0] <= 0 || d.EtcdSentKiB <= 0 || p.EtcdSentKiB <= 0 {
-				t.Errorf("proxy tier K=%s: direct %+v, proxied %+v", k, d, p)
-				continue
-			}
-			// Coalescing pays from a few clients per proxy on.
-			if w := len(kubestate.Resources) * p.Watchers; d.EtcdWatchings < float64(w) || k == "5" && p.EtcdWatchings >= float64(w) {
-				t.Errorf("K=%s: etcd holds %v watchings directly, %v through proxies; %d watches were opened", k, d.EtcdWatchings, p.EtcdWatchings, w)
-			}
-		}
-		if got := tr.Proxied["5"]; got != nil && (got.Agents != 3 || got.Watchers != 5) {
-			t.Errorf("K=5: %d agents of %d watchers, want 3 of 5", got.Agents, got.Watchers)
-		}
-	}
 	if a := res.AgentChange; a == nil || a.Changes != 100 || a.WithAgentUS <= 0 || a.BaselineUS <= 0 {
 		t.Errorf("agent-change %+v", a)
 	}
@@ -206,9 +181,6 @@ func TestQuickRun(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(shape.Fanout["2"])); !slices.Equal(got, []string{"agent_heap_mib", "etcd_heap_mib", "p50_ms", "p99_ms"}) {
 		t.Errorf("fanout keys %v", got)
 	}
-	if _, ok := shape.Fanout["proxied"]["3"].(map[string]any)["etcd_cpu_us_per_change"]; !ok {
-		t.Errorf("fanout.proxied: %v", shape.Fanout["proxied"])
-	}
 
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {
@@ -227,7 +199,7 @@ func TestQuickRun(t *testing.T) {
 func TestTableAtFiftyThousand(t *testing.T) {
 	res := &Results{
 		N:       map[string]*SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}},
-		Figures: []Figure{FigPipeline, FigLarge},
+		Figures: []FigureName{FigPipeline, FigLarge},
 		Large:   &LargeResult{N: largeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
 	}
 	var tab bytes.Buffer
@@ -244,5 +216,33 @@ func TestTableAtFiftyThousand(t *testing.T) {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}
+	}
+}
+
+// TestRegistry checks the table of figures: names unique and said, what
+// each measures said, the default set every figure but those measured only
+// when named, and a figure asked for by name found.
+func TestRegistry(t *testing.T) {
+	seen := map[FigureName]bool{}
+	var defaults []FigureName
+	for _, f := range registry() {
+		if f.Name() == "" || f.Measures() == "" || seen[f.Name()] {
+			t.Errorf("figure %q: empty or repeated name, or nothing measured (%q)", f.Name(), f.Measures())
+		}
+		seen[f.Name()] = true
+		if !f.OnlyWhenNamed() {
+			defaults = append(defaults, f.Name())
+		}
+	}
+	if got := AllFigures(); !slices.Equal(got, defaults) || slices.Contains(got, FigRealVPP) {
+		t.Errorf("AllFigures() = %v, want %v (real-vpp only when named)", got, defaults)
+	}
+	for name := range seen {
+		if f, ok := lookup(name); !ok || f.Name() != name {
+			t.Errorf("lookup(%q) = %v, %v", name, f, ok)
+		}
+	}
+	if _, ok := lookup("bogus"); ok {
+		t.Error("lookup found a figure named bogus")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"sync"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 )
 
 // largeSize is the N of the large figure: W(50 000), issue 25.
@@ -160,4 +160,59 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 func (r *startupRun) apart() *LargeStartup {
 	return &LargeStartup{EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, EmptyCPUMS: r.emptyCPUMS, ProgrammedCPUMS: r.programmedCPUMS,
 		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}
+}
+
+// runLarge measures the large figure.
+func runLarge(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	runs := min(o.Runs, 3)
+	o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
+	var err error
+	res.Large, err = measureLarge(ctx, env, o.LargeSize, runs, o.FastEtcd, o.ProfileDir, o.AgentLog, o.Log)
+	return err
+}
+
+// largeRows are the large figure's rows.
+func largeRows(r *Results, t *rows) {
+	l := r.Large
+	if l == nil {
+		return
+	}
+	judged := l.N == largeSize
+	t.addSingle(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, pipelined, median of %d (ms; calls)", l.N, l.ServiceUS, l.Runs),
+		fmt.Sprintf("%.0f (%d)", l.PipelinedMS, l.Calls), "≤ 1500", verdict(judged, func() bool { return l.PipelinedMS <= targetLargePipelinedMS }))
+	startRows(t, judged, fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket (ms; VPP writes)", l.N),
+		fmt.Sprintf("%.0f (%d)", l.StartupEmptyMS, l.EmptyWrites), l.StartupEmptyMS, "… VPP already programmed (ms)", l.StartupProgrammedMS)
+	t.addSingle("… the process's CPU from start to ready, empty / programmed VPP (ms; etcd, agent and simulated VPP)",
+		fmt.Sprintf("%.0f / %.0f", l.StartupEmptyCPUMS, l.StartupProgrammedCPUMS), "", "")
+	if a := l.StartupApart; a != nil {
+		startRows(t, judged, "… etcd in a process of its own, as deployed: start to ready, empty VPP (ms)", fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS,
+			"… etcd in a process of its own: VPP already programmed (ms)", a.ProgrammedMS)
+		t.addSingle("… etcd in a process of its own: the agent's process's CPU, empty / programmed (ms; agent and simulated VPP)",
+			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
+	}
+	if a := l.StartupAllApart; a != nil {
+		startRows(t, judged, "… etcd and the simulated VPP each in a process of its own, the agent as against a real VPP: start to ready, empty VPP (ms)",
+			fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS, "… etcd and VPP apart: VPP already programmed (ms)", a.ProgrammedMS)
+		t.addSingle("… etcd and VPP apart: the agent's process's CPU, empty / programmed (ms; the agent alone)",
+			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
+	}
+	if a := l.StartupAgentApart; a != nil {
+		startRows(t, judged, "… etcd, the simulated VPP and the agent each in a process of its own: start to ready, empty VPP (ms)",
+			fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS, "… every part apart: VPP already programmed (ms)", a.ProgrammedMS)
+		if m := a.ProgrammedMem; m != nil {
+			t.addSingle("… every part apart: the agent's CPU, empty / programmed (ms); its programmed start's allocations, collections, peak resident set (MiB; -; MiB)",
+				fmt.Sprintf("%.0f / %.0f; %.0f, %d, %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS, m.AllocMiB, m.GCs, m.PeakRSSMiB), "", "")
+		}
+		t.addSingle("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
+			fmt.Sprintf("%.0f / %.0f", a.ProgrammedEtcdCPUMS, a.ProgrammedVPPCPUMS), "", "")
+	}
+	t.addSingle(fmt.Sprintf("agent's live heap holding W(%d): decoded view, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
+		"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
+}
+
+// startRows are the two judged rows of one way of starting the agent:
+// against an empty VPP and against a programmed one.
+func startRows(t *rows, judged bool, emptyName, emptyValue string, empty float64, programmedName string, programmed float64) {
+	t.addSingle(emptyName, emptyValue, "≤ 2000", verdict(judged, func() bool { return empty <= targetLargeEmptyMS }))
+	t.addSingle(programmedName, fmt.Sprintf("%.0f", programmed), "≤ 1000", verdict(judged, func() bool { return programmed <= targetLargeProgrammedMS }))
 }

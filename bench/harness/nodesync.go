@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"contiv.dev/vpp/agent/nodepipeline"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
 )
@@ -27,12 +30,12 @@ type nodeSyncRun struct {
 
 // embeddedEtcd starts an embedded etcd in a fresh temporary directory,
 // with a client; close stops both and removes the directory.
-func embeddedEtcd(ctx context.Context, fast bool) (m *etcd.Embedded, cli *clientv3.Client, close func(), err error) {
+func embeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clientv3.Client, close func(), err error) {
 	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err = etcd.StartEmbedded(etcd.EmbeddedParams{DataDir: dir, Fast: fast})
+	m, err = embedded.Start(embedded.Params{DataDir: dir, Fast: fast})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, nil, err
@@ -50,7 +53,7 @@ func embeddedEtcd(ctx context.Context, fast bool) (m *etcd.Embedded, cli *client
 	}, nil
 }
 
-func etcdClient(ctx context.Context, m *etcd.Embedded) (*clientv3.Client, error) {
+func etcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, error) {
 	return etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{"http://" + m.Endpoint()}, DialTimeout: 10 * time.Second})
 }
 
@@ -126,4 +129,48 @@ func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]ui
 		return nil, nil, fmt.Errorf("nodesync: %w", err)
 	}
 	return ids, took, nil
+}
+
+// runNodeSync measures Options.Joiners agents claiming IDs within the
+// address plan's bound.
+func runNodeSync(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	return nodeSyncFigure(ctx, o, o.Joiners, nodepipeline.IPAMConfig(env.cfg).MaxNodeID(), &res.NodeSync)
+}
+
+// runNodeSyncMany measures Options.ManyJoiners agents claiming IDs without
+// the address plan's bound: W(N)'s plan fits 254 nodes.
+func runNodeSyncMany(ctx context.Context, _ *nodeEnv, o Options, res *Results) error {
+	return nodeSyncFigure(ctx, o, o.ManyJoiners, 0, &res.NodeSyncMany)
+}
+
+// nodeSyncFigure measures k joiners Options.Runs rounds into out.
+func nodeSyncFigure(ctx context.Context, o Options, k int, maxID uint32, out **NodeSyncResult) error {
+	o.Log.Info("nodesync", "joiners", k, "rounds", o.Runs)
+	ns, err := measureNodeSync(ctx, k, o.Runs, maxID, o.FastEtcd)
+	if err != nil {
+		return err
+	}
+	*out = &NodeSyncResult{
+		Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
+		P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
+	}
+	return nil
+}
+
+// nodeSyncRows are the nodesync figure's rows.
+func nodeSyncRows(r *Results, t *rows) {
+	if ns := r.NodeSync; ns != nil {
+		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
+		t.addSingle(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "p99 ≤ 1000", verdict(true, func() bool { return ns.P99MS <= targetNodeSyncP99 }))
+	}
+}
+
+// nodeSyncManyRows are the nodesync-many figure's rows.
+func nodeSyncManyRows(r *Results, t *rows) {
+	if ns := r.NodeSyncMany; ns != nil {
+		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
+		t.addSingle(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "", "")
+	}
 }

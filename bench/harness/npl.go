@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -309,4 +309,36 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// runNPL measures the network programming latency.
+func runNPL(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)
+	r, err := measureNPL(ctx, env, nplParams{n: o.NPLSize, duration: o.NPLDuration, rate: o.NPLRate, fastEtcd: o.FastEtcd, logOut: o.AgentLog})
+	if err != nil {
+		return err
+	}
+	res.NPL = &NPLResult{
+		P50MS: ms(percentile(r.lat, 0.50)), P99MS: ms(percentile(r.lat, 0.99)), MaxMS: ms(percentile(r.lat, 1)),
+		PutP50MS: ms(percentile(r.put, 0.50)), PutP99MS: ms(percentile(r.put, 0.99)),
+		N: o.NPLSize, Writes: len(r.lat), Late: r.late, Rate: o.NPLRate,
+		CallsPerWrite: float64(r.acks) / float64(max(len(r.lat), 1)),
+		StartupS:      r.startup.Seconds(), StartupWrites: r.startupWrites,
+	}
+	return nil
+}
+
+// nplRows are the npl figure's rows.
+func nplRows(r *Results, t *rows) {
+	l := r.NPL
+	if l == nil {
+		return
+	}
+	t.addSingle(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
+		fmt.Sprintf("%.2f / %.2f / %.2f", l.P50MS, l.P99MS, l.MaxMS), "p99 ≤ 50",
+		verdict(l.N == targetSize, func() bool { return l.P99MS <= targetNPLP99MS }))
+	t.addSingle("… of which the etcd put, p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", l.PutP50MS, l.PutP99MS), "", "")
+	t.addSingle("… writes sent late (the change before still in flight)", strconv.Itoa(l.Late), "", "")
+	t.addSingle("… simulated VPP writes per change, in the agent", fmt.Sprintf("%.3f", l.CallsPerWrite), "", "")
+	t.addSingle(fmt.Sprintf("agent start to ready with W(%d) programmed (s; VPP writes)", l.N), fmt.Sprintf("%.1f (%d)", l.StartupS, l.StartupWrites), "", "")
 }

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 )
 
 // sizeRun is one run of the in-process figures at one N.
@@ -159,4 +160,121 @@ func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Durati
 		return fmt.Errorf("profile changes: %w", err)
 	}
 	return nil
+}
+
+// runPipeline measures the pipeline figure (pipelineFigures) and, with
+// Options.ProfileDir, profiles the largest N.
+func runPipeline(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	sizes := res.sizes
+	if err := pipelineFigures(ctx, env, sizes, o, res); err != nil {
+		return err
+	}
+	if o.ProfileDir != "" {
+		n := sizes[len(sizes)-1]
+		o.Log.Info("profiling", "n", n, "dir", o.ProfileDir)
+		if err := profile(ctx, env, n, o.ProfileDir, o.ProfileTime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pipelineRows are the pipeline figure's rows: per N, then the growth.
+func pipelineRows(r *Results, t *rows) {
+	if !r.has(FigPipeline) {
+		return
+	}
+	t.addPerN("resync CPU (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncCPUMS }, "≤ 150",
+		func(s *SizeResult) bool { return s.ResyncCPUMS <= targetResyncCPUMS })
+	t.addPerN("resync wall (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncWallMS }, "", nil)
+	t.addPerN("resync allocations", "%.0f", func(s *SizeResult) float64 { return s.ResyncAllocs }, "", nil)
+	t.addPerN("resync VPP operations", "%.0f", func(s *SizeResult) float64 { return float64(s.ResyncOps) }, "", nil)
+	t.addPerN("heap retained after resync (MiB)", "%.1f", func(s *SizeResult) float64 { return s.HeapMiB }, "≤ 40",
+		func(s *SizeResult) bool { return s.HeapMiB <= targetHeapMiB })
+	t.addPerN("decoded snapshot, not in the above (MiB)", "%.1f", func(s *SizeResult) float64 { return s.SnapshotMiB }, "", nil)
+	t.addPerN("per-change CPU (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeCPUUS }, "≤ 10",
+		func(s *SizeResult) bool { return s.ChangeCPUUS <= targetChangeCPUUS })
+	t.addPerN("per-change wall p50 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP50US }, "", nil)
+	t.addPerN("per-change wall p99 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP99US }, "", nil)
+	allAllocsOK := true
+	for _, n := range t.sizes {
+		allAllocsOK = allAllocsOK && t.at(n).ChangeAllocs <= targetChangeAllocs
+	}
+	t.addPerN("allocations per change", "%.1f", func(s *SizeResult) float64 { return s.ChangeAllocs }, "≤ 60 (every N)",
+		func(*SizeResult) bool { return allAllocsOK })
+	t.addPerN("bytes allocated per change", "%.0f", func(s *SizeResult) float64 { return s.ChangeBytes }, "", nil)
+	t.addPerN("VPP operations per change (pipeline)", "%.3f", func(s *SizeResult) float64 { return s.ChangeOps }, "", nil)
+	t.addPerN("node-join CPU (µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinCPUUS }, "≤ 1000",
+		func(s *SizeResult) bool { return s.NodeJoinCPUUS <= targetJoinCPUUS })
+	t.addPerN("node-join wall (µs; getrusage counts whole µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinWallUS }, "", nil)
+
+	small, large := t.at(targetGrowthFrom), t.at(targetSize)
+	if small != nil && large != nil && small.ChangeCPUUS > 0 {
+		g := large.ChangeCPUUS / small.ChangeCPUUS
+		t.addSingle("growth: per-change CPU N=10000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+	} else {
+		t.addSingle("growth: per-change CPU N=10000 / N=1000", "n/a", "≤ 1.5", "n/a")
+	}
+	if l := t.at(largeSize); l != nil && small != nil && small.ChangeCPUUS > 0 {
+		g := l.ChangeCPUUS / small.ChangeCPUUS
+		t.addSingle("growth: per-change CPU N=50000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+	}
+}
+
+// pipelineFigures runs the in-process figures o.Runs times at every size
+// and keeps the medians. The sizes take turns, run after run, so that a
+// change in the machine's load weighs on all of them alike (the growth
+// figure compares two sizes).
+func pipelineFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res *Results) error {
+	runs := make(map[int][]*sizeRun, len(sizes))
+	for run := range o.Runs {
+		for _, n := range sizes {
+			r, err := runSize(ctx, env, n)
+			if err != nil {
+				return err
+			}
+			o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+			runs[n] = append(runs[n], r)
+		}
+	}
+	for _, n := range sizes {
+		summarize(runs[n], res.N[strconv.Itoa(n)])
+	}
+	return nil
+}
+
+// summarize keeps the median of each figure over the runs.
+func summarize(runs []*sizeRun, out *SizeResult) {
+	med := func(f func(r *sizeRun) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = f(r)
+		}
+		return median(xs)
+	}
+	out.ResyncCPUMS = med(func(r *sizeRun) float64 { return ms(r.resync.cpu) })
+	out.ResyncWallMS = med(func(r *sizeRun) float64 { return ms(r.resync.wall) })
+	out.ResyncAllocs = med(func(r *sizeRun) float64 { return float64(r.resync.mallocs) })
+	out.HeapMiB = med(func(r *sizeRun) float64 { return float64(r.heap) / (1 << 20) })
+	out.SnapshotMiB = med(func(r *sizeRun) float64 { return float64(r.snapHeap) / (1 << 20) })
+	out.ChangeCPUUS = med(func(r *sizeRun) float64 { return us(r.changeCPU) })
+	out.ChangeP50US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.50)) })
+	out.ChangeP99US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.99)) })
+	out.ChangeAllocs = med(func(r *sizeRun) float64 { return float64(r.changeMall) / float64(len(r.changeWall)) })
+	out.ChangeBytes = med(func(r *sizeRun) float64 { return float64(r.changeByte) / float64(len(r.changeWall)) })
+	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return us(r.joinCPU) })
+	out.NodeJoinWallUS = med(func(r *sizeRun) float64 { return us(r.joinWall) })
+	out.ResyncOps = med2int(runs, func(r *sizeRun) int { return r.resyncOps })
+	out.ChangeOps = med(func(r *sizeRun) float64 { return float64(r.changeOps) / float64(len(r.changeWall)) })
+	out.JoinOps = med2int(runs, func(r *sizeRun) int { return r.joinOps })
+}
+
+// med2int is the median of an integer figure (the runs agree on it: the
+// operations of a run do not depend on timing).
+func med2int(runs []*sizeRun, f func(r *sizeRun) int) int {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = float64(f(r))
+	}
+	return int(median(xs))
 }

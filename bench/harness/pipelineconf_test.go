@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"contiv.dev/vpp/agent/nodepipeline"
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
 	"contiv.dev/vpp/servicerenderer/nat44"

@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -177,3 +179,53 @@ func firstDiff(want, have string) string {
 // restartWait bounds the wait for a restarted VPP to be reprogrammed (a
 // hung benchmark only).
 var restartWait = 5 * time.Minute
+
+// runRestart measures the restarts at restartSizes.
+func runRestart(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	for _, n := range restartSizes(res.sizes) {
+		o.Log.Info("restarts", "n", n)
+		r, err := measureRestart(ctx, env, n, o.FastEtcd, o.AgentLog)
+		if err != nil {
+			return err
+		}
+		if res.Restart == nil {
+			res.Restart = map[string]*RestartResult{}
+		}
+		res.Restart[strconv.Itoa(n)] = &RestartResult{
+			AgentWrites: r.agentWrites, AgentReadyS: r.agentReady.Seconds(),
+			RecoveryS: r.recovery.Seconds(), TotalS: r.total.Seconds(), NotReadySeen: r.notReadySeen, ReprogramWrites: r.reprogramWrites,
+			InterfacesAfterS: lateInterfaces.Seconds(), FeatureWalkS: r.walked.Seconds(),
+		}
+	}
+	return nil
+}
+
+// restartRows are the restart figure's rows, by N.
+func restartRows(r *Results, t *rows) {
+	for _, n := range slices.Sorted(maps.Keys(r.Restart)) {
+		x := r.Restart[n]
+		t.addSingle(fmt.Sprintf("agent restart against W(%s) programmed: VPP writes (start to ready, s)", n),
+			fmt.Sprintf("%d (%.2f)", x.AgentWrites, x.AgentReadyS), "0", verdict(true, func() bool { return x.AgentWrites == 0 }))
+		limit := restartTarget(n)
+		t.addSingle(fmt.Sprintf("VPP restart, interfaces %.1f s late, W(%s): all back and ready after they appear (s; writes)", x.InterfacesAfterS, n),
+			fmt.Sprintf("%.2f (%d)", x.RecoveryS, x.ReprogramWrites), fmt.Sprintf("≤ %g", limit.Seconds()),
+			verdict(limit > 0, func() bool { return x.RecoveryS <= limit.Seconds() }))
+		t.addSingle("… counted from the VPP restart (s)", fmt.Sprintf("%.2f", x.TotalS), "", "")
+		t.addSingle("… VPP's main thread walking the mappings for interface features (s)", fmt.Sprintf("%.3f", x.FeatureWalkS), "", "")
+		t.addSingle("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", verdict(true, func() bool { return x.NotReadySeen }))
+	}
+}
+
+// restartTarget is the issue's target for the VPP restart recovery at N
+// (0: none).
+func restartTarget(n string) time.Duration {
+	switch n {
+	case "1000":
+		return time.Second
+	case "10000":
+		// Issue 22: features before mappings, so that enabling them
+		// walks no mapping (FACTS §7).
+		return 500 * time.Millisecond
+	}
+	return 0
+}

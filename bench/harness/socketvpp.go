@@ -16,9 +16,9 @@ import (
 	"go.fd.io/govpp/adapter"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -458,4 +458,55 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 		return empty, programmed, fmt.Errorf("startup: the simulated VPP crashed: %s", v.LastCrash())
 	}
 	return empty, programmed, nil
+}
+
+// runVPPProgram measures W(ProgramSize) programmed over the socket.
+func runVPPProgram(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	o.Log.Info("W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
+	r, err := measureVPPProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), o.Log)
+	if err != nil {
+		return err
+	}
+	res.VPPProgram = &VPPProgramResult{
+		Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+	}
+	return nil
+}
+
+// vppProgramRows are the vpp-program figure's rows.
+func vppProgramRows(r *Results, t *rows) { programRows(t, "", r.VPPProgram) }
+
+// programRows are the rows of W(N) programmed over the socket (p nil: none).
+func programRows(t *rows, prefix string, p *VPPProgramResult) {
+	if p == nil {
+		return
+	}
+	t.addSingle(fmt.Sprintf("%sW(%d) programmed over the VPP socket, %.0f µs per request, median of %d: synchronous (ms; calls)", prefix, p.N, p.ServiceUS, p.Runs),
+		fmt.Sprintf("%.0f (%d)", p.SyncMS, p.Calls), "", "")
+	t.addSingle("… pipelined (ms; calls/s)", fmt.Sprintf("%.0f (%.0f/s)", p.PipelinedMS, float64(p.Calls)/(p.PipelinedMS/1000)),
+		"≤ 500", verdict(p.N == targetSize, func() bool { return p.PipelinedMS <= targetPipelinedMS }))
+}
+
+// runStartup measures the agent's start to ready over the socket.
+func runStartup(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+	o.Log.Info("agent start to ready over the socket", "n", o.ProgramSize, "serviceTime", serviceTime)
+	r, err := measureStartup(ctx, env, o.ProgramSize, min(o.Runs, 3), o.FastEtcd, o.AgentLog, o.Log)
+	if err != nil {
+		return err
+	}
+	res.Startup = &StartupResult{
+		EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+		EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
+	}
+	return nil
+}
+
+// startupRows are the startup figure's rows.
+func startupRows(r *Results, t *rows) {
+	if s := r.Startup; s != nil {
+		t.addSingle(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket, median of %d (ms; VPP writes)", s.N, s.Runs),
+			fmt.Sprintf("%.0f (%d)", s.EmptyMS, s.EmptyWrites), "≤ 1000", verdict(s.N == targetSize, func() bool { return s.EmptyMS <= targetStartupEmptyMS }))
+		t.addSingle("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
+			"≤ 500", verdict(s.N == targetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
+	}
 }

@@ -16,8 +16,8 @@ import (
 
 	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/agent/simnode"
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/contivconf"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 

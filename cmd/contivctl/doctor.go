@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/vpp"
 	sr "contiv.dev/vpp/servicerenderer"
@@ -34,7 +34,7 @@ type finding struct {
 	Fix     string `json:"fix,omitempty"`
 }
 
-// doctorStatus is the part of /v1/status (agent.StatusView) doctor reads.
+// doctorStatus is the part of /v1/status (restapi.StatusView) doctor reads.
 type doctorStatus struct {
 	Node       string   `json:"node"`
 	NodeID     uint32   `json:"nodeID"`
@@ -78,7 +78,7 @@ type writeStatus struct {
 	Clashes []string `json:"clashes"`
 }
 
-// The notReady reasons the agent gives (agent/readiness.go, agent.go), by
+// The notReady reasons the agent gives (agent/readiness, agent/health.go, agent.go), by
 // a part of their text.
 const (
 	reasonMainNIC   = "which interface holds the node IP"
@@ -144,7 +144,7 @@ type doctor struct {
 	roles    map[string]sr.InterfaceRole
 	// renderer is the renderer-neutral view; nil: not read, or the
 	// agent runs no renderer yet.
-	renderer *agent.RendererView
+	renderer *restapi.RendererView
 	// pods is /v1/pods (doctorpods.go); nil: not read.
 	pods *podsDoctorView
 	// built is set once the agent found its main NIC and started its
@@ -330,19 +330,19 @@ func (d *doctor) checkPending(reasons []string) {
 // pending lists the interfaces the renderer's configuration waits for,
 // sorted by name: from the renderer view, or, without it, from the
 // status (an older agent's NAT44 features).
-func (d *doctor) pending() []agent.RendererPending {
+func (d *doctor) pending() []restapi.RendererPending {
 	if d.renderer != nil {
 		return d.renderer.Pending
 	}
-	var out []agent.RendererPending
+	var out []restapi.RendererPending
 	for _, p := range d.status.Pending {
 		waits := "its configuration"
 		if p.Features != 0 {
 			waits = "NAT44 features " + p.Features.String()
 		}
-		out = append(out, agent.RendererPending{Name: p.Name, Since: p.Since, Waits: waits})
+		out = append(out, restapi.RendererPending{Name: p.Name, Since: p.Since, Waits: waits})
 	}
-	slices.SortFunc(out, func(a, b agent.RendererPending) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b restapi.RendererPending) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

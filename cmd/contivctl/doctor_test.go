@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/vpp"
@@ -118,11 +118,11 @@ func TestDoctorRecordedSimulated(t *testing.T) {
 }
 
 // realNode is a ready agent on a real VPP, in the agent's own view types.
-func realNode() (agent.StatusView, contivconf.Config) {
+func realNode() (restapi.StatusView, contivconf.Config) {
 	cfg := contivconf.Defaults()
 	cfg.NodeName = "node-1"
 	cfg.VPP.Simulate = contivconf.SimulateNever
-	return agent.StatusView{
+	return restapi.StatusView{
 		Node: "node-1", NodeID: 1, Ready: true,
 		Controller: controller.Status{Ready: true, EtcdConnected: true, Resyncs: 1},
 		VPP:        vpp.Status{Connected: true, Socket: "/run/vpp/api.sock", Version: "25.02-release", PID: 77, Connects: 1},
@@ -131,7 +131,7 @@ func realNode() (agent.StatusView, contivconf.Config) {
 
 func TestDoctorHealthyNode(t *testing.T) {
 	st, cfg := realNode()
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": restapi.RendererView{Renderer: "nat44"}})
 	if code != 0 {
 		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
 	}
@@ -153,7 +153,7 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	cfg.NodeConfig = []contivconf.NodeOverride{{NodeName: "node-1", MainInterface: &contivconf.InterfaceConfig{Name: "GigabitEthernet0/8/0"}}}
 	st.Ready = false
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	pending := []agent.RendererPending{
+	pending := []restapi.RendererPending{
 		{Name: "loop1", Waits: "NAT44 features in", Since: since},
 		{Name: "tap0", Waits: "NAT44 features in,out", Since: since},
 		{Name: "tap7", Waits: "NAT44 features in", Since: since},
@@ -163,7 +163,7 @@ func TestDoctorNamesMissingPieces(t *testing.T) {
 	st.Controller.EtcdConnected = false
 	st.NodeSync.Stalled, st.NodeSync.LastError = true, "node ID released"
 	web := sr.ServiceID{Namespace: "shop", Name: "web"}
-	rv := agent.RendererView{Renderer: "nat44", Pending: pending, Failures: []agent.RendererFailure{{
+	rv := restapi.RendererView{Renderer: "nat44", Pending: pending, Failures: []restapi.RendererFailure{{
 		Object: "mapping 10.96.0.10:80/TCP", Service: &web, Op: "add-mapping", Error: "VPPApiError: value exists (-81)",
 	}}}
 	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "renderer": rv})
@@ -240,11 +240,11 @@ func TestDoctorUnderEitherRenderer(t *testing.T) {
 			cfg.Renderer = renderer
 			st.Ready = false
 			st.NotReady = []string{"waiting for interface tap7 for 1s", "waiting for FIB table 1 for 3s"}
-			rv := agent.RendererView{Renderer: renderer,
-				Failures:  []agent.RendererFailure{{Object: "frontend 10.96.0.10:80/TCP", Op: "update", Error: "VPPApiError: invalid value (-7)"}},
-				Conflicts: []agent.RendererConflict{{Frontend: "10.96.0.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
-				Pending:   []agent.RendererPending{{Name: "tap7", Since: since, Waits: renderer + " features"}},
-				PendingTables: []agent.RendererPendingTable{{VRF: 1, Since: since, Routes: []string{"route 10.96.0.0/12 vrf=1 drop"}},
+			rv := restapi.RendererView{Renderer: renderer,
+				Failures:  []restapi.RendererFailure{{Object: "frontend 10.96.0.10:80/TCP", Op: "update", Error: "VPPApiError: invalid value (-7)"}},
+				Conflicts: []restapi.RendererConflict{{Frontend: "10.96.0.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
+				Pending:   []restapi.RendererPending{{Name: "tap7", Since: since, Waits: renderer + " features"}},
+				PendingTables: []restapi.RendererPendingTable{{VRF: 1, Since: since, Routes: []string{"route 10.96.0.0/12 vrf=1 drop"}},
 					{VRF: 2, Since: since, Routes: []string{"route 10.0.0.0/8 vrf=2 drop"}}},
 			}
 			views := map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{}, "renderer": rv}
@@ -268,7 +268,7 @@ func TestDoctorUnderEitherRenderer(t *testing.T) {
 				}
 			}
 			st.Ready, st.NotReady = true, nil
-			views["status"], views["renderer"] = st, agent.RendererView{Renderer: renderer}
+			views["status"], views["renderer"] = st, restapi.RendererView{Renderer: renderer}
 			if code, fs := doctorRun(t, views); code != 0 || !has(fs, verdictOK, renderer, "accepted every object the "+renderer+" renderer programmed") ||
 				!has(fs, verdictOK, "interface", "no interface configuration of the renderer waits") {
 				t.Errorf("healthy node: exit %d\n%s", code, dump(fs))
@@ -282,7 +282,7 @@ func TestDoctorUnderEitherRenderer(t *testing.T) {
 func TestDoctorWarnsOfMissingACLPlugin(t *testing.T) {
 	st, cfg := realNode()
 	st.VPP.MissingPlugins = []string{vpp.ACLPluginName}
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": restapi.RendererView{Renderer: "nat44"}})
 	if code != 0 {
 		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
 	}
@@ -312,7 +312,7 @@ func TestDoctorWithoutRendererView(t *testing.T) {
 func TestDoctorWarnsOfAddressClash(t *testing.T) {
 	st, cfg := realNode()
 	st.NodeSync.Clashes = []string{"this node's VPP address 192.168.16.1 (node ID 1) is node node-1's address"}
-	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": agent.RendererView{Renderer: "nat44"}})
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg, "interfaces": map[string]sr.InterfaceRole{"tap0": 3}, "renderer": restapi.RendererView{Renderer: "nat44"}})
 	if code != 0 {
 		t.Errorf("exit %d, want 0:\n%s", code, dump(fs))
 	}

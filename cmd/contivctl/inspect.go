@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/kubestate"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/nat44"
@@ -84,7 +84,7 @@ func runServices(ctx context.Context, s streams, args []string) error {
 	}
 	// The NAT44 renderer's subsets (VPP's u8 probability sum): best effort,
 	// an agent running cnat (409) or an older one has none to show.
-	var v agent.NAT44View
+	var v restapi.NAT44View
 	if _, err := c.view(ctx, "/v1/nat44", &v); err != nil {
 		return nil
 	}
@@ -232,7 +232,7 @@ func runNAT44(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	var v agent.NAT44View
+	var v restapi.NAT44View
 	body, err := c.view(ctx, "/v1/nat44", &v)
 	if err != nil {
 		return err
@@ -331,7 +331,7 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	var v agent.IPAMView
+	var v restapi.IPAMView
 	body, err := c.view(ctx, "/v1/ipam", &v)
 	if err != nil {
 		return err
@@ -375,7 +375,7 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 	return t.flush()
 }
 
-// statusRow is the /v1/status view (agent.StatusView) as contivctl reads
+// statusRow is the /v1/status view (restapi.StatusView) as contivctl reads
 // it: the resync kind arrives as its name.
 type statusRow struct {
 	Node     string   `json:"node"`
@@ -455,7 +455,7 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		return writeRawJSON(s.out, body)
 	}
 	// The renderer's counters, in one shape whichever runs.
-	var rv *agent.RendererView
+	var rv *restapi.RendererView
 	rend := ""
 	if _, err := c.view(ctx, "/v1/renderer", &rv); err != nil {
 		rend = "unknown: " + err.Error()

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/healthcheck"
+	"contiv.dev/vpp/agent/restapi"
+	"contiv.dev/vpp/agent/syncmetrics"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
@@ -74,7 +76,7 @@ func cannedViews() map[string]any {
 			{Service: sr.ServiceID{Namespace: "shop", Name: "orders"}, Object: kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "orders"}, Reason: service.ReasonHeadless},
 			{Service: web, Object: kubestate.Key{Resource: kubestate.ResService, Namespace: "shop", Name: "web"}, Port: "sctp", Reason: service.ReasonSCTP, Detail: "SCTP 9999"},
 		},
-		"nat44": agent.NAT44View{
+		"nat44": restapi.NAT44View{
 			Desired: []string{"global forwarding=on", "mapping 10.96.10.30:8080/TCP lb desired"},
 			Applied: []string{"global forwarding=on", "mapping 10.96.10.30:8080/TCP lb applied"},
 			Failures: []nat44.Failure{{
@@ -85,32 +87,32 @@ func cannedViews() map[string]any {
 			Subsets: []nat44.SubsetStatus{{Frontend: webKey, Service: web,
 				Subset: nat44.Subset{Endpoints: 300, Local: 4, Used: 255, UsedLocal: 4, LocalWeight: 2}}},
 		},
-		"nat44/mappings": agent.NAT44MappingsView{Desired: agent.NewNAT44Objects(desired), Applied: agent.NewNAT44Objects(state)},
+		"nat44/mappings": restapi.NAT44MappingsView{Desired: restapi.NewNAT44Objects(desired), Applied: restapi.NewNAT44Objects(state)},
 		"nodes": []*kubestate.VppNode{
 			{Name: "node-2", ID: 2, VppIPs: []string{"192.168.16.2/24"}, MgmtIPs: []string{"192.168.56.102"}},
 			{Name: "node-1", ID: 1, VppIPs: []string{"192.168.16.1/24"}, MgmtIPs: []string{"192.168.56.101"}},
 			{Name: "node-3", ID: 3},
 		},
-		"ipam": agent.IPAMView{
+		"ipam": restapi.IPAMView{
 			NodeID: 1, PodSubnet: netip.MustParsePrefix("10.1.1.0/24"), PodSubnetAll: netip.MustParsePrefix("10.1.0.0/16"),
 			PodGateway: addr("10.1.1.1"), NATLoopback: addr("10.1.1.254"),
 			HostInterconnect: netip.MustParsePrefix("172.30.1.0/24"), NodeIP: netip.MustParsePrefix("192.168.16.1/24"),
 			ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 			Pods:        map[string]netip.Addr{"shop/cart-1": addr("10.1.1.4"), "kube-system/dns-1": addr("10.1.1.2")},
 		},
-		"renderer": agent.RendererView{
+		"renderer": restapi.RendererView{
 			Renderer:  "nat44",
-			Stats:     agent.RendererStats{Applies: 7, FullApplies: 1, Calls: 61, Invalid: 1},
-			Failures:  []agent.RendererFailure{{Object: "mapping 203.0.113.10:80/TCP", Op: "add-mapping", Error: "value exists", Service: &web}},
-			Conflicts: []agent.RendererConflict{{Frontend: "203.0.113.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
-			Pending:   []agent.RendererPending{{Name: "tap7", Since: time.Date(2025, 1, 2, 3, 4, 7, 0, time.UTC), Waits: "NAT44 features in"}},
-			PendingTables: []agent.RendererPendingTable{{VRF: 1, Since: time.Date(2025, 1, 2, 3, 4, 8, 0, time.UTC),
+			Stats:     restapi.RendererStats{Applies: 7, FullApplies: 1, Calls: 61, Invalid: 1},
+			Failures:  []restapi.RendererFailure{{Object: "mapping 203.0.113.10:80/TCP", Op: "add-mapping", Error: "value exists", Service: &web}},
+			Conflicts: []restapi.RendererConflict{{Frontend: "203.0.113.10:80/TCP", Winner: web, Losers: []sr.ServiceID{cart}}},
+			Pending:   []restapi.RendererPending{{Name: "tap7", Since: time.Date(2025, 1, 2, 3, 4, 7, 0, time.UTC), Waits: "NAT44 features in"}},
+			PendingTables: []restapi.RendererPendingTable{{VRF: 1, Since: time.Date(2025, 1, 2, 3, 4, 8, 0, time.UTC),
 				Routes: []string{"route 10.96.0.0/12 vrf=1 drop"}}},
-			Counts: agent.RendererCounts{Desired: 2, Applied: 1, Failures: 1, Conflicts: 1, Pending: 1, PendingTables: 1, Held: 3},
+			Counts: restapi.RendererCounts{Desired: 2, Applied: 1, Failures: 1, Conflicts: 1, Pending: 1, PendingTables: 1, Held: 3},
 		},
 		"config":  contivconf.Defaults(),
-		"latency": agent.LatencyView{Observed: 250, Window: 200, P50: 0.0123, P99: 0.0456, Max: 1.5, Stale: 3, Repeated: 1},
-		"status": agent.StatusView{
+		"latency": syncmetrics.LatencyView{Observed: 250, Window: 200, P50: 0.0123, P99: 0.0456, Max: 1.5, Stale: 3, Repeated: 1},
+		"status": restapi.StatusView{
 			Node: "node-1", NodeID: 1, Ready: true,
 			Controller: controller.Status{
 				Ready: true, LastResync: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), LastResyncKind: controller.ResyncStartup,
@@ -119,7 +121,7 @@ func cannedViews() map[string]any {
 			},
 			VPP:   vpp.Status{Connected: true, Simulated: true, Version: "25.02-simulated", PID: 4242, Connects: 1, Note: "SIMULATED VPP"},
 			NAT44: nat44.Stats{Applies: 7, FullApplies: 1, Calls: 61},
-			ProxyHealth: &agent.ProxyHealthStatus{Healthy: true, NodeEligible: false, VPPConnected: true,
+			ProxyHealth: &healthcheck.ProxyStatus{Healthy: true, NodeEligible: false, VPPConnected: true,
 				LastUpdated: time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC)},
 			Note: "SIMULATED VPP: NAT44 state is kept in memory and nothing forwards packets",
 		},
@@ -160,12 +162,12 @@ func fields(s string) string {
 // writes, nat44 does not), and no per-renderer row from /v1/status.
 func TestStatusNamesTheRendererThatRuns(t *testing.T) {
 	views := cannedViews()
-	st := views["status"].(agent.StatusView)
+	st := views["status"].(restapi.StatusView)
 	st.CNAT = &cnat.Stats{Applies: 99}
 	views["status"] = st
 	writes := uint64(31)
-	views["renderer"] = agent.RendererView{Renderer: "cnat", Stats: agent.RendererStats{Applies: 3, FullApplies: 1, Calls: 40, Writes: &writes},
-		Counts: agent.RendererCounts{Desired: 12, Applied: 12}}
+	views["renderer"] = restapi.RendererView{Renderer: "cnat", Stats: restapi.RendererStats{Applies: 3, FullApplies: 1, Calls: 40, Writes: &writes},
+		Counts: restapi.RendererCounts{Desired: 12, Applied: 12}}
 	code, raw, errs := contivctl(t, "", "status", "--agent", serveViews(t, views))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -380,7 +382,7 @@ func TestServicesSourceRangesNotEnforced(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	st := views["status"].(agent.StatusView)
+	st := views["status"].(restapi.StatusView)
 	st.VPP.MissingPlugins = []string{"acl_plugin.so"}
 	views["status"] = st
 	url = serveViews(t, views)
@@ -398,7 +400,7 @@ func TestServicesSourceRangesNotEnforced(t *testing.T) {
 // listing among the reasons it is not ready.
 func TestStatusHeldListingWasApplied(t *testing.T) {
 	views := cannedViews()
-	st := views["status"].(agent.StatusView)
+	st := views["status"].(restapi.StatusView)
 	st.Ready, st.FirstSyncApplied = false, true
 	st.Controller.Ready, st.Controller.Held = false, "etcd holds no complete reflector output"
 	st.NotReady = []string{"keeping the last state: etcd holds no complete reflector output"}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/syncmetrics"
 )
 
 // runLatency prints an agent's network programming latency: p50, p99 and
@@ -16,7 +16,7 @@ func runLatency(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	var v agent.LatencyView
+	var v syncmetrics.LatencyView
 	body, err := c.view(ctx, "/v1/latency", &v)
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func runLatency(ctx context.Context, s streams, args []string) error {
 }
 
 // printLatency writes the latency summary.
-func printLatency(w io.Writer, v agent.LatencyView) error {
+func printLatency(w io.Writer, v syncmetrics.LatencyView) error {
 	if v.Window == 0 {
 		fmt.Fprintln(w, "network programming latency: nothing observed yet (EndpointSlice changes with a trigger time, since the agent started)")
 	} else {

@@ -13,9 +13,9 @@ import (
 
 	"go.fd.io/govpp/binapi/ip_types"
 
-	"contiv.dev/vpp/agent"
 	"contiv.dev/vpp/agent/offline"
 	"contiv.dev/vpp/agent/packettrace"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp/sim"
@@ -411,7 +411,7 @@ func traceLive(ctx context.Context, s streams, af *agentFlags, t target, p sim.P
 	if t.ip.Is6() {
 		return sim.Result{}, errNAT44IPv6(t, "the agent at "+c.base.String()+" runs renderer nat44")
 	}
-	var v agent.NAT44MappingsView
+	var v restapi.NAT44MappingsView
 	if _, err := c.view(ctx, "/v1/nat44/mappings", &v); err != nil {
 		return sim.Result{}, err
 	}
@@ -430,11 +430,11 @@ func traceLive(ctx context.Context, s streams, af *agentFlags, t target, p sim.P
 // traceLiveCNAT answers with packettrace.CNAT from the agent's /v1/cnat
 // (what VPP holds) and /v1/ipam (which backends are local) views.
 func traceLiveCNAT(ctx context.Context, s streams, c *agentClient, t target, p sim.Packet) (sim.Result, error) {
-	var v *agent.CNATView
+	var v *restapi.CNATView
 	if _, err := c.view(ctx, "/v1/cnat", &v); err != nil {
 		return sim.Result{}, err
 	}
-	var ipam *agent.IPAMView
+	var ipam *restapi.IPAMView
 	if _, err := c.view(ctx, "/v1/ipam", &ipam); err != nil {
 		return sim.Result{}, err
 	}
@@ -476,7 +476,7 @@ func cnatAsResult(c sim.CnatResult, p sim.Packet) sim.Result {
 
 // cnatPendingNote warns when VPP does not hold the translation (or the
 // node configuration) the agent wants for the traced frontend.
-func cnatPendingNote(v *agent.CNATView, t target) string {
+func cnatPendingNote(v *restapi.CNATView, t target) string {
 	key := cnat.Key{IP: t.ip, Port: t.port, Proto: t.proto}
 	find := func(ts []*cnat.Translation) string {
 		for _, tr := range ts {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/restapi"
 	"contiv.dev/vpp/contivconf"
 	sr "contiv.dev/vpp/servicerenderer"
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -135,8 +135,8 @@ func cannedCNATViews() map[string]any {
 	cfg.Renderer = contivconf.RendererCNAT
 	return map[string]any{
 		"config": cfg,
-		"cnat":   agent.CNATView{Desired: []*cnat.Translation{wanted}, Applied: []*cnat.Translation{held}, DesiredNode: node, AppliedNode: node},
-		"ipam":   agent.IPAMView{NodeID: 1, PodSubnet: netip.MustParsePrefix("10.1.1.0/24")},
+		"cnat":   restapi.CNATView{Desired: []*cnat.Translation{wanted}, Applied: []*cnat.Translation{held}, DesiredNode: node, AppliedNode: node},
+		"ipam":   restapi.IPAMView{NodeID: 1, PodSubnet: netip.MustParsePrefix("10.1.1.0/24")},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/agent/restapi"
 )
 
 func runRenderer(ctx context.Context, s streams, args []string) error {
@@ -16,7 +16,7 @@ func runRenderer(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	var v *agent.RendererView
+	var v *restapi.RendererView
 	body, err := c.view(ctx, "/v1/renderer", &v)
 	if err != nil {
 		return err
@@ -29,7 +29,7 @@ func runRenderer(ctx context.Context, s streams, args []string) error {
 
 // rendererLine is the renderer's counters in one line: the RENDERER row
 // of contivctl status and renderer.
-func rendererLine(v *agent.RendererView) string {
+func rendererLine(v *restapi.RendererView) string {
 	if v == nil {
 		return "not running yet (the agent has not built its handlers)"
 	}
@@ -46,7 +46,7 @@ func rendererLine(v *agent.RendererView) string {
 
 // printRenderer writes the renderer's line, then its failures, conflicts,
 // pending interfaces and pending tables when there are any.
-func printRenderer(w io.Writer, v *agent.RendererView) error {
+func printRenderer(w io.Writer, v *restapi.RendererView) error {
 	t := newTable(w)
 	t.row("RENDERER", rendererLine(v))
 	if v != nil && v.Counts.Held > 0 {

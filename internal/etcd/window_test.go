@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"contiv.dev/vpp/internal/etcd/embedded"
 )
 
 // A client watching etcd sends it nothing per event received: no PING of
@@ -20,7 +22,7 @@ import (
 // each event that arrives alone), so that neither the agent nor etcd pays a
 // round trip per change and watching agent.
 func TestWatchEventsCostTheClientNoPing(t *testing.T) {
-	m, err := StartEmbedded(EmbeddedParams{DataDir: t.TempDir(), Fast: true})
+	m, err := embedded.Start(embedded.Params{DataDir: t.TempDir(), Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}

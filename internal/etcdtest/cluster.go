@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 )
 
 // ClusterParams configures StartCluster. Zero values take the defaults.
@@ -301,7 +302,7 @@ func (c *Cluster) stop(i int, hard bool) {
 		// the server's context is done.
 		e.Server.HardStop()
 	}
-	etcd.StopGRPC(servers, streamDrain)
+	embedded.StopGRPC(servers, streamDrain)
 	e.Close()
 	m.proxy.setUp(false)
 	m.peerProxy.setUp(false)

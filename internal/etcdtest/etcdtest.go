@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/internal/etcd"
+	"contiv.dev/vpp/internal/etcd/embedded"
 )
 
 // streamDrain is how long a stopping member lets its clients' pending
@@ -29,7 +30,7 @@ type Server struct {
 	dir     string
 	clientU string
 	peerU   string
-	m       *etcd.Embedded
+	m       *embedded.Member
 	proxy   *proxy    // StartProxied's
 	tls     *TLSFiles // StartTLS's
 }
@@ -83,7 +84,7 @@ func (s *Server) SetReachable(up bool) { s.proxy.setUp(up) }
 
 func (s *Server) start() {
 	s.t.Helper()
-	m, err := etcd.StartEmbedded(etcd.EmbeddedParams{
+	m, err := embedded.Start(embedded.Params{
 		DataDir:   s.dir,
 		ClientURL: s.clientU,
 		PeerURL:   s.peerU,

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

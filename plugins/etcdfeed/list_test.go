@@ -10,8 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"contiv.dev/vpp/bench/workload"
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 )
 

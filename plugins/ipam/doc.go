@@ -5,7 +5,8 @@
 // the node's address plan (addrplan.NewPlan), releases the allocations of pods
 // gone from the cluster state, and has this node's VPP addresses (IPv4,
 // then IPv6 when configured) published through NodeSync. A deleted pod's address is released when its change
-// arrives.
+// arrives. A pod still wired (SetInUse: the pod manager holds its record)
+// keeps its address either way: it is released by the CNI's DEL.
 //
 // Allocations live under /contiv/v1/ipam/<node>/<namespace>/<pod>, the
 // value being the address in text form; only the node's own agent writes

@@ -80,7 +80,8 @@ type Handler struct {
 	mu    sync.RWMutex
 	plan  *addrplan.Plan
 	alloc *addrplan.Allocator
-	live  map[addrplan.PodID]bool // this node's pods in the cluster state
+	live  map[addrplan.PodID]bool   // this node's pods in the cluster state
+	inUse func(addrplan.PodID) bool // SetInUse; nil: none
 	// recheck asks the writer to compare etcd with the allocations; it is
 	// the resync that asked (0: none), checked the last one checked.
 	recheck, checked uint64
@@ -184,7 +185,8 @@ func (h *Handler) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	var errs []error
 	if alloc != nil {
 		// Releases are recorded for the writer: no etcd I/O here.
-		if err := alloc.Prune(ctx, func(p addrplan.PodID) bool { return live[p] }); err != nil {
+		inUse := h.inUseFunc()
+		if err := alloc.Prune(ctx, func(p addrplan.PodID) bool { return live[p] || inUse(p) }); err != nil {
 			errs = append(errs, fmt.Errorf("ipam: %w", err))
 		}
 	}
@@ -244,10 +246,37 @@ func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	if alloc == nil || ce.New != nil {
 		return nil
 	}
+	if h.inUseFunc()(pod) {
+		// Still wired: its address goes with the CNI's DEL (or the pod
+		// manager's sweep), not with the pod's object.
+		h.log.Info("ipam: pod deleted from the cluster state but still wired: address kept until its CNI DEL", "pod", pod.String())
+		return nil
+	}
 	if err := alloc.Release(ctx, pod); err != nil {
 		return fmt.Errorf("ipam: %w", err)
 	}
 	return nil
+}
+
+// SetInUse gives the handler the pod manager's view (pods.Manager.Wired):
+// a pod that is in use keeps its address whatever the cluster state says
+// (not yet mirrored past the grace period, or its object deleted before
+// the CNI's DEL came): the address is on the pod's interface, in VPP and
+// in the pod, until its owner releases it. Call it before the controller
+// runs; nil forgets it.
+func (h *Handler) SetInUse(f func(addrplan.PodID) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inUse = f
+}
+
+func (h *Handler) inUseFunc() func(addrplan.PodID) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.inUse == nil {
+		return func(addrplan.PodID) bool { return false }
+	}
+	return h.inUse
 }
 
 // Plan returns a copy of this node's address plan, nil before the first

@@ -8,11 +8,16 @@
 //
 // The contract:
 //
-//   - CNI ADD, DEL and CHECK are blocking controller events (Call): the
-//     socket pushes one onto the controller's loop and waits for its
-//     outcome until the request's deadline (Submit). The loop runs it in
-//     order with every other change; a call taken in after its deadline
-//     does nothing.
+//   - CNI ADD, DEL and CHECK are split (Manager.Submit): their IPAM, VPP
+//     and record part is a blocking controller event (Call) the socket
+//     pushes onto the controller's loop, waiting for its outcome until the
+//     request's deadline; the loop runs it in order with every other
+//     change, and a call taken in after its deadline does nothing. Their
+//     kernel part (the veth pair before the loop's part, eth0 after it;
+//     the veth's removal after DEL's) runs in the caller's goroutine, off
+//     the loop, at most Params.KernelConcurrency pods at once; the
+//     operations of one pod run one at a time. A failed kernel step after
+//     the loop's part reverts it with a DEL on the loop.
 //   - ADD allocates the pod's address from IPAM (addrplan.Allocator,
 //     persisted in etcd by plugins/ipam; idempotent per pod, so the same
 //     pod re-added after an agent restart gets the same address), makes
@@ -45,7 +50,10 @@
 //     interface is gone (VPP restarted) gets it again before the service
 //     processor's resync reprograms services, a record whose veth or netns
 //     is gone is swept and its address released. Ready (a ReadyHandler)
-//     holds the first apply until the records were reconciled.
+//     holds the first apply until the records were reconciled; Back says
+//     whether every recorded pod is wired in VPP as of the last reconcile
+//     (the agent is not ready until it is). Wired tells IPAM which pods
+//     hold their address whatever the cluster state says.
 //
 // It knows the controller's events, IPAM's allocator, VPP through a small
 // port (VPP, implemented by vpp.Pods) and the kernel's netlink; it knows

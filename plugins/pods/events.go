@@ -2,7 +2,6 @@ package pods
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"contiv.dev/vpp/addrplan"
@@ -20,22 +19,32 @@ const (
 	OpCheck Op = "check"
 )
 
-// Call is a blocking controller event: one CNI operation, run by the
-// Manager on the controller's loop (so that it is ordered with every
-// other change the agent applies), its outcome handed back to the caller
-// waiting in Submit.
+// Call is a blocking controller event: the loop's part of one CNI
+// operation (IPAM, VPP, the record), run by the Manager on the
+// controller's loop (so that it is ordered with every other change the
+// agent applies), its outcome handed back to the caller waiting in
+// Manager.Submit, who does the kernel's part off the loop.
 type Call struct {
 	Op  Op
 	Req Request
 	// ctx is the caller's: its deadline bounds the operation, and one
 	// that ended before the loop took the call in fails it at once.
 	ctx  context.Context
+	prep prepared
 	done chan outcome
 }
 
+// outcome is a Call's: the answer, and what the caller's kernel part needs.
 type outcome struct {
 	res Result
 	err error
+	// rec is the pod's record (ADD, CHECK) or the one removed (DEL).
+	rec *record
+	// stale is another sandbox's record ADD replaced: its kernel side is
+	// left to remove.
+	stale *record
+	// foreign: DEL named a sandbox the pod no longer has.
+	foreign bool
 }
 
 // EventName implements controller.Event.
@@ -46,45 +55,38 @@ type Pusher interface {
 	Push(ev controller.Event)
 }
 
-// Submit pushes one CNI operation onto the loop and waits for its outcome
-// or ctx's end. When ctx ends first the call fails with ErrNotReady (the
-// loop did not take it in, or took too long), and the loop, when it
-// takes it in, does nothing (an operation under way is reverted as any
-// failed ADD).
-func Submit(ctx context.Context, p Pusher, op Op, req Request) (Result, error) {
-	c := &Call{Op: op, Req: req, ctx: ctx, done: make(chan outcome, 1)}
-	p.Push(c)
-	select {
-	case o := <-c.done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("%s of pod %s/%s: no outcome within the deadline (the agent's event loop is busy or not started): %w: %w",
-			op, req.Namespace, req.Pod, ErrNotReady, ctx.Err())
-	}
+// Submit runs one CNI operation for the socket: the kernel's part (the
+// veth, the pod's eth0) in the caller's goroutine, at most
+// Params.KernelConcurrency at once, the loop's part (IPAM, VPP, the
+// record) as a Call pushed onto p's loop. It waits for the loop's outcome
+// or ctx's end; when ctx ends first the call fails with ErrNotReady (the
+// loop did not take it in, or took too long), and the loop, when it takes
+// it in, does nothing (an ADD under way is reverted as any failed ADD; a
+// veth it had made is removed by the sandbox's DEL, which the runtime
+// sends after a failed ADD).
+func (m *Manager) Submit(ctx context.Context, p Pusher, op Op, req Request) (Result, error) {
+	return m.do(ctx, op, req, func(ctx context.Context, c *Call) outcome {
+		c.ctx, c.done = ctx, make(chan outcome, 1)
+		p.Push(c)
+		select {
+		case o := <-c.done:
+			return o
+		case <-ctx.Done():
+			return outcome{err: fmt.Errorf("%s of pod %s/%s: no outcome within the deadline (the agent's event loop is busy or not started): %w: %w",
+				c.Op, c.Req.Namespace, c.Req.Pod, ErrNotReady, ctx.Err())}
+		}
+	})
 }
 
-// Update implements controller.Handler: it runs a Call. Its failure is
-// the caller's, never the controller's (no healing resync for a pod the
-// CNI could not wire).
+// Update implements controller.Handler: it runs a Call's loop part. Its
+// failure is the caller's, never the controller's (no healing resync for
+// a pod the CNI could not wire).
 func (m *Manager) Update(_ context.Context, ev controller.Event) error {
 	c, ok := ev.(*Call)
 	if !ok {
 		return nil
 	}
-	var o outcome
-	switch c.Op {
-	case OpAdd:
-		o.res, o.err = m.Add(c.ctx, c.Req)
-	case OpDel:
-		o.err = m.Del(c.ctx, c.Req)
-	case OpCheck:
-		o.err = m.Check(c.ctx, c.Req)
-	default:
-		o.err = fmt.Errorf("operation %q: %w", c.Op, ErrInvalid)
-	}
-	if o.err != nil && c.ctx.Err() != nil && !errors.Is(o.err, ErrNotReady) {
-		o.err = fmt.Errorf("%w (deadline: %w)", o.err, c.ctx.Err())
-	}
+	o := m.run(c)
 	// The caller hears the outcome once the batch is applied (Applied):
 	// by then the service processor has taken the pod's interface in and
 	// the renderers have programmed it.

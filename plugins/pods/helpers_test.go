@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +60,9 @@ type env struct {
 	alloc *addrplan.Allocator
 	dir   string
 	m     *Manager
+	// loopBusy, when set, adds up the time the loop spends in the
+	// manager's Update (benchmarks).
+	loopBusy *atomic.Int64
 }
 
 // needRoot skips, loudly, where the kernel refuses network namespaces.
@@ -74,12 +79,26 @@ func needRoot(t testing.TB) {
 	_ = testutils.UnmountNS(n)
 }
 
-func newEnv(t testing.TB, perNode int) *env {
+func newEnv(t testing.TB, perNode int) *env { return newEnvOn(t, perNode, false) }
+
+// newEnvOn is newEnv; with socket the simulated VPP is served on a unix
+// socket and reached through govpp's socket client, as the agent reaches
+// VPP (benchmarks).
+func newEnvOn(t testing.TB, perNode int, socket bool) *env {
 	t.Helper()
 	needRoot(t)
 	e := &env{t: t, vpp: sim.New(sim.Options{}), dir: t.TempDir()}
 	e.vpp.CreateTable(1)
-	e.conn = vpp.New(vpp.Config{Adapter: e.vpp, ExtraMessages: vpp.PodMessages(), RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond})
+	cfg := vpp.Config{Adapter: e.vpp, ExtraMessages: vpp.PodMessages(), RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond}
+	if socket {
+		srv, err := e.vpp.Serve(filepath.Join(t.TempDir(), "api.sock"))
+		if err != nil {
+			t.Fatalf("serving the simulated VPP: %v", err)
+		}
+		t.Cleanup(func() { _ = srv.Close() })
+		cfg.Adapter, cfg.Socket = nil, srv.Path()
+	}
+	e.conn = vpp.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.conn.Start(ctx)
 	t.Cleanup(func() { cancel(); e.conn.Close() })

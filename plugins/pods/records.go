@@ -38,6 +38,15 @@ type record struct {
 
 func (r *record) pod() addrplan.PodID { return addrplan.PodID{Namespace: r.Namespace, Name: r.Pod} }
 
+// sameContainer tells whether req names the record's sandbox.
+func (r *record) sameContainer(req Request) bool { return r.ContainerID == req.ContainerID }
+
+// sameSandbox tells whether req is the ADD that made the record (the same
+// container, netns and interface name).
+func (r *record) sameSandbox(req Request) bool {
+	return r.ContainerID == req.ContainerID && r.Netns == req.Netns && r.IfName == req.IfName
+}
+
 // link is the record's VPP interface as the port wants it.
 func (r *record) link(vrf, gateway uint32, tag string) vpp.PodLink {
 	l := vpp.PodLink{Kind: r.Kind, Tag: tag, VRF: vrf, Unnumbered: gateway, PodIP: r.IP}

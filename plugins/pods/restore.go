@@ -23,14 +23,33 @@ func (m *Manager) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	if ev.DataplaneRestarted {
 		m.gwKnown = false
 	}
-	err := m.Reconcile(ctx)
+	st, err := m.reconcile(ctx)
 	m.mu.Lock()
-	m.lastErr = err
+	m.lastErr, m.notBack = err, st.Failed
+	if err != nil && m.notBack == 0 {
+		m.notBack = len(m.pods) // failed before looking at them one by one
+	}
 	if err == nil {
 		m.restored = true
 	}
 	m.mu.Unlock()
 	return err
+}
+
+// Back tells whether every recorded pod is wired in VPP as of the last
+// reconcile (after a VPP restart: re-created); if not, why (how many are
+// not, and the last reconcile's error). The agent is not ready, and the
+// CNI's STATUS says so, until they are.
+func (m *Manager) Back() (bool, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case !m.restored && m.lastErr == nil:
+		return false, "the pods of the records are not reconciled with VPP yet"
+	case m.lastErr != nil:
+		return false, fmt.Sprintf("%d of %d pods not back in VPP: %v", m.notBack, len(m.pods), m.lastErr)
+	}
+	return true, ""
 }
 
 // ReconcileStats counts what a Reconcile did.
@@ -40,6 +59,8 @@ type ReconcileStats struct {
 	// Swept were records of pods gone (their veth or netns gone: a node
 	// reboot, a pod deleted while the agent was away).
 	InPlace, Rewired, Recreated, Swept int
+	// Failed pods could not be brought back (the error says why).
+	Failed int
 }
 
 // Reconcile makes VPP hold every recorded pod's interface: a pod whose
@@ -91,6 +112,7 @@ func (m *Manager) reconcile(ctx context.Context) (ReconcileStats, error) {
 			route, err := m.p.VPP.HasPodRoute(ctx, m.p.VRF, cur.Index, r.IP)
 			if err != nil {
 				errs = append(errs, err)
+				st.Failed++
 				continue
 			}
 			if cur.AdminUp && route && cur.Index == r.SwIfIndex {
@@ -99,6 +121,7 @@ func (m *Manager) reconcile(ctx context.Context) (ReconcileStats, error) {
 			}
 			if err := m.p.VPP.RewirePodInterface(ctx, cur.Index, l); err != nil {
 				errs = append(errs, fmt.Errorf("pod %s: %w", r.pod(), err))
+				st.Failed++
 				continue
 			}
 			st.Rewired++
@@ -117,6 +140,7 @@ func (m *Manager) reconcile(ctx context.Context) (ReconcileStats, error) {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("pod %s: %w", r.pod(), err))
+			st.Failed++
 			continue
 		}
 		st.Recreated++

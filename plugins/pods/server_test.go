@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,11 @@ import (
 // client.
 func (e *env) loop(deadline time.Duration) *http.Client {
 	t := e.t
-	ctl := controller.New(controller.Params{Handlers: []controller.Handler{e.m}, ApplyObservers: []controller.ApplyObserver{e.m}, BatchHold: -1})
+	var h controller.Handler = e.m
+	if e.loopBusy != nil {
+		h = timedHandler{e.m, e.loopBusy}
+	}
+	ctl := controller.New(controller.Params{Handlers: []controller.Handler{h}, ApplyObservers: []controller.ApplyObserver{e.m}, BatchHold: -1})
 	e.m.SetEvents(ctl)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -33,7 +38,7 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 	srv := NewServer(ServerParams{
 		Socket:   sock,
 		Deadline: deadline,
-		Submit:   func(ctx context.Context, op Op, req Request) (Result, error) { return Submit(ctx, ctl, op, req) },
+		Submit:   func(ctx context.Context, op Op, req Request) (Result, error) { return e.m.Submit(ctx, ctl, op, req) },
 		Status: func() cniapi.Status {
 			return cniapi.Status{Ready: ctl.Ready() && e.m.Ready(), Kind: string(e.m.Kind())}
 		},
@@ -56,6 +61,18 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 	}}}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
+}
+
+// timedHandler is the manager, the time its Update takes added up.
+type timedHandler struct {
+	*Manager
+	busy *atomic.Int64
+}
+
+func (h timedHandler) Update(ctx context.Context, ev controller.Event) error {
+	start := time.Now()
+	defer func() { h.busy.Add(int64(time.Since(start))) }()
+	return h.Manager.Update(ctx, ev)
 }
 
 // call posts one request; it returns the result or the CNI error.

@@ -138,6 +138,10 @@ type Params struct {
 	// Refresh, when set, re-reads the agent's interface cache after a pod
 	// interface was made or removed (before the service processor is told).
 	Refresh func(context.Context) error
+	// KernelConcurrency bounds the pods whose kernel side (veth, eth0) is
+	// worked on at once, off the controller's loop (default
+	// DefaultKernelConcurrency).
+	KernelConcurrency int
 	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 }

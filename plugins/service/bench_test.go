@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"contiv.dev/vpp/bench/workload"
+	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	sr "contiv.dev/vpp/servicerenderer"

@@ -205,6 +205,10 @@ func dumpedTranslation(d *cnatapi.CnatTranslationDetails) cnat.Dumped {
 func (c *CNAT) SNATAddresses(ctx context.Context) (netip.Addr, netip.Addr, error) {
 	reply := &cnatapi.CnatGetSnatAddressesReply{}
 	if err := c.conn.invoke(ctx, &cnatapi.CnatGetSnatAddresses{}, reply); err != nil {
+		var rv api.VPPApiError
+		if errors.As(err, &rv) && rv == api.FEATURE_DISABLED && c.conn.Release().snatUnsetDisabled {
+			return netip.Addr{}, netip.Addr{}, nil // none set yet
+		}
 		return netip.Addr{}, netip.Addr{}, classifyCNAT(err, "reading cnat SNAT addresses")
 	}
 	return netip.AddrFrom4(reply.SnatIP4), netip.AddrFrom16(reply.SnatIP6), nil
@@ -237,7 +241,8 @@ func (c *CNAT) SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
-	err = c.conn.invoke(ctx, req, &cnatapi.CnatSetSnatAddressesReply{})
+	r, reply := c.conn.Release().snatAddresses(req)
+	err = c.conn.invoke(ctx, r, reply)
 	c.log.Debug("cnat SNAT addresses", "ip4", ip4, "ip6", ip6, "err", err)
 	return classifyCNAT(err, what)
 }

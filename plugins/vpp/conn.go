@@ -39,6 +39,9 @@ type Config struct {
 	// (plugins/vpp/sim) or any other govpp transport. It is reused across
 	// reconnects.
 	Adapter adapter.VppAPI
+	// Record, when set, records every message of every connection
+	// (record.go; a debugging aid).
+	Record *Recorder
 	// Logger receives the connection's log lines; nil discards them.
 	Logger *slog.Logger
 	// HealthInterval is how often the connection is probed with a
@@ -498,6 +501,9 @@ func (c *Conn) dial() (*core.Connection, vppInfo, error) {
 		sc.SetClientName("contiv-agent")
 		sc.SetConnectTimeout(c.cfg.ConnectTimeout)
 		ad = sc
+	}
+	if c.cfg.Record != nil {
+		ad = c.cfg.Record.Wrap(ad)
 	}
 	conn, err := core.Connect(&watchedAdapter{VppAPI: ad, failed: c.poke})
 	if err != nil {

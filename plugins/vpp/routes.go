@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
@@ -149,12 +150,16 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 			break
 		}
 		for _, vrf := range vrfs {
-			err := c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
+			hidden, err := c.hiddenRejects(ctx, vrf, v6)
+			if err != nil {
+				return nil, err
+			}
+			err = c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
 				d, ok := m.(*ipapi.IPRouteV2Details)
 				if !ok {
 					return unexpected(m)
 				}
-				if r, ok := cnatRoute(d); ok {
+				if r, ok := cnatRoute(d); ok && !slices.Contains(hidden, r.Prefix) {
 					out = append(out, r)
 				}
 				return nil
@@ -162,7 +167,48 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 			if err != nil {
 				return nil, classifyCNAT(err, fmt.Sprintf("dumping routes of VRF %d", vrf))
 			}
+			for _, p := range hidden {
+				out = append(out, cnat.Route{Prefix: p, VRF: vrf, Kind: cnat.RouteReject})
+			}
 		}
+	}
+	return out, nil
+}
+
+// fibSourceAPI is the FIB source of routes added through the API
+// (fib_source.h: FIB_SOURCE_API, the 8th source in 25.02 and 26.06; the
+// real 26.06's dump says 8).
+const fibSourceAPI = 8
+
+// hiddenRejects are the prefixes of table vrf whose API route another
+// source hides: a translated address's /32 (or /128) carries cnat's own
+// FIB source, which outranks the API's, and a dump shows only the best
+// source's path (measured on the real VPP 26.06: the reject route of a
+// translated ClusterIP dumps as cnat's NORMAL path with source 23, which
+// reads as a lookup of table 0). A dump of the API source lists every
+// prefix with an API route; one whose best source is another is taken to
+// be the agent's reject route, the only /32 or /128 route the agent adds.
+// Without this the renderer finds its rejects missing at every resync and
+// adds them again.
+func (c *CNAT) hiddenRejects(ctx context.Context, vrf uint32, v6 bool) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	err := c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Src: fibSourceAPI, Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
+		d, ok := m.(*ipapi.IPRouteV2Details)
+		if !ok {
+			return unexpected(m)
+		}
+		rt := d.Route
+		if rt.Src == fibSourceAPI {
+			return nil
+		}
+		p, err := fromAddress(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
+		if err == nil && p.IsSingleIP() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classifyCNAT(err, fmt.Sprintf("dumping the API routes of VRF %d", vrf))
 	}
 	return out, nil
 }

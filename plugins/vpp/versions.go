@@ -43,6 +43,14 @@ type Release struct {
 	// FIB table (VPP 25.02 crashes outside table 0, FACTS §1; fixed in
 	// 26.02).
 	rejectAnyTable bool
+	// snatUnsetDisabled: cnat_get_snat_addresses answers
+	// FEATURE_DISABLED (-30) while no SNAT address is set (26.06 keeps
+	// them in a policy entry made by the first cnat_set_snat_addresses;
+	// 25.02 answers zeros). Measured by the real-VPP suite.
+	snatUnsetDisabled bool
+	// snatV2: the SNAT addresses are set with cnat_set_snat_addresses_v2
+	// (snatAddresses).
+	snatV2 bool
 }
 
 // RejectInAnyTable tells whether reject routes may be added in a table
@@ -73,9 +81,12 @@ var release2606 = Release{
 	},
 	cnatExtra: []api.Message{
 		&cnat2606.FeatureCnatEnableDisable{}, &cnat2606.FeatureCnatEnableDisableReply{},
+		&cnat2606.CnatSetSnatAddressesV2{}, &cnat2606.CnatSetSnatAddressesV2Reply{},
 	},
-	cnatFeature:    true,
-	rejectAnyTable: true,
+	cnatFeature:       true,
+	rejectAnyTable:    true,
+	snatUnsetDisabled: true,
+	snatV2:            true,
 }
 
 // releases are the supported releases, oldest first.
@@ -107,6 +118,26 @@ func ReleaseFor(version string) (*Release, error) {
 	}
 	return nil, fmt.Errorf("%w %q: this agent has bindings for VPP %s only (docs/vpp-versions.md)",
 		ErrUnsupportedVersion, version, strings.Join(SupportedReleases(), ", "))
+}
+
+// snatAddresses is this release's request setting the SNAT addresses of
+// req, and its reply. On 26.06, cnat_set_snat_addresses (v1) makes the
+// addresses an entry with a "client": a route to the SNAT address that
+// drops everything that is not a cnat return session, so with the node
+// address as the SNAT address the node's own traffic (VXLAN from the other
+// nodes) is dropped (measured by the real-VPP suite: ip4-cnat-return);
+// and the entry holds for the main table only, so pod traffic (pod VRF)
+// would not be source-NATed. v2 with NO_CLIENT and USE_AS_DEFAULT keeps
+// 25.02's behaviour: return traffic translated by the cnat input feature,
+// one entry for every table.
+func (r *Release) snatAddresses(req *cnatapi.CnatSetSnatAddresses) (api.Message, api.Message) {
+	if !r.snatV2 {
+		return req, &cnatapi.CnatSetSnatAddressesReply{}
+	}
+	return &cnat2606.CnatSetSnatAddressesV2{
+		SnatIP4: req.SnatIP4, SnatIP6: req.SnatIP6, SwIfIndex: req.SwIfIndex,
+		Flags: cnat2606.CNAT_SNAT_POLICY_F_NO_CLIENT | cnat2606.CNAT_SNAT_POLICY_F_USE_AS_DEFAULT,
+	}, &cnat2606.CnatSetSnatAddressesV2Reply{}
 }
 
 // messages returns msgs with this release's bindings: a message whose

@@ -62,12 +62,12 @@ func releaseEnv(t *testing.T, opts sim.Options) (*env, *CNAT, *syncBuffer) {
 // feature_cnat_enable_disable (8 nodes) on 26.06.
 func TestCNATPerRelease(t *testing.T) {
 	for _, c := range []struct {
-		version, release, featureMsg string
-		calls                        int
-		nodes                        []string
+		version, release, featureMsg, snatMsg string
+		calls                                 int
+		nodes                                 []string
 	}{
-		{"25.02-simulated", "25.02", "feature_enable_disable", 2, []string{"cnat-input-ip4", "cnat-output-ip4"}},
-		{"v26.06-release", "26.06", "feature_cnat_enable_disable", 1,
+		{"25.02-simulated", "25.02", "feature_enable_disable", "cnat_set_snat_addresses", 2, []string{"cnat-input-ip4", "cnat-output-ip4"}},
+		{"v26.06-release", "26.06", "feature_cnat_enable_disable", "cnat_set_snat_addresses_v2", 1,
 			[]string{"cnat-input-ip4", "cnat-lookup-ip4", "cnat-output-ip4", "cnat-writeback-ip4", "cnat-input-ip6", "cnat-lookup-ip6", "cnat-output-ip6", "cnat-writeback-ip6"}},
 	} {
 		t.Run(c.release, func(t *testing.T) {
@@ -77,8 +77,15 @@ func TestCNATPerRelease(t *testing.T) {
 			if st := e.conn.Status(); st.Release != c.release || st.Version != c.version {
 				t.Errorf("status %+v", st)
 			}
+			// The SNAT addresses first: 26.06 keeps the policy in their entry.
+			if err := cn.SetSNATAddresses(ctx, netip.MustParseAddr("192.168.16.1"), netip.Addr{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := cn.SetSNATPolicy(ctx, cnat.PolicyK8S); err != nil {
 				t.Fatal(err)
+			}
+			if n := e.vpp.Calls(c.snatMsg); n != 1 {
+				t.Errorf("%d %s calls, want 1", n, c.snatMsg)
 			}
 			if p := e.vpp.CnatSnatState().Policy; uint8(p) != uint8(cnat.PolicyK8S) {
 				t.Errorf("policy %d", p)
@@ -190,7 +197,12 @@ func TestPipelineMixesBindings(t *testing.T) {
 	if err := n.ifaces.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewCNAT(n.conn, n.ifaces, nil).Pipeline(ctx)
+	c := NewCNAT(n.conn, n.ifaces, nil)
+	// 26.06 keeps the interface tables in the entry the SNAT addresses make.
+	if err := c.SetSNATAddresses(ctx, netip.MustParseAddr("192.168.16.1"), netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Pipeline(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,8 +112,18 @@ func DiffNode(desired, applied *Node) []Op {
 }
 
 // diffNode diffs the interfaces named (sorted) and, with global, the
-// node-wide settings.
+// node-wide settings. Setting the SNAT addresses comes first and clearing
+// them last: VPP 26.06 keeps the policy, the exclude prefixes and the
+// interface tables in an entry that cnat_set_snat_addresses creates and
+// clearing them frees (cnat_set_snat); before it exists the table calls
+// answer FEATURE_DISABLED and the policy and prefix calls dereference
+// nothing (a crash). VPP 25.02 keeps them apart: any order works there.
 func diffNode(ops []Op, desired, applied *Node, names []string, global bool) []Op {
+	snat := global && (unspec4(desired.SNAT4) != unspec4(applied.SNAT4) || unspec6(desired.SNAT6) != unspec6(applied.SNAT6))
+	clearing := unspec4(desired.SNAT4).IsUnspecified() && unspec6(desired.SNAT6).IsUnspecified()
+	if snat && !clearing {
+		ops = append(ops, Op{Kind: OpSNATAddresses, IP4: desired.SNAT4, IP6: desired.SNAT6})
+	}
 	for _, n := range names {
 		for _, f := range slices.Backward(AllFeatures) {
 			if applied.Features[n]&f != 0 && desired.Features[n]&f == 0 {
@@ -157,7 +167,7 @@ func diffNode(ops []Op, desired, applied *Node, names []string, global bool) []O
 	if global {
 		ops = diffRoutes(ops, desired.Routes, applied.Routes, true)
 	}
-	if global && (unspec4(desired.SNAT4) != unspec4(applied.SNAT4) || unspec6(desired.SNAT6) != unspec6(applied.SNAT6)) {
+	if snat && clearing {
 		ops = append(ops, Op{Kind: OpSNATAddresses, IP4: desired.SNAT4, IP6: desired.SNAT6})
 	}
 	return ops

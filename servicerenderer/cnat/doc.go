@@ -1,5 +1,11 @@
 // Package cnat renders ContivServices into VPP's cnat plugin: a second
-// renderer beside nat44, on the same servicerenderer.Renderer API.
+// renderer beside nat44, on the same servicerenderer.Renderer API. It is
+// for the agent's service pipeline (agent/nodepipeline builds it when the
+// configuration says renderer: cnat) and the offline render. The contract:
+// it records changes on the controller's loop, Apply programs what changed
+// (or, after a resync, only what VPP lacks or holds wrongly), it never
+// touches a translation or route it cannot tell as its own, and calls VPP
+// refuses as invalid are reported per object (Failures), not retried.
 //
 // It has the same three layers as nat44:
 //
@@ -193,9 +199,15 @@
 //     cannot be read back, and enabling a feature twice puts it on the arc
 //     twice: the renderer records what it applied (in memory and in the
 //     optional Store) and sets the SNAT addresses last; a full apply trusts
-//     the record only while VPP reports those addresses. After a VPP
-//     restart the agent calls VPPRestarted (a full apply also notices it:
-//     a restarted VPP reports no SNAT address).
+//     the record only while VPP reports those addresses. A VPP restart
+//     reaches the renderer so: plugins/vpp's connection notices, on
+//     reconnecting, that VPP's process ID changed (Event.Restarted); the
+//     agent (agent/vppwire.go) then queues a healing resync marked
+//     DataplaneRestarted; in that resync, on the loop, the service
+//     processor calls VPPRestarted on each renderer that implements
+//     plugins/service.Restarter, before the full apply. Without it, a full
+//     apply still notices a restart: a restarted VPP reports no SNAT
+//     address.
 //   - Drop routes (and verdict routes, see Verdicts) are read back
 //     (ip_route_v2_dump of the pod and main VRF)
 //     by every full apply: a restarted agent writes nothing, a route VPP
@@ -270,8 +282,8 @@
 // tables waited for, the failures, the run of operations and the apply
 // skeleton are reconcile's. So is the lock contract: the controller's loop
 // is the only writer; the introspection methods read snapshots; no lock
-// is held while VPP is called (VPPRestarted, from the VPP connection's
-// goroutine, raises a flag the next Apply takes).
+// is held while VPP is called (VPPRestarted, called on the loop during the
+// restart's resync, raises a flag the next Apply takes).
 //
 // The agent builds the renderer with renderer: cnat (agent/renderers.go,
 // the /v1/cnat view); offline.Render and contivctl render --renderer cnat

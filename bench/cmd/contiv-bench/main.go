@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	harness.RunChild() // this binary as the proxy-tier figure's etcd or proxy
+	harness.RunChild() // this binary as the large figure's etcd, simulated VPP or agent
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "contiv-bench:", err)
 		os.Exit(1)
@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		out         = fs.String("out", "", "write the results as JSON to this file")
 		sizes       = fs.String("n", "1000,5000,10000,50000", "comma-separated sizes N of W(N)")
 		runs        = fs.Int("runs", 5, "runs per figure; medians are reported")
-		figures     = fs.String("figures", "", "comma-separated figure groups to measure (pipeline,cnat,calls,decode,nodesync,nodesync-many,npl,restart,vpp-program,startup,fanout,agent-change,large; real-vpp with -vpp-socket); default all but real-vpp")
+		figures     = fs.String("figures", "", "comma-separated figures to measure ("+figureNames()+"; real-vpp with -vpp-socket); default all but real-vpp")
 		decode      = fs.Int("decode-iters", 20000, "decodes per run of the decode figure")
 		joiners     = fs.Int("joiners", 100, "NodeSync: agents claiming an ID at once")
 		many        = fs.Int("many-joiners", 1000, "NodeSync, the nodesync-many figure: agents claiming an ID at once")
@@ -45,8 +45,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fanoutKs    = fs.String("fanout-k", "50,100,200", "fan-out: comma-separated agent counts K")
 		fanoutN     = fs.Int("fanout-n", 10000, "fan-out and agent-change: N of W(N) loaded into etcd")
 		fanoutCh    = fs.Int("fanout-changes", 50, "fan-out: changes written at each K")
-		proxies     = fs.Int("fanout-proxies", 4, "fan-out: P, the etcd gRPC proxies of its proxy-tier part, each a process of its own (0: that part is not measured)")
-		light       = fs.String("fanout-light", "1000,2000", "fan-out, proxy tier: totals of watchers reached beyond the largest -fanout-k with lightweight watch-only agents beside the real ones (\"\": none)")
 		agentCh     = fs.Int("agent-changes", 2000, "agent-change: changes measured (blocks of 100)")
 		quick       = fs.Bool("quick", false, "smoke mode: N=100,1000, 1 run, 10 and 20 joiners, 2 s of latency on W(1000), W(1000) over the socket (both figures), 5 and 10 agents on W(1000)")
 		profileDir  = fs.String("cpuprofile-dir", "", "write CPU profiles of the largest N's resync and per-change paths here (and, with agent-change, the agent's heap and changes)")
@@ -70,25 +68,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.FanoutKs, err = parseSizes(*fanoutKs); err != nil {
 		return fmt.Errorf("-fanout-k: %w", err)
 	}
-	o.FanoutProxies, o.FanoutLight = *proxies, []int{}
-	if *proxies <= 0 {
-		o.FanoutProxies = -1
-	}
-	if strings.TrimSpace(*light) != "" {
-		if o.FanoutLight, err = parseSizes(*light); err != nil {
-			return fmt.Errorf("-fanout-light: %w", err)
-		}
-	}
 	for _, f := range strings.Split(*figures, ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			o.Figures = append(o.Figures, harness.Figure(f))
+			o.Figures = append(o.Figures, harness.FigureName(f))
 		}
 	}
 	if *quick {
 		o.Sizes, o.Runs, o.Joiners, o.ManyJoiners, o.NPLSize, o.NPLDuration = []int{100, 1000}, 1, 10, 20, 1000, 2*time.Second
 		o.ProgramSize, o.LargeSize = 1000, 1000
 		o.FanoutKs, o.FanoutSize, o.FanoutChanges, o.AgentChanges = []int{5, 10}, 1000, 10, 200
-		o.FanoutProxies, o.FanoutLight = min(o.FanoutProxies, 2), []int{20}
 	}
 	level := slog.LevelWarn
 	if *verbose {
@@ -140,4 +128,13 @@ func parseSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// figureNames is the names of the figures measured by default, comma-separated.
+func figureNames() string {
+	var names []string
+	for _, f := range harness.AllFigures() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ",")
 }

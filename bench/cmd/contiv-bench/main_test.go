@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.loop")) }
 
 func TestFlagErrors(t *testing.T) {
-	for _, args := range [][]string{{"-n", "10,x"}, {"-n", "0"}, {"extra"}, {"-figures", "nope"}, {"-fanout-k", "50,x"}, {"-fanout-light", "0"}} {
+	for _, args := range [][]string{{"-n", "10,x"}, {"-n", "0"}, {"extra"}, {"-figures", "nope"}, {"-fanout-k", "50,x"}} {
 		var out, errb bytes.Buffer
 		if err := run(args, &out, &errb); err == nil {
 			t.Errorf("%q: no error", args)

@@ -94,7 +94,7 @@ func Start(tb testing.TB, p Params) *Node {
 	srv := pods.NewServer(pods.ServerParams{
 		Socket: n.Socket,
 		Submit: func(ctx context.Context, op pods.Op, req pods.Request) (pods.Result, error) {
-			return pods.Submit(ctx, ctl, op, req)
+			return n.Manager.Submit(ctx, ctl, op, req)
 		},
 		Status: func() cniapi.Status {
 			ready := ctl.Ready() && n.Manager.Ready() && n.Conn.Status().Connected

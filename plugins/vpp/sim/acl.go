@@ -160,9 +160,23 @@ func (v *VPP) aclDump(req *acl.ACLDump) []api.Message {
 	return out
 }
 
-// aclInterfaceListDump lists the interfaces with ACLs (or one, by index).
-// ASSUMPTION (not recorded): one details per interface with a list.
+// aclInterfaceListDump lists the interfaces with ACLs, or one interface
+// by index. An existing interface asked by index answers its details, with
+// an empty list when it has no ACL (records-e2evpp: host-eth1 before any
+// ACL was set). ASSUMPTION (not recorded): sw_if_index ~0 lists only the
+// interfaces with a list; an unknown index answers nothing.
 func (v *VPP) aclInterfaceListDump(req *acl.ACLInterfaceListDump) []api.Message {
+	details := func(i uint32) api.Message {
+		l := v.acls.input[i]
+		return &acl.ACLInterfaceListDetails{SwIfIndex: interface_types.InterfaceIndex(i),
+			Count: uint8(len(l)), NInput: uint8(len(l)), Acls: slices.Clone(l)}
+	}
+	if req.SwIfIndex != interface_types.InterfaceIndex(noIndex) {
+		if _, ok := v.ifaces[uint32(req.SwIfIndex)]; !ok {
+			return nil
+		}
+		return []api.Message{details(uint32(req.SwIfIndex))}
+	}
 	var out []api.Message
 	idxs := make([]uint32, 0, len(v.acls.input))
 	for i := range v.acls.input {
@@ -170,12 +184,7 @@ func (v *VPP) aclInterfaceListDump(req *acl.ACLInterfaceListDump) []api.Message 
 	}
 	slices.Sort(idxs)
 	for _, i := range idxs {
-		if req.SwIfIndex != interface_types.InterfaceIndex(noIndex) && uint32(req.SwIfIndex) != i {
-			continue
-		}
-		l := v.acls.input[i]
-		out = append(out, &acl.ACLInterfaceListDetails{SwIfIndex: interface_types.InterfaceIndex(i),
-			Count: uint8(len(l)), NInput: uint8(len(l)), Acls: slices.Clone(l)})
+		out = append(out, details(i))
 	}
 	return out
 }

@@ -60,6 +60,7 @@ type cnatState struct {
 	snat4, snat6 netip.Addr
 	snatIf       uint32 // 0 until set (as recorded), ~0 = no interface
 	snatSet      bool
+	snatFlags    uint8 // VPP 26.06: the entry's flags (cnat_set_snat_addresses_v2)
 	policy       cnat.CnatSnatPolicies
 	tables       [cnatTables]map[uint32]bool // INCLUDE_V4, INCLUDE_V6, POD, HOST
 	exclude      map[netip.Prefix]bool

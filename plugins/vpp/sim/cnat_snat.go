@@ -199,6 +199,9 @@ type CnatSnat struct {
 	IncludeV4, IncludeV6, Pod, Host []string
 	// Exclude are the exclude prefixes (masked), sorted.
 	Exclude []netip.Prefix
+	// Flags are VPP 26.06's flags of the entry (NO_CLIENT 2,
+	// USE_AS_DEFAULT 4); 0 on 25.02.
+	Flags uint8
 }
 
 // CnatSnatState returns the cnat source-NAT state.
@@ -206,7 +209,7 @@ func (v *VPP) CnatSnatState() CnatSnat {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	c := v.cnat
-	s := CnatSnat{SwIfIndex: c.snatIf, Policy: CnatSnatPolicy(c.policy)}
+	s := CnatSnat{SwIfIndex: c.snatIf, Policy: CnatSnatPolicy(c.policy), Flags: c.snatFlags}
 	s.IP4, s.IP6 = v.snatAddrs()
 	names := func(t map[uint32]bool) []string {
 		var out []string

@@ -2,8 +2,9 @@
 // agent without VPP (make run); with Options.Version "26.06…" it answers
 // as VPP 26.06 where that release differs (release.go: cnat.api 1.0.0's
 // messages, feature_cnat_enable_disable, a removed backend's sessions
-// freed, reject routes in any table; read in the 26.06 source, not yet
-// recorded from a real 26.06).
+// freed, reject routes in any table; read in the 26.06 source; the
+// real-VPP suite's records of a real 26.06 replay against it, and showed
+// cnat_get_snat_addresses answering -30 before any SNAT address is set).
 //
 // THE SIMULATED VPP FORWARDS NO PACKETS. It is a govpp transport
 // (adapter.VppAPI) that answers, over real binary-API messages, the
@@ -96,6 +97,15 @@
 // more than the file holds (other files' requests, an unrecorded
 // capacity probe) or a file spans several instances, corpusInstances
 // rebuilds each instance.
+//
+// # Proof: the real-VPP suite's records
+//
+// TestRecordsE2EVPP replays what node 1's agent exchanged with a real VPP
+// while the real-VPP suite ran every scenario (e2evpp, E2EVPP_RECORD=1;
+// testdata/vpp-<version>/records-e2evpp, README.md there) against a sim
+// with that node's interfaces (a VXLAN tunnel among them: dev type VXLAN),
+// and compares every reply and event; what it does not compare is in
+// e2evppIgnore with a reason each.
 //
 // # Verdict facts (testdata/records-verdicts)
 //

@@ -280,9 +280,20 @@ func (v *VPP) routeLocked(vrf uint32, dst netip.Addr) (found Route, ok bool) {
 // agent reads only drop routes of its own prefixes. IPv6 tables (not
 // recorded) list the IPv6 routes added through the API and nothing of
 // VPP's own.
+//
+// VPP 26.06 and 25.02 (measured; 25.02: records-e2evpp/cnat.jsonl): a
+// translated cnat VIP's /32 in table 0 carries cnat's FIB source (23),
+// which outranks the API's, so an API route on it dumps as cnat's path:
+// NORMAL, no interface, no next hop, source 23; a VIP without an API route
+// is listed as cnat's entry too (cnatOnlyEntries). A dump naming a source
+// (src, not 0) lists only the entries that have it, each still with its
+// best source's path (measured on 26.06; ASSUMPTION: 25.02 alike).
 func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
+	if req.Src != 0 {
+		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, req.Table.IsIP6))
+	}
 	if req.Table.IsIP6 {
-		return v.apiRoutes(req.Table.TableID, true)
+		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, true))
 	}
 	vrf := req.Table.TableID
 	if !v.tableExists(vrf) && !v.vrfInUse(vrf) {
@@ -292,7 +303,74 @@ func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	for _, p := range []string{"240.0.0.0/4", "224.0.0.0/4"} {
 		out = append(out, routeDetails(vrf, Route{Prefix: netip.MustParsePrefix(p), Drop: true}, 0, 1))
 	}
-	return append(out, v.apiRoutes(vrf, false)...)
+	out = append(out, v.hideUnderCnat(v.apiRoutes(vrf, false))...)
+	if vrf == 0 {
+		out = append(out, v.cnatOnlyEntries()...)
+	}
+	return out
+}
+
+// cnatFIBSource is the FIB source VPP 25.02 and 26.06 gave cnat (measured: 23).
+const cnatFIBSource = 23
+
+// hideUnderCnat shows each table-0 /32 or /128 API route whose address a
+// cnat translation holds as cnat's entry.
+func (v *VPP) hideUnderCnat(details []api.Message) []api.Message {
+	if len(v.cnat.byKey) == 0 {
+		return details
+	}
+	vips := make(map[netip.Addr]bool, len(v.cnat.byKey))
+	for k := range v.cnat.byKey {
+		vips[k.vip] = true
+	}
+	for i, m := range details {
+		rt := m.(*ipapi.IPRouteV2Details).Route
+		if rt.TableID != 0 || rt.Src != 8 {
+			continue
+		}
+		p, err := anyAddr(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
+		if err != nil || !p.IsSingleIP() || !vips[p.Addr()] {
+			continue
+		}
+		details[i] = &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+			TableID: 0, StatsIndex: rt.StatsIndex, Prefix: rt.Prefix, Src: cnatFIBSource, NPaths: 1,
+			Paths: []fib_types.FibPath{{SwIfIndex: noIndex, Weight: 1}},
+		}}
+	}
+	return details
+}
+
+// cnatOnlyEntries are cnat's table-0 entries of the IPv4 translation
+// addresses no API route covers with a /32 (a LoadBalancer or external IP,
+// the node's address of a NodePort): source 23, a NORMAL path without
+// interface, or for an interface's own address a LOCAL path on it
+// (records-e2evpp/cnat.jsonl of 25.02: 192.168.16.1 on host-eth1).
+func (v *VPP) cnatOnlyEntries() []api.Message {
+	vips := map[netip.Addr]bool{}
+	for k := range v.cnat.byKey {
+		if k.vip.Is4() {
+			vips[k.vip] = true
+		}
+	}
+	for _, r := range v.fib.inOrder() {
+		if r.VRF == 0 && r.Prefix.IsSingleIP() {
+			delete(vips, r.Prefix.Addr())
+		}
+	}
+	var out []api.Message
+	for _, a := range slices.SortedFunc(maps.Keys(vips), netip.Addr.Compare) {
+		path := fib_types.FibPath{SwIfIndex: noIndex, Weight: 1}
+		for _, i := range v.ifaces {
+			if i.addr.IsValid() && i.addr.Addr() == a && i.vrf == 0 {
+				path.SwIfIndex, path.Type = i.index, fib_types.FIB_API_PATH_TYPE_LOCAL
+				path.Nh.Address = ip_types.AddressUnionIP4(a.As4())
+			}
+		}
+		out = append(out, &ipapi.IPRouteV2Details{Route: ipapi.IPRouteV2{
+			Prefix: prefix(netip.PrefixFrom(a, 32)), Src: cnatFIBSource, NPaths: 1, Paths: []fib_types.FibPath{path},
+		}})
+	}
+	return out
 }
 
 // apiRoutes are the details of the routes of one table and family added

@@ -66,6 +66,7 @@ const (
 	devLoopback = "Loopback"
 	devAFPacket = "af-packet"
 	devVirtio   = "virtio"
+	devVXLAN    = "VXLAN"
 )
 
 func newLocal0() *iface { return &iface{index: 0, name: "local0", devType: devLocal} }
@@ -81,7 +82,8 @@ type Interface struct {
 // CNI creates.
 type InterfaceSpec struct {
 	// Name is VPP's name for it: "loopN" makes a loopback, "tapN" a
-	// virtio interface, anything else an af_packet one ("host-<veth>").
+	// virtio interface, "vxlan_tunnelN" a VXLAN tunnel, anything else an
+	// af_packet one ("host-<veth>").
 	Name string
 	// Tag is cut to 63 bytes, as VPP does.
 	Tag string
@@ -103,6 +105,9 @@ func devType(name string) string {
 		return devLoopback
 	case strings.HasPrefix(name, "tap"):
 		return devVirtio
+	case strings.HasPrefix(name, "vxlan_tunnel"):
+		// The startup configuration's "create vxlan tunnel" (records-e2evpp).
+		return devVXLAN
 	}
 	return devAFPacket
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/vishvananda/netlink"
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/af_packet"
 	interfaces "go.fd.io/govpp/binapi/interface"
@@ -32,7 +33,7 @@ import (
 //     interface), one already attached -79 (interface exists); the new
 //     interface is "host-<host_if_name>", admin down, its MAC hw_addr (or
 //     the sim's index-derived one with use_random_hw_addr). The sim asks
-//     the kernel of the caller's network namespace (net.InterfaceByName)
+//     the kernel of the caller's network namespace (a netlink request for that one link)
 //     unless SetHostInterfaces replaced the check.
 //   - af_packet_delete of a name not attached answers -71.
 //   - tap_create_v3 makes "tap<id>" (id ~0: the lowest free instance; a
@@ -120,7 +121,10 @@ func (v *VPP) hostIfExists(name string) bool {
 	if v.pods.hostIf != nil {
 		return v.pods.hostIf(name)
 	}
-	_, err := net.InterfaceByName(name)
+	// One link asked by name (net.InterfaceByName dumps every link of
+	// the netns: with a hundred pods' veths that made each create cost
+	// milliseconds under the sim's lock).
+	_, err := netlink.LinkByName(name)
 	return err == nil
 }
 

@@ -65,16 +65,19 @@ const bindingPath2606 = "contiv.dev/vpp/internal/vppapi/vpp2606"
 // newly; they replace 25.02's of the same name.
 func messageDefs2606() []*msgDef {
 	const read, write = false, true
-	return []*msgDef{
+	return append([]*msgDef{
 		def(write, &cnat2606.CnatSetSnatPolicy{}, (*VPP).cnatSetSnatPolicy2606, &cnat2606.CnatSetSnatPolicyReply{}),
 		def(read, &cnat2606.CnatSessionDump{}, (*VPP).cnatSessionDump2606, &cnat2606.CnatSessionDetails{}),
 		def(write, &cnat2606.FeatureCnatEnableDisable{}, (*VPP).featureCnatEnableDisable, &cnat2606.FeatureCnatEnableDisableReply{}),
-	}
+	}, snatDefs2606()...)
 }
 
 // cnatSetSnatPolicy2606 takes the policies of cnat.api 1.0.0 (NONE,
 // IF_PFX, K8S, DNAT); another -> +1 as on 25.02.
 func (v *VPP) cnatSetSnatPolicy2606(req *cnat2606.CnatSetSnatPolicy) []api.Message {
+	if v.cnatSetSnatPolicy2606NoEntry(req) {
+		return nil
+	}
 	r := &cnat2606.CnatSetSnatPolicyReply{}
 	if req.Policy > cnat2606.CNAT_POLICY_DNAT {
 		return reply(r, 1)

@@ -1,0 +1,129 @@
+package prefetch
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"contiv.dev/vpp/plugins/vpp"
+	"contiv.dev/vpp/plugins/vpp/sim"
+	"contiv.dev/vpp/servicerenderer/nat44"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestReadAheadDump: the NAT44 port reads VPP's state ahead when VPP is
+// this agent's, and its first Dump (and the DumpRoutes of the same VRFs
+// after it) returns what it read, once; a write through the port, the
+// ownership check marking VPP, another owner, or other VRFs make the dump
+// VPP's own. VPP is changed behind the port's back to tell which it was.
+func TestReadAheadDump(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v := sim.New(sim.Options{})
+	defer v.Close()
+	srv, err := v.Serve(filepath.Join(t.TempDir(), "api.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: slog.New(slog.DiscardHandler), HealthInterval: time.Minute})
+	conn.Start(ctx)
+	defer conn.Close()
+	if err := conn.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), slog.New(slog.DiscardHandler))
+	vrfs := []uint32{0}
+	route := func(i byte) nat44.Route {
+		return nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, 0, i}), 32))}, Kind: nat44.RouteDrop}
+	}
+	next := byte(1)
+	// behind adds a route to VPP behind the port's back.
+	behind := func() {
+		t.Helper()
+		if err := raw.AddDelRoute(ctx, route(next), true); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	// dumped is how many of the routes added VPP's dump through p holds,
+	// and what the Dump before it returned.
+	dumped := func(p *NAT44, routeVRFs []uint32) (int, *nat44.State) {
+		t.Helper()
+		st, err := p.Dump(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := p.DumpRoutes(ctx, routeVRFs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i := byte(1); i < next; i++ {
+			if slices.Contains(rs, route(i)) {
+				n++
+			}
+		}
+		return n, st
+	}
+	started := func(owner string) *NAT44 {
+		t.Helper()
+		p := New(raw, conn, owner, vrfs)
+		var wg sync.WaitGroup
+		p.Start(ctx, &wg)
+		wg.Wait()
+		return p
+	}
+	if err := conn.MarkOwner(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	behind()
+
+	p := started("mine")
+	behind()
+	if n, st := dumped(p, vrfs); n != 1 || st == nil {
+		t.Errorf("first dump after the read-ahead: %d routes, want the 1 read ahead", n)
+	}
+	if n, _ := dumped(p, vrfs); n != 2 {
+		t.Errorf("second dump: %d routes, want VPP's 2", n)
+	}
+
+	for _, c := range []struct {
+		name   string
+		before func(p *NAT44)
+		vrfs   []uint32
+	}{
+		{"a write through the port", func(p *NAT44) {
+			if err := p.AddDelRoute(ctx, route(next), true); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}, vrfs},
+		{"VPP marked by the ownership check", func(p *NAT44) { p.MarkedOwner() }, vrfs},
+		{"other VRFs", func(*NAT44) {}, []uint32{0, 0}},
+	} {
+		p := started("mine")
+		behind()
+		c.before(p)
+		if n, _ := dumped(p, c.vrfs); n != int(next-1) {
+			t.Errorf("%s: the dump holds %d routes, want VPP's %d", c.name, n, next-1)
+		}
+	}
+
+	if err := conn.MarkOwner(ctx, "another"); err != nil {
+		t.Fatal(err)
+	}
+	p = started("mine")
+	behind()
+	if n, _ := dumped(p, vrfs); n != int(next-1) {
+		t.Errorf("another agent's VPP: the dump holds %d routes, want VPP's %d", n, next-1)
+	}
+}
