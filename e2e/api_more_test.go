@@ -136,9 +136,9 @@ func (s *system) namespaceDeleted() {
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				_ = s.kubelet.finalize(ctx, testNamespace, p.Name)
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.DeletionTimestamp != nil {
+				s.kubelet.finalizeAsync(ctx, p)
 			}
 		}
 		_, err = kube.CoreV1().Namespaces().Get(ctx, testNamespace, metav1.GetOptions{})

@@ -148,9 +148,12 @@ func (r *replica) ready() bool {
 }
 
 // node is one agent on its own simulated VPP, reached over the VPP's
-// socket API as a real VPP is.
+// socket API as a real VPP is. The agent wires pods (cni.enabled): its CNI
+// socket and pod records are in the node's own directory, so that two
+// agents of one test process never share them.
 type node struct {
 	name string
+	dir  string // the VPP's and the CNI's sockets, the pod records
 	cfg  contivconf.Config
 	vpp  *sim.VPP
 	srv  *sim.Server
@@ -182,6 +185,13 @@ func startNode(t testing.TB, name, endpoint string) *node {
 		t.Fatalf("serving the simulated VPP of %s: %v", name, err)
 	}
 	cfg.VPP.Socket = n.srv.Path()
+	// The simulated VPP makes no kernel end of a tap: pods get an
+	// af_packet interface on a veth pair, whatever /dev/vhost-net says.
+	cfg.CNI.Enabled = true
+	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
+	cfg.CNI.StateDir = filepath.Join(dir, "pods")
+	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	n.dir = dir
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +226,13 @@ func startNode(t testing.TB, name, endpoint string) *node {
 	return n
 }
 
-// lines is the node's simulated VPP state, one line per object.
-func (n *node) lines() []string { return n.vpp.Snapshot().Lines() }
+// lines is the node's simulated VPP state, one line per object, each pod
+// interface under the name the offline render's stand-in CNI gives its
+// pod (the agent's af_packet interface is known by its tag): so a render
+// compares what services make of the pods, whatever their interface kind.
+func (n *node) lines() []string {
+	return renderNames(n.vpp.Snapshot().Lines(), n.podInterfaceNames())
+}
 
 // waitFor polls cond every 20 ms until it holds; it fails the test after
 // limit (a guard against a hang, not a timing assertion) with cond's why.

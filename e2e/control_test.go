@@ -97,6 +97,12 @@ func startControlPlane(t testing.TB) *controlPlane {
 		"--kubeconfig="+cp.adminKubeconfig, "--controllers="+controllers,
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert,
+		// Pods turn ready one by one, each when its CNI ADD is done (a
+		// process each): without a batch period every status is one sync
+		// of the service, which under load races the controller's own
+		// slice writes ("informer cache is out of date") until it gives
+		// the service up after 15 retries and its endpoints never come.
+		"--endpointslice-updates-batch-period=1s",
 	)
 	return cp
 }

@@ -25,6 +25,8 @@ func TestE2E(t *testing.T) {
 	s.run(t, "publish-not-ready", s.notReadyAddresses)
 	s.run(t, "host-network-and-binding", s.hostNetworkAndBinding)
 	s.run(t, "120-pods", s.manyPods)
+	s.run(t, "pods-wired-by-cni", func() { s.t.Logf("%d pods running and wired", s.checkPods()) })
+	s.run(t, "pod-churn-with-service-changes", s.podChurn)
 
 	s.run(t, "defect1-node-deleted-without-leader", s.nodeDeletedWithoutLeader)
 	s.run(t, "defect2-empty-etcd-no-reflector", func() { s.emptyEtcd(false) })
@@ -42,6 +44,11 @@ func TestE2E(t *testing.T) {
 	s.run(t, "apiserver-etcd-restart", s.apiEtcdRestart)
 
 	s.run(t, "namespace-deleted", s.namespaceDeleted)
+	s.run(t, "no-pod-left", func() {
+		if n := s.checkPods(); n != 0 {
+			s.t.Errorf("%d pods still run after their namespace was deleted", n)
+		}
+	})
 	s.run(t, "rbac", func() { checkKSRAccess(s.t, s.cp) })
 	t.Logf("figures:\n%s", s.figures.table())
 }

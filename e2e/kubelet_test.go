@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,23 +24,64 @@ import (
 const annotationReady = "e2e.contiv.dev/ready"
 
 // kubelet stands in for the kubelets of every node: it registers the Nodes
-// and, for each pod bound to one of them, reports it running with a pod IP
-// from its node's pod subnet (10.1.<node ID>.0/24) and the Ready
-// condition the pod's annotation asks for. A pod being deleted keeps its
-// status until the test finalizes it (the containers stopped): then it is
-// deleted for good. Host-network pods get their node's IP.
+// and, for each pod bound to one of them, does what a kubelet and its
+// container runtime do for the pod's network: a sandbox with its own
+// network namespace, wired by the node's contiv-cni through libcni (ADD),
+// and reports the pod running with the IP of the CNI result
+// and the Ready condition the pod's annotation asks for. A pod being
+// deleted keeps its sandbox and status until the test finalizes it (the
+// containers stopped): then its sandbox is torn down (DEL, the namespace
+// removed) and the pod deleted for good; a pod deleted at once loses its
+// sandbox when the deletion is seen. Host-network pods get their node's IP
+// and no sandbox.
 type kubelet struct {
 	t    testing.TB
 	kube kubernetes.Interface
+	// figures gets how long each CNI call took.
+	figures *figures
 
-	mu   sync.Mutex
-	ids  map[string]uint32 // node name -> its agent's node ID
-	ips  map[types.UID]string
-	next map[string]int // node -> next host number
+	// wg tracks the sandboxes being set up or torn down in the background.
+	wg sync.WaitGroup
+	// sem bounds the CNI calls in flight (a kubelet's pod workers run
+	// in parallel; the machine is small).
+	sem chan struct{}
+
+	mu        sync.Mutex
+	ids       map[string]uint32   // node name -> its agent's node ID
+	cni       map[string]*nodeCNI // node name -> its runtime's CNI
+	sandboxes map[types.UID]*sandbox
+	store     cache.Store        // the informer's pods, once running
+	finishing map[types.UID]bool // pods being finalized in the background
+	reported  map[types.UID]report
+	closed    bool // no sandbox is made any more
+	addErrs   int  // failed ADDs (retried at the next resync)
 }
 
-func newKubelet(t testing.TB, kube kubernetes.Interface) *kubelet {
-	return &kubelet{t: t, kube: kube, ids: map[string]uint32{}, ips: map[types.UID]string{}, next: map[string]int{}}
+func newKubelet(t testing.TB, kube kubernetes.Interface, figs *figures) *kubelet {
+	return &kubelet{t: t, kube: kube, figures: figs, sem: make(chan struct{}, 8), ids: map[string]uint32{},
+		cni: map[string]*nodeCNI{}, sandboxes: map[types.UID]*sandbox{}, finishing: map[types.UID]bool{}, reported: map[types.UID]report{}}
+}
+
+// Figures of the CNI calls (each through libcni and the plugin's process).
+const (
+	figADD   = "CNI ADD through libcni (netns made)"
+	figDEL   = "CNI DEL through libcni (netns removed)"
+	figCHECK = "CNI CHECK through libcni"
+)
+
+// attachCNI gives node name's runtime its CNI (installCNI) and waits until
+// the network's CNI STATUS says the agent can wire pods.
+func (k *kubelet) attachCNI(ctx context.Context, name string, c *nodeCNI) error {
+	var last error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if last = c.status(ctx); last == nil {
+			k.mu.Lock()
+			k.cni[name] = c
+			k.mu.Unlock()
+			return nil
+		}
+	}
+	return fmt.Errorf("CNI STATUS of node %s: %w", name, last)
 }
 
 // nodeIP is the InternalIP of node n (n = node ID).
@@ -71,21 +113,36 @@ func (k *kubelet) registerNode(ctx context.Context, name string, id uint32) erro
 }
 
 // run reports pod status until ctx ends; a resync every second retries
-// what failed (an API server restart).
+// what failed (an API server restart, a failed ADD).
 func (k *kubelet) run(ctx context.Context) {
 	f := informers.NewSharedInformerFactory(k.kube, time.Second)
 	inf := f.Core().V1().Pods().Informer()
+	k.mu.Lock()
+	k.store = inf.GetStore()
+	k.mu.Unlock()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { k.sync(ctx, o.(*corev1.Pod)) },
 		UpdateFunc: func(_, o any) { k.sync(ctx, o.(*corev1.Pod)) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if p, ok := o.(*corev1.Pod); ok {
+				k.wg.Go(func() { k.removeSandbox(context.WithoutCancel(ctx), p.UID) })
+			}
+		},
 	})
 	f.Start(ctx.Done())
 	<-ctx.Done()
 	f.Shutdown()
+	k.wg.Wait()
 }
 
-// podIP is the address the pod gets: allocated once per pod.
-func (k *kubelet) podIP(p *corev1.Pod) (string, bool) {
+// podIP is the pod's address: its node's for a host-network pod, else the
+// one CNI ADD gave its sandbox. ok is false while there is none yet; the
+// first call for a pod starts its sandbox in the background, which reports
+// the pod's status once wired.
+func (k *kubelet) podIP(ctx context.Context, p *corev1.Pod) (string, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	id, ok := k.ids[p.Spec.NodeName]
@@ -95,14 +152,171 @@ func (k *kubelet) podIP(p *corev1.Pod) (string, bool) {
 	if p.Spec.HostNetwork {
 		return nodeIP(id), true
 	}
-	if ip, ok := k.ips[p.UID]; ok {
-		return ip, true
+	if sb, ok := k.sandboxes[p.UID]; ok {
+		select {
+		case <-sb.ready:
+			return sb.ip, sb.err == nil
+		default:
+			return "", false
+		}
 	}
-	k.next[p.Spec.NodeName]++
-	n := 10 + k.next[p.Spec.NodeName]
-	ip := netip.AddrFrom4([4]byte{10, 1, byte(id), byte(n)}).String()
-	k.ips[p.UID] = ip
-	return ip, true
+	c, ok := k.cni[p.Spec.NodeName]
+	if !ok || k.closed {
+		return "", false
+	}
+	sb := &sandbox{namespace: p.Namespace, pod: p.Name, node: p.Spec.NodeName, id: newContainerID(), ready: make(chan struct{})}
+	k.sandboxes[p.UID] = sb
+	uid := p.UID
+	k.wg.Go(func() {
+		k.sem <- struct{}{}
+		start := time.Now()
+		err := sb.setUp(ctx, c, string(uid))
+		d := time.Since(start)
+		k.figures.add(figADD, d)
+		<-k.sem
+		if d > 10*time.Second {
+			k.t.Logf("kubelet: the sandbox of %s/%s took %v (err %v)", sb.namespace, sb.pod, d.Round(time.Millisecond), err)
+		}
+		if err != nil {
+			// As kubelet: the sandbox failed, the next sync tries again.
+			k.t.Logf("kubelet: %v", err)
+			k.mu.Lock()
+			k.addErrs++
+			if k.sandboxes[uid] == sb {
+				delete(k.sandboxes, uid)
+			}
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Lock()
+		store := k.store
+		k.mu.Unlock()
+		if o, ok, _ := store.GetByKey(sb.namespace + "/" + sb.pod); ok {
+			if cur := o.(*corev1.Pod); cur.UID == uid {
+				k.sync(ctx, cur)
+			}
+		}
+	})
+	return "", false
+}
+
+// removeSandbox tears the pod's sandbox down (DEL, the namespace removed),
+// if it has one, once its ADD ended. A failed DEL fails the test: DEL must
+// succeed whatever is left of the pod.
+func (k *kubelet) removeSandbox(ctx context.Context, uid types.UID) {
+	k.mu.Lock()
+	sb, ok := k.sandboxes[uid]
+	if !ok {
+		k.mu.Unlock()
+		return
+	}
+	c := k.cni[sb.node]
+	delete(k.sandboxes, uid)
+	k.mu.Unlock()
+	<-sb.ready
+	if sb.err != nil {
+		return // setUp removed what it made
+	}
+	k.sem <- struct{}{}
+	defer func() { <-k.sem }()
+	start := time.Now()
+	if err := sb.tearDown(ctx, c); err != nil {
+		k.t.Errorf("kubelet: %v", err)
+	}
+	k.figures.add(figDEL, time.Since(start))
+}
+
+// finalizeAsync finalizes the terminating pod in the background (once),
+// as a kubelet's pod workers do in parallel.
+func (k *kubelet) finalizeAsync(ctx context.Context, p *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.finishing[p.UID] {
+		return
+	}
+	k.finishing[p.UID] = true
+	k.wg.Go(func() {
+		if err := k.finalize(ctx, p.Namespace, p.Name); err != nil {
+			k.t.Logf("kubelet: finalizing %s/%s: %v", p.Namespace, p.Name, err)
+			k.mu.Lock()
+			delete(k.finishing, p.UID) // tried again at the next call
+			k.mu.Unlock()
+		}
+	})
+}
+
+// describe says what the kubelet has of the pods whose name starts with
+// prefix: their sandbox's state (for a failure's message).
+func (k *kubelet) describe(prefix string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, sb := range k.sandboxes {
+		if !strings.HasPrefix(sb.pod, prefix) {
+			continue
+		}
+		state := "ADD in flight"
+		select {
+		case <-sb.ready:
+			state = fmt.Sprintf("ip %q err %v", sb.ip, sb.err)
+		default:
+		}
+		out = append(out, fmt.Sprintf("%s/%s on %s: %s", sb.namespace, sb.pod, sb.node, state))
+	}
+	slices.Sort(out)
+	return fmt.Sprintf("%d sandboxes %v (failed ADDs so far: %d)", len(out), out, k.addErrs)
+}
+
+// running is a copy of the sandboxes wired, by pod UID.
+func (k *kubelet) running() map[types.UID]*sandbox {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[types.UID]*sandbox{}
+	for uid, sb := range k.sandboxes {
+		select {
+		case <-sb.ready:
+			if sb.err == nil {
+				out[uid] = sb
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// cniOf is node's CNI (nil if none).
+func (k *kubelet) cniOf(node string) *nodeCNI {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cni[node]
+}
+
+// failedAdds is how many ADDs failed so far.
+func (k *kubelet) failedAdds() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.addErrs
+}
+
+// removeAll stops making sandboxes and tears every one down, while the
+// agents still run (it is registered to run before they stop).
+func (k *kubelet) removeAll() {
+	k.mu.Lock()
+	k.closed = true
+	k.mu.Unlock()
+	for {
+		k.mu.Lock()
+		var uid types.UID
+		for u := range k.sandboxes {
+			uid = u
+			break
+		}
+		k.mu.Unlock()
+		if uid == "" {
+			return
+		}
+		k.removeSandbox(context.Background(), uid)
+	}
 }
 
 // sync patches the pod's status when it differs from what it should be.
@@ -110,7 +324,7 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 		return
 	}
-	ip, ok := k.podIP(p)
+	ip, ok := k.podIP(ctx, p)
 	if !ok {
 		return
 	}
@@ -124,6 +338,19 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 	if p.Status.Phase == corev1.PodRunning && p.Status.PodIP == ip && condition(p, corev1.PodReady) == ready {
 		return
 	}
+	// The informer's copy may lag behind a patch just made (the worker and
+	// the resync both report a new pod): report it again only once the
+	// watch had time to show it, as each patch is an update the
+	// EndpointSlice controller syncs the pod's services for.
+	want := ip + "/" + string(ready)
+	k.mu.Lock()
+	r, seen := k.reported[p.UID]
+	if seen && r.want == want && time.Since(r.at) < 5*time.Second {
+		k.mu.Unlock()
+		return
+	}
+	k.reported[p.UID] = report{want: want, at: time.Now()}
+	k.mu.Unlock()
 	now := metav1.Now()
 	cond := func(t corev1.PodConditionType, s corev1.ConditionStatus) corev1.PodCondition {
 		return corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now}
@@ -140,7 +367,20 @@ func (k *kubelet) sync(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	// A failure (the API server restarting) is retried at the next resync.
-	_, _ = k.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := k.kube.CoreV1().Pods(p.Namespace).Patch(pctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		k.t.Logf("kubelet: status of %s/%s (retried at the next resync): %v", p.Namespace, p.Name, err)
+		k.mu.Lock()
+		delete(k.reported, p.UID)
+		k.mu.Unlock()
+	}
+}
+
+// report is the status last patched for a pod: its IP and readiness, when.
+type report struct {
+	want string
+	at   time.Time
 }
 
 func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
@@ -152,10 +392,18 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus 
 	return corev1.ConditionUnknown
 }
 
-// finalize deletes the terminating pod for good, as a kubelet does once
-// its containers stopped.
+// finalize tears the terminating pod's sandbox down and deletes the pod
+// for good, as a kubelet does once its containers stopped.
 func (k *kubelet) finalize(ctx context.Context, ns, name string) error {
-	err := k.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+	p, err := k.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k.removeSandbox(ctx, p.UID)
+	err = k.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -32,6 +32,7 @@ type system struct {
 	etcd       *etcdtest.Server
 	etcdCli    *clientv3.Client
 	ksrBin     string
+	cniBin     string
 	kubeconfig string
 	replicas   []*replica
 	nodes      []*node
@@ -42,12 +43,13 @@ func startSystem(t *testing.T) *system {
 	t.Helper()
 	s := &system{t: t, figures: &figures{m: map[string][]time.Duration{}}}
 	s.ksrBin = contivBinary(t, t.TempDir(), "contiv-ksr")
+	s.cniBin = contivBinary(t, t.TempDir(), "contiv-cni")
 	s.cp = startControlPlane(t)
 	applyDeploy(t, s.cp)
 	s.kubeconfig = ksrTokenKubeconfig(t, s.cp)
 	s.etcd = etcdtest.Start(t)
 	s.etcdCli = s.etcd.Client()
-	s.kubelet = newKubelet(t, s.cp.kube)
+	s.kubelet = newKubelet(t, s.cp.kube, s.figures)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.kubelet.run(ctx) })
@@ -62,7 +64,16 @@ func startSystem(t *testing.T) *system {
 		if err := s.kubelet.registerNode(ctx, name, n.a.NodeID()); err != nil {
 			t.Fatal(err)
 		}
+		c, err := installCNI(s.cniBin, n.dir, n.cfg.CNI.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.kubelet.attachCNI(ctx, name, c); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// Before the agents stop: DEL every sandbox left, remove its netns.
+	t.Cleanup(s.kubelet.removeAll)
 	if _, err := s.cp.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +102,19 @@ func (s *system) waitLeader(not *replica, limit time.Duration) (*replica, time.D
 	return leader, d
 }
 
+// settleLimit bounds how long a step waits for the API to show its
+// outcome (a guard against a hang): every pod is wired through a CNI call,
+// a process of its own each, and 120 of them take minutes on a loaded
+// 2-CPU machine.
+const settleLimit = 3 * time.Minute
+
 // step makes one change through the API, waits until the API shows its
 // outcome (settled: the controllers and the kubelet did their part), then
 // until etcd and both agents converged, and records how long that took
 // from the write.
 func (s *system) step(name string, change func(ctx context.Context) error, settled func(ctx context.Context) (bool, string)) time.Duration {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), settleLimit+time.Minute)
 	defer cancel()
 	start := time.Now()
 	if err := change(ctx); err != nil {
@@ -105,7 +122,7 @@ func (s *system) step(name string, change func(ctx context.Context) error, settl
 	}
 	var api time.Duration
 	if settled != nil {
-		waitFor(s.t, time.Minute, func() (bool, string) { return settled(ctx) })
+		waitFor(s.t, settleLimit, func() (bool, string) { return settled(ctx) })
 		api = time.Since(start)
 	}
 	d := s.waitConverged(start, time.Minute)
@@ -151,7 +168,10 @@ func (s *system) count(svc string, want int, f func(endpoint) bool) func(ctx con
 				n++
 			}
 		}
-		return n == want, fmt.Sprintf("service %s: %d matching endpoints, want %d: %+v", svc, n, want, eps)
+		if n == want {
+			return true, ""
+		}
+		return false, fmt.Sprintf("service %s: %d matching endpoints, want %d: %+v; the kubelet's: %s", svc, n, want, eps, s.kubelet.describe(svc+"-"))
 	}
 }
 
