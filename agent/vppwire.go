@@ -84,6 +84,7 @@ func (a *Agent) buildVPP(dp Dataplane) error {
 	}
 	if a.cfg.Renderer == contivconf.RendererCNAT {
 		vc.ExtraMessages = vpp.CNATMessages()
+		vc.AllowUnsupported = a.cfg.VPP.AllowUnsupported
 	} else {
 		// loadBalancerSourceRanges: an input ACL on the main NIC, when
 		// VPP loads the ACL plugin; without it they are reported as not

@@ -220,6 +220,11 @@ type VPPConfig struct {
 	// node name or cluster) marked as its own; by default it refuses it
 	// and reports not ready, naming the other owner.
 	TakeOver bool `json:"takeOver"`
+	// AllowUnsupported programs a VPP release with a renderer known not to
+	// work on it (cnat on VPP 26.06: docs/vpp-versions.md), for work on
+	// that renderer; by default the agent refuses such a VPP and reports
+	// not ready, naming the release and the reason.
+	AllowUnsupported bool `json:"allowUnsupported"`
 }
 
 // Simulated reports whether the agent should use the simulated VPP, given

@@ -60,5 +60,12 @@ func (s *system) run(t *testing.T, name string, f func()) {
 		s.t = t
 		defer func() { s.t = prev }()
 		f()
+		// A program that died unseen would fail every later scenario with
+		// a symptom (no EndpointSlice) far from its cause.
+		for _, p := range []*proc{s.cp.api, s.cp.cm} {
+			if !p.running() {
+				t.Fatalf("%s exited during %s: %v\n%s", p.name, name, p.err, p.out)
+			}
+		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -58,12 +59,41 @@ func (p *proc) start() {
 	w := io.MultiWriter(p.out, p.log)
 	c.Stdout, c.Stderr = w, w
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.Start(); err != nil {
+	if err := startFromSpawner(c); err != nil {
 		p.t.Fatalf("starting %s: %v", p.name, err)
 	}
 	done := make(chan struct{})
 	go func() { p.err = c.Wait(); close(done) }()
 	p.cmd, p.done = c, done
+}
+
+// spawner runs the starts of every program on one OS thread that lives as
+// long as the test process. Pdeathsig fires when the thread that forked
+// the child ends, not the process, and this test ends threads: each
+// sandbox's netns is made on a locked thread left to die with it
+// (testutils.NewNS). A program forked from such a thread was killed with
+// it, silently: the controller-manager stopped in mid-run, and with it every
+// EndpointSlice.
+var spawner = func() chan<- func() {
+	ch := make(chan func())
+	go spawn(ch)
+	return ch
+}()
+
+// spawn runs what ch brings on its locked thread (main_test.go tells
+// goleak this goroutine never ends).
+func spawn(ch <-chan func()) {
+	runtime.LockOSThread() // never unlocked
+	for f := range ch {
+		f()
+	}
+}
+
+// startFromSpawner starts c on the spawner's thread.
+func startFromSpawner(c *exec.Cmd) error {
+	errc := make(chan error, 1)
+	spawner <- func() { errc <- c.Start() }
+	return <-errc
 }
 
 // running tells whether the process has not exited.

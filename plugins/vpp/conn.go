@@ -31,6 +31,10 @@ var ErrNotConnected = errors.New("not connected to VPP")
 // is replaced.
 var ErrIncompatible = errors.New("VPP is incompatible with this agent")
 
+// ErrUnsupportedRenderer marks a VPP release the configured renderer is
+// known not to work on; it wraps ErrIncompatible.
+var ErrUnsupportedRenderer = fmt.Errorf("%w: renderer unsupported on this VPP release", ErrIncompatible)
+
 // Config configures the connection to VPP.
 type Config struct {
 	// Socket is VPP's binary-API socket; default DefaultSocket.
@@ -59,6 +63,9 @@ type Config struct {
 	// ExtraMessages are checked at connect besides the agent's own, e.g.
 	// CNATMessages when the cnat renderer is used.
 	ExtraMessages []api.Message
+	// AllowUnsupported connects to a release the cnat renderer is known
+	// not to work on (Release.cnatUnsupported) instead of refusing it.
+	AllowUnsupported bool
 	// OptionalPlugins are VPP plugins the agent can do without: each
 	// one's messages are checked at every (re)connect apart from the
 	// rest, and a VPP lacking them is connected all the same (HasPlugin,
@@ -573,6 +580,9 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 			ErrIncompatible, ver.Version, len(ce.IncompatibleMessages), len(msgs), rel.Name, strings.Join(ce.IncompatibleMessages, ", "))
 	case err != nil:
 		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
+	case rel.cnatUnsupported != "" && usesCNAT(msgs) && !c.cfg.AllowUnsupported:
+		return vppInfo{}, fmt.Errorf("%w: the cnat renderer does not work on VPP %s: %s; use renderer nat44 on this release, or VPP 25.02 for cnat (docs/vpp-versions.md; vpp.allowUnsupported overrides this, for work on cnat only)",
+			ErrUnsupportedRenderer, ver.Version, rel.cnatUnsupported)
 	}
 	return vppInfo{pid: pid, version: ver.Version, release: rel, missing: missing, lacks: lacks}, nil
 }

@@ -51,6 +51,10 @@ type Release struct {
 	// snatV2: the SNAT addresses are set with cnat_set_snat_addresses_v2
 	// (snatAddresses).
 	snatV2 bool
+	// cnatUnsupported, when set, says why the cnat renderer does not work
+	// on this release: the agent refuses such a VPP when it renders with
+	// cnat (Config.AllowUnsupported overrides).
+	cnatUnsupported string
 }
 
 // RejectInAnyTable tells whether reject routes may be added in a table
@@ -87,6 +91,10 @@ var release2606 = Release{
 	rejectAnyTable:    true,
 	snatUnsetDisabled: true,
 	snatV2:            true,
+	// Measured by the real-VPP suite: a SYN to a ClusterIP is translated
+	// (ip4-cnat-tx), its reply matches the session in cnat-input-ip4 but
+	// leaves with the backend's address, and the client resets.
+	cnatUnsupported: "the replies of translated connections leave untranslated (measured with real packets)",
 }
 
 // releases are the supported releases, oldest first.
@@ -145,19 +153,21 @@ func (r *Release) snatAddresses(req *cnatapi.CnatSetSnatAddresses) (api.Message,
 // extra cnat messages are added when msgs hold the cnat renderer's.
 func (r *Release) messages(msgs []api.Message) []api.Message {
 	out := make([]api.Message, 0, len(msgs)+len(r.cnatExtra))
-	cnatUsed := false
 	for _, m := range msgs {
-		name := m.GetMessageName()
-		cnatUsed = cnatUsed || name == "cnat_translation_update"
-		if b, ok := r.rebind[name]; ok {
+		if b, ok := r.rebind[m.GetMessageName()]; ok {
 			m = b
 		}
 		out = append(out, m)
 	}
-	if cnatUsed {
+	if usesCNAT(msgs) {
 		out = append(out, r.cnatExtra...)
 	}
 	return out
+}
+
+// usesCNAT tells whether msgs hold the cnat renderer's messages.
+func usesCNAT(msgs []api.Message) bool {
+	return slices.ContainsFunc(msgs, func(m api.Message) bool { return m.GetMessageName() == "cnat_translation_update" })
 }
 
 // snatPolicy is this release's cnat_set_snat_policy of p and its reply.

@@ -3,6 +3,7 @@ package vpp
 import (
 	"context"
 	"errors"
+	"go.fd.io/govpp/api"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -35,8 +36,13 @@ func TestReleaseFor(t *testing.T) {
 }
 
 // releaseEnv is a client of a simulated VPP of version, with the cnat
-// messages checked and an interface tap1.
+// messages checked and an interface tap1; it programs cnat on releases it
+// is unsupported on (the bindings are what these tests check).
 func releaseEnv(t *testing.T, opts sim.Options) (*env, *CNAT, *syncBuffer) {
+	return releaseEnvAllow(t, opts, true)
+}
+
+func releaseEnvAllow(t *testing.T, opts sim.Options, allowUnsupported bool) (*env, *CNAT, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	e := &env{vpp: sim.New(opts), events: newEvents()}
@@ -44,7 +50,7 @@ func releaseEnv(t *testing.T, opts sim.Options) (*env, *CNAT, *syncBuffer) {
 		t.Fatal(err)
 	}
 	e.vpp.CreateTable(1)
-	e.conn = New(Config{Adapter: e.vpp, ExtraMessages: CNATMessages(), OptionalPlugins: []Plugin{ACLPlugin()},
+	e.conn = New(Config{Adapter: e.vpp, ExtraMessages: CNATMessages(), OptionalPlugins: []Plugin{ACLPlugin()}, AllowUnsupported: allowUnsupported,
 		HealthInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
 		OnEvent: e.events.add, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,6 +175,41 @@ func TestUnsupportedVersionRefused(t *testing.T) {
 	}
 }
 
+// TestCNATRefusedWhereUnsupported: the cnat renderer on VPP 26.06, where
+// it is known not to work, is refused as an unknown release is (not
+// connected, lastError naming the release, the reason and nat44) unless
+// the configuration allows it; nat44 on the same VPP connects.
+func TestCNATRefusedWhereUnsupported(t *testing.T) {
+	e, cn, _ := releaseEnvAllow(t, sim.Options{Version: "26.06-release"}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := e.conn.WaitConnected(ctx)
+	if !errors.Is(err, ErrUnsupportedRenderer) || !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("WaitConnected: %v", err)
+	}
+	st := e.conn.Status()
+	for _, want := range []string{"26.06-release", "cnat renderer does not work", "untranslated", "renderer nat44"} {
+		if st.Connected || !strings.Contains(st.LastError, want) {
+			t.Errorf("status %+v lacks %q", st, want)
+		}
+	}
+	if err := cn.SetSNATPolicy(context.Background(), cnat.PolicyK8S); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("call on a refused VPP: %v", err)
+	}
+	// nat44 on 26.06, and cnat on 25.02, connect.
+	for _, c := range []struct {
+		version string
+		extra   []api.Message
+	}{{"26.06-release", nil}, {"25.02-release", CNATMessages()}} {
+		conn := New(Config{Adapter: sim.New(sim.Options{Version: c.version}), ExtraMessages: c.extra, RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond})
+		conn.Start(ctx)
+		if err := conn.WaitConnected(ctx); err != nil {
+			t.Errorf("VPP %s, cnat %v: %v", c.version, c.extra != nil, err)
+		}
+		conn.Close()
+	}
+}
+
 // TestReleaseCRCsChecked: a VPP 26.06 lacking a message of its release's
 // bindings (feature_cnat_enable_disable) is incompatible, named with
 // the 26.06 CRC: the check uses the release's bindings.
@@ -190,7 +231,7 @@ func TestReleaseCRCsChecked(t *testing.T) {
 // answers of one binding before sending another's).
 func TestPipelineMixesBindings(t *testing.T) {
 	ctx := context.Background()
-	v, _, n := socketEnv(t, sim.Options{ServiceTime: time.Millisecond, Version: "26.06-simulated"}, Config{ExtraMessages: CNATMessages()})
+	v, _, n := socketEnv(t, sim.Options{ServiceTime: time.Millisecond, Version: "26.06-simulated"}, Config{ExtraMessages: CNATMessages(), AllowUnsupported: true})
 	if _, err := v.AddInterface("tap1", ""); err != nil {
 		t.Fatal(err)
 	}
