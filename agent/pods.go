@@ -94,6 +94,7 @@ func (a *Agent) wirePods() {
 			return a.pods.m.Submit(ctx, a.ctl, op, req)
 		},
 		Status: a.cniStatus,
+		Stale:  a.pods.m.Stale,
 	})
 }
 

@@ -1,5 +1,5 @@
 // Command contiv-cni is the CNI plugin of contiv-vpp (CNI specification
-// 1.1: ADD, DEL, CHECK, STATUS, VERSION). The container runtime runs it
+// 1.1: ADD, DEL, CHECK, STATUS, GC, VERSION). The container runtime runs it
 // for each pod sandbox; it forwards the call to the contiv agent of the
 // node over the agent's unix socket (HTTP+JSON, package cniapi) and
 // answers the runtime with the agent's result or a CNI error (code, msg,

@@ -26,6 +26,6 @@ func main() {
 		}
 	}
 	p := plugin{}
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, Status: p.status},
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, Status: p.status, GC: p.gc},
 		version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"), about)
 }

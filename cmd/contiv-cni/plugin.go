@@ -120,6 +120,23 @@ func (plugin) check(args *skel.CmdArgs) error {
 	return c.post(cniapi.PathCheck, req, nil)
 }
 
+// gc is CNI GC: the agent removes every pod it wired whose sandbox is not
+// among the attachments the runtime still uses.
+func (plugin) gc(args *skel.CmdArgs) error {
+	c, cerr := parseConf(args.StdinData)
+	if cerr != nil {
+		return cerr
+	}
+	req := cniapi.GCRequest{Valid: make([]cniapi.Attachment, 0, len(c.ValidAttachments))}
+	for _, a := range c.ValidAttachments {
+		req.Valid = append(req.Valid, cniapi.Attachment{ContainerID: a.ContainerID, IfName: a.IfName})
+	}
+	// The agent bounds each DEL it runs; the whole GC is bounded by the
+	// runtime, which kills a plugin it stops waiting for.
+	c.timeout = 0
+	return c.post(cniapi.PathGC, req, nil)
+}
+
 func (plugin) status(args *skel.CmdArgs) error {
 	c, cerr := parseConf(args.StdinData)
 	if cerr != nil {
@@ -183,7 +200,7 @@ func (c *netConf) client() *http.Client {
 
 // post sends req to the agent and decodes its result into out (when not
 // nil); the agent's CNI error is returned as it is.
-func (c *netConf) post(path string, req cniapi.Request, out any) error {
+func (c *netConf) post(path string, req any, out any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "encoding the request", err.Error())

@@ -222,3 +222,41 @@ func addr(ip []byte) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()
 }
+
+// TestGCRemovesWhatTheRuntimeNoLongerUses: CNI GC through libcni with one
+// of two sandboxes valid removes the other pod (its VPP interface and its
+// address) and keeps the valid one; a second GC removes nothing. The GC
+// comes from a runtime whose cache lost both sandboxes (libcni itself
+// DELs the stale attachments it has cached): only the plugin's GC can
+// find the stale pod.
+func TestGCRemovesWhatTheRuntimeNoLongerUses(t *testing.T) {
+	needRoot(t)
+	node := podstest.Start(t, podstest.Params{})
+	rt := newRuntime(t, map[string]any{"socket": node.Socket})
+	ctx := context.Background()
+	keep, gone := rt.sandbox("keep"), rt.sandbox("gone")
+	for _, sb := range []*libcni.RuntimeConf{keep, gone} {
+		if _, err := rt.cni.AddNetworkList(ctx, rt.list, sb); err != nil {
+			t.Fatalf("ADD: %v", err)
+		}
+	}
+	valid := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.ContainerID, IfName: keep.IfName}}}
+	restarted := newRuntime(t, map[string]any{"socket": node.Socket})
+	for i := range 2 {
+		if err := restarted.cni.GCNetworkList(ctx, restarted.list, valid); err != nil {
+			t.Fatalf("GC %d: %v", i+1, err)
+		}
+		if tagged(node, "default/gone") != "" {
+			t.Errorf("GC %d left the VPP interface of the stale pod", i+1)
+		}
+		if tagged(node, "default/keep") == "" {
+			t.Fatalf("GC %d removed the valid pod", i+1)
+		}
+		if n := len(node.Alloc.Allocations()); n != 1 {
+			t.Errorf("GC %d: %d addresses allocated, want the valid pod's only: %v", i+1, n, node.Alloc.Allocations())
+		}
+	}
+	if err := rt.cni.CheckNetworkList(ctx, rt.list, keep); err != nil {
+		t.Errorf("CHECK of the valid pod after GC: %v", err)
+	}
+}

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/plugins/controller"
+	"contiv.dev/vpp/plugins/pods/cniapi"
 	"contiv.dev/vpp/plugins/vpp"
 )
 
@@ -125,6 +128,26 @@ func (m *Manager) Wired(pod addrplan.PodID) bool {
 	defer m.mu.Unlock()
 	_, ok := m.pods[pod]
 	return ok
+}
+
+// Stale returns a DEL for every pod wired for a sandbox whose interface
+// is not among valid (CNI GC: the attachments the runtime still uses),
+// sorted by pod.
+func (m *Manager) Stale(valid []cniapi.Attachment) []Request {
+	keep := make(map[cniapi.Attachment]bool, len(valid))
+	for _, a := range valid {
+		keep[a] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Request
+	for _, r := range m.pods {
+		if !keep[cniapi.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}] {
+			out = append(out, Request{ContainerID: r.ContainerID, Netns: r.Netns, IfName: r.IfName, Namespace: r.Namespace, Pod: r.Pod})
+		}
+	}
+	slices.SortFunc(out, func(a, b Request) int { return strings.Compare(a.Namespace+"/"+a.Pod, b.Namespace+"/"+b.Pod) })
+	return out
 }
 
 // Kind is the pod interface kind in use.

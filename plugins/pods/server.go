@@ -19,8 +19,12 @@ import (
 	"contiv.dev/vpp/plugins/vpp"
 )
 
-// maxRequest bounds a request body.
-const maxRequest = 64 << 10
+// maxRequest bounds a request body; maxGCRequest GC's, which lists every
+// attachment of the node (~100 bytes each).
+const (
+	maxRequest   = 64 << 10
+	maxGCRequest = 16 << 20
+)
 
 // ServerParams configures the CNI socket.
 type ServerParams struct {
@@ -31,6 +35,10 @@ type ServerParams struct {
 	Submit func(ctx context.Context, op Op, req Request) (Result, error)
 	// Status tells whether the agent can wire pods now.
 	Status func() cniapi.Status
+	// Stale lists the DELs of CNI GC: the pods wired for sandboxes not
+	// among the valid attachments (Manager.Stale); nil answers GC with
+	// nothing removed.
+	Stale func(valid []cniapi.Attachment) []Request
 	// Deadline bounds one operation (default DefaultDeadline).
 	Deadline time.Duration
 	// Logger receives the logs; nil discards them.
@@ -63,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 	for path, op := range map[string]Op{cniapi.PathAdd: OpAdd, cniapi.PathDel: OpDel, cniapi.PathCheck: OpCheck} {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.serveOp(w, r, op) })
 	}
+	mux.HandleFunc("POST "+cniapi.PathGC, s.serveGC)
 	mux.HandleFunc("GET "+cniapi.PathStatus, func(w http.ResponseWriter, _ *http.Request) {
 		st := s.p.Status()
 		code := http.StatusOK
@@ -93,6 +102,49 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op Op) {
 	s.log.Debug("cni", "op", op, "pod", req.Namespace+"/"+req.Pod, "container", req.ContainerID, "took", time.Since(start), "err", err)
 	if err != nil {
 		e := ToCNIError(err)
+		writeJSON(w, http.StatusUnprocessableEntity, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// serveGC runs CNI GC: a DEL, with its own deadline, for each pod wired
+// for a sandbox the runtime no longer uses. It goes on past a failed DEL;
+// the answer names every pod removed, or the first failure (GC is retried
+// by the runtime, and DEL is idempotent).
+func (s *Server) serveGC(w http.ResponseWriter, r *http.Request) {
+	var req cniapi.GCRequest
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxGCRequest))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&req)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, &cniapi.Error{Code: cniapi.CodeDecode, Msg: "the agent could not decode the GC request", Details: err.Error()})
+		return
+	}
+	var stale []Request
+	if s.p.Stale != nil {
+		stale = s.p.Stale(req.Valid)
+	}
+	res := cniapi.GCResult{Removed: []string{}}
+	var errs []error
+	for _, del := range stale {
+		ctx, cancel := context.WithTimeout(r.Context(), s.p.Deadline)
+		_, err := s.p.Submit(ctx, OpDel, del)
+		cancel()
+		name := del.Namespace + "/" + del.Pod
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s (sandbox %s): %w", name, del.ContainerID, err))
+			continue
+		}
+		res.Removed = append(res.Removed, name)
+	}
+	s.log.Info("cni gc", "valid", len(req.Valid), "stale", len(stale), "removed", res.Removed, "failed", len(errs))
+	if len(errs) > 0 {
+		e := ToCNIError(errs[0])
+		e.Details = fmt.Sprintf("%d of %d stale pods not removed: %v", len(errs), len(stale), errors.Join(errs...))
 		writeJSON(w, http.StatusUnprocessableEntity, e)
 		return
 	}

@@ -1,6 +1,6 @@
 // Package cniapi is the wire contract between the contiv-cni plugin and
 // the agent's CNI socket: HTTP+JSON over a unix socket, versioned paths
-// (/v1/cni/add, /v1/cni/del, /v1/cni/check, /v1/cni/status), the request
+// (/v1/cni/add, /v1/cni/del, /v1/cni/check, /v1/cni/status, /v1/cni/gc), the request
 // the plugin sends, the result and the error the agent answers.
 //
 // It is for both ends (cmd/contiv-cni, plugins/pods) and imports nothing
@@ -21,6 +21,7 @@ const (
 	PathDel    = "/v1/cni/del"
 	PathCheck  = "/v1/cni/check"
 	PathStatus = "/v1/cni/status"
+	PathGC     = "/v1/cni/gc"
 )
 
 // Request is one CNI call as the plugin forwards it.
@@ -35,6 +36,24 @@ type Request struct {
 	// Namespace and Pod are K8S_POD_NAMESPACE and K8S_POD_NAME (CNI_ARGS).
 	Namespace string `json:"podNamespace"`
 	Pod       string `json:"podName"`
+}
+
+// Attachment names one sandbox's interface the runtime still uses.
+type Attachment struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifName"`
+}
+
+// GCRequest is CNI GC as the plugin forwards it: every attachment of the
+// network the runtime still uses (cni.dev/valid-attachments); the agent
+// removes every pod it wired whose sandbox is not among them, as DEL does.
+type GCRequest struct {
+	Valid []Attachment `json:"valid"`
+}
+
+// GCResult names the pods GC removed ("namespace/pod").
+type GCResult struct {
+	Removed []string `json:"removed"`
 }
 
 // Result is what ADD gives the pod.

@@ -93,6 +93,7 @@ func Start(tb testing.TB, p Params) *Node {
 	n.Socket = filepath.Join(tb.TempDir(), "cni.sock")
 	srv := pods.NewServer(pods.ServerParams{
 		Socket: n.Socket,
+		Stale:  n.Manager.Stale,
 		Submit: func(ctx context.Context, op pods.Op, req pods.Request) (pods.Result, error) {
 			return n.Manager.Submit(ctx, ctl, op, req)
 		},
