@@ -87,4 +87,10 @@ func TestCNATOnVPP2606(t *testing.T) {
 	if s.Flags != 2|4 {
 		t.Errorf("cnat SNAT entry flags on 26.06: %d, want NO_CLIENT|USE_AS_DEFAULT (6)", s.Flags)
 	}
+	// Every table with interfaces (the pod VRF's were bound before cnat's
+	// first use) has a cnat session budget: else 26.06 makes no session
+	// for its flows and their replies leave untranslated.
+	if tables := vpp.CnatTablesWithoutSessions(); len(tables) != 0 {
+		t.Errorf("tables %v have interfaces but no cnat session budget on 26.06", tables)
+	}
 }

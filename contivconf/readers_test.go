@@ -47,6 +47,7 @@ var readers = map[string]struct{ file, re string }{
 	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
 	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
 	"vpp.takeOver":                       {"agent/owner.go", `VPP\.TakeOver`},
+	"vpp.allowUnsupported":               {"agent/vppwire.go", `VPP\.AllowUnsupported`},
 	"cni.enabled":                        {"agent/pods.go", `c\.Enabled`},
 	"cni.socket":                         {"agent/pods.go", `CNI\.Socket`},
 	"cni.stateDir":                       {"agent/pods.go", `c\.StateDir`},

@@ -53,6 +53,7 @@ etcd:
 vpp:
   socket: %[3]s
   simulate: never
+  allowUnsupported: %[10]v
 http:
   address: %[4]s
 %[9]srenderer: %[5]s
@@ -64,7 +65,7 @@ nodeConfig:
 - nodeName: %[1]s
   mainInterface: {name: host-eth1, ipCIDR: %[7]s/24}
   gateway: %[8]s
-`, n.name, "http://"+etcdInNode, n.apiSocket(), httpAddr, n.s.renderer, n.dir, n.ip(), outsideIP, health)
+`, n.name, "http://"+etcdInNode, n.apiSocket(), httpAddr, n.s.renderer, n.dir, n.ip(), outsideIP, health, os.Getenv(allowUnsupportedEnv) != "")
 }
 
 // startAgent starts the node's agent and waits until it is ready.

@@ -11,6 +11,7 @@ import (
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/feature"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	ipflow "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
@@ -241,10 +242,49 @@ func (c *CNAT) SetSNATAddresses(ctx context.Context, ip4, ip6 netip.Addr) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
 	}
-	r, reply := c.conn.Release().snatAddresses(req)
+	rel := c.conn.Release()
+	r, reply := rel.snatAddresses(req)
 	err = c.conn.invoke(ctx, r, reply)
 	c.log.Debug("cnat SNAT addresses", "ip4", ip4, "ip6", ip6, "err", err)
+	if err == nil && rel.cnatSessionTables && (req.SnatIP4 != [4]byte{} || req.SnatIP6 != [16]byte{}) {
+		err = c.giveSessionBudgets(ctx)
+	}
 	return classifyCNAT(err, what)
+}
+
+// giveSessionBudgets makes VPP 26.06 give every table a cnat session
+// budget. cnat gives one to a table when an interface is bound to it, but
+// listens for bindings only from its first use on: a table bound before
+// (the startup configuration's, pods re-created after a VPP restart
+// before the services) gets none, and VPP makes no cnat session for any
+// flow through it: neither translated at the interface nor its replies
+// reverse-translated (measured on the real 26.06: "session lookup
+// error", clients reset). Setting the SNAT addresses is cnat's first use
+// in each VPP's life (the renderer sets them first); binding local0 —
+// down, addressless, never forwarding — to each table and back to table
+// 0 gives every table its budget. Idempotent; 2 calls a table but 0.
+func (c *CNAT) giveSessionBudgets(ctx context.Context) error {
+	var tables []ipflow.IPTable
+	err := c.conn.dump(ctx, &ipflow.IPTableDump{}, func(m api.Message) error {
+		if d, ok := m.(*ipflow.IPTableDetails); ok {
+			tables = append(tables, d.Table)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing VPP's tables for their cnat session budgets: %w", err)
+	}
+	for _, t := range tables {
+		if t.TableID == 0 {
+			continue
+		}
+		for _, vrf := range []uint32{t.TableID, 0} {
+			if err := c.conn.invoke(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: 0, IsIPv6: t.IsIP6, VrfID: vrf}, &interfaces.SwInterfaceSetTableReply{}); err != nil {
+				return fmt.Errorf("binding local0 to table %d (ipv6 %v) for its cnat session budget: %w", vrf, t.IsIP6, err)
+			}
+		}
+	}
+	return nil
 }
 
 // SetSNATPolicy implements cnat.VPP. VPP answers +1 to an unknown policy.

@@ -10,7 +10,9 @@ import (
 	"go.fd.io/govpp/api"
 	cnatapi "go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/feature"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
+	ipapi "go.fd.io/govpp/binapi/ip"
 
 	cnat2606 "contiv.dev/vpp/internal/vppapi/vpp2606/cnat"
 	"contiv.dev/vpp/servicerenderer/cnat"
@@ -51,6 +53,10 @@ type Release struct {
 	// snatV2: the SNAT addresses are set with cnat_set_snat_addresses_v2
 	// (snatAddresses).
 	snatV2 bool
+	// cnatSessionTables: cnat keeps a session budget per table, given to a
+	// table when an interface is bound to it after cnat's first use
+	// (CNAT.giveSessionBudgets).
+	cnatSessionTables bool
 	// cnatUnsupported, when set, says why the cnat renderer does not work
 	// on this release: the agent refuses such a VPP when it renders with
 	// cnat (Config.AllowUnsupported overrides).
@@ -86,11 +92,14 @@ var release2606 = Release{
 	cnatExtra: []api.Message{
 		&cnat2606.FeatureCnatEnableDisable{}, &cnat2606.FeatureCnatEnableDisableReply{},
 		&cnat2606.CnatSetSnatAddressesV2{}, &cnat2606.CnatSetSnatAddressesV2Reply{},
+		&ipapi.IPTableDump{}, &ipapi.IPTableDetails{},
+		&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
 	},
 	cnatFeature:       true,
 	rejectAnyTable:    true,
 	snatUnsetDisabled: true,
 	snatV2:            true,
+	cnatSessionTables: true,
 	// Measured by the real-VPP suite: a SYN to a ClusterIP is translated
 	// (ip4-cnat-tx), its reply matches the session in cnat-input-ip4 but
 	// leaves with the backend's address, and the client resets.

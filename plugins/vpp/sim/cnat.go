@@ -68,6 +68,11 @@ type cnatState struct {
 	// features counts how many times each cnat node was put on an
 	// interface's arc (enable is not idempotent, FACTS.md §6).
 	features map[cnatFeatKey]int
+
+	// VPP 26.06: cnat was first used (its lazy init) and the IPv4 tables
+	// that have a session budget since (sessionTables).
+	initDone      bool
+	sessionTables map[uint32]bool
 }
 
 // cnatTables is the number of SNAT policy interface tables (0..3).

@@ -138,6 +138,7 @@ func messageDefs() []*msgDef {
 		def(write, &ipapi.IPTableAddDel{}, (*VPP).ipTableAddDel, &ipapi.IPTableAddDelReply{}),
 		def(read, &ipapi.IPAddressDump{}, (*VPP).ipAddressDump, &ipapi.IPAddressDetails{}),
 		def(read, &ipapi.IPRouteV2Dump{}, (*VPP).ipRouteV2Dump, &ipapi.IPRouteV2Details{}),
+		def(read, &ipapi.IPTableDump{}, (*VPP).ipTableDump, &ipapi.IPTableDetails{}),
 		def(write, &ipapi.IPRouteAddDel{}, (*VPP).ipRouteAddDel, &ipapi.IPRouteAddDelReply{}),
 
 		def(write, &nat44_ed.Nat44EdPluginEnableDisable{}, (*VPP).pluginEnableDisable, &nat44_ed.Nat44EdPluginEnableDisableReply{}),

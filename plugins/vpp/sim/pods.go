@@ -207,6 +207,7 @@ func (v *VPP) swInterfaceSetTable(req *interfaces.SwInterfaceSetTable) []api.Mes
 		return reply(r, api.NO_SUCH_FIB)
 	}
 	i.vrf = req.VrfID
+	v.cnatTableBoundLocked(req.VrfID)
 	return reply(r, 0)
 }
 

@@ -393,6 +393,9 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 	default:
 		answers = d.handle(v, req)
 	}
+	if d.write && v.rel2606 && isCnatMessage(name) {
+		v.cnatInitLocked()
+	}
 	if s.reset {
 		// The request crashed the simulated VPP: no answer.
 		err := fmt.Errorf("simulated VPP crashed (%s): %w", v.lastCrash, ErrConnectionReset)
