@@ -50,6 +50,7 @@ type doctorStatus struct {
 		Simulated bool   `json:"simulated"`
 		Socket    string `json:"socket"`
 		Version   string `json:"version"`
+		Release   string `json:"release"`
 		LastError string `json:"lastError"`
 		// MissingPlugins are optional plugins VPP lacks (vpp.Status).
 		MissingPlugins []string `json:"missingPlugins"`
@@ -215,7 +216,7 @@ func (d *doctor) diagnose() {
 func (d *doctor) checkVPP() {
 	v := d.status.VPP
 	if v.Connected {
-		d.add(verdictOK, "vpp", fmt.Sprintf("connected to VPP %s at %s", orDash(v.Version), orDash(v.Socket)), "")
+		d.add(verdictOK, "vpp", fmt.Sprintf("connected to VPP %s at %s (the agent's VPP %s bindings)", orDash(v.Version), orDash(v.Socket), orDash(v.Release)), "")
 		return
 	}
 	detail := "VPP not connected"
@@ -224,6 +225,13 @@ func (d *doctor) checkVPP() {
 	}
 	if v.LastError != "" {
 		detail += ": " + v.LastError
+	}
+	if strings.Contains(v.LastError, "incompatible with this agent") {
+		// The agent reached VPP and refused it: its version, its messages
+		// or the renderer on it (plugins/vpp, docs/vpp-versions.md).
+		d.add(verdictFail, "vpp", detail, "run a VPP release this agent supports ("+strings.Join(vpp.SupportedReleases(), ", ")+
+			") with the plugins the agent needs, and a renderer that works on it (docs/vpp-versions.md); the agent names what it refused in lastError")
+		return
 	}
 	d.add(verdictFail, "vpp", detail, "start VPP with its API socket at vpp.socket (startup configuration: socksvr { socket-name "+
 		cmp.Or(v.Socket, "/run/vpp/api.sock")+" }) and mount its directory into the agent; 'vppctl show version' must answer (docs/vpp-node.md)")

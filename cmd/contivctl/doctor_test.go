@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func realNode() (restapi.StatusView, contivconf.Config) {
 	return restapi.StatusView{
 		Node: "node-1", NodeID: 1, Ready: true,
 		Controller: controller.Status{Ready: true, EtcdConnected: true, Resyncs: 1},
-		VPP:        vpp.Status{Connected: true, Socket: "/run/vpp/api.sock", Version: "25.02-release", PID: 77, Connects: 1},
+		VPP:        vpp.Status{Connected: true, Socket: "/run/vpp/api.sock", Version: "25.02-release", Release: "25.02", PID: 77, Connects: 1},
 	}, cfg
 }
 
@@ -140,8 +141,24 @@ func TestDoctorHealthyNode(t *testing.T) {
 			t.Errorf("finding on a healthy node: %+v", f)
 		}
 	}
-	requireFinding(t, fs, verdictOK, "vpp", "25.02-release")
+	requireFinding(t, fs, verdictOK, "vpp", "25.02-release", "VPP 25.02 bindings")
 	requireFinding(t, fs, verdictOK, "main-nic", "found by the node IP")
+}
+
+// A VPP the agent refused (its version) is named with the agent's reason,
+// and the fix names the releases this agent supports.
+func TestDoctorNamesRefusedVersion(t *testing.T) {
+	st, cfg := realNode()
+	st.Ready, st.NotReady = false, []string{"vpp"}
+	st.VPP = vpp.Status{Socket: "/run/vpp/api.sock", LastError: `VPP is incompatible with this agent: unsupported VPP version "24.10-release": this agent has bindings for VPP 25.02, 26.06 only (docs/vpp-versions.md)`}
+	code, fs := doctorRun(t, map[string]any{"status": st, "config": cfg})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	requireFinding(t, fs, verdictFail, "vpp", "24.10-release")
+	if !slices.ContainsFunc(fs, func(f finding) bool { return f.Check == "vpp" && strings.Contains(f.Fix, "25.02, 26.06") }) {
+		t.Errorf("no vpp finding whose fix names the supported releases:\n%s", dump(fs))
+	}
 }
 
 // Every missing piece is named with its role and what to do: a main NIC
