@@ -100,10 +100,11 @@ var release2606 = Release{
 	snatUnsetDisabled: true,
 	snatV2:            true,
 	cnatSessionTables: true,
-	// Measured by the real-VPP suite: a SYN to a ClusterIP is translated
-	// (ip4-cnat-tx), its reply matches the session in cnat-input-ip4 but
-	// leaves with the backend's address, and the client resets.
-	cnatUnsupported: "the replies of translated connections leave untranslated (measured with real packets)",
+	// Measured by the real-VPP suite (with the session budgets given,
+	// CNAT.giveSessionBudgets): pod traffic to services works, but not
+	// external traffic that cnat source-NATs, nor services after a VPP
+	// restart (docs/vpp-versions.md).
+	cnatUnsupported: "external traffic it source-NATs (NodePort, external IPs, LoadBalancer IPs with externalTrafficPolicy Cluster) gets no answer, and services fail after a VPP restart (measured with real packets)",
 }
 
 // releases are the supported releases, oldest first.

@@ -169,7 +169,6 @@ func (v *VPP) cnatTranslationUpdate(req *cnat.CnatTranslationUpdate) []api.Messa
 		// it into them); nothing reads it back.
 		tr := c.pool[id]
 		tr.paths, tr.flags, tr.isRealIP, tr.vipIf = paths, t.Flags, t.IsRealIP != 0, uint32(t.Vip.SwIfIndex)
-		v.reapCnatSessions(id, paths) // 26.06 only (release.go)
 		r.ID = id
 		return reply(r, 0)
 	}
@@ -215,7 +214,6 @@ func (v *VPP) cnatTranslationDel(req *cnat.CnatTranslationDel) []api.Message {
 		return reply(r, api.NO_SUCH_ENTRY)
 	}
 	v.cnat.delete(req.ID)
-	v.reapCnatSessions(req.ID, nil) // 26.06 only (release.go)
 	return reply(r, 0)
 }
 
