@@ -165,8 +165,8 @@ func (n *node) startupCLI() string {
 	// through this route (measured: without it, the default route).
 	w("ip route add 10.1.0.0/16 via ip4-lookup-in-table %d", podVRF)
 	w("ip route add 0.0.0.0/0 table %d via ip4-lookup-in-table 0", podVRF)
-	if n.s.startupExtra != nil {
-		b.WriteString(n.s.startupExtra(n))
+	if n.s.startupEdit != nil {
+		return n.s.startupEdit(n, b.String())
 	}
 	return b.String()
 }

@@ -24,8 +24,14 @@ import (
 // and the standard workload W(N) (BENCH.md, internal/workload) in etcd:
 // its first programming, an agent restart and VPP restarts at that scale.
 
-// scaleEnv sets N of W(N) (default 10000).
-const scaleEnv = "E2EVPP_SCALE_N"
+// scaleEnv sets N of W(N) (default 10000); backEnv the longest a VPP
+// restart's services may take to answer after VPP's interfaces are back
+// (default 3 s: the issue's goal is 1 s, measured 0.7-0.8 s; before the
+// fixes of issue 34 F1 and F3 it was 12-20 s on a loaded node).
+const (
+	scaleEnv = "E2EVPP_SCALE_N"
+	backEnv  = "E2EVPP_SCALE_BACK"
+)
 
 // TestRealVPPScale runs the scale scenarios under each renderer
 // (E2EVPP_RENDERERS as TestRealVPP).
@@ -76,10 +82,11 @@ func bigAddr(id, j int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 1, byte(10*id + j/bigBlockLen), byte(1 + j%bigBlockLen)})
 }
 
-// bigRoutes is a node's startup configuration for the big service's
+// bigRoutes adds to a node's startup configuration the big service's
 // addresses: its own to its backend pod, the other's across the tunnel.
-func bigRoutes(n *node) string {
+func bigRoutes(n *node, cli string) string {
 	var b strings.Builder
+	b.WriteString(cli)
 	for _, o := range n.s.nodes {
 		if o == n {
 			be := n.pod(fmt.Sprintf("be%d", n.id))
@@ -128,7 +135,7 @@ func serveLocal(t *testing.T, netns string, port int) {
 }
 
 func bigService(t *testing.T, renderer string, figs *[]string) {
-	s := newSuiteWith(t, renderer, func(s *suite) { s.startupExtra = bigRoutes },
+	s := newSuiteWith(t, renderer, func(s *suite) { s.startupEdit, s.noRecord = bigRoutes, true },
 		[]string{"client", "be1"}, []string{"client2", "be2"})
 	var eps []endpoint
 	for _, n := range s.nodes {
@@ -337,17 +344,18 @@ func vppBackends(t *testing.T, n *node, renderer string) (map[string]bool, int) 
 }
 
 // The W(N) scenario's own service, outside W's addresses: a ClusterIP
-// with one backend on each node, which the client asks after each restart.
+// which node 1's client asks after each restart.
 const wWebIP = "10.100.0.20"
 
-// wScale loads W(n) beside a small service, starts node 1's agent (node 2
-// stays without one: one agent's figures on two CPUs) and measures the
+// wScale loads W(n) beside a small service (a ClusterIP on node 1's
+// backend), starts node 1's agent (node 2 stays without one: one agent's
+// figures on two CPUs) and measures the
 // first programming, an agent restart and two VPP restarts.
 func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 	// W's pods on node 1 take 10.1.1.2-241 and .247, on node 2 10.1.2.2-241:
 	// the suite's pods sit above them.
-	s := newSuiteWith(t, renderer, func(s *suite) { s.podIPBase = 248 },
-		[]string{"client", "be1"}, []string{"be2"})
+	s := newSuiteWith(t, renderer, func(s *suite) { s.podIPBase, s.noRecord = 248, true },
+		[]string{"client", "be1"}, []string{})
 	n1 := s.nodes[0]
 	// Debug logging of W(N) and a periodic resync every 3 s are not what a
 	// node runs: the defaults' level and a long interval.
@@ -355,15 +363,26 @@ func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 		cfg = strings.Replace(cfg, "level: debug", "level: info", 1)
 		return strings.Replace(cfg, "resyncInterval: 3s", "resyncInterval: 10m", 1)
 	}
-	n1.pod("be1").serve(t, backendPort)
-	s.nodes[1].pod("be2").serve(t, backendPort)
+	be1 := n1.pod("be1")
+	be1.serve(t, backendPort)
 	s.objects.put(&service{name: "web", clusterIP: wWebIP, ports: []svcPort{tcp("http", 80, backendPort)},
-		endpoints: []endpoint{{pod: n1.pod("be1")}, {pod: s.nodes[1].pod("be2")}}})
+		endpoints: []endpoint{{pod: be1}}})
 	s.objects.load(t)
 	t0 := time.Now()
 	loadWorkload(t, s, n)
 	*figs = append(*figs, fmt.Sprintf("W(%d) into etcd %v", n, time.Since(t0).Round(100*time.Millisecond)))
 	client := n1.pod("client").netns
+	// VPP drops the packet that starts an ARP resolution: the path to the
+	// backend is resolved before anything is measured.
+	var err error
+	for range 3 {
+		if _, err = request(client, "tcp", fmt.Sprintf("%s:%d", be1.ip, backendPort), 2*time.Second); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("the client cannot reach be1 directly: %v", err)
+	}
 
 	start := time.Now()
 	n1.startAgent(t)
@@ -371,8 +390,8 @@ func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 	m := n1.agent.metrics(t)
 	*figs = append(*figs, fmt.Sprintf("first programming: %d writes of %d calls, full batch %.2f s", n1.agent.writes(t), int(m.sum("contiv_vpp_calls_total{")),
 		m.sum(`contiv_controller_batch_duration_seconds_sum{full="true"}`)))
-	if seen, _ := spread(t, client, "tcp", wWebIP+":80", 20); !sameKeys(seen, "be1", "be2") {
-		t.Errorf("%s:80 beside W(%d): backends %v, want be1 be2", wWebIP, n, seen)
+	if a, err := request(client, "tcp", wWebIP+":80", 3*time.Second); err != nil || a.backend != "be1" {
+		t.Errorf("%s:80 beside W(%d): %+v %v, want be1 (agent not ready: %v; VPP's NAT44 interfaces: %s)", wWebIP, n, a, err, n1.notReady(t), n1.cli("show nat44 interfaces"))
 	}
 
 	t.Run("agent-restart", func(t *testing.T) {
@@ -388,18 +407,29 @@ func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 		*figs = append(*figs, fmt.Sprintf("agent restart: ready in %v, %d writes", ready.Round(100*time.Millisecond), w))
 	})
 	for k := 1; k <= 2; k++ {
-		t.Run(fmt.Sprintf("vpp-restart-%d", k), func(t *testing.T) { wVPPRestart(t, s, n, k, figs) })
+		t.Run(fmt.Sprintf("vpp-restart-%d", k), func(t *testing.T) { wVPPRestart(t, s, n, k, 0, figs) })
 	}
+	// A loaded node's VPP made its interfaces 4.7-10 s after the agent
+	// reconnected (issue 34 F3), past the 3 s the agent holds the mappings
+	// for them: the startup configuration waits before making them.
+	t.Run("vpp-restart-late-interfaces", func(t *testing.T) { wVPPRestart(t, s, n, 3, 6*time.Second, figs) })
 }
 
-// wVPPRestart restarts node 1's VPP under W(n) and measures when the web
-// service answers again after VPP's interfaces are back, and when the
-// agent is ready again; the agent must keep its connection through the
-// reprogram (one connect more, not several).
-func wVPPRestart(t *testing.T, s *suite, n, k int, figs *[]string) {
+// wVPPRestart restarts node 1's VPP under W(n), its interfaces made late
+// by late (0: at once), and measures when the web service answers again
+// after VPP's interfaces are back, and when the agent is ready again; the
+// agent must keep its connection through the reprogram (one connect
+// more, not several).
+func wVPPRestart(t *testing.T, s *suite, n, k int, late time.Duration, figs *[]string) {
 	n1 := s.nodes[0]
 	client := n1.pod("client").netns
 	before := n1.agent.vppStatus(t)
+	if late > 0 {
+		// VPP's CLI "wait" suspends the startup configuration's process;
+		// the API answers meanwhile.
+		s.startupEdit = func(_ *node, cli string) string { return fmt.Sprintf("wait %.3f\n%s", late.Seconds(), cli) }
+		defer func() { s.startupEdit = nil }()
+	}
 	n1.stopVPP(t)
 	start := time.Now()
 	n1.startVPP(t)
@@ -415,17 +445,21 @@ func wVPPRestart(t *testing.T, s *suite, n, k int, figs *[]string) {
 	if back < 0 {
 		t.Fatalf("VPP restart %d at W(%d): %s:80 not answered within 2 min", k, n, wWebIP)
 	}
+	limit := 3 * time.Second
+	if d, err := time.ParseDuration(os.Getenv(backEnv)); err == nil {
+		limit = d
+	}
+	if back > limit {
+		t.Errorf("VPP restart %d at W(%d): the service answered %v after VPP's interfaces, want at most %v (%s)", k, n, back.Round(10*time.Millisecond), limit, backEnv)
+	}
 	n1.waitReady(t, 3*time.Minute)
 	ready := time.Since(start) - ifs
 	after := n1.agent.vppStatus(t)
 	if c := after.Connects - before.Connects; c != 1 {
 		t.Errorf("VPP restart %d at W(%d): the agent connected %d times, want once (a busy VPP is not a dead one)", k, n, c)
 	}
-	if seen, _ := spread(t, client, "tcp", wWebIP+":80", 20); !sameKeys(seen, "be1", "be2") {
-		t.Errorf("after VPP restart %d: backends %v, want be1 be2", k, seen)
-	}
-	*figs = append(*figs, fmt.Sprintf("VPP restart %d: interfaces %v, service back %v after them, ready %v after them, connects +%d",
-		k, ifs.Round(10*time.Millisecond), back.Round(10*time.Millisecond), ready.Round(10*time.Millisecond), after.Connects-before.Connects))
+	*figs = append(*figs, fmt.Sprintf("VPP restart %d (interfaces late by %v): interfaces %v, service back %v after them, ready %v after them, connects +%d",
+		k, late, ifs.Round(10*time.Millisecond), back.Round(10*time.Millisecond), ready.Round(10*time.Millisecond), after.Connects-before.Connects))
 }
 
 // loadWorkload writes W(n) into the suite's etcd as the reflector and
@@ -512,6 +546,17 @@ func (a *agentProc) writesBy(t testing.TB) (int, map[string]int) {
 		}
 	}
 	return countWrites(strings.NewReader(strings.Join(m, "\n"))), by
+}
+
+// notReady is what the node's agent says it waits for.
+func (n *node) notReady(t testing.TB) []string {
+	var st struct {
+		NotReady []string `json:"notReady"`
+	}
+	if err := n.agent.get("/v1/status", &st); err != nil {
+		return []string{err.Error()}
+	}
+	return st.NotReady
 }
 
 // vppStatus is the agent's view of its VPP connection.

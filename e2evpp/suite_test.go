@@ -87,10 +87,14 @@ type suite struct {
 	configHook func(n *node, cfg string) string
 	etcdFwd    map[string]bool // namespaces etcd is forwarded into (forwardEtcd)
 	// podIPBase moves the pods' addresses up (pod k: 10.1.i.(k+1+podIPBase))
-	// and startupExtra adds to each node's VPP startup configuration; both
-	// are set by newSuiteWith's opt (scale_test.go).
-	podIPBase    int
-	startupExtra func(n *node) string
+	// and startupEdit, when set, edits each node's VPP startup
+	// configuration; they and noRecord are set by newSuiteWith's opt
+	// (scale_test.go).
+	podIPBase   int
+	startupEdit func(n *node, cli string) string
+	// noRecord leaves node 1's agent unrecorded (record_test.go): the
+	// scale figures are not to include the recorder's cost.
+	noRecord bool
 }
 
 // newSuite makes the cluster's namespaces and links and starts the VPPs;
