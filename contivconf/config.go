@@ -216,6 +216,12 @@ type VPPConfig struct {
 	// PendingInterfaceGrace is how long a NAT44 interface feature may wait
 	// for its interface to appear in VPP before the agent reports not ready.
 	PendingInterfaceGrace Duration `json:"pendingInterfaceGrace"`
+	// HoldMappings is how long, at most, the NAT44 renderer holds its
+	// mapping operations while an interface of the node's own is missing
+	// (after a VPP restart, until its startup configuration has made the
+	// interfaces): their features go first, since a feature enabled later
+	// walks every mapping. 0 holds nothing.
+	HoldMappings Duration `json:"holdMappings"`
 	// TakeOver lets the agent program a VPP that another agent (another
 	// node name or cluster) marked as its own; by default it refuses it
 	// and reports not ready, naming the other owner.

@@ -36,6 +36,7 @@ func Defaults() Config {
 			Simulate:         SimulateNever,
 
 			PendingInterfaceGrace: Duration(3 * time.Second),
+			HoldMappings:          Duration(30 * time.Second),
 		},
 		HTTP:     HTTPConfig{Address: ":9999", ProxyHealthAddress: ":10256"},
 		Renderer: RendererNAT44,

@@ -46,6 +46,7 @@ var readers = map[string]struct{ file, re string }{
 	"vpp.reconnectBackoff.max":           {"agent/vppwire.go", `ReconnectBackoff\.Max`},
 	"vpp.simulate":                       {"cmd/contiv-agent/main.go", `cfg\.VPP\.Simulated\(`},
 	"vpp.pendingInterfaceGrace":          {"agent/agent.go", `VPP\.PendingInterfaceGrace`},
+	"vpp.holdMappings":                   {"agent/nodepipeline/node.go", `VPP\.HoldMappings`},
 	"vpp.takeOver":                       {"agent/owner.go", `VPP\.TakeOver`},
 	"vpp.allowUnsupported":               {"agent/vppwire.go", `VPP\.AllowUnsupported`},
 	"cni.enabled":                        {"agent/pods.go", `c\.Enabled`},

@@ -217,6 +217,7 @@ func (v VPPConfig) validate(p *problems) {
 	}
 	positive(p, "vpp.connectTimeout", v.ConnectTimeout)
 	nonNegative(p, "vpp.pendingInterfaceGrace", v.PendingInterfaceGrace)
+	nonNegative(p, "vpp.holdMappings", v.HoldMappings)
 	v.ReconnectBackoff.validate(p, "vpp.reconnectBackoff")
 	switch v.Simulate {
 	case SimulateAuto, SimulateAlways, SimulateNever:

@@ -191,19 +191,26 @@ func (a *agentProc) writes(t testing.TB) int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	return countWrites(resp.Body)
+}
+
+// countWrites sums, in a Prometheus text exposition, the
+// contiv_vpp_calls_total samples of messages that change VPP's state.
+func countWrites(r io.Reader) int {
 	n := 0
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "contiv_vpp_calls_total{") {
 			continue
 		}
-		i := strings.Index(line, `message="`)
+		// The metric's label is "msg" (agent/vppwire.go).
+		i := strings.Index(line, `msg="`)
 		if i < 0 {
 			continue
 		}
-		msg := line[i+len(`message="`):]
+		msg := line[i+len(`msg="`):]
 		msg = msg[:strings.IndexByte(msg, '"')]
 		if isRead(msg) {
 			continue

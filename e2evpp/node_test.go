@@ -76,7 +76,7 @@ func (n *node) addPod(namespace, name string) *pod {
 	k := len(n.pods) + 1
 	p := &pod{node: n, namespace: namespace, name: name, k: k,
 		netns: fmt.Sprintf("%s-n%dp%d", prefix, n.id, k),
-		ip:    netip.MustParseAddr(fmt.Sprintf("10.1.%d.%d", n.id, k+1))}
+		ip:    netip.MustParseAddr(fmt.Sprintf("10.1.%d.%d", n.id, k+1+n.s.podIPBase))}
 	n.pods = append(n.pods, p)
 	return p
 }
@@ -165,6 +165,9 @@ func (n *node) startupCLI() string {
 	// through this route (measured: without it, the default route).
 	w("ip route add 10.1.0.0/16 via ip4-lookup-in-table %d", podVRF)
 	w("ip route add 0.0.0.0/0 table %d via ip4-lookup-in-table 0", podVRF)
+	if n.s.startupEdit != nil {
+		return n.s.startupEdit(n, b.String())
+	}
 	return b.String()
 }
 

@@ -32,7 +32,7 @@ const maxRecord = 2 << 20
 
 // recorded tells whether the node's agent records: node 1's own agent
 // (not a second agent pointed at its VPP).
-func (n *node) recorded() bool { return n.id == 1 && n.sock == "" }
+func (n *node) recorded() bool { return n.id == 1 && n.sock == "" && !n.s.noRecord }
 
 // recordFile is where node 1's agent records, among the run's artifacts.
 func (s *suite) recordFile() string { return s.artifact("node-1-vpp-api.jsonl") }
@@ -40,7 +40,7 @@ func (s *suite) recordFile() string { return s.artifact("node-1-vpp-api.jsonl") 
 // keepRecord copies node 1's record, trimmed, into testdata when
 // E2EVPP_RECORD=1.
 func (s *suite) keepRecord() {
-	if os.Getenv(recordEnv) != "1" {
+	if os.Getenv(recordEnv) != "1" || s.noRecord {
 		return
 	}
 	if s.t.Failed() {

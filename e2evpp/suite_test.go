@@ -86,16 +86,34 @@ type suite struct {
 	// configHook, when set, edits a node's agent configuration before it starts.
 	configHook func(n *node, cfg string) string
 	etcdFwd    map[string]bool // namespaces etcd is forwarded into (forwardEtcd)
+	// podIPBase moves the pods' addresses up (pod k: 10.1.i.(k+1+podIPBase))
+	// and startupEdit, when set, edits each node's VPP startup
+	// configuration; they and noRecord are set by newSuiteWith's opt
+	// (scale_test.go).
+	podIPBase   int
+	startupEdit func(n *node, cli string) string
+	// noRecord leaves node 1's agent unrecorded (record_test.go): the
+	// scale figures are not to include the recorder's cost.
+	noRecord bool
 }
 
 // newSuite makes the cluster's namespaces and links and starts the VPPs;
 // pods declares each node's pods (node index → pod names, namespace
 // "default"). Cleanup stops and removes all of it.
 func newSuite(t *testing.T, renderer string, pods ...[]string) *suite {
+	return newSuiteWith(t, renderer, nil, pods...)
+}
+
+// newSuiteWith is newSuite with opt, when set, editing the suite before
+// anything is built.
+func newSuiteWith(t *testing.T, renderer string, opt func(s *suite), pods ...[]string) *suite {
 	if env.build == "" {
 		t.Skipf("no real VPP: %s unset (make e2e-vpp)", buildEnv)
 	}
 	s := &suite{t: t, build: env.build, renderer: renderer, etcdFwd: map[string]bool{}}
+	if opt != nil {
+		opt(s)
+	}
 	t.Cleanup(s.teardown)
 	removeLeftovers()
 	addNetns(t, fabricNS)

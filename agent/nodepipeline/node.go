@@ -132,7 +132,7 @@ func (n *Node) NAT44Config() nat44.Config {
 	for _, o := range node.OtherInterfaces {
 		nc.NodeInterfaces = append(nc.NodeInterfaces, o.Name)
 	}
-	nc.HoldMappings = cfg.VPP.PendingInterfaceGrace.Std()
+	nc.HoldMappings = cfg.VPP.HoldMappings.Std()
 	// loadBalancerSourceRanges are enforced on the main NIC's input.
 	nc.SourceRangeInterface = n.MainInterface
 	t := cfg.NAT44.Timeouts

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
@@ -150,67 +149,47 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 			break
 		}
 		for _, vrf := range vrfs {
-			hidden, err := c.hiddenRejects(ctx, vrf, v6)
-			if err != nil {
-				return nil, err
-			}
-			err = c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
+			err := c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
 				d, ok := m.(*ipapi.IPRouteV2Details)
 				if !ok {
 					return unexpected(m)
 				}
-				if r, ok := cnatRoute(d); ok && !slices.Contains(hidden, r.Prefix) {
-					out = append(out, r)
+				if r, ok := cnatRoute(d); ok {
+					out = append(out, hiddenReject(d, r))
 				}
 				return nil
 			})
 			if err != nil {
 				return nil, classifyCNAT(err, fmt.Sprintf("dumping routes of VRF %d", vrf))
 			}
-			for _, p := range hidden {
-				out = append(out, cnat.Route{Prefix: p, VRF: vrf, Kind: cnat.RouteReject})
-			}
 		}
 	}
 	return out, nil
 }
 
-// fibSourceAPI is the FIB source of routes added through the API
-// (fib_source.h: FIB_SOURCE_API, the 8th source in 25.02 and 26.06; the
-// real 26.06's dump says 8).
-const fibSourceAPI = 8
+// cnatFIBSource is the FIB source of the entries cnat makes for its
+// translations' addresses (fib_source.h: FIB_SOURCE_CNAT, 23 on VPP 25.02
+// and 26.06, measured).
+const cnatFIBSource = 23
 
-// hiddenRejects are the prefixes of table vrf whose API route another
-// source hides: a translated address's /32 (or /128) carries cnat's own
-// FIB source, which outranks the API's, and a dump shows only the best
-// source's path (measured on the real VPP 26.06: the reject route of a
-// translated ClusterIP dumps as cnat's NORMAL path with source 23, which
-// reads as a lookup of table 0). A dump of the API source lists every
-// prefix with an API route; one whose best source is another is taken to
-// be the agent's reject route, the only /32 or /128 route the agent adds.
-// Without this the renderer finds its rejects missing at every resync and
-// adds them again.
-func (c *CNAT) hiddenRejects(ctx context.Context, vrf uint32, v6 bool) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	err := c.conn.dump(ctx, &ipapi.IPRouteV2Dump{Src: fibSourceAPI, Table: ipapi.IPTable{TableID: vrf, IsIP6: v6}}, func(m api.Message) error {
-		d, ok := m.(*ipapi.IPRouteV2Details)
-		if !ok {
-			return unexpected(m)
-		}
-		rt := d.Route
-		if rt.Src == fibSourceAPI {
-			return nil
-		}
-		p, err := fromAddress(rt.Prefix.Address).Prefix(int(rt.Prefix.Len))
-		if err == nil && p.IsSingleIP() {
-			out = append(out, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, classifyCNAT(err, fmt.Sprintf("dumping the API routes of VRF %d", vrf))
+// hiddenReject is r, read from d, as the renderer must see it: an entry
+// of cnat's source in table 0 for one address (a translation's) hides any
+// API route of that address, and no dump lists a hidden route (a dump of
+// one source lists only the entries it is best for:
+// records-e2evpp/cnat.jsonl). The only API route the agent makes on a
+// single address in table 0 is its reject route, so such an entry is read
+// as holding it: without this the renderer found every translated
+// ClusterIP's reject missing and added it again at every start and full
+// resync (issue 34 F4: 10 011 routes at W(10000) on the real 25.02). The
+// renderer keeps only those of its own service CIDRs' cluster IPs. Were
+// the reject really missing under the entry, it is added at the first
+// full resync after the translation goes (the entry then gone), and
+// meanwhile it would not forward anyway.
+func hiddenReject(d *ipapi.IPRouteV2Details, r cnat.Route) cnat.Route {
+	if d.Route.Src == cnatFIBSource && r.VRF == 0 && r.Prefix.IsSingleIP() && r.Kind == cnat.RouteLookup && r.Table == 0 {
+		r.Kind = cnat.RouteReject
 	}
-	return out, nil
+	return r
 }
 
 // cnatRoute is the route of d when its only path drops, rejects or looks

@@ -94,7 +94,14 @@ func (c *cycle) PlanFull(dumped *State) []step {
 	r.dirtyInterfaces = nil
 	r.dirtyExt = nil
 	r.dirtyRoutes = nil
-	r.pending.Keep(func(name string) bool { return r.desired.Interfaces[name] != 0 })
+	// VPP's dump is the truth about interfaces too: an interface whose
+	// features VPP holds as desired waits for nothing, however its calls
+	// went (issue 34 F2: calls VPP ran while the connection broke under
+	// them left their interfaces pending for good).
+	r.pending.Keep(func(name string) bool {
+		f := r.desired.Interfaces[name]
+		return f != 0 && r.applied.Interfaces[name] != f
+	})
 	global := diff(r.desired, r.applied, r.owned, r.blocked)
 	// A frontend whose desired mapping VPP holds (the same value: Load and
 	// the applies share it) needs nothing; the others are planned in key

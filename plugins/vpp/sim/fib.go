@@ -286,18 +286,22 @@ func (v *VPP) routeLocked(vrf uint32, dst netip.Addr) (found Route, ok bool) {
 // which outranks the API's, so an API route on it dumps as cnat's path:
 // NORMAL, no interface, no next hop, source 23; a VIP without an API route
 // is listed as cnat's entry too (cnatOnlyEntries). A dump naming a source
-// (src, not 0) lists only the entries that have it, each still with its
-// best source's path (measured on 26.06; ASSUMPTION: 25.02 alike).
+// (src, not 0) lists only the entries whose best source it is (25.02:
+// records-e2evpp/cnat.jsonl; 26.06 alike, ASSUMPTION).
 func (v *VPP) ipRouteV2Dump(req *ipapi.IPRouteV2Dump) []api.Message {
 	if req.Src != 0 {
-		// KNOWN DIVERGENCE (records-e2evpp/cnat.jsonl of 25.02): the real
-		// VPP lists only the entries whose best source is the one named,
-		// so an API route hidden under cnat's entry is not listed; the
-		// simulator lists every API route, hidden ones as cnat's. The real
-		// agent writes nothing at a resync all the same (measured), which
-		// the simulator does not yet explain: with the real answer the
-		// agent re-adds the hidden rejects here. Open (issue 34).
-		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, req.Table.IsIP6))
+		// Only the entries whose best source is the one named: an API
+		// route hidden under cnat's entry is not listed
+		// (records-e2evpp/cnat.jsonl of 25.02: a dump of source 8 listed
+		// the service CIDR's drop and the untranslated ClusterIP's reject
+		// only).
+		var out []api.Message
+		for _, m := range v.hideUnderCnat(v.apiRoutes(req.Table.TableID, req.Table.IsIP6)) {
+			if m.(*ipapi.IPRouteV2Details).Route.Src == req.Src {
+				out = append(out, m)
+			}
+		}
+		return out
 	}
 	if req.Table.IsIP6 {
 		return v.hideUnderCnat(v.apiRoutes(req.Table.TableID, true))
