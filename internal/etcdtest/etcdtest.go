@@ -84,22 +84,42 @@ func (s *Server) SetReachable(up bool) { s.proxy.setUp(up) }
 
 func (s *Server) start() {
 	s.t.Helper()
-	m, err := embedded.Start(embedded.Params{
-		DataDir:   s.dir,
-		ClientURL: s.clientU,
-		PeerURL:   s.peerU,
-		Fast:      true,
-		// A test's stop need not wait etcd's 5 s for its clients' watches.
-		StreamDrain: streamDrain,
-		ClientTLS:   s.serverTLS(),
-	})
-	if err != nil {
-		s.t.Fatalf("etcdtest: %v", err)
-	}
-	s.m = m
-	s.clientU = m.ClientURL()
-	if s.peerU == "" {
-		s.peerU = m.PeerURL()
+	// The first start picks its ports below the ephemeral range, as a
+	// cluster's do (freePorts): a port the kernel picks (":0") is one an
+	// outgoing connection may take while the server is down, and Restart
+	// or Wipe could not bind it again ("address already in use", seen
+	// under load). Another process may take a picked port before etcd
+	// binds it: the first start tries other ports then.
+	first := s.clientU == ""
+	for try := 0; ; try++ {
+		if first {
+			ports, err := freePorts(2)
+			if err != nil {
+				s.t.Fatalf("etcdtest: %v", err)
+			}
+			scheme := "http"
+			if s.tls != nil {
+				scheme = "https"
+			}
+			s.clientU, s.peerU = scheme+"://"+loopback(ports[0]), "http://"+loopback(ports[1])
+		}
+		m, err := embedded.Start(embedded.Params{
+			DataDir:   s.dir,
+			ClientURL: s.clientU,
+			PeerURL:   s.peerU,
+			Fast:      true,
+			// A test's stop need not wait etcd's 5 s for its clients' watches.
+			StreamDrain: streamDrain,
+			ClientTLS:   s.serverTLS(),
+		})
+		if err != nil && first && try < 3 && strings.Contains(err.Error(), "address already in use") {
+			continue
+		}
+		if err != nil {
+			s.t.Fatalf("etcdtest: %v", err)
+		}
+		s.m = m
+		return
 	}
 }
 
