@@ -1,12 +1,18 @@
 package agent
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
+	"contiv.dev/vpp/plugins/vpp"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -36,14 +42,14 @@ func TestRejectsInMainVRF5(t *testing.T) {
 			cfg.Renderer = c.renderer
 			cfg.Routing.MainVRFID = 5
 			cfg.VPP.AllowUnsupported = true // the agent refuses cnat on 26.06 by default
-			vpp := sim.New(sim.Options{Version: c.version})
-			defer vpp.Close()
-			vpp.CreateTable(5)
-			start(t, testConfigFrom(t, cfg, srv.Endpoint(), t.TempDir()), vpp, "../deploy/examples/cluster.yaml")
-			if n := vpp.Crashes(); n != 0 {
-				t.Fatalf("the simulated VPP crashed %d times: %s", n, vpp.LastCrash())
+			v := sim.New(sim.Options{Version: c.version})
+			defer v.Close()
+			v.CreateTable(5)
+			start(t, testConfigFrom(t, cfg, srv.Endpoint(), t.TempDir()), v, "../deploy/examples/cluster.yaml")
+			if n := v.Crashes(); n != 0 {
+				t.Fatalf("the simulated VPP crashed %d times: %s", n, v.LastCrash())
 			}
-			routes := vpp.Routes()
+			routes := v.Routes()
 			if got := slices.Contains(routes, reject); got != c.want {
 				t.Errorf("reject route %v in table 5: %v, want %v (routes %v)", reject, got, c.want, routes)
 			}
@@ -62,15 +68,46 @@ func TestRejectsInMainVRF5(t *testing.T) {
 			var got sim.Verdict
 			var why string
 			if c.renderer == contivconf.RendererCNAT {
-				res := vpp.CnatTrace(p)
+				res := v.CnatTrace(p)
 				got, why = res.Verdict, res.Reason
 			} else {
-				res := vpp.Trace(p)
+				res := v.Trace(p)
 				got, why = res.Verdict, res.Reason
 			}
 			if got != want {
 				t.Errorf("pod to an undefined port of the cart ClusterIP: %v (%s), want %v", got, why, want)
 			}
 		})
+	}
+}
+
+// TestWarnRejectRelease: a reconnection to a VPP whose release disagrees
+// with the renderers about rejects outside table 0 (built on 25.02, now
+// 26.06) is logged as an error naming the release, with a main VRF other
+// than 0 only (in table 0 every release takes them); an agreeing one is
+// not.
+func TestWarnRejectRelease(t *testing.T) {
+	v := sim.New(sim.Options{Version: "26.06-release"})
+	defer v.Close()
+	conn := vpp.New(vpp.Config{Adapter: v, Simulated: true, HealthInterval: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn.Start(ctx)
+	defer conn.Close()
+	if err := conn.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mainVRF  uint32
+		built    bool
+		wantWarn bool
+	}{{5, false, true}, {5, true, false}, {0, false, false}} {
+		var logs bytes.Buffer
+		a := &Agent{conn: conn, log: slog.New(slog.NewTextHandler(&logs, nil)), rejectAnyTable: c.built}
+		a.cfg.Routing.MainVRFID = c.mainVRF
+		a.warnRejectRelease()
+		if got := strings.Contains(logs.String(), "release=26.06"); got != c.wantWarn {
+			t.Errorf("main VRF %d, renderers built for rejects in any table %v: warned %v, want %v (%q)", c.mainVRF, c.built, got, c.wantWarn, logs.String())
+		}
 	}
 }
