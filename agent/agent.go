@@ -104,8 +104,12 @@ type Agent struct {
 	// are then built once Run has asked it, and built says when.
 	mainIf string
 	built  atomic.Bool
-	tags   tagParser
-	par    parity // kube-proxy parity (agent/parity.go)
+	// rejectAnyTable is whether the renderers were built to make reject
+	// routes outside table 0 (nodepipeline.Node.RejectAnyTable); set
+	// before built.
+	rejectAnyTable bool
+	tags           tagParser
+	par            parity // kube-proxy parity (agent/parity.go)
 	// startedAt is when Run started (unix ns); everReady is set once the
 	// agent was ready: controller.startupTimeout bounds the time between.
 	startedAt atomic.Int64

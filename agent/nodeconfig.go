@@ -10,9 +10,16 @@ import (
 )
 
 // node is this node as its pipeline is configured (nodepipeline.Node),
-// once the main NIC is known (Run's goroutine).
+// once the main NIC is known (Run's goroutine, after the first connect:
+// whether reject routes may live outside table 0 is the connected VPP
+// release's, read once; a VPP restarted into another release keeps the
+// renderers' choice until the agent restarts, docs/vpp-versions.md).
 func (a *Agent) node() *nodepipeline.Node {
-	return &nodepipeline.Node{Config: a.cfg, Plan: a.plan, MainInterface: a.mainIf}
+	n := &nodepipeline.Node{Config: a.cfg, Plan: a.plan, MainInterface: a.mainIf}
+	if a.conn != nil {
+		n.RejectAnyTable = a.conn.Release().RejectInAnyTable()
+	}
+	return n
 }
 
 // fixed is this node's configuration and plan, which never change: any

@@ -22,6 +22,7 @@ import (
 // readiness which interfaces the renderer's configuration waits for.
 func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 	n := a.node()
+	a.rejectAnyTable = n.RejectAnyTable
 	if a.cfg.Renderer != contivconf.RendererCNAT {
 		if _, why := n.SNAT(); why != "" {
 			a.log.Warn("nat44.natExternalTraffic is true but NO SOURCE NAT is configured: traffic from pods to outside the cluster leaves untranslated", "why", why)

@@ -113,6 +113,7 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 				why = "restarted"
 			}
 			a.rd.VPPLost(why)
+			a.warnRejectRelease()
 			// Everything is reconciled against what VPP holds now; the
 			// interface cache re-reads VPP's table on its own, and
 			// features of interfaces VPP has not re-created yet wait for
@@ -126,6 +127,21 @@ func (a *Agent) onVPPEvent(e vpp.Event) {
 	case vpp.Incompatible:
 		a.log.Error("VPP is incompatible with this agent", "err", e.Err)
 	}
+}
+
+// warnRejectRelease logs, on a reconnection, a VPP whose release no
+// longer agrees with the renderers about reject routes outside table 0
+// (read once, at the first connect): with a main VRF other than 0, a VPP
+// 25.02 that replaced a newer one is sent no reject route (plugins/vpp
+// refuses them, each route failing by name), and a newer one that
+// replaced a 25.02 gets none. Restarting the agent makes them agree.
+func (a *Agent) warnRejectRelease() {
+	rel := a.conn.Release()
+	if a.cfg.Routing.MainVRFID == 0 || rel.RejectInAnyTable() == a.rejectAnyTable {
+		return
+	}
+	a.log.Error("VPP came back as another release: its verdict (reject) routes in the main VRF follow the release the agent started with until the agent restarts",
+		"release", rel.Name, "mainVRFID", a.cfg.Routing.MainVRFID, "rejectRoutesBuilt", a.rejectAnyTable, "rejectAllowed", rel.RejectInAnyTable())
 }
 
 func (a *Agent) observeCall() func(string, time.Duration, error) {

@@ -21,25 +21,34 @@ const (
 	// ICMP_UNREACH's "host unreachable" fails only TCP connects,
 	// plugins/vpp/sim/testdata/records-verdicts): a cluster IP, whose ports
 	// without endpoints (and undefined ports) are then refused at once, or
-	// (cnat) the reject sink. VPP 25.02 crashes on it outside table 0.
+	// (cnat) the reject sink. VPP 25.02 crashes on it outside table 0
+	// (Rejects).
 	RouteReject
 	// RouteLookup looks the destination up again in the route's table (a
 	// path with neither interface nor next hop): the pod VRF's service-CIDR
 	// route when verdicts exist (PodServiceLookup), the pod traffic's way to
-	// table 0's reject and drop routes.
+	// the main VRF's reject and drop routes.
 	RouteLookup
 )
 
+// Rejects tells whether reject routes (RouteReject) are made, in the main
+// VRF: when the main VRF is table 0, or when the connected VPP takes a
+// reject path in any table (anyTable: VPP 26.02 and later). VPP 25.02
+// crashes on one outside table 0 (FACTS §1), so there a main VRF other
+// than 0 gets none: its verdicts drop instead.
+func Rejects(mainVRF uint32, anyTable bool) bool {
+	return mainVRF == 0 || anyTable
+}
+
 // PodServiceLookup tells whether the pod VRF's route of an IPv4 service
-// CIDR looks up table 0 instead of dropping: when the main VRF is table 0
-// (the only case with reject routes, which VPP 25.02 takes in table 0
-// only, FACTS §1) and the pod VRF is another table. The packets from pods
-// that no translation took then meet table 0's routes: the service CIDR's
-// drop (an unallocated address: kube-proxy's DROP) or a cluster IP's /32
-// reject (kube-proxy's REJECT), one route per cluster IP. Otherwise the
-// pod VRF's route drops, as the main VRF's does.
-func PodServiceLookup(mainVRF, podVRF uint32) bool {
-	return mainVRF == 0 && podVRF != 0
+// CIDR looks up the main VRF instead of dropping: when reject routes are
+// made there (Rejects) and the pod VRF is another table. The packets from
+// pods that no translation took then meet the main VRF's routes: the
+// service CIDR's drop (an unallocated address: kube-proxy's DROP) or a
+// cluster IP's /32 reject (kube-proxy's REJECT), one route per cluster IP.
+// Otherwise the pod VRF's route drops, as the main VRF's does.
+func PodServiceLookup(mainVRF, podVRF uint32, anyTable bool) bool {
+	return Rejects(mainVRF, anyTable) && podVRF != mainVRF
 }
 
 // RejectIPs are the cluster IPs of svc whose traffic no translation takes
@@ -86,7 +95,7 @@ func AppendRejectIPs(dst []netip.Addr, svc *ContivService, cidr netip.Prefix) []
 // LoadBalancer IP of a port without endpoints: a route outside the
 // service CIDR could not be recognised after a restart): the first
 // address of the service CIDR cidr, which Kubernetes never allocates,
-// given a reject route (RouteReject) in table 0. Invalid without a valid
+// given a reject route (RouteReject) in the main VRF. Invalid without a valid
 // cidr.
 func RejectSink(cidr netip.Prefix) netip.Addr {
 	if !cidr.IsValid() {

@@ -51,16 +51,24 @@ func TestRejectIPs(t *testing.T) {
 	}
 }
 
-// TestPodServiceLookup: the pod VRF looks the service CIDR up in table 0
-// only where reject routes can exist (main VRF 0) and the pod VRF is
-// another table (a lookup of a table in itself would loop).
+// TestPodServiceLookup: the pod VRF looks the service CIDR up in the main
+// VRF only where reject routes can exist (main VRF 0, or any main VRF on
+// a VPP that takes rejects in any table) and the pod VRF is another table
+// (a lookup of a table in itself would loop).
 func TestPodServiceLookup(t *testing.T) {
 	for _, c := range []struct {
 		main, pod uint32
+		anyTable  bool
 		want      bool
-	}{{0, 1, true}, {0, 7, true}, {1, 2, false}, {3, 0, false}, {0, 0, false}} {
-		if got := PodServiceLookup(c.main, c.pod); got != c.want {
-			t.Errorf("main VRF %d, pod VRF %d: %v, want %v", c.main, c.pod, got, c.want)
+	}{
+		{0, 1, false, true}, {0, 7, false, true}, {1, 2, false, false}, {3, 0, false, false}, {0, 0, false, false},
+		{0, 1, true, true}, {1, 2, true, true}, {3, 0, true, true}, {5, 5, true, false},
+	} {
+		if got := PodServiceLookup(c.main, c.pod, c.anyTable); got != c.want {
+			t.Errorf("main VRF %d, pod VRF %d, rejects in any table %v: %v, want %v", c.main, c.pod, c.anyTable, got, c.want)
+		}
+		if got, want := Rejects(c.main, c.anyTable), c.main == 0 || c.anyTable; got != want {
+			t.Errorf("Rejects(%d, %v) = %v", c.main, c.anyTable, got)
 		}
 	}
 }

@@ -20,12 +20,17 @@ import (
 const SimulatedMainNIC = "GigabitEthernet0/8/0"
 
 // Node is one node as its pipeline is configured: the agent's
-// configuration (Config.NodeName names the node), its address plan and the
-// VPP name of its main NIC.
+// configuration (Config.NodeName names the node), its address plan, the
+// VPP name of its main NIC and what its VPP's release allows.
 type Node struct {
 	Config        contivconf.Config
 	Plan          *addrplan.Plan
 	MainInterface string
+	// RejectAnyTable is set when the node's VPP takes a reject route in
+	// any FIB table (vpp.Release.RejectInAnyTable of the release the agent
+	// first connected to: 26.02 and later): the renderers then make their
+	// verdict routes in a main VRF other than 0 too.
+	RejectAnyTable bool
 }
 
 // IPAMConfig maps the configuration onto IPAM's.
@@ -113,6 +118,7 @@ func (n *Node) NAT44Config() nat44.Config {
 	cfg := n.Config
 	nc := nat44.DefaultConfig()
 	nc.MainVRF, nc.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
+	nc.RejectAnyTable = n.RejectAnyTable
 	nc.Overlay = n.Overlay()
 	nc.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
 	nc.NATLoopback = n.Plan.NATLoopback
@@ -163,6 +169,7 @@ func (n *Node) CNATConfig() cnat.Config {
 		c.HostInterfaces = append(c.HostInterfaces, o.Name)
 	}
 	c.MainVRF, c.PodVRF = cfg.Routing.MainVRFID, cfg.Routing.PodVRFID
+	c.RejectAnyTable = n.RejectAnyTable
 	c.LocalEndpointWeight = cfg.NAT44.ServiceLocalEndpointWeight
 	c.HealthCheckTarget = n.HealthCheckTarget()
 	return c

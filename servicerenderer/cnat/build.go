@@ -42,6 +42,13 @@ type Config struct {
 	// and of the node's own interfaces: each gets a drop route for every
 	// service CIDR.
 	PodVRF, MainVRF uint32
+	// RejectAnyTable is set when the connected VPP takes a reject route
+	// in any FIB table (VPP 26.02 and later; the agent sets it from the
+	// release of its first connection): the verdict routes and the reject
+	// sink are then made in a main VRF other than 0 too
+	// (servicerenderer.Rejects). Unset, a main VRF other than 0 gets none
+	// (VPP 25.02 crashes on one there).
+	RejectAnyTable bool
 	// HealthCheckTarget is the host-side IPv4 address where the agent
 	// answers load balancers' health checks: a service's health-check
 	// NodePort on each of this node's IPv4 addresses goes there. The zero
@@ -151,8 +158,8 @@ func BuildNode(cfg Config, interfaces map[string]servicerenderer.InterfaceRole) 
 // ServiceRoutes are the routes of the service CIDRs (IPv4 and IPv6) in the
 // pod and the main VRF, sorted, as the NAT44 renderer makes them for its
 // one IPv4 CIDR (FACTS §4): drop routes, but an IPv4 CIDR's route in the
-// pod VRF looks up table 0 where servicerenderer.PodServiceLookup says so
-// (table 0 then drops or, for a cluster IP, rejects). ASSUMPTION: with an IPv6 service CIDR
+// pod VRF looks up the main VRF where servicerenderer.PodServiceLookup
+// says so (the main VRF then drops or, for a cluster IP, rejects). ASSUMPTION: with an IPv6 service CIDR
 // VPP has the IPv6 tables of both VRFs (the startup configuration makes
 // them, as the IPv4 ones); else it refuses those routes, reported per
 // route (Failures).
@@ -164,7 +171,7 @@ func ServiceRoutes(cfg *Config) []Route {
 		}
 		for _, vrf := range []uint32{cfg.PodVRF, cfg.MainVRF} {
 			rt := Route{Prefix: p.Masked(), VRF: vrf}
-			if vrf == cfg.PodVRF && p.Addr().Is4() && servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
+			if vrf == cfg.PodVRF && p.Addr().Is4() && servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF, cfg.RejectAnyTable) {
 				rt.Kind, rt.Table = RouteLookup, cfg.MainVRF
 			}
 			rs = append(rs, rt)

@@ -222,6 +222,11 @@ func TestBuildNode(t *testing.T) {
 		{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 3}}; !slices.Equal(got, want) {
 		t.Errorf("main VRF 3: routes %v, want %v", got, want)
 	}
+	main3.RejectAnyTable = true // a VPP that takes rejects in any table: the pod VRF looks up the main VRF
+	if got, want := BuildNode(main3, nil).Routes, []Route{{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 1, Kind: RouteLookup, Table: 3},
+		{Prefix: netip.MustParsePrefix("10.96.0.0/12"), VRF: 3}}; !slices.Equal(got, want) {
+		t.Errorf("main VRF 3, rejects in any table: routes %v, want %v", got, want)
+	}
 	cfg.PodVRF = cfg.MainVRF
 	if n := BuildNode(cfg, nil); len(n.Routes) != 2 || slices.ContainsFunc(n.Routes, func(r Route) bool { return r.Kind != RouteDrop }) {
 		t.Errorf("one VRF: routes %v, want one per CIDR", n.Routes)

@@ -52,19 +52,19 @@
 //	                                                                                        service CIDR (v4 and v6) in the
 //	                                                                                        main VRF, in the pod VRF too but
 //	                                                                                        an IPv4 one's is a lookup of
-//	                                                                                        table 0 when the main VRF is 0; last
+//	                                                                                        the main VRF where rejects are made; last
 //	                                                                                        cnat_set_snat_addresses (node IPs,
 //	                                                                                        ~0 interface)
 //	unknown service address       -                                             -           none: the service-CIDR route drops
 //	(or no usable backend)                                                                  it, as under nat44 (FACTS §4)
 //	cluster IP (IPv4, in the      -                                             -           ip_route_add_del /32 ICMP_PROHIBIT in
-//	service CIDR; main VRF 0)                                                               table 0 (BuildRoutes), reached from
+//	service CIDR; rejects made)                                                             the main VRF (BuildRoutes), reached from
 //	                                                                                        the pod VRF by its service-CIDR
 //	                                                                                        lookup: its untranslated ports are
 //	                                                                                        refused
 //	ExternalIP / LoadBalancer IP  one path: the reject sink (the service CIDR's  0 / 1       cnat_translation_update; the sink's
 //	/ NodePort of a port without  first address) at the frontend's port                     /32 (/128) ICMP_PROHIBIT route in
-//	an endpoint of its family                                                               table 0 (BuildRoutes); main VRF 0
+//	an endpoint of its family                                                               the main VRF (BuildRoutes); rejects made
 //	ExternalIP / LoadBalancer IP, one path: the drop sink (the IPv4 service     0           cnat_translation_update
 //	Local policy, no local        CIDR's last address) at its port
 //	endpoint (endpoints elsewhere)
@@ -104,15 +104,17 @@
 // reaches the FIB: the renderer gives each IPv4 cluster IP in a service
 // CIDR the NAT44 renderer's verdict routes (the choice is
 // servicerenderer.RejectIPs, shared with it): a /32 reject route
-// (ICMP_PROHIBIT) in table 0, which refuses it at once (measured under
+// (ICMP_PROHIBIT) in the main VRF, which refuses it at once (measured under
 // cnat: TCP 26-59 ms, UDP ~0.35 s "No route to host",
 // records-verdicts/verdicts-cnat.jsonl). Pod traffic reaches it through the
-// pod VRF's route of the service CIDR, a lookup of table 0
+// pod VRF's route of the service CIDR, a lookup of the main VRF
 // (servicerenderer.PodServiceLookup; ServiceRoutes), where the cluster
 // IP's reject or the service CIDR's drop decides: one route per cluster
-// IP (FACTS §1: a reject path in any other table crashes VPP 25.02,
-// so with a main VRF other than 0 there are none and the pod VRF's route
-// is a drop). Earlier versions kept a pod-VRF drop and a /32 lookup per
+// IP. Rejects are made where VPP takes them (servicerenderer.Rejects):
+// FACTS §1, a reject path in any table but 0 crashes VPP 25.02, so there a
+// main VRF other than 0 gets none and the pod VRF's route is a drop; on a
+// release that takes them in any table (Config.RejectAnyTable, from the
+// agent's first connection: 26.06) they are made in whatever main VRF. Earlier versions kept a pod-VRF drop and a /32 lookup per
 // cluster IP: both are taken for the renderer's, and a full apply
 // replaces the drop by the lookup with one add (VPP replaces the path in
 // place: no delete; ASSUMPTION: no moment without a route, the replace is
@@ -120,7 +122,7 @@
 // translation is written. The routes stay while the service exists, whatever its
 // endpoints: a translated port never sees them. Otherwise:
 //
-//   - an unallocated service-CIDR address: dropped (table 0's
+//   - an unallocated service-CIDR address: dropped (the main VRF's
 //     service-CIDR route);
 //   - a cluster IP under the Local internal policy whose endpoints are
 //     all on other nodes: no translation and no reject route, so the
@@ -131,14 +133,16 @@
 //     left untranslated, as kube-proxy leaves it): a translation with
 //     one path to the reject sink, the service CIDR's first address
 //     (servicerenderer.RejectSink; Kubernetes never allocates it), whose
-//     /32 (IPv6: /128, with the IPv6 path protocol) reject route in table
-//     0 refuses it; cnat-output translates the ICMP error back to the
+//     /32 (IPv6: /128, with the IPv6 path protocol) reject route in the
+//     main VRF refuses it (a translated packet is looked up in its
+//     interface's table, the pod VRF's reaching the main VRF's); cnat-output translates the ICMP error back to the
 //     frontend (measured, records-verdicts/verdicts-cnat.jsonl: TCP 9-15
 //     ms from outside and from a pod, the NodePort alike; UDP with
 //     ICMP_PROHIBIT 0.13-0.43 s, "No route to host"). No route outside
 //     the service CIDR is needed: an untagged one could not be told from
-//     another program's after a restart. With a main VRF other than 0:
-//     no translation (routed on by destination, as before);
+//     another program's after a restart. Where no reject is made (main
+//     VRF other than 0 on 25.02): no translation (routed on by
+//     destination, as before);
 //   - a LoadBalancer or external IP under the Local external policy with
 //     no local endpoint (endpoints elsewhere; kube-proxy's DROP): one path
 //     to the drop sink, the IPv4 service CIDR's last address
@@ -166,9 +170,9 @@
 // cnat_translation_update, which cuts no connection (FACTS §6).
 //
 // Ownership as for the drop routes: routes have no tag, so a /32 reject in
-// table 0, or a /32 lookup of table 0 in the pod VRF (an earlier
+// the main VRF, or a /32 lookup of the main VRF in the pod VRF (an earlier
 // version's), on an address of an IPv4 service CIDR, and a /128 reject in
-// table 0 in an IPv6 one (the IPv6 reject sink's), is the renderer's
+// the main VRF in an IPv6 one (the IPv6 reject sink's), is the renderer's
 // (ASSUMPTION: whoever made it). Every
 // full apply reads them back (ip_route_v2_dump of the pod and the main
 // VRF): a restarted agent writes nothing, one whose service is gone is

@@ -37,6 +37,9 @@ type fakeVPP struct {
 	failUpdate map[Key]error
 	// failRoute makes adds and deletes of these routes fail.
 	failRoute map[Route]error
+	// rejectAnyTable: the VPP takes a reject route in any table (26.02
+	// and later); unset, one outside table 0 is refused.
+	rejectAnyTable bool
 }
 
 type fakeTrans struct {
@@ -229,7 +232,8 @@ func (f *fakeVPP) EnableDisableFeature(_ context.Context, name string, feat Feat
 
 // AddDelFIBRoute keys routes by prefix and VRF, as VPP does: an add
 // replaces the route there, a delete removes it. A reject outside table 0
-// is refused (plugins/vpp never sends it: it crashes VPP 25.02).
+// is refused unless rejectAnyTable (plugins/vpp never sends it: it crashes
+// VPP 25.02).
 func (f *fakeVPP) AddDelFIBRoute(_ context.Context, r Route, add bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -237,7 +241,7 @@ func (f *fakeVPP) AddDelFIBRoute(_ context.Context, r Route, add bool) error {
 	if err := f.failRoute[r]; err != nil {
 		return err
 	}
-	if r.Kind == RouteReject && r.VRF != 0 {
+	if r.Kind == RouteReject && r.VRF != 0 && !f.rejectAnyTable {
 		return fmt.Errorf("reject route %v: %w: outside table 0", r, ErrInvalid)
 	}
 	for o := range f.routes {

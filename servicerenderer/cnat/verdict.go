@@ -14,15 +14,15 @@ import (
 // lookup, so a packet to a cluster IP that no translation took (a port
 // without endpoints, a port the service does not define) reaches the FIB.
 // For each cluster IP servicerenderer.RejectIPs picks in an IPv4 service
-// CIDR: a /32 reject route (ICMP_PROHIBIT) in table 0, which pod traffic
-// reaches through the pod VRF's service-CIDR lookup of table 0
-// (ServiceRoutes); and, for each family whose reject sink one of its
-// frontends goes to (sinkPaths), the sink's /32 or /128 reject route
-// (services share it). None when the main VRF is not table 0 (a reject
-// path crashes VPP 25.02 in any other table, FACTS §1). Sorted
-// (Route.Compare).
+// CIDR: a /32 reject route (ICMP_PROHIBIT) in the main VRF, which pod
+// traffic reaches through the pod VRF's service-CIDR lookup of the main
+// VRF (ServiceRoutes); and, for each family whose reject sink one of its
+// frontends goes to (sinkPaths), the sink's /32 or /128 reject route in
+// the main VRF (services share it). None when the main VRF is not table 0
+// and Config.RejectAnyTable is unset (a reject path crashes VPP 25.02 in
+// any other table, FACTS §1). Sorted (Route.Compare).
 func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
-	if svc == nil || cfg.MainVRF != 0 {
+	if svc == nil || !servicerenderer.Rejects(cfg.MainVRF, cfg.RejectAnyTable) {
 		return nil
 	}
 	// Each cluster IP's reject, then each family's reject sink when a
@@ -30,13 +30,13 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 	var out []Route
 	for _, cidr := range cfg.ServiceCIDRs {
 		for _, ip := range servicerenderer.RejectIPs(svc, cidr) {
-			out = append(out, Route{Prefix: netip.PrefixFrom(ip, ip.BitLen()), VRF: 0, Kind: RouteReject})
+			out = append(out, Route{Prefix: netip.PrefixFrom(ip, ip.BitLen()), VRF: cfg.MainVRF, Kind: RouteReject})
 		}
 	}
 	for _, v4 := range []bool{true, false} {
 		if cidr := cfg.serviceCIDR(v4); cidr.IsValid() && cfg.usesRejectSink(svc, v4) {
 			sink := servicerenderer.RejectSink(cidr)
-			out = append(out, Route{Prefix: netip.PrefixFrom(sink, sink.BitLen()), VRF: 0, Kind: RouteReject})
+			out = append(out, Route{Prefix: netip.PrefixFrom(sink, sink.BitLen()), VRF: cfg.MainVRF, Kind: RouteReject})
 		}
 	}
 	slices.SortFunc(out, Route.Compare)
@@ -52,8 +52,9 @@ func BuildRoutes(svc *servicerenderer.ContivService, cfg *Config) []Route {
 // with drop (external and LoadBalancer IPs), to the drop sink when the
 // Local external policy leaves this node no endpoint (DropSink: the
 // service CIDR's drop route). Nil when there is no such sink: no service
-// CIDR of ip's family, a main VRF other than table 0 for a reject (no
-// reject route there), an IPv6 drop (Kubernetes allocates every IPv6
+// CIDR of ip's family, a reject where no reject route is made
+// (servicerenderer.Rejects: a main VRF other than table 0 on VPP 25.02;
+// such traffic is routed on, as before), an IPv6 drop (Kubernetes allocates every IPv6
 // service address but the first), a service without a cluster IP of ip's
 // family (it does not serve that family: kube-proxy leaves such traffic
 // alone). A NodePort gets no drop sink: VPP's ip4-local drops an
@@ -64,7 +65,7 @@ func sinkPaths(cfg *Config, svc *servicerenderer.ContivService, p *servicerender
 		return nil
 	}
 	if !p.HasBackend(ip.Is4()) {
-		if cfg.MainVRF != 0 {
+		if !servicerenderer.Rejects(cfg.MainVRF, cfg.RejectAnyTable) {
 			return nil
 		}
 		return []Path{{IP: servicerenderer.RejectSink(cidr), Port: port}}
@@ -133,10 +134,10 @@ func (c *Config) serviceCIDR(v4 bool) netip.Prefix {
 }
 
 // ownedVerdict tells whether a route VPP holds is one of the renderer's
-// verdict routes: a /32 inside an IPv4 service CIDR, a reject in table 0
-// or a lookup of table 0 in the pod VRF (which earlier versions made per
-// cluster IP: a full apply deletes them), or a /128 reject in table 0
-// inside an IPv6 one (the IPv6 reject sink's). ASSUMPTION (as for the drop
+// verdict routes: a /32 inside an IPv4 service CIDR, a reject in the main
+// VRF or a lookup of the main VRF in the pod VRF (which earlier versions
+// made per cluster IP: a full apply deletes them), or a /128 reject in the
+// main VRF inside an IPv6 one (the IPv6 reject sink's). ASSUMPTION (as for the drop
 // routes and the NAT44 renderer): routes have no tag, so such a route is
 // taken for the renderer's, whoever made it.
 func (c *Config) ownedVerdict(r Route) bool {
@@ -145,10 +146,10 @@ func (c *Config) ownedVerdict(r Route) bool {
 		return false
 	}
 	if a.Is6() {
-		return r.Kind == RouteReject && r.VRF == 0 // the IPv6 reject sink's
+		return r.Kind == RouteReject && r.VRF == c.MainVRF // the IPv6 reject sink's
 	}
-	return (r.Kind == RouteReject && r.VRF == 0) ||
-		(r.Kind == RouteLookup && r.Table == 0 && r.VRF == c.PodVRF && c.PodVRF != 0)
+	return (r.Kind == RouteReject && r.VRF == c.MainVRF) ||
+		(r.Kind == RouteLookup && r.Table == c.MainVRF && r.VRF == c.PodVRF && c.PodVRF != c.MainVRF)
 }
 
 // setRoutes records that entry e now wants routes (sorted): each route

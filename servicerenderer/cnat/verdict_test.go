@@ -49,6 +49,11 @@ func TestBuildRoutes(t *testing.T) {
 			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"), addr("10.200.0.1"))
 		}, []string{reject}},
 		{"main VRF not table 0: an ICMP_UNREACH path would crash VPP", func(c *Config) { c.MainVRF = 3 }, nil, nil},
+		{"main VRF 3 on a VPP that takes rejects in any table: the reject in the main VRF", func(c *Config) { c.MainVRF, c.RejectAnyTable = 3, true },
+			nil, []string{"10.96.0.10/32 vrf=3 reject"}},
+		{"main VRF 3, rejects in any table, no endpoints: the reject sink in the main VRF too", func(c *Config) { c.MainVRF, c.RejectAnyTable = 3, true },
+			func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
+			[]string{"10.96.0.0/32 vrf=3 reject", "10.96.0.10/32 vrf=3 reject"}},
 		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, nil, []string{reject}},
 		{"no service CIDR", func(c *Config) { c.ServiceCIDRs = nil }, nil, nil},
 		{"an IPv6 external IP without IPv6 endpoints: the IPv6 reject sink (IPv6 cluster IPs get no reject)", func(c *Config) {
@@ -135,6 +140,58 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	}
 }
 
+// TestVerdictRoutesMainVRF: with a main VRF other than 0 on a VPP that
+// takes a reject in any table (Config.RejectAnyTable: 26.02 and later),
+// the cluster IP's reject and the reject sink's route are in the main VRF,
+// the pod VRF's service-CIDR route looks the main VRF up, and the external
+// IP without endpoints goes to the sink; a restarted renderer finds them
+// all (no write). Without it (VPP 25.02, whose fake refuses a reject
+// outside table 0) there is no reject route, both VRFs drop the service
+// CIDR and the external IP gets no translation (as before).
+func TestVerdictRoutesMainVRF(t *testing.T) {
+	for _, anyTable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "25.02", true: "26.02+"}[anyTable], func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MainVRF, cfg.PodVRF, cfg.RejectAnyTable = 3, 1, anyTable
+			f := newFake(t, allIfaces...)
+			f.rejectAnyTable = anyTable
+			newR := func() *Renderer {
+				r, err := New(Params{Config: cfg, VPP: f, Store: &MemStore{}, Log: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			r := newR()
+			empty := web()
+			empty.Ports[0].Backends, empty.Ports[0].LocalBackends = nil, nil
+			_ = r.Resync(resyncData(empty))
+			apply(t, r, true)
+			want := []string{"10.96.0.0/12 vrf=1", "10.96.0.0/12 vrf=3"}
+			if anyTable {
+				want = []string{"10.96.0.0/12 vrf=1 lookup table=3", "10.96.0.0/12 vrf=3", "10.96.0.0/32 vrf=3 reject", "10.96.0.10/32 vrf=3 reject"}
+			}
+			if got := routeStrings(f.state().Routes); !slices.Equal(got, want) {
+				t.Errorf("routes %q, want %q", got, want)
+			}
+			sink := slices.ContainsFunc(r.Desired(), func(tr *Translation) bool {
+				return tr.Key.IP == addr("192.168.16.100") && slices.Equal(tr.Paths, []Path{path("10.96.0.0", 80)})
+			})
+			if sink != anyTable {
+				t.Errorf("external IP to the reject sink: %v, want %v", sink, anyTable)
+			}
+			checkState(t, f, wantState(r))
+			w := f.Writes()
+			again := newR()
+			_ = again.Resync(resyncData(empty))
+			apply(t, again, true)
+			if got := f.Writes() - w; got != 0 {
+				t.Errorf("restart: %d writes, want 0", got)
+			}
+		})
+	}
+}
+
 // TestVerdictRoutesShared: two services claiming one cluster IP share its
 // routes: they go with the last one.
 func TestVerdictRoutesShared(t *testing.T) {
@@ -186,24 +243,26 @@ func TestSinkPaths(t *testing.T) {
 	none := sr.Port{Protocol: sr.TCP, Port: 80}
 	elsewhere := sr.Port{Protocol: sr.TCP, Port: 80, Backends: []sr.Backend{be("10.1.2.5", 8080, false), be("fd00:1:2::5", 8080, false)}}
 	cases := []struct {
-		name  string
-		cidrs []netip.Prefix
-		main  uint32
-		port  sr.Port
-		ip    string
-		want  []Path
+		name     string
+		cidrs    []netip.Prefix
+		main     uint32
+		anyTable bool
+		port     sr.Port
+		ip       string
+		want     []Path
 	}{
-		{"no endpoint: the reject sink (first address)", []netip.Prefix{v4}, 0, none, "203.0.113.5", []Path{path("10.96.0.0", 80)}},
-		{"no endpoint, main VRF 3: no reject route, no sink (as before: routed on)", []netip.Prefix{v4}, 3, none, "203.0.113.5", nil},
-		{"endpoints elsewhere (Local): the drop sink (last address)", []netip.Prefix{v4}, 0, elsewhere, "203.0.113.5", []Path{path("10.111.255.255", 80)}},
-		{"IPv6, no endpoint: the IPv6 reject sink", []netip.Prefix{v4, v6}, 0, none, "2001:db8::5", []Path{path("fd00:96::", 80)}},
-		{"IPv6, endpoints elsewhere: no IPv6 drop sink (Kubernetes allocates the last address)", []netip.Prefix{v4, v6}, 0, elsewhere, "2001:db8::5", nil},
-		{"no service CIDR of the family", []netip.Prefix{v4}, 0, none, "2001:db8::5", nil},
+		{"no endpoint: the reject sink (first address)", []netip.Prefix{v4}, 0, false, none, "203.0.113.5", []Path{path("10.96.0.0", 80)}},
+		{"no endpoint, main VRF 3: no reject route, no sink (as before: routed on)", []netip.Prefix{v4}, 3, false, none, "203.0.113.5", nil},
+		{"no endpoint, main VRF 3 on a VPP that takes rejects in any table: the reject sink", []netip.Prefix{v4}, 3, true, none, "203.0.113.5", []Path{path("10.96.0.0", 80)}},
+		{"endpoints elsewhere (Local): the drop sink (last address)", []netip.Prefix{v4}, 0, false, elsewhere, "203.0.113.5", []Path{path("10.111.255.255", 80)}},
+		{"IPv6, no endpoint: the IPv6 reject sink", []netip.Prefix{v4, v6}, 0, false, none, "2001:db8::5", []Path{path("fd00:96::", 80)}},
+		{"IPv6, endpoints elsewhere: no IPv6 drop sink (Kubernetes allocates the last address)", []netip.Prefix{v4, v6}, 0, false, elsewhere, "2001:db8::5", nil},
+		{"no service CIDR of the family", []netip.Prefix{v4}, 0, false, none, "2001:db8::5", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.ServiceCIDRs, cfg.MainVRF = c.cidrs, c.main
+			cfg.ServiceCIDRs, cfg.MainVRF, cfg.RejectAnyTable = c.cidrs, c.main, c.anyTable
 			svc := &sr.ContivService{ClusterIPs: []netip.Addr{addr("10.96.0.5"), addr("fd00:96::5")}}
 			if got := sinkPaths(&cfg, svc, &c.port, addr(c.ip), 80, true); !slices.Equal(got, c.want) {
 				t.Errorf("paths %v, want %v", got, c.want)

@@ -302,7 +302,7 @@ func BuildGlobal(cfg Config, interfaces map[string]servicerenderer.InterfaceRole
 			k := RouteKey{Prefix: p, VRF: vrf}
 			st.Routes[k] = &Route{RouteKey: k}
 		}
-		if servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF) {
+		if servicerenderer.PodServiceLookup(cfg.MainVRF, cfg.PodVRF, cfg.RejectAnyTable) {
 			k := RouteKey{Prefix: p, VRF: cfg.PodVRF}
 			st.Routes[k] = &Route{RouteKey: k, Kind: RouteLookup, Table: cfg.MainVRF}
 		}

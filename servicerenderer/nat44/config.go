@@ -61,6 +61,12 @@ type Config struct {
 	// of the pods.
 	MainVRF uint32
 	PodVRF  uint32
+	// RejectAnyTable is set when the connected VPP takes a reject route
+	// in any FIB table (VPP 26.02 and later; the agent sets it from the
+	// release of its first connection): the verdict routes are then made
+	// in a main VRF other than 0 too (servicerenderer.Rejects). Unset,
+	// a main VRF other than 0 gets none (VPP 25.02 crashes on one there).
+	RejectAnyTable bool
 	// Overlay is set when nodes reach each other's pods through VXLAN; when
 	// unset, addresses outside this node's pod subnet are routed in the
 	// main VRF.

@@ -43,8 +43,8 @@
 //	health-check NodePort on each  HealthCheckTarget:port (the    on         the same (Local external policy with
 //	own node IP (TCP)              agent, host side; main VRF)               a healthCheckNodePort, target set)
 //	service CIDR (ServiceCIDR)     -                              -          ip_route_add_del DROP in mainVRF; in podVRF
-//	                                                                         a lookup of table 0 when mainVRF is 0, else DROP
-//	verdicts (BuildRoutes)         -                              -          ip_route_add_del ICMP_PROHIBIT /32 (table 0),
+//	                                                                         a lookup of mainVRF where rejects are made, else DROP
+//	verdicts (BuildRoutes)         -                              -          ip_route_add_del ICMP_PROHIBIT /32 (mainVRF),
 //	                                                                         DROP: see "Frontends without endpoints"
 //	plugin                         -                              -          enable (sessions), forwarding on, timeouts
 //	                                                                         (set after every enable), twice-NAT pool
@@ -163,10 +163,10 @@
 // records-acl-routes/c2*.jsonl):
 //
 //	traffic to                              verdict  routes
-//	a cluster IP: port without endpoints,   REJECT   ip_route_add_del ICMP_PROHIBIT /32 in table 0, one
-//	or a port the service does not define            per cluster IP; pod traffic reaches it through the
-//	                                                 pod VRF's service-CIDR lookup of table 0
-//	an unallocated service-CIDR address     DROP     ip_route_add_del DROP of the service CIDR in table 0,
+//	a cluster IP: port without endpoints,   REJECT   ip_route_add_del ICMP_PROHIBIT /32 in the main VRF,
+//	or a port the service does not define            one per cluster IP; pod traffic reaches it through
+//	                                                 the pod VRF's service-CIDR lookup of the main VRF
+//	an unallocated service-CIDR address     DROP     ip_route_add_del DROP of the service CIDR in the main VRF,
 //	                                                 reached from the pod VRF by its lookup route
 //	                                                 (BuildGlobal)
 //	a cluster IP whose Local internal       DROP     no reject route (the service-CIDR drop route)
@@ -179,11 +179,14 @@
 //	                                                 from)
 //
 // What VPP forbids: an ICMP_UNREACH or ICMP_PROHIBIT path in any table but
-// 0 crashes VPP 25.02 (SIGSEGV), so rejects need the main VRF to be table
-// 0 (else no reject route is built, the pod VRF's service-CIDR route
-// drops and so does the traffic) and pod traffic reaches them only
+// 0 crashes VPP 25.02 (SIGSEGV; fixed in 26.02), so on 25.02 rejects need
+// the main VRF to be table 0 (else no reject route is built, the pod VRF's
+// service-CIDR route drops and so does the traffic); on a release that
+// takes them in any table (Config.RejectAnyTable, from the agent's first
+// connection: 26.06) they are built in whatever main VRF
+// (servicerenderer.Rejects). Pod traffic reaches them only
 // through a lookup route: the pod VRF's route of the service CIDR looks
-// up table 0 (servicerenderer.PodServiceLookup), where the /32 rejects
+// up the main VRF (servicerenderer.PodServiceLookup), where the /32 rejects
 // and the service CIDR's drop decide (one route per cluster IP; earlier
 // versions added a /32 lookup per cluster IP beside a pod-VRF drop: a
 // full apply replaces that drop by the lookup with one add, VPP replacing
@@ -200,7 +203,7 @@
 // service CIDR could not be told from another's after a restart (the
 // agent's property test caught one left behind); the sink mapping is
 // tagged, per port (kube-proxy's scope) and read back like any mapping. A
-// REJECT of an external IP would need a reject route on it in table 0,
+// REJECT of an external IP would need a reject route on it in the main VRF,
 // with the same ownership problem; a mapping to a reject route inside the
 // service CIDR (what the cnat renderer does) was measured and does not
 // work under NAT44-ED (records-verdicts/verdicts-nat44.jsonl): with

@@ -45,6 +45,10 @@ type fakeVPP struct {
 	// otherRoutes are routes VPP holds that are not the agent's (dumped by
 	// DumpRoutes along with the agent's).
 	otherRoutes []Route
+	// rejectAnyTable: the VPP takes a reject route in any table (26.02
+	// and later); unset, one outside table 0 is refused (plugins/vpp never
+	// sends it: it crashes VPP 25.02).
+	rejectAnyTable bool
 }
 
 func newFakeVPP() *fakeVPP {
@@ -272,6 +276,9 @@ func (f *fakeVPP) AddDelRoute(_ context.Context, r Route, add bool) error {
 		op.Kind = OpAddRoute
 	}
 	return f.do(op, func() error {
+		if r.Kind == RouteReject && r.VRF != 0 && !f.rejectAnyTable {
+			return invalid("reject route %s outside table 0", r.RouteKey)
+		}
 		f.state.Apply(op) // idempotent both ways, as VPP answers 0
 		return nil
 	})

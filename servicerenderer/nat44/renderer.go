@@ -227,10 +227,10 @@ func (r *Renderer) reset(node servicerenderer.LocalNode, interfaces map[string]s
 	r.dirtyInterfaces = nil
 	r.extRefs = map[netip.Addr]int{}
 	r.dirtyExt = nil
-	// A service has a verdict route per cluster IP only with main VRF 0
-	// and a service CIDR (BuildRoutes).
+	// A service has a verdict route per cluster IP only where reject
+	// routes are made and with a service CIDR (BuildRoutes).
 	routes := 0
-	if r.cfg.MainVRF == 0 && r.cfg.ServiceCIDR.IsValid() {
+	if servicerenderer.Rejects(r.cfg.MainVRF, r.cfg.RejectAnyTable) && r.cfg.ServiceCIDR.IsValid() {
 		routes = services
 		r.desired.Routes = withRoom(r.desired.Routes, routes)
 	}

@@ -12,13 +12,13 @@ import (
 // becomes of traffic to its cluster IPs that no mapping takes (NAT runs
 // before the FIB lookup, so mapped traffic never sees them), as
 // kube-proxy decides it (FACTS §1, §4): REJECT each IPv4 cluster IP inside
-// Config.ServiceCIDR with a /32 reject (ICMP_PROHIBIT) route in table 0, which pod
-// traffic reaches through the pod VRF's service-CIDR lookup of table 0
-// (servicerenderer.PodServiceLookup), for the cluster IPs
+// Config.ServiceCIDR with a /32 reject (ICMP_PROHIBIT) route in the main
+// VRF, which pod traffic reaches through the pod VRF's service-CIDR lookup
+// of the main VRF (servicerenderer.PodServiceLookup), for the cluster IPs
 // servicerenderer.RejectIPs picks (the cnat renderer shares it). Its ports without endpoints and
 // the ports it does not define are then refused at once. Not when the
-// main VRF is not table 0 (a reject path crashes VPP 25.02
-// in any other table), nor without a service CIDR. External and
+// main VRF is not table 0 and Config.RejectAnyTable is unset (a reject
+// path crashes VPP 25.02 in any other table), nor without a service CIDR. External and
 // LoadBalancer IPs get no route (routes have no tag: a /32 outside the
 // service CIDR could not be recognised after a restart); a Local one
 // without a local endpoint is mapped to SinkAddress (BuildService), one
@@ -33,14 +33,14 @@ func BuildRoutes(svc *servicerenderer.ContivService, node servicerenderer.LocalN
 // appendRoutes appends the routes of BuildRoutes to dst, with ips as
 // scratch room for the service's reject IPs; both are returned for reuse.
 func appendRoutes(dst []Route, ips []netip.Addr, svc *servicerenderer.ContivService, cfg *Config) ([]Route, []netip.Addr) {
-	if cfg.MainVRF != 0 {
+	if !servicerenderer.Rejects(cfg.MainVRF, cfg.RejectAnyTable) {
 		return dst, ips
 	}
 	ips = servicerenderer.AppendRejectIPs(ips[:0], svc, cfg.ServiceCIDR)
 	start := len(dst)
 	for _, ip := range ips {
 		if p, ok := IPv4PrefixOf(netip.PrefixFrom(ip, 32)); ok {
-			dst = append(dst, Route{RouteKey: RouteKey{Prefix: p, VRF: 0}, Kind: RouteReject})
+			dst = append(dst, Route{RouteKey: RouteKey{Prefix: p, VRF: cfg.MainVRF}, Kind: RouteReject})
 		}
 	}
 	slices.SortFunc(dst[start:], func(a, b Route) int { return compareRouteKeys(a.RouteKey, b.RouteKey) })
@@ -167,7 +167,7 @@ func (r *Renderer) routeChanged(k RouteKey) {
 
 // ownedRoute tells whether a route VPP holds is the agent's: the service
 // CIDR's drop route in the pod or the main VRF or its lookup of the main
-// VRF in the pod VRF, a /32 reject in table 0 or lookup in the pod VRF
+// VRF in the pod VRF, a /32 reject in the main VRF or lookup in the pod VRF
 // inside the service CIDR (which earlier versions made per cluster IP:
 // a full apply deletes them), or a route the agent wants on that key.
 // ASSUMPTION: routes have no tag, so such a route is
@@ -187,7 +187,7 @@ func (r *Renderer) ownedRoute(rt Route) bool {
 		return (rt.Kind == RouteDrop && (k.VRF == r.cfg.PodVRF || k.VRF == r.cfg.MainVRF)) ||
 			(rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF && rt.Table == r.cfg.MainVRF)
 	case k.Prefix.Bits() == 32 && cidr.Contains(k.Prefix.Addr()):
-		return (rt.Kind == RouteReject && k.VRF == 0) || (rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF)
+		return (rt.Kind == RouteReject && k.VRF == r.cfg.MainVRF) || (rt.Kind == RouteLookup && k.VRF == r.cfg.PodVRF)
 	}
 	return false
 }

@@ -62,6 +62,10 @@ func TestBuildRoutes(t *testing.T) {
 			svc: verdictSvc(lo, cl, "10.1.1.5"), want: []string{reject}},
 		{name: "main VRF not table 0: ICMP_UNREACH would crash VPP, no reject routes",
 			svc: verdictSvc(cl, cl), want: nil},
+		{name: "main VRF not table 0 on a VPP that takes rejects in any table: the reject in the main VRF",
+			cfg: func(c *Config) { c.RejectAnyTable = true }, svc: verdictSvc(cl, cl), want: []string{"10.96.0.50/32 vrf=1 reject"}},
+		{name: "main VRF 0 on a VPP that takes rejects in any table: as before", cfg: func(c *Config) { c.MainVRF, c.RejectAnyTable = 0, true },
+			svc: verdictSvc(cl, cl), want: []string{reject}},
 		{name: "no service CIDR: no verdict routes", cfg: func(c *Config) { c.MainVRF = 0; c.ServiceCIDR = netip.Prefix{} },
 			svc: verdictSvc(cl, cl), want: nil},
 	}
@@ -142,6 +146,69 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	mustApply(t, r2, false)
 	if got := routes(); !slices.Equal(got, []string{"del-route 10.96.0.50/32 vrf=0 reject"}) {
 		t.Errorf("service deleted: %q", got)
+	}
+}
+
+// TestVerdictRoutesMainVRF: with a main VRF other than 0, the renderer
+// makes the verdict routes there only on a VPP that takes a reject in any
+// table (Config.RejectAnyTable: 26.02 and later): the cluster IP's /32
+// reject in the main VRF, which the pod VRF's service-CIDR route looks up;
+// a restarted renderer finds them (no write) and deleting the service
+// takes the reject away. Without it (VPP 25.02, whose fake refuses a reject
+// outside table 0) both VRFs drop the service CIDR and no reject is sent.
+func TestVerdictRoutesMainVRF(t *testing.T) {
+	for _, anyTable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "25.02", true: "26.02+"}[anyTable], func(t *testing.T) {
+			cfg := testConfig() // main VRF 1, pod VRF 2
+			cfg.RejectAnyTable = anyTable
+			fake := newFakeVPP()
+			fake.rejectAnyTable = anyTable
+			r := newTestRenderer(t, cfg, fake)
+			s := verdictSvc(servicerenderer.PolicyCluster, servicerenderer.PolicyCluster)
+			if err := r.Resync(resyncData(s)); err != nil {
+				t.Fatal(err)
+			}
+			mustApply(t, r, true)
+			routes := func() []string {
+				var out []string
+				for _, c := range fake.takeCalls() {
+					if strings.Contains(c, "route") {
+						out = append(out, c)
+					}
+				}
+				return out
+			}
+			want := []string{"add-route 10.96.0.0/12 vrf=1 drop", "add-route 10.96.0.0/12 vrf=2 drop"}
+			if anyTable {
+				want = []string{"add-route 10.96.0.0/12 vrf=1 drop", "add-route 10.96.0.0/12 vrf=2 lookup table=1",
+					"add-route 10.96.0.50/32 vrf=1 reject"}
+			}
+			if got := routes(); !slices.Equal(got, want) {
+				t.Fatalf("first apply: %q, want %q", got, want)
+			}
+			if f := r.Failures(); len(f) != 0 {
+				t.Fatalf("failures: %v", f)
+			}
+			r2 := newTestRenderer(t, cfg, fake)
+			if err := r2.Resync(resyncData(s)); err != nil {
+				t.Fatal(err)
+			}
+			mustApply(t, r2, true)
+			if got := fake.takeCalls(); slices.ContainsFunc(got, func(c string) bool { return !strings.HasPrefix(c, "dump") }) {
+				t.Errorf("restart wrote: %q", got)
+			}
+			if err := r2.DeleteService(s); err != nil {
+				t.Fatal(err)
+			}
+			mustApply(t, r2, false)
+			want = nil
+			if anyTable {
+				want = []string{"del-route 10.96.0.50/32 vrf=1 reject"}
+			}
+			if got := routes(); !slices.Equal(got, want) {
+				t.Errorf("service deleted: %q, want %q", got, want)
+			}
+		})
 	}
 }
 

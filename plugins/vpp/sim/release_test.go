@@ -146,10 +146,16 @@ func TestRejectRouteOutsideTable0(t *testing.T) {
 				if err := conn.Invoke(t.Context(), req, &ipapi.IPRouteAddDelReply{}); err == nil {
 					t.Fatal("VPP 25.02 took a reject route in table 1")
 				}
+				if v.Crashes() != 1 {
+					t.Errorf("VPP 25.02 crashed %d times on a reject route in table 1, want 1", v.Crashes())
+				}
 				return
 			}
 			if rv := call(t, conn, req, &ipapi.IPRouteAddDelReply{}); rv != 0 {
 				t.Fatal(rv)
+			}
+			if v.Crashes() != 0 {
+				t.Errorf("VPP 26.06 crashed on a reject route in table 1: %s", v.LastCrash())
 			}
 			want := Route{VRF: 1, Prefix: netip.MustParsePrefix("10.96.0.9/32"), Reject: true, Prohibit: true}
 			if !slices.Contains(v.Routes(), want) {
