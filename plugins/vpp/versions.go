@@ -104,7 +104,7 @@ var release2606 = Release{
 	// CNAT.giveSessionBudgets): pod traffic to services works, but not
 	// external traffic that cnat source-NATs, nor services after a VPP
 	// restart (docs/vpp-versions.md).
-	cnatUnsupported: "external traffic it source-NATs (NodePort, external IPs, LoadBalancer IPs with externalTrafficPolicy Cluster) gets no answer, and services fail after a VPP restart (measured with real packets)",
+	cnatUnsupported: "external traffic to a backend on another node (NodePort, external IPs, LoadBalancer IPs with externalTrafficPolicy Cluster) gets no answer, and services fail after a VPP restart (measured with real packets)",
 }
 
 // releases are the supported releases, oldest first.
