@@ -88,6 +88,10 @@ func cniScenarios(t *testing.T, renderer string) {
 	np3.nodePort = cniNodePort3
 	c.put(&service{name: "np3", typ: "NodePort", clusterIP: cniNP3IP, ports: []svcPort{np3}, endpoints: eps(be3)})
 	c.load(t)
+	if d, err := time.ParseDuration(os.Getenv("E2EVPP_HOLD")); err == nil {
+		t.Logf("holding the cluster for %v (E2EVPP_HOLD): vppctl -s %s", d, n1.cliSocket())
+		time.Sleep(d)
+	}
 	warmUp(t, s)
 	waitFor(t, 30*time.Second, func() (bool, string) {
 		_, err := request(client.netns, "tcp", cniWebIP+":80", 2*time.Second)
