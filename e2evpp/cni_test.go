@@ -46,6 +46,7 @@ func cniScenarios(t *testing.T, renderer string) {
 	s := newSuite(t, renderer, []string{}, []string{})
 	plugin := buildCNIPlugin(t)
 	s.configHook = func(n *node, cfg string) string { return cfg + cniAgentConfig(n) }
+	s.recordAs = "cni-" + renderer
 	n1, n2 := s.nodes[0], s.nodes[1]
 	rts := map[*node]*cniRuntime{}
 	for _, n := range s.nodes {

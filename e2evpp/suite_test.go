@@ -86,6 +86,9 @@ type suite struct {
 	// configHook, when set, edits a node's agent configuration before it starts.
 	configHook func(n *node, cfg string) string
 	etcdFwd    map[string]bool // namespaces etcd is forwarded into (forwardEtcd)
+	// recordAs names the record kept in testdata (record_test.go; default
+	// the renderer).
+	recordAs string
 }
 
 // newSuite makes the cluster's namespaces and links and starts the VPPs;
