@@ -30,7 +30,10 @@ type iface struct {
 	devType string
 	adminUp bool
 	vrf     uint32
-	addr    netip.Prefix // IPv4 address, if any
+	// mvrf is the IPv4 multicast table the interface is bound to
+	// (sw_interface_set_table binds it only where that table exists).
+	mvrf uint32
+	addr netip.Prefix // IPv4 address, if any
 	// dynamic: made by af_packet_create_v3 or tap_create_v3 (pods.go); a
 	// restart does not re-create it.
 	dynamic bool
@@ -153,7 +156,7 @@ func (v *VPP) allocIndexLocked() uint32 {
 func (v *VPP) createLocked(idx uint32, s InterfaceSpec) uint32 {
 	i := &iface{
 		index: idx, name: s.Name, tag: cut(s.Tag), mac: s.MAC, devType: devType(s.Name),
-		adminUp: !s.AdminDown, vrf: s.VRF, addr: s.Address,
+		adminUp: !s.AdminDown, vrf: s.VRF, mvrf: s.VRF, addr: s.Address,
 	}
 	if i.mac == ([6]byte{}) {
 		// ASSUMPTION: VPP randomises af_packet MACs (02:fe:...); the
