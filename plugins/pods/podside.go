@@ -44,8 +44,9 @@ func withNetns(path string, f func(ns.NetNS) error) error {
 }
 
 // makeVeth makes the veth pair of an af_packet pod: ifName in the pod's
-// netns, hostName in the agent's (VPP's), both without transmit checksum
-// offload (txChecksumOff). It returns the pod end's MAC.
+// netns, without transmit checksum offload (txChecksumOff), hostName in
+// the agent's (VPP's; what VPP sends through it carries whole checksums).
+// It returns the pod end's MAC.
 func makeVeth(netnsPath, ifName, hostName string) (net.HardwareAddr, error) {
 	hostNS, err := ns.GetCurrentNS()
 	if err != nil {
@@ -61,10 +62,7 @@ func makeVeth(netnsPath, ifName, hostName string) (net.HardwareAddr, error) {
 		mac = cont.HardwareAddr
 		return txChecksumOff(ifName)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return mac, txChecksumOff(hostName)
+	return mac, err
 }
 
 // txChecksumOff turns off every transmit checksum offload of link name
