@@ -92,14 +92,35 @@ func NewPods(conn *Conn, log *slog.Logger) *Pods {
 	return &Pods{conn: conn, log: log}
 }
 
-// PodMessages are the messages Pods sends and receives (add them to
-// Config.ExtraMessages when the agent wires pods).
+// PodMessages are the messages Pods sends and receives for both kinds of
+// pod interface (PodMessagesFor names one kind's).
 func PodMessages() []api.Message {
-	return []api.Message{
+	return append(PodMessagesFor(PodLinkAFPacket), tapMessages()...)
+}
+
+// PodMessagesFor are the messages Pods sends and receives when its pods
+// are of kind k (add them to Config.ExtraMessages when the agent wires
+// pods): the other kind's are not asked of VPP, so that a VPP without the
+// tap plugin (26.06 builds it as a plugin the node may not load) serves
+// af_packet pods.
+func PodMessagesFor(k PodLinkKind) []api.Message {
+	if k == PodLinkTap {
+		return append(commonPodMessages(), tapMessages()...)
+	}
+	return append(commonPodMessages(),
 		&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
-		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
+		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{})
+}
+
+func tapMessages() []api.Message {
+	return []api.Message{
 		&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
 		&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
+	}
+}
+
+func commonPodMessages() []api.Message {
+	return []api.Message{
 		&interfaces.CreateLoopback{}, &interfaces.CreateLoopbackReply{},
 		&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
 		&interfaces.SwInterfaceAddDelAddress{}, &interfaces.SwInterfaceAddDelAddressReply{},
