@@ -189,6 +189,10 @@ func cniScenarios(t *testing.T, renderer string) {
 	})
 	step("vpp-restart", func(t *testing.T, figs *[]string) {
 		before := n1.podIfaces()
+		// Flows through the service and straight to a pod, counted (not
+		// asserted: VPP's sessions and the pods' interfaces go with it).
+		svcFlows := append(openFlows(t, client.netns, "tcp", cniWebIP+":80", 6), openFlows(t, client.netns, "udp", cniWebIP+":53", 6)...)
+		direct := openFlows(t, client.netns, "tcp", fmt.Sprintf("%s:%d", be1.ip, backendPort), 6)
 		n1.stopVPP(t)
 		start := time.Now()
 		n1.startVPP(t)
@@ -223,7 +227,10 @@ func cniScenarios(t *testing.T, renderer string) {
 		if !sameKeys(seen, "be1", "be2", "be3") {
 			t.Errorf("NodePort after a VPP restart: backends %v, want be1 be2 be3", seen)
 		}
-		*figs = append(*figs, fmt.Sprintf("VPP up after %v, agent ready (%d pods back) after %v", up.Round(time.Millisecond), len(before), back.Round(time.Millisecond)))
+		cutSvc, _ := cuts(svcFlows)
+		cutDirect, _ := cuts(direct)
+		*figs = append(*figs, fmt.Sprintf("VPP up after %v, agent ready (%d pods back) after %v; flows cut: through the service %d/%d, pod to pod %d/%d",
+			up.Round(time.Millisecond), len(before), back.Round(time.Millisecond), cutSvc, len(svcFlows), cutDirect, len(direct)))
 	})
 	step("del", func(t *testing.T, figs *[]string) {
 		// As Kubernetes: be2 leaves the services, then its sandbox goes.
