@@ -31,7 +31,11 @@ func (a *Agent) podMessages() []api.Message {
 	if !a.cfg.CNI.Enabled {
 		return nil
 	}
-	return vpp.PodMessages()
+	kind, _, err := pods.ResolveKind(a.cfg.CNI.PodInterface)
+	if err != nil {
+		return vpp.PodMessages() // podHandlers refuses the configuration
+	}
+	return vpp.PodMessagesFor(kind)
 }
 
 // podHandlers builds the pod manager (cni.enabled): a handler that runs

@@ -146,3 +146,24 @@ func post(t *testing.T, c *http.Client, path string, req any, out any) int {
 	}
 	return resp.StatusCode
 }
+
+// An af_packet node asks VPP for no tap message: VPP 26.06 builds tap as a
+// plugin the node may not load, and an agent that required its messages
+// refused that VPP though it wires no tap (e2evpp TestRealVPPCNI on 26.06:
+// "VPP lacks ... tap_create_v3").
+func TestAFPacketPodsNeedNoTapMessages(t *testing.T) {
+	a := &Agent{cfg: contivconf.Defaults()}
+	a.cfg.CNI.Enabled = true
+	a.cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	var names []string
+	for _, m := range a.podMessages() {
+		names = append(names, m.GetMessageName())
+	}
+	all := strings.Join(names, " ")
+	if strings.Contains(all, "tap_") {
+		t.Errorf("an af_packet node's pod messages ask for tap: %s", all)
+	}
+	if !strings.Contains(all, "af_packet_create_v3") {
+		t.Errorf("an af_packet node's pod messages lack af_packet_create_v3: %s", all)
+	}
+}

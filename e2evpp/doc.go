@@ -21,6 +21,10 @@
 // locked thread), so every packet crosses VPP. Nothing is sent to an
 // address outside the namespaces the test made.
 //
+// TestRealVPPCNI runs nodes without static pods instead: the agents wire
+// every pod for contiv-cni, which the test calls through libcni as a
+// container runtime does (cniruntime_test.go).
+//
 // Every scenario prints a line of the run's table (scenario, renderer, VPP
 // version, result, figures) and keeps each process's log under
 // $CONTIV_E2E_VPP_ARTIFACTS (default a temporary directory, named in the

@@ -34,6 +34,9 @@ type pod struct {
 	k         int // its index on the node: address 10.1.i.(k+1)
 	netns     string
 	ip        netip.Addr
+	// cni: wired by the agent for contiv-cni (cni_test.go), not by the
+	// startup configuration nor build.
+	cni bool
 }
 
 // vppIf is VPP's name of the pod's interface.
@@ -81,6 +84,18 @@ func (n *node) addPod(namespace, name string) *pod {
 	return p
 }
 
+// staticPods are the pods the startup configuration wires (not the
+// contiv-cni ones).
+func (n *node) staticPods() []*pod {
+	var out []*pod
+	for _, p := range n.pods {
+		if !p.cni {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // build makes the node's namespaces and links: the uplink into the
 // fabric's bridge, the host interconnect, the pods.
 func (n *node) build(t *testing.T) {
@@ -94,7 +109,7 @@ func (n *node) build(t *testing.T) {
 	// owns: health checks reach the agent from the NAT loopback (nat44's
 	// twice-NAT) or the client (cnat), and the reply must go back to VPP.
 	ipIn(t, n.netns, "route", "add", "default", "via", fmt.Sprintf("172.30.%d.1", n.id))
-	for _, p := range n.pods {
+	for _, p := range n.staticPods() {
 		addNetns(t, p.netns)
 		veth(t, n.netns, fmt.Sprintf("pod%d", p.k), p.netns, "eth0")
 		gw := fmt.Sprintf("10.1.%d.1", n.id)
@@ -146,12 +161,15 @@ func (n *node) startupCLI() string {
 		tunnel++
 	}
 	// The pod gateway: a loopback in the pod VRF every pod interface borrows
-	// its address from.
-	w("create loopback interface mac 02:fe:%02x:00:00:04 instance 0", n.id)
-	w("set interface ip table loop0 %d", podVRF)
-	w("set interface ip address loop0 10.1.%d.1/32", n.id)
-	w("set interface state loop0 up")
-	for _, p := range n.pods {
+	// its address from. A node declared without static pods has none: its
+	// agent's pod manager makes its own for the pods contiv-cni asks for.
+	if len(n.staticPods()) > 0 {
+		w("create loopback interface mac 02:fe:%02x:00:00:04 instance 0", n.id)
+		w("set interface ip table loop0 %d", podVRF)
+		w("set interface ip address loop0 10.1.%d.1/32", n.id)
+		w("set interface state loop0 up")
+	}
+	for _, p := range n.staticPods() {
 		w("create host-interface name pod%d hw-addr %s", p.k, p.vppMAC())
 		w("set interface ip table %s %d", p.vppIf(), podVRF)
 		w("set interface unnumbered %s use loop0", p.vppIf())
@@ -199,8 +217,8 @@ plugins {
 }
 
 // startVPP starts the node's VPP in its namespace and waits until its
-// startup configuration has run (the last pod's interface, or loop0, is
-// there).
+// startup configuration has run (the last static pod's interface, or
+// loop1, is there).
 func (n *node) startVPP(t *testing.T) {
 	t.Helper()
 	for name, text := range map[string]string{"node.cli": n.startupCLI(), "vpp.conf": n.startupConf()} {
@@ -222,9 +240,9 @@ func (n *node) startVPP(t *testing.T) {
 	done := make(chan error, 1)
 	n.vppDone = done
 	go func(c *exec.Cmd) { done <- c.Wait(); log.Close() }(n.vpp)
-	last := "loop0"
-	if len(n.pods) > 0 {
-		last = n.pods[len(n.pods)-1].vppIf()
+	last := "loop1"
+	if st := n.staticPods(); len(st) > 0 {
+		last = st[len(st)-1].vppIf()
 	}
 	waitFor(t, 60*time.Second, func() (bool, string) {
 		select {

@@ -63,7 +63,11 @@ func (s *suite) keepRecord() {
 		s.t.Error(err)
 		return
 	}
-	out := filepath.Join(dir, s.renderer+".jsonl")
+	name := s.renderer
+	if s.recordAs != "" {
+		name = s.recordAs
+	}
+	out := filepath.Join(dir, name+".jsonl")
 	_ = os.Remove(out)
 	_ = os.Remove(out + ".gz")
 	if len(kept) > maxRecord {

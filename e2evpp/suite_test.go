@@ -95,6 +95,9 @@ type suite struct {
 	// noRecord leaves node 1's agent unrecorded (record_test.go): the
 	// scale figures are not to include the recorder's cost.
 	noRecord bool
+	// recordAs names the record kept in testdata (record_test.go; default
+	// the renderer).
+	recordAs string
 }
 
 // newSuite makes the cluster's namespaces and links and starts the VPPs;

@@ -92,14 +92,35 @@ func NewPods(conn *Conn, log *slog.Logger) *Pods {
 	return &Pods{conn: conn, log: log}
 }
 
-// PodMessages are the messages Pods sends and receives (add them to
-// Config.ExtraMessages when the agent wires pods).
+// PodMessages are the messages Pods sends and receives for both kinds of
+// pod interface (PodMessagesFor names one kind's).
 func PodMessages() []api.Message {
-	return []api.Message{
+	return append(PodMessagesFor(PodLinkAFPacket), tapMessages()...)
+}
+
+// PodMessagesFor are the messages Pods sends and receives when its pods
+// are of kind k (add them to Config.ExtraMessages when the agent wires
+// pods): the other kind's are not asked of VPP, so that a VPP without the
+// tap plugin (26.06 builds it as a plugin the node may not load) serves
+// af_packet pods.
+func PodMessagesFor(k PodLinkKind) []api.Message {
+	if k == PodLinkTap {
+		return append(commonPodMessages(), tapMessages()...)
+	}
+	return append(commonPodMessages(),
 		&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
-		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
+		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{})
+}
+
+func tapMessages() []api.Message {
+	return []api.Message{
 		&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
 		&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
+	}
+}
+
+func commonPodMessages() []api.Message {
+	return []api.Message{
 		&interfaces.CreateLoopback{}, &interfaces.CreateLoopbackReply{},
 		&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
 		&interfaces.SwInterfaceAddDelAddress{}, &interfaces.SwInterfaceAddDelAddressReply{},
@@ -108,6 +129,7 @@ func PodMessages() []api.Message {
 		&interfaces.SwInterfaceSetFlags{}, &interfaces.SwInterfaceSetFlagsReply{},
 		&ip_neighbor.IPNeighborAddDel{}, &ip_neighbor.IPNeighborAddDelReply{},
 		&ipapi.IPAddressDump{}, &ipapi.IPAddressDetails{},
+		&ipapi.IPTableAddDel{}, &ipapi.IPTableAddDelReply{},
 	}
 }
 
@@ -159,7 +181,16 @@ func (p *Pods) EnsureGateway(ctx context.Context, tag string, vrf uint32, gw net
 		return 0, err
 	}
 	if !slices.Contains(has, gw) {
-		// The table first: VPP moves no addressed interface.
+		// The table first: VPP moves no addressed interface. And the VRF
+		// made first, unicast and multicast: one NAT44 made alone (its
+		// mappings' locals in it, as after a VPP restart the agent came
+		// back to before the startup configuration's "ip table add") has
+		// no multicast table, and a loopback bound without one lends its
+		// address to no pod interface bound once the table is complete
+		// (VPP refuses the unnumbered: -74, measured on 25.02).
+		if err := p.addTable(ctx, vrf); err != nil {
+			return 0, err
+		}
 		if err := p.setTable(ctx, idx, vrf); err != nil {
 			return 0, err
 		}
@@ -358,6 +389,13 @@ func (p *Pods) tag(ctx context.Context, idx uint32, tag string) error {
 	err := p.conn.invoke(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: interface_types.InterfaceIndex(idx), Tag: tag},
 		&interfaces.SwInterfaceTagAddDelReply{})
 	return podErr(err, fmt.Sprintf("tag interface %d %q", idx, tag))
+}
+
+// addTable makes IPv4 table vrf, unicast and multicast, where it is not
+// complete yet (VPP answers 0 for one that exists).
+func (p *Pods) addTable(ctx context.Context, vrf uint32) error {
+	err := p.conn.invoke(ctx, &ipapi.IPTableAddDel{IsAdd: true, Table: ipapi.IPTable{TableID: vrf}}, &ipapi.IPTableAddDelReply{})
+	return podErr(err, fmt.Sprintf("add IPv4 table %d", vrf))
 }
 
 func (p *Pods) setTable(ctx context.Context, idx, vrf uint32) error {

@@ -203,9 +203,7 @@
 // # Assumptions where the record is silent
 //
 // Each is marked ASSUMPTION in the code: af_packet MACs derived from the
-// index (VPP randomises them); interfaces created before a restarted
-// VPP's startup configuration has run get indices after the ones it
-// re-creates; delete_loopback of a non-loopback -> -2; vrf ~0 of a
+// index (VPP randomises them); delete_loopback of a non-loopback -> -2; vrf ~0 of a
 // mapping is the inside VRF given at enable; twice-NAT on an
 // address-only static mapping -> -126; a static delete on an identity key
 // deletes the identity local of its VRF; LB delete and add_del_local on

@@ -30,7 +30,10 @@ type iface struct {
 	devType string
 	adminUp bool
 	vrf     uint32
-	addr    netip.Prefix // IPv4 address, if any
+	// mvrf is the IPv4 multicast table the interface is bound to
+	// (sw_interface_set_table binds it only where that table exists).
+	mvrf uint32
+	addr netip.Prefix // IPv4 address, if any
 	// dynamic: made by af_packet_create_v3 or tap_create_v3 (pods.go); a
 	// restart does not re-create it.
 	dynamic bool
@@ -153,7 +156,7 @@ func (v *VPP) allocIndexLocked() uint32 {
 func (v *VPP) createLocked(idx uint32, s InterfaceSpec) uint32 {
 	i := &iface{
 		index: idx, name: s.Name, tag: cut(s.Tag), mac: s.MAC, devType: devType(s.Name),
-		adminUp: !s.AdminDown, vrf: s.VRF, addr: s.Address,
+		adminUp: !s.AdminDown, vrf: s.VRF, mvrf: s.VRF, addr: s.Address,
 	}
 	if i.mac == ([6]byte{}) {
 		// ASSUMPTION: VPP randomises af_packet MACs (02:fe:...); the
@@ -235,11 +238,16 @@ func (v *VPP) SetAdminUp(name string, up bool) error {
 	return nil
 }
 
+// setAdminLocked sets the admin state; the event says what came up with
+// it (MEASURED, VPP 25.02, records-e2evpp/cni-nat44.jsonl: VPP's event
+// carries the admin-up and link-up events of its batch, not the state: an
+// af_packet set up gives flags 1, a loopback, whose link follows, 3; going
+// down gives 0).
 func (v *VPP) setAdminLocked(i *iface, up bool) {
 	before := i.flags()
 	i.adminUp = up
 	if f := i.flags(); f != before {
-		v.eventLocked(i.index, f, false)
+		v.eventLocked(i.index, f&^before, false)
 	}
 }
 

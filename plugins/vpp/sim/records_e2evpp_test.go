@@ -44,6 +44,8 @@ var e2evppIgnore = []struct {
 	{"show_version", "build_date", "", "the recorded binary's build date"},
 	{"show_version", "build_directory", "", "the recorded binary's build directory"},
 	{"ip_route_add_del", "stats_index", "", "FIB entry index: depends on every FIB entry VPP made before (the startup configuration's routes, adjacencies), which the sim does not model"},
+	{"cnat_get_snat_addresses", "id", "", "VPP 25.02 answers an id that changes from one call to the next with nothing changed (4, 27, 655617 in one run of the CNI test): not state"},
+	{"ip_neighbor_add_del", "stats_index", "", "the neighbour's adjacency counter: depends on every adjacency VPP made before (the uplink's and the tunnel's ARP entries), which the sim does not model (it answers ~0)"},
 }
 
 // e2evppNode1 are node 1's interfaces as its startup configuration creates
@@ -57,6 +59,23 @@ var e2evppNode1 = []InterfaceSpec{
 	{Name: "host-pod1", Tag: "default/client", MAC: mac("02:fe:01:01:00:01"), VRF: 1},
 	{Name: "host-pod2", Tag: "default/be1", MAC: mac("02:fe:01:01:00:02"), VRF: 1},
 	{Name: "host-pod3", Tag: "default/be2", MAC: mac("02:fe:01:01:00:03"), VRF: 1},
+}
+
+// e2evppStartup are the interfaces node 1's startup configuration creates
+// for the record file name: the CNI test's nodes (cni-<renderer>.jsonl,
+// e2evpp/cni_test.go) have no static pod and no pod gateway, their agent
+// makes both.
+func e2evppStartup(name string) []InterfaceSpec {
+	if !strings.HasPrefix(name, "cni-") {
+		return e2evppNode1
+	}
+	var out []InterfaceSpec
+	for _, s := range e2evppNode1 {
+		if s.Name != "loop0" && !strings.HasPrefix(s.Name, "host-pod") {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // e2evppRecordFiles are the suite's records: every version, every renderer.
@@ -124,11 +143,13 @@ func replayE2EVPP(t *testing.T, path string) (compared, skipped int) {
 	v := New(Options{Version: recordedVersion(recs)})
 	t.Cleanup(v.Close)
 	v.CreateTable(1) // "ip table add 1"
-	for _, s := range e2evppNode1 {
+	for _, s := range e2evppStartup(filepath.Base(path)) {
 		if _, err := v.CreateInterface(s); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The pods' veths are the kernel's: the record says whether VPP found them.
+	v.SetHostInterfaces(func(string) bool { return true })
 	r := &replayer{t: t, file: filepath.Base(path), v: v, pids: map[uint32]uint32{}}
 	connected := false
 	t.Cleanup(func() { r.disconnect() })
@@ -150,7 +171,9 @@ func replayE2EVPP(t *testing.T, path string) (compared, skipped int) {
 		case rec.Request == nil && len(rec.Events) > 0:
 			// The test is the clock: a restarted VPP's startup
 			// configuration has run when its interfaces' events came.
-			r.v.FinishStartup()
+			if startupRan(rec, r.v) {
+				r.v.FinishStartup()
+			}
 			if err := r.checkEvents(rec); err != nil {
 				t.Errorf("step %d: %v", rec.Step, err)
 			}
@@ -183,6 +206,38 @@ func replayE2EVPP(t *testing.T, path string) (compared, skipped int) {
 // place among the replies.
 const e2evppEventTiming = "VPP sends sw_interface_event from a process some time after the change (a restarted VPP's dump listed host-pod1..3 before their events came: records-e2evpp/cnat.jsonl), the sim at once"
 
+// startupRan tells whether the record shows a restarted VPP's startup
+// configuration run: a dump listing the uplink, or an event for an
+// interface the sim does not have yet. (The agent's own interfaces, made
+// before it ran, come first: the CNI test's gateway and pods.)
+func startupRan(rec *corpusRecord, v *VPP) bool {
+	if rec.Request != nil {
+		if rec.Request.Name != "sw_interface_dump" {
+			return false
+		}
+		for _, m := range rec.Replies {
+			if strings.Contains(string(m.Fields), `"interface_name":"host-eth1"`) {
+				return true
+			}
+		}
+		return false
+	}
+	have := map[uint32]bool{}
+	for _, i := range v.Interfaces() {
+		have[i.Index] = true
+	}
+	for _, e := range rec.Events {
+		var f struct {
+			SwIfIndex uint32 `json:"sw_if_index"`
+			Deleted   bool   `json:"deleted"`
+		}
+		if json.Unmarshal(e.Fields, &f) == nil && !f.Deleted && !have[f.SwIfIndex] {
+			return true
+		}
+	}
+	return false
+}
+
 // recordedVersion is the version the record's VPP reported (the sim
 // answers show_version with it).
 func recordedVersion(recs []*corpusRecord) string {
@@ -210,7 +265,7 @@ func (r *replayer) replayE2EVPP(rec *corpusRecord) error {
 		}
 		r.lastPID = pid
 	}
-	if interfacesBack(rec) {
+	if startupRan(rec, r.v) {
 		r.v.FinishStartup()
 	}
 	crashes := r.v.Crashes()
