@@ -44,6 +44,7 @@ func cniScenarios(t *testing.T, renderer string) {
 	// Two nodes without static pods: no pod interface and no pod gateway
 	// in their startup configuration; the agents make both.
 	s := newSuite(t, renderer, []string{}, []string{})
+	skipRefused(t, renderer)
 	plugin := buildCNIPlugin(t)
 	s.configHook = func(n *node, cfg string) string { return cfg + cniAgentConfig(n) }
 	s.recordAs = "cni-" + renderer

@@ -137,6 +137,7 @@ func serveLocal(t *testing.T, netns string, port int) {
 func bigService(t *testing.T, renderer string, figs *[]string) {
 	s := newSuiteWith(t, renderer, func(s *suite) { s.startupEdit, s.noRecord = bigRoutes, true },
 		[]string{"client", "be1"}, []string{"client2", "be2"})
+	skipRefused(t, renderer)
 	var eps []endpoint
 	for _, n := range s.nodes {
 		be := n.pod(fmt.Sprintf("be%d", n.id))
@@ -366,6 +367,7 @@ func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 	// the suite's pods sit above them.
 	s := newSuiteWith(t, renderer, func(s *suite) { s.podIPBase, s.noRecord = 248, true },
 		[]string{"client", "be1"}, []string{})
+	skipRefused(t, renderer)
 	n1 := s.nodes[0]
 	// Debug logging of W(N) and a periodic resync every 3 s are not what a
 	// node runs: the defaults' level and a long interval.

@@ -129,7 +129,7 @@ func scenarios(t *testing.T, renderer string) {
 	for _, n := range s.nodes {
 		n.startAgentNoWait(t)
 	}
-	if renderer == "cnat" && !strings.HasPrefix(env.version, "25.") && os.Getenv(allowUnsupportedEnv) == "" {
+	if refused(renderer) {
 		refusedCNAT(t, s)
 		return
 	}
@@ -535,6 +535,22 @@ func removedBackendFate(renderer, _ string) map[string]string {
 // allowUnsupportedEnv makes the agents program a VPP release their
 // renderer is known not to work on (vpp.allowUnsupported).
 const allowUnsupportedEnv = "E2EVPP_ALLOW_UNSUPPORTED"
+
+// refused tells whether the agent refuses the suite's VPP under renderer:
+// cnat on a release other than 25.02 (docs/vpp-versions.md), unless
+// allowUnsupportedEnv is set. The version is known once a VPP started.
+func refused(renderer string) bool {
+	return renderer == "cnat" && !strings.HasPrefix(env.version, "25.") && os.Getenv(allowUnsupportedEnv) == ""
+}
+
+// skipRefused skips a test whose agents would refuse the suite's VPP
+// (refused): TestRealVPP checks the refusal itself.
+func skipRefused(t *testing.T, renderer string) {
+	t.Helper()
+	if refused(renderer) {
+		t.Skipf("the agent refuses %s on VPP %s (TestRealVPP/%s checks it; %s=1 runs this anyway)", renderer, env.version, renderer, allowUnsupportedEnv)
+	}
+}
 
 // refusedCNAT checks that each agent refuses a VPP release the cnat
 // renderer does not work on, as it refuses any incompatible VPP: it exits
