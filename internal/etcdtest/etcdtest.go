@@ -84,16 +84,19 @@ func (s *Server) SetReachable(up bool) { s.proxy.setUp(up) }
 
 func (s *Server) start() {
 	s.t.Helper()
-	// The first start picks its ports below the ephemeral range, as a
-	// cluster's do (freePorts): a port the kernel picks (":0") is one an
-	// outgoing connection may take while the server is down, and Restart
-	// or Wipe could not bind it again ("address already in use", seen
-	// under load). Another process may take a picked port before etcd
-	// binds it: the first start tries other ports then.
-	first := s.clientU == ""
+	// The first start picks the client port below the ephemeral range, as
+	// a cluster's are (freePorts): a port the kernel picks (":0") is one
+	// an outgoing connection may take while the server is down, and
+	// Restart or Wipe could not bind it again ("address already in use",
+	// seen under load). Another process may take the picked port before
+	// etcd binds it: the first start tries another then. The peer URL
+	// stays ":0" at the first start, so that every test server has the
+	// same etcd cluster ID, as identically configured clusters do (the
+	// agent's ownership tests rely on it).
+	first := s.m == nil && s.clientU == ""
 	for try := 0; ; try++ {
 		if first {
-			ports, err := freePorts(2)
+			ports, err := freePorts(1)
 			if err != nil {
 				s.t.Fatalf("etcdtest: %v", err)
 			}
@@ -101,7 +104,7 @@ func (s *Server) start() {
 			if s.tls != nil {
 				scheme = "https"
 			}
-			s.clientU, s.peerU = scheme+"://"+loopback(ports[0]), "http://"+loopback(ports[1])
+			s.clientU = scheme + "://" + loopback(ports[0])
 		}
 		m, err := embedded.Start(embedded.Params{
 			DataDir:   s.dir,
@@ -119,6 +122,9 @@ func (s *Server) start() {
 			s.t.Fatalf("etcdtest: %v", err)
 		}
 		s.m = m
+		if s.peerU == "" {
+			s.peerU = m.PeerURL()
+		}
 		return
 	}
 }
