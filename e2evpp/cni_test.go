@@ -73,13 +73,6 @@ func cniScenarios(t *testing.T, renderer string) {
 	for _, p := range []*pod{be1, be2, be3} {
 		p.serve(t, backendPort)
 	}
-	eps := func(ps ...*pod) []endpoint {
-		var e []endpoint
-		for _, p := range ps {
-			e = append(e, endpoint{pod: p})
-		}
-		return e
-	}
 	c := s.objects
 	c.put(&service{name: "web", clusterIP: cniWebIP, endpoints: eps(be1, be2, be3),
 		ports: []svcPort{tcp("http", 80, backendPort), {name: "dns", protocol: "UDP", port: 53, targetPort: backendPort}}})

@@ -46,17 +46,19 @@ func tcp(name string, port, target int) svcPort {
 	return svcPort{name: name, protocol: "TCP", port: port, targetPort: target}
 }
 
+// eps are the endpoints of pods ps.
+func eps(ps ...*pod) []endpoint {
+	e := make([]endpoint, 0, len(ps))
+	for _, p := range ps {
+		e = append(e, endpoint{pod: p})
+	}
+	return e
+}
+
 // baseServices puts the scenarios' services.
 func (s *suite) baseServices() {
 	n1, n2 := s.nodes[0], s.nodes[1]
 	be1, be2, be3 := n1.pod("be1"), n1.pod("be2"), n2.pod("be3")
-	eps := func(ps ...*pod) []endpoint {
-		var e []endpoint
-		for _, p := range ps {
-			e = append(e, endpoint{pod: p})
-		}
-		return e
-	}
 	c := s.objects
 	c.put(&service{name: "web", clusterIP: webIP, endpoints: eps(be1, be2, be3),
 		ports: []svcPort{tcp("http", 80, backendPort), {name: "dns", protocol: "UDP", port: 53, targetPort: backendPort}}})

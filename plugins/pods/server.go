@@ -85,14 +85,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op Op) {
 	var req Request
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(&req)
-	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, &cniapi.Error{Code: cniapi.CodeDecode, Msg: "the agent could not decode the request", Details: err.Error()})
+	if !decodeRequest(w, r, maxRequest, &req) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.p.Deadline)
@@ -108,20 +101,30 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op Op) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// decodeRequest reads r's JSON body (at most limit bytes, no unknown
+// field) into v; it answers a CNI decode error and returns false when it
+// cannot.
+func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, &cniapi.Error{Code: cniapi.CodeDecode, Msg: "the agent could not decode the request", Details: err.Error()})
+		return false
+	}
+	return true
+}
+
 // serveGC runs CNI GC: a DEL, with its own deadline, for each pod wired
 // for a sandbox the runtime no longer uses. It goes on past a failed DEL;
 // the answer names every pod removed, or the first failure (GC is retried
 // by the runtime, and DEL is idempotent).
 func (s *Server) serveGC(w http.ResponseWriter, r *http.Request) {
 	var req cniapi.GCRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxGCRequest))
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(&req)
-	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, &cniapi.Error{Code: cniapi.CodeDecode, Msg: "the agent could not decode the GC request", Details: err.Error()})
+	if !decodeRequest(w, r, maxGCRequest, &req) {
 		return
 	}
 	var stale []Request
