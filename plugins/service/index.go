@@ -429,7 +429,7 @@ func (p *Processor) logSkips(was, now []Skip) {
 		if _, ok := slices.BinarySearchFunc(was, s, compareSkips); ok {
 			continue
 		}
-		p.log.Log(context.Background(), s.Reason.level(), "service input skipped",
+		p.log.Log(context.Background(), s.Reason.level(), s.Reason.logMessage(),
 			"service", s.Service.String(), "object", s.Object.String(), "port", s.Port,
 			"reason", s.Reason.String(), "detail", s.Detail)
 	}

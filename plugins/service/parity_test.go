@@ -1,11 +1,15 @@
 package service
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"contiv.dev/vpp/kubestate"
+	sr "contiv.dev/vpp/servicerenderer"
 )
 
 // hinted is a ready endpoint at ip with the given zone and node hints.
@@ -325,5 +329,23 @@ func TestSourceRangesNotEnforcedNow(t *testing.T) {
 	why = ""
 	if skips := p.deriveBase(s).skips; len(skips) != 0 {
 		t.Errorf("enforced, yet skips %+v", skips)
+	}
+}
+
+// TestSkipLogSaysWhatHappened: a service whose source ranges are not
+// enforced is programmed, so its log line says so and never "skipped"; a
+// real skip still says it was skipped.
+func TestSkipLogSaysWhatHappened(t *testing.T) {
+	var buf bytes.Buffer
+	p := &Processor{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	id := sr.ServiceID{Namespace: "shop", Name: "lb"}
+	p.logSkips(nil, []Skip{{Service: id, Reason: ReasonSourceRangesNotEnforced}})
+	if got := buf.String(); strings.Contains(got, "skipped") || !strings.Contains(got, "programmed without its loadBalancerSourceRanges") {
+		t.Errorf("source ranges not enforced logged as %q", got)
+	}
+	buf.Reset()
+	p.logSkips(nil, []Skip{{Service: id, Reason: ReasonSCTP, Port: "sctp"}})
+	if got := buf.String(); !strings.Contains(got, "service input skipped") {
+		t.Errorf("an SCTP port logged as %q", got)
 	}
 }

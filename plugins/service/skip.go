@@ -108,6 +108,16 @@ func (r Reason) Ignored() bool {
 	return r >= ReasonHeadless && r <= ReasonOtherProxy || r == ReasonIPModeProxy
 }
 
+// logMessage is the log message of a skip for r: a service whose source
+// ranges are not enforced is still programmed, so its log line must not say
+// that anything was skipped.
+func (r Reason) logMessage() string {
+	if r == ReasonSourceRangesNotEnforced {
+		return "service programmed without its loadBalancerSourceRanges"
+	}
+	return "service input skipped"
+}
+
 // level is the log level of a skip for r.
 func (r Reason) level() slog.Level {
 	if r.Ignored() {
