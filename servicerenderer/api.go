@@ -101,16 +101,6 @@ type ContivService struct {
 	// load balancer's health checks (a LoadBalancer service under the Local
 	// external policy); 0 when the service has none.
 	HealthCheckNodePort uint16
-	// Slot is the service's place among the services the processor hands
-	// renderers: from 1, the same in every ContivService of one service
-	// from its AddService to its DeleteService, held by no other service
-	// meanwhile, and dense (a deleted service's slot is given again), so
-	// that a renderer may keep its state of services in an array indexed
-	// by it instead of hashing their IDs. 0 is none (values made by hand,
-	// the proxy-health pseudo-service): a renderer then finds the service
-	// by its ID. It is not part of what the service is (Equal ignores it,
-	// JSON leaves it out).
-	Slot uint32 `json:"-"`
 	// SourceRanges are spec.loadBalancerSourceRanges, sorted: enforced on
 	// the LoadBalancerIPs by the NAT44 renderer (an input ACL on the main
 	// NIC), NOT enforced under cnat (only reported).
@@ -147,8 +137,7 @@ func (p *Port) BackendsFor(policy TrafficPolicy) []Backend {
 }
 
 // Equal tells whether s and o describe the same service, field by field
-// but Slot (nil and empty slices are equal; creation times compare as
-// instants).
+// (nil and empty slices are equal; creation times compare as instants).
 func (s *ContivService) Equal(o *ContivService) bool {
 	if s == nil || o == nil {
 		return s == o

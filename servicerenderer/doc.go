@@ -10,8 +10,5 @@
 // Its values are compact, for the hundreds of thousands of backends of a
 // large cluster: a Backend holds its address as an IP (ip.go: 16 bytes and
 // its family, no pointer), so arrays of backends are memory the garbage
-// collector does not scan. A ContivService carries its slot (Slot): a
-// small number dense among the services the processor renders, which a
-// renderer may index arrays by instead of hashing IDs (0: none; a
-// renderer then finds the service by its ID).
+// collector does not scan.
 package servicerenderer

@@ -26,10 +26,7 @@
 // unchanged node (periodic and healing resyncs hand those over). Output
 // is sorted and deterministic.
 // Input it cannot render is skipped with a reason readable through Skipped.
-// Every rendered service has a slot (ContivService.Slot, slots.go): dense,
-// kept while it is rendered and by a resync, given again after its delete,
-// so that renderers may index their state of services by it. An
-// EndpointSlice changed in place is found through the index of services
+// An EndpointSlice changed in place is found through the index of services
 // and the event's Prev, compared by pointer with the slice held (the key
 // whose bytes the check that it did not move reads anyway); other slice
 // changes through the index of slices.

@@ -71,8 +71,6 @@ type recorder struct {
 	// reannounced allows an update to the role an interface has (how an
 	// InterfaceEvent asks to apply what waited for it).
 	reannounced map[string]bool
-	// peak is the most services held at once: no slot exceeds it.
-	peak int
 }
 
 // InterfaceLost implements servicerenderer.InterfaceLoser.
@@ -94,29 +92,7 @@ func (r *recorder) AddService(s *sr.ContivService) error {
 		r.violate("add of existing " + s.ID.String())
 	}
 	r.services[s.ID] = s
-	r.peak = max(r.peak, len(r.services))
-	r.checkSlots()
 	return r.fail
-}
-
-// checkSlots records a violation unless the services held have slots
-// (the proxy-health pseudo-service none) that no two share, none above
-// the most services held at once (slots are given again).
-func (r *recorder) checkSlots() {
-	held := map[uint32]sr.ServiceID{}
-	for id, s := range r.services {
-		switch other, dup := held[s.Slot]; {
-		case s.Slot == 0 && id != ProxyHealthID:
-			r.violate("no slot: " + id.String())
-		case s.Slot == 0:
-		case int(s.Slot) > r.peak:
-			r.violate(fmt.Sprintf("%s: slot %d beyond the %d services held at most", id, s.Slot, r.peak))
-		case dup:
-			r.violate(fmt.Sprintf("%s and %s share slot %d", id, other, s.Slot))
-		default:
-			held[s.Slot] = id
-		}
-	}
 }
 
 func (r *recorder) UpdateService(old, s *sr.ContivService) error {
@@ -128,8 +104,6 @@ func (r *recorder) UpdateService(old, s *sr.ContivService) error {
 		r.violate("update from a value the renderer was not given: " + old.ID.String())
 	case old.Equal(s):
 		r.violate("no-op update of " + s.ID.String())
-	case old.Slot != s.Slot:
-		r.violate(fmt.Sprintf("update moves %s from slot %d to %d", s.ID, old.Slot, s.Slot))
 	}
 	r.services[s.ID] = s
 	return r.fail
@@ -169,16 +143,10 @@ func (r *recorder) Resync(d *sr.ResyncData) error {
 	if !slices.IsSortedFunc(d.Services, func(a, b *sr.ContivService) int { return compareIDs(a.ID, b.ID) }) {
 		r.violate("resync services not sorted")
 	}
-	was := r.services
 	r.services = map[sr.ServiceID]*sr.ContivService{}
 	for _, s := range d.Services {
 		r.services[s.ID] = s
-		if o := was[s.ID]; o != nil && o.Slot != s.Slot {
-			r.violate(fmt.Sprintf("resync moves %s from slot %d to %d", s.ID, o.Slot, s.Slot))
-		}
 	}
-	r.peak = max(r.peak, len(r.services))
-	r.checkSlots()
 	r.ifs = maps.Clone(d.Interfaces)
 	r.node = d.Node
 	return r.fail

@@ -32,9 +32,6 @@ type entry struct {
 	rare *rare
 	// hostNet and hinted are the last derivation's (see derived).
 	hostNet, hinted bool
-	// slot is the service's slot (slots) while it is rendered, in its
-	// output; 0 when it is not.
-	slot uint32
 }
 
 // id is the service's ID: its output's when it is rendered (the strings
@@ -335,7 +332,6 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if e.svc != nil {
 		d = derive(nb, e.slices, &p.view, &p.scratch)
 		p.builds++
-		p.label(e, d.out)
 	}
 	switch {
 	case old.out == nil && d.out == nil:
@@ -349,10 +345,6 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 		p.call(id, "update", func(r sr.Renderer) error { return r.UpdateService(old.out, d.out) })
 	}
 	e.set(nb.skips, d)
-	if e.out == nil && e.slot != 0 {
-		p.slots.put(e.slot) // renderers were told of its delete
-		e.slot = 0
-	}
 	if e.hostNet != old.hostNet {
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
@@ -388,18 +380,6 @@ func (p *Processor) refresh(id sr.ServiceID, e *entry, nb *base) {
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("service derived", "service", id.String(), "rendered", e.out != nil, "slices", len(e.slices))
 	}
-}
-
-// label gives out, e's output fresh from a derivation (nil: none), e's
-// slot, taking one when the service has none.
-func (p *Processor) label(e *entry, out *sr.ContivService) {
-	if out == nil {
-		return
-	}
-	if e.slot == 0 {
-		e.slot = p.slots.get()
-	}
-	out.Slot = e.slot
 }
 
 // sameBackends tells whether two outputs of one base, which differ in

@@ -188,8 +188,6 @@ type Processor struct {
 	errs []error
 	// builds counts services derived (tests check what a change touches).
 	builds int
-	// slots hands out the slots of the rendered services.
-	slots slots
 	// scratch is build's buffer, cleared after every use.
 	scratch []candidate
 	// parallelFrom is the number of services from which a resync derives
@@ -307,29 +305,11 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.reset(len(ev.State.Objects) / 2)
 	es := p.index(ev)
 	sortEntries(es)
-	// A service rendered before keeps its slot (a kept output holds it).
-	kept := make([]uint32, 0, len(es))
-	for _, ke := range es {
-		if o := old[ke.id]; o != nil && o.slot != 0 {
-			ke.e.slot = o.slot
-			kept = append(kept, o.slot)
-		}
-	}
-	p.slots.keep(kept)
 	p.deriveAll(es, old, oldView.equal(&p.view))
 	out := make([]*sr.ContivService, 0, len(es))
 	for _, ke := range es {
 		id, e := ke.id, ke.e
 		o := old[id]
-		switch {
-		case e.out == nil && e.slot != 0:
-			p.slots.put(e.slot)
-			e.slot = 0
-		case e.out != nil && e.out.Slot == 0:
-			// Derived by deriveAll (a kept output holds its slot): its
-			// slot is given here, on one goroutine.
-			p.label(e, e.out)
-		}
 		if e.hostNet {
 			p.hostNet[id] = struct{}{}
 		}

@@ -43,7 +43,6 @@ func benchService(i int, backends []servicerenderer.Backend) *servicerenderer.Co
 		ClusterIPs: []netip.Addr{ip},
 		Ports:      []servicerenderer.Port{p},
 		Created:    t0,
-		Slot:       uint32(i + 1), // as the processor gives them
 	}
 }
 

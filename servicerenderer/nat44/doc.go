@@ -293,11 +293,8 @@
 // and a VRF (12 bytes), a Route 20 bytes, neither with a pointer. Routes
 // VPP holds outside IPv4 are not the renderer's (plugins/vpp's dump of
 // them skips them). A service's entry (its claims, the tag of its
-// mappings) is one 64-byte cache line: those of services with a slot
-// (ContivService.Slot) lie by slot in page-aligned chunks (entries.go),
-// so that a change finds its entry from the slot alone, in one line, not
-// through the map by ID (which holds every entry, and alone finds those
-// of services without a slot or whose slot another holds).
+// mappings) is one 64-byte cache line, placed dense in page-aligned
+// chunks (entries.go) and found by the service's ID.
 //
 // The package knows nothing about etcd, the controller, govpp or
 // Kubernetes objects: it sees ContivServices and the VPP interface.

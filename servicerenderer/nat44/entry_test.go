@@ -19,18 +19,29 @@ func TestServiceEntryIsOneCacheLine(t *testing.T) {
 	}
 }
 
-// TestSlottedEntriesAreCacheLines: the entries of services with a slot,
-// which a change finds from the slot alone, are each one aligned cache
-// line (not two halves, as 56-byte entries or a chunk of 16 KiB made them).
+// TestSlottedEntriesAreCacheLines: the renderer's entries are each one
+// aligned cache line (not two halves, as 56-byte entries or a chunk of 16
+// KiB made them), and a freed place is given again before a new one.
 func TestSlottedEntriesAreCacheLines(t *testing.T) {
 	if n := unsafe.Sizeof(serviceEntry{}); n != 64 {
 		t.Errorf("serviceEntry takes %d bytes, not 64", n)
 	}
 	var s slotted
-	for _, slot := range []uint32{1, 2, slotChunk - 1, slotChunk, 3*slotChunk + 7} {
-		if at := uintptr(unsafe.Pointer(s.make(slot))); at%64 != 0 {
-			t.Errorf("the entry of slot %d starts %d bytes into a cache line", slot, at%64)
+	var got []*serviceEntry
+	for i := range 3*slotChunk + 8 {
+		e := s.take()
+		if at := uintptr(unsafe.Pointer(e)); at%64 != 0 {
+			t.Fatalf("entry %d starts %d bytes into a cache line", i, at%64)
 		}
+		got = append(got, e)
+	}
+	got[7].mappingTag = "x"
+	s.give(got[7])
+	if e := s.take(); e != got[7] || e.mappingTag != "" {
+		t.Errorf("a freed place is not given again, empty: %p %q", e, e.mappingTag)
+	}
+	if len(s.chunks) != 4 {
+		t.Errorf("%d chunks for %d entries", len(s.chunks), 3*slotChunk+8)
 	}
 }
 

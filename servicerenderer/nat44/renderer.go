@@ -59,8 +59,8 @@ type Renderer struct {
 	// loop goroutine, their only writer, reads them without it.
 	mu   sync.RWMutex
 	node servicerenderer.LocalNode
-	// services holds every service's entry by ID; slotted holds those
-	// of services with a slot, by slot (entries.go).
+	// services holds every service's entry by ID; slotted places them
+	// (entries.go).
 	services      map[servicerenderer.ServiceID]*serviceEntry
 	slotted       slotted
 	nodeDependent map[servicerenderer.ServiceID]struct{}

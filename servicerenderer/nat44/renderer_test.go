@@ -711,9 +711,7 @@ func TestIntrospectionReturnsCopies(t *testing.T) {
 
 // TestIncrementalEqualsResync: after any sequence of changes applied
 // incrementally, VPP holds what a fresh agent would program from the final
-// state, and a full resync then makes no call. Services carry any slots
-// (the processor's, none, shared by several, changing): a slot only finds
-// a service's state sooner.
+// state, and a full resync then makes no call.
 func TestIncrementalEqualsResync(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := testConfig()
@@ -757,7 +755,6 @@ func TestIncrementalEqualsResync(t *testing.T) {
 				svc.ExternalPolicy = servicerenderer.TrafficPolicy(rapid.IntRange(0, 1).Draw(t, "etp"))
 				svc.InternalPolicy = servicerenderer.TrafficPolicy(rapid.IntRange(0, 1).Draw(t, "itp"))
 				svc.AffinityTimeout = uint32(rapid.SampledFrom([]int{0, 10800}).Draw(t, "affinity"))
-				svc.Slot = uint32(rapid.IntRange(0, 4).Draw(t, "slot"))
 				var err error
 				if prev := services[svc.ID]; prev != nil {
 					err = r.UpdateService(prev, svc)
