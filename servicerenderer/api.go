@@ -234,3 +234,11 @@ type Renderer interface {
 type InterfaceLoser interface {
 	InterfaceLost(name string, index uint32)
 }
+
+// Restarter is a Renderer that must be told when VPP restarted (its state
+// gone): the service processor tells it in the resync whose event says so
+// (the controller's ResyncEvent.DataplaneRestarted), before handing it the
+// state.
+type Restarter interface {
+	VPPRestarted()
+}

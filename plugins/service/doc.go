@@ -35,7 +35,7 @@
 // as processor output: with Config.ProxyHealthPort every resync hands them,
 // after the services, the pseudo-service ProxyHealthID (proxyhealth.go). A
 // resync whose event says VPP restarted tells the renderers that can hear
-// it (Restarter) first.
+// it (servicerenderer.Restarter) first.
 //
 // One concept a file: processor.go dispatches the controller's events;
 // index.go indexes Services and EndpointSlices and derives a service

@@ -93,13 +93,6 @@ type Params struct {
 	Config Config
 }
 
-// Restarter is a renderer that must be told when VPP restarted (its state
-// gone): the processor tells it in the resync whose event says so
-// (controller.ResyncEvent.DataplaneRestarted), before handing it the state.
-type Restarter interface {
-	VPPRestarted()
-}
-
 // PodInterfaceEvent tells that the VPP interface of a pod of this node
 // appeared, changed or disappeared; the processor looks it up again.
 type PodInterfaceEvent struct {
@@ -337,7 +330,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 		// Before the full apply of this resync: what the renderers applied
 		// is gone with VPP's state.
 		for _, r := range p.renderers {
-			if rr, ok := r.(Restarter); ok {
+			if rr, ok := r.(sr.Restarter); ok {
 				rr.VPPRestarted()
 			}
 		}

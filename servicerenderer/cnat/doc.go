@@ -209,7 +209,7 @@
 //     agent (agent/vppwire.go) then queues a healing resync marked
 //     DataplaneRestarted; in that resync, on the loop, the service
 //     processor calls VPPRestarted on each renderer that implements
-//     plugins/service.Restarter, before the full apply. Without it, a full
+//     servicerenderer.Restarter, before the full apply. Without it, a full
 //     apply still notices a restart: a restarted VPP reports no SNAT
 //     address.
 //   - Drop routes (and verdict routes, see Verdicts) are read back
