@@ -11,6 +11,7 @@ import (
 	"go.fd.io/govpp/api"
 
 	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/pods"
 	"contiv.dev/vpp/plugins/pods/cniapi"
@@ -72,6 +73,26 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 	a.ipamH.SetInUse(m.Wired)
 	log.Info("pod manager on", "kind", kind, "why", why, "socket", c.Socket)
 	return []controller.Handler{m}, nil
+}
+
+// wiredPods is the service processor's view of the pod manager
+// (service.Params.Wired): none while cni.enabled is off. The processor is
+// built before the pod manager: a.pods is read at each call, on the loop.
+type wiredPods struct{ a *Agent }
+
+func (w wiredPods) Wired(namespace, name string) bool {
+	return w.a.pods != nil && w.a.pods.m.Wired(addrplan.PodID{Namespace: namespace, Name: name})
+}
+
+func (w wiredPods) WiredPods() []kubestate.Key {
+	if w.a.pods == nil {
+		return nil
+	}
+	var out []kubestate.Key
+	for id := range w.a.pods.m.Pods() {
+		out = append(out, kubestate.Key{Resource: kubestate.ResPod, Namespace: id.Namespace, Name: id.Name})
+	}
+	return out
 }
 
 // podObservers: the pod manager answers the CNI's calls once their batch
