@@ -63,6 +63,9 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 		StateDir:  c.StateDir,
 		Refresh:   a.ifaces.Refresh,
 		Logger:    log,
+		// After a VPP restart, pods come back once VPP's startup
+		// configuration has made the node's own interfaces.
+		StartupInterfaces: a.startupInterfaces,
 	})
 	if err != nil {
 		return nil, err
@@ -93,6 +96,13 @@ func (w wiredPods) WiredPods() []kubestate.Key {
 		out = append(out, kubestate.Key{Resource: kubestate.ResPod, Namespace: id.Namespace, Name: id.Name})
 	}
 	return out
+}
+
+// startupInterfaces are the node's own interfaces, which VPP's startup
+// configuration makes (pods.Params.StartupInterfaces); read on the loop,
+// the main NIC known by then.
+func (a *Agent) startupInterfaces() []string {
+	return slices.DeleteFunc(a.node().NAT44Config().NodeInterfaces, func(s string) bool { return s == "" })
 }
 
 // podObservers: the pod manager answers the CNI's calls once their batch

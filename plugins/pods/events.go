@@ -81,7 +81,19 @@ func (m *Manager) Submit(ctx context.Context, p Pusher, op Op, req Request) (Res
 // Update implements controller.Handler: it runs a Call's loop part. Its
 // failure is the caller's, never the controller's (no healing resync for
 // a pod the CNI could not wire).
-func (m *Manager) Update(_ context.Context, ev controller.Event) error {
+func (m *Manager) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*service.InterfaceEvent); ok {
+		// VPP made an interface while pods wait for its startup
+		// configuration: they may be re-created now (before the service
+		// processor takes the event in). A failure waits for the healing
+		// resync the failed reconcile scheduled.
+		if m.waitStartup {
+			if err := m.settle(ctx); err != nil {
+				m.log.Info("pods: still waiting to re-create pods", "err", err)
+			}
+		}
+		return nil
+	}
 	c, ok := ev.(*Call)
 	if !ok {
 		return nil
