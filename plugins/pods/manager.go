@@ -45,6 +45,11 @@ type Manager struct {
 	// startup configuration has made its interfaces (Params.StartupInterfaces).
 	waitStartup bool
 
+	// ADDs queued for the next addBatch (Submit), any goroutine.
+	qmu         sync.Mutex
+	queued      []*Call
+	batchPushed bool
+
 	locks podLocks      // one operation a pod at a time
 	slots chan struct{} // the kernel work's (KernelConcurrency)
 
@@ -103,7 +108,7 @@ func (m *Manager) Name() string { return "pods" }
 // pods wait for VPP's startup configuration, VPP's interface changes.
 func (m *Manager) HandlesEvent(ev controller.Event) bool {
 	switch ev.(type) {
-	case *Call:
+	case *Call, *addBatch:
 		return true
 	case *service.InterfaceEvent:
 		return m.waitStartup

@@ -76,6 +76,7 @@ type Result = cniapi.Result
 type VPP interface {
 	EnsureGateway(ctx context.Context, tag string, vrf uint32, gw netip.Prefix) (uint32, error)
 	AddPodInterface(ctx context.Context, l vpp.PodLink) (vpp.PodInterface, error)
+	AddPodInterfaces(ctx context.Context, ls []vpp.PodLink) ([]vpp.PodInterface, []error)
 	RewirePodInterface(ctx context.Context, idx uint32, l vpp.PodLink) error
 	DeletePodInterface(ctx context.Context, l vpp.PodLink, idx uint32) error
 	ListInterfaces(ctx context.Context) ([]vpp.PodInterfaceState, error)
