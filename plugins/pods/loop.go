@@ -47,6 +47,10 @@ type addJob struct {
 func (m *Manager) addsLoop(ctx context.Context, calls []*Call) []outcome {
 	outs := make([]outcome, len(calls))
 	plan, alloc := m.p.Plan(), m.p.Allocator()
+	var notYet error
+	if !m.gwKnown {
+		notYet = m.startupNotRun(ctx)
+	}
 	var jobs []*addJob
 	for i, c := range calls {
 		o := &outs[i]
@@ -74,6 +78,10 @@ func (m *Manager) addsLoop(ctx context.Context, calls []*Call) []outcome {
 				continue
 			}
 		}
+		if notYet != nil {
+			o.err = notYet
+			continue
+		}
 		j := &addJob{c: c, o: o}
 		if err := m.prepareAdd(j, plan, alloc); err != nil {
 			m.failAdd(j, err)
@@ -92,6 +100,30 @@ func (m *Manager) addsLoop(ctx context.Context, calls []*Call) []outcome {
 		m.told(j.rec.pod())
 	}
 	return outs
+}
+
+// startupNotRun says, wrapping ErrNotReady, that VPP's startup
+// configuration has not made the node's own interfaces yet (after a VPP
+// restart): an ADD then makes nothing, not even the gateway loopback,
+// which would take an index or a name the startup configuration's
+// interfaces expect. nil when it has, or when VPP cannot be asked (the
+// ADD's own calls fail then).
+func (m *Manager) startupNotRun(ctx context.Context) error {
+	if m.p.StartupInterfaces == nil {
+		return nil
+	}
+	ifs, err := m.p.VPP.ListInterfaces(ctx)
+	if err != nil {
+		return nil
+	}
+	byName := make(map[string]vpp.PodInterfaceState, len(ifs))
+	for _, i := range ifs {
+		byName[i.Name] = i
+	}
+	if name := m.startupPending(byName); name != "" {
+		return fmt.Errorf("VPP's startup configuration has not run yet (no interface %s): %w", name, ErrNotReady)
+	}
+	return nil
 }
 
 // prepareAdd makes sure of the gateway, allocates the pod's address and

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // and says why; the startup configuration's interfaces get their indexes
 // of before (made first, the pods' would have taken them). Once VPP made
 // them, the interface's event brings every pod back, without waiting for
-// a resync.
+// a resync. A new pod's ADD meanwhile fails, not ready, making nothing.
 func TestVPPRestartWaitsForTheStartupConfiguration(t *testing.T) {
 	e := newEnv(t, 24)
 	ctx := context.Background()
@@ -65,6 +66,16 @@ func TestVPPRestartWaitsForTheStartupConfiguration(t *testing.T) {
 	if back, why := e.m.Back(); back || !strings.Contains(why, "2 of 2 pods not back") {
 		t.Fatalf("Back() = %v %q; want not back, 2 of 2 pods", back, why)
 	}
+
+	// A new pod's ADD meanwhile makes nothing either: not ready, retry.
+	late := e.request("late", e.netns())
+	if _, err := e.m.Add(ctx, late); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "startup configuration") {
+		t.Fatalf("ADD before VPP's startup configuration ran: %v; want ErrNotReady saying so", err)
+	}
+	if n := len(e.vpp.Interfaces()); n != 1 {
+		t.Fatalf("an ADD made interfaces before VPP's startup configuration ran: %v", e.vpp.Interfaces())
+	}
+	e.assertGone(late)
 
 	e.vpp.FinishStartup()
 	for _, name := range startup {
