@@ -168,13 +168,21 @@ func TestSocketAnswersCNIErrors(t *testing.T) {
 	if err != nil || ce == nil || ce.Code != cniapi.CodeInvalidEnv || !bytes.Contains([]byte(ce.Details), []byte("K8S_POD_NAME")) {
 		t.Errorf("missing pod: %v %+v; want code %d naming K8S_POD_NAME", err, ce, cniapi.CodeInvalidEnv)
 	}
-	resp, err := c.Get("http://agent" + cniapi.PathStatus)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Ready once the loop applied its first resync (the requests above
+	// were refused before reaching it: nothing waited for it).
 	var st cniapi.Status
-	_ = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		resp, err := c.Get("http://agent" + cniapi.PathStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = cniapi.Status{}
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if st.Ready || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !st.Ready || st.Kind != "af_packet" {
 		t.Errorf("status %+v; want ready, af_packet", st)
 	}
