@@ -93,7 +93,7 @@ func (m *Manager) Update(ctx context.Context, ev controller.Event) error {
 		// resync the failed reconcile scheduled.
 		if m.waitStartup {
 			if err := m.settle(ctx); err != nil {
-				m.log.Info("pods: still waiting to re-create pods", "err", err)
+				m.log.Debug("pods: still waiting to re-create pods", "err", err)
 			}
 		}
 		return nil
