@@ -191,3 +191,79 @@ func statusOf(t *testing.T, c *http.Client) cniapi.Status {
 	}
 	return st
 }
+
+// TestVPPRestartPodsWaitForTheStartupConfiguration: VPP restarts and runs
+// its startup configuration late. The agent re-creates no pod (no pod
+// interface, no gateway loopback) before VPP has made the node's own
+// interfaces, and is not ready meanwhile, saying why; once they are made,
+// the pod is back and the agent ready.
+func TestVPPRestartPodsWaitForTheStartupConfiguration(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: the pod manager's test makes a network namespace and a veth: run it as root")
+	}
+	dir := t.TempDir()
+	srv := etcdtest.Start(t)
+	cfg := testConfig(t, srv.Endpoint(), dir)
+	cfg.CNI.Enabled = true
+	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
+	cfg.CNI.StateDir = filepath.Join(dir, "pods")
+	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	h := newHarness(t, srv.Endpoint(), cfg)
+	defer h.close()
+	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
+	h.waitQuiet()
+	n, err := testutils.NewNS()
+	if err != nil {
+		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
+	}
+	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	c := unixClient(cfg.CNI.Socket)
+	req := cniapi.Request{ContainerID: "slowstart-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	if code := post(t, c, cniapi.PathAdd, req, nil); code != http.StatusOK {
+		t.Fatalf("ADD answered %d", code)
+	}
+	defer post(t, unixClient(cfg.CNI.Socket), cniapi.PathDel, req, nil)
+	h.waitQuiet()
+
+	var mu sync.Mutex
+	var made []string // the pod's and the gateway's creations VPP took
+	h.vpp.SetFaults(sim.Faults{Rate: 1, Match: func(m api.Message) bool {
+		if name := m.GetMessageName(); name == "af_packet_create_v3" || name == "create_loopback" {
+			mu.Lock()
+			made = append(made, name)
+			mu.Unlock()
+		}
+		return false
+	}})
+	tagged := func() bool {
+		for _, i := range h.vpp.Interfaces() {
+			if i.Tag == "default/web" {
+				return true
+			}
+		}
+		return false
+	}
+	h.vpp.RestartWith(sim.RestartOptions{InterfacesAfter: time.Hour})
+	defer h.vpp.Close()
+	var why []string
+	if !until(30*time.Second, func() bool {
+		why = h.agent.notReady()
+		return slices.ContainsFunc(why, func(s string) bool { return strings.Contains(s, "startup configuration has not run yet") })
+	}) {
+		t.Fatalf("not ready %v before VPP's startup configuration ran; want the pods waiting for it named", why)
+	}
+	mu.Lock()
+	early := slices.Clone(made)
+	mu.Unlock()
+	if len(early) > 0 || tagged() {
+		t.Fatalf("before VPP's startup configuration ran the agent made %v (pod tagged: %v); want nothing", early, tagged())
+	}
+	h.vpp.FinishStartup()
+	if !h.eventually(30*time.Second, func() bool { return tagged() && h.agent.ready() }) {
+		t.Fatalf("the pod is not back once VPP's startup configuration ran: tagged %v, not ready %v", tagged(), h.agent.notReady())
+	}
+}

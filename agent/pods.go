@@ -11,6 +11,7 @@ import (
 	"go.fd.io/govpp/api"
 
 	"contiv.dev/vpp/addrplan"
+	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/pods"
 	"contiv.dev/vpp/plugins/pods/cniapi"
@@ -62,6 +63,9 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 		StateDir:  c.StateDir,
 		Refresh:   a.ifaces.Refresh,
 		Logger:    log,
+		// After a VPP restart, pods come back once VPP's startup
+		// configuration has made the node's own interfaces.
+		StartupInterfaces: a.startupInterfaces,
 	})
 	if err != nil {
 		return nil, err
@@ -72,6 +76,33 @@ func (a *Agent) podHandlers() ([]controller.Handler, error) {
 	a.ipamH.SetInUse(m.Wired)
 	log.Info("pod manager on", "kind", kind, "why", why, "socket", c.Socket)
 	return []controller.Handler{m}, nil
+}
+
+// wiredPods is the service processor's view of the pod manager
+// (service.Params.Wired): none while cni.enabled is off. The processor is
+// built before the pod manager: a.pods is read at each call, on the loop.
+type wiredPods struct{ a *Agent }
+
+func (w wiredPods) Wired(namespace, name string) bool {
+	return w.a.pods != nil && w.a.pods.m.Wired(addrplan.PodID{Namespace: namespace, Name: name})
+}
+
+func (w wiredPods) WiredPods() []kubestate.Key {
+	if w.a.pods == nil {
+		return nil
+	}
+	var out []kubestate.Key
+	for id := range w.a.pods.m.Pods() {
+		out = append(out, kubestate.Key{Resource: kubestate.ResPod, Namespace: id.Namespace, Name: id.Name})
+	}
+	return out
+}
+
+// startupInterfaces are the node's own interfaces, which VPP's startup
+// configuration makes (pods.Params.StartupInterfaces); read on the loop,
+// the main NIC known by then.
+func (a *Agent) startupInterfaces() []string {
+	return slices.DeleteFunc(a.node().NAT44Config().NodeInterfaces, func(s string) bool { return s == "" })
 }
 
 // podObservers: the pod manager answers the CNI's calls once their batch

@@ -50,6 +50,7 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		Ports:                   ports,
 		ThisNode:                thisNode{h: a.nodes, addrs: &a.rd.Addrs},
 		Interfaces:              a.ifaces,
+		Wired:                   wiredPods{a},
 		Beside:                  []sr.Renderer{a.par.hc},
 		SourceRangesNotEnforced: a.sourceRangesNotEnforced,
 		ProxyHealthAddress:      a.par.proxyAddr,

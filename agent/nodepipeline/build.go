@@ -41,6 +41,9 @@ type Params struct {
 	// identity (NodeSync) and of its pods' interfaces (VPP's table).
 	ThisNode   service.ThisNode
 	Interfaces service.InterfaceLookup
+	// Wired, when set, is the pods the agent's pod manager wired
+	// (service.Params.Wired).
+	Wired service.WiredPods
 	// Beside are further renderers the processor feeds after the services
 	// renderer (the agent's service health-check server).
 	Beside []sr.Renderer
@@ -98,6 +101,7 @@ func Build(p Params) (*Pipeline, error) {
 		Node:       p.ThisNode,
 		Subnets:    n.Plan,
 		Interfaces: p.Interfaces,
+		Wired:      p.Wired,
 		Config:     n.ServiceConfig(p.SourceRangesNotEnforced, p.ProxyHealthAddress),
 	})
 	if err != nil {

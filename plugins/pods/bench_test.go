@@ -22,7 +22,9 @@ import (
 // pods concurrently, then DELs them concurrently. It reports the p50 and
 // p99 of one call's latency (ms), and the time the controller's loop
 // spent on the ADDs of one iteration (add-loop-ms: the rest of an ADD is
-// the kernel's veth and eth0 work, off the loop, and waiting).
+// the kernel's veth and eth0 work, off the loop, and waiting) in how
+// many loop turns (add-batches: the ADDs queued while the loop was busy
+// run together).
 //
 //	go test -run '^$' -bench AddDelLatency -benchtime 3x ./plugins/pods/
 //
@@ -50,7 +52,7 @@ func benchAddDel(b *testing.B, ipamMode string, n int) {
 				}
 				e.alloc = a
 			}
-			e.loopBusy = new(atomic.Int64)
+			e.loopBusy, e.addBatches = new(atomic.Int64), new(atomic.Int64)
 			c := e.loop(time.Minute)
 			var add, del []time.Duration
 			var addBusy time.Duration // the loop's time in the ADDs
@@ -91,6 +93,7 @@ func benchAddDel(b *testing.B, ipamMode string, n int) {
 			}
 			b.StopTimer()
 			b.ReportMetric(ms(addBusy)/float64(b.N), "add-loop-ms")
+			b.ReportMetric(float64(e.addBatches.Load())/float64(b.N), "add-batches")
 			for name, ds := range map[string][]time.Duration{"add": add, "del": del} {
 				slices.Sort(ds)
 				b.ReportMetric(ms(ds[len(ds)*50/100]), name+"-p50-ms")

@@ -17,12 +17,16 @@
 //     the veth's removal after DEL's) runs in the caller's goroutine, off
 //     the loop, at most Params.KernelConcurrency pods at once; the
 //     operations of one pod run one at a time. A failed kernel step after
-//     the loop's part reverts it with a DEL on the loop.
+//     the loop's part reverts it with a DEL on the loop. The ADDs queued
+//     while the loop is busy run in its next turn together (addBatch):
+//     their VPP interfaces made in two pipelines for them all, each pod's
+//     failure its own.
 //   - ADD allocates the pod's address from IPAM (addrplan.Allocator,
 //     persisted in etcd by plugins/ipam; idempotent per pod, so the same
 //     pod re-added after an agent restart gets the same address), makes
 //     one VPP interface in the pod VRF (a tap v2 where /dev/vhost-net
-//     exists, else an af_packet interface on a veth pair: ResolveKind),
+//     exists, else an af_packet interface on a veth pair whose pod end is
+//     made in the pod's netns at once, no move: ResolveKind),
 //     up, unnumbered to the pod gateway's loopback (GatewayTag), with a
 //     static neighbour for the pod and a /32 route to it, tagged
 //     "<namespace>/<pod>"; in the pod's netns it gives eth0 the address as
@@ -48,8 +52,11 @@
 //     Resync reconciles the records with VPP's dump: a pod in place costs
 //     no write (an agent restart writes nothing to VPP), a pod whose VPP
 //     interface is gone (VPP restarted) gets it again before the service
-//     processor's resync reprograms services, a record whose veth or netns
-//     is gone is swept and its address released. Ready (a ReadyHandler)
+//     processor's resync reprograms services, once VPP's startup
+//     configuration has made the node's own interfaces
+//     (Params.StartupInterfaces; nothing is made before, and VPP's
+//     interface events retry), a record whose veth or netns is gone is
+//     swept and its address released. Ready (a ReadyHandler)
 //     holds the first apply until the records were reconciled; Back says
 //     whether every recorded pod is wired in VPP as of the last reconcile
 //     (the agent is not ready until it is). Wired tells IPAM which pods

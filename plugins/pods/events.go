@@ -67,7 +67,11 @@ type Pusher interface {
 func (m *Manager) Submit(ctx context.Context, p Pusher, op Op, req Request) (Result, error) {
 	return m.do(ctx, op, req, func(ctx context.Context, c *Call) outcome {
 		c.ctx, c.done = ctx, make(chan outcome, 1)
-		p.Push(c)
+		if c.Op == OpAdd {
+			m.queueAdd(p, c)
+		} else {
+			p.Push(c)
+		}
 		select {
 		case o := <-c.done:
 			return o
@@ -81,7 +85,31 @@ func (m *Manager) Submit(ctx context.Context, p Pusher, op Op, req Request) (Res
 // Update implements controller.Handler: it runs a Call's loop part. Its
 // failure is the caller's, never the controller's (no healing resync for
 // a pod the CNI could not wire).
-func (m *Manager) Update(_ context.Context, ev controller.Event) error {
+func (m *Manager) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*service.InterfaceEvent); ok {
+		// VPP made an interface while pods wait for its startup
+		// configuration: they may be re-created now (before the service
+		// processor takes the event in). A failure waits for the healing
+		// resync the failed reconcile scheduled.
+		if m.waitStartup {
+			if err := m.settle(ctx); err != nil {
+				m.log.Debug("pods: still waiting to re-create pods", "err", err)
+			}
+		}
+		return nil
+	}
+	if _, ok := ev.(*addBatch); ok {
+		calls := m.takeAdds()
+		if len(calls) == 0 {
+			return nil
+		}
+		outs := m.addsLoop(ctx, calls)
+		for i, c := range calls {
+			o := finished(c, outs[i])
+			m.replies = append(m.replies, func() { c.done <- o })
+		}
+		return nil
+	}
 	c, ok := ev.(*Call)
 	if !ok {
 		return nil
@@ -92,6 +120,38 @@ func (m *Manager) Update(_ context.Context, ev controller.Event) error {
 	// the renderers have programmed it.
 	m.replies = append(m.replies, func() { c.done <- o })
 	return nil
+}
+
+// addBatch is a controller event: every ADD queued since the last one
+// (queueAdd) runs when the loop takes it in, their VPP work together
+// (addsLoop): the ADDs of many pods arriving at once cost the loop one
+// turn and two VPP round trips, not a turn and two round trips each.
+type addBatch struct{}
+
+// EventName implements controller.Event: the name of the ADDs it runs.
+func (*addBatch) EventName() string { return "cni-" + string(OpAdd) }
+
+// queueAdd queues an ADD for the next addBatch, pushing one when none is
+// pending.
+func (m *Manager) queueAdd(p Pusher, c *Call) {
+	m.qmu.Lock()
+	m.queued = append(m.queued, c)
+	push := !m.batchPushed
+	m.batchPushed = true
+	m.qmu.Unlock()
+	if push {
+		p.Push(&addBatch{})
+	}
+}
+
+// takeAdds hands the loop the ADDs queued; an ADD queued after this
+// pushes a new addBatch.
+func (m *Manager) takeAdds() []*Call {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	calls := m.queued
+	m.queued, m.batchPushed = nil, false
+	return calls
 }
 
 // ApplyStarting implements controller.ApplyObserver.

@@ -22,7 +22,7 @@ type batches struct {
 func (b *batches) Name() string { return "recorder" }
 func (b *batches) HandlesEvent(ev controller.Event) bool {
 	switch ev.(type) {
-	case *Call, *service.PodInterfaceEvent:
+	case *Call, *addBatch, *service.PodInterfaceEvent:
 		return true
 	}
 	return false

@@ -63,6 +63,8 @@ type env struct {
 	// loopBusy, when set, adds up the time the loop spends in the
 	// manager's Update (benchmarks).
 	loopBusy *atomic.Int64
+	// addBatches, when set, counts the ADD batches the loop takes in.
+	addBatches *atomic.Int64
 }
 
 // needRoot skips, loudly, where the kernel refuses network namespaces.

@@ -26,72 +26,120 @@ type prepared struct {
 	reused bool
 }
 
-// addLoop is ADD's loop part: the same sandbox in place answers from its
-// record; otherwise another sandbox's (or a broken) wiring is removed from
-// VPP, and the pod gets its address, its VPP interface and its record. A
-// failure undoes what it made. o.stale is another sandbox's record whose
-// kernel side the caller removes.
-func (m *Manager) addLoop(ctx context.Context, req Request, prep prepared) (o outcome) {
-	plan, alloc := m.p.Plan(), m.p.Allocator()
-	if plan == nil || alloc == nil {
-		o.err = fmt.Errorf("no address plan or IPAM not loaded yet: %w", ErrNotReady)
-		return o
-	}
-	if err := ctx.Err(); err != nil {
-		o.err = fmt.Errorf("deadline passed before the request was taken in: %w: %w", ErrNotReady, err)
-		return o
-	}
-	pod := podOf(req)
-	if old := m.record(pod); old != nil {
-		same := old.sameSandbox(req)
-		if same && (m.p.Kind != vpp.PodLinkAFPacket || prep.reused) && m.inPlace(ctx, old) {
-			o.rec, o.res = old, m.result(old, plan)
-			return o
-		}
-		if !same {
-			m.log.Info("pods: replacing the wiring of another sandbox", "pod", pod.String(), "old", old.ContainerID, "new", req.ContainerID)
-			o.stale = old
-		}
-		if err := m.unwireVPP(ctx, old); err != nil {
-			o.err = fmt.Errorf("pod %s: removing the old wiring: %w", pod, err)
-			return o
-		}
-	}
-	r, err := m.add(ctx, req, prep, plan, alloc)
-	if err != nil {
-		o.err = err
-		return o
-	}
-	m.told(ctx, pod)
-	o.rec, o.res = r, m.result(r, plan)
-	return o
+// addJob is one ADD of a batch under way (addsLoop).
+type addJob struct {
+	c    *Call
+	o    *outcome
+	rec  *record
+	link vpp.PodLink
+	undo []func(context.Context) error
 }
 
-func (m *Manager) add(ctx context.Context, req Request, prep prepared, plan *addrplan.Plan, alloc *addrplan.Allocator) (_ *record, err error) {
-	pod := podOf(req)
-	var undo []func(context.Context) error
-	defer func() {
-		if err == nil {
-			return
+// addsLoop is the loop part of ADDs taken in together (one, or every ADD
+// queued since the last batch: Submit): for each, the same sandbox in
+// place answers from its record; otherwise another sandbox's (or a
+// broken) wiring is removed from VPP, and the pod gets its address, its
+// VPP interface and its record. The VPP interfaces of them all are made
+// in two pipelines (vpp.Pods.AddPodInterfaces), the interface cache is
+// re-read once and the service processor told of each pod. A failure is
+// the pod's own and undoes what was made for it. o.stale is another
+// sandbox's record whose kernel side the caller removes.
+func (m *Manager) addsLoop(ctx context.Context, calls []*Call) []outcome {
+	outs := make([]outcome, len(calls))
+	plan, alloc := m.p.Plan(), m.p.Allocator()
+	var notYet error
+	if !m.gwKnown {
+		notYet = m.startupNotRun(ctx)
+	}
+	var jobs []*addJob
+	for i, c := range calls {
+		o := &outs[i]
+		if plan == nil || alloc == nil {
+			o.err = fmt.Errorf("no address plan or IPAM not loaded yet: %w", ErrNotReady)
+			continue
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revertTimeout)
-		defer cancel()
-		for i := len(undo) - 1; i >= 0; i-- {
-			if uerr := undo[i](rctx); uerr != nil {
-				m.log.Error("pods: reverting a failed ADD", "pod", pod.String(), "err", uerr)
+		if err := c.ctx.Err(); err != nil {
+			o.err = fmt.Errorf("deadline passed before the request was taken in: %w: %w", ErrNotReady, err)
+			continue
+		}
+		pod := podOf(c.Req)
+		if old := m.record(pod); old != nil {
+			same := old.sameSandbox(c.Req)
+			if same && (m.p.Kind != vpp.PodLinkAFPacket || c.prep.reused) && m.inPlace(c.ctx, old) {
+				o.rec, o.res = old, m.result(old, plan)
+				continue
+			}
+			if !same {
+				m.log.Info("pods: replacing the wiring of another sandbox", "pod", pod.String(), "old", old.ContainerID, "new", c.Req.ContainerID)
+				o.stale = old
+			}
+			if err := m.unwireVPP(c.ctx, old); err != nil {
+				o.err = fmt.Errorf("pod %s: removing the old wiring: %w", pod, err)
+				continue
 			}
 		}
-		m.log.Warn("pods: ADD failed, reverted", "pod", pod.String(), "container", req.ContainerID, "err", err)
-	}()
+		if notYet != nil {
+			o.err = notYet
+			continue
+		}
+		j := &addJob{c: c, o: o}
+		if err := m.prepareAdd(j, plan, alloc); err != nil {
+			m.failAdd(j, err)
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return outs
+	}
+	wired := m.wireAll(ctx, jobs)
+	if len(wired) > 0 {
+		m.refresh(ctx)
+	}
+	for _, j := range wired {
+		m.told(j.rec.pod())
+	}
+	return outs
+}
+
+// startupNotRun says, wrapping ErrNotReady, that VPP's startup
+// configuration has not made the node's own interfaces yet (after a VPP
+// restart): an ADD then makes nothing, not even the gateway loopback,
+// which would take an index or a name the startup configuration's
+// interfaces expect. nil when it has, or when VPP cannot be asked (the
+// ADD's own calls fail then).
+func (m *Manager) startupNotRun(ctx context.Context) error {
+	if m.p.StartupInterfaces == nil {
+		return nil
+	}
+	ifs, err := m.p.VPP.ListInterfaces(ctx)
+	if err != nil {
+		return nil
+	}
+	byName := make(map[string]vpp.PodInterfaceState, len(ifs))
+	for _, i := range ifs {
+		byName[i.Name] = i
+	}
+	if name := m.startupPending(byName); name != "" {
+		return fmt.Errorf("VPP's startup configuration has not run yet (no interface %s): %w", name, ErrNotReady)
+	}
+	return nil
+}
+
+// prepareAdd makes sure of the gateway, allocates the pod's address and
+// builds its record and VPP link.
+func (m *Manager) prepareAdd(j *addJob, plan *addrplan.Plan, alloc *addrplan.Allocator) error {
+	req, prep, ctx := j.c.Req, j.c.prep, j.c.ctx
+	pod := podOf(req)
 	gw, err := m.ensureGateway(ctx, plan)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ip, err := alloc.Allocate(ctx, pod)
 	if err != nil {
-		return nil, withSubnet(err, alloc.Subnet())
+		return withSubnet(err, alloc.Subnet())
 	}
-	undo = append(undo, func(c context.Context) error { return alloc.Release(c, pod) })
+	j.undo = append(j.undo, func(c context.Context) error { return alloc.Release(c, pod) })
 	m.step("allocated")
 	r := &record{Namespace: req.Namespace, Pod: req.Pod, ContainerID: req.ContainerID, Netns: req.Netns,
 		IfName: req.IfName, Kind: m.p.Kind, IP: ip}
@@ -99,42 +147,96 @@ func (m *Manager) add(ctx context.Context, req Request, prep prepared, plan *add
 	r.VPPMAC = net.HardwareAddr(vmac[:]).String()
 	if r.Kind == vpp.PodLinkAFPacket {
 		if prep.hostIf == "" {
-			return nil, fmt.Errorf("pod %s: no veth made for the af_packet interface: %w", pod, ErrInvalid)
+			return fmt.Errorf("pod %s: no veth made for the af_packet interface: %w", pod, ErrInvalid)
 		}
 		r.HostIf, r.PodMAC = prep.hostIf, prep.podMAC
 	} else {
 		pm := tapPodMAC(ip)
 		r.PodMAC = net.HardwareAddr(pm[:]).String()
 		if _, err := os.Stat(req.Netns); err != nil {
-			return nil, fmt.Errorf("pod %s: netns %s: %w", pod, req.Netns, ErrNetnsGone)
+			return fmt.Errorf("pod %s: netns %s: %w", pod, req.Netns, ErrNetnsGone)
 		}
 	}
-	l := r.link(m.p.VRF, gw, m.p.Tag(req.Namespace, req.Pod))
-	pi, err := m.p.VPP.AddPodInterface(ctx, l)
-	if err != nil {
-		m.gwKnown = false // VPP may have restarted: look again
-		return nil, fmt.Errorf("pod %s: %w", pod, err)
-	}
-	r.SwIfIndex, r.VPPName = pi.Index, pi.Name
-	undo = append(undo, func(c context.Context) error { return m.p.VPP.DeletePodInterface(c, l, pi.Index) })
-	m.step("vpp")
-	if err := m.setRecord(r); err != nil {
-		return nil, err
-	}
-	m.log.Info("pods: pod wired in VPP", "pod", pod.String(), "container", req.ContainerID, "ip", ip, "interface", pi.Name, "index", pi.Index)
-	return r, nil
+	j.rec, j.link = r, r.link(m.p.VRF, gw, m.p.Tag(req.Namespace, req.Pod))
+	return nil
 }
 
-// told refreshes the interface cache and tells the service processor of
-// the pod's interface (it looks it up by tag), in the same batch.
-func (m *Manager) told(ctx context.Context, pod addrplan.PodID) {
+// wireAll makes the jobs' VPP interfaces together, within the latest of
+// their deadlines, and writes each pod's record; it returns the jobs
+// done (the others failed, undone).
+func (m *Manager) wireAll(ctx context.Context, jobs []*addJob) []*addJob {
+	deadline, _ := jobs[0].c.ctx.Deadline()
+	links := make([]vpp.PodLink, len(jobs))
+	for i, j := range jobs {
+		links[i] = j.link
+		if d, ok := j.c.ctx.Deadline(); !ok || d.After(deadline) {
+			deadline = d
+		}
+	}
+	vctx, cancel := ctx, func() {}
+	if !deadline.IsZero() {
+		vctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	pis, errs := m.p.VPP.AddPodInterfaces(vctx, links)
+	cancel()
+	var done []*addJob
+	for i, j := range jobs {
+		pod := j.rec.pod()
+		if errs[i] != nil {
+			m.gwKnown = false // VPP may have restarted: look again
+			m.failAdd(j, fmt.Errorf("pod %s: %w", pod, errs[i]))
+			continue
+		}
+		j.rec.SwIfIndex, j.rec.VPPName = pis[i].Index, pis[i].Name
+		l, idx := j.link, pis[i].Index
+		j.undo = append(j.undo, func(c context.Context) error { return m.p.VPP.DeletePodInterface(c, l, idx) })
+		m.step("vpp")
+		if err := j.c.ctx.Err(); err != nil {
+			m.failAdd(j, fmt.Errorf("pod %s: %w", pod, err))
+			continue
+		}
+		if err := m.setRecord(j.rec); err != nil {
+			m.failAdd(j, err)
+			continue
+		}
+		m.log.Info("pods: pod wired in VPP", "pod", pod.String(), "container", j.c.Req.ContainerID, "ip", j.rec.IP, "interface", pis[i].Name, "index", pis[i].Index)
+		j.o.rec = j.rec
+		j.o.res = m.result(j.rec, m.p.Plan())
+		done = append(done, j)
+	}
+	return done
+}
+
+// failAdd undoes what was made for a job, in reverse, and fails it.
+func (m *Manager) failAdd(j *addJob, err error) {
+	pod := podOf(j.c.Req)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(j.c.ctx), revertTimeout)
+	defer cancel()
+	for i := len(j.undo) - 1; i >= 0; i-- {
+		if uerr := j.undo[i](rctx); uerr != nil {
+			m.log.Error("pods: reverting a failed ADD", "pod", pod.String(), "err", uerr)
+		}
+	}
+	m.log.Warn("pods: ADD failed, reverted", "pod", pod.String(), "container", j.c.Req.ContainerID, "err", err)
+	j.o.err = err
+}
+
+// told tells the service processor of pod's interface (it looks it up
+// by tag), in the same batch; the interface cache is re-read first
+// (refresh).
+func (m *Manager) told(pod addrplan.PodID) {
+	if m.events != nil {
+		m.events.FollowUp(podInterfaceEvent(pod))
+	}
+}
+
+// refresh re-reads the agent's interface cache, before the service
+// processor looks the pods up.
+func (m *Manager) refresh(ctx context.Context) {
 	if m.p.Refresh != nil {
 		if err := m.p.Refresh(ctx); err != nil {
 			m.log.Warn("pods: re-reading VPP's interfaces", "err", err)
 		}
-	}
-	if m.events != nil {
-		m.events.FollowUp(podInterfaceEvent(pod))
 	}
 }
 
@@ -201,7 +303,8 @@ func (m *Manager) delLoop(ctx context.Context, req Request) (o outcome) {
 	}
 	o.rec = r
 	m.log.Info("pods: pod unwired from VPP", "pod", pod.String(), "container", req.ContainerID, "ip", r.IP)
-	m.told(ctx, pod)
+	m.refresh(ctx)
+	m.told(pod)
 	return o
 }
 
@@ -239,7 +342,7 @@ func (m *Manager) run(c *Call) outcome {
 	var o outcome
 	switch c.Op {
 	case OpAdd:
-		o = m.addLoop(c.ctx, c.Req, c.prep)
+		o = m.addsLoop(c.ctx, []*Call{c})[0]
 	case OpDel:
 		o = m.delLoop(c.ctx, c.Req)
 	case OpCheck:
@@ -247,6 +350,11 @@ func (m *Manager) run(c *Call) outcome {
 	default:
 		o.err = fmt.Errorf("operation %q: %w", c.Op, ErrInvalid)
 	}
+	return finished(c, o)
+}
+
+// finished is o, its error saying when c's deadline passed.
+func finished(c *Call, o outcome) outcome {
 	if o.err != nil && c.ctx.Err() != nil && !errors.Is(o.err, ErrNotReady) {
 		o.err = fmt.Errorf("%w (deadline: %w)", o.err, c.ctx.Err())
 	}

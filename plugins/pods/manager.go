@@ -18,6 +18,7 @@ import (
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/plugins/controller"
 	"contiv.dev/vpp/plugins/pods/cniapi"
+	"contiv.dev/vpp/plugins/service"
 	"contiv.dev/vpp/plugins/vpp"
 )
 
@@ -40,6 +41,14 @@ type Manager struct {
 	events    controller.FollowUpper
 	afterStep func(step string) // tests: called after each step of ADD
 	replies   []func()          // outcomes of the batch's calls (Applied)
+	// waitStartup: the last reconcile left pods to re-create until VPP's
+	// startup configuration has made its interfaces (Params.StartupInterfaces).
+	waitStartup bool
+
+	// ADDs queued for the next addBatch (Submit), any goroutine.
+	qmu         sync.Mutex
+	queued      []*Call
+	batchPushed bool
 
 	locks podLocks      // one operation a pod at a time
 	slots chan struct{} // the kernel work's (KernelConcurrency)
@@ -95,10 +104,16 @@ func (m *Manager) SetEvents(f controller.FollowUpper) { m.events = f }
 // Name implements controller.Handler.
 func (m *Manager) Name() string { return "pods" }
 
-// HandlesEvent implements controller.Handler: the CNI's calls.
+// HandlesEvent implements controller.Handler: the CNI's calls, and, while
+// pods wait for VPP's startup configuration, VPP's interface changes.
 func (m *Manager) HandlesEvent(ev controller.Event) bool {
-	_, ok := ev.(*Call)
-	return ok
+	switch ev.(type) {
+	case *Call, *addBatch:
+		return true
+	case *service.InterfaceEvent:
+		return m.waitStartup
+	}
+	return false
 }
 
 // Ready implements controller.ReadyHandler: the pods of the records are

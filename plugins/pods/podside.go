@@ -6,12 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strings"
+	"runtime"
+	"unsafe"
 
-	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // The pod side of a pod's link, in the netns the runtime gave: eth0 with
@@ -43,56 +43,86 @@ func withNetns(path string, f func(ns.NetNS) error) error {
 	return n.Do(f)
 }
 
-// makeVeth makes the veth pair of an af_packet pod: ifName in the pod's
-// netns, without transmit checksum offload (txChecksumOff), hostName in
-// the agent's (VPP's; what VPP sends through it carries whole checksums).
-// It returns the pod end's MAC.
+// makeVeth makes the veth pair of an af_packet pod: hostName in the
+// agent's netns (VPP's), up, and its peer made at once in the pod's netns
+// as ifName (no move between netns: a move costs the kernel ~16-19 ms a
+// link on the 2-CPU VM under load, the creation ~1.4 ms; docs/PERFORMANCE.md),
+// without transmit checksum offload (txChecksumOff: what VPP sends
+// through it carries whole checksums). It returns the pod end's MAC.
 func makeVeth(netnsPath, ifName, hostName string) (net.HardwareAddr, error) {
-	hostNS, err := ns.GetCurrentNS()
+	podNS, err := ns.GetNS(netnsPath)
 	if err != nil {
-		return nil, fmt.Errorf("the agent's netns: %w", err)
-	}
-	defer hostNS.Close()
-	var mac net.HardwareAddr
-	err = withNetns(netnsPath, func(ns.NetNS) error {
-		_, cont, err := ip.SetupVethWithName(ifName, hostName, vethMTU, "", hostNS)
-		if err != nil {
-			return fmt.Errorf("veth %s/%s: %w", ifName, hostName, err)
+		if netnsGone(err) {
+			return nil, fmt.Errorf("netns %s: %w", netnsPath, ErrNetnsGone)
 		}
-		mac = cont.HardwareAddr
+		return nil, fmt.Errorf("netns %s: %w", netnsPath, err)
+	}
+	defer podNS.Close()
+	la := netlink.NewLinkAttrs()
+	la.Name, la.MTU = hostName, vethMTU
+	veth := &netlink.Veth{LinkAttrs: la, PeerName: ifName, PeerNamespace: netlink.NsFd(int(podNS.Fd()))}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("veth %s/%s: %w", ifName, hostName, err)
+	}
+	if err := netlink.LinkSetUp(veth); err != nil {
+		return nil, fmt.Errorf("set %s up: %w", hostName, err)
+	}
+	var mac net.HardwareAddr
+	err = podNS.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName(ifName)
+		if err != nil {
+			return fmt.Errorf("pod link %s: %w", ifName, err)
+		}
+		mac = l.Attrs().HardwareAddr
 		return txChecksumOff(ifName)
 	})
 	return mac, err
 }
 
-// txChecksumOff turns off every transmit checksum offload of link name
-// (in the calling thread's netns), as `ethtool -K name tx off` does; the
-// kernel drops the segmentation offloads that need them with them. A veth
-// end offloading its checksums hands the peer a packet whose TCP or UDP
-// checksum is only partial: VPP's af_packet input does not complete it,
-// so VPP forwards it as it is and the receiving pod's kernel drops it as
-// corrupt (measured on VPP 25.02: no TCP connection between two pods of
-// the node; TcpInCsumErrors counts the SYNs).
+// txChecksumOff turns off the transmit checksum offload of link name
+// (in the calling thread's netns) with the one legacy ethtool request
+// `ethtool -K name tx off` stands for (ETHTOOL_STXCSUM): the kernel clears
+// every checksum feature of the link (NETIF_F_CSUM_MASK, and the
+// segmentation offloads that need them with them). A veth end offloading
+// its checksums hands the peer a packet whose TCP or UDP checksum is only
+// partial: VPP's af_packet input does not complete it, so VPP forwards it
+// as it is and the receiving pod's kernel drops it as corrupt (measured
+// on VPP 25.02: no TCP connection between two pods of the node;
+// TcpInCsumErrors counts the SYNs). One request, not the feature names'
+// table read twice and the features read and written (~4 ms of an ADD on
+// the loaded 2-CPU VM, docs/PERFORMANCE.md).
 func txChecksumOff(name string) error {
-	e, err := ethtool.NewEthtool()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("ethtool for %s: %w", name, err)
+		return fmt.Errorf("ethtool socket for %s: %w", name, err)
 	}
-	defer e.Close()
-	names, err := e.FeatureNames(name)
-	if err != nil {
-		return fmt.Errorf("offload features of %s: %w", name, err)
+	defer unix.Close(fd)
+	v := ethtoolValue{cmd: ethtoolSTxCsum, data: 0}
+	req := ifreqData{data: unsafe.Pointer(&v)}
+	if len(name) >= len(req.name) {
+		return fmt.Errorf("interface name %q too long", name)
 	}
-	off := map[string]bool{}
-	for f := range names {
-		if strings.HasPrefix(f, "tx-checksum-") {
-			off[f] = false
-		}
-	}
-	if err := e.Change(name, off); err != nil {
-		return fmt.Errorf("turning off the transmit checksum offload of %s: %w", name, err)
+	copy(req.name[:], name)
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req)))
+	runtime.KeepAlive(&v)
+	if errno != 0 {
+		return fmt.Errorf("turning off the transmit checksum offload of %s: %w", name, errno)
 	}
 	return nil
+}
+
+// ethtoolSTxCsum is ETHTOOL_STXCSUM (linux/ethtool.h).
+const ethtoolSTxCsum = 0x17
+
+// ethtoolValue is struct ethtool_value.
+type ethtoolValue struct{ cmd, data uint32 }
+
+// ifreqData is struct ifreq with its ifr_data member (40 bytes on 64-bit
+// Linux: the name, then a 24-byte union).
+type ifreqData struct {
+	name [unix.IFNAMSIZ]byte
+	data unsafe.Pointer
+	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
 // deleteHostLink deletes the agent's end of a pod's veth pair (the pod's

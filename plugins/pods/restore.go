@@ -23,6 +23,11 @@ func (m *Manager) Resync(ctx context.Context, ev *controller.ResyncEvent) error 
 	if ev.DataplaneRestarted {
 		m.gwKnown = false
 	}
+	return m.settle(ctx)
+}
+
+// settle reconciles and keeps the outcome for Ready and Back.
+func (m *Manager) settle(ctx context.Context) error {
 	st, err := m.reconcile(ctx)
 	m.mu.Lock()
 	m.lastErr, m.notBack = err, st.Failed
@@ -93,14 +98,24 @@ func (m *Manager) reconcile(ctx context.Context) (ReconcileStats, error) {
 	if len(recs) == 0 {
 		return st, nil
 	}
+	byName := map[string]vpp.PodInterfaceState{}
+	for _, i := range ifs {
+		byName[i.Name] = i
+	}
+	if lost := m.lost(recs, byName); lost > 0 {
+		if name := m.startupPending(byName); name != "" {
+			// Nothing is made, the gateway neither: the healing resync,
+			// or the interface's event (Update), tries again.
+			m.waitStartup = true
+			st.Failed = lost
+			return st, fmt.Errorf("pods: VPP's startup configuration has not run yet (no interface %s): %d pods wait to be re-created: %w", name, lost, ErrNotReady)
+		}
+	}
+	m.waitStartup = false
 	m.gwKnown = false
 	gw, err := m.ensureGateway(ctx, plan)
 	if err != nil {
 		return st, fmt.Errorf("pods: %w", err)
-	}
-	byName := map[string]vpp.PodInterfaceState{}
-	for _, i := range ifs {
-		byName[i.Name] = i
 	}
 	var errs []error
 	changed := false
@@ -155,6 +170,33 @@ func (m *Manager) reconcile(ctx context.Context) (ReconcileStats, error) {
 		m.log.Info("pods: reconciled with VPP", "inPlace", st.InPlace, "rewired", st.Rewired, "recreated", st.Recreated, "swept", st.Swept)
 	}
 	return st, errors.Join(errs...)
+}
+
+// lost counts the records whose VPP interface is not in VPP's table (by
+// name and tag): those a VPP restart took.
+func (m *Manager) lost(recs []*record, byName map[string]vpp.PodInterfaceState) int {
+	n := 0
+	for _, r := range recs {
+		if cur, ok := byName[r.VPPName]; !ok || cur.Tag != m.p.Tag(r.Namespace, r.Pod) {
+			n++
+		}
+	}
+	return n
+}
+
+// startupPending names an interface of VPP's startup configuration
+// (Params.StartupInterfaces) VPP does not have yet; "" when it has them
+// all.
+func (m *Manager) startupPending(byName map[string]vpp.PodInterfaceState) string {
+	if m.p.StartupInterfaces == nil {
+		return ""
+	}
+	for _, name := range m.p.StartupInterfaces() {
+		if _, ok := byName[name]; name != "" && !ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // errPodGone: a record's pod cannot be wired again (its veth or netns is

@@ -26,7 +26,7 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 	t := e.t
 	var h controller.Handler = e.m
 	if e.loopBusy != nil {
-		h = timedHandler{e.m, e.loopBusy}
+		h = timedHandler{e.m, e.loopBusy, e.addBatches}
 	}
 	ctl := controller.New(controller.Params{Handlers: []controller.Handler{h}, ApplyObservers: []controller.ApplyObserver{e.m}, BatchHold: -1})
 	e.m.SetEvents(ctl)
@@ -66,10 +66,14 @@ func (e *env) loop(deadline time.Duration) *http.Client {
 // timedHandler is the manager, the time its Update takes added up.
 type timedHandler struct {
 	*Manager
-	busy *atomic.Int64
+	busy    *atomic.Int64
+	batches *atomic.Int64 // the ADD batches the loop took in
 }
 
 func (h timedHandler) Update(ctx context.Context, ev controller.Event) error {
+	if _, ok := ev.(*addBatch); ok && h.batches != nil {
+		h.batches.Add(1)
+	}
 	start := time.Now()
 	defer func() { h.busy.Add(int64(time.Since(start))) }()
 	return h.Manager.Update(ctx, ev)
@@ -164,13 +168,21 @@ func TestSocketAnswersCNIErrors(t *testing.T) {
 	if err != nil || ce == nil || ce.Code != cniapi.CodeInvalidEnv || !bytes.Contains([]byte(ce.Details), []byte("K8S_POD_NAME")) {
 		t.Errorf("missing pod: %v %+v; want code %d naming K8S_POD_NAME", err, ce, cniapi.CodeInvalidEnv)
 	}
-	resp, err := c.Get("http://agent" + cniapi.PathStatus)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Ready once the loop applied its first resync (the requests above
+	// were refused before reaching it: nothing waited for it).
 	var st cniapi.Status
-	_ = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		resp, err := c.Get("http://agent" + cniapi.PathStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = cniapi.Status{}
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if st.Ready || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !st.Ready || st.Kind != "af_packet" {
 		t.Errorf("status %+v; want ready, af_packet", st)
 	}

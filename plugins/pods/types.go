@@ -76,6 +76,7 @@ type Result = cniapi.Result
 type VPP interface {
 	EnsureGateway(ctx context.Context, tag string, vrf uint32, gw netip.Prefix) (uint32, error)
 	AddPodInterface(ctx context.Context, l vpp.PodLink) (vpp.PodInterface, error)
+	AddPodInterfaces(ctx context.Context, ls []vpp.PodLink) ([]vpp.PodInterface, []error)
 	RewirePodInterface(ctx context.Context, idx uint32, l vpp.PodLink) error
 	DeletePodInterface(ctx context.Context, l vpp.PodLink, idx uint32) error
 	ListInterfaces(ctx context.Context) ([]vpp.PodInterfaceState, error)
@@ -138,6 +139,14 @@ type Params struct {
 	// Refresh, when set, re-reads the agent's interface cache after a pod
 	// interface was made or removed (before the service processor is told).
 	Refresh func(context.Context) error
+	// StartupInterfaces, when set, names the interfaces VPP's startup
+	// configuration makes (the node's own: main NIC, host interconnect,
+	// VXLAN BVI, other NICs). Pods whose interface VPP lost (a VPP
+	// restart) are re-created only once VPP has them all: made before,
+	// a pod's interface or the gateway loopback would take an index or a
+	// name (loop0) the startup configuration's own interfaces get, and its
+	// commands would configure the agent's interface instead.
+	StartupInterfaces func() []string
 	// KernelConcurrency bounds the pods whose kernel side (veth, eth0) is
 	// worked on at once, off the controller's loop (default
 	// DefaultKernelConcurrency).

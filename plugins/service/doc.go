@@ -44,7 +44,13 @@
 // and the interface roles they give; nodeview.go follows this node's
 // addresses and zone; views.go answers the REST views.
 //
+// This node's pods are those whose Pod object names this node, and those
+// the agent's CNI wired here (Params.Wired) while VPP has their interface,
+// their object known or not yet (a kubelet may run the CNI's ADD before
+// the reflector's copy of the Pod reaches etcd: the seed's ProcessNewPod).
+//
 // It reads this node's facts through small interfaces (ThisNode from
-// NodeSync, PodSubnets from IPAM, InterfaceLookup from the VPP layer) and
+// NodeSync, PodSubnets from IPAM, InterfaceLookup from the VPP layer,
+// WiredPods from the pod manager) and
 // knows nothing about etcd, VPP, NAT44 or the agent's configuration format.
 package service

@@ -54,6 +54,22 @@ func (f fakeInterfaces) InterfaceByTag(tag string) (string, bool) {
 	return n, ok
 }
 
+// fakeWired is the pod manager's wired pods: "namespace/name".
+type fakeWired map[string]bool
+
+func (f fakeWired) Wired(ns, name string) bool { return f[ns+"/"+name] }
+
+func (f fakeWired) WiredPods() []kubestate.Key {
+	var out []kubestate.Key
+	for _, k := range slices.Sorted(maps.Keys(f)) {
+		if f[k] {
+			ns, name, _ := strings.Cut(k, "/")
+			out = append(out, kubestate.Key{Resource: kubestate.ResPod, Namespace: ns, Name: name})
+		}
+	}
+	return out
+}
+
 // recorder is a renderer that applies every call to its own copy of the
 // state and notes every call that breaks the Renderer contract.
 type recorder struct {
@@ -295,6 +311,7 @@ type rig struct {
 	t      tb
 	node   *fakeNode
 	ifaces fakeInterfaces
+	wired  fakeWired // the pods the CNI wired
 	cfg    Config
 	p      *Processor
 	rec    *recorder
@@ -303,7 +320,7 @@ type rig struct {
 }
 
 func newRig(t tb) *rig {
-	r := &rig{t: t, node: testNode(), ifaces: fakeInterfaces{}, cfg: Config{MainInterface: "eth0"},
+	r := &rig{t: t, node: testNode(), ifaces: fakeInterfaces{}, wired: fakeWired{}, cfg: Config{MainInterface: "eth0"},
 		state: map[kubestate.Key]kubestate.Object{}}
 	r.p, r.rec = r.processor()
 	return r
@@ -313,7 +330,7 @@ func newRig(t tb) *rig {
 func (r *rig) processor() (*Processor, *recorder) {
 	r.t.Helper()
 	rec := newRecorder()
-	p, err := New(Params{Renderers: []sr.Renderer{rec}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces, Config: r.cfg})
+	p, err := New(Params{Renderers: []sr.Renderer{rec}, Node: r.node, Subnets: r.node, Interfaces: r.ifaces, Wired: r.wired, Config: r.cfg})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -12,6 +12,10 @@ import (
 type localPod struct {
 	ifName  string // "" while the pod has no known interface
 	hostNet bool
+	// wiredOnly: known as wired by the CNI (Params.Wired), its Pod
+	// object not seen on this node (yet): the CNI's ADD may run before
+	// the reflector's copy of the Pod reaches etcd.
+	wiredOnly bool
 }
 
 // staticRoles are the roles of the configured interfaces.
@@ -78,16 +82,68 @@ func podID(k kubestate.Key) kubestate.Key {
 
 func (p *Processor) podChanged(k kubestate.Key, pod *kubestate.Pod) {
 	if pod == nil || pod.NodeName != p.name {
-		lp, had := p.pods[k]
-		if !had {
-			return
-		}
-		delete(p.pods, k)
-		p.unlink(lp.ifName, k)
-		p.refreshInterface(lp.ifName)
+		p.wiredPod(k)
 		return
 	}
 	p.setPod(k, p.lookup(k, pod.HostNetwork))
+}
+
+// forgetPod drops local pod k and the role it gave its interface.
+func (p *Processor) forgetPod(k kubestate.Key) {
+	lp, had := p.pods[k]
+	if !had {
+		return
+	}
+	delete(p.pods, k)
+	p.unlink(lp.ifName, k)
+	p.refreshInterface(lp.ifName)
+}
+
+// podInterface looks pod k's VPP interface up again (PodInterfaceEvent).
+func (p *Processor) podInterface(k kubestate.Key) {
+	lp, known := p.pods[k]
+	switch {
+	case known && lp.hostNet:
+	case known && !lp.wiredOnly:
+		p.setPod(k, p.lookup(k, false))
+	default:
+		p.wiredPod(k)
+	}
+}
+
+// wiredPod: pod k, of no Pod object of this node, is a local pod while
+// the CNI wired it here (Params.Wired) and VPP has its interface (the
+// seed's ProcessNewPod: the CNI's ADD tells the processor at once, before
+// the reflector's copy of the Pod reaches etcd); otherwise it is none.
+// The Pod object, when it comes, takes over.
+func (p *Processor) wiredPod(k kubestate.Key) {
+	if p.wired != nil && p.wired.Wired(k.Namespace, k.Name) {
+		if lp := p.lookup(k, false); lp.ifName != "" {
+			lp.wiredOnly = true
+			p.setPod(k, lp)
+			return
+		}
+	}
+	p.forgetPod(k)
+}
+
+// indexWired takes into a resync's indexes the wired pods the snapshot
+// holds no object of (wiredPod's rule).
+func (p *Processor) indexWired() {
+	if p.wired == nil {
+		return
+	}
+	for _, k := range p.wired.WiredPods() {
+		k = podID(k)
+		if _, ok := p.pods[k]; ok {
+			continue
+		}
+		if lp := p.lookup(k, false); lp.ifName != "" {
+			lp.wiredOnly = true
+			p.pods[k] = lp
+			p.ifPods[lp.ifName] = append(p.ifPods[lp.ifName], k)
+		}
+	}
 }
 
 // lookup finds the interface of local pod k; host-network pods have none.

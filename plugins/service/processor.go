@@ -91,6 +91,18 @@ type Params struct {
 	Interfaces InterfaceLookup
 	// Config names the interfaces and the pod interface tag.
 	Config Config
+	// Wired, when set, tells which pods this node's CNI wired (the
+	// agent's pod manager): each is a local pod while VPP has its
+	// interface, its Pod object known or not (yet).
+	Wired WiredPods
+}
+
+// WiredPods is what the processor needs of the agent's pod manager.
+type WiredPods interface {
+	// Wired tells whether the CNI wired pod namespace/name on this node.
+	Wired(namespace, name string) bool
+	// WiredPods lists the pods wired on this node (ResPod keys).
+	WiredPods() []kubestate.Key
 }
 
 // PodInterfaceEvent tells that the VPP interface of a pod of this node
@@ -143,6 +155,7 @@ type Processor struct {
 	node      ThisNode
 	subnets   PodSubnets
 	ifaces    InterfaceLookup
+	wired     WiredPods
 	tag       func(namespace, name string) string
 	static    map[string]sr.InterfaceRole
 	// rangesEnforced and rangesWhy are Config.SourceRangesEnforced and
@@ -225,6 +238,7 @@ func New(p Params) (*Processor, error) {
 		node:      p.Node,
 		subnets:   p.Subnets,
 		ifaces:    p.Interfaces,
+		wired:     p.Wired,
 		tag:       tag,
 		static:    staticRoles(p.Config),
 		name:      p.Node.NodeName(),
@@ -297,6 +311,7 @@ func (p *Processor) Resync(_ context.Context, ev *controller.ResyncEvent) error 
 	p.view = p.readNode()
 	p.reset(len(ev.State.Objects) / 2)
 	es := p.index(ev)
+	p.indexWired()
 	sortEntries(es)
 	p.deriveAll(es, old, oldView.equal(&p.view))
 	out := make([]*sr.ContivService, 0, len(es))
@@ -438,10 +453,7 @@ func (p *Processor) Update(_ context.Context, ev controller.Event) error {
 	case *controller.NodeUpdate:
 		p.nodeChanged(e.Name)
 	case *PodInterfaceEvent:
-		k := kubestate.Key{Resource: kubestate.ResPod, Namespace: e.Namespace, Name: e.Name}
-		if lp, ok := p.pods[k]; ok && !lp.hostNet {
-			p.setPod(k, p.lookup(k, false))
-		}
+		p.podInterface(kubestate.Key{Resource: kubestate.ResPod, Namespace: e.Namespace, Name: e.Name})
 	case *InterfaceEvent:
 		// What VPP lost is forgotten whether or not the interface has a
 		// role now: a pod's role may be gone for the moment (its

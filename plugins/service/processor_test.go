@@ -364,6 +364,46 @@ func TestPodInterfaces(t *testing.T) {
 			t.Fatalf("interface gone: %q", got)
 		}
 	})
+	t.Run("CNI ADD before the Pod object", func(t *testing.T) {
+		// The agent's pod manager wired the pod and told the processor
+		// (issue 35) before the reflector's copy of the Pod reached etcd:
+		// its interface has its roles at once, keeps them across a resync
+		// (a fresh processor's too: check) until the object comes and
+		// after it went while the pod is wired; with the interface gone,
+		// or the pod unwired, it has none.
+		r := base(t)
+		r.put(slice())
+		r.wired["default/web-1"] = true
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		if got := ifLines(r); got != both {
+			t.Fatalf("wired, no Pod object yet: %q, want %q", got, both)
+		}
+		r.resync()
+		if got := ifLines(r); got != both {
+			t.Fatalf("after a resync, no Pod object yet: %q, want %q", got, both)
+		}
+		r.put(podM("web-1", "node-1", "10.1.1.5"))
+		if got := ifLines(r); got != both {
+			t.Fatalf("the Pod object came: %q, want %q", got, both)
+		}
+		r.del(podKey("web-1"))
+		if got := ifLines(r); got != both {
+			t.Fatalf("the Pod object went, the pod still wired: %q, want %q", got, both)
+		}
+		delete(r.wired, "default/web-1")
+		delete(r.ifaces, "default/web-1")
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		if got := ifLines(r); got != "" {
+			t.Fatalf("unwired: %q, want nothing", got)
+		}
+		// An interface tagged for a pod the CNI did not wire (another
+		// CNI's, without cni.enabled) waits for the Pod object, as before.
+		r.ifaces["default/web-1"] = "tap-web-1"
+		r.apply(&PodInterfaceEvent{Namespace: "default", Name: "web-1"})
+		if got := ifLines(r); got != "" {
+			t.Fatalf("not wired by this CNI, no object: %q, want nothing", got)
+		}
+	})
 	t.Run("an interface VPP lost is reported lost, role or not", func(t *testing.T) {
 		r := base(t)
 		r.put(podM("web-1", "node-1", "10.1.1.5"), slice())

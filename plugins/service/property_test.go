@@ -154,9 +154,12 @@ func TestIncrementalEqualsResync(t *testing.T) {
 			return o
 		}
 		// The CNI made every pod's interface; "pod interface" events toggle them.
+		// Some the agent's pod manager wired (known before their Pod
+		// objects).
 		for _, ns := range propNamespaces {
 			for _, name := range propPods {
 				r.ifaces[ns+"/"+name] = "tap-" + ns + "-" + name
+				r.wired[ns+"/"+name] = rapid.Bool().Draw(t, "wired "+ns+"/"+name)
 			}
 		}
 		r.resync()
@@ -225,6 +228,14 @@ func TestIncrementalEqualsResync(t *testing.T) {
 					// Sometimes two pods share a name: the roles must add up.
 					r.ifaces[tag] = rapid.SampledFrom([]string{"tap-" + ns + "-" + name, "tap-shared", "eth0"}).Draw(t, "ifName")
 				}
+				r.apply(&PodInterfaceEvent{Namespace: ns, Name: name})
+			},
+			"cni add or del": func(t *rapid.T) {
+				// The pod manager's record made or removed, then its
+				// PodInterfaceEvent (plugins/pods).
+				ns := rapid.SampledFrom([]string{"a", "a", "b"}).Draw(t, "ns")
+				name := rapid.SampledFrom(propPods).Draw(t, "name")
+				r.wired[ns+"/"+name] = !r.wired[ns+"/"+name]
 				r.apply(&PodInterfaceEvent{Namespace: ns, Name: name})
 			},
 			"resync": func(t *rapid.T) { r.resync() },

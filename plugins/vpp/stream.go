@@ -53,6 +53,7 @@ type streamCall[M any] struct {
 	sent  time.Time
 	done  bool
 	err   error
+	msg   api.Message // the answer read (none when err is a transport one)
 }
 
 // openStream opens a stream on c's live connection.
@@ -149,6 +150,7 @@ func (p *stream[M]) readOne() {
 		p.broken = fmt.Errorf("got %s for %s", m.GetMessageName(), c.name)
 		c.err = p.broken
 	default:
+		c.msg = m
 		if rv := retval(m); rv != 0 {
 			c.err = fmt.Errorf("%s: %w", c.name, api.VPPApiError(rv))
 		}
