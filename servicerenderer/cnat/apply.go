@@ -172,13 +172,28 @@ func (r *Renderer) planChanges() []Op {
 			ops = r.appendDiffVerdicts(ops, nil, &r.pendingTables)
 		}
 	}
+	// A cluster IP's reject route is added before its last translation is
+	// deleted, and deleted after its first translation is made (the
+	// translation hides it, BuildRoutes): no packet meets the address
+	// with neither, which the service CIDR's drop route would drop.
+	var verdicts []Op
+	if len(r.dirtyRoutes) > 0 {
+		verdicts = r.appendDiffVerdicts(nil, r.dirtyRoutes, nil)
+		r.dirtyRoutes = nil
+	}
+	for _, op := range verdicts {
+		if op.Add {
+			ops = append(ops, op)
+		}
+	}
 	for _, fe := range r.frontends.Dirty() {
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, 0, false)
 		r.frontends.Clean(fe)
 	}
-	if len(r.dirtyRoutes) > 0 {
-		ops = r.appendDiffVerdicts(ops, r.dirtyRoutes, nil)
-		r.dirtyRoutes = nil
+	for _, op := range verdicts {
+		if !op.Add {
+			ops = append(ops, op)
+		}
 	}
 	return ops
 }
