@@ -13,9 +13,13 @@ import (
 
 	"go.fd.io/govpp/adapter/socketclient"
 	"go.fd.io/govpp/api"
+	cnatapi "go.fd.io/govpp/binapi/cnat"
 	"go.fd.io/govpp/binapi/fib_types"
+	"go.fd.io/govpp/binapi/interface_types"
 	ipapi "go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/nat44_ed"
+	"go.fd.io/govpp/binapi/nat_types"
 	"go.fd.io/govpp/binapi/vlib"
 	"go.fd.io/govpp/core"
 )
@@ -49,6 +53,7 @@ func main() {
 	sync := flag.Bool("sync", false, "one call at a time")
 	del := flag.Bool("del", true, "delete them afterwards (measured too)")
 	random := flag.Bool("random", false, "spread the addresses over the /12 (as Kubernetes allocates) rather than consecutive")
+	kind := flag.String("kind", "route", "route, nat44 (a load-balanced mapping of 2 locals per address, the NAT44 plugin enabled first) or cnat (a translation of one path per address; not deleted)")
 	flag.Parse()
 	conn, err := core.Connect(socketclient.NewVppClient(*sock))
 	if err != nil {
@@ -78,7 +83,7 @@ func main() {
 		if *sync {
 			ch, _ := conn.NewAPIChannel()
 			for i := 0; i < *n; i++ {
-				if err := ch.SendRequest(reqs(i)).ReceiveReply(&ipapi.IPRouteAddDelReply{}); err != nil {
+				if err := ch.SendRequest(reqs(i)).ReceiveReply(replyOf(reqs(i))); err != nil {
 					log.Fatalf("%s %d: %v", what, i, err)
 				}
 			}
@@ -94,7 +99,7 @@ func main() {
 				if err != nil {
 					log.Fatalf("%s: %v", what, err)
 				}
-				if r, ok := m.(*ipapi.IPRouteAddDelReply); !ok || r.Retval != 0 {
+				if rv := retval(m); rv != 0 {
 					log.Fatalf("%s: %#v", what, m)
 				}
 				inflight--
@@ -124,6 +129,22 @@ func main() {
 		}
 		ch.Close()
 	}
+	switch *kind {
+	case "nat44":
+		ch, _ := conn.NewAPIChannel()
+		if err := ch.SendRequest(&nat44_ed.Nat44EdPluginEnableDisable{Enable: true}).ReceiveReply(&nat44_ed.Nat44EdPluginEnableDisableReply{}); err != nil {
+			log.Printf("enable NAT44: %v", err)
+		}
+		ch.Close()
+		run("add nat44 mapping", func(i int) api.Message { return mapping(addr(i), true) })
+		if *del {
+			run("del nat44 mapping", func(i int) api.Message { return mapping(addr(i), false) })
+		}
+		return
+	case "cnat":
+		run("update cnat translation", func(i int) api.Message { return translation(addr(i)) })
+		return
+	}
 	run("add "+*typ, func(i int) api.Message { return route(addr(i), 32, uint32(*table), t, true) })
 	ch, _ := conn.NewAPIChannel()
 	r := &vlib.CliInbandReply{}
@@ -137,3 +158,48 @@ func main() {
 	}
 	ch.Close()
 }
+
+// mapping is a load-balanced NAT44 mapping of a:80/TCP to two locals.
+func mapping(a netip.Addr, add bool) *nat44_ed.Nat44AddDelLbStaticMapping {
+	l := func(last byte) nat44_ed.Nat44LbAddrPort {
+		return nat44_ed.Nat44LbAddrPort{Addr: ip_types.IP4Address{10, 1, 2, last}, Port: 8080, Probability: 1}
+	}
+	return &nat44_ed.Nat44AddDelLbStaticMapping{IsAdd: add, Flags: nat_types.NAT_IS_OUT2IN_ONLY | nat_types.NAT_IS_SELF_TWICE_NAT,
+		ExternalAddr: a.As4(), ExternalPort: 80, Protocol: 6, LocalNum: 2, Locals: []nat44_ed.Nat44LbAddrPort{l(10), l(11)}}
+}
+
+// translation is a cnat translation of a:80/TCP to one backend.
+func translation(a netip.Addr) *cnatapi.CnatTranslationUpdate {
+	return &cnatapi.CnatTranslationUpdate{Translation: cnatapi.CnatTranslation{
+		Vip: cnatapi.CnatEndpoint{Addr: ip_types.NewAddress(a.AsSlice()), SwIfIndex: noIndex, Port: 80}, IPProto: ip_types.IP_API_PROTO_TCP,
+		NPaths: 1, Paths: []cnatapi.CnatEndpointTuple{{
+			DstEp: cnatapi.CnatEndpoint{Addr: ip_types.NewAddress([]byte{10, 1, 2, 10}), SwIfIndex: noIndex, Port: 8080},
+			SrcEp: cnatapi.CnatEndpoint{Addr: ip_types.NewAddress([]byte{0, 0, 0, 0}), SwIfIndex: noIndex}}}}}
+}
+
+// replyOf is the reply of a probe's request.
+func replyOf(req api.Message) api.Message {
+	switch req.(type) {
+	case *nat44_ed.Nat44AddDelLbStaticMapping:
+		return &nat44_ed.Nat44AddDelLbStaticMappingReply{}
+	case *cnatapi.CnatTranslationUpdate:
+		return &cnatapi.CnatTranslationUpdateReply{}
+	}
+	return &ipapi.IPRouteAddDelReply{}
+}
+
+// retval is a probe reply's retval (-999 for a message no probe sends).
+func retval(m api.Message) int32 {
+	switch r := m.(type) {
+	case *ipapi.IPRouteAddDelReply:
+		return r.Retval
+	case *nat44_ed.Nat44AddDelLbStaticMappingReply:
+		return r.Retval
+	case *cnatapi.CnatTranslationUpdateReply:
+		return r.Retval
+	}
+	return -999
+}
+
+// noIndex is ~0, "no interface".
+const noIndex = interface_types.InterfaceIndex(^uint32(0))

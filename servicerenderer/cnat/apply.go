@@ -137,12 +137,16 @@ func (r *Renderer) planFull(d dumped) []Op {
 		return slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf })
 	})
 	ops := DiffNode(r.desired, r.applied)
+	// Verdict routes added before the translations, deleted after them,
+	// as in planChanges.
+	verdicts := r.appendDiffVerdicts(nil, nil, nil)
+	ops = appendVerdicts(ops, verdicts, true)
 	for _, fe := range r.frontends.Sorted() {
 		id, haveID := r.ids[fe.Key]
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, id, haveID)
 		r.frontends.Clean(fe)
 	}
-	ops = r.appendDiffVerdicts(ops, nil, nil)
+	ops = appendVerdicts(ops, verdicts, false)
 	r.dirtyIfs = nil
 	r.dirtyRoutes = nil
 	return ops
@@ -181,17 +185,19 @@ func (r *Renderer) planChanges() []Op {
 		verdicts = r.appendDiffVerdicts(nil, r.dirtyRoutes, nil)
 		r.dirtyRoutes = nil
 	}
-	for _, op := range verdicts {
-		if op.Add {
-			ops = append(ops, op)
-		}
-	}
+	ops = appendVerdicts(ops, verdicts, true)
 	for _, fe := range r.frontends.Dirty() {
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, 0, false)
 		r.frontends.Clean(fe)
 	}
+	return appendVerdicts(ops, verdicts, false)
+}
+
+// appendVerdicts appends the adds (add) or the deletes of the verdict
+// route operations verdicts to ops.
+func appendVerdicts(ops, verdicts []Op, add bool) []Op {
 	for _, op := range verdicts {
-		if !op.Add {
+		if op.Add == add {
 			ops = append(ops, op)
 		}
 	}
