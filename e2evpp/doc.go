@@ -23,7 +23,10 @@
 //
 // TestRealVPPCNI runs nodes without static pods instead: the agents wire
 // every pod for contiv-cni, which the test calls through libcni as a
-// container runtime does (cniruntime_test.go).
+// container runtime does (cniruntime_test.go). TestRealVPPScale runs a
+// service of 1000 endpoints and W(10000) (scale_test.go);
+// TestRealVPPWeights the local-endpoint weight at the ends of its range
+// and a change of it under counted flows (weights_test.go).
 //
 // Every scenario prints a line of the run's table (scenario, renderer, VPP
 // version, result, figures) and keeps each process's log under

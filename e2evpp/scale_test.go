@@ -400,7 +400,8 @@ func wScale(t *testing.T, renderer string, n int, figs *[]string) {
 	n1.startAgent(t)
 	*figs = append(*figs, fmt.Sprintf("agent ready %v after start", time.Since(start).Round(100*time.Millisecond)))
 	m := n1.agent.metrics(t)
-	*figs = append(*figs, fmt.Sprintf("first programming: %d writes of %d calls, full batch %.2f s", n1.agent.writes(t), int(m.sum("contiv_vpp_calls_total{")),
+	writes, by := n1.agent.writesBy(t)
+	*figs = append(*figs, fmt.Sprintf("first programming: %d writes of %d calls (%v), full batch %.2f s", writes, int(m.sum("contiv_vpp_calls_total{")), by,
 		m.sum(`contiv_controller_batch_duration_seconds_sum{full="true"}`)))
 	if a, err := request(client, "tcp", wWebIP+":80", 3*time.Second); err != nil || a.backend != "be1" {
 		t.Errorf("%s:80 beside W(%d): %+v %v, want be1 (agent not ready: %v; VPP's NAT44 interfaces: %s)", wWebIP, n, a, err, n1.notReady(t), n1.cli("show nat44 interfaces"))

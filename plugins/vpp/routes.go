@@ -141,7 +141,8 @@ func (n *NAT44) DumpRoutes(ctx context.Context, vrfs []uint32) ([]nat44.Route, e
 
 // DumpFIBRoutes implements cnat.VPP: the routes of the given VRFs whose
 // only path drops, rejects or looks up a table, IPv4 and, with ip6, IPv6
-// (ip_route_v2_dump per table and family).
+// (ip_route_v2_dump per table and family). Entries of cnat's own FIB
+// source are left out (cnatEntry).
 func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cnat.Route, error) {
 	var out []cnat.Route
 	for _, v6 := range []bool{false, true} {
@@ -154,8 +155,8 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 				if !ok {
 					return unexpected(m)
 				}
-				if r, ok := cnatRoute(d); ok {
-					out = append(out, hiddenReject(d, r))
+				if r, ok := cnatRoute(d); ok && !cnatEntry(d) {
+					out = append(out, r)
 				}
 				return nil
 			})
@@ -172,25 +173,15 @@ func (c *CNAT) DumpFIBRoutes(ctx context.Context, vrfs []uint32, ip6 bool) ([]cn
 // and 26.06, measured).
 const cnatFIBSource = 23
 
-// hiddenReject is r, read from d, as the renderer must see it: an entry
-// of cnat's source in table 0 for one address (a translation's) hides any
-// API route of that address, and no dump lists a hidden route (a dump of
-// one source lists only the entries it is best for:
-// records-e2evpp/cnat.jsonl). The only API route the agent makes on a
-// single address in table 0 is its reject route, so such an entry is read
-// as holding it: without this the renderer found every translated
-// ClusterIP's reject missing and added it again at every start and full
-// resync (issue 34 F4: 10 011 routes at W(10000) on the real 25.02). The
-// renderer keeps only those of its own service CIDRs' cluster IPs. Were
-// the reject really missing under the entry, it is added at the first
-// full resync after the translation goes (the entry then gone), and
-// meanwhile it would not forward anyway.
-func hiddenReject(d *ipapi.IPRouteV2Details, r cnat.Route) cnat.Route {
-	if d.Route.Src == cnatFIBSource && r.VRF == 0 && r.Prefix.IsSingleIP() && r.Kind == cnat.RouteLookup && r.Table == 0 {
-		r.Kind = cnat.RouteReject
-	}
-	return r
-}
+// cnatEntry tells whether d is the entry cnat makes in table 0 for a
+// translation's address: cnat's, not the agent's. Its source outranks
+// the API's and no dump lists an API route it hides
+// (records-e2evpp/cnat.jsonl), which is why the renderer makes no reject
+// route on a translated cluster IP (cnat.BuildRoutes). An earlier agent
+// made one there and read such an entry as holding it (issue 34 F4); one
+// left hidden beneath is harmless, and is wanted again, or deleted at the
+// next full resync, once the translation goes.
+func cnatEntry(d *ipapi.IPRouteV2Details) bool { return d.Route.Src == cnatFIBSource }
 
 // cnatRoute is the route of d when its only path drops, rejects or looks
 // up a table, read as nat44Route reads it.

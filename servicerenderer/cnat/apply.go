@@ -137,12 +137,16 @@ func (r *Renderer) planFull(d dumped) []Op {
 		return slices.ContainsFunc(r.desired.Routes, func(rt Route) bool { return rt.VRF == vrf })
 	})
 	ops := DiffNode(r.desired, r.applied)
+	// Verdict routes added before the translations, deleted after them,
+	// as in planChanges.
+	verdicts := r.appendDiffVerdicts(nil, nil, nil)
+	ops = appendVerdicts(ops, verdicts, true)
 	for _, fe := range r.frontends.Sorted() {
 		id, haveID := r.ids[fe.Key]
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, id, haveID)
 		r.frontends.Clean(fe)
 	}
-	ops = r.appendDiffVerdicts(ops, nil, nil)
+	ops = appendVerdicts(ops, verdicts, false)
 	r.dirtyIfs = nil
 	r.dirtyRoutes = nil
 	return ops
@@ -172,13 +176,30 @@ func (r *Renderer) planChanges() []Op {
 			ops = r.appendDiffVerdicts(ops, nil, &r.pendingTables)
 		}
 	}
+	// A cluster IP's reject route is added before its last translation is
+	// deleted, and deleted after its first translation is made (the
+	// translation hides it, BuildRoutes): no packet meets the address
+	// with neither, which the service CIDR's drop route would drop.
+	var verdicts []Op
+	if len(r.dirtyRoutes) > 0 {
+		verdicts = r.appendDiffVerdicts(nil, r.dirtyRoutes, nil)
+		r.dirtyRoutes = nil
+	}
+	ops = appendVerdicts(ops, verdicts, true)
 	for _, fe := range r.frontends.Dirty() {
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, 0, false)
 		r.frontends.Clean(fe)
 	}
-	if len(r.dirtyRoutes) > 0 {
-		ops = r.appendDiffVerdicts(ops, r.dirtyRoutes, nil)
-		r.dirtyRoutes = nil
+	return appendVerdicts(ops, verdicts, false)
+}
+
+// appendVerdicts appends the adds (add) or the deletes of the verdict
+// route operations verdicts to ops.
+func appendVerdicts(ops, verdicts []Op, add bool) []Op {
+	for _, op := range verdicts {
+		if op.Add == add {
+			ops = append(ops, op)
+		}
 	}
 	return ops
 }

@@ -33,6 +33,9 @@ type fakeVPP struct {
 	routes       map[Route]bool
 
 	writes int
+	// calls names the translation and route writes in order ("update",
+	// "delete", "route").
+	calls []string
 	// failUpdate makes updates of these keys fail.
 	failUpdate map[Key]error
 	// failRoute makes adds and deletes of these routes fail.
@@ -88,6 +91,13 @@ func (f *fakeVPP) dropInterface(name string) uint32 {
 	return old
 }
 
+// callLog is the translation and route writes so far (calls).
+func (f *fakeVPP) callLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
 func (f *fakeVPP) Writes() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -98,6 +108,7 @@ func (f *fakeVPP) UpdateTranslation(_ context.Context, t *Translation) (uint32, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
+	f.calls = append(f.calls, "update "+t.Key.String())
 	if len(t.Paths) == 0 {
 		f.t.Errorf("VPP crashed: cnat_translation_update with 0 paths on %s", t.Key)
 		return 0, fmt.Errorf("crashed")
@@ -129,6 +140,7 @@ func (f *fakeVPP) DeleteTranslation(_ context.Context, id uint32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
+	f.calls = append(f.calls, fmt.Sprintf("delete %d", id))
 	k, ok := f.byID[id]
 	if !ok {
 		return fmt.Errorf("delete translation %d: %w: %w", id, ErrNotFound, ErrInvalid)
@@ -238,6 +250,7 @@ func (f *fakeVPP) AddDelFIBRoute(_ context.Context, r Route, add bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
+	f.calls = append(f.calls, fmt.Sprintf("route %v add=%v", r, add))
 	if err := f.failRoute[r]; err != nil {
 		return err
 	}

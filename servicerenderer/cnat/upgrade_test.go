@@ -57,8 +57,8 @@ func TestUpgradeFromPerClusterIPLookups(t *testing.T) {
 			if got := f.Writes() - w; got != 1+len(old) {
 				t.Errorf("%d writes, want %d (the pod VRF's route replaced, each /32 lookup deleted)", got, 1+len(old))
 			}
-			want := []Route{{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 0, Kind: RouteReject},
-				{Prefix: netip.MustParsePrefix("10.96.0.11/32"), VRF: 0, Kind: RouteReject}, {Prefix: cidr, VRF: 0}, lookup}
+			// Both cluster IPs are translated: no reject route (BuildRoutes).
+			want := []Route{{Prefix: cidr, VRF: 0}, lookup}
 			slices.SortFunc(want, Route.Compare)
 			if got := f.state().Routes; !slices.Equal(got, want) {
 				t.Errorf("routes %v, want %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	sr "contiv.dev/vpp/servicerenderer"
@@ -18,7 +19,9 @@ func routeStrings(rs []Route) []string {
 }
 
 // TestBuildRoutes: kube-proxy's verdicts for cluster-IP traffic no
-// translation takes, as the NAT44 renderer builds them.
+// translation takes, as the NAT44 renderer builds them, but for a cluster
+// IP a translation holds in table 0 (cnat's FIB entry hides a reject
+// route there).
 func TestBuildRoutes(t *testing.T) {
 	// One route per cluster IP: the pod VRF reaches it through its
 	// service-CIDR lookup of table 0 (ServiceRoutes).
@@ -29,7 +32,7 @@ func TestBuildRoutes(t *testing.T) {
 		mutate func(*sr.ContivService)
 		want   []string
 	}{
-		{"endpoints: the cluster IP rejects what no translation takes (undefined ports)", nil, nil, []string{reject}},
+		{"endpoints: the translated cluster IP gets no reject (cnat's entry in table 0 would hide it)", nil, nil, nil},
 		{"no endpoints: reject, and the external IP's reject sink", nil, func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
 			[]string{"10.96.0.0/32 vrf=0 reject", reject}},
 		{"no endpoints, no external IP: the NodePort's reject sink", nil, func(s *sr.ContivService) {
@@ -43,10 +46,17 @@ func TestBuildRoutes(t *testing.T) {
 		{"Local internal policy, no local endpoint: the service CIDR's drop route drops", nil, func(s *sr.ContivService) {
 			s.InternalPolicy, s.Ports[0].LocalBackends = sr.PolicyLocal, nil
 		}, nil},
-		{"Local internal policy with local endpoints: reject", nil, func(s *sr.ContivService) { s.InternalPolicy = sr.PolicyLocal },
-			[]string{reject}},
+		{"Local internal policy with local endpoints: translated, no reject", nil, func(s *sr.ContivService) { s.InternalPolicy = sr.PolicyLocal },
+			nil},
+		{"Local internal policy, no endpoint at all: reject", nil, func(s *sr.ContivService) {
+			s.InternalPolicy, s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs, s.Ports[0].NodePort = sr.PolicyLocal, nil, nil, nil, 0
+		}, []string{reject}},
+		{"a UDP port without endpoints beside a translated TCP one: no reject (hidden; dropped, as measured)", nil, func(s *sr.ContivService) {
+			s.Ports = append(s.Ports, sr.Port{Name: "dns", Protocol: sr.UDP, Port: 53})
+		}, []string{"10.96.0.0/32 vrf=0 reject"}}, // the external IP's UDP port goes to the reject sink
 		{"external IPs get no route; IPv6 and out-of-CIDR cluster IPs neither", nil, func(s *sr.ContivService) {
 			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"), addr("10.200.0.1"))
+			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs, s.Ports[0].NodePort = nil, nil, nil, 0
 		}, []string{reject}},
 		{"main VRF not table 0: an ICMP_UNREACH path would crash VPP", func(c *Config) { c.MainVRF = 3 }, nil, nil},
 		{"main VRF 3 on a VPP that takes rejects in any table: the reject in the main VRF", func(c *Config) { c.MainVRF, c.RejectAnyTable = 3, true },
@@ -54,14 +64,16 @@ func TestBuildRoutes(t *testing.T) {
 		{"main VRF 3, rejects in any table, no endpoints: the reject sink in the main VRF too", func(c *Config) { c.MainVRF, c.RejectAnyTable = 3, true },
 			func(s *sr.ContivService) { s.Ports[0].Backends, s.Ports[0].LocalBackends = nil, nil },
 			[]string{"10.96.0.0/32 vrf=3 reject", "10.96.0.10/32 vrf=3 reject"}},
-		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, nil, []string{reject}},
+		{"pod VRF is table 0: the reject alone", func(c *Config) { c.PodVRF = 0 }, func(s *sr.ContivService) {
+			s.Ports[0].Backends, s.Ports[0].LocalBackends, s.ExternalIPs, s.Ports[0].NodePort = nil, nil, nil, 0
+		}, []string{reject}},
 		{"no service CIDR", func(c *Config) { c.ServiceCIDRs = nil }, nil, nil},
 		{"an IPv6 external IP without IPv6 endpoints: the IPv6 reject sink (IPv6 cluster IPs get no reject)", func(c *Config) {
 			c.ServiceCIDRs = append(c.ServiceCIDRs, netip.MustParsePrefix("fd00:96::/108"))
 		}, func(s *sr.ContivService) {
 			s.ClusterIPs = append(s.ClusterIPs, addr("fd00:96::10"))
 			s.ExternalIPs = append(s.ExternalIPs, addr("2001:db8::5"))
-		}, []string{reject, "fd00:96::/128 vrf=0 reject"}},
+		}, []string{"fd00:96::/128 vrf=0 reject"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,10 +120,14 @@ func TestVerdictRoutesApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, r, false)
-	if got := f.Writes() - w; got != 4 { // the three translations, the sink's route deleted
-		t.Errorf("endpoints added: %d writes, want 4", got)
+	// The three translations; the sink's route deleted, and the cluster
+	// IP's, which its translation now hides (BuildRoutes).
+	if got := f.Writes() - w; got != 5 {
+		t.Errorf("endpoints added: %d writes, want 5", got)
 	}
-	want = want[1:]
+	if got := verdicts(); len(got) != 0 {
+		t.Errorf("verdict routes %q beside the translations, want none", got)
+	}
 
 	stale := Route{Prefix: netip.MustParsePrefix("10.96.0.99/32"), VRF: 0, Kind: RouteReject}
 	foreign := Route{Prefix: netip.MustParsePrefix("10.200.0.1/32"), VRF: 0, Kind: RouteReject}
@@ -124,11 +140,27 @@ func TestVerdictRoutesApplied(t *testing.T) {
 	if got := f.Writes() - w; got != 1 {
 		t.Errorf("restart: %d writes, want 1 (the stale route deleted)", got)
 	}
-	if got, want := verdicts(), []string{want[0], foreign.String()}; !slices.Equal(got, want) {
+	if got, want := verdicts(), []string{foreign.String()}; !slices.Equal(got, want) {
 		t.Errorf("after restart %q, want %q", got, want)
 	}
-	if got := routeStrings(again.AppliedNode().Verdicts); !slices.Equal(got, want) {
-		t.Errorf("applied view %q, want %q", got, want)
+	if got := routeStrings(again.AppliedNode().Verdicts); len(got) != 0 {
+		t.Errorf("applied view %q, want none", got)
+	}
+
+	// Endpoints gone: the cluster IP's reject is added before its last
+	// translation is deleted, the sink's before the external IP's and
+	// NodePort's translations go to it.
+	n0 := len(f.callLog())
+	if err := again.UpdateService(web(), empty); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, again, false)
+	if got := verdicts(); !slices.Equal(got, []string{want[0], want[1], foreign.String()}) {
+		t.Errorf("endpoints gone: %q", got)
+	}
+	calls := f.callLog()[n0:]
+	if len(calls) != 6 || !strings.Contains(calls[0], "route") || !strings.Contains(calls[1], "route") {
+		t.Errorf("endpoints gone: calls %q, want the two reject routes first", calls)
 	}
 
 	if err := again.DeleteService(web()); err != nil {
@@ -198,6 +230,9 @@ func TestVerdictRoutesShared(t *testing.T) {
 	f := newFake(t, allIfaces...)
 	r := newRenderer(t, f, nil)
 	a, b := web(), web()
+	// Without endpoints (a translated cluster IP gets no reject route).
+	a.Ports[0].Backends, a.Ports[0].LocalBackends, a.Ports[0].NodePort = nil, nil, 0
+	b.Ports[0].Backends, b.Ports[0].LocalBackends, b.Ports[0].NodePort = nil, nil, 0
 	b.ID.Name, b.ExternalIPs = "web2", nil
 	_ = r.Resync(resyncData(a, b))
 	apply(t, r, true)
@@ -207,8 +242,10 @@ func TestVerdictRoutesShared(t *testing.T) {
 	if got := len(r.AppliedNode().Verdicts); got != 1 {
 		t.Errorf("%d verdict routes left, want 1 (web2's)", got)
 	}
-	if f.Writes()-w != 2 { // web's external IP and NodePort translations
-		t.Errorf("%d writes, want 2", f.Writes()-w)
+	// web's external IP's translation (its id read back by an update,
+	// then deleted) and the reject sink's route.
+	if f.Writes()-w != 3 {
+		t.Errorf("%d writes, want 3: %q", f.Writes()-w, f.callLog())
 	}
 	_ = r.DeleteService(b)
 	apply(t, r, false)
@@ -225,14 +262,18 @@ func TestVerdictRouteRefused(t *testing.T) {
 	bad := Route{Prefix: netip.MustParsePrefix("10.96.0.10/32"), VRF: 0, Kind: RouteReject}
 	f.failRoute = map[Route]error{bad: ErrInvalid}
 	r := newRenderer(t, f, nil)
-	_ = r.Resync(resyncData(web()))
+	empty := web() // the cluster IP untranslated, so rejected
+	empty.Ports[0].Backends, empty.Ports[0].LocalBackends = nil, nil
+	_ = r.Resync(resyncData(empty))
 	if err := r.Apply(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	if fs := r.Failures(); len(fs) != 1 || fs[0].Object != (ObjectID{Kind: ObjectRoute, Route: bad}) || fs[0].Op != OpVerdictRoute {
 		t.Fatalf("failures %+v, want the reject route", fs)
 	}
-	if s := f.state(); len(s.Trans) != 3 || len(s.Routes) != 2 {
+	// The external IP's and the NodePort's translations to the reject
+	// sink, the service CIDR's two routes and the sink's.
+	if s := f.state(); len(s.Trans) != 2 || len(s.Routes) != 3 {
 		t.Errorf("the rest not applied: %+v", s)
 	}
 }
