@@ -63,6 +63,7 @@ type node struct {
 func (n *node) ip() string        { return fmt.Sprintf("192.168.16.%d", n.id) }
 func (n *node) uplinkMAC() string { return fmt.Sprintf("02:fe:%02x:00:00:01", n.id) }
 func (n *node) hostMAC() string   { return fmt.Sprintf("02:fe:%02x:00:00:02", n.id) }
+func (n *node) bviMAC() string    { return fmt.Sprintf("02:fe:%02x:00:00:03", n.id) }
 func (n *node) podSubnet() string { return fmt.Sprintf("10.1.%d.0/24", n.id) }
 func (n *node) apiSocket() string {
 	if n.sock != "" {
@@ -143,7 +144,7 @@ func (n *node) startupCLI() string {
 	// the MAC de:ad:00:00:00:0N on every node, and a BVI learning its own
 	// MAC from the tunnel drops the frame (l2-learn), so the overlay carries
 	// nothing.
-	w("create loopback interface mac 02:fe:%02x:00:00:03 instance 1", n.id)
+	w("create loopback interface mac %s instance 1", n.bviMAC())
 	w("set interface state loop1 up")
 	w("set interface ip table loop1 %d", podVRF)
 	w("set interface ip address loop1 %s/24", n.vxlanIP(n.id))
@@ -158,6 +159,17 @@ func (n *node) startupCLI() string {
 		w("set interface state vxlan_tunnel%d up", tunnel)
 		w("set interface l2 bridge vxlan_tunnel%d 1 1", tunnel)
 		w("ip route add %s table %d via %s loop1", o.podSubnet(), podVRF, n.vxlanIP(o.id))
+		if n.s.renderer == "cnat" {
+			// cnat (VPP 26.06 keys its sessions by FIB table; docs/vpp-node.md
+			// section 8): the other node's IP through the tunnel from the pod
+			// VRF, so a backend's reply to a flow that node source-NATed to
+			// its IP comes back into that node's pod VRF, where the return
+			// session is; and the other node's VXLAN IP resolved, so no
+			// translated flow's first packet dies in ip4-arp (VPP 26.06 then
+			// never makes its return session).
+			w("ip route add %s/32 table %d via %s loop1", o.ip(), podVRF, o.vxlanIP(o.id))
+			w("set ip neighbor loop1 %s %s static", o.vxlanIP(o.id), o.bviMAC())
+		}
 		tunnel++
 	}
 	// The pod gateway: a loopback in the pod VRF every pod interface borrows
