@@ -68,4 +68,3 @@ func TestCnatReplyTable(t *testing.T) {
 		})
 	}
 }
-
