@@ -16,10 +16,11 @@ import (
 
 // TestCnatReplyTable: VPP 26.06 keys cnat sessions by FIB table, so the
 // reply of external traffic source-NATed to a remote backend must enter
-// the node in the table the flow left by (the pod VRF, through the
-// tunnel), not on the uplink (table 0) it would reach without the other
-// node's route (traced on the real 26.06: "source lookup miss"); 25.02
-// takes it in any table.
+// the node in the table the flow left by: here the pod VRF, through the
+// tunnel, while the backend's node sends it to the uplink (table 0; traced
+// on the real 26.06: "source lookup miss"; docs/vpp-node.md section 8
+// routes such traffic over the uplink instead). 25.02 takes it in any
+// table.
 func TestCnatReplyTable(t *testing.T) {
 	node := netip.MustParseAddr("192.168.16.1")
 	for _, c := range []struct {

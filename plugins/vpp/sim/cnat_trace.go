@@ -149,7 +149,7 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		if v.rel2606 {
 			r.ReplyTable = int(v.egressVRFLocked(v.ifaceVRF(p.Ingress), rp.dst.Addr()))
 			if r.Src != p.Src && !r.Local {
-				r.Reason += fmt.Sprintf("; VPP 26.06 keeps the return session in table %d: the reply to %v comes back only if the backend's node routes it into that table (docs/vpp-node.md section 8)", r.ReplyTable, r.Src)
+				r.Reason += fmt.Sprintf("; VPP 26.06 keeps the return session in table %d: the reply to %v is translated back only if it enters VPP in that table (docs/vpp-node.md section 8)", r.ReplyTable, r.Src)
 			}
 		}
 		res.Backends = append(res.Backends, r)
