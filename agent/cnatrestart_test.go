@@ -24,7 +24,6 @@ func TestCNATRestartWritesNothing(t *testing.T) {
 			dir := t.TempDir()
 			cfg := contivconf.Defaults()
 			cfg.Renderer = contivconf.RendererCNAT
-			cfg.VPP.AllowUnsupported = true // cnat on 26.06 is refused by default
 			cfg.Controller.ResyncInterval = contivconf.Duration(200 * time.Millisecond)
 			vpp := sim.New(sim.Options{Version: version})
 			defer vpp.Close()

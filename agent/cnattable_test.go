@@ -70,7 +70,6 @@ func TestCNATOnVPP2606(t *testing.T) {
 	dir := t.TempDir()
 	cfg := contivconf.Defaults()
 	cfg.Renderer = contivconf.RendererCNAT
-	cfg.VPP.AllowUnsupported = true // the agent refuses cnat on 26.06 by default
 	vpp := sim.New(sim.Options{Version: "26.06-release"})
 	defer vpp.Close()
 	c := testConfigFrom(t, cfg, srv.Endpoint(), dir)

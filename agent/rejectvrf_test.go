@@ -41,7 +41,6 @@ func TestRejectsInMainVRF5(t *testing.T) {
 			cfg := contivconf.Defaults()
 			cfg.Renderer = c.renderer
 			cfg.Routing.MainVRFID = 5
-			cfg.VPP.AllowUnsupported = true // the agent refuses cnat on 26.06 by default
 			v := sim.New(sim.Options{Version: c.version})
 			defer v.Close()
 			v.CreateTable(5)

@@ -227,9 +227,9 @@ type VPPConfig struct {
 	// and reports not ready, naming the other owner.
 	TakeOver bool `json:"takeOver"`
 	// AllowUnsupported programs a VPP release with a renderer known not to
-	// work on it (cnat on VPP 26.06: docs/vpp-versions.md), for work on
-	// that renderer; by default the agent refuses such a VPP and reports
-	// not ready, naming the release and the reason.
+	// work on it (none today: docs/vpp-versions.md), for work on that
+	// renderer; by default the agent refuses such a VPP and reports not
+	// ready, naming the release and the reason.
 	AllowUnsupported bool `json:"allowUnsupported"`
 }
 

@@ -45,6 +45,9 @@ func (p *pod) vppIf() string { return fmt.Sprintf("host-pod%d", p.k) }
 // vppMAC is the MAC of VPP's end of the pod's veth.
 func (p *pod) vppMAC() string { return fmt.Sprintf("02:fe:%02x:01:00:%02x", p.node.id, p.k) }
 
+// mac is the MAC of the pod's own end of its veth (eth0).
+func (p *pod) mac() string { return fmt.Sprintf("02:fe:%02x:02:00:%02x", p.node.id, p.k) }
+
 // node is one Kubernetes node: a namespace with a VPP and its agent.
 type node struct {
 	s     *suite
@@ -63,6 +66,7 @@ type node struct {
 func (n *node) ip() string        { return fmt.Sprintf("192.168.16.%d", n.id) }
 func (n *node) uplinkMAC() string { return fmt.Sprintf("02:fe:%02x:00:00:01", n.id) }
 func (n *node) hostMAC() string   { return fmt.Sprintf("02:fe:%02x:00:00:02", n.id) }
+func (n *node) bviMAC() string    { return fmt.Sprintf("02:fe:%02x:00:00:03", n.id) }
 func (n *node) podSubnet() string { return fmt.Sprintf("10.1.%d.0/24", n.id) }
 func (n *node) apiSocket() string {
 	if n.sock != "" {
@@ -113,6 +117,7 @@ func (n *node) build(t *testing.T) {
 		addNetns(t, p.netns)
 		veth(t, n.netns, fmt.Sprintf("pod%d", p.k), p.netns, "eth0")
 		gw := fmt.Sprintf("10.1.%d.1", n.id)
+		ipIn(t, p.netns, "link", "set", "eth0", "address", p.mac())
 		ipIn(t, p.netns, "addr", "add", p.ip.String()+"/32", "dev", "eth0")
 		ipIn(t, p.netns, "route", "add", gw, "dev", "eth0")
 		ipIn(t, p.netns, "neigh", "add", gw, "lladdr", p.vppMAC(), "dev", "eth0")
@@ -143,7 +148,7 @@ func (n *node) startupCLI() string {
 	// the MAC de:ad:00:00:00:0N on every node, and a BVI learning its own
 	// MAC from the tunnel drops the frame (l2-learn), so the overlay carries
 	// nothing.
-	w("create loopback interface mac 02:fe:%02x:00:00:03 instance 1", n.id)
+	w("create loopback interface mac %s instance 1", n.bviMAC())
 	w("set interface state loop1 up")
 	w("set interface ip table loop1 %d", podVRF)
 	w("set interface ip address loop1 %s/24", n.vxlanIP(n.id))
@@ -158,6 +163,20 @@ func (n *node) startupCLI() string {
 		w("set interface state vxlan_tunnel%d up", tunnel)
 		w("set interface l2 bridge vxlan_tunnel%d 1 1", tunnel)
 		w("ip route add %s table %d via %s loop1", o.podSubnet(), podVRF, n.vxlanIP(o.id))
+		if n.s.renderer == "cnat" {
+			// cnat (VPP 26.06; docs/vpp-node.md section 8): the other node's
+			// pods from the main VRF straight over the uplink, not through
+			// the tunnel: 26.06 re-applies a flow's output rewrite (the
+			// source NAT of external traffic to a remote backend) to the
+			// VXLAN packet on the uplink, so only a flow's first packet would
+			// cross. Its reply comes back on the uplink, the table its
+			// return session is in. And the other node's addresses static
+			// neighbours: a translated flow's first packet waiting for ARP
+			// never gets its return session on 26.06.
+			w("ip route add %s via %s host-eth1", o.podSubnet(), o.ip())
+			w("set ip neighbor host-eth1 %s %s static", o.ip(), o.uplinkMAC())
+			w("set ip neighbor loop1 %s %s static", o.vxlanIP(o.id), o.bviMAC())
+		}
 		tunnel++
 	}
 	// The pod gateway: a loopback in the pod VRF every pod interface borrows
@@ -176,6 +195,12 @@ func (n *node) startupCLI() string {
 		w("set interface state %s up", p.vppIf())
 		w("set interface tag %s %s/%s", p.vppIf(), p.namespace, p.name)
 		w("ip route add %s/32 table %d via %s %s", p.ip, podVRF, p.ip, p.vppIf())
+		if n.s.renderer == "cnat" {
+			// The pod a static neighbour, as contiv-cni makes it: VPP 26.06's
+			// cnat never reverse-translates a flow whose first packet waited
+			// for ARP (docs/vpp-node.md section 8).
+			w("set ip neighbor %s %s %s static", p.vppIf(), p.ip, p.mac())
+		}
 	}
 	// Every pod subnet, remote ones too, from the main VRF through the pod
 	// VRF: cnat resolves a translation's backends in table 0, so a NodePort

@@ -98,11 +98,10 @@ func (n *node) pod(name string) *pod {
 }
 
 // TestRealVPP runs every scenario against a real VPP under each renderer.
-// E2EVPP_RENDERERS (comma-separated) runs only those renderers. On VPP
-// 26.06, where cnat 1.0.0 does not translate the replies of the agent's
-// translations (docs/vpp-versions.md), the cnat run checks that the agent
-// refuses that VPP; E2EVPP_ALLOW_UNSUPPORTED=1 runs the scenarios anyway
-// (vpp.allowUnsupported), for work on cnat.
+// E2EVPP_RENDERERS (comma-separated) runs only those renderers. On a
+// release the agent refuses a renderer on (cnatRefusedReleases: none
+// today) the run checks the refusal instead; E2EVPP_ALLOW_UNSUPPORTED=1
+// runs the scenarios anyway (vpp.allowUnsupported).
 func TestRealVPP(t *testing.T) {
 	renderers := []string{"nat44", "cnat"}
 	if v := os.Getenv("E2EVPP_RENDERERS"); v != "" {
@@ -538,11 +537,17 @@ func removedBackendFate(renderer, _ string) map[string]string {
 // renderer is known not to work on (vpp.allowUnsupported).
 const allowUnsupportedEnv = "E2EVPP_ALLOW_UNSUPPORTED"
 
+// cnatRefusedReleases are the VPP releases the agent refuses the cnat
+// renderer on (plugins/vpp Release.cnatUnsupported): none since cnat
+// passes every scenario on 26.06 (docs/vpp-versions.md).
+var cnatRefusedReleases []string
+
 // refused tells whether the agent refuses the suite's VPP under renderer:
-// cnat on a release other than 25.02 (docs/vpp-versions.md), unless
-// allowUnsupportedEnv is set. The version is known once a VPP started.
+// cnat on a release of cnatRefusedReleases, unless allowUnsupportedEnv is
+// set. The version is known once a VPP started.
 func refused(renderer string) bool {
-	return renderer == "cnat" && !strings.HasPrefix(env.version, "25.") && os.Getenv(allowUnsupportedEnv) == ""
+	return renderer == "cnat" && os.Getenv(allowUnsupportedEnv) == "" &&
+		slices.ContainsFunc(cnatRefusedReleases, func(r string) bool { return strings.HasPrefix(env.version, r) })
 }
 
 // skipRefused skips a test whose agents would refuse the suite's VPP

@@ -81,7 +81,7 @@ func TestCNATPipelineAnswersAsSynchronous(t *testing.T) {
 		keep := c.keep
 		t.Run(fmt.Sprintf("%s-in-flight-%d", c.version, keep), func(t *testing.T) {
 			ctx := context.Background()
-			pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond, Version: c.version}, Config{ExtraMessages: CNATMessages(), AllowUnsupported: true})
+			pv, _, pn := socketEnv(t, sim.Options{ServiceTime: 50 * time.Microsecond, Version: c.version}, Config{ExtraMessages: CNATMessages()})
 			pc := NewCNAT(pn.conn, pn.ifaces, nil)
 			se := setup(t, sim.Options{Version: c.version})
 			for _, v := range []*sim.VPP{pv, se.vpp} {

@@ -581,7 +581,7 @@ func (c *Conn) handshake(conn *core.Connection) (vppInfo, error) {
 	case err != nil:
 		return vppInfo{}, fmt.Errorf("checking VPP compatibility: %w", err)
 	case rel.cnatUnsupported != "" && usesCNAT(msgs) && !c.cfg.AllowUnsupported:
-		return vppInfo{}, fmt.Errorf("%w: the cnat renderer does not work on VPP %s: %s; use renderer nat44 on this release, or VPP 25.02 for cnat (docs/vpp-versions.md; vpp.allowUnsupported overrides this, for work on cnat only)",
+		return vppInfo{}, fmt.Errorf("%w: the cnat renderer does not work on VPP %s: %s; use renderer nat44 on this release (docs/vpp-versions.md; vpp.allowUnsupported overrides this, for work on cnat only)",
 			ErrUnsupportedRenderer, ver.Version, rel.cnatUnsupported)
 	}
 	return vppInfo{pid: pid, version: ver.Version, release: rel, missing: missing, lacks: lacks}, nil

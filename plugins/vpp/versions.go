@@ -59,7 +59,9 @@ type Release struct {
 	cnatSessionTables bool
 	// cnatUnsupported, when set, says why the cnat renderer does not work
 	// on this release: the agent refuses such a VPP when it renders with
-	// cnat (Config.AllowUnsupported overrides).
+	// cnat (Config.AllowUnsupported overrides). No release sets it: 26.06's
+	// was lifted once cnat passed every real-VPP scenario there with the
+	// node configuration of docs/vpp-node.md section 8.
 	cnatUnsupported string
 }
 
@@ -100,11 +102,6 @@ var release2606 = Release{
 	snatUnsetDisabled: true,
 	snatV2:            true,
 	cnatSessionTables: true,
-	// Measured by the real-VPP suite (with the session budgets given,
-	// CNAT.giveSessionBudgets): pod traffic to services works, but not
-	// external traffic that cnat source-NATs, nor services after a VPP
-	// restart (docs/vpp-versions.md).
-	cnatUnsupported: "external traffic to a backend on another node (NodePort, external IPs, LoadBalancer IPs with externalTrafficPolicy Cluster) gets no answer, and services fail after a VPP restart (measured with real packets)",
 }
 
 // releases are the supported releases, oldest first.

@@ -51,7 +51,16 @@ type CnatReach struct {
 	// K8S policy's source NAT). Reason says why.
 	Verdict Verdict
 	Reason  string
+	// ReplyTable is the FIB table the backend's reply must enter VPP in
+	// to be translated back: VPP 26.06 keys cnat sessions by table and
+	// gives a flow's return session the table of the interface it leaves
+	// by (cnat_node_lookup.c, cnat_writeback_new_flow), here the table of
+	// the route to the backend. AnyTable on 25.02 (5-tuple keys).
+	ReplyTable int
 }
+
+// AnyTable is CnatReach.ReplyTable where a reply may enter in any table.
+const AnyTable = -1
 
 // CnatTrace tells where the cnat configuration the simulated VPP holds
 // sends a packet, and with which source address each backend sees it
@@ -141,8 +150,14 @@ func (v *VPP) cnatTraceLocked(p Packet) CnatResult {
 		}
 		seen[rp.dst] = len(res.Backends)
 		count = append(count, 1)
-		r := CnatReach{Backend: rp.dst, Local: v.cnatLocal(rp.dst.Addr())}
+		r := CnatReach{Backend: rp.dst, Local: v.cnatLocal(rp.dst.Addr()), ReplyTable: AnyTable}
 		r.Src, r.Verdict, r.Reason = v.cnatSource(p, rp, r.Local)
+		if v.rel2606 {
+			r.ReplyTable = int(v.egressVRFLocked(v.ifaceVRF(p.Ingress), rp.dst.Addr()))
+			if r.Src != p.Src && !r.Local {
+				r.Reason += fmt.Sprintf("; VPP 26.06 keeps the return session in table %d: the reply to %v is translated back only if it enters VPP in that table (docs/vpp-node.md section 8)", r.ReplyTable, r.Src)
+			}
+		}
 		res.Backends = append(res.Backends, r)
 	}
 	for i := range res.Backends {
@@ -245,6 +260,20 @@ func (v *VPP) resolvedPaths(tr *cnatTranslation) []resolvedPath {
 		out = append(out, rp)
 	}
 	return out
+}
+
+// egressVRFLocked is the table a packet to dst entering in table vrf
+// leaves by: that of the route forwarding it, lookup routes followed (a
+// lookup into a table without a covering API route ends in that table).
+func (v *VPP) egressVRFLocked(vrf uint32, dst netip.Addr) uint32 {
+	rt, ok := v.routeLocked(vrf, dst)
+	switch {
+	case ok:
+		return rt.VRF
+	case rt.Lookup:
+		return rt.LookupVRF
+	}
+	return vrf
 }
 
 // cnatLocal tells whether an address is behind a pod interface of this
