@@ -474,8 +474,8 @@ func scenarios(t *testing.T, renderer string) {
 func removeAndAddBack(t *testing.T, s *suite, renderer string, figs *[]string, svc, ip, backend string) {
 	t.Helper()
 	client := s.nodes[0].pod("client").netns
-	tcpFlows := openFlows(t, client, "tcp", ip+":80", 24)
-	udpFlows := openFlows(t, client, "udp", ip+":53", 12)
+	tcpFlows := openFlowsOn(t, client, "tcp", ip+":80", 24, backend, 2)
+	udpFlows := openFlowsOn(t, client, "udp", ip+":53", 12, backend, 2)
 	sv := s.objects.services[svc]
 	keep := slices.Clone(sv.endpoints)
 	sv.endpoints = slices.DeleteFunc(slices.Clone(keep), func(e endpoint) bool { return e.pod.name == backend })

@@ -300,6 +300,23 @@ func firstBackends(fs []*flow) map[string]int {
 	return m
 }
 
+// openFlowsOn opens n flows as openFlows does, then more, n/2 at a time
+// (four times at most), until at least min of them have backend as their
+// first backend: a scenario about one backend's flows must have some to
+// measure, whatever the balancing's draw (12 UDP flows missed one of three
+// backends once).
+func openFlowsOn(t *testing.T, ns, proto, addr string, n int, backend string, min int) []*flow {
+	t.Helper()
+	fs := openFlows(t, ns, proto, addr, n)
+	for range 4 {
+		if firstBackends(fs)[backend] >= min {
+			break
+		}
+		fs = append(fs, openFlows(t, ns, proto, addr, max(n/2, 1))...)
+	}
+	return fs
+}
+
 // refusal classifies what a request to an address without a usable
 // backend met: "refused" (an error at once: ICMP prohibited, or a TCP
 // reset), "timeout" (nothing came back: dropped) or "answered".
