@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/plugins/pkg/testutils"
-
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
@@ -32,21 +30,14 @@ func TestCNIPodBeforeItsObjectGetsCnatTables(t *testing.T) {
 	cfg := contivconf.Defaults()
 	cfg.Renderer = contivconf.RendererCNAT
 	cfg = testConfigFrom(t, cfg, srv.Endpoint(), dir)
-	cfg.CNI.Enabled = true
-	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
-	cfg.CNI.StateDir = filepath.Join(dir, "pods")
-	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	withCNI(&cfg, dir)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
 	h.waitQuiet()
 
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
-	}
-	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
-	req := cniapi.Request{ContainerID: "cnat-early-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	req := cniapi.Request{ContainerID: "cnat-early-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}
 	var res cniapi.Result
 	if code := post(t, c, cniapi.PathAdd, req, &res); code != http.StatusOK {
 		t.Fatalf("ADD answered %d", code)

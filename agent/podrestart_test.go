@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"go.fd.io/govpp/api"
 
-	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/pods/cniapi"
@@ -62,10 +60,7 @@ func TestVPPRestartPodsBackBeforeServicesAndReadiness(t *testing.T) {
 	dir := t.TempDir()
 	srv := etcdtest.Start(t)
 	cfg := testConfig(t, srv.Endpoint(), dir)
-	cfg.CNI.Enabled = true
-	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
-	cfg.CNI.StateDir = filepath.Join(dir, "pods")
-	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	withCNI(&cfg, dir)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
 	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
@@ -74,13 +69,9 @@ func TestVPPRestartPodsBackBeforeServicesAndReadiness(t *testing.T) {
 	}
 	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
 	h.waitQuiet()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
-	}
-	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
-	req := cniapi.Request{ContainerID: "restart-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	req := cniapi.Request{ContainerID: "restart-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}
 	var res cniapi.Result
 	if code := post(t, c, cniapi.PathAdd, req, &res); code != http.StatusOK {
 		t.Fatalf("ADD answered %d", code)
@@ -204,10 +195,7 @@ func TestVPPRestartPodsWaitForTheStartupConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	srv := etcdtest.Start(t)
 	cfg := testConfig(t, srv.Endpoint(), dir)
-	cfg.CNI.Enabled = true
-	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
-	cfg.CNI.StateDir = filepath.Join(dir, "pods")
-	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	withCNI(&cfg, dir)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
 	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
@@ -216,13 +204,9 @@ func TestVPPRestartPodsWaitForTheStartupConfiguration(t *testing.T) {
 	}
 	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
 	h.waitQuiet()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
-	}
-	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
-	req := cniapi.Request{ContainerID: "slowstart-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	req := cniapi.Request{ContainerID: "slowstart-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}
 	if code := post(t, c, cniapi.PathAdd, req, nil); code != http.StatusOK {
 		t.Fatalf("ADD answered %d", code)
 	}

@@ -44,10 +44,7 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	srv := etcdtest.Start(t)
 	cfg := testConfig(t, srv.Endpoint(), dir)
-	cfg.CNI.Enabled = true
-	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
-	cfg.CNI.StateDir = filepath.Join(dir, "pods")
-	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+	withCNI(&cfg, dir)
 	// The batch after the ADD's waits: the interface events the ADD's
 	// refresh of the interface cache queues (agent/ifwatch.go) cannot tell
 	// the processor before the test looks. Only the ADD's own follow-up,
@@ -62,13 +59,9 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
 	h.waitQuiet()
 
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
-	}
-	defer func() { _ = n.Close(); _ = testutils.UnmountNS(n) }()
+	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
-	req := cniapi.Request{ContainerID: "agent-test-" + filepath.Base(dir), Netns: n.Path(), IfName: "eth0", Namespace: "default", Pod: "web"}
+	req := cniapi.Request{ContainerID: "agent-test-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}
 	var res cniapi.Result
 	if code := post(t, c, cniapi.PathAdd, req, &res); code != http.StatusOK {
 		t.Fatalf("ADD answered %d", code)
@@ -118,6 +111,27 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	if ip, held := h.agent.ipamH.Allocator().Lookup(addrplan.PodID{Namespace: "default", Name: "web"}); held {
 		t.Errorf("IPAM still holds %s for web after its DEL", ip)
 	}
+}
+
+// withCNI turns the pod manager on in cfg: af_packet pods, its socket
+// and records under dir.
+func withCNI(cfg *contivconf.Config, dir string) {
+	cfg.CNI.Enabled = true
+	cfg.CNI.Socket = filepath.Join(dir, "cni.sock")
+	cfg.CNI.StateDir = filepath.Join(dir, "pods")
+	cfg.CNI.PodInterface = contivconf.PodInterfaceAFPacket
+}
+
+// podNetns makes a pod's network namespace, removed when the test ends;
+// the test is skipped, loudly, where the kernel refuses one.
+func podNetns(t *testing.T) string {
+	t.Helper()
+	n, err := testutils.NewNS()
+	if err != nil {
+		t.Skipf("SKIPPED LOUDLY: the kernel refuses a network namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Close(); _ = testutils.UnmountNS(n) })
+	return n.Path()
 }
 
 func unixClient(sock string) *http.Client {
