@@ -80,7 +80,7 @@ func podMessageDefs() []*msgDef {
 type podState struct {
 	// hostIf tells whether a host interface exists for af_packet; nil
 	// asks the kernel.
-	hostIf     func(name string) bool
+	hostIf func(name string) bool
 	// vhostNet says whether /dev/vhost-net exists (nil: ask the host).
 	vhostNet   *bool
 	neighbours map[neighbourKey][6]byte
