@@ -260,3 +260,36 @@ func TestTapNetnsTooLongForVPP(t *testing.T) {
 		t.Error("a tap was made")
 	}
 }
+
+// TestResolveKindSaysWhichAndWhy: auto picks a tap where /dev/vhost-net
+// exists and af_packet elsewhere; a tap configured without the device is
+// kept but its reason warns that VPP refuses every tap.
+func TestResolveKindSaysWhichAndWhy(t *testing.T) {
+	saved := vhostNet
+	t.Cleanup(func() { vhostNet = saved })
+	present := t.TempDir() + "/vhost-net"
+	if err := os.WriteFile(present, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		configured string
+		device     string
+		kind       vpp.PodLinkKind
+		why        string
+	}{
+		{"auto", present, vpp.PodLinkTap, "exists"},
+		{"", t.TempDir() + "/none", vpp.PodLinkAFPacket, "auto: no "},
+		{"tap", present, vpp.PodLinkTap, "configured"},
+		{"tap", t.TempDir() + "/none", vpp.PodLinkTap, "VPP refuses every tap without it"},
+		{"af_packet", present, vpp.PodLinkAFPacket, "configured"},
+	} {
+		vhostNet = c.device
+		k, why, err := ResolveKind(c.configured)
+		if err != nil || k != c.kind || !strings.Contains(why, c.why) {
+			t.Errorf("ResolveKind(%q) with %s = %s, %q, %v; want %s saying %q", c.configured, c.device, k, why, err, c.kind, c.why)
+		}
+	}
+	if _, _, err := ResolveKind("vhost"); err == nil {
+		t.Error("ResolveKind(vhost) took an unknown kind")
+	}
+}
