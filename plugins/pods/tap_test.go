@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 
 	"contiv.dev/vpp/plugins/vpp"
@@ -291,5 +292,57 @@ func TestResolveKindSaysWhichAndWhy(t *testing.T) {
 	}
 	if _, _, err := ResolveKind("vhost"); err == nil {
 		t.Error("ResolveKind(vhost) took an unknown kind")
+	}
+}
+
+// TestTapPodWhoseNetnsIsGone: the netns of a tap pod goes (the kernel
+// takes the tap's pod end with it). Its DEL succeeds and removes the VPP
+// end; after a VPP restart, a record whose netns is gone is swept, not
+// re-made.
+func TestTapPodWhoseNetnsIsGone(t *testing.T) {
+	e := newTapEnv(t)
+	ctx := context.Background()
+	gone := func() (Request, func()) {
+		n, err := testutils.NewNS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		remove := func() { _ = n.Close(); _ = testutils.UnmountNS(n) }
+		t.Cleanup(remove)
+		return e.request("gone-"+uniq("")[:6], n), remove
+	}
+	del, rmDel := gone()
+	if _, err := e.m.Add(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	rmDel()
+	if err := e.m.Del(ctx, del); err != nil {
+		t.Fatalf("DEL with the netns gone: %v", err)
+	}
+	e.assertGone(del)
+
+	swept, rmSwept := gone()
+	if _, err := e.m.Add(ctx, swept); err != nil {
+		t.Fatal(err)
+	}
+	rmSwept()
+	e.vpp.Restart()
+	e.vpp.CreateTable(1)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for e.conn.Status().Connects < 2 {
+		if wctx.Err() != nil {
+			t.Fatal("no reconnection")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ev := resyncEvent()
+	ev.DataplaneRestarted = true
+	if err := e.m.Resync(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	e.assertGone(swept)
+	if k := e.vpp.KernelTaps(); len(k) != 0 {
+		t.Errorf("VPP holds kernel taps %+v", k)
 	}
 }
