@@ -55,7 +55,9 @@ import (
 //     via host_ip4_gw (and host_ip6_gw) added, replacing, in the main
 //     table with no output interface (the gateway must be reachable
 //     already: a /32 address alone gives "network unreachable"), and
-//     host_mtu_size when host_mtu_set (else the kernel's default).
+//     host_mtu_size when host_mtu_set (else the kernel's default; 25.02
+//     also takes a startup configuration "tap { host-mtu }", not
+//     modelled).
 //   - The VPP end is made last ("tap<id>", admin down, the tag applied).
 //   - tap_delete_v2 removes the VPP end and closes the fds (the kernel end
 //     goes with them); a VPP exit closes every fd the same way.
