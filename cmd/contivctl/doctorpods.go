@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 )
 
 // podsDoctorView is the agent's /v1/pods (agent/pods.go).
@@ -26,6 +27,9 @@ func (d *doctor) checkPods() {
 	case !p.Enabled:
 		d.add(verdictOK, "pods", "the agent wires no pods (cni.enabled is off): another CNI must give each pod a VPP interface tagged <namespace>/<pod>",
 			"")
+	case p.Kind == "tap" && strings.Contains(p.Why, "no /dev/vhost-net"):
+		d.add(verdictWarn, "pods", fmt.Sprintf("the agent wires pods with tap interfaces (%s)", p.Why),
+			"give VPP /dev/vhost-net (modprobe vhost_net; mount it into VPP's container) or set cni.podInterface to auto or af_packet")
 	case !p.Ready:
 		d.add(verdictWarn, "pods", fmt.Sprintf("the agent wires pods with %s interfaces (%s); the pods of its records are not all back in VPP yet", p.Kind, p.Why),
 			"wait, or see the agent's log (part=pods)")

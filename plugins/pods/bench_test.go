@@ -13,6 +13,7 @@ import (
 
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/plugins/pods/cniapi"
+	"contiv.dev/vpp/plugins/vpp"
 )
 
 // BenchmarkAddDelLatency measures CNI ADD and DEL through the socket and
@@ -34,15 +35,31 @@ import (
 func BenchmarkAddDelLatency(b *testing.B) {
 	for _, ipamMode := range []string{"behind", "etcd"} {
 		for _, n := range []int{1, 10, 100} {
-			b.Run(fmt.Sprintf("ipam=%s/pods=%d", ipamMode, n), func(b *testing.B) { benchAddDel(b, ipamMode, n) })
+			b.Run(fmt.Sprintf("ipam=%s/pods=%d", ipamMode, n), func(b *testing.B) { benchAddDel(b, vpp.PodLinkAFPacket, ipamMode, n) })
 		}
 	}
 }
 
-func benchAddDel(b *testing.B, ipamMode string, n int) {
+// BenchmarkTapAddDelLatency is BenchmarkAddDelLatency (ipam=behind) with
+// tap pods: the simulated VPP makes each tap's kernel end in the pod's
+// netns (sim/tap.go), under its lock, as VPP's main thread does.
+//
+//	go test -run '^$' -bench TapAddDelLatency -benchtime 3x ./plugins/pods/
+func BenchmarkTapAddDelLatency(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) { benchAddDel(b, vpp.PodLinkTap, "behind", n) })
+	}
+}
+
+func benchAddDel(b *testing.B, kind vpp.PodLinkKind, ipamMode string, n int) {
 	{
 		{
 			e := newEnvOn(b, 24, true)
+			if kind == vpp.PodLinkTap {
+				e.kind = kind
+				e.vpp.SetVhostNet(true)
+				b.Cleanup(e.vpp.Close)
+			}
 			if ipamMode == "behind" {
 				a, err := addrplan.NewAllocator(context.Background(), addrplan.AllocatorParams{
 					Subnet: e.plan.PodSubnet, Store: &memStore{m: map[addrplan.PodID]string{}},
@@ -52,6 +69,7 @@ func benchAddDel(b *testing.B, ipamMode string, n int) {
 				}
 				e.alloc = a
 			}
+			e.m = e.newManager()
 			e.loopBusy, e.addBatches = new(atomic.Int64), new(atomic.Int64)
 			c := e.loop(time.Minute)
 			var add, del []time.Duration

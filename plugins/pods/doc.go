@@ -26,7 +26,9 @@
 //     pod re-added after an agent restart gets the same address), makes
 //     one VPP interface in the pod VRF (a tap v2 where /dev/vhost-net
 //     exists, else an af_packet interface on a veth pair whose pod end is
-//     made in the pod's netns at once, no move: ResolveKind),
+//     made in the pod's netns at once, no move: ResolveKind; a tap's
+//     pod end VPP makes in the netns the request names, at most
+//     vpp.TapNetnsMax bytes long, and the agent configures it as eth0),
 //     up, unnumbered to the pod gateway's loopback (GatewayTag), with a
 //     static neighbour for the pod and a /32 route to it, tagged
 //     "<namespace>/<pod>"; in the pod's netns it gives eth0 the address as

@@ -65,6 +65,9 @@ type env struct {
 	loopBusy *atomic.Int64
 	// addBatches, when set, counts the ADD batches the loop takes in.
 	addBatches *atomic.Int64
+	// kind is the pod interface kind (default af_packet: newTapEnv makes
+	// taps).
+	kind vpp.PodLinkKind
 }
 
 // needRoot skips, loudly, where the kernel refuses network namespaces.
@@ -89,7 +92,7 @@ func newEnv(t testing.TB, perNode int) *env { return newEnvOn(t, perNode, false)
 func newEnvOn(t testing.TB, perNode int, socket bool) *env {
 	t.Helper()
 	needRoot(t)
-	e := &env{t: t, vpp: sim.New(sim.Options{}), dir: t.TempDir()}
+	e := &env{t: t, vpp: sim.New(sim.Options{}), dir: t.TempDir(), kind: vpp.PodLinkAFPacket}
 	e.vpp.CreateTable(1)
 	cfg := vpp.Config{Adapter: e.vpp, ExtraMessages: vpp.PodMessages(), RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond}
 	if socket {
@@ -136,7 +139,7 @@ func (e *env) newAllocator() *addrplan.Allocator {
 func (e *env) newManager() *Manager {
 	m, err := New(Params{
 		VPP: e.port, Allocator: func() *addrplan.Allocator { return e.alloc }, Plan: func() *addrplan.Plan { return e.plan },
-		VRF: 1, Kind: vpp.PodLinkAFPacket, StateDir: e.dir,
+		VRF: 1, Kind: e.kind, StateDir: e.dir,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -57,6 +57,12 @@ func (m *Manager) do(ctx context.Context, op Op, req Request, loop runLoop) (Res
 		if err := validate(req, true); err != nil {
 			return Result{}, err
 		}
+		if op == OpAdd && m.p.Kind == vpp.PodLinkTap && len(req.Netns) > vpp.TapNetnsMax {
+			// VPP would read it cut (tap_create_v3's host_namespace is
+			// a string[64]) and fail obscurely, or open another netns.
+			return Result{}, fmt.Errorf("netns (CNI_NETNS): %q is %d bytes, VPP's tap_create_v3 takes at most %d "+
+				"(shorten the runtime's netns path or set cni.podInterface to af_packet): %w", req.Netns, len(req.Netns), vpp.TapNetnsMax, ErrInvalid)
+		}
 	case OpDel:
 		if err := validate(req, false); err != nil {
 			return Result{}, err

@@ -92,20 +92,29 @@ const (
 	KindAFPacket = string(vpp.PodLinkAFPacket)
 )
 
-// vhostNet is the device a tap v2 needs.
-const vhostNet = "/dev/vhost-net"
+// vhostNet is the device a tap v2 needs (a variable for tests).
+var vhostNet = "/dev/vhost-net"
 
 // ResolveKind turns the configured kind into the one used: auto is a tap
 // where /dev/vhost-net exists, an af_packet interface on a veth pair
-// otherwise. It also says why, for logs and contivctl doctor.
+// otherwise. It also says why, for logs and contivctl doctor: a tap
+// configured where /dev/vhost-net is missing is used all the same (VPP,
+// not the agent, opens the device, and may see one the agent's container
+// does not), with a warning, since VPP refuses every tap without it
+// (VPP's tap.c: tap_create_v3 answers -11).
 func ResolveKind(configured string) (vpp.PodLinkKind, string, error) {
+	_, err := os.Stat(vhostNet)
+	have := err == nil
 	switch configured {
 	case "", KindAuto:
-		if _, err := os.Stat(vhostNet); err == nil {
+		if have {
 			return vpp.PodLinkTap, "auto: " + vhostNet + " exists", nil
 		}
 		return vpp.PodLinkAFPacket, "auto: no " + vhostNet, nil
 	case KindTap:
+		if !have {
+			return vpp.PodLinkTap, "configured, but no " + vhostNet + " here: VPP refuses every tap without it", nil
+		}
 		return vpp.PodLinkTap, "configured", nil
 	case KindAFPacket:
 		return vpp.PodLinkAFPacket, "configured", nil

@@ -298,7 +298,7 @@ func (p *Pods) createAll(ctx context.Context, ls []PodLink, pis []PodInterface, 
 			continue
 		}
 		if c.err != nil {
-			errs[i] = podErr(c.err, fmt.Sprintf("create %s interface on %s", l.Kind, l.HostIfName))
+			errs[i] = podErr(c.err, fmt.Sprintf("create %s interface on %s", l.Kind, l.HostIfName)+tapHint(l, c.err))
 			continue
 		}
 		switch r := c.msg.(type) {
@@ -328,6 +328,26 @@ func createReq(l PodLink) (api.Message, api.Message) {
 		}, &tapv2.TapCreateV3Reply{}
 	}
 	return nil, nil
+}
+
+// TapNetnsMax is the longest netns tap_create_v3 takes (its
+// host_namespace is a string[64] VPP reads up to a NUL).
+const TapNetnsMax = 63
+
+// tapHint says what a tap_create_v3 failure means (VPP's tap.c): -11 is
+// /dev/vhost-net missing where VPP runs, -12 the netns not found.
+func tapHint(l PodLink, err error) string {
+	var rv api.VPPApiError
+	if l.Kind != PodLinkTap || !errors.As(err, &rv) {
+		return ""
+	}
+	switch rv {
+	case api.SYSCALL_ERROR_1:
+		return " (VPP cannot open /dev/vhost-net, which a tap v2 needs: give VPP the device or set cni.podInterface to af_packet)"
+	case api.SYSCALL_ERROR_2:
+		return fmt.Sprintf(" (VPP cannot open the netns %s or /dev/net/tun)", l.HostNetns)
+	}
+	return ""
 }
 
 // RewirePodInterface wires an existing pod interface again (idempotent

@@ -83,6 +83,14 @@
 //     from the next restart. IPv4 tables exist for VRF 0,
 //     the interfaces' VRFs and those added by ip_table_add_del (a
 //     per-VRF session limit needs one).
+//   - Pod interfaces (pods.go, tap.go): af_packet_create_v3 on a host
+//     link of the caller's netns; tap_create_v3 makes a real kernel tap
+//     (/dev/net/tun) in the netns host_namespace names, with the
+//     host_* MAC, addresses, gateway route and MTU and up, and answers
+//     VPP tap.c's -11/-12/-13/-145 where VPP would (-11 when SetVhostNet
+//     says /dev/vhost-net is missing; default: the host's truth);
+//     tap_delete_v2, a restart, a crash and Close remove the kernel end.
+//     KernelTaps lists them.
 //
 // # Proof: the corpus replay
 //

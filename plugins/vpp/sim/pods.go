@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"maps"
 	"net"
 	"net/netip"
@@ -36,9 +35,9 @@ import (
 //     the kernel of the caller's network namespace (a netlink request for that one link)
 //     unless SetHostInterfaces replaced the check.
 //   - af_packet_delete of a name not attached answers -71.
-//   - tap_create_v3 makes "tap<id>" (id ~0: the lowest free instance; a
-//     taken id -79), admin down; nothing is made in any kernel by the sim.
-//     tap_delete_v2 of an index that is no tap answers -2.
+//   - tap_create_v3 makes "tap<id>", admin down, and its kernel end in
+//     the pod's netns (tap.go: read in VPP's tap.c, no longer an
+//     assumption). tap_delete_v2 of an index that is no tap answers -2.
 //   - sw_interface_set_table: unknown index -2, a table that does not
 //     exist -3 (as ip_route_add_del does).
 //   - sw_interface_add_del_address: unknown index -2; the sim keeps one
@@ -81,9 +80,13 @@ func podMessageDefs() []*msgDef {
 type podState struct {
 	// hostIf tells whether a host interface exists for af_packet; nil
 	// asks the kernel.
-	hostIf     func(name string) bool
+	hostIf func(name string) bool
+	// vhostNet says whether /dev/vhost-net exists (nil: ask the host).
+	vhostNet   *bool
 	neighbours map[neighbourKey][6]byte
 	unnumbered map[uint32]uint32 // interface -> the one lending its address
+	// taps are the kernel ends of the taps made (tap.go), by VPP index.
+	taps map[uint32]*kernelTap
 }
 
 type neighbourKey struct {
@@ -95,12 +98,16 @@ func (p *podState) init() {
 	if p.neighbours == nil {
 		p.neighbours = map[neighbourKey][6]byte{}
 		p.unnumbered = map[uint32]uint32{}
+		p.taps = map[uint32]*kernelTap{}
 	}
 }
 
-// reset forgets everything but the host-interface check (a restart).
+// reset forgets everything but the host-interface and vhost-net checks
+// (a restart): VPP's exit closes the taps' fds, and the kernel removes
+// their kernel ends.
 func (p *podState) reset() {
-	p.neighbours, p.unnumbered = nil, nil
+	p.closeTaps()
+	p.neighbours, p.unnumbered, p.taps = nil, nil, nil
 	p.init()
 }
 
@@ -113,6 +120,10 @@ func (p *podState) dropInterface(idx uint32) {
 		}
 	}
 	delete(p.unnumbered, idx)
+	if k := p.taps[idx]; k != nil {
+		k.close() // tap_free: the kernel end goes with VPP's fds
+		delete(p.taps, idx)
+	}
 	for i, src := range p.unnumbered {
 		if src == idx {
 			delete(p.unnumbered, i)
@@ -163,35 +174,6 @@ func (v *VPP) afPacketDelete(req *af_packet.AfPacketDelete) []api.Message {
 	i := v.ifaceByName("host-" + req.HostIfName)
 	if req.HostIfName == "" || i == nil || i.devType != devAFPacket {
 		return reply(r, api.INVALID_INTERFACE)
-	}
-	v.deletePodIfLocked(i.index)
-	return reply(r, 0)
-}
-
-func (v *VPP) tapCreateV3(req *tapv2.TapCreateV3) []api.Message {
-	r := &tapv2.TapCreateV3Reply{SwIfIndex: interface_types.InterfaceIndex(noIndex)}
-	id := req.ID
-	if id == noIndex {
-		id = 0
-		for v.ifaceByName(fmt.Sprintf("tap%d", id)) != nil {
-			id++
-		}
-	} else if v.ifaceByName(fmt.Sprintf("tap%d", id)) != nil {
-		return reply(r, api.IF_ALREADY_EXISTS)
-	}
-	s := InterfaceSpec{Name: fmt.Sprintf("tap%d", id), AdminDown: true, Tag: req.Tag}
-	if !req.UseRandomMac {
-		s.MAC = [6]byte(req.MacAddress)
-	}
-	r.SwIfIndex = interface_types.InterfaceIndex(v.createDynamicLocked(s))
-	return reply(r, 0)
-}
-
-func (v *VPP) tapDeleteV2(req *tapv2.TapDeleteV2) []api.Message {
-	r := &tapv2.TapDeleteV2Reply{}
-	i, ok := v.ifaces[uint32(req.SwIfIndex)]
-	if !ok || i.devType != devVirtio {
-		return reply(r, api.INVALID_SW_IF_INDEX)
 	}
 	v.deletePodIfLocked(i.index)
 	return reply(r, 0)

@@ -120,11 +120,13 @@ func (v *VPP) finishStartupLocked() {
 
 // Close stops the simulated VPP's timers: interfaces a RestartWith has
 // not re-created yet stay away (later restarts re-create them at once).
-// The client connection is left to its owner.
+// The kernel ends of its taps are removed, as when the real VPP exits
+// (tap.go). The client connection is left to its owner.
 func (v *VPP) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.closed = true
+	v.pods.closeTaps()
 	if v.timer != nil {
 		v.timer.Stop()
 		v.timer = nil
