@@ -49,22 +49,14 @@ func runServices(ctx context.Context, s streams, args []string) error {
 	}
 	if skipped {
 		var rows []skipRow
-		body, err := c.view(ctx, "/v1/skipped", &rows)
-		if err != nil {
+		if printed, err := c.show(ctx, s.out, of, "/v1/skipped", &rows); printed || err != nil {
 			return err
-		}
-		if of.json() {
-			return writeRawJSON(s.out, body)
 		}
 		return printSkipped(s.out, rows)
 	}
 	var svcs []*sr.ContivService
-	body, err := c.view(ctx, "/v1/services", &svcs)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/services", &svcs); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	// Which services' source ranges this node does not enforce, and why:
 	// best effort (an older agent's notes say what each renderer does).
@@ -233,12 +225,8 @@ func runNAT44(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	var v restapi.NAT44View
-	body, err := c.view(ctx, "/v1/nat44", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/nat44", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	lines := v.Desired
 	if applied {
@@ -253,16 +241,11 @@ func runNAT44(ctx context.Context, s streams, args []string) error {
 // printSubsets writes the frontends served by a subset of their
 // endpoints, when there are any.
 func printSubsets(w io.Writer, subsets []nat44.SubsetStatus) error {
-	if len(subsets) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "\nSUBSETS (%d): frontends served by part of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)\n", len(subsets))
-	t := newTable(w, "FRONTEND", "SERVICE", "ENDPOINTS", "USED", "LEFT-OUT", "LOCAL USED/ALL", "LOCAL WEIGHT")
-	for _, s := range subsets {
-		t.row(s.Frontend.String(), s.Service.String(), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Used), strconv.Itoa(s.LeftOut()),
-			strconv.Itoa(s.UsedLocal)+"/"+strconv.Itoa(s.Local), strconv.Itoa(int(s.LocalWeight)))
-	}
-	return t.flush()
+	return section(w, "SUBSETS (%d): frontends served by part of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)", subsets,
+		[]string{"FRONTEND", "SERVICE", "ENDPOINTS", "USED", "LEFT-OUT", "LOCAL USED/ALL", "LOCAL WEIGHT"}, func(s nat44.SubsetStatus) []string {
+			return []string{s.Frontend.String(), s.Service.String(), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Used), strconv.Itoa(s.LeftOut()),
+				strconv.Itoa(s.UsedLocal) + "/" + strconv.Itoa(s.Local), strconv.Itoa(int(s.LocalWeight))}
+		})
 }
 
 // printNAT44 writes the state lines, then the failures and the conflicts
@@ -276,32 +259,22 @@ func printNAT44(w io.Writer, lines []string, failures []nat44.Failure, conflicts
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(failures) > 0 {
-		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(failures))
-		t := newTable(w, "OBJECT", "SERVICE", "CALL", "REASON")
-		for _, f := range failures {
-			svc, op := "-", "-"
-			if f.Service != (sr.ServiceID{}) {
-				svc = f.Service.String()
-			}
-			if f.Op != 0 {
-				op = f.Op.String()
-			}
-			t.row(f.Object.String(), svc, op, f.Reason)
+	err := section(w, failuresTitle, failures, []string{"OBJECT", "SERVICE", "CALL", "REASON"}, func(f nat44.Failure) []string {
+		svc, op := "-", "-"
+		if f.Service != (sr.ServiceID{}) {
+			svc = f.Service.String()
 		}
-		if err := t.flush(); err != nil {
-			return err
+		if f.Op != 0 {
+			op = f.Op.String()
 		}
+		return []string{f.Object.String(), svc, op, f.Reason}
+	})
+	if err == nil {
+		err = section(w, conflictsTitle, conflicts, conflictHeader, func(c nat44.Conflict) []string {
+			return []string{c.Key.String(), c.Winner.String(), joinStrings(c.Losers, ",")}
+		})
 	}
-	if len(conflicts) > 0 {
-		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(conflicts))
-		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
-		for _, c := range conflicts {
-			t.row(c.Key.String(), c.Winner.String(), joinStrings(c.Losers, ","))
-		}
-		return t.flush()
-	}
-	return nil
+	return err
 }
 
 func runNodes(ctx context.Context, s streams, args []string) error {
@@ -310,12 +283,8 @@ func runNodes(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	var nodes []*kubestate.VppNode
-	body, err := c.view(ctx, "/v1/nodes", &nodes)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/nodes", &nodes); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	nodes = slices.DeleteFunc(nodes, func(n *kubestate.VppNode) bool { return n == nil })
 	slices.SortFunc(nodes, func(a, b *kubestate.VppNode) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name)) })
@@ -332,12 +301,8 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	var v restapi.IPAMView
-	body, err := c.view(ctx, "/v1/ipam", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/ipam", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	str := func(x fmt.Stringer, valid bool) string {
 		if !valid {
@@ -447,12 +412,8 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	var v statusRow
-	body, err := c.view(ctx, "/v1/status", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/status", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	// The renderer's counters, in one shape whichever runs.
 	var rv *restapi.RendererView

@@ -17,12 +17,8 @@ func runLatency(ctx context.Context, s streams, args []string) error {
 		return err
 	}
 	var v syncmetrics.LatencyView
-	body, err := c.view(ctx, "/v1/latency", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/latency", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	return printLatency(s.out, v)
 }
