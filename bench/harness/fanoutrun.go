@@ -298,15 +298,11 @@ func bareFanout(ctx context.Context, m *embedded.Member, cli *clientv3.Client, s
 	e1, o1 := heapSplit()
 	out := &bareRun{watchers: b, etcdHeap: (e1 - e0) / float64(b), clientHeap: (o1 - o0) / float64(b)}
 	if profileDir != "" {
-		f, err := os.Create(filepath.Join(profileDir, "fanout-bare.pprof"))
+		stop, err := startCPUProfile(filepath.Join(profileDir, "fanout-bare.pprof"))
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	c0 = cpuTime()
 	for range changes {

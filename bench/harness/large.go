@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"sync"
 
 	"contiv.dev/vpp/internal/workload"
 )
@@ -111,15 +108,10 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	stopProfile := func() {}
 	if profileDir != "" {
 		heap.profile = filepath.Join(profileDir, "large-heap.pprof")
-		f, err := os.Create(filepath.Join(profileDir, "large-startup.pprof"))
-		if err != nil {
+		var err error
+		if stopProfile, err = startCPUProfile(filepath.Join(profileDir, "large-startup.pprof")); err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
 		defer stopProfile()
 	}
 	s, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, heap: heap}, logOut, log)
