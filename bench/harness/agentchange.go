@@ -82,15 +82,11 @@ const agentChangeBlock = 100
 // and the gRPC receive are in both. With dir set, a CPU profile of the
 // agent's changes alone is written to dir/agent-change.pprof.
 func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast bool, dir string, profileTime time.Duration) (*agentChangeRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, fast)
+	m, cli, w, closeEtcd, err := etcdHolding(ctx, fast, n)
 	if err != nil {
 		return nil, fmt.Errorf("agent-change: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("agent-change: loading W(%d) into etcd: %w", n, err)
-	}
 	// The baseline's keys are a mirror of W(n)'s EndpointSlices, loaded
 	// beside them (as many keys, in the same part of etcd's key index)
 	// under a prefix the agent does not watch, and the baseline puts to

@@ -85,20 +85,17 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	var (
 		m         *embedded.Member
 		cli       *clientv3.Client
+		w         *workload.Workload
 		closeEtcd func()
 		err       error
 	)
 	pprof.Do(ctx, pprof.Labels("side", "etcd"), func(ctx context.Context) {
-		m, cli, closeEtcd, err = embeddedEtcd(ctx, p.fast)
+		m, cli, w, closeEtcd, err = etcdHolding(ctx, p.fast, p.n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(p.n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("fanout: loading W(%d) into etcd: %w", p.n, err)
-	}
 	seq, table := changeSeq(w), env.podTable(w)
 	w = nil // W(N)'s objects go before the heap is split
 	out := &fanoutRun{}
