@@ -122,33 +122,30 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	out.AgentHeapMiB = s.heapMiB
 	out.StartupEmptyCPUMS, out.StartupProgrammedCPUMS = s.emptyCPUMS, s.programmedCPUMS
 	stopProfile()
-	a, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true}, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, etcd apart: %w", err)
+	for _, l := range []struct {
+		what, profile string
+		opts          startupOpts
+		into          **LargeStartup
+	}{
+		{"etcd apart", "", startupOpts{etcdApart: true}, &out.StartupApart},
+		{"etcd and VPP apart", "large-startup-apart.pprof", startupOpts{etcdApart: true, vppApart: true}, &out.StartupAllApart},
+		{"every part apart", "large-startup-agent-apart.pprof", startupOpts{etcdApart: true, vppApart: true, agentApart: true}, &out.StartupAgentApart},
+	} {
+		l.opts.fastEtcd = fastEtcd
+		if profileDir != "" && l.profile != "" {
+			l.opts.profile = filepath.Join(profileDir, l.profile)
+		}
+		r, err := measureStartupOf(ctx, env, n, runs, l.opts, logOut, log)
+		if err != nil {
+			return nil, fmt.Errorf("large, %s: %w", l.what, err)
+		}
+		*l.into = r.apart()
 	}
-	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
-	allOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}
-	if profileDir != "" {
-		allOpts.profile = filepath.Join(profileDir, "large-startup-apart.pprof")
-	}
-	all, err := measureStartupOf(ctx, env, n, runs, allOpts, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
-	}
-	out.StartupAllApart = all.apart()
-	agOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true, agentApart: true}
-	if profileDir != "" {
-		agOpts.profile = filepath.Join(profileDir, "large-startup-agent-apart.pprof")
-	}
-	ag, err := measureStartupOf(ctx, env, n, runs, agOpts, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, every part apart: %w", err)
-	}
-	out.StartupAgentApart = ag.apart()
 	return out, nil
 }
 
-// apart is r as a LargeStartup with VPP apart.
+// apart is r as a LargeStartup: a start with some of its parts in processes
+// of their own.
 func (r *startupRun) apart() *LargeStartup {
 	return &LargeStartup{EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, EmptyCPUMS: r.emptyCPUMS, ProgrammedCPUMS: r.programmedCPUMS,
 		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}

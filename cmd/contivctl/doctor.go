@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -94,9 +93,7 @@ const (
 
 func runDoctor(ctx context.Context, s streams, args []string) error {
 	var allowSim bool
-	c, of, err := newInspect(s, "doctor", "[--agent URL] [--allow-simulated] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&allowSim, "allow-simulated", false, "a simulated VPP is a warning, not a failure (development clusters)")
-	})
+	c, of, err := newInspect(s, "doctor", args, inspectSwitch{&allowSim, "allow-simulated", "a simulated VPP is a warning, not a failure (development clusters)"})
 	if err != nil {
 		return err
 	}

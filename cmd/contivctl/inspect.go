@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -18,16 +17,26 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// newInspect parses the flags of an inspecting command and returns its
-// agent client.
-func newInspect(s streams, name, synopsis string, args []string, extra func(fs *flag.FlagSet)) (*agentClient, outputFlag, error) {
-	fs := newFlagSet(s, name, synopsis)
+// inspectSwitch is a boolean flag of an inspecting command: --name sets *p.
+type inspectSwitch struct {
+	p           *bool
+	name, usage string
+}
+
+// newInspect parses the flags of an inspecting command (--agent, -o and
+// its switches) and returns its agent client.
+func newInspect(s streams, name string, args []string, switches ...inspectSwitch) (*agentClient, outputFlag, error) {
+	synopsis := ""
+	for _, sw := range switches {
+		synopsis += "[--" + sw.name + "] "
+	}
+	fs := newFlagSet(s, name, synopsis+"[--agent URL] [-o table|json]")
 	var af agentFlags
 	var of outputFlag
 	af.register(fs)
 	of.register(fs)
-	if extra != nil {
-		extra(fs)
+	for _, sw := range switches {
+		fs.BoolVar(sw.p, sw.name, false, sw.usage)
 	}
 	if err := parse(fs, args); err != nil {
 		return nil, of, err
@@ -41,9 +50,7 @@ func newInspect(s streams, name, synopsis string, args []string, extra func(fs *
 
 func runServices(ctx context.Context, s streams, args []string) error {
 	var skipped bool
-	c, of, err := newInspect(s, "services", "[--skipped] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&skipped, "skipped", false, "list the services and ports left out, and why, instead")
-	})
+	c, of, err := newInspect(s, "services", args, inspectSwitch{&skipped, "skipped", "list the services and ports left out, and why, instead"})
 	if err != nil {
 		return err
 	}
@@ -218,9 +225,7 @@ func printSkipped(w io.Writer, rows []skipRow) error {
 
 func runNAT44(ctx context.Context, s streams, args []string) error {
 	var applied bool
-	c, of, err := newInspect(s, "nat44", "[--applied] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&applied, "applied", false, "the state VPP holds (as the agent applied it) instead of the desired state")
-	})
+	c, of, err := newInspect(s, "nat44", args, inspectSwitch{&applied, "applied", "the state VPP holds (as the agent applied it) instead of the desired state"})
 	if err != nil {
 		return err
 	}
@@ -278,7 +283,7 @@ func printNAT44(w io.Writer, lines []string, failures []nat44.Failure, conflicts
 }
 
 func runNodes(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "nodes", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "nodes", args)
 	if err != nil {
 		return err
 	}
@@ -296,7 +301,7 @@ func runNodes(ctx context.Context, s streams, args []string) error {
 }
 
 func runIPAM(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "ipam", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "ipam", args)
 	if err != nil {
 		return err
 	}
@@ -407,7 +412,7 @@ func proxyHealthLine(healthy, eligible bool) string {
 }
 
 func runStatus(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "status", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "status", args)
 	if err != nil {
 		return err
 	}

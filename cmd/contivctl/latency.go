@@ -12,7 +12,7 @@ import (
 // runLatency prints an agent's network programming latency: p50, p99 and
 // the maximum over its latest observations.
 func runLatency(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "latency", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "latency", args)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func runRenderer(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "renderer", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "renderer", args)
 	if err != nil {
 		return err
 	}
