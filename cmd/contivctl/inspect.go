@@ -345,9 +345,10 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 	return t.flush()
 }
 
-// statusRow is the /v1/status view (restapi.StatusView) as contivctl reads
-// it: the resync kind arrives as its name.
-type statusRow struct {
+// agentStatus is the /v1/status view (restapi.StatusView) as contivctl
+// reads it, for status and doctor: the resync kind arrives as its name, and
+// a field an older agent does not send stays zero.
+type agentStatus struct {
 	Node     string   `json:"node"`
 	NodeID   uint32   `json:"nodeID"`
 	Ready    bool     `json:"ready"`
@@ -376,6 +377,7 @@ type statusRow struct {
 		Simulated      bool      `json:"simulated"`
 		Socket         string    `json:"socket"`
 		Version        string    `json:"version"`
+		Release        string    `json:"release"`
 		PID            uint32    `json:"pid"`
 		Since          time.Time `json:"since"`
 		Connects       int       `json:"connects"`
@@ -383,9 +385,9 @@ type statusRow struct {
 		LastError      string    `json:"lastError"`
 		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
-	NodeSync struct {
-		Clashes []string `json:"clashes"`
-	} `json:"nodesync"`
+	Pending     []pendingIf `json:"pending"`
+	NodeSync    writeStatus `json:"nodesync"`
+	IPAM        writeStatus `json:"ipam"`
 	ProxyHealth *struct {
 		LastUpdated  time.Time `json:"lastUpdated"`
 		Healthy      bool      `json:"healthy"`
@@ -416,7 +418,7 @@ func runStatus(ctx context.Context, s streams, args []string) error {
 	if err != nil {
 		return err
 	}
-	var v statusRow
+	var v agentStatus
 	if printed, err := c.show(ctx, s.out, of, "/v1/status", &v); printed || err != nil {
 		return err
 	}
