@@ -76,10 +76,7 @@ func FromK8s(obj runtime.Object) (Object, error) {
 // defaults to fields left unset (type ClusterIP, protocol TCP, traffic
 // policies Cluster, affinity None, ClientIP timeout 10800 s).
 func FromService(s *corev1.Service) (*Service, error) {
-	if s == nil {
-		return nil, fmt.Errorf("nil Service: %w", ErrInvalid)
-	}
-	if err := checkMeta("Service", &s.ObjectMeta, true); err != nil {
+	if err := checkObject("Service", s, true); err != nil {
 		return nil, err
 	}
 	out := &Service{
@@ -159,10 +156,7 @@ func FromService(s *corev1.Service) (*Service, error) {
 // ready, an unset serving means the same as ready, an unset terminating
 // means not terminating. An unparsable trigger-time annotation is ignored.
 func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
-	if s == nil {
-		return nil, fmt.Errorf("nil EndpointSlice: %w", ErrInvalid)
-	}
-	if err := checkMeta("EndpointSlice", &s.ObjectMeta, true); err != nil {
+	if err := checkObject("EndpointSlice", s, true); err != nil {
 		return nil, err
 	}
 	out := &EndpointSlice{
@@ -223,10 +217,7 @@ func FromEndpointSlice(s *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
 
 // FromPod converts a core/v1 Pod: where it runs and its addresses.
 func FromPod(p *corev1.Pod) (*Pod, error) {
-	if p == nil {
-		return nil, fmt.Errorf("nil Pod: %w", ErrInvalid)
-	}
-	if err := checkMeta("Pod", &p.ObjectMeta, true); err != nil {
+	if err := checkObject("Pod", p, true); err != nil {
 		return nil, err
 	}
 	out := &Pod{
@@ -250,10 +241,7 @@ func FromPod(p *corev1.Pod) (*Pod, error) {
 // FromNode converts a core/v1 Node: its pod CIDRs, addresses, zone and
 // taints.
 func FromNode(n *corev1.Node) (*Node, error) {
-	if n == nil {
-		return nil, fmt.Errorf("nil Node: %w", ErrInvalid)
-	}
-	if err := checkMeta("Node", &n.ObjectMeta, false); err != nil {
+	if err := checkObject("Node", n, false); err != nil {
 		return nil, err
 	}
 	out := &Node{Name: n.Name, PodCIDRs: clone(n.Spec.PodCIDRs), Zone: n.Labels[LabelTopologyZone]}
@@ -271,10 +259,7 @@ func FromNode(n *corev1.Node) (*Node, error) {
 
 // FromNamespace converts a core/v1 Namespace: its name and labels.
 func FromNamespace(n *corev1.Namespace) (*Namespace, error) {
-	if n == nil {
-		return nil, fmt.Errorf("nil Namespace: %w", ErrInvalid)
-	}
-	if err := checkMeta("Namespace", &n.ObjectMeta, false); err != nil {
+	if err := checkObject("Namespace", n, false); err != nil {
 		return nil, err
 	}
 	out := &Namespace{Name: n.Name}
@@ -285,6 +270,20 @@ func FromNamespace(n *corev1.Namespace) (*Namespace, error) {
 		}
 	}
 	return out, nil
+}
+
+// kubeObject is a pointer to a Kubernetes object (ObjectMeta embedded).
+type kubeObject[T any] interface {
+	*T
+	GetObjectMeta() metav1.Object
+}
+
+// checkObject refuses a nil object, then checks its metadata (checkMeta).
+func checkObject[T any, P kubeObject[T]](kind string, o P, namespaced bool) error {
+	if o == nil {
+		return fmt.Errorf("nil %s: %w", kind, ErrInvalid)
+	}
+	return checkMeta(kind, o.GetObjectMeta().(*metav1.ObjectMeta), namespaced)
 }
 
 // checkMeta refuses names that cannot be stored under a key: empty, or

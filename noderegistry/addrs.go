@@ -39,24 +39,30 @@ func (a Addresses) canonical() (vpp, mgmt []string) {
 // reported (naming the node and the value); the rest are returned.
 func RecordAddresses(rec *kubestate.VppNode) (Addresses, error) {
 	var a Addresses
+	var vppErr, mgmtErr error
+	a.VppIPs, vppErr = parseEach(rec.VppIPs, netip.ParsePrefix, func(s string) error {
+		return fmt.Errorf("node %s: VPP IP %q: want an address with its prefix length", rec.Name, s)
+	})
+	a.MgmtIPs, mgmtErr = parseEach(rec.MgmtIPs, netip.ParseAddr, func(s string) error {
+		return fmt.Errorf("node %s: management IP %q: not an address", rec.Name, s)
+	})
+	return a, errors.Join(vppErr, mgmtErr)
+}
+
+// parseEach parses each of ss; a bad one is left out and reported as bad
+// says.
+func parseEach[T any](ss []string, parse func(string) (T, error), bad func(s string) error) ([]T, error) {
+	var out []T
 	var errs []error
-	for _, s := range rec.VppIPs {
-		p, err := netip.ParsePrefix(s)
+	for _, s := range ss {
+		v, err := parse(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: VPP IP %q: want an address with its prefix length", rec.Name, s))
+			errs = append(errs, bad(s))
 			continue
 		}
-		a.VppIPs = append(a.VppIPs, p)
+		out = append(out, v)
 	}
-	for _, s := range rec.MgmtIPs {
-		ip, err := netip.ParseAddr(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: management IP %q: not an address", rec.Name, s))
-			continue
-		}
-		a.MgmtIPs = append(a.MgmtIPs, ip)
-	}
-	return a, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // MgmtIPs returns a Kubernetes node's management addresses: its InternalIP

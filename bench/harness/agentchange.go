@@ -82,15 +82,11 @@ const agentChangeBlock = 100
 // and the gRPC receive are in both. With dir set, a CPU profile of the
 // agent's changes alone is written to dir/agent-change.pprof.
 func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast bool, dir string, profileTime time.Duration) (*agentChangeRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, fast)
+	m, cli, w, closeEtcd, err := etcdHolding(ctx, fast, n)
 	if err != nil {
 		return nil, fmt.Errorf("agent-change: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("agent-change: loading W(%d) into etcd: %w", n, err)
-	}
 	// The baseline's keys are a mirror of W(n)'s EndpointSlices, loaded
 	// beside them (as many keys, in the same part of etcd's key index)
 	// under a prefix the agent does not watch, and the baseline puts to
@@ -297,39 +293,22 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	if dir == "" {
 		return out, nil
 	}
-	f, err := os.Create(filepath.Join(dir, "agent-change.pprof"))
-	if err != nil {
+	if out.profiled, err = profileFor(filepath.Join(dir, "agent-change.pprof"), profileTime, agentOne); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, err
-	}
-	defer pprof.StopCPUProfile()
-	for end := time.Now().Add(profileTime); time.Now().Before(end); {
-		if err := agentOne(); err != nil {
-			return nil, err
-		}
-		out.profiled++
-	}
-	pprof.StopCPUProfile()
 	// As many changes watched by the bare watch alone: the base that
 	// go tool pprof -diff_base agent-change-base.pprof agent-change.pprof
 	// takes out, leaving the agent's own work.
-	fb, err := os.Create(filepath.Join(dir, "agent-change-base.pprof"))
-	if err != nil {
-		return nil, err
-	}
-	defer fb.Close()
-	if err := pprof.StartCPUProfile(fb); err != nil {
-		return nil, err
-	}
-	for range out.profiled {
-		if err := baseOne(); err != nil {
-			return nil, err
+	if err := cpuProfile(filepath.Join(dir, "agent-change-base.pprof"), func() error {
+		for range out.profiled {
+			if err := baseOne(); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	pprof.StopCPUProfile()
 	// The allocations of the agent's changes: every 4 KiB allocated is
 	// sampled from here on, and the heap profile written before them is
 	// the base to take out (go tool pprof -sample_index=alloc_space
@@ -350,26 +329,18 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	// The paced changes, pacedRate a second, in blocks as above, for as
 	// long: what the agent does per batch and per change when changes
 	// queue up (label part=agent as before).
-	fp, err := os.Create(filepath.Join(dir, "agent-change-paced.pprof"))
+	batches0 = ctl.Status().Batches
+	pacedBlocks, err := profileFor(filepath.Join(dir, "agent-change-paced.pprof"), profileTime, func() error {
+		if err := paced(ctx, pb-1, agentKey, agentPut); err != nil {
+			return err
+		}
+		next += pb - 1
+		return agentOne()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer fp.Close()
-	if err := pprof.StartCPUProfile(fp); err != nil {
-		return nil, err
-	}
-	batches0, pacedProfiled := ctl.Status().Batches, 0
-	for end := time.Now().Add(profileTime); time.Now().Before(end); {
-		if err := paced(ctx, pb-1, agentKey, agentPut); err != nil {
-			return nil, err
-		}
-		next += pb - 1
-		if err := agentOne(); err != nil {
-			return nil, err
-		}
-		pacedProfiled += pb
-	}
-	pprof.StopCPUProfile()
+	pacedProfiled := pacedBlocks * pb
 	return out, writeCounts(dir, out.profiled, pacedProfiled, int(ctl.Status().Batches-batches0))
 }
 
@@ -461,20 +432,6 @@ func paced(ctx context.Context, count int, key func(i int) string, put func(i in
 }
 
 // writeHeapProfile writes the live heap after a full collection (the
-// profile lags one cycle, hence two).
-func writeHeapProfile(path string) error {
-	runtime.GC()
-	runtime.GC()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
 
 // runAgentChange measures the agent-change figure min(Runs, 3) times
 // (medians); profiles are taken in the last run only.

@@ -43,16 +43,8 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	v := sim.New(sim.Options{})
-	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
-		if _, err := v.AddInterface(name, ""); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range w.Pods {
-		name, tag := env.podInterface(p.Namespace, p.Name)
-		if _, err := v.AddInterface(name, tag); err != nil {
-			return nil, err
-		}
+	if err := env.addInterfaces(v, w); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

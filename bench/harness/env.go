@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	"contiv.dev/vpp/addrplan"
@@ -282,18 +283,24 @@ func allEvents(w *workload.Workload) (*events, error) {
 	return ev, ev.decodeChurn(w)
 }
 
-// agentConfig is the agent's configuration of node 1 for the figures that
-// run the whole agent: etcd at endpoint, its state in dir, a free HTTP
-// port, no proxy health endpoint, quiet logs.
-func (e *nodeEnv) agentConfig(endpoint, dir string) (contivconf.Config, error) {
-	cfg := e.cfg
+// agentConfig is the agent's configuration of node 1 for the figure named
+// figure, one that runs the whole agent: etcd at endpoint, its state in dir
+// (a new temporary directory that remove removes), a free HTTP port, no
+// proxy health endpoint, quiet logs.
+func (e *nodeEnv) agentConfig(endpoint, figure string) (cfg contivconf.Config, dir string, remove func(), err error) {
+	if dir, err = os.MkdirTemp("", "contiv-bench-"+figure+"-"); err != nil {
+		return cfg, "", nil, err
+	}
+	remove = func() { _ = os.RemoveAll(dir) }
+	cfg = e.cfg
 	cfg.Etcd.Endpoints = []string{"http://" + endpoint}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.HTTP.ProxyHealthAddress = "off"
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("agent configuration: %w", err)
+		remove()
+		return cfg, "", nil, fmt.Errorf("%s: agent configuration: %w", figure, err)
 	}
-	return cfg, nil
+	return cfg, dir, remove, nil
 }

@@ -85,20 +85,17 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	var (
 		m         *embedded.Member
 		cli       *clientv3.Client
+		w         *workload.Workload
 		closeEtcd func()
 		err       error
 	)
 	pprof.Do(ctx, pprof.Labels("side", "etcd"), func(ctx context.Context) {
-		m, cli, closeEtcd, err = embeddedEtcd(ctx, p.fast)
+		m, cli, w, closeEtcd, err = etcdHolding(ctx, p.fast, p.n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(p.n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("fanout: loading W(%d) into etcd: %w", p.n, err)
-	}
 	seq, table := changeSeq(w), env.podTable(w)
 	w = nil // W(N)'s objects go before the heap is split
 	out := &fanoutRun{}
@@ -298,15 +295,11 @@ func bareFanout(ctx context.Context, m *embedded.Member, cli *clientv3.Client, s
 	e1, o1 := heapSplit()
 	out := &bareRun{watchers: b, etcdHeap: (e1 - e0) / float64(b), clientHeap: (o1 - o0) / float64(b)}
 	if profileDir != "" {
-		f, err := os.Create(filepath.Join(profileDir, "fanout-bare.pprof"))
+		stop, err := startCPUProfile(filepath.Join(profileDir, "fanout-bare.pprof"))
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	c0 = cpuTime()
 	for range changes {

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"sync"
 
 	"contiv.dev/vpp/internal/workload"
 )
@@ -111,15 +108,10 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	stopProfile := func() {}
 	if profileDir != "" {
 		heap.profile = filepath.Join(profileDir, "large-heap.pprof")
-		f, err := os.Create(filepath.Join(profileDir, "large-startup.pprof"))
-		if err != nil {
+		var err error
+		if stopProfile, err = startCPUProfile(filepath.Join(profileDir, "large-startup.pprof")); err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
 		defer stopProfile()
 	}
 	s, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, heap: heap}, logOut, log)
@@ -130,33 +122,30 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	out.AgentHeapMiB = s.heapMiB
 	out.StartupEmptyCPUMS, out.StartupProgrammedCPUMS = s.emptyCPUMS, s.programmedCPUMS
 	stopProfile()
-	a, err := measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd, etcdApart: true}, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, etcd apart: %w", err)
+	for _, l := range []struct {
+		what, profile string
+		opts          startupOpts
+		into          **LargeStartup
+	}{
+		{"etcd apart", "", startupOpts{etcdApart: true}, &out.StartupApart},
+		{"etcd and VPP apart", "large-startup-apart.pprof", startupOpts{etcdApart: true, vppApart: true}, &out.StartupAllApart},
+		{"every part apart", "large-startup-agent-apart.pprof", startupOpts{etcdApart: true, vppApart: true, agentApart: true}, &out.StartupAgentApart},
+	} {
+		l.opts.fastEtcd = fastEtcd
+		if profileDir != "" && l.profile != "" {
+			l.opts.profile = filepath.Join(profileDir, l.profile)
+		}
+		r, err := measureStartupOf(ctx, env, n, runs, l.opts, logOut, log)
+		if err != nil {
+			return nil, fmt.Errorf("large, %s: %w", l.what, err)
+		}
+		*l.into = r.apart()
 	}
-	out.StartupApart = &LargeStartup{EmptyMS: a.emptyMS, ProgrammedMS: a.programmedMS, EmptyCPUMS: a.emptyCPUMS, ProgrammedCPUMS: a.programmedCPUMS}
-	allOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true}
-	if profileDir != "" {
-		allOpts.profile = filepath.Join(profileDir, "large-startup-apart.pprof")
-	}
-	all, err := measureStartupOf(ctx, env, n, runs, allOpts, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, etcd and VPP apart: %w", err)
-	}
-	out.StartupAllApart = all.apart()
-	agOpts := startupOpts{fastEtcd: fastEtcd, etcdApart: true, vppApart: true, agentApart: true}
-	if profileDir != "" {
-		agOpts.profile = filepath.Join(profileDir, "large-startup-agent-apart.pprof")
-	}
-	ag, err := measureStartupOf(ctx, env, n, runs, agOpts, logOut, log)
-	if err != nil {
-		return nil, fmt.Errorf("large, every part apart: %w", err)
-	}
-	out.StartupAgentApart = ag.apart()
 	return out, nil
 }
 
-// apart is r as a LargeStartup with VPP apart.
+// apart is r as a LargeStartup: a start with some of its parts in processes
+// of their own.
 func (r *startupRun) apart() *LargeStartup {
 	return &LargeStartup{EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, EmptyCPUMS: r.emptyCPUMS, ProgrammedCPUMS: r.programmedCPUMS,
 		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}

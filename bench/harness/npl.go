@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"contiv.dev/vpp/agent"
+	"contiv.dev/vpp/internal/etcd/embedded"
 	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/noderegistry"
@@ -72,25 +72,17 @@ func (a *ackCounter) onAck(string, time.Time) { a.n.Add(1) }
 // endpoints. Between two writes the agent has nothing else to do, so that
 // last call is the last call of the change.
 func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, p.fastEtcd)
+	m, cli, w, closeEtcd, err := etcdHolding(ctx, p.fastEtcd, p.n)
 	if err != nil {
 		return nil, fmt.Errorf("npl: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(p.n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("npl: loading W(%d) into etcd: %w", p.n, err)
-	}
 
-	dir, err := os.MkdirTemp("", "contiv-bench-agent-")
+	cfg, _, removeDir, err := env.agentConfig(m.Endpoint(), "npl")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	cfg, err := env.agentConfig(m.Endpoint(), dir)
-	if err != nil {
-		return nil, fmt.Errorf("npl: %w", err)
-	}
+	defer removeDir()
 	acks := &ackCounter{}
 	v := sim.New(sim.Options{OnAck: acks.onAck})
 	out := &nplRun{}
@@ -162,6 +154,28 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 // every object through kubestate.Writer (batched transactions), and the
 // NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
 // agent, which claims ID 1, the lowest free one.
+// etcdHolding starts an embedded etcd (embeddedEtcd) and loads W(n) into
+// it.
+func etcdHolding(ctx context.Context, fast bool, n int) (m *embedded.Member, cli *clientv3.Client, w *workload.Workload, close func(), err error) {
+	if m, cli, close, err = embeddedEtcd(ctx, fast); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if w, err = loadW(ctx, cli, n); err != nil {
+		close()
+		return nil, nil, nil, nil, err
+	}
+	return m, cli, w, close, nil
+}
+
+// loadW loads W(n) into etcd and returns it.
+func loadW(ctx context.Context, cli *clientv3.Client, n int) (*workload.Workload, error) {
+	w := workload.New(n)
+	if err := load(ctx, cli, w); err != nil {
+		return nil, fmt.Errorf("loading W(%d) into etcd: %w", n, err)
+	}
+	return w, nil
+}
+
 func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error {
 	ops := make([]kubestate.Op, 0, len(w.Nodes)+len(w.VppNodes)+2*w.N+len(w.Pods))
 	for _, n := range w.Nodes {

@@ -3,10 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -124,21 +122,8 @@ func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Durati
 		return err
 	}
 	run := func(name string, step func() error) error {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-		for end := time.Now().Add(d); time.Now().Before(end); {
-			if err := step(); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := profileFor(filepath.Join(dir, name), d, step)
+		return err
 	}
 	if err := run("resync.pprof", func() error {
 		if err := fresh(); err != nil {

@@ -236,28 +236,26 @@ func megabytes(v, unit string) float64 {
 // countMappings is the NAT44 static mappings VPP holds, load-balanced or
 // not.
 func countMappings(ch api.Channel) (int, error) {
-	n := 0
-	lb := ch.SendMultiRequest(&nat44_ed.Nat44LbStaticMappingDump{})
-	for {
-		last, err := lb.ReceiveReply(&nat44_ed.Nat44LbStaticMappingDetails{})
-		if err != nil {
-			return 0, fmt.Errorf("nat44_lb_static_mapping_dump: %w", err)
-		}
-		if last {
-			break
-		}
-		n++
+	lb, err := countDetails(ch, &nat44_ed.Nat44LbStaticMappingDump{}, &nat44_ed.Nat44LbStaticMappingDetails{})
+	if err != nil {
+		return 0, err
 	}
-	sm := ch.SendMultiRequest(&nat44_ed.Nat44StaticMappingDump{})
-	for {
-		last, err := sm.ReceiveReply(&nat44_ed.Nat44StaticMappingDetails{})
+	sm, err := countDetails(ch, &nat44_ed.Nat44StaticMappingDump{}, &nat44_ed.Nat44StaticMappingDetails{})
+	return lb + sm, err
+}
+
+// countDetails is how many details the dump req is answered with (each
+// read into reply).
+func countDetails(ch api.Channel, req, reply api.Message) (int, error) {
+	rc := ch.SendMultiRequest(req)
+	for n := 0; ; n++ {
+		last, err := rc.ReceiveReply(reply)
 		if err != nil {
-			return 0, fmt.Errorf("nat44_static_mapping_dump: %w", err)
+			return 0, fmt.Errorf("%s: %w", req.GetMessageName(), err)
 		}
 		if last {
 			return n, nil
 		}
-		n++
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"contiv.dev/vpp/agent"
-	"contiv.dev/vpp/internal/workload"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
 
@@ -47,24 +45,16 @@ type restartRun struct {
 // simulated VPP with its interfaces re-created lateInterfaces later and
 // measures when everything is back.
 func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+	m, _, _, closeEtcd, err := etcdHolding(ctx, fastEtcd, n)
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	defer closeEtcd()
-	w := workload.New(n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("restart: loading W(%d) into etcd: %w", n, err)
-	}
-	dir, err := os.MkdirTemp("", "contiv-bench-restart-")
+	cfg, dir, removeDir, err := env.agentConfig(m.Endpoint(), "restart")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	cfg, err := env.agentConfig(m.Endpoint(), dir)
-	if err != nil {
-		return nil, fmt.Errorf("restart: %w", err)
-	}
+	defer removeDir()
 	// VPP as the agent meets it: served on its socket, with a real VPP's
 	// round trip and the main thread's walk of every mapping when an
 	// outside feature is enabled (FACTS §7).

@@ -170,18 +170,26 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
 	v := sim.New(opts)
 	v.CreateTable(env.cfg.Routing.PodVRFID) // the startup configuration's pod VRF
-	for _, name := range []string{mainNIC, env.cfg.Routing.HostInterconnectInterface, env.cfg.Routing.VXLANBVIInterface} {
+	if err := env.addInterfaces(v, w); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// addInterfaces gives v node 1's interfaces and those of W's local pods.
+func (e *nodeEnv) addInterfaces(v *sim.VPP, w *workload.Workload) error {
+	for _, name := range []string{mainNIC, e.cfg.Routing.HostInterconnectInterface, e.cfg.Routing.VXLANBVIInterface} {
 		if _, err := v.AddInterface(name, ""); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, p := range w.Pods {
-		name, tag := env.podInterface(p.Namespace, p.Name)
+		name, tag := e.podInterface(p.Namespace, p.Name)
 		if _, err := v.AddInterface(name, tag); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return v, nil
+	return nil
 }
 
 // startupRun is the agent's start to ready with W(N) in etcd, medians.
@@ -259,19 +267,15 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 	}
 	opts.etcdCPU = etcdCPU
 	defer closeEtcd()
-	w := workload.New(n)
-	if err := load(ctx, cli, w); err != nil {
-		return nil, fmt.Errorf("startup: loading W(%d) into etcd: %w", n, err)
-	}
-	dir, err := os.MkdirTemp("", "contiv-bench-startup-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	cfg, err := env.agentConfig(endpoint, dir)
+	w, err := loadW(ctx, cli, n)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
+	cfg, dir, removeDir, err := env.agentConfig(endpoint, "startup")
+	if err != nil {
+		return nil, err
+	}
+	defer removeDir()
 	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	out := &startupRun{}
 	var empty, programmed, heaps, emptyCPU, programmedCPU, progEtcd, progVPP []float64

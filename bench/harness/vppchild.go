@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"contiv.dev/vpp/agent"
@@ -165,20 +163,6 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		err = fmt.Errorf("startup: the simulated VPP crashed %d times", st.Crashes)
 	}
 	return empty, programmed, err
-}
-
-// startCPUProfile starts a CPU profile written to path; stop ends it
-// (once) and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
 }
 
 // startMem is the agent's process's memory over a start: what it

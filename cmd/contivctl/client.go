@@ -122,6 +122,41 @@ func (c *agentClient) view(ctx context.Context, path string, v any) ([]byte, err
 	return body, nil
 }
 
+// show fetches the view at path into v and, with -o json, prints the body
+// as received: printed tells the caller that nothing more is to print.
+func (c *agentClient) show(ctx context.Context, w io.Writer, of outputFlag, path string, v any) (printed bool, err error) {
+	body, err := c.view(ctx, path, v)
+	if err != nil || !of.json() {
+		return false, err
+	}
+	return true, writeRawJSON(w, body)
+}
+
+// The titles of the tables printed after a renderer's state.
+const (
+	failuresTitle  = "FAILURES (%d): not applied until the object changes or a full resync"
+	conflictsTitle = "CONFLICTS (%d): frontends claimed by more than one service; the oldest wins"
+)
+
+// conflictHeader is the header of a conflictsTitle table.
+var conflictHeader = []string{"FRONTEND", "WINNER", "LOSERS"}
+
+// section writes, after a blank line, title (with the count of items in
+// its %d) and a table of items, one row each; with no items, nothing.
+func section[T any](w io.Writer, title string, items []T, header []string, row func(T) []string) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\n"+title+"\n", len(items)); err != nil {
+		return err
+	}
+	t := newTable(w, header...)
+	for _, x := range items {
+		t.row(row(x)...)
+	}
+	return t.flush()
+}
+
 // The output formats of -o.
 const (
 	formatTable = "table"

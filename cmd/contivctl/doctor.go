@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -32,33 +31,6 @@ type finding struct {
 	Check   string `json:"check"`
 	Detail  string `json:"detail"`
 	Fix     string `json:"fix,omitempty"`
-}
-
-// doctorStatus is the part of /v1/status (restapi.StatusView) doctor reads.
-type doctorStatus struct {
-	Node       string   `json:"node"`
-	NodeID     uint32   `json:"nodeID"`
-	Ready      bool     `json:"ready"`
-	NotReady   []string `json:"notReady"`
-	Controller struct {
-		Ready         bool   `json:"ready"`
-		EtcdConnected bool   `json:"etcdConnected"`
-		LastError     string `json:"lastError"`
-	} `json:"controller"`
-	VPP struct {
-		Connected bool   `json:"connected"`
-		Simulated bool   `json:"simulated"`
-		Socket    string `json:"socket"`
-		Version   string `json:"version"`
-		Release   string `json:"release"`
-		LastError string `json:"lastError"`
-		// MissingPlugins are optional plugins VPP lacks (vpp.Status).
-		MissingPlugins []string `json:"missingPlugins"`
-	} `json:"vpp"`
-	Pending  []pendingIf `json:"pending"`
-	NodeSync writeStatus `json:"nodesync"`
-	IPAM     writeStatus `json:"ipam"`
-	Note     string      `json:"note"`
 }
 
 // pendingIf is one nat44.PendingInterface as the agent encodes it.
@@ -94,9 +66,7 @@ const (
 
 func runDoctor(ctx context.Context, s streams, args []string) error {
 	var allowSim bool
-	c, of, err := newInspect(s, "doctor", "[--agent URL] [--allow-simulated] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&allowSim, "allow-simulated", false, "a simulated VPP is a warning, not a failure (development clusters)")
-	})
+	c, of, err := newInspect(s, "doctor", args, inspectSwitch{&allowSim, "allow-simulated", "a simulated VPP is a warning, not a failure (development clusters)"})
 	if err != nil {
 		return err
 	}
@@ -140,7 +110,7 @@ func runDoctor(ctx context.Context, s streams, args []string) error {
 // doctor diagnoses one agent from its views.
 type doctor struct {
 	allowSim bool
-	status   doctorStatus
+	status   agentStatus
 	cfg      *contivconf.Config // nil: not read
 	roles    map[string]sr.InterfaceRole
 	// renderer is the renderer-neutral view; nil: not read, or the

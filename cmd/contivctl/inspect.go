@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -18,16 +17,26 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// newInspect parses the flags of an inspecting command and returns its
-// agent client.
-func newInspect(s streams, name, synopsis string, args []string, extra func(fs *flag.FlagSet)) (*agentClient, outputFlag, error) {
-	fs := newFlagSet(s, name, synopsis)
+// inspectSwitch is a boolean flag of an inspecting command: --name sets *p.
+type inspectSwitch struct {
+	p           *bool
+	name, usage string
+}
+
+// newInspect parses the flags of an inspecting command (--agent, -o and
+// its switches) and returns its agent client.
+func newInspect(s streams, name string, args []string, switches ...inspectSwitch) (*agentClient, outputFlag, error) {
+	synopsis := ""
+	for _, sw := range switches {
+		synopsis += "[--" + sw.name + "] "
+	}
+	fs := newFlagSet(s, name, synopsis+"[--agent URL] [-o table|json]")
 	var af agentFlags
 	var of outputFlag
 	af.register(fs)
 	of.register(fs)
-	if extra != nil {
-		extra(fs)
+	for _, sw := range switches {
+		fs.BoolVar(sw.p, sw.name, false, sw.usage)
 	}
 	if err := parse(fs, args); err != nil {
 		return nil, of, err
@@ -41,30 +50,20 @@ func newInspect(s streams, name, synopsis string, args []string, extra func(fs *
 
 func runServices(ctx context.Context, s streams, args []string) error {
 	var skipped bool
-	c, of, err := newInspect(s, "services", "[--skipped] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&skipped, "skipped", false, "list the services and ports left out, and why, instead")
-	})
+	c, of, err := newInspect(s, "services", args, inspectSwitch{&skipped, "skipped", "list the services and ports left out, and why, instead"})
 	if err != nil {
 		return err
 	}
 	if skipped {
 		var rows []skipRow
-		body, err := c.view(ctx, "/v1/skipped", &rows)
-		if err != nil {
+		if printed, err := c.show(ctx, s.out, of, "/v1/skipped", &rows); printed || err != nil {
 			return err
-		}
-		if of.json() {
-			return writeRawJSON(s.out, body)
 		}
 		return printSkipped(s.out, rows)
 	}
 	var svcs []*sr.ContivService
-	body, err := c.view(ctx, "/v1/services", &svcs)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/services", &svcs); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	// Which services' source ranges this node does not enforce, and why:
 	// best effort (an older agent's notes say what each renderer does).
@@ -226,19 +225,13 @@ func printSkipped(w io.Writer, rows []skipRow) error {
 
 func runNAT44(ctx context.Context, s streams, args []string) error {
 	var applied bool
-	c, of, err := newInspect(s, "nat44", "[--applied] [--agent URL] [-o table|json]", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&applied, "applied", false, "the state VPP holds (as the agent applied it) instead of the desired state")
-	})
+	c, of, err := newInspect(s, "nat44", args, inspectSwitch{&applied, "applied", "the state VPP holds (as the agent applied it) instead of the desired state"})
 	if err != nil {
 		return err
 	}
 	var v restapi.NAT44View
-	body, err := c.view(ctx, "/v1/nat44", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/nat44", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	lines := v.Desired
 	if applied {
@@ -253,16 +246,11 @@ func runNAT44(ctx context.Context, s streams, args []string) error {
 // printSubsets writes the frontends served by a subset of their
 // endpoints, when there are any.
 func printSubsets(w io.Writer, subsets []nat44.SubsetStatus) error {
-	if len(subsets) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "\nSUBSETS (%d): frontends served by part of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)\n", len(subsets))
-	t := newTable(w, "FRONTEND", "SERVICE", "ENDPOINTS", "USED", "LEFT-OUT", "LOCAL USED/ALL", "LOCAL WEIGHT")
-	for _, s := range subsets {
-		t.row(s.Frontend.String(), s.Service.String(), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Used), strconv.Itoa(s.LeftOut()),
-			strconv.Itoa(s.UsedLocal)+"/"+strconv.Itoa(s.Local), strconv.Itoa(int(s.LocalWeight)))
-	}
-	return t.flush()
+	return section(w, "SUBSETS (%d): frontends served by part of their endpoints (VPP 25.02 sums a mapping's probabilities in a u8: at most 255)", subsets,
+		[]string{"FRONTEND", "SERVICE", "ENDPOINTS", "USED", "LEFT-OUT", "LOCAL USED/ALL", "LOCAL WEIGHT"}, func(s nat44.SubsetStatus) []string {
+			return []string{s.Frontend.String(), s.Service.String(), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Used), strconv.Itoa(s.LeftOut()),
+				strconv.Itoa(s.UsedLocal) + "/" + strconv.Itoa(s.Local), strconv.Itoa(int(s.LocalWeight))}
+		})
 }
 
 // printNAT44 writes the state lines, then the failures and the conflicts
@@ -276,46 +264,32 @@ func printNAT44(w io.Writer, lines []string, failures []nat44.Failure, conflicts
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(failures) > 0 {
-		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(failures))
-		t := newTable(w, "OBJECT", "SERVICE", "CALL", "REASON")
-		for _, f := range failures {
-			svc, op := "-", "-"
-			if f.Service != (sr.ServiceID{}) {
-				svc = f.Service.String()
-			}
-			if f.Op != 0 {
-				op = f.Op.String()
-			}
-			t.row(f.Object.String(), svc, op, f.Reason)
+	err := section(w, failuresTitle, failures, []string{"OBJECT", "SERVICE", "CALL", "REASON"}, func(f nat44.Failure) []string {
+		svc, op := "-", "-"
+		if f.Service != (sr.ServiceID{}) {
+			svc = f.Service.String()
 		}
-		if err := t.flush(); err != nil {
-			return err
+		if f.Op != 0 {
+			op = f.Op.String()
 		}
+		return []string{f.Object.String(), svc, op, f.Reason}
+	})
+	if err == nil {
+		err = section(w, conflictsTitle, conflicts, conflictHeader, func(c nat44.Conflict) []string {
+			return []string{c.Key.String(), c.Winner.String(), joinStrings(c.Losers, ",")}
+		})
 	}
-	if len(conflicts) > 0 {
-		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(conflicts))
-		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
-		for _, c := range conflicts {
-			t.row(c.Key.String(), c.Winner.String(), joinStrings(c.Losers, ","))
-		}
-		return t.flush()
-	}
-	return nil
+	return err
 }
 
 func runNodes(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "nodes", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "nodes", args)
 	if err != nil {
 		return err
 	}
 	var nodes []*kubestate.VppNode
-	body, err := c.view(ctx, "/v1/nodes", &nodes)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/nodes", &nodes); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	nodes = slices.DeleteFunc(nodes, func(n *kubestate.VppNode) bool { return n == nil })
 	slices.SortFunc(nodes, func(a, b *kubestate.VppNode) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name)) })
@@ -327,17 +301,13 @@ func runNodes(ctx context.Context, s streams, args []string) error {
 }
 
 func runIPAM(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "ipam", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "ipam", args)
 	if err != nil {
 		return err
 	}
 	var v restapi.IPAMView
-	body, err := c.view(ctx, "/v1/ipam", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/ipam", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	str := func(x fmt.Stringer, valid bool) string {
 		if !valid {
@@ -375,9 +345,10 @@ func runIPAM(ctx context.Context, s streams, args []string) error {
 	return t.flush()
 }
 
-// statusRow is the /v1/status view (restapi.StatusView) as contivctl reads
-// it: the resync kind arrives as its name.
-type statusRow struct {
+// agentStatus is the /v1/status view (restapi.StatusView) as contivctl
+// reads it, for status and doctor: the resync kind arrives as its name, and
+// a field an older agent does not send stays zero.
+type agentStatus struct {
 	Node     string   `json:"node"`
 	NodeID   uint32   `json:"nodeID"`
 	Ready    bool     `json:"ready"`
@@ -406,6 +377,7 @@ type statusRow struct {
 		Simulated      bool      `json:"simulated"`
 		Socket         string    `json:"socket"`
 		Version        string    `json:"version"`
+		Release        string    `json:"release"`
 		PID            uint32    `json:"pid"`
 		Since          time.Time `json:"since"`
 		Connects       int       `json:"connects"`
@@ -413,9 +385,9 @@ type statusRow struct {
 		LastError      string    `json:"lastError"`
 		MissingPlugins []string  `json:"missingPlugins"`
 	} `json:"vpp"`
-	NodeSync struct {
-		Clashes []string `json:"clashes"`
-	} `json:"nodesync"`
+	Pending     []pendingIf `json:"pending"`
+	NodeSync    writeStatus `json:"nodesync"`
+	IPAM        writeStatus `json:"ipam"`
 	ProxyHealth *struct {
 		LastUpdated  time.Time `json:"lastUpdated"`
 		Healthy      bool      `json:"healthy"`
@@ -442,17 +414,13 @@ func proxyHealthLine(healthy, eligible bool) string {
 }
 
 func runStatus(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "status", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "status", args)
 	if err != nil {
 		return err
 	}
-	var v statusRow
-	body, err := c.view(ctx, "/v1/status", &v)
-	if err != nil {
+	var v agentStatus
+	if printed, err := c.show(ctx, s.out, of, "/v1/status", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	// The renderer's counters, in one shape whichever runs.
 	var rv *restapi.RendererView

@@ -12,17 +12,13 @@ import (
 // runLatency prints an agent's network programming latency: p50, p99 and
 // the maximum over its latest observations.
 func runLatency(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "latency", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "latency", args)
 	if err != nil {
 		return err
 	}
 	var v syncmetrics.LatencyView
-	body, err := c.view(ctx, "/v1/latency", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/latency", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	return printLatency(s.out, v)
 }

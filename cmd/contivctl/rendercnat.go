@@ -157,23 +157,13 @@ func printCNAT(w io.Writer, c *offline.CNATRendered) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(c.Failures) > 0 {
-		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(c.Failures))
-		t := newTable(w, "OBJECT", "CALL", "REASON")
-		for _, f := range c.Failures {
-			t.row(f.Object.String(), f.Op.String(), f.Reason)
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
+	err := section(w, failuresTitle, c.Failures, []string{"OBJECT", "CALL", "REASON"}, func(f cnat.Failure) []string {
+		return []string{f.Object.String(), f.Op.String(), f.Reason}
+	})
+	if err == nil {
+		err = section(w, conflictsTitle, c.Conflicts, conflictHeader, func(cf cnat.Conflict) []string {
+			return []string{cf.Key.String(), cf.Winner.String(), joinStrings(cf.Losers, ",")}
+		})
 	}
-	if len(c.Conflicts) > 0 {
-		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(c.Conflicts))
-		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
-		for _, cf := range c.Conflicts {
-			t.row(cf.Key.String(), cf.Winner.String(), joinStrings(cf.Losers, ","))
-		}
-		return t.flush()
-	}
-	return nil
+	return err
 }

@@ -12,17 +12,13 @@ import (
 )
 
 func runRenderer(ctx context.Context, s streams, args []string) error {
-	c, of, err := newInspect(s, "renderer", "[--agent URL] [-o table|json]", args, nil)
+	c, of, err := newInspect(s, "renderer", args)
 	if err != nil {
 		return err
 	}
 	var v *restapi.RendererView
-	body, err := c.view(ctx, "/v1/renderer", &v)
-	if err != nil {
+	if printed, err := c.show(ctx, s.out, of, "/v1/renderer", &v); printed || err != nil {
 		return err
-	}
-	if of.json() {
-		return writeRawJSON(s.out, body)
 	}
 	return printRenderer(s.out, v)
 }
@@ -55,47 +51,29 @@ func printRenderer(w io.Writer, v *restapi.RendererView) error {
 	if err := t.flush(); err != nil || v == nil {
 		return err
 	}
-	if len(v.Failures) > 0 {
-		fmt.Fprintf(w, "\nFAILURES (%d): not applied until the object changes or a full resync\n", len(v.Failures))
-		t := newTable(w, "OBJECT", "SERVICE", "CALL", "REASON")
-		for _, f := range v.Failures {
-			svc := "-"
-			if f.Service != nil {
-				svc = f.Service.String()
-			}
-			t.row(f.Object, svc, orDash(f.Op), f.Error)
+	err := section(w, failuresTitle, v.Failures, []string{"OBJECT", "SERVICE", "CALL", "REASON"}, func(f restapi.RendererFailure) []string {
+		svc := "-"
+		if f.Service != nil {
+			svc = f.Service.String()
 		}
-		if err := t.flush(); err != nil {
-			return err
-		}
+		return []string{f.Object, svc, orDash(f.Op), f.Error}
+	})
+	if err == nil {
+		err = section(w, conflictsTitle, v.Conflicts, conflictHeader, func(c restapi.RendererConflict) []string {
+			return []string{c.Frontend, c.Winner.String(), joinStrings(c.Losers, ",")}
+		})
 	}
-	if len(v.Conflicts) > 0 {
-		fmt.Fprintf(w, "\nCONFLICTS (%d): frontends claimed by more than one service; the oldest wins\n", len(v.Conflicts))
-		t := newTable(w, "FRONTEND", "WINNER", "LOSERS")
-		for _, c := range v.Conflicts {
-			t.row(c.Frontend, c.Winner.String(), joinStrings(c.Losers, ","))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
+	if err == nil {
+		err = section(w, "PENDING (%d): interfaces VPP does not have yet; tried again when VPP creates them", v.Pending,
+			[]string{"INTERFACE", "SINCE", "WAITING"}, func(p restapi.RendererPending) []string {
+				return []string{p.Name, p.Since.UTC().Format(time.RFC3339), orDash(p.Waits)}
+			})
 	}
-	if len(v.Pending) > 0 {
-		fmt.Fprintf(w, "\nPENDING (%d): interfaces VPP does not have yet; tried again when VPP creates them\n", len(v.Pending))
-		t := newTable(w, "INTERFACE", "SINCE", "WAITING")
-		for _, p := range v.Pending {
-			t.row(p.Name, p.Since.UTC().Format(time.RFC3339), orDash(p.Waits))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
+	if err == nil {
+		err = section(w, "PENDING TABLES (%d): FIB tables VPP does not have yet; their routes are added when VPP makes them", v.PendingTables,
+			[]string{"VRF", "SINCE", "ROUTES WAITING"}, func(p restapi.RendererPendingTable) []string {
+				return []string{strconv.FormatUint(uint64(p.VRF), 10), p.Since.UTC().Format(time.RFC3339), orDash(strings.Join(p.Routes, "; "))}
+			})
 	}
-	if len(v.PendingTables) > 0 {
-		fmt.Fprintf(w, "\nPENDING TABLES (%d): FIB tables VPP does not have yet; their routes are added when VPP makes them\n", len(v.PendingTables))
-		t := newTable(w, "VRF", "SINCE", "ROUTES WAITING")
-		for _, p := range v.PendingTables {
-			t.row(strconv.FormatUint(uint64(p.VRF), 10), p.Since.UTC().Format(time.RFC3339), orDash(strings.Join(p.Routes, "; ")))
-		}
-		return t.flush()
-	}
-	return nil
+	return err
 }

@@ -129,33 +129,24 @@ func ReadArchive(path, dir string) (v1.Image, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", path, err)
-		}
+	if err := eachEntry(f, path, func(h *tar.Header, tr *tar.Reader) error {
 		name := filepath.Join(dir, filepath.FromSlash(h.Name))
 		if !strings.HasPrefix(name, filepath.Clean(dir)+string(filepath.Separator)) {
-			return nil, "", fmt.Errorf("%s: entry %q leaves the layout", path, h.Name)
+			return fmt.Errorf("%s: entry %q leaves the layout", path, h.Name)
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			err = os.MkdirAll(name, 0o755)
+			return os.MkdirAll(name, 0o755)
 		case tar.TypeReg:
-			var data []byte
-			if data, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(name, data, 0o644)
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return err
 			}
-		default:
-			err = fmt.Errorf("%s: entry %q of type %c", path, h.Name, h.Typeflag)
+			return os.WriteFile(name, data, 0o644)
 		}
-		if err != nil {
-			return nil, "", err
-		}
+		return fmt.Errorf("%s: entry %q of type %c", path, h.Name, h.Typeflag)
+	}); err != nil {
+		return nil, "", err
 	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
@@ -170,4 +161,22 @@ func ReadArchive(path, dir string) (v1.Image, string, error) {
 	}
 	img, err := idx.Image(im.Manifests[0].Digest)
 	return img, im.Manifests[0].Annotations[annotationRefName], err
+}
+
+// eachEntry calls f with each entry of the tar stream r, in order, until f
+// fails; path names the archive in errors.
+func eachEntry(r io.Reader, path string, f func(h *tar.Header, tr *tar.Reader) error) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := f(h, tr); err != nil {
+			return err
+		}
+	}
 }

@@ -53,32 +53,24 @@ func Inspect(path, dir string) (*Info, error) {
 	entry := strings.TrimPrefix(info.Config.Config.Entrypoint[0], "/")
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	if err := eachEntry(rc, path, func(h *tar.Header, tr *tar.Reader) error {
 		name := strings.TrimSuffix(h.Name, "/")
 		info.Files[name] = fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid)
 		if name != entry {
-			continue
+			return nil
 		}
 		info.Entrypoint = filepath.Join(dir, filepath.Base(entry))
 		out, err := os.OpenFile(info.Entrypoint, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_, err = io.Copy(out, tr)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if info.Entrypoint == "" {
 		return nil, fmt.Errorf("%s: entrypoint %s is not in the image", path, entry)

@@ -9,6 +9,7 @@ package retryloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -116,6 +117,37 @@ func (l *Loop) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.st
+}
+
+// Wait polls done until it reports the loop's work written, and returns
+// nil; or returns an error when ctx ends first, or when the loop stalled
+// on a failure retrying cannot mend. done is the owner's view of what is
+// left to write (the loop does not know it).
+func (l *Loop) Wait(ctx context.Context, done func() bool) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if done() {
+			return nil
+		}
+		st := l.Status()
+		if st.Stalled {
+			return fmt.Errorf("writes pending, %w: %s", ErrNoRetry, st.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("writes pending (last error: %q): %w", st.LastError, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Shutdown waits as Wait does, then closes the loop whatever Wait
+// returned; the error is Wait's.
+func (l *Loop) Shutdown(ctx context.Context, done func() bool) error {
+	err := l.Wait(ctx, done)
+	l.Close()
+	return err
 }
 
 func (l *Loop) run(ctx context.Context) {

@@ -2,6 +2,7 @@ package retryloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -141,4 +142,39 @@ func TestKicksCoalesce(t *testing.T) {
 	if got := runs.Load(); got != 2 {
 		t.Fatalf("%d runs for 100 kicks during one run, want 2", got)
 	}
+}
+
+// Wait returns once done says so, reports a stall with the failure's text,
+// and ends with its context; Shutdown closes the loop whatever Wait says.
+func TestWaitAndShutdown(t *testing.T) {
+	var written atomic.Bool
+	var fail atomic.Bool
+	l := New(Params{Min: time.Millisecond, Work: func(context.Context) error {
+		if fail.Load() {
+			return fmt.Errorf("refused: %w", ErrNoRetry)
+		}
+		written.Store(true)
+		return nil
+	}})
+	l.Kick()
+	if err := l.Wait(context.Background(), written.Load); err != nil {
+		t.Fatalf("Wait after a success: %v", err)
+	}
+
+	written.Store(false)
+	fail.Store(true)
+	l.Kick()
+	err := l.Wait(context.Background(), written.Load)
+	if !errors.Is(err, ErrNoRetry) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Wait on a stalled loop: %v, want ErrNoRetry with the failure", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fail.Store(false)
+	l.Kick() // no longer stalled
+	if err := l.Shutdown(ctx, func() bool { return false }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown with an ended context: %v, want context.Canceled", err)
+	}
+	l.Kick() // closed: no goroutine starts again (goleak checks)
 }

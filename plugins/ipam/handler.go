@@ -222,9 +222,7 @@ func (h *Handler) vppIPs(plan *addrplan.Plan) []netip.Prefix {
 // it.
 func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	if _, ok := ev.(*controller.ShutdownEvent); ok {
-		err := h.Flush(ctx)
-		h.Close()
-		if err != nil {
+		if err := h.w.Shutdown(ctx, h.written); err != nil {
 			h.log.Warn("ipam: stopped with writes pending", "err", err)
 		}
 		return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"contiv.dev/vpp/addrplan"
 	"contiv.dev/vpp/internal/retryloop"
@@ -95,28 +94,23 @@ func (h *Handler) WriteStatus() WriteStatus {
 // written or checked, or ctx ends, or the writer stalled on a failure
 // retrying cannot mend. Without an etcd client it returns at once.
 func (h *Handler) Flush(ctx context.Context) error {
+	if err := h.w.Wait(ctx, h.written); err != nil {
+		return fmt.Errorf("ipam: %w", err)
+	}
+	return nil
+}
+
+// written tells whether the writer has nothing left to do: no etcd client
+// or no plan yet, or the allocations loaded and nothing pending.
+func (h *Handler) written() bool {
 	if h.store == nil {
-		return nil
+		return true
 	}
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		h.mu.RLock()
-		noPlan := h.plan == nil
-		h.mu.RUnlock()
-		st := h.WriteStatus()
-		if noPlan || (st.Loaded && st.Pending == 0 && !st.Checking) {
-			return nil
-		}
-		if st.Stalled {
-			return fmt.Errorf("ipam: writes pending, not retried until asked again: %s", st.LastError)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("ipam: writes pending (last error: %q): %w", st.LastError, ctx.Err())
-		case <-t.C:
-		}
-	}
+	h.mu.RLock()
+	noPlan := h.plan == nil
+	h.mu.RUnlock()
+	st := h.WriteStatus()
+	return noPlan || (st.Loaded && st.Pending == 0 && !st.Checking)
 }
 
 // Close stops the background writer; what it had not written stays

@@ -24,48 +24,35 @@ type metrics struct {
 	deposed       prometheus.Counter
 }
 
+// ksrOpts are the options of the collector contiv_ksr_<name>.
+func ksrOpts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Name: "contiv_ksr_" + name, Help: help}
+}
+
+// counter is the counter contiv_ksr_<name>.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts(ksrOpts(name, help)))
+}
+
 func newMetrics(reg prometheus.Registerer, noLeader func() float64) (*metrics, error) {
+	perResource := []string{"resource"}
 	m := &metrics{
-		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "contiv_ksr_objects",
-			Help: "Objects this reflector holds in etcd, per resource (0 while it is not the leader).",
-		}, []string{"resource"}),
-		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "contiv_ksr_invalid_objects_total",
-			Help: "Kubernetes objects skipped because they cannot be converted or stored, per resource.",
-		}, []string{"resource"}),
-		writeErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_write_errors_total",
-			Help: "Failed etcd writes: batches, sweeps and node releases.",
-		}),
-		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_resyncs_total",
-			Help: "Completed marks and sweeps of every resource.",
-		}),
-		released: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_nodes_released_total",
-			Help: "NodeSync records released for deleted Kubernetes nodes.",
-		}),
-		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_node_release_errors_total",
-			Help: "NodeSync records of deleted nodes a mark and sweep could not release (or could not confirm deleted); retried by the next sweep.",
-		}),
-		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "contiv_ksr_is_leader",
-			Help: "1 while this replica holds the lease and reflects, else 0.",
-		}),
-		noLeader: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "contiv_ksr_no_leader",
-			Help: "1 while no replica has been seen leading for longer than the lease duration (with leader election), else 0.",
-		}, noLeader),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_fenced_writes_refused_total",
-			Help: "etcd transactions refused because this replica no longer held the etcd leader key.",
-		}),
-		deposed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "contiv_ksr_deposed_total",
-			Help: "Terms ended because the etcd leader key was lost (expired, revoked or taken).",
-		}),
+		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts(ksrOpts("objects",
+			"Objects this reflector holds in etcd, per resource (0 while it is not the leader).")), perResource),
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts(ksrOpts("invalid_objects_total",
+			"Kubernetes objects skipped because they cannot be converted or stored, per resource.")), perResource),
+		writeErrors: counter("write_errors_total", "Failed etcd writes: batches, sweeps and node releases."),
+		resyncs:     counter("resyncs_total", "Completed marks and sweeps of every resource."),
+		released:    counter("nodes_released_total", "NodeSync records released for deleted Kubernetes nodes."),
+		releaseErrors: counter("node_release_errors_total",
+			"NodeSync records of deleted nodes a mark and sweep could not release (or could not confirm deleted); retried by the next sweep."),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts(ksrOpts("is_leader",
+			"1 while this replica holds the lease and reflects, else 0."))),
+		noLeader: prometheus.NewGaugeFunc(prometheus.GaugeOpts(ksrOpts("no_leader",
+			"1 while no replica has been seen leading for longer than the lease duration (with leader election), else 0.")), noLeader),
+		refused: counter("fenced_writes_refused_total",
+			"etcd transactions refused because this replica no longer held the etcd leader key."),
+		deposed: counter("deposed_total", "Terms ended because the etcd leader key was lost (expired, revoked or taken)."),
 	}
 	for _, r := range reflected() {
 		m.objects.WithLabelValues(string(r.res))

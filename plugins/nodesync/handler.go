@@ -175,9 +175,7 @@ func (h *Handler) Resync(_ context.Context, ev *controller.ResyncEvent) error {
 // ShutdownEvent, when it lets the writer finish within ctx, then stops it.
 func (h *Handler) Update(ctx context.Context, ev controller.Event) error {
 	if _, ok := ev.(*controller.ShutdownEvent); ok {
-		err := h.Flush(ctx)
-		h.Close()
-		if err != nil {
+		if err := h.w.Shutdown(ctx, h.written); err != nil {
 			h.log.Warn("nodesync: stopped with writes pending", "err", err)
 		}
 		return nil

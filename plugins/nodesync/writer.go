@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -180,22 +179,17 @@ func (h *Handler) WriteStatus() WriteStatus {
 // Flush waits until nothing waits to be written, or ctx ends, or the writer
 // stalled on a failure retrying cannot mend (see WriteStatus).
 func (h *Handler) Flush(ctx context.Context) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		st := h.WriteStatus()
-		if !st.Pending {
-			return nil
-		}
-		if st.Stalled {
-			return fmt.Errorf("nodesync: writes pending, not retried until asked again: %s", st.LastError)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nodesync: writes pending (last error: %q): %w", st.LastError, ctx.Err())
-		case <-t.C:
-		}
+	if err := h.w.Wait(ctx, h.written); err != nil {
+		return fmt.Errorf("nodesync: %w", err)
 	}
+	return nil
+}
+
+// written tells whether every claim and publish asked for reached etcd.
+func (h *Handler) written() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.done == h.gen
 }
 
 // Close stops the background writer; what it had not written stays
