@@ -11,24 +11,43 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// Range calls etcd's KV.Range over conn (a clientv3.Client's
-// ActiveConnection, whose interceptors add the client's credentials) and
-// decodes the response into a RangeResponse whose keys and values alias one
-// buffer of their own: they stay valid as long as they are referenced. opts
-// are added to the call's.
-func Range(ctx context.Context, conn grpc.ClientConnInterface, req *etcdserverpb.RangeRequest, opts ...grpc.CallOption) (*RangeResponse, error) {
-	resp := &RangeResponse{}
-	opts = append([]grpc.CallOption{grpc.StaticMethod(), grpc.ForceCodecV2(codec{})}, opts...)
-	if err := conn.Invoke(ctx, etcdserverpb.KV_Range_FullMethodName, req, resp, opts...); err != nil {
-		return nil, err
-	}
-	return resp, nil
+// Page is one answer of etcd's KV.Range: its keys and values are slices
+// of one buffer, taken from gRPC's buffer pool (or gRPC's own buffer when
+// the message came in one), until Release.
+type Page struct {
+	*RangeResponse
+	buf mem.Buffer
 }
 
-// codec is gRPC's proto codec but for a RangeResponse, which it decodes with
-// UnmarshalVTUnsafe from one copy of the message. The copy is needed: the
-// message arrives in several buffers (one per HTTP/2 frame read), which
-// gRPC reuses after Unmarshal, and the generated code reads one slice.
+// Release gives the page's buffer back to gRPC's pool: nothing of its keys
+// and values may be used after. A page not released is left to the
+// garbage collector.
+func (p *Page) Release() {
+	if p.buf != nil {
+		p.buf.Free()
+		p.buf = nil
+	}
+}
+
+// Range calls etcd's KV.Range over conn (a clientv3.Client's
+// ActiveConnection, whose interceptors add the client's credentials) and
+// decodes the response with the generated UnmarshalVTUnsafe. opts are added
+// to the call's.
+func Range(ctx context.Context, conn grpc.ClientConnInterface, req *etcdserverpb.RangeRequest, opts ...grpc.CallOption) (*Page, error) {
+	p := &Page{}
+	opts = append([]grpc.CallOption{grpc.StaticMethod(), grpc.ForceCodecV2(codec{})}, opts...)
+	if err := conn.Invoke(ctx, etcdserverpb.KV_Range_FullMethodName, req, p, opts...); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// codec is gRPC's proto codec but for a Page, which it decodes with
+// UnmarshalVTUnsafe from the message gathered into one buffer of gRPC's
+// pool (as gRPC's codec gathers it): the message arrives in several
+// buffers (one per HTTP/2 frame read), which gRPC reuses after Unmarshal,
+// and the generated code reads one slice.
 type codec struct{}
 
 // Name is the content subtype etcd's server expects ("proto").
@@ -39,11 +58,14 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	r, ok := v.(*RangeResponse)
+	p, ok := v.(*Page)
 	if !ok {
 		return encoding.GetCodecV2(proto.Name).Unmarshal(data, v)
 	}
-	return r.Decode(data.Materialize())
+	p.Release()
+	p.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+	p.RangeResponse = &RangeResponse{}
+	return p.Decode(p.buf.ReadOnlyData())
 }
 
 // Decode decodes a RangeResponse from b, which its keys and values then

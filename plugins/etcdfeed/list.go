@@ -227,7 +227,7 @@ func (f *Feed) markerAt(ctx context.Context, rev int64) (bool, kubestate.SyncMar
 func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := make(chan *etcdrange.RangeResponse, 1)
+	pages := make(chan *etcdrange.Page, 1)
 	var err error
 	go func() {
 		defer close(pages)
@@ -254,10 +254,11 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 				l.out.Listed = append(l.out.Listed, o)
 			}
 		}
-		if newest >= 0 { // a copy: the page's keys and values are slices of one buffer
+		if newest >= 0 { // a copy: the page's buffer goes back to gRPC's pool
 			kv := resp.Kvs[newest]
 			f.see(bytes.Clone(kv.Key), bytes.Clone(kv.Value), kv.ModRevision)
 		}
+		resp.Release() // decoded objects hold nothing of their stored values
 	}
 	return err // written before pages was closed
 }
@@ -266,12 +267,13 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 // first page), and sends each page on out, until the last or an error.
 // A page is etcd's KV.Range, called over the client's connection and
 // decoded by etcdrange's generated code: its keys and values are slices of
-// the page's one buffer, not an allocation each as clientv3's Get makes
-// them (docs/PERFORMANCE.md, "etcd listing with a generated decoder"). The first page holds listPageSize keys; the next ones
+// one buffer from gRPC's pool, not an allocation each as clientv3's Get
+// makes them (docs/PERFORMANCE.md, "etcd listing with a generated
+// decoder"); listPrefix releases it once decoded. The first page holds listPageSize keys; the next ones
 // more, up to maxListPage, when many remain: etcd counts every key from a
 // page's first to the prefix's end to answer it (RangeResponse.count), so
 // a listing in pages of p keys costs it n²/2p key visits.
-func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *etcdrange.RangeResponse) error {
+func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *etcdrange.Page) error {
 	key, end, limit := []byte(prefix), []byte(clientv3.GetPrefixRangeEnd(prefix)), int64(listPageSize)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -282,19 +284,24 @@ func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
 		}
+		// What the next page needs, read before the page is handed on (and
+		// released).
+		last := !resp.More || len(resp.Kvs) == 0
+		if !last {
+			if rev == 0 {
+				rev = resp.GetHeader().GetRevision() // a later page's header has etcd's revision then
+			}
+			key = append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0)
+			limit = pageSize(resp.Count - int64(len(resp.Kvs)))
+		}
 		select {
 		case out <- resp:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if last {
 			return nil
 		}
-		if rev == 0 {
-			rev = resp.GetHeader().GetRevision() // a later page's header has etcd's revision then
-		}
-		key = append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0)
-		limit = pageSize(resp.Count - int64(len(resp.Kvs)))
 	}
 }
 
