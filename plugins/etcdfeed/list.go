@@ -269,10 +269,11 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 // decoded by etcdrange's generated code: its keys and values are slices of
 // one buffer from gRPC's pool, not an allocation each as clientv3's Get
 // makes them (docs/PERFORMANCE.md, "etcd listing with a generated
-// decoder"); listPrefix releases it once decoded. The first page holds listPageSize keys; the next ones
-// more, up to maxListPage, when many remain: etcd counts every key from a
-// page's first to the prefix's end to answer it (RangeResponse.count), so
-// a listing in pages of p keys costs it n²/2p key visits.
+// decoder"); listPrefix releases it once decoded. The first page holds
+// listPageSize keys; the next ones more, up to maxListPage, when many
+// remain: etcd counts every key from a page's first to the prefix's end to
+// answer it (RangeResponse.count), so a listing in pages of p keys costs it
+// n²/2p key visits.
 func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *etcdrange.Page) error {
 	key, end, limit := []byte(prefix), []byte(clientv3.GetPrefixRangeEnd(prefix)), int64(listPageSize)
 	for {
