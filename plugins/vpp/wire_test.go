@@ -162,7 +162,7 @@ func TestWireBatchesRequests(t *testing.T) {
 	if got := c.inflight.Load(); got != 0 {
 		t.Errorf("%d calls still counted in flight", got)
 	}
-	frame := 16 + 10 // header and control_ping
+	frame := 16 + 10                                // header and control_ping
 	if max := n*frame/4096 + 2; st.w.writes > max { // the handshake, and a write per 4 KiB
 		t.Errorf("the %d requests took %d writes, want at most %d (written together)", n, st.w.writes, max)
 	}
