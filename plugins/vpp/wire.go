@@ -227,13 +227,13 @@ func (w *wire) recv(reply api.Message, seq uint32) error {
 	if err != nil {
 		return err
 	}
-	id := binary.BigEndian.Uint16(data[0:2])
-	if w.rec != nil {
-		w.rec.received(id, data)
-	}
 	want, err := w.id(reply)
 	if err != nil {
 		return err
+	}
+	id := binary.BigEndian.Uint16(data[0:2])
+	if w.rec != nil {
+		w.rec.received(id, data)
 	}
 	if id != want {
 		name := w.names[id]
@@ -254,6 +254,9 @@ func (w *wire) recv(reply api.Message, seq uint32) error {
 // close leaves VPP (sockclnt_delete, its answer not awaited) and closes
 // the socket.
 func (w *wire) close() {
+	if w.rec != nil {
+		w.rec.abandon()
+	}
 	w.out = w.out[:0]
 	if w.delID != 0 {
 		if data, err := codec.EncodeMsg(&memclnt.SockclntDelete{Index: w.index}, w.delID); err == nil {

@@ -309,3 +309,62 @@ func TestPipelinesShareAWire(t *testing.T) {
 		t.Errorf("VPP got %d nat44_add_del_address_range, want 2", got)
 	}
 }
+
+// TestWireRecorded: a pipeline's calls over its wire are recorded as the
+// connection's are, each request with its answer.
+func TestWireRecorded(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	rec, err := OpenRecorder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, n := socketEnv(t, sim.Options{}, Config{Record: rec, HealthInterval: time.Hour})
+	if err := n.SetGlobal(ctx, nat44.Global{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.Pipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.(*pipeline).st.w == nil {
+		t.Fatal("the pipeline does not use a wire")
+	}
+	ops := []nat44.Op{
+		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}},
+		{Kind: nat44.OpAddPool, Pool: nat44.PoolAddress{IP: netip.MustParseAddr("192.168.16.1")}}, // refused
+	}
+	for i := range ops {
+		if err := p.Send(&ops[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range ops {
+		_ = p.Recv()
+	}
+	p.Close()
+	if err := rec.Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `"name":"nat44_add_del_address_range"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d recorded nat44_add_del_address_range calls, want 2:\n%s", len(lines), b)
+	}
+	for i, l := range lines {
+		if !strings.Contains(l, `"nat44_add_del_address_range_reply"`) {
+			t.Errorf("call %d recorded without its answer: %s", i, l)
+		}
+	}
+	if !strings.Contains(lines[1], "-81") && !strings.Contains(lines[1], `"retval":-`) {
+		t.Errorf("the refused call's answer is not its own: %s", lines[1])
+	}
+}
