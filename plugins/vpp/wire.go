@@ -251,13 +251,14 @@ func (w *wire) recv(reply api.Message, seq uint32) error {
 	return nil
 }
 
-// close leaves VPP (sockclnt_delete, its answer not awaited) and closes
-// the socket.
+// close leaves VPP (sockclnt_delete, its answer not awaited, written
+// within a second) and closes the socket.
 func (w *wire) close() {
 	if w.rec != nil {
 		w.rec.abandon()
 	}
 	w.out = w.out[:0]
+	w.timeout = min(w.timeout, time.Second) // VPP may not be reading
 	if w.delID != 0 {
 		if data, err := codec.EncodeMsg(&memclnt.SockclntDelete{Index: w.index}, w.delID); err == nil {
 			binary.BigEndian.PutUint32(data[2:6], w.index)
