@@ -22,7 +22,8 @@ import (
 // buffered reader and decoded by the caller's goroutine. VPP's socket
 // server reads its API socket 4 KiB at a time and handles every whole
 // message of a read (vlibmemory/socket_api.c, 25.02 and 26.06 alike), so
-// a write of many requests costs VPP one read instead of one each; govpp's
+// a write of many requests costs VPP one read instead of one each (and
+// the agent one write); govpp's
 // socket client writes each request with a syscall of its own and hands
 // each answer through its core's channels.
 //
@@ -39,6 +40,9 @@ type wire struct {
 	names map[uint16]string // for errors: a message ID's name
 	delID uint16
 	seq   uint32 // the context of the last request sent
+	// flushed is the context of the last request written, answered of
+	// the last one whose answer was read.
+	flushed, answered uint32
 	// writes counts the socket writes (tests).
 	writes int
 	// timeout bounds each wait for an answer (CallTimeout) and each
@@ -49,8 +53,13 @@ type wire struct {
 }
 
 // wireBatch is how many bytes of requests are buffered before they are
-// written: VPP reads its socket 4 KiB at a time.
-const wireBatch = 4096
+// written: VPP reads its socket 4 KiB at a time. While fewer than wireLow
+// requests written wait for their answer, each is written at once: VPP
+// is not left idle while requests wait in the buffer.
+const (
+	wireBatch = 4096
+	wireLow   = 32
+)
 
 // wireHeader is the length of the frame header before each message.
 const wireHeader = 16
@@ -152,7 +161,7 @@ func (w *wire) send(req api.Message) error {
 		w.rec.recordSend(w.seq, data)
 	}
 	w.frame(data)
-	if len(w.out) >= wireBatch {
+	if len(w.out) >= wireBatch || w.flushed-w.answered < wireLow {
 		return w.flush()
 	}
 	return nil
@@ -169,6 +178,7 @@ func (w *wire) flush() error {
 	_, err := w.conn.Write(w.out)
 	w.out = w.out[:0]
 	w.writes++
+	w.flushed = w.seq
 	return err
 }
 
@@ -248,6 +258,7 @@ func (w *wire) recv(reply api.Message, seq uint32) error {
 	if err := codec.DecodeMsg(data, reply); err != nil {
 		return fmt.Errorf("%w: decoding %s: %w", errWireBroken, reply.GetMessageName(), err)
 	}
+	w.answered = seq
 	return nil
 }
 
