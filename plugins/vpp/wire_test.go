@@ -162,7 +162,7 @@ func TestWireBatchesRequests(t *testing.T) {
 	if got := c.inflight.Load(); got != 0 {
 		t.Errorf("%d calls still counted in flight", got)
 	}
-	frame := 16 + 10                                // header and control_ping
+	frame := 16 + 10 // header and control_ping
 	// The handshake, the first wireLow requests one by one (VPP has
 	// nothing to do yet), then a write per 4 KiB.
 	if max := 1 + wireLow + n*frame/4096 + 1; st.w.writes > max {
