@@ -23,9 +23,8 @@ import (
 // server reads its API socket 4 KiB at a time and handles every whole
 // message of a read (vlibmemory/socket_api.c, 25.02 and 26.06 alike), so
 // a write of many requests costs VPP one read instead of one each (and
-// the agent one write); govpp's
-// socket client writes each request with a syscall of its own and hands
-// each answer through its core's channels.
+// the agent one write); govpp's socket client writes each request with a
+// syscall of its own and hands each answer through its core's channels.
 //
 // The framing is VPP's: a 16-byte header (the data's length big-endian at
 // bytes 8 to 12) before each message. A wire registers with
