@@ -170,15 +170,18 @@ func TestWireBatchesRequests(t *testing.T) {
 	}
 }
 
-// TestWireClosedMidBatch: VPP answers 10 requests of 50 and hangs up. The
-// 10 succeed; every other call fails with a transport error, the stream
-// is broken, and a later call fails without being sent.
+// TestWireClosedMidBatch: VPP answers 10 requests of 50 and hangs up
+// once it has read them all. The 10 succeed; every other call fails with
+// a transport error, the stream is broken, and a later call fails
+// without being sent.
 func TestWireClosedMidBatch(t *testing.T) {
 	f := startFakeVPP(t, func(c net.Conn, seq int, ctx uint32, _ uint16, f *fakeVPP) bool {
-		if seq == 10 {
+		switch {
+		case seq == 49:
 			return false // VPP goes away
+		case seq < 10:
+			f.reply(c, &memclnt.ControlPingReply{}, ctx)
 		}
-		f.reply(c, &memclnt.ControlPingReply{}, ctx)
 		return true
 	})
 	st, _ := wireStream(t, f, 5*time.Second)
