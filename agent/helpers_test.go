@@ -176,6 +176,23 @@ func (h *harness) restartAgent() {
 	h.startAgent()
 }
 
+// putYAML puts the objects of a YAML document into etcd and waits until
+// the agent is quiet; it returns them.
+func (h *harness) putYAML(doc string) []kubestate.Object {
+	h.t.Helper()
+	objs, err := kubestate.LoadYAML(strings.NewReader(doc))
+	if err != nil {
+		h.t.Fatalf("%v", err)
+	}
+	ops := make([]kubestate.Op, 0, len(objs))
+	for _, o := range objs {
+		ops = append(ops, kubestate.PutOp(o))
+	}
+	h.apply(ops)
+	h.waitQuiet()
+	return objs
+}
+
 // apply writes ops into etcd through kubestate's Writer, the puts first:
 // like contivctl load, it skips the puts of objects stored with the same
 // bytes, so that every revision the harness waits for is a change the

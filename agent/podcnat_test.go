@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"contiv.dev/vpp/contivconf"
@@ -61,12 +60,7 @@ func TestCNIPodBeforeItsObjectGetsCnatTables(t *testing.T) {
 	h.waitQuiet()
 	want("a healing resync, still no Pod object", true)
 
-	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
-	h.waitQuiet()
+	objs := h.putYAML(webPod)
 	want("the Pod object came", true)
 
 	if code := post(t, c, cniapi.PathDel, req, nil); code != http.StatusOK {

@@ -16,7 +16,6 @@ import (
 	"go.fd.io/govpp/api"
 
 	"contiv.dev/vpp/internal/etcdtest"
-	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/pods/cniapi"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -63,12 +62,7 @@ func TestVPPRestartPodsBackBeforeServicesAndReadiness(t *testing.T) {
 	withCNI(&cfg, dir)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
-	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
-	h.waitQuiet()
+	h.putYAML(webPod)
 	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
 	req := cniapi.Request{ContainerID: "restart-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}
@@ -77,16 +71,7 @@ func TestVPPRestartPodsBackBeforeServicesAndReadiness(t *testing.T) {
 		t.Fatalf("ADD answered %d", code)
 	}
 	defer post(t, unixClient(cfg.CNI.Socket), cniapi.PathDel, req, nil)
-	svc, err := kubestate.LoadYAML(strings.NewReader(fmt.Sprintf(webService, res.IP.Addr())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []kubestate.Op
-	for _, o := range svc {
-		ops = append(ops, kubestate.PutOp(o))
-	}
-	h.apply(ops)
-	h.waitQuiet()
+	h.putYAML(fmt.Sprintf(webService, res.IP.Addr()))
 
 	// Every write VPP takes, in order; af_packet_create_v3 refused while
 	// refuse is set.
@@ -198,12 +183,7 @@ func TestVPPRestartPodsWaitForTheStartupConfiguration(t *testing.T) {
 	withCNI(&cfg, dir)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
-	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
-	h.waitQuiet()
+	h.putYAML(webPod)
 	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
 	req := cniapi.Request{ContainerID: "slowstart-" + filepath.Base(dir), Netns: netns, IfName: "eth0", Namespace: "default", Pod: "web"}

@@ -52,12 +52,7 @@ func TestPodWiredByTheAgentIsKnownToServicesAtOnce(t *testing.T) {
 	cfg.Controller.MinBatchInterval = contivconf.Duration(3 * time.Second)
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
-	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
-	h.waitQuiet()
+	objs := h.putYAML(webPod)
 
 	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)

@@ -18,7 +18,6 @@ import (
 
 	"contiv.dev/vpp/contivconf"
 	"contiv.dev/vpp/internal/etcdtest"
-	"contiv.dev/vpp/kubestate"
 	"contiv.dev/vpp/plugins/pods/cniapi"
 	"contiv.dev/vpp/plugins/vpp/sim"
 )
@@ -73,12 +72,7 @@ func TestTapPodBackBeforeServicesAfterVPPRestart(t *testing.T) {
 	h := newHarness(t, srv.Endpoint(), cfg)
 	defer h.close()
 	h.vpp.SetVhostNet(true)
-	objs, err := kubestate.LoadYAML(strings.NewReader(webPod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.apply([]kubestate.Op{kubestate.PutOp(objs[0])})
-	h.waitQuiet()
+	h.putYAML(webPod)
 
 	netns := podNetns(t)
 	c := unixClient(cfg.CNI.Socket)
@@ -94,16 +88,7 @@ func TestTapPodBackBeforeServicesAfterVPPRestart(t *testing.T) {
 	if why, ok := podEth0(netns, ip); !ok {
 		t.Fatalf("after ADD: %s", why)
 	}
-	svc, err := kubestate.LoadYAML(strings.NewReader(fmt.Sprintf(webService, res.IP.Addr())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []kubestate.Op
-	for _, o := range svc {
-		ops = append(ops, kubestate.PutOp(o))
-	}
-	h.apply(ops)
-	h.waitQuiet()
+	h.putYAML(fmt.Sprintf(webService, res.IP.Addr()))
 
 	// Every write VPP takes, in order (nothing is refused).
 	var mu sync.Mutex
