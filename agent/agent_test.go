@@ -248,8 +248,11 @@ func TestInterfaceEvents(t *testing.T) {
 		{Interface: web, Kind: vpp.Deleted},
 		{Interface: web, Kind: vpp.Added},
 		{Interface: moved, Old: web, Kind: vpp.Changed},
-		{Interface: web, Old: web, Kind: vpp.Changed, Recreated: true},
+		{Interface: web, Old: web, Kind: vpp.Changed, Restarted: true},
 		{Interface: vpp.Interface{Index: 1, Name: "GigabitEthernet0/8/0"}, Kind: vpp.Added},
+		// Gone with a VPP that restarted: its full resync reads VPP again,
+		// and the re-created host-eth1 may take index 2 again.
+		{Interface: vpp.Interface{Index: 2, Name: "host-eth1"}, Kind: vpp.Deleted, Restarted: true},
 	}
 	var got []string
 	for _, ev := range interfaceEvents(changes, tags) {
@@ -268,6 +271,7 @@ func TestInterfaceEvents(t *testing.T) {
 		"interface tap-web lost=true@5", "pod shop/web-2", "pod shop/web",
 		"interface tap-web lost=false@5", "pod shop/web",
 		"interface GigabitEthernet0/8/0 lost=false@1",
+		"interface host-eth1 lost=false@2",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -77,11 +77,15 @@ func interfaceEvents(changes []vpp.InterfaceChange, tags tagParser) []controller
 	for _, c := range changes {
 		// A deleted interface took its features with it, and so did one
 		// that another interface replaced under the same name (another
-		// index) outside a VPP restart (after one, the full resync reads
-		// what VPP holds). The event is handled later, possibly after a
-		// full apply already configured the interface that took the name:
-		// the lost index tells renderers which one lost its configuration.
-		lost := c.Kind == vpp.Deleted || c.Kind == vpp.Changed && !c.Recreated && c.Old.Index != c.Interface.Index
+		// index), outside a VPP restart: what a restart took, the full
+		// resync it brings reads again from VPP, and a restarted VPP often
+		// gives a re-created interface its old index, so that a loss
+		// handled after that resync configured the new one would wrongly
+		// forget the new one's features. The event is handled later,
+		// possibly after a full apply already configured the interface that
+		// took the name: the lost index tells renderers which one lost its
+		// configuration.
+		lost := !c.Restarted && (c.Kind == vpp.Deleted || c.Kind == vpp.Changed && c.Old.Index != c.Interface.Index)
 		lostIndex := c.Interface.Index
 		if c.Kind == vpp.Changed {
 			lostIndex = c.Old.Index

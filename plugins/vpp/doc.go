@@ -107,9 +107,10 @@
 // Every change is reported as InterfaceChange values, by name (the name
 // is what the agent configures): Added, Changed (another index or tag)
 // and Deleted. After a restart (another process ID) every interface found
-// again is Changed with Recreated set: it lost all configuration. Found
+// again is Changed with Restarted set: it lost all configuration. Found
 // early, a restarted VPP shows only local0: the other interfaces are
-// reported Deleted, then Added as their events come.
+// reported Deleted (Restarted set too: they went with the old process),
+// then Added as their events come.
 //
 // # One VPP, one owner
 //

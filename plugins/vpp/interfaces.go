@@ -30,7 +30,7 @@ const (
 	// Added: an interface with a name the cache did not hold.
 	Added ChangeKind = iota + 1
 	// Changed: the interface with this name has another index or tag, or
-	// VPP restarted and created it again (Recreated).
+	// VPP restarted and created it again (Restarted).
 	Changed
 	// Deleted: the interface is gone (a deleted event, or missing from a
 	// full re-read).
@@ -60,10 +60,14 @@ type InterfaceChange struct {
 	Kind      ChangeKind
 	// Old is the interface before a Changed.
 	Old Interface
-	// Recreated is set on Changed when VPP restarted (another process ID)
-	// and has the interface again: it is a new interface with the old
-	// name, without any of the configuration the agent gave the old one.
-	Recreated bool
+	// Restarted is set on a change found by the first read of a VPP that
+	// restarted (another process ID): Changed, VPP has the interface again
+	// as a new one with the old name, without any of the configuration the
+	// agent gave the old one; Deleted, the interface went with the old
+	// process (a restarted VPP creates its interfaces over seconds). Either
+	// way nothing was lost since the restart: the full resync a restart
+	// brings reads VPP afresh.
+	Restarted bool
 }
 
 // Interfaces is a cache of VPP's interface table (name, index, tag). Run
@@ -100,7 +104,7 @@ func NewInterfaces(conn *Conn, onChange func([]InterfaceChange)) *Interfaces {
 
 // Refresh reads the whole interface table from VPP and reports what
 // changed. After a VPP restart every interface found again is reported
-// Changed with Recreated set.
+// Changed with Restarted set.
 func (t *Interfaces) Refresh(ctx context.Context) error {
 	t.upd.Lock()
 	defer t.upd.Unlock()
@@ -171,12 +175,12 @@ func diff(old map[string]Interface, now []Interface, restarted bool) []Interface
 		case !had:
 			out = append(out, InterfaceChange{Interface: i, Kind: Added})
 		case restarted || o != i:
-			out = append(out, InterfaceChange{Interface: i, Kind: Changed, Old: o, Recreated: restarted})
+			out = append(out, InterfaceChange{Interface: i, Kind: Changed, Old: o, Restarted: restarted})
 		}
 	}
 	for name, o := range old {
 		if !seen[name] {
-			out = append(out, InterfaceChange{Interface: o, Kind: Deleted})
+			out = append(out, InterfaceChange{Interface: o, Kind: Deleted, Restarted: restarted})
 		}
 	}
 	// By index; on one index the name that left before the one that came.
@@ -215,7 +219,7 @@ func (t *Interfaces) report(changes []InterfaceChange) {
 	}
 	for _, c := range changes {
 		t.conn.log.Debug("VPP interface", "change", c.Kind, "name", c.Interface.Name, "index", c.Interface.Index,
-			"tag", c.Interface.Tag, "recreated", c.Recreated)
+			"tag", c.Interface.Tag, "restarted", c.Restarted)
 	}
 	if t.onChange != nil {
 		t.onChange(changes)
