@@ -41,8 +41,6 @@ type Results struct {
 	// FanoutStopped tells why a larger K was not measured.
 	Fanout        map[string]*FanoutResult `json:"fanout,omitempty"`
 	FanoutStopped string                   `json:"-"`
-	// FanoutBare is the fan-out to watchers that decode nothing.
-	FanoutBare *FanoutBareResult `json:"-"`
 	// AgentChangeCPUUS is the running agent's CPU per change at N=10000,
 	// from the etcd watch event to the VPP calls issued, µs.
 	AgentChangeCPUUS float64            `json:"agent_change_cpu_us,omitempty"`
@@ -133,20 +131,6 @@ type FanoutResult struct {
 	// the size of its backend file (memory-mapped, not heap).
 	EtcdHeapIdleMiB float64 `json:"-"`
 	DBMiB           float64 `json:"-"`
-}
-
-// FanoutBareResult is the fan-out of changes to watchers that only
-// receive them (what an agent watches, one client each).
-type FanoutBareResult struct {
-	Watchers int
-	// P50MS and P99MS: from just before the put to a watcher's receipt.
-	P50MS, P99MS float64
-	// CPUUS is the process CPU per change and watcher (etcd's send, the
-	// gRPC stack both ways, the client's watch routing), µs.
-	CPUUS float64
-	// EtcdHeapKiB and ClientHeapKiB are the heap per watcher on etcd's
-	// side and on the client's.
-	EtcdHeapKiB, ClientHeapKiB float64
 }
 
 // AgentChangeResult details the agent-change figure.
