@@ -81,8 +81,8 @@ const agentChangeBlock = 100
 // processor, the renderer and the VPP calls; etcd's commit and watch send
 // and the gRPC receive are in both. With dir set, a CPU profile of the
 // agent's changes alone is written to dir/agent-change.pprof.
-func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast bool, dir string, profileTime time.Duration) (*agentChangeRun, error) {
-	m, cli, w, closeEtcd, err := etcdHolding(ctx, fast, n)
+func measureAgentChange(ctx context.Context, env *Env, n, changes int, fast bool, dir string, profileTime time.Duration) (*agentChangeRun, error) {
+	m, cli, w, closeEtcd, err := EtcdHolding(ctx, fast, n)
 	if err != nil {
 		return nil, fmt.Errorf("agent-change: %w", err)
 	}
@@ -99,7 +99,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 		return nil, fmt.Errorf("agent-change: loading the baseline's mirror of W(%d): %w", n, err)
 	}
 	seq := changeSeq(w)
-	set := newFanoutSet(env, m, env.podTable(w), 1)
+	set := newFanoutSet(env, m, env.PodTable(w), 1)
 	defer set.close()
 	// The agent's goroutines, and the ones they start (its etcd client's
 	// included), carry the profile label part=agent: its own CPU shows in
@@ -114,11 +114,11 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	}
 
 	if dir != "" {
-		if err := writeHeapProfile(filepath.Join(dir, "agent-heap.pprof")); err != nil {
+		if err := WriteHeapProfile(filepath.Join(dir, "agent-heap.pprof")); err != nil {
 			return nil, err
 		}
 	}
-	bare, err := etcdClient(ctx, m)
+	bare, err := EtcdClient(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +189,11 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	measured := func(f func() error) (changeCost, error) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
-		c := changeCost{cpu: -cpuTime(), allocs: -int64(ms.Mallocs), bytes: -int64(ms.TotalAlloc)}
+		c := changeCost{cpu: -CPUTime(), allocs: -int64(ms.Mallocs), bytes: -int64(ms.TotalAlloc)}
 		if err := f(); err != nil {
 			return changeCost{}, err
 		}
-		c.cpu += cpuTime()
+		c.cpu += CPUTime()
 		runtime.ReadMemStats(&ms)
 		c.allocs, c.bytes = c.allocs+int64(ms.Mallocs), c.bytes+int64(ms.TotalAlloc)
 		return c, nil
@@ -293,13 +293,13 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	if dir == "" {
 		return out, nil
 	}
-	if out.profiled, err = profileFor(filepath.Join(dir, "agent-change.pprof"), profileTime, agentOne); err != nil {
+	if out.profiled, err = ProfileFor(filepath.Join(dir, "agent-change.pprof"), profileTime, agentOne); err != nil {
 		return nil, err
 	}
 	// As many changes watched by the bare watch alone: the base that
 	// go tool pprof -diff_base agent-change-base.pprof agent-change.pprof
 	// takes out, leaving the agent's own work.
-	if err := cpuProfile(filepath.Join(dir, "agent-change-base.pprof"), func() error {
+	if err := CPUProfile(filepath.Join(dir, "agent-change-base.pprof"), func() error {
 		for range out.profiled {
 			if err := baseOne(); err != nil {
 				return err
@@ -314,7 +314,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	// the base to take out (go tool pprof -sample_index=alloc_space
 	// -diff_base agent-allocs-base.pprof agent-allocs.pprof).
 	runtime.MemProfileRate = 4096
-	if err := writeHeapProfile(filepath.Join(dir, "agent-allocs-base.pprof")); err != nil {
+	if err := WriteHeapProfile(filepath.Join(dir, "agent-allocs-base.pprof")); err != nil {
 		return nil, err
 	}
 	for range agentChangeBlock * 10 {
@@ -322,7 +322,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 			return nil, err
 		}
 	}
-	if err := writeHeapProfile(filepath.Join(dir, "agent-allocs.pprof")); err != nil {
+	if err := WriteHeapProfile(filepath.Join(dir, "agent-allocs.pprof")); err != nil {
 		return nil, err
 	}
 	runtime.MemProfileRate = 512 * 1024 // the runtime's default
@@ -330,7 +330,7 @@ func measureAgentChange(ctx context.Context, env *nodeEnv, n, changes int, fast 
 	// long: what the agent does per batch and per change when changes
 	// queue up (label part=agent as before).
 	batches0 = ctl.Status().Batches
-	pacedBlocks, err := profileFor(filepath.Join(dir, "agent-change-paced.pprof"), profileTime, func() error {
+	pacedBlocks, err := ProfileFor(filepath.Join(dir, "agent-change-paced.pprof"), profileTime, func() error {
 		if err := paced(ctx, pb-1, agentKey, agentPut); err != nil {
 			return err
 		}
@@ -431,11 +431,11 @@ func paced(ctx context.Context, count int, key func(i int) string, put func(i in
 	return errors.Join(append(errs, ctx.Err())...)
 }
 
-// writeHeapProfile writes the live heap after a full collection (the
+// WriteHeapProfile writes the live heap after a full collection (the
 
 // runAgentChange measures the agent-change figure min(Runs, 3) times
 // (medians); profiles are taken in the last run only.
-func runAgentChange(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runAgentChange(ctx context.Context, env *Env, o Options, res *Results) error {
 	runs := min(o.Runs, 3)
 	o.Log.Info("agent CPU per change, watch event to VPP call", "n", o.FanoutSize, "changes", o.AgentChanges, "runs", runs)
 	var per, with, base, allocs, bytes, paced, rate, batches []float64
@@ -450,29 +450,29 @@ func runAgentChange(ctx context.Context, env *nodeEnv, o Options, res *Results) 
 			return err
 		}
 		o.Log.Info("agent-change run", "run", i+1, "perChange", r.perChange, "profiled", r.profiled)
-		per, with, base = append(per, us(r.perChange)), append(with, us(r.withAgent)), append(base, us(r.baseline))
+		per, with, base = append(per, US(r.perChange)), append(with, US(r.withAgent)), append(base, US(r.baseline))
 		allocs, bytes = append(allocs, r.allocs), append(bytes, r.bytes)
-		paced, rate = append(paced, us(r.paced)), append(rate, r.pacedAchieved)
+		paced, rate = append(paced, US(r.paced)), append(rate, r.pacedAchieved)
 		batches = append(batches, float64(r.pacedBatches)/float64(max(r.pacedChanges, 1)))
 		changes = r.changes
 	}
-	res.AgentChangeCPUUS = median(per)
-	res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: median(with), BaselineUS: median(base),
-		AllocsPerChange: median(allocs), BytesPerChange: median(bytes),
-		CPUUSPerChange1000ps: median(paced), PacedPerRunUS: paced, PacedRate: median(rate), BatchesPerChange: median(batches)}
+	res.AgentChangeCPUUS = Median(per)
+	res.AgentChange = &AgentChangeResult{N: o.FanoutSize, Changes: changes, Runs: runs, PerRunUS: per, WithAgentUS: Median(with), BaselineUS: Median(base),
+		AllocsPerChange: Median(allocs), BytesPerChange: Median(bytes),
+		CPUUSPerChange1000ps: Median(paced), PacedPerRunUS: paced, PacedRate: Median(rate), BatchesPerChange: Median(batches)}
 	return nil
 }
 
 // agentChangeRows are the agent-change figure's rows.
-func agentChangeRows(r *Results, t *rows) {
+func agentChangeRows(r *Results, t *Rows) {
 	a := r.AgentChange
 	if a == nil {
 		return
 	}
-	t.addSingle(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, fmtList(a.PerRunUS, "%.0f")),
-		fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 30", verdict(a.N == targetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
-	t.addSingle("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
-	t.addSingle("… agent's heap allocations per change (objects; bytes)", fmt.Sprintf("%.1f; %.0f", a.AllocsPerChange, a.BytesPerChange), "", "")
-	t.addSingle(fmt.Sprintf("agent CPU per change at 1000 changes/s, W(%d) (µs; runs: %s; %.0f/s achieved; batches per change %.2f)", a.N, fmtList(a.PacedPerRunUS, "%.1f"), a.PacedRate, a.BatchesPerChange),
-		fmt.Sprintf("%.1f", a.CPUUSPerChange1000ps), "≤ 10", verdict(a.N == targetSize, func() bool { return a.CPUUSPerChange1000ps <= targetAgentPacedCPUUS }))
+	t.AddSingle(fmt.Sprintf("agent CPU per change, watch event to VPP call, W(%d) (µs; median of %d runs of %d changes: %s)", a.N, a.Runs, a.Changes, FmtList(a.PerRunUS, "%.0f")),
+		fmt.Sprintf("%.1f", r.AgentChangeCPUUS), "≤ 30", Verdict(a.N == TargetSize, func() bool { return r.AgentChangeCPUUS <= targetAgentChangeCPUUS }))
+	t.AddSingle("… process CPU per change with the agent / with a bare watch (µs)", fmt.Sprintf("%.1f / %.1f", a.WithAgentUS, a.BaselineUS), "", "")
+	t.AddSingle("… agent's heap allocations per change (objects; bytes)", fmt.Sprintf("%.1f; %.0f", a.AllocsPerChange, a.BytesPerChange), "", "")
+	t.AddSingle(fmt.Sprintf("agent CPU per change at 1000 changes/s, W(%d) (µs; runs: %s; %.0f/s achieved; batches per change %.2f)", a.N, FmtList(a.PacedPerRunUS, "%.1f"), a.PacedRate, a.BatchesPerChange),
+		fmt.Sprintf("%.1f", a.CPUUSPerChange1000ps), "≤ 10", Verdict(a.N == TargetSize, func() bool { return a.CPUUSPerChange1000ps <= targetAgentPacedCPUUS }))
 }

@@ -54,7 +54,7 @@ func runAgentChild(ctx context.Context, path string) (result string, closeAgent 
 	}
 	stopProfile := func() {}
 	if spec.Profile != "" {
-		if stopProfile, err = startCPUProfile(spec.Profile); err != nil {
+		if stopProfile, err = StartCPUProfile(spec.Profile); err != nil {
 			return "", nil, err
 		}
 	}
@@ -89,13 +89,13 @@ func startAgentApart(cfg contivconf.Config, dir, profile string) (s started, err
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return s, err
 	}
-	c, err := startChild(roleAgent, childAgentEnv+"="+path)
+	c, err := StartChild(roleAgent, childAgentEnv+"="+path)
 	if err != nil {
 		return s, err
 	}
-	defer c.close()
+	defer c.Close()
 	var res agentChildResult
-	if err := json.NewDecoder(strings.NewReader(c.endpoint)).Decode(&res); err != nil {
+	if err := json.NewDecoder(strings.NewReader(c.Endpoint)).Decode(&res); err != nil {
 		return s, fmt.Errorf("agent child: %w", err)
 	}
 	return started{took: time.Duration(res.TookNS), cpu: time.Duration(res.CPUNS), mem: res.Mem}, nil

@@ -35,15 +35,15 @@ type callsRun struct {
 // countCalls programs W(n) into a fresh simulated VPP through the real
 // client, then applies the churn one change at a time and counts the
 // simulated VPP's state-changing requests for each.
-func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
+func countCalls(ctx context.Context, env *Env, n int) (*callsRun, error) {
 	w := workload.New(n)
-	evs, err := allEvents(w)
+	evs, err := AllEvents(w)
 	if err != nil {
 		return nil, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	v := sim.New(sim.Options{})
-	if err := env.addInterfaces(v, w); err != nil {
+	if err := env.AddInterfaces(v, w); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -60,37 +60,37 @@ func countCalls(ctx context.Context, env *nodeEnv, n int) (*callsRun, error) {
 	if err := ifaces.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("simulated VPP interfaces: %w", err)
 	}
-	p, err := env.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	p, err := env.NewPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.resync(ctx, evs.snap); err != nil {
+	if err := p.Resync(ctx, evs.Snap); err != nil {
 		return nil, fmt.Errorf("n=%d: resync through the VPP client: %w", n, err)
 	}
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("n=%d: resync through the VPP client: %w", n, err)
 	}
 	out := &callsRun{resyncWrites: v.Writes()}
 	var all, cip, np, role meanOf
-	for i, ev := range evs.churn {
-		roles := p.proc.Interfaces()
+	for i, ev := range evs.Churn {
+		roles := p.Proc.Interfaces()
 		before := v.Writes()
-		if err := p.batch(ctx, ev); err != nil {
+		if err := p.Batch(ctx, ev); err != nil {
 			return nil, fmt.Errorf("n=%d: change %s through the VPP client: %w", n, ev.Key, err)
 		}
 		d := v.Writes() - before
 		all.add(d)
 		out.max = max(out.max, d)
 		switch {
-		case !maps.Equal(roles, p.proc.Interfaces()):
+		case !maps.Equal(roles, p.Proc.Interfaces()):
 			role.add(d)
-		case workload.IsNodePort(evs.churnSvc[i]):
+		case workload.IsNodePort(evs.ChurnSvc[i]):
 			np.add(d)
 		default:
 			cip.add(d)
 		}
 	}
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("n=%d: churn through the VPP client: %w", n, err)
 	}
 	out.perChange, out.clusterIP, out.nodePort, out.podRole = all.mean(), cip.mean(), np.mean(), role.mean()
@@ -111,7 +111,7 @@ func (m *meanOf) mean() float64 {
 }
 
 // runCalls counts the binary-API calls per change at every N.
-func runCalls(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runCalls(ctx context.Context, env *Env, o Options, res *Results) error {
 	for _, n := range res.sizes {
 		o.Log.Info("VPP calls per change", "n", n)
 		c, err := countCalls(ctx, env, n)
@@ -126,12 +126,12 @@ func runCalls(ctx context.Context, env *nodeEnv, o Options, res *Results) error 
 }
 
 // callsRows are the calls figure's rows, per N.
-func callsRows(r *Results, t *rows) {
+func callsRows(r *Results, t *Rows) {
 	if !r.has(FigCalls) {
 		return
 	}
 	row := func(name string, get func(c *callsRun) float64, target string, met func(c *callsRun) bool) {
-		t.addPerN(name, "%.3f", func(s *SizeResult) float64 {
+		t.AddPerN(name, "%.3f", func(s *SizeResult) float64 {
 			if s.Calls == nil {
 				return 0
 			}

@@ -26,12 +26,12 @@ const (
 	childRoleEnv = "CONTIV_BENCH_CHILD"
 	childDirEnv  = "CONTIV_BENCH_CHILD_DIR"  // etcd's data directory
 	childFastEnv = "CONTIV_BENCH_CHILD_FAST" // "1": etcd's short timings (tests)
-	roleEtcd     = "etcd"
+	RoleEtcd     = "etcd"
 )
 
-// childStats is what a child reports: its CPU (user+sys) and, after a
+// ChildStats is what a child reports: its CPU (user+sys) and, after a
 // "heap" request's two collections, its live heap.
-type childStats struct {
+type ChildStats struct {
 	CPUNS     int64  `json:"cpu_ns"`
 	HeapBytes uint64 `json:"heap_bytes,omitempty"`
 	// Writes and Crashes: the simulated VPP's (role vpp) VPP writes since
@@ -61,18 +61,18 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	defer cancel()
 	var (
 		endpoint string
-		stats    func() childStats
+		stats    func() ChildStats
 		reset    = func() {}
 	)
 	switch role {
-	case roleEtcd:
+	case RoleEtcd:
 		m, err := embedded.Start(embedded.Params{DataDir: os.Getenv(childDirEnv), Fast: os.Getenv(childFastEnv) == "1"})
 		if err != nil {
 			return err
 		}
 		defer m.Close()
 		endpoint = "http://" + m.Endpoint()
-		stats = func() childStats { return childStats{} }
+		stats = func() ChildStats { return ChildStats{} }
 	case roleVPP:
 		ep, st, rs, closeVPP, err := runVPPChild(os.Getenv(childVPPEnv))
 		if err != nil {
@@ -86,7 +86,7 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 			return err
 		}
 		defer closeAgent()
-		endpoint, stats = res, func() childStats { return childStats{} }
+		endpoint, stats = res, func() ChildStats { return ChildStats{} }
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
@@ -100,9 +100,9 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 			reset()
 		}
 		st := stats()
-		st.CPUNS = int64(cpuTime()) // before the collections a heap request makes
+		st.CPUNS = int64(CPUTime()) // before the collections a heap request makes
 		if sc.Text() == "heap" {
-			st.HeapBytes = liveHeapAfterGC()
+			st.HeapBytes = LiveHeapAfterGC()
 		}
 		if err := enc.Encode(st); err != nil {
 			return err
@@ -111,24 +111,24 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
-// liveHeapAfterGC is the live heap after two full collections.
-func liveHeapAfterGC() uint64 {
+// LiveHeapAfterGC is the live heap after two full collections.
+func LiveHeapAfterGC() uint64 {
 	runtime.GC()
 	runtime.GC()
-	return liveHeap()
+	return LiveHeap()
 }
 
-// child is a running child process.
-type child struct {
+// Child is a running child process.
+type Child struct {
 	cmd      *exec.Cmd
 	in       io.WriteCloser
 	out      *bufio.Scanner
-	endpoint string
+	Endpoint string
 }
 
-// startChild starts this binary again as role, with env added, and waits
+// StartChild starts this binary again as role, with env added, and waits
 // for its endpoint.
-func startChild(role string, env ...string) (*child, error) {
+func StartChild(role string, env ...string) (*Child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -147,23 +147,23 @@ func startChild(role string, env ...string) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s child: %w", role, err)
 	}
-	c := &child{cmd: cmd, in: in, out: bufio.NewScanner(outR)}
+	c := &Child{cmd: cmd, in: in, out: bufio.NewScanner(outR)}
 	if !c.out.Scan() {
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("%s child: exited before it was ready", role)
 	}
 	ep, ok := strings.CutPrefix(c.out.Text(), "ready ")
 	if !ok {
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("%s child: unexpected first line %q", role, c.out.Text())
 	}
-	c.endpoint = ep
+	c.Endpoint = ep
 	return c, nil
 }
 
 // stats asks the child for its figures ("cpu" or "heap").
-func (c *child) stats(what string) (childStats, error) {
-	var st childStats
+func (c *Child) Stats(what string) (ChildStats, error) {
+	var st ChildStats
 	if _, err := fmt.Fprintln(c.in, what); err != nil {
 		return st, err
 	}
@@ -174,7 +174,7 @@ func (c *child) stats(what string) (childStats, error) {
 }
 
 // close stops the child (its stdin closes) and waits for it.
-func (c *child) close() {
+func (c *Child) Close() {
 	_ = c.in.Close()
 	done := make(chan struct{})
 	go func() {

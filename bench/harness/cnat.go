@@ -16,54 +16,54 @@ import (
 // feeding the cnat renderer instead of NAT44, over the counting VPP (whose
 // SNAT addresses read unset and whose dump is empty, as a VPP just started).
 
-var _ cnat.VPP = (*countingVPP)(nil)
+var _ cnat.VPP = (*CountingVPP)(nil)
 
-func (c *countingVPP) UpdateTranslation(context.Context, *cnat.Translation) (uint32, error) {
-	c.calls++
+func (c *CountingVPP) UpdateTranslation(context.Context, *cnat.Translation) (uint32, error) {
+	c.Calls++
 	return 0, nil
 }
 
-func (c *countingVPP) DeleteTranslation(context.Context, uint32) error { c.calls++; return nil }
+func (c *CountingVPP) DeleteTranslation(context.Context, uint32) error { c.Calls++; return nil }
 
-func (c *countingVPP) DumpTranslations(context.Context) ([]cnat.Dumped, error) {
-	c.dumps++
+func (c *CountingVPP) DumpTranslations(context.Context) ([]cnat.Dumped, error) {
+	c.Dumps++
 	return nil, nil
 }
 
-func (c *countingVPP) SNATAddresses(context.Context) (netip.Addr, netip.Addr, error) {
-	c.dumps++
+func (c *CountingVPP) SNATAddresses(context.Context) (netip.Addr, netip.Addr, error) {
+	c.Dumps++
 	return netip.IPv4Unspecified(), netip.IPv6Unspecified(), nil
 }
 
-func (c *countingVPP) SetSNATAddresses(context.Context, netip.Addr, netip.Addr) error {
-	c.calls++
+func (c *CountingVPP) SetSNATAddresses(context.Context, netip.Addr, netip.Addr) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) SetSNATPolicy(context.Context, cnat.SNATPolicy) error { c.calls++; return nil }
+func (c *CountingVPP) SetSNATPolicy(context.Context, cnat.SNATPolicy) error { c.Calls++; return nil }
 
-func (c *countingVPP) AddDelExcludePrefix(context.Context, netip.Prefix, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelExcludePrefix(context.Context, netip.Prefix, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) AddDelSNATInterface(context.Context, string, cnat.SNATTable, bool) (uint32, error) {
-	c.calls++
+func (c *CountingVPP) AddDelSNATInterface(context.Context, string, cnat.SNATTable, bool) (uint32, error) {
+	c.Calls++
 	return 1, nil
 }
 
-func (c *countingVPP) EnableDisableFeature(context.Context, string, cnat.Feature, bool) (uint32, error) {
-	c.calls++
+func (c *CountingVPP) EnableDisableFeature(context.Context, string, cnat.Feature, bool) (uint32, error) {
+	c.Calls++
 	return 1, nil
 }
 
-func (c *countingVPP) AddDelFIBRoute(context.Context, cnat.Route, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelFIBRoute(context.Context, cnat.Route, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) DumpFIBRoutes(context.Context, []uint32, bool) ([]cnat.Route, error) {
-	c.dumps++
+func (c *CountingVPP) DumpFIBRoutes(context.Context, []uint32, bool) ([]cnat.Route, error) {
+	c.Dumps++
 	return nil, nil
 }
 
@@ -73,7 +73,7 @@ type cnatRenderer struct{ *cnat.Renderer }
 func (r cnatRenderer) refused() (int, string) { return firstOf(r.Failures()) }
 
 // newCNATPipeline is node 1's pipeline with the cnat renderer.
-func (e *nodeEnv) newCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
+func (e *Env) NewCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) (*Pipeline, error) {
 	return e.build(contivconf.RendererCNAT, nodepipeline.Ports{CNAT: vpp}, ifaces)
 }
 
@@ -81,16 +81,16 @@ func (e *nodeEnv) newCNATPipeline(vpp cnat.VPP, ifaces service.InterfaceLookup) 
 // times at every size and keeps the medians in res.CNAT. Its
 // vpp_calls_per_change are the counted operations per change of the
 // in-process pipeline (no binary API is involved).
-func cnatFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res *Results) error {
+func cnatFigures(ctx context.Context, env *Env, sizes []int, o Options, res *Results) error {
 	runs := make(map[int][]*sizeRun, len(sizes))
-	mk := func(v *countingVPP, t tagTable) (*pipeline, error) { return env.newCNATPipeline(v, t) }
+	mk := func(v *CountingVPP, t TagTable) (*Pipeline, error) { return env.NewCNATPipeline(v, t) }
 	for run := range o.Runs {
 		for _, n := range sizes {
 			r, err := runSizeOf(ctx, env, n, mk)
 			if err != nil {
 				return fmt.Errorf("cnat: %w", err)
 			}
-			o.Log.Info("cnat pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+			o.Log.Info("cnat pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.CPU, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
 			runs[n] = append(runs[n], r)
 		}
 	}
@@ -101,22 +101,22 @@ func cnatFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res 
 		out.VPPCallsPerChange = out.ChangeOps
 		res.CNAT[strconv.Itoa(n)] = out
 	}
-	o.Log.Info("cnat: W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
-	r, err := measureProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), true, o.Log)
+	o.Log.Info("cnat: W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", ServiceTime)
+	r, err := MeasureProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), true, o.Log)
 	if err != nil {
 		return fmt.Errorf("cnat: %w", err)
 	}
 	res.CNATProgram = &VPPProgramResult{
-		Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+		Calls: r.Calls, ServiceUS: US(ServiceTime), SyncMS: r.SyncMS, PipelinedMS: r.PipelinedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 	}
 	return nil
 }
 
 // runCNAT measures the cnat figures (cnatFigures).
-func runCNAT(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runCNAT(ctx context.Context, env *Env, o Options, res *Results) error {
 	return cnatFigures(ctx, env, res.sizes, o, res)
 }
 
 // cnatRows are the cnat figure's rows: its programming over the socket
 // (its per-N figures are in the JSON only).
-func cnatRows(r *Results, t *rows) { programRows(t, "cnat: ", r.CNATProgram) }
+func cnatRows(r *Results, t *Rows) { ProgramRows(t, "cnat: ", r.CNATProgram) }

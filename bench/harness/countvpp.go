@@ -6,55 +6,55 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// countingVPP is a VPP that executes nothing: it counts the operations the
+// CountingVPP is a VPP that executes nothing: it counts the operations the
 // apply step issues, and its dump answers an empty NAT44 state, as a VPP
 // that was just started. It keeps nothing, so it adds nothing to the heap
 // being measured.
-type countingVPP struct {
-	calls int
-	dumps int
+type CountingVPP struct {
+	Calls int
+	Dumps int
 }
 
-var _ nat44.VPP = (*countingVPP)(nil)
+var _ nat44.VPP = (*CountingVPP)(nil)
 
-func (c *countingVPP) SetGlobal(context.Context, nat44.Global) error { c.calls++; return nil }
+func (c *CountingVPP) SetGlobal(context.Context, nat44.Global) error { c.Calls++; return nil }
 
-func (c *countingVPP) AddDelPoolAddress(context.Context, nat44.PoolAddress, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelPoolAddress(context.Context, nat44.PoolAddress, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) SetInterfaceFeatures(context.Context, string, nat44.Features, nat44.Features) (uint32, error) {
-	c.calls++
+func (c *CountingVPP) SetInterfaceFeatures(context.Context, string, nat44.Features, nat44.Features) (uint32, error) {
+	c.Calls++
 	return 1, nil
 }
 
-func (c *countingVPP) AddDelMapping(context.Context, *nat44.Mapping, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelMapping(context.Context, *nat44.Mapping, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) AddDelLBLocal(context.Context, nat44.MappingKey, nat44.Local, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelLBLocal(context.Context, nat44.MappingKey, nat44.Local, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) AddDelIdentity(context.Context, *nat44.Identity, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelIdentity(context.Context, *nat44.Identity, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) AddDelRoute(context.Context, nat44.Route, bool) error {
-	c.calls++
+func (c *CountingVPP) AddDelRoute(context.Context, nat44.Route, bool) error {
+	c.Calls++
 	return nil
 }
 
-func (c *countingVPP) DumpRoutes(context.Context, []uint32) ([]nat44.Route, error) {
-	c.dumps++
+func (c *CountingVPP) DumpRoutes(context.Context, []uint32) ([]nat44.Route, error) {
+	c.Dumps++
 	return nil, nil
 }
 
-func (c *countingVPP) Dump(context.Context) (*nat44.State, error) {
-	c.dumps++
+func (c *CountingVPP) Dump(context.Context) (*nat44.State, error) {
+	c.Dumps++
 	return nat44.NewState(), nil
 }

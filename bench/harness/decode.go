@@ -25,18 +25,18 @@ func measureDecode(iters int) (*decodeRun, error) {
 		return nil, err
 	}
 	k := s.Key()
-	m := startMark()
+	m := StartMark()
 	for range iters {
 		if _, err := kubestate.Decode(k, b); err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 	}
-	c := m.since()
-	return &decodeRun{cpu: c.cpu / time.Duration(iters), allocs: float64(c.mallocs) / float64(iters), bytes: len(b)}, nil
+	c := m.Since()
+	return &decodeRun{cpu: c.CPU / time.Duration(iters), allocs: float64(c.Mallocs) / float64(iters), bytes: len(b)}, nil
 }
 
 // runDecode measures the decode figure Options.Runs times (medians).
-func runDecode(_ context.Context, _ *nodeEnv, o Options, res *Results) error {
+func runDecode(_ context.Context, _ *Env, o Options, res *Results) error {
 	o.Log.Info("decode")
 	var cpu, allocs []float64
 	var d *decodeRun
@@ -45,17 +45,17 @@ func runDecode(_ context.Context, _ *nodeEnv, o Options, res *Results) error {
 		if d, err = measureDecode(o.DecodeIters); err != nil {
 			return err
 		}
-		cpu = append(cpu, us(d.cpu))
+		cpu = append(cpu, US(d.cpu))
 		allocs = append(allocs, d.allocs)
 	}
-	res.DecodeUS = median(cpu)
-	res.DecodeAllocs, res.DecodeBytes = median(allocs), d.bytes
+	res.DecodeUS = Median(cpu)
+	res.DecodeAllocs, res.DecodeBytes = Median(allocs), d.bytes
 	return nil
 }
 
 // decodeRows is the decode figure's row.
-func decodeRows(r *Results, t *rows) {
+func decodeRows(r *Results, t *Rows) {
 	if r.DecodeUS > 0 {
-		t.addSingle("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
+		t.AddSingle("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
 	}
 }

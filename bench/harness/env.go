@@ -19,46 +19,46 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// mainNIC is the main NIC the agent gives the simulated VPP when the
+// MainNIC is the main NIC the agent gives the simulated VPP when the
 // configuration names none.
-const mainNIC = nodepipeline.SimulatedMainNIC
+const MainNIC = nodepipeline.SimulatedMainNIC
 
-// nodeEnv is node 1 of W(N) under the default configuration: what its
+// Env is node 1 of W(N) under the default configuration: what its
 // agent would derive from contivconf and IPAM.
-type nodeEnv struct {
-	cfg  contivconf.Config
-	plan *addrplan.Plan
+type Env struct {
+	Config  contivconf.Config
+	Plan *addrplan.Plan
 }
 
-func newNodeEnv() (*nodeEnv, error) {
+func NewEnv() (*Env, error) {
 	cfg := contivconf.Defaults()
 	cfg.NodeName = workload.NodeName(workload.ThisNode)
 	plan, err := addrplan.NewPlan(nodepipeline.IPAMConfig(cfg), workload.ThisNode)
 	if err != nil {
 		return nil, fmt.Errorf("address plan of node 1: %w", err)
 	}
-	return &nodeEnv{cfg: cfg, plan: plan}, nil
+	return &Env{Config: cfg, Plan: plan}, nil
 }
 
 // node is node 1 as the agent configures its pipeline, through renderer
 // (nat44 or cnat): the main NIC is the configured one, or the simulated
 // VPP's.
-func (e *nodeEnv) node(renderer string) nodepipeline.Node {
-	cfg := e.cfg
+func (e *Env) Node(renderer string) nodepipeline.Node {
+	cfg := e.Config
 	cfg.Renderer = renderer
-	return nodepipeline.Node{Config: cfg, Plan: e.plan, MainInterface: cmp.Or(cfg.ForNode(cfg.NodeName).MainInterface.Name, mainNIC)}
+	return nodepipeline.Node{Config: cfg, Plan: e.Plan, MainInterface: cmp.Or(cfg.ForNode(cfg.NodeName).MainInterface.Name, MainNIC)}
 }
 
 // rendererConfig is the NAT44 configuration the agent builds for node 1.
-func (e *nodeEnv) rendererConfig() nat44.Config {
-	n := e.node(contivconf.RendererNAT44)
+func (e *Env) RendererConfig() nat44.Config {
+	n := e.Node(contivconf.RendererNAT44)
 	return n.NAT44Config()
 }
 
 // podInterface is the name and tag of a local pod's interface, as the
 // agent's simulated CNI makes them.
-func (e *nodeEnv) podInterface(namespace, pod string) (name, tag string) {
-	return simnode.PodInterface(namespace, pod), e.cfg.NAT44.InterfaceTag(namespace, pod)
+func (e *Env) PodInterface(namespace, pod string) (name, tag string) {
+	return simnode.PodInterface(namespace, pod), e.Config.NAT44.InterfaceTag(namespace, pod)
 }
 
 // node1 is what NodeSync tells the processor about node 1.
@@ -70,27 +70,27 @@ func (node1) NodeIPs() []netip.Addr {
 	return []netip.Addr{workload.VppIP(workload.ThisNode), workload.MgmtIP(workload.ThisNode)}
 }
 
-// tagTable is an interface table holding every local pod's interface.
-type tagTable map[string]string
+// TagTable is an interface table holding every local pod's interface.
+type TagTable map[string]string
 
-func (t tagTable) InterfaceByTag(tag string) (string, bool) {
+func (t TagTable) InterfaceByTag(tag string) (string, bool) {
 	name, ok := t[tag]
 	return name, ok
 }
 
-func (e *nodeEnv) podTable(w *workload.Workload) tagTable {
-	t := tagTable{}
+func (e *Env) PodTable(w *workload.Workload) TagTable {
+	t := TagTable{}
 	for _, p := range w.Pods {
-		name, tag := e.podInterface(p.Namespace, p.Name)
+		name, tag := e.PodInterface(p.Namespace, p.Name)
 		t[tag] = name
 	}
 	return t
 }
 
-// pipeline is node 1's service pipeline: the processor feeding the NAT44
+// Pipeline is node 1's service pipeline: the processor feeding the NAT44
 // renderer, which is the apply step, as in the agent.
-type pipeline struct {
-	proc *service.Processor
+type Pipeline struct {
+	Proc *service.Processor
 	rend pipelineRenderer
 }
 
@@ -116,24 +116,24 @@ func firstOf[F any](fs []F) (int, string) {
 }
 
 // newPipeline is node 1's pipeline with the NAT44 renderer.
-func (e *nodeEnv) newPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*pipeline, error) {
+func (e *Env) NewPipeline(vpp nat44.VPP, ifaces service.InterfaceLookup) (*Pipeline, error) {
 	return e.build(contivconf.RendererNAT44, nodepipeline.Ports{NAT44: vpp}, ifaces)
 }
 
 // build is node 1's pipeline through renderer, built by the agent's
 // builder with the agent's configuration of it (proxy health included).
-func (e *nodeEnv) build(renderer string, ports nodepipeline.Ports, ifaces service.InterfaceLookup) (*pipeline, error) {
+func (e *Env) build(renderer string, ports nodepipeline.Ports, ifaces service.InterfaceLookup) (*Pipeline, error) {
 	b, err := nodepipeline.Build(nodepipeline.Params{
-		Node:               e.node(renderer),
+		Node:               e.Node(renderer),
 		Ports:              ports,
 		ThisNode:           node1{},
 		Interfaces:         ifaces,
-		ProxyHealthAddress: e.cfg.HTTP.ProxyHealthAddress,
+		ProxyHealthAddress: e.Config.HTTP.ProxyHealthAddress,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p := &pipeline{proc: b.Processor}
+	p := &Pipeline{Proc: b.Processor}
 	if b.CNAT != nil {
 		p.rend = cnatRenderer{b.CNAT}
 	} else {
@@ -143,51 +143,51 @@ func (e *nodeEnv) build(renderer string, ports nodepipeline.Ports, ifaces servic
 }
 
 // resync takes in a full snapshot and applies it in full.
-func (p *pipeline) resync(ctx context.Context, snap *controller.Snapshot) error {
-	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: snap}); err != nil {
+func (p *Pipeline) Resync(ctx context.Context, snap *controller.Snapshot) error {
+	if err := p.Proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: snap}); err != nil {
 		return err
 	}
-	return p.apply(ctx, true)
+	return p.Apply(ctx, true)
 }
 
 // batch takes in events the processor handles and applies what changed,
 // as one controller batch does.
-func (p *pipeline) batch(ctx context.Context, evs ...controller.Event) error {
+func (p *Pipeline) Batch(ctx context.Context, evs ...controller.Event) error {
 	for _, ev := range evs {
-		if !p.proc.HandlesEvent(ev) {
+		if !p.Proc.HandlesEvent(ev) {
 			continue
 		}
-		if err := p.proc.Update(ctx, ev); err != nil {
+		if err := p.Proc.Update(ctx, ev); err != nil {
 			return err
 		}
 	}
-	return p.apply(ctx, false)
+	return p.Apply(ctx, false)
 }
 
-func (p *pipeline) apply(ctx context.Context, full bool) error {
+func (p *Pipeline) Apply(ctx context.Context, full bool) error {
 	return p.rend.Apply(ctx, full)
 }
 
 // check fails when VPP refused objects: the figures would then describe
 // less work than W(N) asks for. It is called outside measured sections.
-func (p *pipeline) check() error {
+func (p *Pipeline) Check() error {
 	if n, first := p.rend.refused(); n > 0 {
 		return fmt.Errorf("objects VPP refused: %d, first %s", n, first)
 	}
 	return nil
 }
 
-// events are W(N)'s inputs as the controller hands them over, every
+// Events are W(N)'s inputs as the controller hands them over, every
 // object decoded from its stored bytes: the base snapshot, the churn as
 // changes, and node 101 joining.
-type events struct {
-	snap  *controller.Snapshot
-	churn []*controller.ChangeEvent
+type Events struct {
+	Snap  *controller.Snapshot
+	Churn []*controller.ChangeEvent
 	// churnSvc is the service each churn change touches.
-	churnSvc []int
+	ChurnSvc []int
 	// undo reverts the churn, last change first.
-	undo []*controller.ChangeEvent
-	join []controller.Event
+	Undo []*controller.ChangeEvent
+	Join []controller.Event
 }
 
 // decoded is o as the controller's watcher delivers it: decoded from its
@@ -205,10 +205,10 @@ func decoded[T kubestate.Object](o T) (T, error) {
 	return d.(T), nil
 }
 
-// newEvents decodes W(N)'s base snapshot and node 101's join; the churn is
+// NewEvents decodes W(N)'s base snapshot and node 101's join; the churn is
 // decoded apart (decodeChurn), so that a measurement can decode it just
 // before it runs, as the watcher would.
-func newEvents(w *workload.Workload) (*events, error) {
+func NewEvents(w *workload.Workload) (*Events, error) {
 	objs := w.Objects()
 	for k, o := range objs {
 		d, err := decoded(o)
@@ -217,7 +217,7 @@ func newEvents(w *workload.Workload) (*events, error) {
 		}
 		objs[k] = d
 	}
-	ev := &events{snap: &controller.Snapshot{Revision: 1, Objects: objs}}
+	ev := &Events{Snap: &controller.Snapshot{Revision: 1, Objects: objs}}
 	node, rec := workload.JoinNode()
 	n, err := decoded(node)
 	if err != nil {
@@ -227,7 +227,7 @@ func newEvents(w *workload.Workload) (*events, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev.join = []controller.Event{
+	ev.Join = []controller.Event{
 		&controller.ChangeEvent{Key: n.Key(), New: n},
 		&controller.ChangeEvent{Key: vn.Key(), New: vn},
 		&controller.NodeUpdate{Name: vn.Name, New: vn},
@@ -237,7 +237,7 @@ func newEvents(w *workload.Workload) (*events, error) {
 
 // decodeChurn decodes the churn and its undoing; each change's Prev is the
 // object the change before left under its key.
-func (ev *events) decodeChurn(w *workload.Workload) error {
+func (ev *Events) DecodeChurn(w *workload.Workload) error {
 	cur := map[kubestate.Key]kubestate.Object{}
 	step := func(next *kubestate.EndpointSlice) (*controller.ChangeEvent, error) {
 		d, err := decoded(next)
@@ -249,50 +249,50 @@ func (ev *events) decodeChurn(w *workload.Workload) error {
 		k := d.Key()
 		prev, ok := cur[k]
 		if !ok {
-			prev = ev.snap.Objects[k]
+			prev = ev.Snap.Objects[k]
 		}
 		cur[k] = d
 		return &controller.ChangeEvent{Key: k, Prev: prev, New: d}, nil
 	}
 	cs := w.Churn()
-	ev.churn, ev.churnSvc, ev.undo = make([]*controller.ChangeEvent, 0, len(cs)), make([]int, 0, len(cs)), make([]*controller.ChangeEvent, 0, len(cs))
+	ev.Churn, ev.ChurnSvc, ev.Undo = make([]*controller.ChangeEvent, 0, len(cs)), make([]int, 0, len(cs)), make([]*controller.ChangeEvent, 0, len(cs))
 	for _, c := range cs {
 		ch, err := step(c.New)
 		if err != nil {
 			return err
 		}
-		ev.churn = append(ev.churn, ch)
-		ev.churnSvc = append(ev.churnSvc, c.S)
+		ev.Churn = append(ev.Churn, ch)
+		ev.ChurnSvc = append(ev.ChurnSvc, c.S)
 	}
 	for i := len(cs) - 1; i >= 0; i-- {
 		ch, err := step(cs[i].Prev)
 		if err != nil {
 			return err
 		}
-		ev.undo = append(ev.undo, ch)
+		ev.Undo = append(ev.Undo, ch)
 	}
 	return nil
 }
 
-// allEvents is newEvents and decodeChurn.
-func allEvents(w *workload.Workload) (*events, error) {
-	ev, err := newEvents(w)
+// AllEvents is newEvents and decodeChurn.
+func AllEvents(w *workload.Workload) (*Events, error) {
+	ev, err := NewEvents(w)
 	if err != nil {
 		return nil, err
 	}
-	return ev, ev.decodeChurn(w)
+	return ev, ev.DecodeChurn(w)
 }
 
 // agentConfig is the agent's configuration of node 1 for the figure named
 // figure, one that runs the whole agent: etcd at endpoint, its state in dir
 // (a new temporary directory that remove removes), a free HTTP port, no
 // proxy health endpoint, quiet logs.
-func (e *nodeEnv) agentConfig(endpoint, figure string) (cfg contivconf.Config, dir string, remove func(), err error) {
+func (e *Env) AgentConfig(endpoint, figure string) (cfg contivconf.Config, dir string, remove func(), err error) {
 	if dir, err = os.MkdirTemp("", "contiv-bench-"+figure+"-"); err != nil {
 		return cfg, "", nil, err
 	}
 	remove = func() { _ = os.RemoveAll(dir) }
-	cfg = e.cfg
+	cfg = e.Config
 	cfg.Etcd.Endpoints = []string{"http://" + endpoint}
 	cfg.NodeSync.StateFile = filepath.Join(dir, "node-id")
 	cfg.HTTP.Address = "127.0.0.1:0"

@@ -73,17 +73,17 @@ func (p *probe) Apply(context.Context, bool) error {
 
 // fanoutSet is K agents against one etcd and the change they all watch.
 type fanoutSet struct {
-	env *nodeEnv
+	env *Env
 	// dial makes the i-th agent's etcd client (i from 0).
 	dial   func(ctx context.Context, i int) (*clientv3.Client, error)
-	table  tagTable
+	table  TagTable
 	key    atomic.Pointer[kubestate.Key]
 	out    chan time.Time
 	agents []*fanoutAgent
 }
 
-func newFanoutSet(env *nodeEnv, m *embedded.Member, table tagTable, maxK int) *fanoutSet {
-	dial := func(ctx context.Context, _ int) (*clientv3.Client, error) { return etcdClient(ctx, m) }
+func newFanoutSet(env *Env, m *embedded.Member, table TagTable, maxK int) *fanoutSet {
+	dial := func(ctx context.Context, _ int) (*clientv3.Client, error) { return EtcdClient(ctx, m) }
 	return &fanoutSet{env: env, dial: dial, table: table, out: make(chan time.Time, maxK)}
 }
 
@@ -93,7 +93,7 @@ func (s *fanoutSet) start(ctx context.Context) (*fanoutAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.env.newPipeline(&countingVPP{}, s.table)
+	p, err := s.env.NewPipeline(&CountingVPP{}, s.table)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
@@ -107,7 +107,7 @@ func (s *fanoutSet) start(ctx context.Context) (*fanoutAgent, error) {
 	ctl := controller.New(controller.Params{
 		Logger:   slog.New(slog.DiscardHandler),
 		Client:   cli,
-		Handlers: []controller.Handler{p.proc, pr},
+		Handlers: []controller.Handler{p.Proc, pr},
 		Appliers: []controller.Applier{r.Renderer, pr},
 	})
 	rctx, stop := context.WithCancel(ctx)
@@ -137,7 +137,7 @@ func (s *fanoutSet) grow(ctx context.Context, k int, fits func(more int) bool) e
 			}
 			wave = append(wave, a)
 		}
-		err := waitUntil(ctx, 5*time.Minute, func() bool {
+		err := WaitUntil(ctx, 5*time.Minute, func() bool {
 			for _, a := range wave {
 				if !a.ctl.Ready() || a.ctl.Status().QueueDepth > 0 {
 					return false
@@ -177,7 +177,7 @@ func (s *fanoutSet) change(ctx context.Context, cli *clientv3.Client, sl *kubest
 	s.key.Store(&k)
 	defer s.key.Store(nil)
 	k0 := k.String()
-	cpu0 := cpuTime()
+	cpu0 := CPUTime()
 	t0 := time.Now()
 	if _, err := cli.Put(ctx, k0, string(val)); err != nil {
 		return nil, 0, fmt.Errorf("etcd put: %w", err)
@@ -195,7 +195,7 @@ func (s *fanoutSet) change(ctx context.Context, cli *clientv3.Client, sl *kubest
 			return nil, 0, ctx.Err()
 		}
 	}
-	return lat, cpuTime() - cpu0, nil
+	return lat, CPUTime() - cpu0, nil
 }
 
 // changeSeq is the churn of W(N) and its undoing, one slice after the

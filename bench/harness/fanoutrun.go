@@ -59,18 +59,18 @@ type fanoutRun struct {
 // the heap split and p.changes EndpointSlice changes written one at a
 // time, each waited for at every agent. The growth stops early when the
 // next K would not fit in the machine's available memory.
-func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRun, error) {
+func measureFanout(ctx context.Context, env *Env, p fanoutParams) (*fanoutRun, error) {
 	// The heap split reads the heap profile; a finer sampling than the
 	// default 512 KiB resolves etcd's heap per watching agent (tens of KiB). It
 	// applies to what is allocated from here on, etcd and W(N) included.
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = fanoutProfileRate
-	m, cli, w, closeEtcd, err := etcdHolding(ctx, p.fast, p.n)
+	m, cli, w, closeEtcd, err := EtcdHolding(ctx, p.fast, p.n)
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
 	defer closeEtcd()
-	seq, table := changeSeq(w), env.podTable(w)
+	seq, table := changeSeq(w), env.PodTable(w)
 	w = nil // W(N)'s objects go before the heap is split
 	out := &fanoutRun{}
 	if st, err := cli.Status(ctx, "http://"+m.Endpoint()); err == nil {
@@ -89,7 +89,7 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	limit := int64(min(runtimeSys()+availableMemory()-min(availableMemory(), fanoutReserve), math.MaxInt64))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	fits := func(more int) bool {
-		live := liveHeap()
+		live := LiveHeap()
 		per := float64(live) / float64(max(len(set.agents), 1))
 		return float64(live)+per*float64(more) < 0.9*float64(limit)
 	}
@@ -118,7 +118,7 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 			lv.lat = append(lv.lat, lat...)
 			lv.all = append(lv.all, slices.Max(lat))
 			// Let the agents' and etcd's goroutines settle between changes.
-			if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			if err := Sleep(ctx, 20*time.Millisecond); err != nil {
 				return nil, err
 			}
 		}
@@ -128,8 +128,8 @@ func measureFanout(ctx context.Context, env *nodeEnv, p fanoutParams) (*fanoutRu
 	return out, nil
 }
 
-// liveHeap is the live heap the last collection marked.
-func liveHeap() uint64 {
+// LiveHeap is the live heap the last collection marked.
+func LiveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
@@ -166,7 +166,7 @@ func availableMemory() uint64 {
 }
 
 // runFanout measures the fan-out figure into res.
-func runFanout(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runFanout(ctx context.Context, env *Env, o Options, res *Results) error {
 	o.Log.Info("fan-out: K agents against one etcd", "ks", o.FanoutKs, "n", o.FanoutSize, "changes", o.FanoutChanges)
 	r, err := measureFanout(ctx, env, fanoutParams{n: o.FanoutSize, ks: o.FanoutKs, changes: o.FanoutChanges, fast: o.FastEtcd, log: o.Log})
 	if err != nil {
@@ -175,9 +175,9 @@ func runFanout(ctx context.Context, env *nodeEnv, o Options, res *Results) error
 	res.Fanout = map[string]*FanoutResult{}
 	for _, lv := range r.levels {
 		res.Fanout[strconv.Itoa(lv.k)] = &FanoutResult{
-			P50MS: ms(percentile(lv.lat, 0.50)), P99MS: ms(percentile(lv.lat, 0.99)),
+			P50MS: MS(Percentile(lv.lat, 0.50)), P99MS: MS(Percentile(lv.lat, 0.99)),
 			AgentHeapMiB: lv.agentHeap / (1 << 20), EtcdHeapMiB: lv.etcdHeap / (1 << 20),
-			AllP99MS: ms(percentile(lv.all, 0.99)), CPUPerChangeMS: ms(lv.cpu), Changes: len(lv.all),
+			AllP99MS: MS(Percentile(lv.all, 0.99)), CPUPerChangeMS: MS(lv.cpu), Changes: len(lv.all),
 			N: o.FanoutSize, EtcdHeapIdleMiB: r.etcdHeap0 / (1 << 20), DBMiB: float64(r.dbBytes) / (1 << 20),
 		}
 	}
@@ -186,20 +186,20 @@ func runFanout(ctx context.Context, env *nodeEnv, o Options, res *Results) error
 }
 
 // fanoutRows are the fan-out figure's rows, by K.
-func fanoutRows(r *Results, t *rows) {
-	for _, k := range sortedNumeric(r.Fanout) {
+func fanoutRows(r *Results, t *Rows) {
+	for _, k := range SortedNumeric(r.Fanout) {
 		f := r.Fanout[k]
-		t.addSingle(fmt.Sprintf("fan-out, %s agents on one etcd with W(%d): change put to applied at each agent p50 / p99 (ms; %d changes)", k, f.N, f.Changes),
+		t.AddSingle(fmt.Sprintf("fan-out, %s agents on one etcd with W(%d): change put to applied at each agent p50 / p99 (ms; %d changes)", k, f.N, f.Changes),
 			fmt.Sprintf("%.2f / %.2f", f.P50MS, f.P99MS), "", "")
-		t.addSingle("… until the last agent, p99 (ms)", fmt.Sprintf("%.2f", f.AllP99MS), "", "")
-		t.addSingle("… heap per agent / etcd's heap (MiB)", fmt.Sprintf("%.1f / %.1f", f.AgentHeapMiB, f.EtcdHeapMiB), "", "")
-		t.addSingle("… process CPU per change, etcd and all agents (ms)", fmt.Sprintf("%.2f", f.CPUPerChangeMS), "", "")
+		t.AddSingle("… until the last agent, p99 (ms)", fmt.Sprintf("%.2f", f.AllP99MS), "", "")
+		t.AddSingle("… heap per agent / etcd's heap (MiB)", fmt.Sprintf("%.1f / %.1f", f.AgentHeapMiB, f.EtcdHeapMiB), "", "")
+		t.AddSingle("… process CPU per change, etcd and all agents (ms)", fmt.Sprintf("%.2f", f.CPUPerChangeMS), "", "")
 	}
 	for _, f := range r.Fanout {
-		t.addSingle("fan-out: etcd's heap with no agent / its backend file (MiB)", fmt.Sprintf("%.1f / %.1f", f.EtcdHeapIdleMiB, f.DBMiB), "", "")
+		t.AddSingle("fan-out: etcd's heap with no agent / its backend file (MiB)", fmt.Sprintf("%.1f / %.1f", f.EtcdHeapIdleMiB, f.DBMiB), "", "")
 		break
 	}
 	if r.FanoutStopped != "" {
-		t.addSingle("fan-out: stopped early", r.FanoutStopped, "", "")
+		t.AddSingle("fan-out: stopped early", r.FanoutStopped, "", "")
 	}
 }

@@ -41,8 +41,8 @@ type Figure interface {
 	// not have (a real VPP): it is measured only when Options.Figures
 	// names it.
 	OnlyWhenNamed() bool
-	run(ctx context.Context, env *nodeEnv, o Options, res *Results) error
-	rows(res *Results, t *rows)
+	run(ctx context.Context, env *Env, o Options, res *Results) error
+	rows(res *Results, t *Rows)
 }
 
 // figure is a Figure made of its parts.
@@ -50,17 +50,17 @@ type figure struct {
 	name     FigureName
 	measures string
 	named    bool
-	runFn    func(ctx context.Context, env *nodeEnv, o Options, res *Results) error
-	rowsFn   func(res *Results, t *rows)
+	runFn    func(ctx context.Context, env *Env, o Options, res *Results) error
+	rowsFn   func(res *Results, t *Rows)
 }
 
 func (f figure) Name() FigureName    { return f.name }
 func (f figure) Measures() string    { return f.measures }
 func (f figure) OnlyWhenNamed() bool { return f.named }
-func (f figure) run(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func (f figure) run(ctx context.Context, env *Env, o Options, res *Results) error {
 	return f.runFn(ctx, env, o, res)
 }
-func (f figure) rows(res *Results, t *rows) { f.rowsFn(res, t) }
+func (f figure) rows(res *Results, t *Rows) { f.rowsFn(res, t) }
 
 // registry is every figure, in the order Run measures them and the table
 // shows them (the table's per-N rows first, then the others).
@@ -119,34 +119,34 @@ func lookup(name FigureName) (Figure, bool) {
 	return nil, false
 }
 
-// rows collects a table's rows: those with a cell per N first, then those
+// Rows collects a table's rows: those with a cell per N first, then those
 // with one value (in the last column).
-type rows struct {
+type Rows struct {
 	r            *Results
 	sizes        []int
 	perN, single [][]string
 }
 
 // at is the figures at N (nil when not measured).
-func (t *rows) at(n int) *SizeResult { return t.r.N[strconv.Itoa(n)] }
+func (t *Rows) at(n int) *SizeResult { return t.r.N[strconv.Itoa(n)] }
 
 // addPerN adds a row with a cell per N; the target is judged at
 // N = 10000.
-func (t *rows) addPerN(name, format string, get func(*SizeResult) float64, target string, met func(*SizeResult) bool) {
+func (t *Rows) AddPerN(name, format string, get func(*SizeResult) float64, target string, met func(*SizeResult) bool) {
 	cells := make([]string, len(t.sizes))
 	for i, n := range t.sizes {
 		cells[i] = fmt.Sprintf(format, get(t.at(n)))
 	}
 	m := ""
 	if target != "" {
-		big := t.at(targetSize)
-		m = verdict(big != nil, func() bool { return met(big) })
+		big := t.at(TargetSize)
+		m = Verdict(big != nil, func() bool { return met(big) })
 	}
 	t.perN = append(t.perN, append(append([]string{name}, cells...), target, m))
 }
 
 // addSingle adds a row with one value, in the last column.
-func (t *rows) addSingle(name, value, target, met string) {
+func (t *Rows) AddSingle(name, value, target, met string) {
 	cells := make([]string, len(t.sizes))
 	for i := range cells {
 		cells[i] = "—"

@@ -66,7 +66,7 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if len(o.Sizes) == 0 {
-		o.Sizes = []int{1000, 5000, 10000, largeSize}
+		o.Sizes = []int{1000, 5000, 10000, LargeSize}
 	}
 	if o.Runs <= 0 {
 		o.Runs = 5
@@ -87,16 +87,16 @@ func (o *Options) setDefaults() {
 		o.NPLSize = 10000
 	}
 	if o.ProgramSize <= 0 {
-		o.ProgramSize = programSize
+		o.ProgramSize = ProgramSize
 	}
 	if o.LargeSize <= 0 {
-		o.LargeSize = largeSize
+		o.LargeSize = LargeSize
 	}
 	if len(o.FanoutKs) == 0 {
 		o.FanoutKs = []int{50, 100, 200}
 	}
 	if o.FanoutSize <= 0 {
-		o.FanoutSize = targetSize
+		o.FanoutSize = TargetSize
 	}
 	if o.FanoutChanges <= 0 {
 		o.FanoutChanges = 50
@@ -158,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	env, err := newNodeEnv()
+	env, err := NewEnv()
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,10 @@ func TestMain(m *testing.M) {
 
 func TestPercentileAndMedian(t *testing.T) {
 	xs := []float64{5, 1, 4, 2, 3}
-	if got := median(xs); got != 3 {
+	if got := Median(xs); got != 3 {
 		t.Errorf("median %v", got)
 	}
-	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+	if got := Median([]float64{4, 1, 3, 2}); got != 2.5 {
 		t.Errorf("even median %v", got)
 	}
 	if !slices.Equal(xs, []float64{5, 1, 4, 2, 3}) {
@@ -34,11 +34,11 @@ func TestPercentileAndMedian(t *testing.T) {
 		ds[i] = time.Duration(100-i) * time.Millisecond
 	}
 	for p, want := range map[float64]time.Duration{0.5: 50 * time.Millisecond, 0.99: 99 * time.Millisecond, 1: 100 * time.Millisecond, 0.001: time.Millisecond} {
-		if got := percentile(ds, p); got != want {
+		if got := Percentile(ds, p); got != want {
 			t.Errorf("p%v = %v, want %v", p, got, want)
 		}
 	}
-	if percentile([]int(nil), 0.5) != 0 || median(nil) != 0 {
+	if Percentile([]int(nil), 0.5) != 0 || Median(nil) != 0 {
 		t.Error("empty input")
 	}
 }
@@ -200,7 +200,7 @@ func TestTableAtFiftyThousand(t *testing.T) {
 	res := &Results{
 		N:       map[string]*SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}},
 		Figures: []FigureName{FigPipeline, FigLarge},
-		Large:   &LargeResult{N: largeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
+		Large:   &LargeResult{N: LargeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
 	}
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {

@@ -10,8 +10,8 @@ import (
 	"contiv.dev/vpp/internal/workload"
 )
 
-// largeSize is the N of the large figure: W(50 000), issue 25.
-const largeSize = 50000
+// LargeSize is the N of the large figure: W(50 000), issue 25.
+const LargeSize = 50000
 
 // Targets of issue 25 at N = 50 000.
 const (
@@ -81,25 +81,25 @@ type LargeStartup struct {
 // CPU profile goes to large-startup.pprof there, the running agent's heap to
 // large-heap.pprof, and the last programmed start's with etcd and VPP apart
 // (the agent alone in this process) to large-startup-apart.pprof.
-func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
-	out := &LargeResult{N: n, ServiceUS: us(serviceTime), Runs: runs}
+func measureLarge(ctx context.Context, env *Env, n, runs int, fastEtcd bool, profileDir string, logOut io.Writer, log *slog.Logger) (*LargeResult, error) {
+	out := &LargeResult{N: n, ServiceUS: US(ServiceTime), Runs: runs}
 	if err := func() error {
 		w := workload.New(n)
-		evs, err := allEvents(w)
+		evs, err := AllEvents(w)
 		if err != nil {
 			return err
 		}
 		var pipe []float64
 		for run := range runs {
-			took, calls, err := programOnce(ctx, env, w, evs, true, false)
+			took, calls, err := ProgramOnce(ctx, env, w, evs, true, false)
 			if err != nil {
 				return fmt.Errorf("large: N=%d pipelined: %w", n, err)
 			}
 			log.Info("large: W(N) programmed over the socket, pipelined", "n", n, "run", run+1, "took", took, "calls", calls)
-			pipe = append(pipe, ms(took))
+			pipe = append(pipe, MS(took))
 			out.Calls = calls
 		}
-		out.PipelinedMS = median(pipe)
+		out.PipelinedMS = Median(pipe)
 		return nil
 	}(); err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func measureLarge(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool,
 	if profileDir != "" {
 		heap.profile = filepath.Join(profileDir, "large-heap.pprof")
 		var err error
-		if stopProfile, err = startCPUProfile(filepath.Join(profileDir, "large-startup.pprof")); err != nil {
+		if stopProfile, err = StartCPUProfile(filepath.Join(profileDir, "large-startup.pprof")); err != nil {
 			return nil, err
 		}
 		defer stopProfile()
@@ -152,7 +152,7 @@ func (r *startupRun) apart() *LargeStartup {
 }
 
 // runLarge measures the large figure.
-func runLarge(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runLarge(ctx context.Context, env *Env, o Options, res *Results) error {
 	runs := min(o.Runs, 3)
 	o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
 	var err error
@@ -161,47 +161,47 @@ func runLarge(ctx context.Context, env *nodeEnv, o Options, res *Results) error 
 }
 
 // largeRows are the large figure's rows.
-func largeRows(r *Results, t *rows) {
+func largeRows(r *Results, t *Rows) {
 	l := r.Large
 	if l == nil {
 		return
 	}
-	judged := l.N == largeSize
-	t.addSingle(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, pipelined, median of %d (ms; calls)", l.N, l.ServiceUS, l.Runs),
-		fmt.Sprintf("%.0f (%d)", l.PipelinedMS, l.Calls), "≤ 1500", verdict(judged, func() bool { return l.PipelinedMS <= targetLargePipelinedMS }))
+	judged := l.N == LargeSize
+	t.AddSingle(fmt.Sprintf("W(%d) programmed over the VPP socket, %.0f µs per request, pipelined, median of %d (ms; calls)", l.N, l.ServiceUS, l.Runs),
+		fmt.Sprintf("%.0f (%d)", l.PipelinedMS, l.Calls), "≤ 1500", Verdict(judged, func() bool { return l.PipelinedMS <= targetLargePipelinedMS }))
 	startRows(t, judged, fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket (ms; VPP writes)", l.N),
 		fmt.Sprintf("%.0f (%d)", l.StartupEmptyMS, l.EmptyWrites), l.StartupEmptyMS, "… VPP already programmed (ms)", l.StartupProgrammedMS)
-	t.addSingle("… the process's CPU from start to ready, empty / programmed VPP (ms; etcd, agent and simulated VPP)",
+	t.AddSingle("… the process's CPU from start to ready, empty / programmed VPP (ms; etcd, agent and simulated VPP)",
 		fmt.Sprintf("%.0f / %.0f", l.StartupEmptyCPUMS, l.StartupProgrammedCPUMS), "", "")
 	if a := l.StartupApart; a != nil {
 		startRows(t, judged, "… etcd in a process of its own, as deployed: start to ready, empty VPP (ms)", fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS,
 			"… etcd in a process of its own: VPP already programmed (ms)", a.ProgrammedMS)
-		t.addSingle("… etcd in a process of its own: the agent's process's CPU, empty / programmed (ms; agent and simulated VPP)",
+		t.AddSingle("… etcd in a process of its own: the agent's process's CPU, empty / programmed (ms; agent and simulated VPP)",
 			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
 	}
 	if a := l.StartupAllApart; a != nil {
 		startRows(t, judged, "… etcd and the simulated VPP each in a process of its own, the agent as against a real VPP: start to ready, empty VPP (ms)",
 			fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS, "… etcd and VPP apart: VPP already programmed (ms)", a.ProgrammedMS)
-		t.addSingle("… etcd and VPP apart: the agent's process's CPU, empty / programmed (ms; the agent alone)",
+		t.AddSingle("… etcd and VPP apart: the agent's process's CPU, empty / programmed (ms; the agent alone)",
 			fmt.Sprintf("%.0f / %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS), "", "")
 	}
 	if a := l.StartupAgentApart; a != nil {
 		startRows(t, judged, "… etcd, the simulated VPP and the agent each in a process of its own: start to ready, empty VPP (ms)",
 			fmt.Sprintf("%.0f", a.EmptyMS), a.EmptyMS, "… every part apart: VPP already programmed (ms)", a.ProgrammedMS)
 		if m := a.ProgrammedMem; m != nil {
-			t.addSingle("… every part apart: the agent's CPU, empty / programmed (ms); its programmed start's allocations, collections, peak resident set (MiB; -; MiB)",
+			t.AddSingle("… every part apart: the agent's CPU, empty / programmed (ms); its programmed start's allocations, collections, peak resident set (MiB; -; MiB)",
 				fmt.Sprintf("%.0f / %.0f; %.0f, %d, %.0f", a.EmptyCPUMS, a.ProgrammedCPUMS, m.AllocMiB, m.GCs, m.PeakRSSMiB), "", "")
 		}
-		t.addSingle("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
+		t.AddSingle("… every part apart, programmed: etcd's and the simulated VPP's CPU meanwhile (ms)",
 			fmt.Sprintf("%.0f / %.0f", a.ProgrammedEtcdCPUMS, a.ProgrammedVPPCPUMS), "", "")
 	}
-	t.addSingle(fmt.Sprintf("agent's live heap holding W(%d): decoded view, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
-		"≤ 150", verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
+	t.AddSingle(fmt.Sprintf("agent's live heap holding W(%d): decoded view, processor, renderer (MiB)", l.N), fmt.Sprintf("%.1f", l.AgentHeapMiB),
+		"≤ 150", Verdict(judged, func() bool { return l.AgentHeapMiB <= targetLargeHeapMiB }))
 }
 
 // startRows are the two judged rows of one way of starting the agent:
 // against an empty VPP and against a programmed one.
-func startRows(t *rows, judged bool, emptyName, emptyValue string, empty float64, programmedName string, programmed float64) {
-	t.addSingle(emptyName, emptyValue, "≤ 2000", verdict(judged, func() bool { return empty <= targetLargeEmptyMS }))
-	t.addSingle(programmedName, fmt.Sprintf("%.0f", programmed), "≤ 1000", verdict(judged, func() bool { return programmed <= targetLargeProgrammedMS }))
+func startRows(t *Rows, judged bool, emptyName, emptyValue string, empty float64, programmedName string, programmed float64) {
+	t.AddSingle(emptyName, emptyValue, "≤ 2000", Verdict(judged, func() bool { return empty <= targetLargeEmptyMS }))
+	t.AddSingle(programmedName, fmt.Sprintf("%.0f", programmed), "≤ 1000", Verdict(judged, func() bool { return programmed <= targetLargeProgrammedMS }))
 }

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// cpuTime is the process's user plus system CPU time (getrusage), GC
+// CPUTime is the process's user plus system CPU time (getrusage), GC
 // workers and every other thread included: steadier than wall time on a
 // shared machine (BENCH.md).
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		// Getrusage(RUSAGE_SELF) fails only for a bad pointer.
@@ -22,48 +22,48 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// mark is the start of a measured section.
-type mark struct {
+// Mark is the start of a measured section.
+type Mark struct {
 	cpu     time.Duration
 	wall    time.Time
 	mallocs uint64
 	bytes   uint64
 }
 
-// cost is what a measured section took.
-type cost struct {
-	cpu, wall time.Duration
-	mallocs   uint64
-	bytes     uint64 // allocated
+// Cost is what a measured section took.
+type Cost struct {
+	CPU, Wall time.Duration
+	Mallocs   uint64
+	Bytes     uint64 // allocated
 }
 
-// startMark reads the counters. ReadMemStats stops the world briefly, so
+// StartMark reads the counters. ReadMemStats stops the world briefly, so
 // marks belong around whole sections, never inside a timed loop.
-func startMark() mark {
+func StartMark() Mark {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return mark{cpu: cpuTime(), wall: time.Now(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc}
+	return Mark{cpu: CPUTime(), wall: time.Now(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc}
 }
 
 // since is the cost from m to now.
-func (m mark) since() cost {
+func (m Mark) Since() Cost {
 	wall := time.Since(m.wall)
-	cpu := cpuTime() - m.cpu
+	cpu := CPUTime() - m.cpu
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return cost{cpu: cpu, wall: wall, mallocs: ms.Mallocs - m.mallocs, bytes: ms.TotalAlloc - m.bytes}
+	return Cost{CPU: cpu, Wall: wall, Mallocs: ms.Mallocs - m.mallocs, Bytes: ms.TotalAlloc - m.bytes}
 }
 
-// heapAfterGC is the live heap after a full collection.
-func heapAfterGC() uint64 {
+// HeapAfterGC is the live heap after a full collection.
+func HeapAfterGC() uint64 {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
 
-// percentile is the nearest-rank p-quantile (0 < p ≤ 1) of xs; 0 for none.
-func percentile[T cmp.Ordered](xs []T, p float64) T {
+// Percentile is the nearest-rank p-quantile (0 < p ≤ 1) of xs; 0 for none.
+func Percentile[T cmp.Ordered](xs []T, p float64) T {
 	var zero T
 	if len(xs) == 0 {
 		return zero
@@ -74,9 +74,9 @@ func percentile[T cmp.Ordered](xs []T, p float64) T {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// median is the middle value of xs (the mean of the two middle ones for
+// Median is the middle value of xs (the mean of the two middle ones for
 // an even count); 0 for none.
-func median(xs []float64) float64 {
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -89,5 +89,5 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func US(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

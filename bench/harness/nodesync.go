@@ -28,9 +28,9 @@ type nodeSyncRun struct {
 	took []time.Duration
 }
 
-// embeddedEtcd starts an embedded etcd in a fresh temporary directory,
+// EmbeddedEtcd starts an embedded etcd in a fresh temporary directory,
 // with a client; close stops both and removes the directory.
-func embeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clientv3.Client, close func(), err error) {
+func EmbeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clientv3.Client, close func(), err error) {
 	dir, err := os.MkdirTemp("", "contiv-bench-etcd-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -40,7 +40,7 @@ func embeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clie
 		_ = os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	cli, err = etcdClient(ctx, m)
+	cli, err = EtcdClient(ctx, m)
 	if err != nil {
 		m.Close()
 		_ = os.RemoveAll(dir)
@@ -53,7 +53,7 @@ func embeddedEtcd(ctx context.Context, fast bool) (m *embedded.Member, cli *clie
 	}, nil
 }
 
-func etcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, error) {
+func EtcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, error) {
 	return etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{"http://" + m.Endpoint()}, DialTimeout: 10 * time.Second})
 }
 
@@ -62,7 +62,7 @@ func etcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, erro
 // empty NodeSync state. maxID is the address plan's capacity, as agents
 // pass it.
 func measureNodeSync(ctx context.Context, k, rounds int, maxID uint32, fastEtcd bool) (*nodeSyncRun, error) {
-	m, cli, closeEtcd, err := embeddedEtcd(ctx, fastEtcd)
+	m, cli, closeEtcd, err := EmbeddedEtcd(ctx, fastEtcd)
 	if err != nil {
 		return nil, fmt.Errorf("nodesync: %w", err)
 	}
@@ -76,7 +76,7 @@ func measureNodeSync(ctx context.Context, k, rounds int, maxID uint32, fastEtcd 
 		}
 	}()
 	for i := range clis {
-		if clis[i], err = etcdClient(ctx, m); err != nil {
+		if clis[i], err = EtcdClient(ctx, m); err != nil {
 			return nil, fmt.Errorf("nodesync: %w", err)
 		}
 	}
@@ -133,13 +133,13 @@ func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]ui
 
 // runNodeSync measures Options.Joiners agents claiming IDs within the
 // address plan's bound.
-func runNodeSync(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
-	return nodeSyncFigure(ctx, o, o.Joiners, nodepipeline.IPAMConfig(env.cfg).MaxNodeID(), &res.NodeSync)
+func runNodeSync(ctx context.Context, env *Env, o Options, res *Results) error {
+	return nodeSyncFigure(ctx, o, o.Joiners, nodepipeline.IPAMConfig(env.Config).MaxNodeID(), &res.NodeSync)
 }
 
 // runNodeSyncMany measures Options.ManyJoiners agents claiming IDs without
 // the address plan's bound: W(N)'s plan fits 254 nodes.
-func runNodeSyncMany(ctx context.Context, _ *nodeEnv, o Options, res *Results) error {
+func runNodeSyncMany(ctx context.Context, _ *Env, o Options, res *Results) error {
 	return nodeSyncFigure(ctx, o, o.ManyJoiners, 0, &res.NodeSyncMany)
 }
 
@@ -152,25 +152,25 @@ func nodeSyncFigure(ctx context.Context, o Options, k int, maxID uint32, out **N
 	}
 	*out = &NodeSyncResult{
 		Joiners: ns.joiners, Distinct: ns.distinct, Rounds: ns.rounds,
-		P50MS: ms(percentile(ns.took, 0.50)), P99MS: ms(percentile(ns.took, 0.99)), MaxMS: ms(percentile(ns.took, 1)),
+		P50MS: MS(Percentile(ns.took, 0.50)), P99MS: MS(Percentile(ns.took, 0.99)), MaxMS: MS(Percentile(ns.took, 1)),
 	}
 	return nil
 }
 
 // nodeSyncRows are the nodesync figure's rows.
-func nodeSyncRows(r *Results, t *rows) {
+func nodeSyncRows(r *Results, t *Rows) {
 	if ns := r.NodeSync; ns != nil {
-		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
-		t.addSingle(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
-			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "p99 ≤ 1000", verdict(true, func() bool { return ns.P99MS <= targetNodeSyncP99 }))
+		t.AddSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", Verdict(true, func() bool { return ns.Distinct }))
+		t.AddSingle(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
+			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "p99 ≤ 1000", Verdict(true, func() bool { return ns.P99MS <= targetNodeSyncP99 }))
 	}
 }
 
 // nodeSyncManyRows are the nodesync-many figure's rows.
-func nodeSyncManyRows(r *Results, t *rows) {
+func nodeSyncManyRows(r *Results, t *Rows) {
 	if ns := r.NodeSyncMany; ns != nil {
-		t.addSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", verdict(true, func() bool { return ns.Distinct }))
-		t.addSingle(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),
+		t.AddSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", Verdict(true, func() bool { return ns.Distinct }))
+		t.AddSingle(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),
 			fmt.Sprintf("%.0f / %.0f / %.0f", ns.P50MS, ns.P99MS, ns.MaxMS), "", "")
 	}
 }

@@ -71,14 +71,14 @@ func (a *ackCounter) onAck(string, time.Time) { a.n.Add(1) }
 // VPP translates every frontend of the changed service to exactly the new
 // endpoints. Between two writes the agent has nothing else to do, so that
 // last call is the last call of the change.
-func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error) {
-	m, cli, w, closeEtcd, err := etcdHolding(ctx, p.fastEtcd, p.n)
+func measureNPL(ctx context.Context, env *Env, p nplParams) (*nplRun, error) {
+	m, cli, w, closeEtcd, err := EtcdHolding(ctx, p.fastEtcd, p.n)
 	if err != nil {
 		return nil, fmt.Errorf("npl: %w", err)
 	}
 	defer closeEtcd()
 
-	cfg, _, removeDir, err := env.agentConfig(m.Endpoint(), "npl")
+	cfg, _, removeDir, err := env.AgentConfig(m.Endpoint(), "npl")
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +101,11 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 	if a.NodeID() != workload.ThisNode {
 		return nil, fmt.Errorf("npl: the agent claimed node ID %d, W(N) is seen from node %d", a.NodeID(), workload.ThisNode)
 	}
-	if err := waitUntil(ctx, 5*time.Minute, func() bool { return a.Ready() }); err != nil {
+	if err := WaitUntil(ctx, 5*time.Minute, func() bool { return a.Ready() }); err != nil {
 		return nil, fmt.Errorf("npl: agent not ready: %w", err)
 	}
 	out.startup = time.Since(t0)
-	if err := quiesce(ctx, a, v); err != nil {
+	if err := Quiesce(ctx, a, v); err != nil {
 		return nil, err
 	}
 	out.startupWrites = v.Writes()
@@ -114,17 +114,17 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 		return nil, err
 	}
 
-	evs, err := allEvents(w)
+	evs, err := AllEvents(w)
 	if err != nil {
 		return nil, err
 	}
-	seq := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)
+	seq := append(evs.Churn[:len(evs.Churn):len(evs.Churn)], evs.Undo...)
 	svcOf := func(i int) int {
 		i %= len(seq)
-		if i < len(evs.churn) {
-			return evs.churnSvc[i]
+		if i < len(evs.Churn) {
+			return evs.ChurnSvc[i]
 		}
-		return evs.churnSvc[len(seq)-1-i]
+		return evs.ChurnSvc[len(seq)-1-i]
 	}
 	interval := time.Duration(float64(time.Second) / p.rate)
 	writes := max(int(p.duration.Seconds()*p.rate), 1)
@@ -133,7 +133,7 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 	start := time.Now()
 	for k := range writes {
 		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
-			if err := sleep(ctx, d); err != nil {
+			if err := Sleep(ctx, d); err != nil {
 				return nil, err
 			}
 		} else if k > 0 && -d > time.Millisecond {
@@ -154,21 +154,21 @@ func measureNPL(ctx context.Context, env *nodeEnv, p nplParams) (*nplRun, error)
 // every object through kubestate.Writer (batched transactions), and the
 // NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
 // agent, which claims ID 1, the lowest free one.
-// etcdHolding starts an embedded etcd (embeddedEtcd) and loads W(n) into
+// EtcdHolding starts an embedded etcd (embeddedEtcd) and loads W(n) into
 // it.
-func etcdHolding(ctx context.Context, fast bool, n int) (m *embedded.Member, cli *clientv3.Client, w *workload.Workload, close func(), err error) {
-	if m, cli, close, err = embeddedEtcd(ctx, fast); err != nil {
+func EtcdHolding(ctx context.Context, fast bool, n int) (m *embedded.Member, cli *clientv3.Client, w *workload.Workload, close func(), err error) {
+	if m, cli, close, err = EmbeddedEtcd(ctx, fast); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if w, err = loadW(ctx, cli, n); err != nil {
+	if w, err = LoadW(ctx, cli, n); err != nil {
 		close()
 		return nil, nil, nil, nil, err
 	}
 	return m, cli, w, close, nil
 }
 
-// loadW loads W(n) into etcd and returns it.
-func loadW(ctx context.Context, cli *clientv3.Client, n int) (*workload.Workload, error) {
+// LoadW loads W(n) into etcd and returns it.
+func LoadW(ctx context.Context, cli *clientv3.Client, n int) (*workload.Workload, error) {
 	w := workload.New(n)
 	if err := load(ctx, cli, w); err != nil {
 		return nil, fmt.Errorf("loading W(%d) into etcd: %w", n, err)
@@ -208,11 +208,11 @@ func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error
 	return nil
 }
 
-// quiesce waits until the agent has stopped writing to the simulated VPP
+// Quiesce waits until the agent has stopped writing to the simulated VPP
 // for a second with nothing queued: the startup is over.
-func quiesce(ctx context.Context, a *agent.Agent, v *sim.VPP) error {
+func Quiesce(ctx context.Context, a *agent.Agent, v *sim.VPP) error {
 	last, since := v.Writes(), time.Now()
-	return waitUntil(ctx, 2*time.Minute, func() bool {
+	return WaitUntil(ctx, 2*time.Minute, func() bool {
 		if n := v.Writes(); n != last || a.Controller().Status().QueueDepth > 0 {
 			last, since = n, time.Now()
 			return false
@@ -223,12 +223,12 @@ func quiesce(ctx context.Context, a *agent.Agent, v *sim.VPP) error {
 
 // frontends finds, in the simulated VPP, the mapping keys (VPP's) of every
 // service of W(N): the frontends a change of its endpoints must reach.
-func frontends(v *sim.VPP, env *nodeEnv, w *workload.Workload) ([][]sim.MappingKey, error) {
+func frontends(v *sim.VPP, env *Env, w *workload.Workload) ([][]sim.MappingKey, error) {
 	byTag := map[string][]sim.MappingKey{}
 	for k, m := range v.Snapshot().Mappings {
 		byTag[m.Tag] = append(byTag[m.Tag], k)
 	}
-	prefix := env.rendererConfig().TagPrefix
+	prefix := env.RendererConfig().TagPrefix
 	out := make([][]sim.MappingKey, w.N)
 	for i, s := range w.Services {
 		out[i] = byTag[nat44.ServiceTag(prefix, sr.ServiceID{Namespace: s.Namespace, Name: s.Name})]
@@ -268,7 +268,7 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 		return 0, 0, fmt.Errorf("etcd put: %w", err)
 	}
 	rev := resp.Header.Revision
-	err = waitUntil(ctx, 10*time.Second, func() bool {
+	err = WaitUntil(ctx, 10*time.Second, func() bool {
 		st := ctl.Status()
 		return st.Batches > batches && st.Revision >= rev && translatesTo(v, fronts, want)
 	})
@@ -285,7 +285,7 @@ func programOne(ctx context.Context, cli *clientv3.Client, a *agent.Agent, v *si
 // translatesTo tells whether every frontend translates to exactly want.
 func translatesTo(v *sim.VPP, fronts []sim.MappingKey, want []netip.Addr) bool {
 	for _, f := range fronts {
-		res := v.Translate(sim.Packet{Src: client(), Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: mainNIC})
+		res := v.Translate(sim.Packet{Src: client(), Dst: f.IP, Proto: f.Proto, DstPort: f.Port, Ingress: MainNIC})
 		if res.Verdict != sim.Translated || len(res.Backends) != len(want) {
 			return false
 		}
@@ -298,23 +298,23 @@ func translatesTo(v *sim.VPP, fronts []sim.MappingKey, want []netip.Addr) bool {
 	return true
 }
 
-// waitUntil polls cond every 200µs until it holds, ctx ends or timeout
+// WaitUntil polls cond every 200µs until it holds, ctx ends or timeout
 // passes. The poll only decides when to stop waiting: no figure is read
 // from its timing.
-func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+func WaitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out after %s", timeout)
 		}
-		if err := sleep(ctx, 200*time.Microsecond); err != nil {
+		if err := Sleep(ctx, 200*time.Microsecond); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -326,15 +326,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // runNPL measures the network programming latency.
-func runNPL(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runNPL(ctx context.Context, env *Env, o Options, res *Results) error {
 	o.Log.Info("network programming latency", "n", o.NPLSize, "duration", o.NPLDuration, "rate", o.NPLRate)
 	r, err := measureNPL(ctx, env, nplParams{n: o.NPLSize, duration: o.NPLDuration, rate: o.NPLRate, fastEtcd: o.FastEtcd, logOut: o.AgentLog})
 	if err != nil {
 		return err
 	}
 	res.NPL = &NPLResult{
-		P50MS: ms(percentile(r.lat, 0.50)), P99MS: ms(percentile(r.lat, 0.99)), MaxMS: ms(percentile(r.lat, 1)),
-		PutP50MS: ms(percentile(r.put, 0.50)), PutP99MS: ms(percentile(r.put, 0.99)),
+		P50MS: MS(Percentile(r.lat, 0.50)), P99MS: MS(Percentile(r.lat, 0.99)), MaxMS: MS(Percentile(r.lat, 1)),
+		PutP50MS: MS(Percentile(r.put, 0.50)), PutP99MS: MS(Percentile(r.put, 0.99)),
 		N: o.NPLSize, Writes: len(r.lat), Late: r.late, Rate: o.NPLRate,
 		CallsPerWrite: float64(r.acks) / float64(max(len(r.lat), 1)),
 		StartupS:      r.startup.Seconds(), StartupWrites: r.startupWrites,
@@ -343,16 +343,16 @@ func runNPL(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
 }
 
 // nplRows are the npl figure's rows.
-func nplRows(r *Results, t *rows) {
+func nplRows(r *Results, t *Rows) {
 	l := r.NPL
 	if l == nil {
 		return
 	}
-	t.addSingle(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
+	t.AddSingle(fmt.Sprintf("network programming latency p50 / p99 / max (ms; N=%d, %g/s, %d writes)", l.N, l.Rate, l.Writes),
 		fmt.Sprintf("%.2f / %.2f / %.2f", l.P50MS, l.P99MS, l.MaxMS), "p99 ≤ 50",
-		verdict(l.N == targetSize, func() bool { return l.P99MS <= targetNPLP99MS }))
-	t.addSingle("… of which the etcd put, p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", l.PutP50MS, l.PutP99MS), "", "")
-	t.addSingle("… writes sent late (the change before still in flight)", strconv.Itoa(l.Late), "", "")
-	t.addSingle("… simulated VPP writes per change, in the agent", fmt.Sprintf("%.3f", l.CallsPerWrite), "", "")
-	t.addSingle(fmt.Sprintf("agent start to ready with W(%d) programmed (s; VPP writes)", l.N), fmt.Sprintf("%.1f (%d)", l.StartupS, l.StartupWrites), "", "")
+		Verdict(l.N == TargetSize, func() bool { return l.P99MS <= targetNPLP99MS }))
+	t.AddSingle("… of which the etcd put, p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", l.PutP50MS, l.PutP99MS), "", "")
+	t.AddSingle("… writes sent late (the change before still in flight)", strconv.Itoa(l.Late), "", "")
+	t.AddSingle("… simulated VPP writes per change, in the agent", fmt.Sprintf("%.3f", l.CallsPerWrite), "", "")
+	t.AddSingle(fmt.Sprintf("agent start to ready with W(%d) programmed (s; VPP writes)", l.N), fmt.Sprintf("%.1f (%d)", l.StartupS, l.StartupWrites), "", "")
 }

@@ -13,7 +13,7 @@ import (
 
 // sizeRun is one run of the in-process figures at one N.
 type sizeRun struct {
-	resync     cost
+	resync     Cost
 	heap       uint64 // bytes retained by processor and renderer
 	snapHeap   uint64 // bytes of the decoded snapshot
 	resyncOps  int    // VPP operations of the full apply
@@ -30,73 +30,73 @@ type sizeRun struct {
 // runSize measures, on a fresh pipeline over W(n): the full resync, the
 // 1000 churn changes one at a time, then node 101 joining. The workload and
 // its decoded events are built before anything is measured.
-func runSize(ctx context.Context, env *nodeEnv, n int) (*sizeRun, error) {
-	return runSizeOf(ctx, env, n, func(v *countingVPP, t tagTable) (*pipeline, error) { return env.newPipeline(v, t) })
+func runSize(ctx context.Context, env *Env, n int) (*sizeRun, error) {
+	return runSizeOf(ctx, env, n, func(v *CountingVPP, t TagTable) (*Pipeline, error) { return env.NewPipeline(v, t) })
 }
 
 // runSizeOf is runSize on the pipelines newP makes (NAT44 or cnat).
-func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP, tagTable) (*pipeline, error)) (*sizeRun, error) {
-	base := heapAfterGC()
+func runSizeOf(ctx context.Context, env *Env, n int, newP func(*CountingVPP, TagTable) (*Pipeline, error)) (*sizeRun, error) {
+	base := HeapAfterGC()
 	w := workload.New(n)
-	evs, err := newEvents(w)
+	evs, err := NewEvents(w)
 	if err != nil {
 		return nil, err
 	}
-	table := env.podTable(w)
-	withSnap := heapAfterGC()
+	table := env.PodTable(w)
+	withSnap := HeapAfterGC()
 
-	vpp := &countingVPP{}
+	vpp := &CountingVPP{}
 	p, err := newP(vpp, table)
 	if err != nil {
 		return nil, err
 	}
 	out := &sizeRun{snapHeap: withSnap - min(base, withSnap)}
 	runtime.GC()
-	m := startMark()
-	if err := p.resync(ctx, evs.snap); err != nil {
+	m := StartMark()
+	if err := p.Resync(ctx, evs.Snap); err != nil {
 		return nil, fmt.Errorf("n=%d: resync: %w", n, err)
 	}
-	out.resync = m.since()
-	out.resyncOps = vpp.calls
-	if err := p.check(); err != nil {
+	out.resync = m.Since()
+	out.resyncOps = vpp.Calls
+	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("n=%d: resync: %w", n, err)
 	}
-	if heap := heapAfterGC(); heap > withSnap {
+	if heap := HeapAfterGC(); heap > withSnap {
 		out.heap = heap - withSnap
 	}
 
 	// The changes are decoded now, as the watcher would just before
 	// handing each over: fresh objects, not ones built before the resync.
-	if err := evs.decodeChurn(w); err != nil {
+	if err := evs.DecodeChurn(w); err != nil {
 		return nil, err
 	}
-	vpp.calls = 0
-	out.changeWall = make([]time.Duration, 0, len(evs.churn))
+	vpp.Calls = 0
+	out.changeWall = make([]time.Duration, 0, len(evs.Churn))
 	runtime.GC()
-	m = startMark()
-	for _, ev := range evs.churn {
+	m = StartMark()
+	for _, ev := range evs.Churn {
 		t0 := time.Now()
-		if err := p.batch(ctx, ev); err != nil {
+		if err := p.Batch(ctx, ev); err != nil {
 			return nil, fmt.Errorf("n=%d: change %s: %w", n, ev.Key, err)
 		}
 		out.changeWall = append(out.changeWall, time.Since(t0))
 	}
-	c := m.since()
-	if err := p.check(); err != nil {
+	c := m.Since()
+	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("n=%d: churn: %w", n, err)
 	}
-	out.changeCPU = c.cpu / time.Duration(len(evs.churn))
-	out.changeMall, out.changeByte = c.mallocs, c.bytes
-	out.changeOps = vpp.calls
+	out.changeCPU = c.CPU / time.Duration(len(evs.Churn))
+	out.changeMall, out.changeByte = c.Mallocs, c.Bytes
+	out.changeOps = vpp.Calls
 
-	vpp.calls = 0
-	cpu0, wall0 := cpuTime(), time.Now()
-	if err := p.batch(ctx, evs.join...); err != nil {
+	vpp.Calls = 0
+	cpu0, wall0 := CPUTime(), time.Now()
+	if err := p.Batch(ctx, evs.Join...); err != nil {
 		return nil, fmt.Errorf("n=%d: node join: %w", n, err)
 	}
-	out.joinWall, out.joinCPU = time.Since(wall0), cpuTime()-cpu0
-	out.joinOps = vpp.calls
-	if err := p.check(); err != nil {
+	out.joinWall, out.joinCPU = time.Since(wall0), CPUTime()-cpu0
+	out.joinOps = vpp.Calls
+	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("n=%d: node join: %w", n, err)
 	}
 	runtime.KeepAlive(p)
@@ -108,35 +108,35 @@ func runSizeOf(ctx context.Context, env *nodeEnv, n int, newP func(*countingVPP,
 // pipelines, as the figure measures) and of its per-change path (the churn
 // and its undoing, cycled) to dir/resync.pprof and dir/change.pprof. Each
 // runs for about d.
-func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Duration) error {
+func profile(ctx context.Context, env *Env, n int, dir string, d time.Duration) error {
 	w := workload.New(n)
-	evs, err := allEvents(w)
+	evs, err := AllEvents(w)
 	if err != nil {
 		return err
 	}
-	table := env.podTable(w)
-	var p *pipeline
+	table := env.PodTable(w)
+	var p *Pipeline
 	fresh := func() (err error) {
 		p = nil // the last one is garbage before the next is built
-		p, err = env.newPipeline(&countingVPP{}, table)
+		p, err = env.NewPipeline(&CountingVPP{}, table)
 		return err
 	}
 	run := func(name string, step func() error) error {
-		_, err := profileFor(filepath.Join(dir, name), d, step)
+		_, err := ProfileFor(filepath.Join(dir, name), d, step)
 		return err
 	}
 	if err := run("resync.pprof", func() error {
 		if err := fresh(); err != nil {
 			return err
 		}
-		return p.resync(ctx, evs.snap)
+		return p.Resync(ctx, evs.Snap)
 	}); err != nil {
 		return fmt.Errorf("profile resync: %w", err)
 	}
-	cycle := append(evs.churn[:len(evs.churn):len(evs.churn)], evs.undo...)
+	cycle := append(evs.Churn[:len(evs.Churn):len(evs.Churn)], evs.Undo...)
 	if err := run("change.pprof", func() error {
 		for _, ev := range cycle {
-			if err := p.batch(ctx, ev); err != nil {
+			if err := p.Batch(ctx, ev); err != nil {
 				return err
 			}
 		}
@@ -149,7 +149,7 @@ func profile(ctx context.Context, env *nodeEnv, n int, dir string, d time.Durati
 
 // runPipeline measures the pipeline figure (pipelineFigures) and, with
 // Options.ProfileDir, profiles the largest N.
-func runPipeline(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runPipeline(ctx context.Context, env *Env, o Options, res *Results) error {
 	sizes := res.sizes
 	if err := pipelineFigures(ctx, env, sizes, o, res); err != nil {
 		return err
@@ -165,44 +165,44 @@ func runPipeline(ctx context.Context, env *nodeEnv, o Options, res *Results) err
 }
 
 // pipelineRows are the pipeline figure's rows: per N, then the growth.
-func pipelineRows(r *Results, t *rows) {
+func pipelineRows(r *Results, t *Rows) {
 	if !r.has(FigPipeline) {
 		return
 	}
-	t.addPerN("resync CPU (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncCPUMS }, "≤ 150",
+	t.AddPerN("resync CPU (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncCPUMS }, "≤ 150",
 		func(s *SizeResult) bool { return s.ResyncCPUMS <= targetResyncCPUMS })
-	t.addPerN("resync wall (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncWallMS }, "", nil)
-	t.addPerN("resync allocations", "%.0f", func(s *SizeResult) float64 { return s.ResyncAllocs }, "", nil)
-	t.addPerN("resync VPP operations", "%.0f", func(s *SizeResult) float64 { return float64(s.ResyncOps) }, "", nil)
-	t.addPerN("heap retained after resync (MiB)", "%.1f", func(s *SizeResult) float64 { return s.HeapMiB }, "≤ 40",
+	t.AddPerN("resync wall (ms)", "%.1f", func(s *SizeResult) float64 { return s.ResyncWallMS }, "", nil)
+	t.AddPerN("resync allocations", "%.0f", func(s *SizeResult) float64 { return s.ResyncAllocs }, "", nil)
+	t.AddPerN("resync VPP operations", "%.0f", func(s *SizeResult) float64 { return float64(s.ResyncOps) }, "", nil)
+	t.AddPerN("heap retained after resync (MiB)", "%.1f", func(s *SizeResult) float64 { return s.HeapMiB }, "≤ 40",
 		func(s *SizeResult) bool { return s.HeapMiB <= targetHeapMiB })
-	t.addPerN("decoded snapshot, not in the above (MiB)", "%.1f", func(s *SizeResult) float64 { return s.SnapshotMiB }, "", nil)
-	t.addPerN("per-change CPU (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeCPUUS }, "≤ 10",
+	t.AddPerN("decoded snapshot, not in the above (MiB)", "%.1f", func(s *SizeResult) float64 { return s.SnapshotMiB }, "", nil)
+	t.AddPerN("per-change CPU (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeCPUUS }, "≤ 10",
 		func(s *SizeResult) bool { return s.ChangeCPUUS <= targetChangeCPUUS })
-	t.addPerN("per-change wall p50 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP50US }, "", nil)
-	t.addPerN("per-change wall p99 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP99US }, "", nil)
+	t.AddPerN("per-change wall p50 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP50US }, "", nil)
+	t.AddPerN("per-change wall p99 (µs)", "%.2f", func(s *SizeResult) float64 { return s.ChangeP99US }, "", nil)
 	allAllocsOK := true
 	for _, n := range t.sizes {
 		allAllocsOK = allAllocsOK && t.at(n).ChangeAllocs <= targetChangeAllocs
 	}
-	t.addPerN("allocations per change", "%.1f", func(s *SizeResult) float64 { return s.ChangeAllocs }, "≤ 60 (every N)",
+	t.AddPerN("allocations per change", "%.1f", func(s *SizeResult) float64 { return s.ChangeAllocs }, "≤ 60 (every N)",
 		func(*SizeResult) bool { return allAllocsOK })
-	t.addPerN("bytes allocated per change", "%.0f", func(s *SizeResult) float64 { return s.ChangeBytes }, "", nil)
-	t.addPerN("VPP operations per change (pipeline)", "%.3f", func(s *SizeResult) float64 { return s.ChangeOps }, "", nil)
-	t.addPerN("node-join CPU (µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinCPUUS }, "≤ 1000",
+	t.AddPerN("bytes allocated per change", "%.0f", func(s *SizeResult) float64 { return s.ChangeBytes }, "", nil)
+	t.AddPerN("VPP operations per change (pipeline)", "%.3f", func(s *SizeResult) float64 { return s.ChangeOps }, "", nil)
+	t.AddPerN("node-join CPU (µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinCPUUS }, "≤ 1000",
 		func(s *SizeResult) bool { return s.NodeJoinCPUUS <= targetJoinCPUUS })
-	t.addPerN("node-join wall (µs; getrusage counts whole µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinWallUS }, "", nil)
+	t.AddPerN("node-join wall (µs; getrusage counts whole µs)", "%.1f", func(s *SizeResult) float64 { return s.NodeJoinWallUS }, "", nil)
 
-	small, large := t.at(targetGrowthFrom), t.at(targetSize)
+	small, large := t.at(targetGrowthFrom), t.at(TargetSize)
 	if small != nil && large != nil && small.ChangeCPUUS > 0 {
 		g := large.ChangeCPUUS / small.ChangeCPUUS
-		t.addSingle("growth: per-change CPU N=10000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+		t.AddSingle("growth: per-change CPU N=10000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", Verdict(true, func() bool { return g <= targetGrowth }))
 	} else {
-		t.addSingle("growth: per-change CPU N=10000 / N=1000", "n/a", "≤ 1.5", "n/a")
+		t.AddSingle("growth: per-change CPU N=10000 / N=1000", "n/a", "≤ 1.5", "n/a")
 	}
-	if l := t.at(largeSize); l != nil && small != nil && small.ChangeCPUUS > 0 {
+	if l := t.at(LargeSize); l != nil && small != nil && small.ChangeCPUUS > 0 {
 		g := l.ChangeCPUUS / small.ChangeCPUUS
-		t.addSingle("growth: per-change CPU N=50000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", verdict(true, func() bool { return g <= targetGrowth }))
+		t.AddSingle("growth: per-change CPU N=50000 / N=1000", fmt.Sprintf("%.2f", g), "≤ 1.5", Verdict(true, func() bool { return g <= targetGrowth }))
 	}
 }
 
@@ -210,7 +210,7 @@ func pipelineRows(r *Results, t *rows) {
 // and keeps the medians. The sizes take turns, run after run, so that a
 // change in the machine's load weighs on all of them alike (the growth
 // figure compares two sizes).
-func pipelineFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, res *Results) error {
+func pipelineFigures(ctx context.Context, env *Env, sizes []int, o Options, res *Results) error {
 	runs := make(map[int][]*sizeRun, len(sizes))
 	for run := range o.Runs {
 		for _, n := range sizes {
@@ -218,7 +218,7 @@ func pipelineFigures(ctx context.Context, env *nodeEnv, sizes []int, o Options, 
 			if err != nil {
 				return err
 			}
-			o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.cpu, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
+			o.Log.Info("pipeline run", "n", n, "run", run+1, "resyncCPU", r.resync.CPU, "changeCPU", r.changeCPU, "joinCPU", r.joinCPU)
 			runs[n] = append(runs[n], r)
 		}
 	}
@@ -235,20 +235,20 @@ func summarize(runs []*sizeRun, out *SizeResult) {
 		for i, r := range runs {
 			xs[i] = f(r)
 		}
-		return median(xs)
+		return Median(xs)
 	}
-	out.ResyncCPUMS = med(func(r *sizeRun) float64 { return ms(r.resync.cpu) })
-	out.ResyncWallMS = med(func(r *sizeRun) float64 { return ms(r.resync.wall) })
-	out.ResyncAllocs = med(func(r *sizeRun) float64 { return float64(r.resync.mallocs) })
+	out.ResyncCPUMS = med(func(r *sizeRun) float64 { return MS(r.resync.CPU) })
+	out.ResyncWallMS = med(func(r *sizeRun) float64 { return MS(r.resync.Wall) })
+	out.ResyncAllocs = med(func(r *sizeRun) float64 { return float64(r.resync.Mallocs) })
 	out.HeapMiB = med(func(r *sizeRun) float64 { return float64(r.heap) / (1 << 20) })
 	out.SnapshotMiB = med(func(r *sizeRun) float64 { return float64(r.snapHeap) / (1 << 20) })
-	out.ChangeCPUUS = med(func(r *sizeRun) float64 { return us(r.changeCPU) })
-	out.ChangeP50US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.50)) })
-	out.ChangeP99US = med(func(r *sizeRun) float64 { return us(percentile(r.changeWall, 0.99)) })
+	out.ChangeCPUUS = med(func(r *sizeRun) float64 { return US(r.changeCPU) })
+	out.ChangeP50US = med(func(r *sizeRun) float64 { return US(Percentile(r.changeWall, 0.50)) })
+	out.ChangeP99US = med(func(r *sizeRun) float64 { return US(Percentile(r.changeWall, 0.99)) })
 	out.ChangeAllocs = med(func(r *sizeRun) float64 { return float64(r.changeMall) / float64(len(r.changeWall)) })
 	out.ChangeBytes = med(func(r *sizeRun) float64 { return float64(r.changeByte) / float64(len(r.changeWall)) })
-	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return us(r.joinCPU) })
-	out.NodeJoinWallUS = med(func(r *sizeRun) float64 { return us(r.joinWall) })
+	out.NodeJoinCPUUS = med(func(r *sizeRun) float64 { return US(r.joinCPU) })
+	out.NodeJoinWallUS = med(func(r *sizeRun) float64 { return US(r.joinWall) })
 	out.ResyncOps = med2int(runs, func(r *sizeRun) int { return r.resyncOps })
 	out.ChangeOps = med(func(r *sizeRun) float64 { return float64(r.changeOps) / float64(len(r.changeWall)) })
 	out.JoinOps = med2int(runs, func(r *sizeRun) int { return r.joinOps })
@@ -261,5 +261,5 @@ func med2int(runs []*sizeRun, f func(r *sizeRun) int) int {
 	for i, r := range runs {
 		xs[i] = float64(f(r))
 	}
-	return int(median(xs))
+	return int(Median(xs))
 }

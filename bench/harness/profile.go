@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// startCPUProfile starts a CPU profile written to path; stop ends it
+// StartCPUProfile starts a CPU profile written to path; stop ends it
 // (once) and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
+func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -22,9 +22,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
 }
 
-// cpuProfile writes a CPU profile of work to path.
-func cpuProfile(path string, work func() error) error {
-	stop, err := startCPUProfile(path)
+// CPUProfile writes a CPU profile of work to path.
+func CPUProfile(path string, work func() error) error {
+	stop, err := StartCPUProfile(path)
 	if err != nil {
 		return err
 	}
@@ -32,10 +32,10 @@ func cpuProfile(path string, work func() error) error {
 	return work()
 }
 
-// profileFor writes a CPU profile to path of step run again and again for
+// ProfileFor writes a CPU profile to path of step run again and again for
 // d; n is how many times it ran.
-func profileFor(path string, d time.Duration, step func() error) (n int, err error) {
-	err = cpuProfile(path, func() error {
+func ProfileFor(path string, d time.Duration, step func() error) (n int, err error) {
+	err = CPUProfile(path, func() error {
 		for end := time.Now().Add(d); time.Now().Before(end); n++ {
 			if err := step(); err != nil {
 				return err
@@ -47,7 +47,7 @@ func profileFor(path string, d time.Duration, step func() error) (n int, err err
 }
 
 // profile lags one cycle, hence two).
-func writeHeapProfile(path string) error {
+func WriteHeapProfile(path string) error {
 	runtime.GC()
 	runtime.GC()
 	f, err := os.Create(path)

@@ -56,9 +56,9 @@ type RealVPPResult struct {
 // measureRealVPP programs W(n) into the real VPP on socket, which must be
 // freshly started and used by nothing else (the figure makes loopbacks and
 // tables in it): one run, since a second would find it programmed.
-func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log *slog.Logger) (*RealVPPResult, error) {
+func measureRealVPP(ctx context.Context, env *Env, n int, socket string, log *slog.Logger) (*RealVPPResult, error) {
 	w := workload.New(n)
-	evs, err := allEvents(w)
+	evs, err := AllEvents(w)
 	if err != nil {
 		return nil, err
 	}
@@ -88,15 +88,15 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 		}
 		names[i] = "loop" + strconv.Itoa(int(idx))
 	}
-	renv.cfg.Routing.HostInterconnectInterface, renv.cfg.Routing.VXLANBVIInterface = names[1], names[2]
-	renv.cfg.NodeConfig = append(renv.cfg.NodeConfig, contivconf.NodeOverride{
-		NodeName: renv.cfg.NodeName, MainInterface: &contivconf.InterfaceConfig{Name: names[0]}})
-	podVRF := renv.cfg.Routing.PodVRFID
+	renv.Config.Routing.HostInterconnectInterface, renv.Config.Routing.VXLANBVIInterface = names[1], names[2]
+	renv.Config.NodeConfig = append(renv.Config.NodeConfig, contivconf.NodeOverride{
+		NodeName: renv.Config.NodeName, MainInterface: &contivconf.InterfaceConfig{Name: names[0]}})
+	podVRF := renv.Config.Routing.PodVRFID
 	if err := do(ch, &ip.IPTableAddDel{IsAdd: true, Table: ip.IPTable{TableID: podVRF}}, &ip.IPTableAddDelReply{}); err != nil {
 		return nil, fmt.Errorf("pod VRF %d: %w", podVRF, err)
 	}
 	for _, p := range w.Pods {
-		_, tag := renv.podInterface(p.Namespace, p.Name)
+		_, tag := renv.PodInterface(p.Namespace, p.Name)
 		if _, err := loopback(ch, tag, podVRF); err != nil {
 			return nil, err
 		}
@@ -113,11 +113,11 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := p.apply(ctx, true); err != nil {
+	if err := p.Apply(ctx, true); err != nil {
 		return nil, err
 	}
-	res.ProgramMS = ms(time.Since(t0))
-	if err := p.check(); err != nil {
+	res.ProgramMS = MS(time.Since(t0))
+	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if _, res.MainHeapAfterMB, err = mainHeap(ch); err != nil {
@@ -129,10 +129,10 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 	}
 	defer closeAgain()
 	t1 := time.Now()
-	if err := again.apply(ctx, true); err != nil {
+	if err := again.Apply(ctx, true); err != nil {
 		return nil, err
 	}
-	res.ReapplyMS = ms(time.Since(t1))
+	res.ReapplyMS = MS(time.Since(t1))
 	if r, ok := again.rend.(nat44Renderer); ok {
 		st := r.Stats()
 		res.ReapplyCalls, res.ReapplyWrites = st.Calls, st.MappingsAdded+st.MappingsRemoved+st.MappingsUpdated+st.LocalsChanged
@@ -146,7 +146,7 @@ func measureRealVPP(ctx context.Context, env *nodeEnv, n int, socket string, log
 
 // realPipeline is node 1's pipeline over an agent's VPP client of its own
 // on socket, with W(N) taken in (not applied); close ends the client.
-func realPipeline(ctx context.Context, env *nodeEnv, socket string, evs *events) (*pipeline, func(), error) {
+func realPipeline(ctx context.Context, env *Env, socket string, evs *Events) (*Pipeline, func(), error) {
 	quiet := slog.New(slog.DiscardHandler)
 	conn := vpp.New(vpp.Config{Socket: socket, Logger: quiet, HealthInterval: time.Minute})
 	conn.Start(ctx)
@@ -157,12 +157,12 @@ func realPipeline(ctx context.Context, env *nodeEnv, socket string, evs *events)
 		return nil, nil, fmt.Errorf("the agent's VPP client on %s: %w", socket, err)
 	}
 	ifaces := vpp.NewInterfaces(conn, nil)
-	p, err := env.newPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
+	p, err := env.NewPipeline(vpp.NewNAT44(conn, ifaces, quiet), ifaces)
 	if err == nil {
 		err = ifaces.Refresh(ctx)
 	}
 	if err == nil {
-		err = p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap})
+		err = p.Proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.Snap})
 	}
 	if err != nil {
 		conn.Close()
@@ -260,7 +260,7 @@ func countDetails(ch api.Channel, req, reply api.Message) (int, error) {
 }
 
 // runRealVPP measures W(LargeSize) programmed into the real VPP.
-func runRealVPP(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runRealVPP(ctx context.Context, env *Env, o Options, res *Results) error {
 	o.Log.Info("real-vpp: W(N) programmed into the VPP on its socket", "n", o.LargeSize, "socket", o.VPPSocket)
 	var err error
 	res.RealVPP, err = measureRealVPP(ctx, env, o.LargeSize, o.VPPSocket, o.Log)
@@ -268,11 +268,11 @@ func runRealVPP(ctx context.Context, env *nodeEnv, o Options, res *Results) erro
 }
 
 // realVPPRows are the real-vpp figure's rows.
-func realVPPRows(r *Results, t *rows) {
+func realVPPRows(r *Results, t *Rows) {
 	if v := r.RealVPP; v != nil {
-		t.addSingle(fmt.Sprintf("W(%d) programmed into a real VPP (%s), pipelined (ms; NAT44 mappings; interfaces made first)", v.N, v.Version),
+		t.AddSingle(fmt.Sprintf("W(%d) programmed into a real VPP (%s), pipelined (ms; NAT44 mappings; interfaces made first)", v.N, v.Version),
 			fmt.Sprintf("%.0f (%d; %d)", v.ProgramMS, v.Mappings, v.Interfaces), "", "")
-		t.addSingle("… the same applied again by a second pipeline (a restart's full apply: dump read and compared) (ms; VPP calls; mapping writes)", fmt.Sprintf("%.0f (%d; %d)", v.ReapplyMS, v.ReapplyCalls, v.ReapplyWrites), "", "")
-		t.addSingle("… VPP main heap used before / after / size (MB)", fmt.Sprintf("%.1f / %.1f / %.0f", v.MainHeapBeforeMB, v.MainHeapAfterMB, v.MainHeapSizeMB), "", "")
+		t.AddSingle("… the same applied again by a second pipeline (a restart's full apply: dump read and compared) (ms; VPP calls; mapping writes)", fmt.Sprintf("%.0f (%d; %d)", v.ReapplyMS, v.ReapplyCalls, v.ReapplyWrites), "", "")
+		t.AddSingle("… VPP main heap used before / after / size (MB)", fmt.Sprintf("%.1f / %.1f / %.0f", v.MainHeapBeforeMB, v.MainHeapAfterMB, v.MainHeapSizeMB), "", "")
 	}
 }

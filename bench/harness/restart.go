@@ -44,13 +44,13 @@ type restartRun struct {
 // modelled), then restarts the agent (counting its writes), then restarts the
 // simulated VPP with its interfaces re-created lateInterfaces later and
 // measures when everything is back.
-func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
-	m, _, _, closeEtcd, err := etcdHolding(ctx, fastEtcd, n)
+func measureRestart(ctx context.Context, env *Env, n int, fastEtcd bool, logOut io.Writer) (*restartRun, error) {
+	m, _, _, closeEtcd, err := EtcdHolding(ctx, fastEtcd, n)
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	defer closeEtcd()
-	cfg, dir, removeDir, err := env.agentConfig(m.Endpoint(), "restart")
+	cfg, dir, removeDir, err := env.AgentConfig(m.Endpoint(), "restart")
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	// VPP as the agent meets it: served on its socket, with a real VPP's
 	// round trip and the main thread's walk of every mapping when an
 	// outside feature is enabled (FACTS §7).
-	v := sim.New(sim.Options{ServiceTime: serviceTime, FeatureWalk: sim.VPP2502FeatureWalk})
+	v := sim.New(sim.Options{ServiceTime: ServiceTime, FeatureWalk: sim.VPP2502FeatureWalk})
 	defer v.Close()
 	cfg.VPP.Socket = filepath.Join(dir, "api.sock")
 	srv, err := v.Serve(cfg.VPP.Socket)
@@ -76,12 +76,12 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 		done := make(chan error, 1)
 		go func() { done <- a.Run(runCtx) }()
 		stop := func() { cancel(); <-done }
-		if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
+		if err := WaitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
 			stop()
 			return nil, nil, 0, fmt.Errorf("restart: agent not ready: %w", err)
 		}
 		took := time.Since(t0)
-		if err := quiesce(ctx, a, v); err != nil {
+		if err := Quiesce(ctx, a, v); err != nil {
 			stop()
 			return nil, nil, 0, err
 		}
@@ -109,7 +109,7 @@ func measureRestart(ctx context.Context, env *nodeEnv, n int, fastEtcd bool, log
 	restarted := time.Now()
 	v.RestartWith(sim.RestartOptions{InterfacesAfter: lateInterfaces})
 	var appeared time.Time
-	err = waitUntil(ctx, restartWait, func() bool {
+	err = WaitUntil(ctx, restartWait, func() bool {
 		if !a.Ready() {
 			out.notReadySeen = true
 		}
@@ -171,7 +171,7 @@ func firstDiff(want, have string) string {
 var restartWait = 5 * time.Minute
 
 // runRestart measures the restarts at restartSizes.
-func runRestart(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
+func runRestart(ctx context.Context, env *Env, o Options, res *Results) error {
 	for _, n := range restartSizes(res.sizes) {
 		o.Log.Info("restarts", "n", n)
 		r, err := measureRestart(ctx, env, n, o.FastEtcd, o.AgentLog)
@@ -191,18 +191,18 @@ func runRestart(ctx context.Context, env *nodeEnv, o Options, res *Results) erro
 }
 
 // restartRows are the restart figure's rows, by N.
-func restartRows(r *Results, t *rows) {
+func restartRows(r *Results, t *Rows) {
 	for _, n := range slices.Sorted(maps.Keys(r.Restart)) {
 		x := r.Restart[n]
-		t.addSingle(fmt.Sprintf("agent restart against W(%s) programmed: VPP writes (start to ready, s)", n),
-			fmt.Sprintf("%d (%.2f)", x.AgentWrites, x.AgentReadyS), "0", verdict(true, func() bool { return x.AgentWrites == 0 }))
+		t.AddSingle(fmt.Sprintf("agent restart against W(%s) programmed: VPP writes (start to ready, s)", n),
+			fmt.Sprintf("%d (%.2f)", x.AgentWrites, x.AgentReadyS), "0", Verdict(true, func() bool { return x.AgentWrites == 0 }))
 		limit := restartTarget(n)
-		t.addSingle(fmt.Sprintf("VPP restart, interfaces %.1f s late, W(%s): all back and ready after they appear (s; writes)", x.InterfacesAfterS, n),
+		t.AddSingle(fmt.Sprintf("VPP restart, interfaces %.1f s late, W(%s): all back and ready after they appear (s; writes)", x.InterfacesAfterS, n),
 			fmt.Sprintf("%.2f (%d)", x.RecoveryS, x.ReprogramWrites), fmt.Sprintf("≤ %g", limit.Seconds()),
-			verdict(limit > 0, func() bool { return x.RecoveryS <= limit.Seconds() }))
-		t.addSingle("… counted from the VPP restart (s)", fmt.Sprintf("%.2f", x.TotalS), "", "")
-		t.addSingle("… VPP's main thread walking the mappings for interface features (s)", fmt.Sprintf("%.3f", x.FeatureWalkS), "", "")
-		t.addSingle("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", verdict(true, func() bool { return x.NotReadySeen }))
+			Verdict(limit > 0, func() bool { return x.RecoveryS <= limit.Seconds() }))
+		t.AddSingle("… counted from the VPP restart (s)", fmt.Sprintf("%.2f", x.TotalS), "", "")
+		t.AddSingle("… VPP's main thread walking the mappings for interface features (s)", fmt.Sprintf("%.3f", x.FeatureWalkS), "", "")
+		t.AddSingle("… not ready in between", strconv.FormatBool(x.NotReadySeen), "true", Verdict(true, func() bool { return x.NotReadySeen }))
 	}
 }
 

@@ -234,7 +234,7 @@ func (r *Results) WriteJSON(w io.Writer) error {
 
 // Targets of BENCH.md, for a 2-core machine.
 const (
-	targetSize         = 10000
+	TargetSize         = 10000
 	targetGrowthFrom   = 1000
 	targetChangeCPUUS  = 10
 	targetGrowth       = 1.5
@@ -259,15 +259,15 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		slices.Sort(sizes)
 	}
-	t := &rows{r: r, sizes: sizes}
+	t := &Rows{r: r, sizes: sizes}
 	for _, f := range registry() {
 		f.rows(r, t)
 	}
 	return (&table{sizes: sizes, rows: append(t.perN, t.single...)}).write(w)
 }
 
-// verdict is "yes" or "NO" when the target can be judged, else "n/a".
-func verdict(judged bool, met func() bool) string {
+// Verdict is "yes" or "NO" when the target can be judged, else "n/a".
+func Verdict(judged bool, met func() bool) string {
 	switch {
 	case !judged:
 		return "n/a"
@@ -305,8 +305,8 @@ func (t *table) write(w io.Writer) error {
 	return err
 }
 
-// sortedNumeric is m's keys in numeric order.
-func sortedNumeric[V any](m map[string]V) []string {
+// SortedNumeric is m's keys in numeric order.
+func SortedNumeric[V any](m map[string]V) []string {
 	ks := slices.Collect(maps.Keys(m))
 	slices.SortFunc(ks, func(a, b string) int {
 		x, _ := strconv.Atoi(a)
@@ -316,8 +316,8 @@ func sortedNumeric[V any](m map[string]V) []string {
 	return ks
 }
 
-// fmtList formats xs with format, comma-separated.
-func fmtList(xs []float64, format string) string {
+// FmtList formats xs with format, comma-separated.
+func FmtList(xs []float64, format string) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
 		parts[i] = fmt.Sprintf(format, x)

@@ -26,58 +26,58 @@ import (
 	"contiv.dev/vpp/servicerenderer/nat44"
 )
 
-// serviceTime is the simulated VPP's service time in the figures over its
+// ServiceTime is the simulated VPP's service time in the figures over its
 // socket: about a real VPP 25.02's synchronous round trip (FACTS §7:
 // ~0.23 ms per request/reply on the measuring machine).
-const serviceTime = 200 * time.Microsecond
+const ServiceTime = 200 * time.Microsecond
 
-// programSize is the N of the programming and start-up figures.
-const programSize = 10000
+// ProgramSize is the N of the programming and start-up figures.
+const ProgramSize = 10000
 
-// vppProgramRun is W(N) programmed in full into an empty VPP served on a
+// ProgramRun is W(N) programmed in full into an empty VPP served on a
 // unix socket, through the agent's VPP client (govpp's socket client).
-type vppProgramRun struct {
-	calls              int
-	syncMS, pipelineMS float64
+type ProgramRun struct {
+	Calls              int
+	SyncMS, PipelinedMS float64
 }
 
 // measureVPPProgram times the full apply of W(n) into a fresh simulated
 // VPP served on a socket with serviceTime per request, with every call
 // waiting for its answer and pipelined, taking turns, runs times each;
 // the medians are kept.
-func measureVPPProgram(ctx context.Context, env *nodeEnv, n, runs int, log *slog.Logger) (*vppProgramRun, error) {
-	return measureProgram(ctx, env, n, runs, false, log)
+func measureVPPProgram(ctx context.Context, env *Env, n, runs int, log *slog.Logger) (*ProgramRun, error) {
+	return MeasureProgram(ctx, env, n, runs, false, log)
 }
 
-// measureProgram is measureVPPProgram through the NAT44 renderer, or with
+// MeasureProgram is measureVPPProgram through the NAT44 renderer, or with
 // useCNAT the cnat renderer.
-func measureProgram(ctx context.Context, env *nodeEnv, n, runs int, useCNAT bool, log *slog.Logger) (*vppProgramRun, error) {
+func MeasureProgram(ctx context.Context, env *Env, n, runs int, useCNAT bool, log *slog.Logger) (*ProgramRun, error) {
 	w := workload.New(n)
-	evs, err := allEvents(w)
+	evs, err := AllEvents(w)
 	if err != nil {
 		return nil, err
 	}
-	out := &vppProgramRun{}
+	out := &ProgramRun{}
 	var syncMS, pipeMS []float64
 	for run := range runs {
 		for _, pipelined := range []bool{false, true} {
-			took, calls, err := programOnce(ctx, env, w, evs, pipelined, useCNAT)
+			took, calls, err := ProgramOnce(ctx, env, w, evs, pipelined, useCNAT)
 			if err != nil {
 				return nil, fmt.Errorf("n=%d (pipelined %v): %w", n, pipelined, err)
 			}
 			log.Info("W(N) programmed over the socket", "n", n, "run", run+1, "cnat", useCNAT, "pipelined", pipelined, "took", took, "calls", calls)
 			if pipelined {
-				pipeMS = append(pipeMS, ms(took))
+				pipeMS = append(pipeMS, MS(took))
 			} else {
-				syncMS = append(syncMS, ms(took))
+				syncMS = append(syncMS, MS(took))
 			}
-			if out.calls != 0 && calls != out.calls {
-				return nil, fmt.Errorf("n=%d: %d calls and %d calls for the same programming", n, out.calls, calls)
+			if out.Calls != 0 && calls != out.Calls {
+				return nil, fmt.Errorf("n=%d: %d calls and %d calls for the same programming", n, out.Calls, calls)
 			}
-			out.calls = calls
+			out.Calls = calls
 		}
 	}
-	out.syncMS, out.pipelineMS = median(syncMS), median(pipeMS)
+	out.SyncMS, out.PipelinedMS = Median(syncMS), Median(pipeMS)
 	return out, nil
 }
 
@@ -91,12 +91,12 @@ type synchronous struct {
 // synchronousCNAT is synchronous for the cnat client.
 type synchronousCNAT struct{ cnat.VPP }
 
-// programOnce is one full apply of W(N) into an empty socket-served VPP:
+// ProgramOnce is one full apply of W(N) into an empty socket-served VPP:
 // its wall time and the binary-API calls the VPP received; with useCNAT
 // through the cnat renderer.
-func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *events, pipelined, useCNAT bool) (time.Duration, int, error) {
+func ProgramOnce(ctx context.Context, env *Env, w *workload.Workload, evs *Events, pipelined, useCNAT bool) (time.Duration, int, error) {
 	quiet := slog.New(slog.DiscardHandler)
-	v, err := nodeVPP(env, w, sim.Options{ServiceTime: serviceTime})
+	v, err := NodeVPP(env, w, sim.Options{ServiceTime: ServiceTime})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -129,34 +129,34 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 	if err := ifaces.Refresh(ctx); err != nil {
 		return 0, 0, fmt.Errorf("simulated VPP interfaces: %w", err)
 	}
-	var p *pipeline
+	var p *Pipeline
 	if useCNAT {
 		var client cnat.VPP = vpp.NewCNAT(conn, ifaces, quiet)
 		if !pipelined {
 			client = synchronousCNAT{client}
 		}
-		p, err = env.newCNATPipeline(client, ifaces)
+		p, err = env.NewCNATPipeline(client, ifaces)
 	} else {
 		nc := vpp.NewNAT44(conn, ifaces, quiet)
 		var client nat44.VPP = nc
 		if !pipelined {
 			client = synchronous{nc, nc}
 		}
-		p, err = env.newPipeline(client, ifaces)
+		p, err = env.NewPipeline(client, ifaces)
 	}
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := p.proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.snap}); err != nil {
+	if err := p.Proc.Resync(ctx, &controller.ResyncEvent{Kind: controller.ResyncStartup, State: evs.Snap}); err != nil {
 		return 0, 0, err
 	}
 	v.ResetCalls()
 	t0 := time.Now()
-	if err := p.apply(ctx, true); err != nil {
+	if err := p.Apply(ctx, true); err != nil {
 		return 0, 0, err
 	}
 	took := time.Since(t0)
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return 0, 0, err
 	}
 	calls := 0
@@ -166,25 +166,25 @@ func programOnce(ctx context.Context, env *nodeEnv, w *workload.Workload, evs *e
 	return took, calls, nil
 }
 
-// nodeVPP is a simulated VPP with node 1's interfaces and W's local pods'.
-func nodeVPP(env *nodeEnv, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
+// NodeVPP is a simulated VPP with node 1's interfaces and W's local pods'.
+func NodeVPP(env *Env, w *workload.Workload, opts sim.Options) (*sim.VPP, error) {
 	v := sim.New(opts)
-	v.CreateTable(env.cfg.Routing.PodVRFID) // the startup configuration's pod VRF
-	if err := env.addInterfaces(v, w); err != nil {
+	v.CreateTable(env.Config.Routing.PodVRFID) // the startup configuration's pod VRF
+	if err := env.AddInterfaces(v, w); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // addInterfaces gives v node 1's interfaces and those of W's local pods.
-func (e *nodeEnv) addInterfaces(v *sim.VPP, w *workload.Workload) error {
-	for _, name := range []string{mainNIC, e.cfg.Routing.HostInterconnectInterface, e.cfg.Routing.VXLANBVIInterface} {
+func (e *Env) AddInterfaces(v *sim.VPP, w *workload.Workload) error {
+	for _, name := range []string{MainNIC, e.Config.Routing.HostInterconnectInterface, e.Config.Routing.VXLANBVIInterface} {
 		if _, err := v.AddInterface(name, ""); err != nil {
 			return err
 		}
 	}
 	for _, p := range w.Pods {
-		name, tag := e.podInterface(p.Namespace, p.Name)
+		name, tag := e.PodInterface(p.Namespace, p.Name)
 		if _, err := v.AddInterface(name, tag); err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func (socketServed) Adapter() adapter.VppAPI { return nil }
 // against a socket-served simulated VPP with serviceTime per request:
 // first empty, then, after stopping it, again against the VPP it
 // programmed; runs times, each with a new VPP, keeping the medians.
-func measureStartup(ctx context.Context, env *nodeEnv, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+func measureStartup(ctx context.Context, env *Env, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
 	return measureStartupOf(ctx, env, n, runs, startupOpts{fastEtcd: fastEtcd}, logOut, log)
 }
 
@@ -260,18 +260,18 @@ type startupOpts struct {
 
 // measureStartupOf is measureStartup with opts; with opts.heap.measure it
 // also measures the agent's live heap after its second start of each run.
-func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts startupOpts, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
+func measureStartupOf(ctx context.Context, env *Env, n, runs int, opts startupOpts, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
 	endpoint, cli, etcdCPU, closeEtcd, err := startupEtcd(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
 	opts.etcdCPU = etcdCPU
 	defer closeEtcd()
-	w, err := loadW(ctx, cli, n)
+	w, err := LoadW(ctx, cli, n)
 	if err != nil {
 		return nil, fmt.Errorf("startup: %w", err)
 	}
-	cfg, dir, removeDir, err := env.agentConfig(endpoint, "startup")
+	cfg, dir, removeDir, err := env.AgentConfig(endpoint, "startup")
 	if err != nil {
 		return nil, err
 	}
@@ -292,16 +292,16 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 		log.Info("agent start to ready over the socket", "n", n, "run", run+1, "etcdApart", opts.etcdApart, "vppApart", opts.vppApart, "empty", e.took, "programmed", p.took,
 			"emptyCPU", e.cpu, "programmedCPU", p.cpu, "heapMiB", p.heapMiB, "programmedMem", p.mem,
 			"programmedEtcdCPU", p.etcdCPU, "programmedVPPCPU", p.vppCPU)
-		empty, programmed = append(empty, ms(e.took)), append(programmed, ms(p.took))
-		emptyCPU, programmedCPU = append(emptyCPU, ms(e.cpu)), append(programmedCPU, ms(p.cpu))
+		empty, programmed = append(empty, MS(e.took)), append(programmed, MS(p.took))
+		emptyCPU, programmedCPU = append(emptyCPU, MS(e.cpu)), append(programmedCPU, MS(p.cpu))
 		heaps = append(heaps, p.heapMiB)
 		out.programmedMem = p.mem
-		progEtcd, progVPP = append(progEtcd, ms(p.etcdCPU)), append(progVPP, ms(p.vppCPU))
+		progEtcd, progVPP = append(progEtcd, MS(p.etcdCPU)), append(progVPP, MS(p.vppCPU))
 		out.emptyWrites, out.programmedWrites = e.writes, p.writes
 	}
-	out.emptyMS, out.programmedMS, out.heapMiB = median(empty), median(programmed), median(heaps)
-	out.emptyCPUMS, out.programmedCPUMS = median(emptyCPU), median(programmedCPU)
-	out.programmedEtcdCPUMS, out.programmedVPPCPUMS = median(progEtcd), median(progVPP)
+	out.emptyMS, out.programmedMS, out.heapMiB = Median(empty), Median(programmed), Median(heaps)
+	out.emptyCPUMS, out.programmedCPUMS = Median(emptyCPU), Median(programmedCPU)
+	out.programmedEtcdCPUMS, out.programmedVPPCPUMS = Median(progEtcd), Median(progVPP)
 	return out, nil
 }
 
@@ -310,7 +310,7 @@ func measureStartupOf(ctx context.Context, env *nodeEnv, n, runs int, opts start
 // With etcd apart, cpu is its process's CPU so far (nil in process).
 func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *clientv3.Client, cpu func() (time.Duration, error), closeEtcd func(), err error) {
 	if !opts.etcdApart {
-		m, cli, closeEtcd, err := embeddedEtcd(ctx, opts.fastEtcd)
+		m, cli, closeEtcd, err := EmbeddedEtcd(ctx, opts.fastEtcd)
 		if err != nil {
 			return "", nil, nil, nil, err
 		}
@@ -324,25 +324,25 @@ func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *c
 	if opts.fastEtcd {
 		fast = "1"
 	}
-	c, err := startChild(roleEtcd, childDirEnv+"="+dir, childFastEnv+"="+fast)
+	c, err := StartChild(RoleEtcd, childDirEnv+"="+dir, childFastEnv+"="+fast)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, nil, nil, err
 	}
 	closeAll := func() {
-		c.close()
+		c.Close()
 		_ = os.RemoveAll(dir)
 	}
-	cli, err = etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{c.endpoint}, DialTimeout: 10 * time.Second})
+	cli, err = etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{c.Endpoint}, DialTimeout: 10 * time.Second})
 	if err != nil {
 		closeAll()
 		return "", nil, nil, nil, err
 	}
 	cpu = func() (time.Duration, error) {
-		st, err := c.stats("cpu")
+		st, err := c.Stats("cpu")
 		return time.Duration(st.CPUNS), err
 	}
-	return strings.TrimPrefix(c.endpoint, "http://"), cli, cpu, func() {
+	return strings.TrimPrefix(c.Endpoint, "http://"), cli, cpu, func() {
 		_ = cli.Close()
 		closeAll()
 	}, nil
@@ -354,15 +354,15 @@ func startupEtcd(ctx context.Context, opts startupOpts) (endpoint string, cli *c
 // goroutines to be back to at most before, then collects until the heap
 // stops falling.
 func settledHeap(ctx context.Context, before int) (uint64, error) {
-	if err := waitUntil(ctx, 3*time.Second, func() bool { return runtime.NumGoroutine() <= before }); err != nil && ctx.Err() != nil {
+	if err := WaitUntil(ctx, 3*time.Second, func() bool { return runtime.NumGoroutine() <= before }); err != nil && ctx.Err() != nil {
 		return 0, err
 	}
-	h := heapAfterGC()
+	h := HeapAfterGC()
 	for range 30 {
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 			return 0, err
 		}
-		next := heapAfterGC()
+		next := HeapAfterGC()
 		if next+(1<<20) > h {
 			return min(h, next), nil
 		}
@@ -391,7 +391,7 @@ type started struct {
 // the time and this process's CPU that took, and stop, which stops it
 // (the first call; later ones do nothing). On error nothing runs.
 func runUntilReady(ctx context.Context, opts agent.Options) (a *agent.Agent, took, cpu time.Duration, stop func(), err error) {
-	t0, cpu0 := time.Now(), cpuTime()
+	t0, cpu0 := time.Now(), CPUTime()
 	if a, err = agent.New(ctx, opts); err != nil {
 		return nil, 0, 0, nil, fmt.Errorf("startup: agent: %w", err)
 	}
@@ -399,11 +399,11 @@ func runUntilReady(ctx context.Context, opts agent.Options) (a *agent.Agent, too
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
 	stop = sync.OnceFunc(func() { cancel(); <-done })
-	if err := waitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
+	if err := WaitUntil(ctx, 5*time.Minute, a.Ready); err != nil {
 		stop()
 		return nil, 0, 0, nil, fmt.Errorf("startup: agent not ready: %w", err)
 	}
-	return a, time.Since(t0), cpuTime() - cpu0, stop, nil
+	return a, time.Since(t0), CPUTime() - cpu0, stop, nil
 }
 
 // startTwice starts the agent against a new, empty socket-served VPP,
@@ -412,7 +412,7 @@ func runUntilReady(ctx context.Context, opts agent.Options) (a *agent.Agent, too
 // full collection with the agent running less the same once it stopped
 // (etcd and the simulated VPP hold the same in both).
 func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logOut io.Writer) (empty, programmed started, err error) {
-	v := sim.New(sim.Options{ServiceTime: serviceTime})
+	v := sim.New(sim.Options{ServiceTime: ServiceTime})
 	defer v.Close()
 	srv, err := v.Serve(cfg.VPP.Socket)
 	if err != nil {
@@ -428,21 +428,21 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 		}
 		defer stop()
 		s = started{took: took, cpu: cpu, writes: v.Writes()}
-		if err := quiesce(ctx, a, v); err != nil {
+		if err := Quiesce(ctx, a, v); err != nil {
 			return started{}, err
 		}
 		if fs := a.Renderer().Failures(); len(fs) > 0 {
 			return started{}, fmt.Errorf("startup: NAT44 objects VPP refused: %d, first %+v", len(fs), fs[0])
 		}
 		if heap.profile != "" {
-			if err := writeHeapProfile(heap.profile); err != nil {
+			if err := WriteHeapProfile(heap.profile); err != nil {
 				return started{}, err
 			}
 		}
 		if heap.measure {
 			// Two collections: a sync.Pool's objects (gRPC's receive
 			// buffers: a listing's pages of up to 4000 values) survive one.
-			with := liveHeapAfterGC()
+			with := LiveHeapAfterGC()
 			stop()
 			after, err := settledHeap(ctx, goroutines)
 			if err != nil {
@@ -465,52 +465,52 @@ func startTwice(ctx context.Context, cfg contivconf.Config, heap heapProbe, logO
 }
 
 // runVPPProgram measures W(ProgramSize) programmed over the socket.
-func runVPPProgram(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
-	o.Log.Info("W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", serviceTime)
+func runVPPProgram(ctx context.Context, env *Env, o Options, res *Results) error {
+	o.Log.Info("W(N) programmed over the socket, synchronous and pipelined", "n", o.ProgramSize, "serviceTime", ServiceTime)
 	r, err := measureVPPProgram(ctx, env, o.ProgramSize, min(o.Runs, 3), o.Log)
 	if err != nil {
 		return err
 	}
 	res.VPPProgram = &VPPProgramResult{
-		Calls: r.calls, ServiceUS: us(serviceTime), SyncMS: r.syncMS, PipelinedMS: r.pipelineMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
+		Calls: r.Calls, ServiceUS: US(ServiceTime), SyncMS: r.SyncMS, PipelinedMS: r.PipelinedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
 	}
 	return nil
 }
 
 // vppProgramRows are the vpp-program figure's rows.
-func vppProgramRows(r *Results, t *rows) { programRows(t, "", r.VPPProgram) }
+func vppProgramRows(r *Results, t *Rows) { ProgramRows(t, "", r.VPPProgram) }
 
-// programRows are the rows of W(N) programmed over the socket (p nil: none).
-func programRows(t *rows, prefix string, p *VPPProgramResult) {
+// ProgramRows are the rows of W(N) programmed over the socket (p nil: none).
+func ProgramRows(t *Rows, prefix string, p *VPPProgramResult) {
 	if p == nil {
 		return
 	}
-	t.addSingle(fmt.Sprintf("%sW(%d) programmed over the VPP socket, %.0f µs per request, median of %d: synchronous (ms; calls)", prefix, p.N, p.ServiceUS, p.Runs),
+	t.AddSingle(fmt.Sprintf("%sW(%d) programmed over the VPP socket, %.0f µs per request, median of %d: synchronous (ms; calls)", prefix, p.N, p.ServiceUS, p.Runs),
 		fmt.Sprintf("%.0f (%d)", p.SyncMS, p.Calls), "", "")
-	t.addSingle("… pipelined (ms; calls/s)", fmt.Sprintf("%.0f (%.0f/s)", p.PipelinedMS, float64(p.Calls)/(p.PipelinedMS/1000)),
-		"≤ 500", verdict(p.N == targetSize, func() bool { return p.PipelinedMS <= targetPipelinedMS }))
+	t.AddSingle("… pipelined (ms; calls/s)", fmt.Sprintf("%.0f (%.0f/s)", p.PipelinedMS, float64(p.Calls)/(p.PipelinedMS/1000)),
+		"≤ 500", Verdict(p.N == TargetSize, func() bool { return p.PipelinedMS <= targetPipelinedMS }))
 }
 
 // runStartup measures the agent's start to ready over the socket.
-func runStartup(ctx context.Context, env *nodeEnv, o Options, res *Results) error {
-	o.Log.Info("agent start to ready over the socket", "n", o.ProgramSize, "serviceTime", serviceTime)
+func runStartup(ctx context.Context, env *Env, o Options, res *Results) error {
+	o.Log.Info("agent start to ready over the socket", "n", o.ProgramSize, "serviceTime", ServiceTime)
 	r, err := measureStartup(ctx, env, o.ProgramSize, min(o.Runs, 3), o.FastEtcd, o.AgentLog, o.Log)
 	if err != nil {
 		return err
 	}
 	res.Startup = &StartupResult{
 		EmptyMS: r.emptyMS, ProgrammedMS: r.programmedMS, N: o.ProgramSize, Runs: min(o.Runs, 3),
-		EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: us(serviceTime),
+		EmptyWrites: r.emptyWrites, ProgrammedWrites: r.programmedWrites, ServiceUS: US(ServiceTime),
 	}
 	return nil
 }
 
 // startupRows are the startup figure's rows.
-func startupRows(r *Results, t *rows) {
+func startupRows(r *Results, t *Rows) {
 	if s := r.Startup; s != nil {
-		t.addSingle(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket, median of %d (ms; VPP writes)", s.N, s.Runs),
-			fmt.Sprintf("%.0f (%d)", s.EmptyMS, s.EmptyWrites), "≤ 1000", verdict(s.N == targetSize, func() bool { return s.EmptyMS <= targetStartupEmptyMS }))
-		t.addSingle("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
-			"≤ 500", verdict(s.N == targetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
+		t.AddSingle(fmt.Sprintf("agent start to ready, W(%d), empty VPP over its socket, median of %d (ms; VPP writes)", s.N, s.Runs),
+			fmt.Sprintf("%.0f (%d)", s.EmptyMS, s.EmptyWrites), "≤ 1000", Verdict(s.N == TargetSize, func() bool { return s.EmptyMS <= targetStartupEmptyMS }))
+		t.AddSingle("… VPP already programmed (ms; VPP writes)", fmt.Sprintf("%.0f (%d)", s.ProgrammedMS, s.ProgrammedWrites),
+			"≤ 500", Verdict(s.N == TargetSize, func() bool { return s.ProgrammedMS <= targetStartupProgramMS }))
 	}
 }

@@ -42,11 +42,11 @@ type vppChildSpec struct {
 }
 
 // vppSpec is node 1's VPP for cfg holding W(n)'s local pods.
-func vppSpec(env *nodeEnv, cfg contivconf.Config, w *workload.Workload) vppChildSpec {
-	node := env.node(cfg.Renderer)
-	s := vppChildSpec{Socket: cfg.VPP.Socket, ServiceTime: serviceTime, PodVRF: cfg.Routing.PodVRFID, Node: simnode.Interfaces(&node)}
+func vppSpec(env *Env, cfg contivconf.Config, w *workload.Workload) vppChildSpec {
+	node := env.Node(cfg.Renderer)
+	s := vppChildSpec{Socket: cfg.VPP.Socket, ServiceTime: ServiceTime, PodVRF: cfg.Routing.PodVRFID, Node: simnode.Interfaces(&node)}
 	for _, p := range w.Pods {
-		_, tag := env.podInterface(p.Namespace, p.Name)
+		_, tag := env.PodInterface(p.Namespace, p.Name)
 		s.Pods = append(s.Pods, simnode.PodSpec(p.Namespace, p.Name, p, tag, s.PodVRF))
 	}
 	return s
@@ -54,7 +54,7 @@ func vppSpec(env *nodeEnv, cfg contivconf.Config, w *workload.Workload) vppChild
 
 // runVPPChild serves the simulated VPP of the spec at path: its stats
 // are the VPP writes since the last "reset" and the crashes.
-func runVPPChild(path string) (endpoint string, stats func() childStats, reset func(), closeAll func(), err error) {
+func runVPPChild(path string) (endpoint string, stats func() ChildStats, reset func(), closeAll func(), err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", nil, nil, nil, err
@@ -79,7 +79,7 @@ func runVPPChild(path string) (endpoint string, stats func() childStats, reset f
 		v.Close()
 		return "", nil, nil, nil, fmt.Errorf("vpp child: %w", err)
 	}
-	stats = func() childStats { return childStats{Writes: int64(v.Writes()), Crashes: int64(v.Crashes())} }
+	stats = func() ChildStats { return ChildStats{Writes: int64(v.Writes()), Crashes: int64(v.Crashes())} }
 	return srv.Path(), stats, v.ResetCalls, func() { _ = srv.Close(); v.Close() }, nil
 }
 
@@ -97,20 +97,20 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return empty, programmed, err
 	}
-	c, err := startChild(roleVPP, childVPPEnv+"="+path)
+	c, err := StartChild(roleVPP, childVPPEnv+"="+path)
 	if err != nil {
 		return empty, programmed, err
 	}
-	defer c.close()
+	defer c.Close()
 	// others reads the etcd and VPP children's CPU (VPP's writes since
 	// reset with it).
-	others := func(what string) (etcdCPU time.Duration, vpp childStats, err error) {
+	others := func(what string) (etcdCPU time.Duration, vpp ChildStats, err error) {
 		if opts.etcdCPU != nil {
 			if etcdCPU, err = opts.etcdCPU(); err != nil {
 				return 0, vpp, err
 			}
 		}
-		vpp, err = c.stats(what)
+		vpp, err = c.Stats(what)
 		return etcdCPU, vpp, err
 	}
 	start := func(profile string) (s started, err error) {
@@ -130,7 +130,7 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 		}
 		stopProfile := func() {}
 		if profile != "" {
-			if stopProfile, err = startCPUProfile(profile); err != nil {
+			if stopProfile, err = StartCPUProfile(profile); err != nil {
 				return s, err
 			}
 			defer stopProfile()
@@ -158,7 +158,7 @@ func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSp
 	if empty.writes == 0 || programmed.writes != 0 {
 		return empty, programmed, fmt.Errorf("startup: %d VPP writes to program W(N), %d on the programmed VPP (want some, then none)", empty.writes, programmed.writes)
 	}
-	st, err := c.stats("cpu")
+	st, err := c.Stats("cpu")
 	if err == nil && st.Crashes != 0 {
 		err = fmt.Errorf("startup: the simulated VPP crashed %d times", st.Crashes)
 	}
