@@ -50,7 +50,7 @@ func EtcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, erro
 // every object through kubestate.Writer (batched transactions), and the
 // NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
 // agent, which claims ID 1, the lowest free one.
-// EtcdHolding starts an embedded etcd (embeddedEtcd) and loads W(n) into
+// EtcdHolding starts an embedded etcd (EmbeddedEtcd) and loads W(n) into
 // it.
 func EtcdHolding(ctx context.Context, fast bool, n int) (m *embedded.Member, cli *clientv3.Client, w *workload.Workload, close func(), err error) {
 	if m, cli, close, err = EmbeddedEtcd(ctx, fast); err != nil {

@@ -20,7 +20,7 @@ const (
 )
 
 // LargeResult is W(N) at the large N over the simulated VPP's socket
-// (serviceTime per request): the full programming, pipelined; the real
+// (core.ServiceTime per request): the full programming, pipelined; the real
 // agent's start to ready, empty and programmed; the agent's live heap.
 type LargeResult struct {
 	N int `json:"n"`

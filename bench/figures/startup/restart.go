@@ -41,7 +41,7 @@ type restartRun struct {
 }
 
 // measureRestart programs W(n) through the real agent into a simulated
-// VPP served on its socket (serviceTime per request, the feature walk
+// VPP served on its socket (core.ServiceTime per request, the feature walk
 // modelled), then restarts the agent (counting its writes), then restarts the
 // simulated VPP with its interfaces re-created lateInterfaces later and
 // measures when everything is back.

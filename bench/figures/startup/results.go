@@ -42,7 +42,7 @@ func Large() core.Figure {
 }
 
 // ChildRoles are the children the large figure starts besides etcd: the
-// simulated VPP and the agent, each in a process of its own (RunChild).
+// simulated VPP and the agent, each in a process of its own (core.RunChild).
 func ChildRoles() map[string]core.Role {
 	return map[string]core.Role{roleVPP: vppRole, roleAgent: agentRole}
 }

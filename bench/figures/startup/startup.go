@@ -52,7 +52,7 @@ type socketServed struct{ agent.Dataplane }
 func (socketServed) Adapter() adapter.VppAPI { return nil }
 
 // measureStartup starts the real agent with W(n) in an embedded etcd
-// against a socket-served simulated VPP with serviceTime per request:
+// against a socket-served simulated VPP with core.ServiceTime per request:
 // first empty, then, after stopping it, again against the VPP it
 // programmed; runs times, each with a new VPP, keeping the medians.
 func measureStartup(ctx context.Context, env *core.Env, n, runs int, fastEtcd bool, logOut io.Writer, log *slog.Logger) (*startupRun, error) {
@@ -71,7 +71,7 @@ type heapProbe struct {
 type startupOpts struct {
 	fastEtcd bool
 	heap     heapProbe
-	// etcdApart runs etcd in a process of its own (a child: RunChild), as
+	// etcdApart runs etcd in a process of its own (a child: core.RunChild), as
 	// it is deployed (a StatefulSet), instead of in the benchmark's: its
 	// CPU and garbage are then not on the agent's clock.
 	etcdApart bool
