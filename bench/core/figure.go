@@ -29,37 +29,46 @@ type Figure interface {
 	Rows(res *Results, t *Rows)
 }
 
-// Spec describes a figure whose family keeps its results in a T (one
-// per Results, shared by the family's figures: see Part).
-type Spec[T any] struct {
-	Name          FigureName
-	Measures      string
-	OnlyWhenNamed bool
-	// Check, when set, refuses options the figure cannot work with.
-	Check func(o Options) error
-	Run   func(ctx context.Context, env *Env, o Options, res *Results, into *T) error
-	Rows  func(res *Results, from *T, t *Rows)
+// NewFigure is the figure named name that measures what measures says,
+// by run, and adds rows to the table. Its family keeps its results in a T
+// (one per Results, shared by the family's figures: Part), which run
+// fills and rows reads.
+func NewFigure[T any](name FigureName, measures string,
+	run func(ctx context.Context, env *Env, o Options, res *Results, into *T) error,
+	rows func(res *Results, from *T, t *Rows)) Figure {
+	return figure[T]{name: name, measures: measures, run: run, rows: rows}
 }
 
-// NewFigure is the Figure s describes.
-func NewFigure[T any](s Spec[T]) Figure { return figure[T]{s} }
-
-type figure[T any] struct{ s Spec[T] }
-
-func (f figure[T]) Name() FigureName     { return f.s.Name }
-func (f figure[T]) Measures() string     { return f.s.Measures }
-func (f figure[T]) OnlyWhenNamed() bool  { return f.s.OnlyWhenNamed }
-func (f figure[T]) Prepare(res *Results) { Part[T](res) }
-
-func (f figure[T]) Check(o Options) error {
-	if f.s.Check == nil {
-		return nil
-	}
-	return f.s.Check(o)
+// OnlyWhenNamed is f measured only when Options.Figures names it, for a
+// figure that needs what the machine may not have; check refuses the
+// options it cannot work with.
+func OnlyWhenNamed(f Figure, check func(o Options) error) Figure {
+	return named{f, check}
 }
+
+type figure[T any] struct {
+	name     FigureName
+	measures string
+	run      func(ctx context.Context, env *Env, o Options, res *Results, into *T) error
+	rows     func(res *Results, from *T, t *Rows)
+}
+
+func (f figure[T]) Name() FigureName           { return f.name }
+func (f figure[T]) Measures() string           { return f.measures }
+func (f figure[T]) OnlyWhenNamed() bool        { return false }
+func (f figure[T]) Check(Options) error        { return nil }
+func (f figure[T]) Prepare(res *Results)       { Part[T](res) }
+func (f figure[T]) Rows(res *Results, t *Rows) { f.rows(res, Part[T](res), t) }
 
 func (f figure[T]) Run(ctx context.Context, env *Env, o Options, res *Results) error {
-	return f.s.Run(ctx, env, o, res, Part[T](res))
+	return f.run(ctx, env, o, res, Part[T](res))
 }
 
-func (f figure[T]) Rows(res *Results, t *Rows) { f.s.Rows(res, Part[T](res), t) }
+// named is a Figure measured only when named.
+type named struct {
+	Figure
+	check func(o Options) error
+}
+
+func (named) OnlyWhenNamed() bool     { return true }
+func (n named) Check(o Options) error { return n.check(o) }

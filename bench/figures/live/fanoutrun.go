@@ -156,8 +156,8 @@ func availableMemory() uint64 {
 	return 1 << 62
 }
 
-// runFanout measures the fan-out figure into res.
-func runFanout(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, res *Results) error {
+// RunFanout measures the fan-out figure into res.
+func RunFanout(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, res *Results) error {
 	o.Log.Info("fan-out: K agents against one etcd", "ks", o.FanoutKs, "n", o.FanoutSize, "changes", o.FanoutChanges)
 	r, err := measureFanout(ctx, env, fanoutParams{n: o.FanoutSize, ks: o.FanoutKs, changes: o.FanoutChanges, fast: o.FastEtcd, log: o.Log})
 	if err != nil {
@@ -176,8 +176,8 @@ func runFanout(ctx context.Context, env *core.Env, o core.Options, _ *core.Resul
 	return nil
 }
 
-// fanoutRows are the fan-out figure's rows, by K.
-func fanoutRows(_ *core.Results, r *Results, t *core.Rows) {
+// FanoutRows are the fan-out figure's rows, by K.
+func FanoutRows(_ *core.Results, r *Results, t *core.Rows) {
 	for _, k := range core.SortedNumeric(r.Fanout) {
 		f := r.Fanout[k]
 		t.AddSingle(fmt.Sprintf("fan-out, %s agents on one etcd with W(%d): change put to applied at each agent p50 / p99 (ms; %d changes)", k, f.N, f.Changes),

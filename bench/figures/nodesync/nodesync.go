@@ -100,15 +100,15 @@ func claimRace(ctx context.Context, clis []*clientv3.Client, maxID uint32) ([]ui
 	return ids, took, nil
 }
 
-// runNodeSync measures Options.Joiners agents claiming IDs within the
+// Run measures Options.Joiners agents claiming IDs within the
 // address plan's bound.
-func runNodeSync(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
+func Run(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
 	return nodeSyncFigure(ctx, o, o.Joiners, nodepipeline.IPAMConfig(env.Config).MaxNodeID(), &into.NodeSync)
 }
 
-// runNodeSyncMany measures Options.ManyJoiners agents claiming IDs without
+// RunMany measures Options.ManyJoiners agents claiming IDs without
 // the address plan's bound: W(N)'s plan fits 254 nodes.
-func runNodeSyncMany(ctx context.Context, _ *core.Env, o core.Options, _ *core.Results, into *Results) error {
+func RunMany(ctx context.Context, _ *core.Env, o core.Options, _ *core.Results, into *Results) error {
 	return nodeSyncFigure(ctx, o, o.ManyJoiners, 0, &into.Many)
 }
 
@@ -126,8 +126,8 @@ func nodeSyncFigure(ctx context.Context, o core.Options, k int, maxID uint32, ou
 	return nil
 }
 
-// nodeSyncRows are the nodesync figure's rows.
-func nodeSyncRows(_ *core.Results, r *Results, t *core.Rows) {
+// Rows are the nodesync figure's rows.
+func Rows(_ *core.Results, r *Results, t *core.Rows) {
 	if ns := r.NodeSync; ns != nil {
 		t.AddSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", core.Verdict(true, func() bool { return ns.Distinct }))
 		t.AddSingle(fmt.Sprintf("NodeSync time to an ID p50 / p99 / max (ms, %d rounds)", ns.Rounds),
@@ -135,8 +135,8 @@ func nodeSyncRows(_ *core.Results, r *Results, t *core.Rows) {
 	}
 }
 
-// nodeSyncManyRows are the nodesync-many figure's rows.
-func nodeSyncManyRows(_ *core.Results, r *Results, t *core.Rows) {
+// ManyRows are the nodesync-many figure's rows.
+func ManyRows(_ *core.Results, r *Results, t *core.Rows) {
 	if ns := r.Many; ns != nil {
 		t.AddSingle(fmt.Sprintf("NodeSync, %d joiners at once: distinct IDs in 1…K", ns.Joiners), strconv.FormatBool(ns.Distinct), "all distinct", core.Verdict(true, func() bool { return ns.Distinct }))
 		t.AddSingle(fmt.Sprintf("… %d joiners: time to an ID p50 / p99 / max (ms, %d rounds)", ns.Joiners, ns.Rounds),

@@ -110,8 +110,8 @@ func (m *meanOf) mean() float64 {
 	return float64(m.sum) / float64(m.n)
 }
 
-// runCalls counts the binary-API calls per change at every N.
-func runCalls(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
+// RunCalls counts the binary-API calls per change at every N.
+func RunCalls(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
 	for _, n := range res.Sizes {
 		o.Log.Info("VPP calls per change", "n", n)
 		c, err := countCalls(ctx, env, n)
@@ -125,8 +125,8 @@ func runCalls(ctx context.Context, env *core.Env, o core.Options, res *core.Resu
 	return nil
 }
 
-// callsRows are the calls figure's rows, per N.
-func callsRows(r *core.Results, from *Results, t *core.Rows) {
+// CallsRows are the calls figure's rows, per N.
+func CallsRows(r *core.Results, from *Results, t *core.Rows) {
 	if !r.Has(FigCalls) {
 		return
 	}

@@ -47,13 +47,13 @@ func cnatFigures(ctx context.Context, env *core.Env, sizes []int, o core.Options
 	return nil
 }
 
-// runCNAT measures the cnat figures (cnatFigures).
-func runCNAT(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
+// RunCNAT measures the cnat figures (cnatFigures).
+func RunCNAT(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
 	return cnatFigures(ctx, env, res.Sizes, o, into)
 }
 
-// cnatRows are the cnat figure's rows: its programming over the socket
+// CNATRows are the cnat figure's rows: its programming over the socket
 // (its per-N figures are in the JSON only).
-func cnatRows(_ *core.Results, from *Results, t *core.Rows) {
+func CNATRows(_ *core.Results, from *Results, t *core.Rows) {
 	core.ProgramRows(t, "cnat: ", from.CNATProgram)
 }

@@ -36,8 +36,8 @@ func measureDecode(iters int) (*decodeRun, error) {
 	return &decodeRun{cpu: c.CPU / time.Duration(iters), allocs: float64(c.Mallocs) / float64(iters), bytes: len(b)}, nil
 }
 
-// runDecode measures the decode figure Options.Runs times (medians).
-func runDecode(_ context.Context, _ *core.Env, o core.Options, _ *core.Results, into *Results) error {
+// RunDecode measures the decode figure Options.Runs times (medians).
+func RunDecode(_ context.Context, _ *core.Env, o core.Options, _ *core.Results, into *Results) error {
 	o.Log.Info("decode")
 	var cpu, allocs []float64
 	var d *decodeRun
@@ -54,8 +54,8 @@ func runDecode(_ context.Context, _ *core.Env, o core.Options, _ *core.Results, 
 	return nil
 }
 
-// decodeRows is the decode figure's row.
-func decodeRows(_ *core.Results, r *Results, t *core.Rows) {
+// DecodeRows is the decode figure's row.
+func DecodeRows(_ *core.Results, r *Results, t *core.Rows) {
 	if r.DecodeUS > 0 {
 		t.AddSingle("decode one EndpointSlice (µs CPU)", fmt.Sprintf("%.2f (%.0f allocs, %d B)", r.DecodeUS, r.DecodeAllocs, r.DecodeBytes), "", "")
 	}

@@ -147,9 +147,9 @@ func profile(ctx context.Context, env *core.Env, n int, dir string, d time.Durat
 	return nil
 }
 
-// runPipeline measures the pipeline figure (pipelineFigures) and, with
+// RunPipeline measures the pipeline figure (pipelineFigures) and, with
 // Options.ProfileDir, profiles the largest N.
-func runPipeline(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
+func RunPipeline(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
 	sizes := res.Sizes
 	if err := pipelineFigures(ctx, env, sizes, o, into); err != nil {
 		return err
@@ -164,8 +164,8 @@ func runPipeline(ctx context.Context, env *core.Env, o core.Options, res *core.R
 	return nil
 }
 
-// pipelineRows are the pipeline figure's rows: per N, then the growth.
-func pipelineRows(r *core.Results, from *Results, t *core.Rows) {
+// PipelineRows are the pipeline figure's rows: per N, then the growth.
+func PipelineRows(r *core.Results, from *Results, t *core.Rows) {
 	if !r.Has(FigPipeline) {
 		return
 	}

@@ -7,44 +7,6 @@ import (
 	"contiv.dev/vpp/bench/core"
 )
 
-// The pipeline family's figures.
-const (
-	FigPipeline core.FigureName = "pipeline"
-	FigCalls    core.FigureName = "calls"
-	FigDecode   core.FigureName = "decode"
-	FigCNAT     core.FigureName = "cnat"
-)
-
-// Pipeline is the resync, per-change and node-join cost of node 1's
-// pipeline at every N.
-func Pipeline() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigPipeline,
-		Measures: "resync, per-change and node-join cost of node 1's pipeline (processor and NAT44 renderer) at every N",
-		Run:      runPipeline, Rows: pipelineRows})
-}
-
-// Calls is the binary-API calls per endpoint change at every N.
-func Calls() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigCalls,
-		Measures: "binary-API calls per endpoint change, through the VPP client and the simulated VPP, at every N",
-		Run:      runCalls, Rows: callsRows})
-}
-
-// Decode is the cost of decoding one stored EndpointSlice.
-func Decode() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigDecode,
-		Measures: "CPU and allocations to decode one stored EndpointSlice",
-		Run:      runDecode, Rows: decodeRows})
-}
-
-// CNAT is the pipeline figures and the programming over the socket with
-// the cnat renderer.
-func CNAT() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigCNAT,
-		Measures: "the pipeline figures and the programming over the socket with the cnat renderer",
-		Run:      runCNAT, Rows: cnatRows})
-}
-
 // Results are the family's figures; their JSON fields are keys of
 // bench/results.json.
 type Results struct {
@@ -124,3 +86,11 @@ type SizeResult struct {
 	// Calls breaks the calls per change down (nil when not measured).
 	Calls *CallsRun `json:"-"`
 }
+
+// The names of the family's figures (harness's table holds them).
+const (
+	FigPipeline core.FigureName = "pipeline"
+	FigCalls    core.FigureName = "calls"
+	FigDecode   core.FigureName = "decode"
+	FigCNAT     core.FigureName = "cnat"
+)

@@ -28,16 +28,8 @@ import (
 // FigRealVPP is the family's one figure.
 const FigRealVPP core.FigureName = "real-vpp"
 
-// RealVPP is W(Options.LargeSize) programmed into the real VPP on
-// Options.VPPSocket; it is measured only when named.
-func RealVPP() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigRealVPP,
-		Measures:      "W(LargeSize) programmed by the agent's pipeline into the real VPP on Options.VPPSocket, and VPP's main heap before and after",
-		OnlyWhenNamed: true, Check: needsSocket, Run: runRealVPP, Rows: realVPPRows})
-}
-
-// needsSocket refuses options without a real VPP's socket.
-func needsSocket(o core.Options) error {
+// Check refuses options without a real VPP's socket.
+func Check(o core.Options) error {
 	if o.VPPSocket == "" {
 		return fmt.Errorf("%w: figure %q needs the socket of a real VPP (-vpp-socket)", core.ErrOptions, FigRealVPP)
 	}
@@ -285,16 +277,16 @@ func countDetails(ch api.Channel, req, reply api.Message) (int, error) {
 	}
 }
 
-// runRealVPP measures W(LargeSize) programmed into the real VPP.
-func runRealVPP(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
+// Run measures W(LargeSize) programmed into the real VPP.
+func Run(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
 	o.Log.Info("real-vpp: W(N) programmed into the VPP on its socket", "n", o.LargeSize, "socket", o.VPPSocket)
 	var err error
 	into.RealVPP, err = measureRealVPP(ctx, env, o.LargeSize, o.VPPSocket, o.Log)
 	return err
 }
 
-// realVPPRows are the real-vpp figure's rows.
-func realVPPRows(_ *core.Results, r *Results, t *core.Rows) {
+// Rows are the real-vpp figure's rows.
+func Rows(_ *core.Results, r *Results, t *core.Rows) {
 	if v := r.RealVPP; v != nil {
 		t.AddSingle(fmt.Sprintf("W(%d) programmed into a real VPP (%s), pipelined (ms; NAT44 mappings; interfaces made first)", v.N, v.Version),
 			fmt.Sprintf("%.0f (%d; %d)", v.ProgramMS, v.Mappings, v.Interfaces), "", "")

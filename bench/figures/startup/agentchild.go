@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,13 +45,9 @@ type agentChildResult struct {
 // waits until it is ready: the "endpoint" it serves is the
 // agentChildResult's JSON.
 func agentRole(ctx context.Context) (*core.Served, error) {
-	b, err := os.ReadFile(os.Getenv(childAgentEnv))
+	spec, err := readSpec[agentChildSpec](childAgentEnv)
 	if err != nil {
 		return nil, err
-	}
-	var spec agentChildSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("agent child spec: %w", err)
 	}
 	stopProfile := func() {}
 	if spec.Profile != "" {
@@ -84,11 +79,7 @@ func agentRole(ctx context.Context) (*core.Served, error) {
 // ready; dir holds its spec.
 func startAgentApart(cfg contivconf.Config, dir, profile string) (s started, err error) {
 	path := filepath.Join(dir, "agent-child.json")
-	b, err := json.Marshal(agentChildSpec{Config: cfg, Profile: profile})
-	if err != nil {
-		return s, err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := writeSpec(path, agentChildSpec{Config: cfg, Profile: profile}); err != nil {
 		return s, err
 	}
 	c, err := core.StartChild(roleAgent, childAgentEnv+"="+path)

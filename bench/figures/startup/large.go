@@ -149,8 +149,8 @@ func (r *startupRun) apart() *LargeStartup {
 		ProgrammedMem: &r.programmedMem, ProgrammedEtcdCPUMS: r.programmedEtcdCPUMS, ProgrammedVPPCPUMS: r.programmedVPPCPUMS}
 }
 
-// runLarge measures the large figure.
-func runLarge(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
+// RunLarge measures the large figure.
+func RunLarge(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, into *Results) error {
 	runs := min(o.Runs, 3)
 	o.Log.Info("large: W(N) over the socket: programming, start-up, agent heap", "n", o.LargeSize, "runs", runs)
 	var err error
@@ -158,8 +158,8 @@ func runLarge(ctx context.Context, env *core.Env, o core.Options, _ *core.Result
 	return err
 }
 
-// largeRows are the large figure's rows.
-func largeRows(_ *core.Results, r *Results, t *core.Rows) {
+// LargeRows are the large figure's rows.
+func LargeRows(_ *core.Results, r *Results, t *core.Rows) {
 	l := r.Large
 	if l == nil {
 		return

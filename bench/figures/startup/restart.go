@@ -171,8 +171,8 @@ func firstDiff(want, have string) string {
 // hung benchmark only).
 var restartWait = 5 * time.Minute
 
-// runRestart measures the restarts at restartSizes.
-func runRestart(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
+// RunRestart measures the restarts at restartSizes.
+func RunRestart(ctx context.Context, env *core.Env, o core.Options, res *core.Results, into *Results) error {
 	for _, n := range restartSizes(res.Sizes) {
 		o.Log.Info("restarts", "n", n)
 		r, err := measureRestart(ctx, env, n, o.FastEtcd, o.AgentLog)
@@ -191,8 +191,8 @@ func runRestart(ctx context.Context, env *core.Env, o core.Options, res *core.Re
 	return nil
 }
 
-// restartRows are the restart figure's rows, by N.
-func restartRows(_ *core.Results, r *Results, t *core.Rows) {
+// RestartRows are the restart figure's rows, by N.
+func RestartRows(_ *core.Results, r *Results, t *core.Rows) {
 	for _, n := range slices.Sorted(maps.Keys(r.Restart)) {
 		x := r.Restart[n]
 		t.AddSingle(fmt.Sprintf("agent restart against W(%s) programmed: VPP writes (start to ready, s)", n),

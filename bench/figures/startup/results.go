@@ -2,45 +2,6 @@ package startup
 
 import "contiv.dev/vpp/bench/core"
 
-// The family's figures.
-const (
-	FigRestart    core.FigureName = "restart"
-	FigVPPProgram core.FigureName = "vpp-program"
-	FigStartup    core.FigureName = "startup"
-	FigLarge      core.FigureName = "large"
-)
-
-// Restart is an agent restart against a programmed VPP and a VPP restart
-// whose interfaces come late.
-func Restart() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigRestart,
-		Measures: "an agent restart against a programmed VPP (writes), and a VPP restart whose interfaces come late (time to all back, ready)",
-		Run:      runRestart, Rows: restartRows})
-}
-
-// VPPProgram is W(Options.ProgramSize) programmed into an empty
-// socket-served simulated VPP.
-func VPPProgram() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigVPPProgram,
-		Measures: "W(ProgramSize) programmed in full into an empty simulated VPP on a unix socket (200 µs per request), synchronous and pipelined",
-		Run:      runVPPProgram, Rows: vppProgramRows})
-}
-
-// Startup is the agent's start to ready against a socket-served
-// simulated VPP.
-func Startup() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigStartup,
-		Measures: "the agent's start to ready with W(ProgramSize) against a socket-served simulated VPP, empty and programmed",
-		Run:      runStartup, Rows: startupRows})
-}
-
-// Large is W(Options.LargeSize) over a socket-served simulated VPP.
-func Large() core.Figure {
-	return core.NewFigure(core.Spec[Results]{Name: FigLarge,
-		Measures: "W(LargeSize) over a socket-served simulated VPP: pipelined programming, the agent's start to ready (empty, programmed; its parts in one process or apart) and its live heap",
-		Run:      runLarge, Rows: largeRows})
-}
-
 // ChildRoles are the children the large figure starts besides etcd: the
 // simulated VPP and the agent, each in a process of its own (core.RunChild).
 func ChildRoles() map[string]core.Role {
@@ -59,12 +20,6 @@ type Results struct {
 	// Large is W(50 000) over the socket and the agent's heap there.
 	Large *LargeResult `json:"large,omitempty"`
 }
-
-// Targets of issue 14 for the agent's start over the socket, ms.
-const (
-	targetStartupEmptyMS   = 1000
-	targetStartupProgramMS = 500
-)
 
 // RestartResult is the restart figure at one N.
 type RestartResult struct {
@@ -101,3 +56,11 @@ type StartupResult struct {
 	// Runs is the number of runs (medians).
 	Runs int `json:"-"`
 }
+
+// The names of the family's figures (harness's table holds them).
+const (
+	FigRestart    core.FigureName = "restart"
+	FigVPPProgram core.FigureName = "vpp-program"
+	FigStartup    core.FigureName = "startup"
+	FigLarge      core.FigureName = "large"
+)

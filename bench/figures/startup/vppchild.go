@@ -56,13 +56,9 @@ func vppSpec(env *core.Env, cfg contivconf.Config, w *workload.Workload) vppChil
 // vppRole serves the simulated VPP of the spec at $CONTIV_BENCH_CHILD_VPP:
 // its stats are the VPP writes since the last "reset" and the crashes.
 func vppRole(context.Context) (*core.Served, error) {
-	b, err := os.ReadFile(os.Getenv(childVPPEnv))
+	spec, err := readSpec[vppChildSpec](childVPPEnv)
 	if err != nil {
 		return nil, err
-	}
-	var spec vppChildSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("vpp child spec: %w", err)
 	}
 	v := sim.New(sim.Options{ServiceTime: spec.ServiceTime})
 	v.CreateTable(spec.PodVRF)
@@ -95,11 +91,7 @@ func vppRole(context.Context) (*core.Served, error) {
 // with opts.agentApart, the agent runs in a child too (startAgentApart).
 func startTwiceApart(ctx context.Context, cfg contivconf.Config, spec vppChildSpec, opts startupOpts, logOut io.Writer) (empty, programmed started, err error) {
 	path := filepath.Join(filepath.Dir(cfg.VPP.Socket), "vpp-child.json")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return empty, programmed, err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := writeSpec(path, spec); err != nil {
 		return empty, programmed, err
 	}
 	c, err := core.StartChild(roleVPP, childVPPEnv+"="+path)
@@ -214,3 +206,26 @@ func (m startMem) since(m0 startMem) startMem {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// writeSpec writes spec as JSON to path, for a child to read (readSpec).
+func writeSpec(path string, spec any) error {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// readSpec is the JSON spec (writeSpec) at the path the environment
+// variable env names.
+func readSpec[T any](env string) (T, error) {
+	var spec T
+	b, err := os.ReadFile(os.Getenv(env))
+	if err != nil {
+		return spec, err
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return spec, fmt.Errorf("child spec $%s: %w", env, err)
+	}
+	return spec, nil
+}
