@@ -31,6 +31,29 @@ func TestRunRefusesBadOptions(t *testing.T) {
 	}
 }
 
+// TestKeysOfFiguresNotMeasured: results.json holds the keys it always
+// held (n with every size, decode_us, nodesync, npl) whatever was
+// measured.
+func TestKeysOfFiguresNotMeasured(t *testing.T) {
+	res, err := Run(t.Context(), core.Options{Sizes: []int{100, 1000}, Runs: 1, DecodeIters: 10, Figures: []core.FigureName{pipeline.FigDecode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := topKeys(t, js.Bytes()), []string{"n", "decode_us", "nodesync", "npl"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v:\n%s", got, want, js.String())
+	}
+	var shape struct {
+		N map[string]map[string]float64 `json:"n"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &shape); err != nil || len(shape.N) != 2 || len(shape.N["1000"]) != 10 {
+		t.Errorf("n %v (%v)", shape.N, err)
+	}
+}
+
 // TestQuickRun runs every figure on a small W(N) with one run: the smoke
 // mode of make bench. It checks what the figures must show whatever the
 // machine: the pipeline's operations per change equal the binary-API
@@ -139,6 +162,12 @@ func TestQuickRun(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
 		t.Fatal(err)
 	}
+	// The keys and their order of bench/results.json before the figures
+	// were split into families (real_vpp only when named).
+	if got, want := topKeys(t, js.Bytes()), []string{"n", "decode_us", "nodesync", "nodesync_many", "npl", "cnat", "restart", "vpp_program",
+		"cnat_program", "startup", "large", "fanout", "agent_change_cpu_us", "agent_change"}; !slices.Equal(got, want) {
+		t.Errorf("results.json's keys %v, want %v", got, want)
+	}
 	wantN := []string{"change_allocs", "change_cpu_us", "change_p50_us", "change_p99_us", "heap_mib", "node_join_cpu_us",
 		"resync_allocs", "resync_cpu_ms", "resync_wall_ms", "vpp_calls_per_change"}
 	if got := slices.Sorted(maps.Keys(shape.N["100"])); !slices.Equal(got, wantN) {
@@ -225,4 +254,26 @@ func TestRegistry(t *testing.T) {
 	if _, ok := lookup("bogus"); ok {
 		t.Error("lookup found a figure named bogus")
 	}
+}
+
+// topKeys are the keys of the JSON object b, in order.
+func topKeys(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var keys []string
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }
