@@ -46,10 +46,6 @@ func EtcdClient(ctx context.Context, m *embedded.Member) (*clientv3.Client, erro
 	return etcd.NewClient(ctx, etcd.ClientParams{Endpoints: []string{"http://" + m.Endpoint()}, DialTimeout: 10 * time.Second})
 }
 
-// load writes W(N) into etcd as the reflector and NodeSync would have:
-// every object through kubestate.Writer (batched transactions), and the
-// NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
-// agent, which claims ID 1, the lowest free one.
 // EtcdHolding starts an embedded etcd (EmbeddedEtcd) and loads W(n) into
 // it.
 func EtcdHolding(ctx context.Context, fast bool, n int) (m *embedded.Member, cli *clientv3.Client, w *workload.Workload, close func(), err error) {
@@ -72,6 +68,10 @@ func LoadW(ctx context.Context, cli *clientv3.Client, n int) (*workload.Workload
 	return w, nil
 }
 
+// load writes W(N) into etcd as the reflector and NodeSync would have:
+// every object through kubestate.Writer (batched transactions), and the
+// NodeSync records and ID keys of nodes 2..100. Node 1's are left to its
+// agent, which claims ID 1, the lowest free one.
 func load(ctx context.Context, cli *clientv3.Client, w *workload.Workload) error {
 	ops := make([]kubestate.Op, 0, len(w.Nodes)+len(w.VppNodes)+2*w.N+len(w.Pods))
 	for _, n := range w.Nodes {

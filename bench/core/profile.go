@@ -46,7 +46,8 @@ func ProfileFor(path string, d time.Duration, step func() error) (n int, err err
 	return n, err
 }
 
-// profile lags one cycle, hence two).
+// WriteHeapProfile writes the heap profile to path after two full
+// collections (the profile lags one cycle, hence two).
 func WriteHeapProfile(path string) error {
 	runtime.GC()
 	runtime.GC()

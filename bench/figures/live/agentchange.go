@@ -432,8 +432,6 @@ func paced(ctx context.Context, count int, key func(i int) string, put func(i in
 	return errors.Join(append(errs, ctx.Err())...)
 }
 
-// WriteHeapProfile writes the live heap after a full collection (the
-
 // RunAgentChange measures the agent-change figure min(Runs, 3) times
 // (medians); profiles are taken in the last run only.
 func RunAgentChange(ctx context.Context, env *core.Env, o core.Options, _ *core.Results, res *Results) error {
