@@ -10,6 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"contiv.dev/vpp/bench/core"
+	"contiv.dev/vpp/bench/figures/live"
+	"contiv.dev/vpp/bench/figures/nodesync"
+	"contiv.dev/vpp/bench/figures/pipeline"
+	"contiv.dev/vpp/bench/figures/realvpp"
+	"contiv.dev/vpp/bench/figures/startup"
 	"go.uber.org/goleak"
 )
 
@@ -18,35 +24,33 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestPercentileAndMedian(t *testing.T) {
-	xs := []float64{5, 1, 4, 2, 3}
-	if got := median(xs); got != 3 {
-		t.Errorf("median %v", got)
-	}
-	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
-		t.Errorf("even median %v", got)
-	}
-	if !slices.Equal(xs, []float64{5, 1, 4, 2, 3}) {
-		t.Errorf("median sorted its input: %v", xs)
-	}
-	ds := make([]time.Duration, 100)
-	for i := range ds {
-		ds[i] = time.Duration(100-i) * time.Millisecond
-	}
-	for p, want := range map[float64]time.Duration{0.5: 50 * time.Millisecond, 0.99: 99 * time.Millisecond, 1: 100 * time.Millisecond, 0.001: time.Millisecond} {
-		if got := percentile(ds, p); got != want {
-			t.Errorf("p%v = %v, want %v", p, got, want)
-		}
-	}
-	if percentile([]int(nil), 0.5) != 0 || median(nil) != 0 {
-		t.Error("empty input")
+func TestRunRefusesBadOptions(t *testing.T) {
+	_, err := Run(t.Context(), core.Options{Sizes: []int{0}, Figures: []core.FigureName{"bogus", realvpp.FigRealVPP}})
+	if !errors.Is(err, core.ErrOptions) || !strings.Contains(err.Error(), "size 0") || !strings.Contains(err.Error(), `"bogus"`) || !strings.Contains(err.Error(), "-vpp-socket") {
+		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestRunRefusesBadOptions(t *testing.T) {
-	_, err := Run(t.Context(), Options{Sizes: []int{0}, Figures: []FigureName{"bogus"}})
-	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "size 0") || !strings.Contains(err.Error(), `"bogus"`) {
-		t.Fatalf("err = %v", err)
+// TestKeysOfFiguresNotMeasured: results.json holds the keys it always
+// held (n with every size, decode_us, nodesync, npl) whatever was
+// measured.
+func TestKeysOfFiguresNotMeasured(t *testing.T) {
+	res, err := Run(t.Context(), core.Options{Sizes: []int{100, 1000}, Runs: 1, DecodeIters: 10, Figures: []core.FigureName{pipeline.FigDecode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := topKeys(t, js.Bytes()), []string{"n", "decode_us", "nodesync", "npl"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v:\n%s", got, want, js.String())
+	}
+	var shape struct {
+		N map[string]map[string]float64 `json:"n"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &shape); err != nil || len(shape.N) != 2 || len(shape.N["1000"]) != 10 {
+		t.Errorf("n %v (%v)", shape.N, err)
 	}
 }
 
@@ -56,7 +60,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 // writes of the real client, an endpoint change of a ClusterIP service is one
 // call, NodeSync IDs are distinct, every latency write was programmed.
 func TestQuickRun(t *testing.T) {
-	res, err := Run(t.Context(), Options{
+	res, err := Run(t.Context(), core.Options{
 		Sizes: []int{100}, Runs: 1, DecodeIters: 100, Joiners: 8, ManyJoiners: 12,
 		NPLSize: 100, NPLDuration: time.Second, NPLRate: 20, FastEtcd: true, ProgramSize: 100,
 		FanoutKs: []int{3, 2}, FanoutSize: 100, FanoutChanges: 4, AgentChanges: 100, LargeSize: 200,
@@ -64,9 +68,10 @@ func TestQuickRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.N["100"]
+	pl, ns, st, lv := core.Part[pipeline.Results](res), core.Part[nodesync.Results](res), core.Part[startup.Results](res), core.Part[live.Results](res)
+	r := pl.N["100"]
 	if r == nil || r.Calls == nil {
-		t.Fatalf("no figures for N=100: %+v", res.N)
+		t.Fatalf("no figures for N=100: %+v", pl.N)
 	}
 	// 100 mappings of cluster IPs and 2 node-port mappings for each of the
 	// 10 NodePort services, besides the global objects.
@@ -78,51 +83,51 @@ func TestQuickRun(t *testing.T) {
 	}
 	// A global setting or an interface's features may take more than one
 	// message; a mapping or a local is one.
-	if r.Calls.resyncWrites < r.ResyncOps || r.Calls.perChange != r.ChangeOps || r.VPPCallsPerChange != r.ChangeOps {
+	if r.Calls.ResyncWrites < r.ResyncOps || r.Calls.PerChange != r.ChangeOps || r.VPPCallsPerChange != r.ChangeOps {
 		t.Errorf("counting VPP: %d resync ops, %v per change; simulated VPP: %d writes, %v per change",
-			r.ResyncOps, r.ChangeOps, r.Calls.resyncWrites, r.Calls.perChange)
+			r.ResyncOps, r.ChangeOps, r.Calls.ResyncWrites, r.Calls.PerChange)
 	}
-	if r.Calls.clusterIP != 1 || r.Calls.nodePort != 3 {
-		t.Errorf("calls per change: ClusterIP %v, NodePort %v; want 1 and 3", r.Calls.clusterIP, r.Calls.nodePort)
+	if r.Calls.ClusterIP != 1 || r.Calls.NodePort != 3 {
+		t.Errorf("calls per change: ClusterIP %v, NodePort %v; want 1 and 3", r.Calls.ClusterIP, r.Calls.NodePort)
 	}
-	if res.DecodeUS <= 0 || res.DecodeBytes == 0 {
-		t.Errorf("decode %v µs of %d bytes", res.DecodeUS, res.DecodeBytes)
+	if pl.DecodeUS <= 0 || pl.DecodeBytes == 0 {
+		t.Errorf("decode %v µs of %d bytes", pl.DecodeUS, pl.DecodeBytes)
 	}
-	if ns := res.NodeSync; ns == nil || !ns.Distinct || ns.Joiners != 8 || ns.P99MS < ns.P50MS {
+	if ns := ns.NodeSync; ns == nil || !ns.Distinct || ns.Joiners != 8 || ns.P99MS < ns.P50MS {
 		t.Errorf("nodesync %+v", ns)
 	}
-	if ns := res.NodeSyncMany; ns == nil || !ns.Distinct || ns.Joiners != 12 || ns.P99MS < ns.P50MS {
+	if ns := ns.Many; ns == nil || !ns.Distinct || ns.Joiners != 12 || ns.P99MS < ns.P50MS {
 		t.Errorf("nodesync-many %+v", ns)
 	}
-	if l := res.NPL; l == nil || l.Writes != 20 || l.P50MS <= 0 || l.P99MS < l.P50MS || l.CallsPerWrite < 1 {
+	if l := lv.NPL; l == nil || l.Writes != 20 || l.P50MS <= 0 || l.P99MS < l.P50MS || l.CallsPerWrite < 1 {
 		t.Errorf("npl %+v", l)
 	}
-	if rs := res.Restart["100"]; rs == nil || rs.AgentWrites != 0 || !rs.NotReadySeen || rs.ReprogramWrites < r.ResyncOps || rs.RecoveryS <= 0 {
+	if rs := st.Restart["100"]; rs == nil || rs.AgentWrites != 0 || !rs.NotReadySeen || rs.ReprogramWrites < r.ResyncOps || rs.RecoveryS <= 0 {
 		t.Errorf("restart %+v", rs)
 	}
 	// Over the socket: the same calls both ways, all of W(N)'s writes.
-	if p := res.VPPProgram; p == nil || p.Calls < r.ResyncOps || p.SyncMS <= 0 || p.PipelinedMS <= 0 || p.ServiceUS != 200 {
+	if p := st.VPPProgram; p == nil || p.Calls < r.ResyncOps || p.SyncMS <= 0 || p.PipelinedMS <= 0 || p.ServiceUS != 200 {
 		t.Errorf("vpp_program %+v", p)
 	}
-	if s := res.Startup; s == nil || s.EmptyWrites < r.ResyncOps || s.ProgrammedWrites != 0 || s.EmptyMS <= 0 || s.ProgrammedMS <= 0 {
+	if s := st.Startup; s == nil || s.EmptyWrites < r.ResyncOps || s.ProgrammedWrites != 0 || s.EmptyMS <= 0 || s.ProgrammedMS <= 0 {
 		t.Errorf("startup %+v", s)
 	}
 	// The large figure's path at a small N: W(200)'s 200 cluster-IP
 	// mappings programmed, the agent started both ways, its heap seen.
-	if l := res.Large; l == nil || l.N != 200 || l.Calls < 200 || l.EmptyWrites < 200 || l.PipelinedMS <= 0 ||
+	if l := st.Large; l == nil || l.N != 200 || l.Calls < 200 || l.EmptyWrites < 200 || l.PipelinedMS <= 0 ||
 		l.StartupEmptyMS <= 0 || l.StartupProgrammedMS <= 0 || l.AgentHeapMiB <= 0 || l.StartupProgrammedCPUMS <= 0 {
 		t.Errorf("large %+v", l)
 	}
 	// ... and again with etcd in a process of its own.
-	if a := res.Large; a == nil || a.StartupApart == nil || a.StartupApart.EmptyMS <= 0 || a.StartupApart.ProgrammedMS <= 0 || a.StartupApart.ProgrammedCPUMS <= 0 {
+	if a := st.Large; a == nil || a.StartupApart == nil || a.StartupApart.EmptyMS <= 0 || a.StartupApart.ProgrammedMS <= 0 || a.StartupApart.ProgrammedCPUMS <= 0 {
 		t.Errorf("large, etcd apart: %+v", a)
 	}
 	// ... and with the simulated VPP apart too, the agent as against a real VPP.
-	if a := res.Large; a == nil || a.StartupAllApart == nil || a.StartupAllApart.EmptyMS <= 0 || a.StartupAllApart.ProgrammedMS <= 0 || a.StartupAllApart.ProgrammedCPUMS <= 0 {
+	if a := st.Large; a == nil || a.StartupAllApart == nil || a.StartupAllApart.EmptyMS <= 0 || a.StartupAllApart.ProgrammedMS <= 0 || a.StartupAllApart.ProgrammedCPUMS <= 0 {
 		t.Errorf("large, etcd and VPP apart: %+v", a)
 	}
 	// ... and with the agent in a process of its own too.
-	if a := res.Large; a == nil || a.StartupAgentApart == nil || a.StartupAgentApart.ProgrammedMS <= 0 || a.StartupAgentApart.ProgrammedCPUMS <= 0 ||
+	if a := st.Large; a == nil || a.StartupAgentApart == nil || a.StartupAgentApart.ProgrammedMS <= 0 || a.StartupAgentApart.ProgrammedCPUMS <= 0 ||
 		a.StartupAgentApart.ProgrammedMem == nil || a.StartupAgentApart.ProgrammedMem.AllocMiB <= 0 ||
 		a.StartupAgentApart.ProgrammedEtcdCPUMS <= 0 || a.StartupAgentApart.ProgrammedVPPCPUMS <= 0 {
 		t.Errorf("large, every part apart: %+v", a)
@@ -131,12 +136,12 @@ func TestQuickRun(t *testing.T) {
 	// Every agent applied every change; each one's heap holds at least
 	// its view of W(100); etcd's server holds the stored W(100).
 	for _, k := range []string{"2", "3"} {
-		f := res.Fanout[k]
+		f := lv.Fanout[k]
 		if f == nil || f.Changes != 4 || f.P50MS <= 0 || f.P99MS < f.P50MS || f.AllP99MS < f.P50MS || f.AgentHeapMiB <= 0 || f.EtcdHeapMiB <= 0 {
 			t.Errorf("fanout K=%s: %+v", k, f)
 		}
 	}
-	if a := res.AgentChange; a == nil || a.Changes != 100 || a.WithAgentUS <= 0 || a.BaselineUS <= 0 {
+	if a := lv.AgentChange; a == nil || a.Changes != 100 || a.WithAgentUS <= 0 || a.BaselineUS <= 0 {
 		t.Errorf("agent-change %+v", a)
 	}
 
@@ -156,6 +161,12 @@ func TestQuickRun(t *testing.T) {
 	}
 	if err := json.Unmarshal(js.Bytes(), &shape); err != nil {
 		t.Fatal(err)
+	}
+	// The keys and their order of bench/results.json before the figures
+	// were split into families (real_vpp only when named).
+	if got, want := topKeys(t, js.Bytes()), []string{"n", "decode_us", "nodesync", "nodesync_many", "npl", "cnat", "restart", "vpp_program",
+		"cnat_program", "startup", "large", "fanout", "agent_change_cpu_us", "agent_change"}; !slices.Equal(got, want) {
+		t.Errorf("results.json's keys %v, want %v", got, want)
 	}
 	wantN := []string{"change_allocs", "change_cpu_us", "change_p50_us", "change_p99_us", "heap_mib", "node_join_cpu_us",
 		"resync_allocs", "resync_cpu_ms", "resync_wall_ms", "vpp_calls_per_change"}
@@ -197,11 +208,9 @@ func TestQuickRun(t *testing.T) {
 // TestTableAtFiftyThousand checks the rows of issue 25's targets at
 // N = 50 000: the growth from N = 1000 and the large figure, judged.
 func TestTableAtFiftyThousand(t *testing.T) {
-	res := &Results{
-		N:       map[string]*SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}},
-		Figures: []FigureName{FigPipeline, FigLarge},
-		Large:   &LargeResult{N: largeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3},
-	}
+	res := &core.Results{Sizes: []int{1000, 50000}, Figures: []core.FigureName{pipeline.FigPipeline, startup.FigLarge}, Table: registry()}
+	core.Part[pipeline.Results](res).N = map[string]*pipeline.SizeResult{"1000": {ChangeCPUUS: 4}, "50000": {ChangeCPUUS: 8}}
+	core.Part[startup.Results](res).Large = &startup.LargeResult{N: core.LargeSize, Calls: 60503, PipelinedMS: 700, StartupEmptyMS: 2500, StartupProgrammedMS: 900, AgentHeapMiB: 120, Runs: 3}
 	var tab bytes.Buffer
 	if err := res.WriteTable(&tab); err != nil {
 		t.Fatal(err)
@@ -223,8 +232,8 @@ func TestTableAtFiftyThousand(t *testing.T) {
 // each measures said, the default set every figure but those measured only
 // when named, and a figure asked for by name found.
 func TestRegistry(t *testing.T) {
-	seen := map[FigureName]bool{}
-	var defaults []FigureName
+	seen := map[core.FigureName]bool{}
+	var defaults []core.FigureName
 	for _, f := range registry() {
 		if f.Name() == "" || f.Measures() == "" || seen[f.Name()] {
 			t.Errorf("figure %q: empty or repeated name, or nothing measured (%q)", f.Name(), f.Measures())
@@ -234,7 +243,7 @@ func TestRegistry(t *testing.T) {
 			defaults = append(defaults, f.Name())
 		}
 	}
-	if got := AllFigures(); !slices.Equal(got, defaults) || slices.Contains(got, FigRealVPP) {
+	if got := AllFigures(); !slices.Equal(got, defaults) || slices.Contains(got, realvpp.FigRealVPP) {
 		t.Errorf("AllFigures() = %v, want %v (real-vpp only when named)", got, defaults)
 	}
 	for name := range seen {
@@ -245,4 +254,26 @@ func TestRegistry(t *testing.T) {
 	if _, ok := lookup("bogus"); ok {
 		t.Error("lookup found a figure named bogus")
 	}
+}
+
+// topKeys are the keys of the JSON object b, in order.
+func topKeys(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var keys []string
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

@@ -21,6 +21,9 @@
 //     addresses, the start's tuning (prefetch, startgc, holdwake) and the
 //     types of its REST views (restapi).
 //  5. Programs and whole-system tests: cmd/, bench/, chaos/, deploy/, e2evpp/.
+//     The benchmark has levels of its own above: bench/core (5), the
+//     families bench/figures/* (6; none imports another), bench/harness
+//     (7), bench/cmd (8).
 //
 // The simulated VPP (plugins/vpp/sim) models VPP, not the agent: it
 // imports nothing of the project but internal/.

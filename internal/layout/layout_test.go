@@ -30,9 +30,16 @@ var layers = map[string]int{
 	"agent":             4,
 	"cmd":               5,
 	"bench":             5,
-	"chaos":             5,
-	"deploy":            5,
-	"e2evpp":            5,
+	// The benchmark's own levels: the core every figure shares, the
+	// families of figures (none imports another: familyOf), the table of
+	// figures (harness) and its command.
+	"bench/core":    5,
+	"bench/figures": 6,
+	"bench/harness": 7,
+	"bench/cmd":     8,
+	"chaos":         5,
+	"deploy":        5,
+	"e2evpp":        5,
 }
 
 // testImportsUp are the tests allowed to import from a layer above their
@@ -55,6 +62,24 @@ const (
 	rendererIntoSim = "the renderer's integration tests apply its operations through the VPP " +
 		"client to the simulated VPP (the stateful fake) and check VPP's state, not the operations"
 )
+
+// familyOf is the benchmark's family of figures pkg belongs to
+// (bench/figures/<family>), or "".
+func familyOf(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "bench/figures/")
+	if !ok {
+		return ""
+	}
+	family, _, _ := strings.Cut(rest, "/")
+	return family
+}
+
+// crossFamily tells whether pkg imports dep from another family of the
+// benchmark's figures: what two families share belongs in bench/core.
+func crossFamily(pkg, dep string) bool {
+	f := familyOf(pkg)
+	return f != "" && familyOf(dep) != "" && familyOf(dep) != f
+}
 
 func layerOf(pkg string) (int, bool) {
 	best, layer := -1, 0
@@ -142,6 +167,8 @@ func TestImportsFlowDownward(t *testing.T) {
 			t.Errorf("%s (layer %d) imports %s (layer %d): imports flow downward only", imp.file, from, imp.dep, to)
 		case imp.pkg == "plugins/vpp/sim" && to != 1:
 			t.Errorf("%s imports %s: the simulated VPP models VPP, not the agent", imp.file, imp.dep)
+		case crossFamily(imp.pkg, imp.dep):
+			t.Errorf("%s imports %s: a family of figures imports no other (what they share goes to bench/core)", imp.file, imp.dep)
 		}
 	}
 	if checked < 100 {
@@ -166,6 +193,8 @@ func TestTestImportsFlowDownward(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("%s imports %s, which is in no layer", imp.file, imp.dep)
+		case crossFamily(imp.pkg, imp.dep):
+			t.Errorf("%s imports %s: a family of figures, and its tests, import no other", imp.file, imp.dep)
 		case to <= from:
 		case testImportsUp[pair] != "":
 			used[pair] = true
@@ -185,12 +214,26 @@ func TestTestImportsFlowDownward(t *testing.T) {
 
 // TestLayerOfTakesTheLongestPrefix guards the lookup the rule rests on.
 func TestLayerOfTakesTheLongestPrefix(t *testing.T) {
-	for pkg, want := range map[string]int{"internal/backoff": 1, "internal/workload": 2, "servicerenderer/nat44": 2, "plugins/vpp/sim": 3, "agent/offline": 4, "cmd/contivctl": 5} {
+	for pkg, want := range map[string]int{"internal/backoff": 1, "internal/workload": 2, "servicerenderer/nat44": 2, "plugins/vpp/sim": 3, "agent/offline": 4, "cmd/contivctl": 5,
+		"bench/core": 5, "bench/figures/live": 6, "bench/harness": 7, "bench/cmd/contiv-bench": 8} {
 		if got, ok := layerOf(pkg); !ok || got != want {
 			t.Errorf("layerOf(%s) = %d, %v; want %d", pkg, got, ok, want)
 		}
 	}
 	if _, ok := layerOf("agentx"); ok {
 		t.Error("agentx matched the agent prefix")
+	}
+	for _, c := range []struct {
+		pkg, dep string
+		cross    bool
+	}{
+		{"bench/figures/live", "bench/figures/startup", true},
+		{"bench/figures/live/x", "bench/figures/live", false},
+		{"bench/figures/live", "bench/core", false},
+		{"bench/harness", "bench/figures/live", false},
+	} {
+		if got := crossFamily(c.pkg, c.dep); got != c.cross {
+			t.Errorf("crossFamily(%s, %s) = %v", c.pkg, c.dep, got)
+		}
 	}
 }

@@ -9,5 +9,5 @@
 // and of the running agent's changes.
 //
 // It is wiring only: the figures and their measurements live in
-// bench/harness.
+// bench/figures, their table in bench/harness.
 package main

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"contiv.dev/vpp/bench/core"
 	"contiv.dev/vpp/bench/harness"
 )
 
@@ -57,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := harness.Options{
+	o := core.Options{
 		Runs: *runs, DecodeIters: *decode, Joiners: *joiners, ManyJoiners: *many, NPLSize: *nplN, NPLDuration: *nplDur, NPLRate: *nplRate,
 		ProgramSize: *programN, LargeSize: *largeN, VPPSocket: *vppSocket, ProfileDir: *profileDir, ProfileTime: *profileTime, FanoutSize: *fanoutN, FanoutChanges: *fanoutCh, AgentChanges: *agentCh,
 	}
@@ -70,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, f := range strings.Split(*figures, ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			o.Figures = append(o.Figures, harness.FigureName(f))
+			o.Figures = append(o.Figures, core.FigureName(f))
 		}
 	}
 	if *quick {
