@@ -234,6 +234,27 @@ func isRead(msg string) bool {
 	return false
 }
 
+// logMark is where the node's agent log ends now: refusals reads from it.
+func (n *node) logMark() int64 { return fileSize(n.s.artifact(n.name + "-agent.log")) }
+
+// refusals are the warnings the node's agent logged since mark about a
+// call VPP answered with an error (a VPP refusal, not a lost connection):
+// after a VPP restart the agent must program what the new VPP lacks and
+// nothing it already holds (VPP: -81 "Value already exists").
+func (n *node) refusals(mark int64) []string {
+	b, err := os.ReadFile(n.s.artifact(n.name + "-agent.log"))
+	if err != nil || int64(len(b)) <= mark {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b[mark:]), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "VPPApiError") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // forwardEtcd makes the suite's etcd reachable at etcdInNode inside
 // namespace ns (once per namespace): a listener opened in the namespace
 // whose connections are relayed to etcd in the root namespace.

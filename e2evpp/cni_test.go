@@ -187,6 +187,7 @@ func cniScenarios(t *testing.T, renderer string) {
 		// asserted: VPP's sessions and the pods' interfaces go with it).
 		svcFlows := append(openFlows(t, client.netns, "tcp", cniWebIP+":80", 6), openFlows(t, client.netns, "udp", cniWebIP+":53", 6)...)
 		direct := openFlows(t, client.netns, "tcp", fmt.Sprintf("%s:%d", be1.ip, backendPort), 6)
+		mark := n1.logMark()
 		n1.stopVPP(t)
 		start := time.Now()
 		n1.startVPP(t)
@@ -220,6 +221,9 @@ func cniScenarios(t *testing.T, renderer string) {
 		seen, _ = spread(t, outsideNS, "tcp", fmt.Sprintf("%s:%d", n1.ip(), cniNodePort), 30)
 		if !sameKeys(seen, "be1", "be2", "be3") {
 			t.Errorf("NodePort after a VPP restart: backends %v, want be1 be2 be3", seen)
+		}
+		if r := n1.refusals(mark); len(r) > 0 {
+			t.Errorf("after a VPP restart VPP refused %d calls, want 0; first: %s", len(r), r[0])
 		}
 		cutSvc, _ := cuts(svcFlows)
 		cutDirect, _ := cuts(direct)

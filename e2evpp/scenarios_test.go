@@ -453,6 +453,7 @@ func scenarios(t *testing.T, renderer string) {
 		*figs = append(*figs, fmt.Sprintf("second agent: %v", st.NotReady))
 	})
 	step("vpp-restart", func(t *testing.T, figs *[]string) {
+		mark := n1.logMark()
 		n1.stopVPP(t)
 		start := time.Now()
 		n1.startVPP(t)
@@ -462,6 +463,9 @@ func scenarios(t *testing.T, renderer string) {
 		seen, _ := spread(t, client, "tcp", webIP+":80", 20)
 		if !sameKeys(seen, "be1", "be2", "be3") {
 			t.Errorf("after a VPP restart: backends %v, want be1 be2 be3", seen)
+		}
+		if r := n1.refusals(mark); len(r) > 0 {
+			t.Errorf("after a VPP restart VPP refused %d calls, want 0; first: %s", len(r), r[0])
 		}
 		*figs = append(*figs, fmt.Sprintf("interfaces after %v, agent ready after %v", up.Round(time.Millisecond), back.Round(time.Millisecond)))
 	})
