@@ -5,11 +5,16 @@
 // between a listing and the next.
 //
 // etcd is read with etcd's own client (go.etcd.io/etcd/client/v3): a
-// listing pages through each resource's prefix with Get (WithRange,
-// WithLimit, WithRev: every page at the first page's revision; pages grow
-// from 1000 keys to 4000 when many remain, as etcd counts every key from a
-// page to the prefix's end to answer it), decoding each page while the
-// next is read; each resource is then watched with Watch from the
+// listing pages through each resource's prefix with etcd's KV.Range (key,
+// range end, limit and revision: every page at the first page's revision;
+// pages grow from 1000 keys to 4000 when many remain, as etcd counts every
+// key from a page to the prefix's end to answer it), decoding each page
+// while the next is read. The Range calls go over the client's connection
+// (its credentials and endpoints) but their responses are decoded by
+// internal/etcdrange's generated code, whose keys and values are slices of
+// the page's one buffer: clientv3's Get copies each into an allocation of
+// its own, which cost the agent's start a third of its CPU at W(50000)
+// (docs/PERFORMANCE.md). Each resource is then watched with Watch from the
 // listing's next revision, with progress notifications (they move each
 // watch's revision on). Stored values are decoded into the models
 // (kubestate.DecodeStored); an undecodable value is logged, counted and

@@ -5,12 +5,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"contiv.dev/vpp/internal/backoff"
+	"contiv.dev/vpp/internal/etcdrange"
 	"contiv.dev/vpp/kubestate"
 )
 
@@ -223,7 +227,7 @@ func (f *Feed) markerAt(ctx context.Context, rev int64) (bool, kubestate.SyncMar
 func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := make(chan *clientv3.GetResponse, 1)
+	pages := make(chan *etcdrange.Page, 1)
 	var err error
 	go func() {
 		defer close(pages)
@@ -231,7 +235,7 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 	}()
 	for resp := range pages {
 		if l.out.Revision == 0 {
-			l.out.Revision, l.cluster = resp.Header.Revision, resp.Header.ClusterId
+			l.out.Revision, l.cluster = resp.GetHeader().GetRevision(), resp.GetHeader().GetClusterId()
 			if f.hooks.AfterFirstPage != nil {
 				f.hooks.AfterFirstPage()
 			}
@@ -250,44 +254,65 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 				l.out.Listed = append(l.out.Listed, o)
 			}
 		}
-		if newest >= 0 {
+		if newest >= 0 { // a copy: the page's buffer goes back to gRPC's pool
 			kv := resp.Kvs[newest]
-			f.see(kv.Key, kv.Value, kv.ModRevision)
+			f.see(bytes.Clone(kv.Key), bytes.Clone(kv.Value), kv.ModRevision)
 		}
+		resp.Release() // decoded objects hold nothing of their stored values
 	}
 	return err // written before pages was closed
 }
 
 // readPages reads the keys under prefix at rev (0: the revision of the
-// first page) with clientv3's Get, and sends each page on out, until the
-// last or an error. The first page holds listPageSize keys; the next ones
-// more, up to maxListPage, when many remain: etcd counts every key from a
-// page's first to the prefix's end to answer it (RangeResponse.count), so
-// a listing in pages of p keys costs it n²/2p key visits.
-func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *clientv3.GetResponse) error {
-	key, end, limit := prefix, clientv3.GetPrefixRangeEnd(prefix), int64(listPageSize)
+// first page), and sends each page on out, until the last or an error.
+// A page is etcd's KV.Range, called over the client's connection and
+// decoded by etcdrange's generated code: its keys and values are slices of
+// one buffer from gRPC's pool, not an allocation each as clientv3's Get
+// makes them (docs/PERFORMANCE.md, "etcd listing with a generated
+// decoder"); listPrefix releases it once decoded. The first page holds
+// listPageSize keys; the next ones more, up to maxListPage, when many
+// remain: etcd counts every key from a page's first to the prefix's end to
+// answer it (RangeResponse.count), so a listing in pages of p keys costs it
+// n²/2p key visits.
+func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *etcdrange.Page) error {
+	key, end, limit := []byte(prefix), []byte(clientv3.GetPrefixRangeEnd(prefix)), int64(listPageSize)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		resp, err := f.cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithLimit(limit), clientv3.WithRev(rev))
+		req := &etcdserverpb.RangeRequest{Key: key, RangeEnd: end, Limit: limit, Revision: rev}
+		resp, err := etcdrange.Range(rctx, f.cli.ActiveConnection(), req, rangeCallOptions...)
+		err = clientv3.ContextError(rctx, err)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		// What the next page needs, read before the page is handed on (and
+		// released).
+		last := !resp.More || len(resp.Kvs) == 0
+		if !last {
+			if rev == 0 {
+				rev = resp.GetHeader().GetRevision() // a later page's header has etcd's revision then
+			}
+			key = append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0)
+			limit = pageSize(resp.Count - int64(len(resp.Kvs)))
 		}
 		select {
 		case out <- resp:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if last {
 			return nil
 		}
-		if rev == 0 {
-			rev = resp.Header.Revision // a later page's header has etcd's revision then
-		}
-		key = string(append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0))
-		limit = pageSize(resp.Count - int64(len(resp.Kvs)))
 	}
 }
+
+// rangeCallOptions are those clientv3 gives its own calls (with the
+// default Config: the project's clients set no message size): wait for a
+// connection rather than fail at once, and take a page of any size. What
+// clientv3 adds to a Get alone, retrying it on another endpoint when one
+// fails, the listing does as a whole (Feed.run lists again after a
+// backoff).
+var rangeCallOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32)}
 
 // pageSize is the keys asked for in a page when remaining are left.
 func pageSize(remaining int64) int64 {
