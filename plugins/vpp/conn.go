@@ -241,6 +241,13 @@ type Conn struct {
 	inflight atomic.Int64
 	answered atomic.Int64 // UnixNano
 
+	// spare is a pipeline's wire (wire.go) kept for the next one, of
+	// connection wireGen; wireFailed notes that one could not be made
+	// on connection wireGen (pipelines then use govpp streams).
+	spare      *wire
+	wireGen    uint64
+	wireFailed bool
+
 	startOnce sync.Once
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -467,6 +474,7 @@ func (c *Conn) run(ctx context.Context) {
 
 		err = c.watch(ctx, conn, info.pid, info.sock)
 		markLost()
+		c.dropWire()
 		c.setState(func() {
 			c.conn = nil
 			c.lost = nil

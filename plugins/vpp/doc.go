@@ -44,11 +44,17 @@
 //     same (Conn.HasPlugin, Status.MissingPlugins, one warning per
 //     connection; NAT44.HasACLPlugin tells the renderer). Every request is built as the corpus
 //     and records-acl-routes of a real VPP 25.02 record it.
-//   - NAT44.Pipeline (nat44.Pipeliner): the apply's calls sent on one
-//     govpp stream without waiting for each answer, at most
-//     PipelineWindow in flight; answers come back in order and are matched
-//     by position, each operation's result classified as its synchronous
-//     method classifies it (the interface features' steps joined alike).
+//   - NAT44.Pipeline (nat44.Pipeliner): the apply's calls sent without
+//     waiting for each answer, at most PipelineWindow in flight; answers
+//     come back in order and are matched by position, each operation's
+//     result classified as its synchronous method classifies it (the
+//     interface features' steps joined alike). Over VPP's socket the
+//     calls go on a wire (wire.go): a socket connection of the agent's
+//     own beside govpp's ("contiv-agent-pipeline" in `show api clients`),
+//     kept between pipelines, on which requests are written 4 KiB at a
+//     time and answers read in bulk and checked by their context, without
+//     govpp's core; over an Adapter (the in-process simulated VPP), or
+//     when the wire cannot be made, on a govpp stream.
 //     The renderer keeps one call per object in flight, so that an
 //     object's later operations are skipped after a failure.
 //   - CNAT: the cnat.VPP of the cnat renderer (cnat binary API, features,

@@ -174,7 +174,11 @@ func TestPipelineBroken(t *testing.T) {
 	}
 	defer p.Close()
 	_ = srv.Close()
-	ops := pipelineOps()[:40]
+	// Every operation of the first 40 but tap1's unchanged features (no
+	// call to make) needs a call.
+	ops := slices.DeleteFunc(pipelineOps()[:40], func(op nat44.Op) bool {
+		return op.Kind == nat44.OpSetInterface && op.OldFeatures == op.NewFeatures
+	})
 	sent := 0
 	for i := range ops {
 		err := p.Send(&ops[i])

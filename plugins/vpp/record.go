@@ -154,7 +154,16 @@ func (a *recordingAdapter) Connect() error {
 }
 
 func (a *recordingAdapter) Disconnect() error {
+	a.abandon()
+	a.r.note("disconnect")
+	return a.VppAPI.Disconnect()
+}
+
+// abandon writes the calls still waiting for an answer without one: the
+// connection ends.
+func (a *recordingAdapter) abandon() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, p := range a.q {
 		if !p.done {
 			p.done = true
@@ -162,9 +171,6 @@ func (a *recordingAdapter) Disconnect() error {
 		}
 	}
 	a.flushLocked()
-	a.mu.Unlock()
-	a.r.note("disconnect")
-	return a.VppAPI.Disconnect()
 }
 
 func (a *recordingAdapter) GetMsgID(name, crc string) (uint16, error) {

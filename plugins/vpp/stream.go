@@ -2,7 +2,9 @@ package vpp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path"
 	"reflect"
 	"time"
@@ -16,9 +18,12 @@ import (
 // so the stream's queue is sized to hold the whole window.
 const PipelineWindow = 256
 
-// stream keeps binary-API calls in flight on one govpp stream: the core of
-// NAT44.Pipeline and CNAT.Pipeline. VPP answers on one connection in
-// order, so answers are matched to calls by position; at most
+// stream keeps binary-API calls in flight on one connection: the core of
+// NAT44.Pipeline and CNAT.Pipeline. Over VPP's socket it is a wire of its
+// own (wire.go: requests written in batches, answers read in bulk); over
+// an Adapter (the in-process simulated VPP) a govpp stream. VPP answers on
+// one connection in order, so answers are matched to calls by position
+// (on a wire, each answer's context is checked as well); at most
 // PipelineWindow calls wait for their answer. Each call carries the
 // caller's meta (what the call was for). A transport failure (a send or a
 // receive failing, CallTimeout without an answer) breaks the stream: every
@@ -26,7 +31,9 @@ const PipelineWindow = 256
 type stream[M any] struct {
 	conn   *Conn
 	ctx    context.Context
-	s      api.Stream
+	s      api.Stream // nil on a wire
+	w      *wire
+	stopW  func() bool       // stops closing w when ctx ends
 	cancel func()            // ends the stream's context (whileLive's done)
 	failed func(error) error // marks an error of a connection that ended
 	// q holds the calls sent (or settled without a message) and not
@@ -40,7 +47,8 @@ type stream[M any] struct {
 	// path is the binding path (govpp's, or a release's of binapi/) of
 	// the calls in flight: govpp resolves an answer by the path of the
 	// stream's last request, so requests of another path wait until
-	// those in flight are answered (send).
+	// those in flight are answered (send). A wire decodes each answer
+	// into the call's own reply: it needs no such wait.
 	path string
 }
 
@@ -51,6 +59,8 @@ type streamCall[M any] struct {
 	name  string // the request's message name; "" for a call without one
 	reply string // the reply's message name
 	sent  time.Time
+	seq   uint32      // the request's context on a wire
+	into  api.Message // the reply to decode into, on a wire
 	done  bool
 	err   error
 	msg   api.Message // the answer read (none when err is a transport one)
@@ -63,6 +73,12 @@ func openStream[M any](ctx context.Context, c *Conn) (*stream[M], error) {
 		return nil, err
 	}
 	ctx, cancel, failed := whileLive(ctx, lost)
+	if w := c.takeWire(); w != nil {
+		// A cancelled context (the caller's, or the connection's end)
+		// closes the wire: a read waiting on it fails at once.
+		stop := context.AfterFunc(ctx, func() { _ = w.conn.Close() })
+		return &stream[M]{conn: c, ctx: ctx, w: w, stopW: stop, cancel: cancel, failed: failed}, nil
+	}
 	s, err := conn.NewStream(ctx,
 		core.WithRequestSize(PipelineWindow), core.WithReplySize(PipelineWindow+8),
 		core.WithReplyTimeout(c.cfg.CallTimeout))
@@ -86,7 +102,7 @@ func (p *stream[M]) send(meta M, req, reply api.Message) {
 	if p.unread >= PipelineWindow {
 		p.readOne()
 	}
-	if path := bindingPath(req); path != p.path {
+	if path := bindingPath(req); p.w == nil && path != p.path {
 		// govpp resolves an answer's message ID in the binding path of the
 		// stream's last request (core.Stream.RecvMsg): the answers of
 		// another path's calls are read first (VPP 26.06's cnat feature
@@ -99,8 +115,15 @@ func (p *stream[M]) send(meta M, req, reply api.Message) {
 	c := streamCall[M]{meta: meta, name: req.GetMessageName(), reply: reply.GetMessageName(), sent: time.Now()}
 	p.conn.begin()
 	if p.broken == nil {
-		if err := p.s.SendMsg(req); err != nil {
-			p.broken = err
+		var err error
+		if p.w != nil {
+			c.seq, c.into = p.w.seq+1, reply
+			err = wireLost(p.w.send(req))
+		} else {
+			err = p.s.SendMsg(req)
+		}
+		if err != nil {
+			p.broken = p.failed(err)
 			p.conn.poke()
 		}
 	}
@@ -140,11 +163,25 @@ func (p *stream[M]) readOne() {
 		p.conn.observe(c.name, c.sent, &c.err)
 		return
 	}
-	m, err := p.s.RecvMsg()
+	var m api.Message
+	var err error
+	if p.w != nil {
+		m, err = c.into, wireLost(p.w.recv(c.into, c.seq))
+		c.into = nil
+	} else {
+		m, err = p.s.RecvMsg()
+	}
 	switch {
+	case errors.Is(err, errWireBroken):
+		// Answers no longer match calls: nothing after can be trusted.
+		p.broken = fmt.Errorf("%s: %w", c.name, err)
+		c.err = p.broken
 	case err != nil:
 		p.broken = p.failed(err)
 		c.err = fmt.Errorf("%s: %w", c.name, p.broken)
+		if p.w != nil {
+			p.conn.poke()
+		}
 	case m.GetMessageName() != c.reply:
 		// Answers no longer match calls: nothing after can be trusted.
 		p.broken = fmt.Errorf("got %s for %s", m.GetMessageName(), c.name)
@@ -176,8 +213,20 @@ func (p *stream[M]) pop() (streamCall[M], bool) {
 // close ends the stream; answers not read are dropped.
 func (p *stream[M]) close() {
 	p.conn.inflight.Add(-int64(p.unread)) // sent, never read: no longer in flight
+	if p.w != nil {
+		// A wire with nothing in flight serves the next pipeline; one
+		// with answers unread (or broken, or whose context ended) is
+		// closed.
+		if p.stopW() && p.unread == 0 && p.broken == nil {
+			p.conn.putWire(p.w)
+		} else {
+			p.w.close()
+		}
+		p.w = nil
+	} else {
+		_ = p.s.Close()
+	}
 	p.cancel()
-	_ = p.s.Close()
 	p.q, p.head, p.next, p.unread = nil, 0, 0, 0
 }
 
@@ -185,3 +234,15 @@ func (p *stream[M]) close() {
 // its Go package: "go.fd.io/govpp/binapi", or a release's directory of
 // internal/vppapi).
 func bindingPath(m api.Message) string { return path.Dir(reflect.TypeOf(m).Elem().PkgPath()) }
+
+// wireLost marks a wire's transport error (VPP closed the socket, a
+// write failed) as ErrNotConnected, transient, as a govpp call's is once
+// the connection is found lost: a wire notices before the connection's
+// health probes do. A timeout, an answer that does not match and a
+// message VPP lacks stay as they are.
+func wireLost(err error) error {
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errWireBroken) || errors.Is(err, ErrIncompatible) || errors.Is(err, ErrNotConnected) {
+		return err
+	}
+	return fmt.Errorf("%w (the pipeline's connection to VPP broke): %w", ErrNotConnected, err)
+}

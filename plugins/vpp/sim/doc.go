@@ -183,9 +183,11 @@
 // compatibility check, and every request, answer and interface event
 // travels framed over the socket. Requests of all clients run in arrival
 // order, one at a time, each after Options.ServiceTime (ASSUMPTION: a
-// latency, which requests in flight together overlap). One client at a
-// time; a restart closes its connection and creates the socket file
-// anew. Close removes the socket; serving again keeps the state.
+// latency, which requests in flight together overlap). Several clients
+// at once, as VPP serves them (the agent's govpp connection and its
+// pipelines' wire): each answer goes back to its request's client; a
+// restart closes every connection and creates the socket file anew.
+// Close removes the socket; serving again keeps the state.
 //
 // # Main-thread cost of NAT44 features
 //

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,11 +37,16 @@ import (
 // main-loop turn); the simulator's own work per request is the only
 // serial cost.
 //
-// The simulated VPP serves one client connection at a time: a new client
-// ends the previous one's connection. A restart (Restart, a crash) closes
-// the client's connection and creates the socket file anew, as a VPP
-// that exits and starts again does (noticed within restartPoll). The VPP
-// must not be connected in-process while it is served.
+// As VPP does, it serves several client connections at once (the agent
+// keeps one for its pipelines beside govpp's): the VPP is connected while
+// any client is, and each answer goes back to the client of its request
+// (the server gives each request a context of its own and restores the
+// client's in the answers); an event goes to the client that registered
+// for events last (want_interface_events), or the oldest one. A restart
+// (Restart, a crash) closes every client's connection and creates the
+// socket file anew, as a VPP that exits and starts again does (noticed
+// within restartPoll). The VPP must not be connected in-process while it
+// is served.
 type Server struct {
 	v    *VPP
 	path string
@@ -47,11 +54,28 @@ type Server struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	ln     *net.UnixListener
-	cur    *serverConn // the client connected to the VPP
-	conns  map[*serverConn]struct{}
-	closed bool
+	// vmu orders the VPP's Connect and Disconnect with the clients
+	// coming and going; mu guards the rest.
+	vmu     sync.Mutex
+	mu      sync.Mutex
+	ln      *net.UnixListener
+	clients []*serverConn // the clients past the handshake, oldest first
+	events  *serverConn   // the client that registered for events last
+	conns   map[*serverConn]struct{}
+	closed  bool
+	// routes maps the contexts the server gave requests to their
+	// client's; byClient the other way (a dump and its control_ping
+	// share a context); names are the messages' names by ID.
+	routes   map[uint32]clientCtx
+	byClient map[clientCtx]uint32
+	nextCtx  uint32
+	names    map[uint16]string
+}
+
+// clientCtx is a request's client and its context.
+type clientCtx struct {
+	c   *serverConn
+	ctx uint32
 }
 
 // request is one framed request waiting for the main loop.
@@ -98,6 +122,9 @@ func (v *VPP) Serve(path string) (*Server, error) {
 		reqs:  make(chan request, 1024),
 		quit:  make(chan struct{}),
 		conns: make(map[*serverConn]struct{}),
+
+		routes:   make(map[uint32]clientCtx),
+		byClient: make(map[clientCtx]uint32),
 	}
 	s.wg.Add(2)
 	go s.accept(ln)
@@ -129,15 +156,15 @@ func listen(path string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// restarted is a restart of the VPP seen by the server: the client's
+// restarted is a restart of the VPP seen by the server: every client's
 // connection ends and the socket file is created anew.
 func (s *Server) restarted() {
 	s.mu.Lock()
-	cur := s.cur
+	clients := append([]*serverConn(nil), s.clients...)
 	old := s.ln
 	s.mu.Unlock()
-	if cur != nil {
-		cur.end()
+	for _, c := range clients {
+		c.end()
 	}
 	_ = old.Close()
 	ln, err := listen(s.path)
@@ -272,23 +299,94 @@ func (c *serverConn) write(data []byte) {
 	}
 }
 
-// end closes c's socket and, when c is the VPP's client, disconnects it.
+// end closes c's socket and, when c was the VPP's last client,
+// disconnects the VPP.
 func (c *serverConn) end() {
 	c.once.Do(func() {
 		close(c.gone)
 		_ = c.conn.Close()
 		s := c.s
+		s.vmu.Lock()
+		defer s.vmu.Unlock()
 		s.mu.Lock()
 		delete(s.conns, c)
-		cur := s.cur == c
-		if cur {
-			s.cur = nil
+		was := len(s.clients)
+		s.clients = slices.DeleteFunc(s.clients, func(x *serverConn) bool { return x == c })
+		last := was > 0 && len(s.clients) == 0
+		if s.events == c {
+			s.events = nil
+		}
+		for k, v := range s.byClient {
+			if k.c == c {
+				delete(s.byClient, k)
+				delete(s.routes, v)
+			}
 		}
 		s.mu.Unlock()
-		if cur {
+		if last {
 			_ = s.v.Disconnect()
 		}
 	})
+}
+
+// client is a request's client: the server's context ctx is replaced by
+// the client's own.
+func (s *Server) client(ctx uint32, data []byte) (*serverConn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := s.names[binary.BigEndian.Uint16(data[0:2])]
+	if strings.HasSuffix(name, "_reply") || strings.HasSuffix(name, "_details") {
+		r, ok := s.routes[ctx]
+		if !ok {
+			return nil, false // its client is gone
+		}
+		if strings.HasSuffix(name, "_reply") {
+			delete(s.routes, ctx)
+			delete(s.byClient, r)
+		}
+		binary.BigEndian.PutUint32(data[2:6], r.ctx)
+		return r.c, true
+	}
+	switch {
+	case s.events != nil:
+		return s.events, true
+	case len(s.clients) > 0:
+		return s.clients[0], true
+	}
+	return nil, false
+}
+
+// deliver is the VPP's message callback: each message to its client.
+func (s *Server) deliver(_ uint16, data []byte) {
+	if len(data) < 6 {
+		return
+	}
+	if c, ok := s.client(binary.BigEndian.Uint32(data[2:6]), data); ok {
+		c.write(data)
+	}
+}
+
+// route gives a request of c with context ctx a context of the server's
+// own, or false when c is no longer a client.
+func (s *Server) route(c *serverConn, ctx uint32, id uint16) (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.clients, c) {
+		return 0, false
+	}
+	if s.names[id] == "want_interface_events" {
+		s.events = c
+	}
+	k := clientCtx{c: c, ctx: ctx}
+	if own, ok := s.byClient[k]; ok {
+		return own, true
+	}
+	s.nextCtx++
+	for s.nextCtx == 0 || s.routes[s.nextCtx].c != nil {
+		s.nextCtx++
+	}
+	s.routes[s.nextCtx], s.byClient[k] = k, s.nextCtx
+	return s.nextCtx, true
 }
 
 // handshake answers sockclnt_create with the message table and makes c
@@ -305,32 +403,36 @@ func (s *Server) handshake(c *serverConn, data []byte) error {
 	if err := codec.DefaultCodec.DecodeMsg(data, req); err != nil {
 		return fmt.Errorf("decoding sockclnt_create: %w", err)
 	}
-	// Only one client at a time: the previous one is ended.
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
 	s.mu.Lock()
-	prev := s.cur
+	closed, first := s.closed, len(s.clients) == 0
 	s.mu.Unlock()
-	if prev != nil {
-		s.v.log.Info("simulated VPP: a new socket client replaces the connected one")
-		prev.end()
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if closed {
 		return errors.New("server closed")
 	}
-	s.cur = c
-	s.mu.Unlock()
-	s.v.SetMsgCallback(func(_ uint16, data []byte) { c.write(data) })
-	if err := s.v.Connect(); err != nil {
-		return err
+	if first {
+		// The VPP's first client: the VPP is connected.
+		s.v.SetMsgCallback(s.deliver)
+		if err := s.v.Connect(); err != nil {
+			return err
+		}
 	}
+	s.mu.Lock()
+	s.clients = append(s.clients, c)
+	s.mu.Unlock()
 	s.v.mu.Lock()
 	c.index = s.v.pid // any non-zero index will do
 	reply := &memclnt.SockclntCreateReply{Index: c.index}
+	names := make(map[uint16]string, len(s.v.ids))
 	for k, id := range s.v.ids {
 		reply.MessageTable = append(reply.MessageTable, memclnt.MessageTableEntry{Index: id, Name: k})
+		names[id] = k[:max(strings.LastIndexByte(k, '_'), 0)]
 	}
 	s.v.mu.Unlock()
+	s.mu.Lock()
+	s.names = names
+	s.mu.Unlock()
 	reply.Count = uint16(len(reply.MessageTable))
 	b, err := s.encode(reply, binary.BigEndian.Uint32(data[6:10]))
 	if err != nil {
@@ -415,12 +517,6 @@ func (s *Server) mainLoop() {
 		if s.v.service > 0 && !s.waitUntil(r.at.Add(s.v.service), &timer) {
 			return
 		}
-		s.mu.Lock()
-		cur := s.cur == r.c
-		s.mu.Unlock()
-		if !cur {
-			continue // the client is gone: VPP drops its queue
-		}
 		if len(r.data) < 10 {
 			s.v.log.Warn("simulated VPP: request shorter than its header; client dropped", "bytes", len(r.data))
 			r.c.end()
@@ -434,16 +530,32 @@ func (s *Server) mainLoop() {
 			}
 			continue
 		}
-		err := s.v.SendMsg(context, r.data)
+		own, ok := s.route(r.c, context, binary.BigEndian.Uint16(r.data[0:2]))
+		if !ok {
+			continue // the client is gone: VPP drops its queue
+		}
+		binary.BigEndian.PutUint32(r.data[6:10], own)
+		err := s.v.SendMsg(own, r.data)
 		switch {
 		case errors.Is(err, ErrConnectionReset):
 			// VPP restarted or crashed: its sockets close.
-			s.v.log.Info("simulated VPP: closing the socket client's connection", "reason", err)
-			r.c.end()
+			s.v.log.Info("simulated VPP: closing the socket clients' connections", "reason", err)
+			s.restartedClients()
 		case err != nil:
 			// ASSUMPTION: VPP drops a request it cannot handle without
 			// answering; the client's call times out.
 			s.v.log.Warn("simulated VPP: request dropped", "err", err)
 		}
+	}
+}
+
+// restartedClients ends every client's connection: the VPP restarted or
+// crashed (the socket file is made anew by restarted).
+func (s *Server) restartedClients() {
+	s.mu.Lock()
+	clients := append([]*serverConn(nil), s.clients...)
+	s.mu.Unlock()
+	for _, c := range clients {
+		c.end()
 	}
 }

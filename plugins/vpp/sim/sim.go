@@ -82,8 +82,8 @@ const firstPID = 4242
 // the binary-API messages the agent uses from NAT44-ED state held in
 // memory, enforcing VPP's rules. It forwards no packets.
 //
-// It serves one client connection at a time. All methods are safe for
-// concurrent use.
+// In process it serves one client connection at a time (Serve takes
+// several over a socket). All methods are safe for concurrent use.
 type VPP struct {
 	log     *slog.Logger
 	version string
