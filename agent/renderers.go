@@ -42,7 +42,8 @@ func (a *Agent) buildPipeline() (*nodepipeline.Pipeline, error) {
 		if nc.ServiceCIDR.IsValid() { // the renderer's DumpRoutes
 			vrfs = []uint32{nc.PodVRF, nc.MainVRF}
 		}
-		a.prefetch = prefetch.New(vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), a.conn, a.ownerTag(), vrfs)
+		a.prefetch = prefetch.New(vpp.NewNAT44(a.conn, a.ifaces, a.log.With("part", "nat44-client")), a.conn, a.ownerTag(), vrfs,
+			nc.SessionLimit, a.log.With("part", "nat44-client"))
 		ports.NAT44 = a.prefetch
 	}
 	p, err := nodepipeline.Build(nodepipeline.Params{

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -31,11 +32,20 @@ import (
 // when a client asks it to (none expires or is made by traffic), and no
 // client but an agent that marked VPP its own writes them (vppctl by hand
 // aside, which a dump at the apply would not make safe either).
+//
+// On a VPP no agent marked (new, or restarted while the agent was down),
+// Start enables the NAT44-ED plugin ahead instead, with the renderer's
+// session limit: VPP clears its session tables as it enables it, ~0.9 s in
+// which it answers nothing else, and the apply's SetGlobal then finds it
+// enabled (or, first, enables it itself: the other's enable is answered
+// "already enabled", which both take as done).
 type NAT44 struct {
 	*vpp.NAT44
-	conn  Conn
-	owner string   // this agent's owner marker
-	vrfs  []uint32 // the routes' VRFs; nil: no routes read ahead
+	conn     Conn
+	owner    string   // this agent's owner marker
+	vrfs     []uint32 // the routes' VRFs; nil: no routes read ahead
+	sessions uint32   // the session limit the plugin is enabled with ahead; 0: not
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	ahead   *readAhead // nil: none (not started, dropped or used)
@@ -52,9 +62,10 @@ type Conn interface {
 
 // New wraps port, the renderer's port on conn, for an agent whose owner
 // marker is owner; vrfs are the VRFs of the routes the renderer dumps
-// (nil: it dumps none, and no routes are read ahead).
-func New(port *vpp.NAT44, conn Conn, owner string, vrfs []uint32) *NAT44 {
-	return &NAT44{NAT44: port, conn: conn, owner: owner, vrfs: vrfs}
+// (nil: it dumps none, and no routes are read ahead); sessions is the
+// renderer's NAT44 session limit (0: the plugin is not enabled ahead).
+func New(port *vpp.NAT44, conn Conn, owner string, vrfs []uint32, sessions uint32, log *slog.Logger) *NAT44 {
+	return &NAT44{NAT44: port, conn: conn, owner: owner, vrfs: vrfs, sessions: sessions, log: log}
 }
 
 // readAhead is one read of VPP's NAT44 state and routes.
@@ -70,8 +81,19 @@ type readAhead struct {
 // this agent's; ctx bounds it.
 func (p *NAT44) Start(ctx context.Context, wg *sync.WaitGroup) {
 	connects := p.conn.Status().Connects
-	if tag, err := p.conn.ReadOwner(ctx); err != nil || tag != p.owner {
-		return // a new or another's VPP: its dump is read at the apply
+	tag, err := p.conn.ReadOwner(ctx)
+	switch {
+	case err == nil && tag == "" && p.sessions != 0:
+		// A VPP no agent marked: nothing to read ahead (its dump is read at
+		// the apply), but the plugin to enable.
+		wg.Go(func() {
+			if err := p.NAT44.EnablePlugin(ctx, p.sessions); err != nil && ctx.Err() == nil {
+				p.log.Warn("enabling NAT44-ED ahead failed: the first apply enables it", "err", err)
+			}
+		})
+		return
+	case err != nil || tag != p.owner:
+		return // another's VPP: its dump is read at the apply
 	}
 	ra := &readAhead{connects: connects, done: make(chan struct{})}
 	p.mu.Lock()

@@ -126,11 +126,9 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 	}
 	var errs []error
 	if rc.Sessions == 0 { // disabled
-		err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: g.SessionLimit}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
-		if err != nil && !isRetval(err, retvalAlreadyEnabled) {
-			return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", g.SessionLimit), false)
+		if err := n.enable(ctx, g.SessionLimit); err != nil {
+			return err
 		}
-		n.log.Info("NAT44-ED plugin enabled", "sessions", g.SessionLimit)
 		// Enabling resets forwarding and timeouts (and forwarding or timeouts
 		// set while it was disabled were lost): read them again, then set.
 		if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
@@ -152,6 +150,34 @@ func (n *NAT44) SetGlobal(ctx context.Context, g nat44.Global) error {
 		errs = append(errs, classify(err, fmt.Sprintf("setting NAT44 timeouts %+v", want), false))
 	}
 	return errors.Join(errs...)
+}
+
+// EnablePlugin enables NAT44-ED with the session limit when VPP has it
+// disabled, as SetGlobal would, and sets nothing else (SetGlobal then sets
+// forwarding and timeouts). VPP allocates and clears the session tables
+// as it enables the plugin (0.9 s for 262 144 sessions on a 2-CPU VM,
+// docs/real-vpp.md), all that while answering no other call: the agent
+// enables it ahead, while it lists etcd (agent/prefetch).
+func (n *NAT44) EnablePlugin(ctx context.Context, sessions uint32) error {
+	rc := &nat44_ed.Nat44ShowRunningConfigReply{}
+	if err := n.conn.invoke(ctx, &nat44_ed.Nat44ShowRunningConfig{}, rc); err != nil {
+		return classify(err, "reading NAT44 running config", false)
+	}
+	if rc.Sessions != 0 {
+		return nil
+	}
+	return n.enable(ctx, sessions)
+}
+
+// enable enables the plugin; already enabled (another caller was first)
+// is as good.
+func (n *NAT44) enable(ctx context.Context, sessions uint32) error {
+	err := n.conn.invoke(ctx, &nat44_ed.Nat44EdPluginEnableDisable{Enable: true, Sessions: sessions}, &nat44_ed.Nat44EdPluginEnableDisableReply{})
+	if err != nil && !isRetval(err, retvalAlreadyEnabled) {
+		return classify(err, fmt.Sprintf("enabling NAT44-ED (sessions %d)", sessions), false)
+	}
+	n.log.Info("NAT44-ED plugin enabled", "sessions", sessions)
+	return nil
 }
 
 // isRetval tells whether err is VPP's answer rv.
