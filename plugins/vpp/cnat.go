@@ -24,20 +24,13 @@ import (
 // corpus recorded a real VPP 25.02 accepting (cnat*.jsonl): every endpoint
 // interface ~0, path sources unspecified, no flags, no path flags.
 // cnat_session_purge is never sent (it deletes every translation too).
-type CNAT struct {
-	conn   *Conn
-	ifaces *Interfaces
-	log    *slog.Logger
-}
+type CNAT struct{ port }
 
 var _ cnat.VPP = (*CNAT)(nil)
 
 // NewCNAT returns a cnat client; ifaces resolves interface names.
 func NewCNAT(conn *Conn, ifaces *Interfaces, log *slog.Logger) *CNAT {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &CNAT{conn: conn, ifaces: ifaces, log: log}
+	return &CNAT{newPort(conn, ifaces, log)}
 }
 
 // CNATMessages lists the binary-API messages of the cnat renderer; VPP must

@@ -38,20 +38,28 @@ const retvalAlreadyEnabled api.VPPApiError = -170
 // never dumps the affinity of a load-balanced mapping either (the renderer
 // keeps it in the tag). Zero timeouts in SetGlobal keep VPP's current
 // value. Optional interface indexes are always sent as ~0 (0 is local0).
-type NAT44 struct {
-	conn   *Conn
-	ifaces *Interfaces
-	log    *slog.Logger
-}
+type NAT44 struct{ port }
 
 var _ nat44.VPP = (*NAT44)(nil)
 
 // NewNAT44 returns a NAT44 client; ifaces resolves interface names.
 func NewNAT44(conn *Conn, ifaces *Interfaces, log *slog.Logger) *NAT44 {
+	return &NAT44{newPort(conn, ifaces, log)}
+}
+
+// port is what a renderer's client to VPP holds: the connection, the
+// interface cache that resolves names, its log.
+type port struct {
+	conn   *Conn
+	ifaces *Interfaces
+	log    *slog.Logger
+}
+
+func newPort(conn *Conn, ifaces *Interfaces, log *slog.Logger) port {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &NAT44{conn: conn, ifaces: ifaces, log: log}
+	return port{conn: conn, ifaces: ifaces, log: log}
 }
 
 // invalidRetvals are VPP's answers to a call that cannot succeed as made.
