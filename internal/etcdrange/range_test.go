@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,7 +236,7 @@ func TestRangeAsClientGet(t *testing.T) {
 		if c.key != "/p/" {
 			rev = 20 // an older revision
 		}
-		got, err := Range(ctx, cli.ActiveConnection(), &etcdserverpb.RangeRequest{Key: []byte(c.key), RangeEnd: []byte(c.end), Limit: c.limit, Revision: rev})
+		got, err := Range(ctx, cli.ActiveConnection(), &etcdserverpb.RangeRequest{Key: []byte(c.key), RangeEnd: []byte(c.end), Limit: c.limit, Revision: rev}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,11 +251,43 @@ func TestRangeAsClientGet(t *testing.T) {
 		got.Release() // a second time: nothing
 	}
 	// An error is etcd's: a revision compacted or not yet written.
-	_, err := Range(ctx, cli.ActiveConnection(), &etcdserverpb.RangeRequest{Key: []byte("/p/"), Revision: 1 << 40})
+	_, err := Range(ctx, cli.ActiveConnection(), &etcdserverpb.RangeRequest{Key: []byte("/p/"), Revision: 1 << 40}, nil)
 	if got, want := clientv3.ContextError(ctx, err), clientv3.ContextError(ctx, func() error {
 		_, err := cli.Get(ctx, "/p/", clientv3.WithRev(1<<40))
 		return err
 	}()); got == nil || got.Error() != want.Error() {
 		t.Errorf("Range at a future revision: %v, Get's %v", got, want)
+	}
+}
+
+// TestBuffersReusePageBuffers: a released page's buffer serves the next
+// page that fits in it (made with room for a page half as large again);
+// at most keepBuffers are kept, the largest.
+func TestBuffersReusePageBuffers(t *testing.T) {
+	var p Buffers
+	a := p.Get(1000)
+	if len(*a) != 1000 || cap(*a) != 1500 {
+		t.Fatalf("a new buffer: len %d cap %d, want 1000 and 1500", len(*a), cap(*a))
+	}
+	p.Put(a)
+	if b := p.Get(1400); &(*b)[0] != &(*a)[0] || len(*b) != 1400 {
+		t.Errorf("a page of 1400 bytes did not get the kept buffer of 1500")
+	} else {
+		p.Put(b)
+	}
+	if c := p.Get(2000); cap(*c) < 2000 || &(*c)[0] == &(*a)[0] {
+		t.Errorf("a page larger than every kept buffer: cap %d", cap(*c))
+	}
+	for _, n := range []int{10, 20, 30, 40} {
+		b := make([]byte, n)
+		p.Put(&b)
+	}
+	var caps []int
+	for _, b := range p.free {
+		caps = append(caps, cap(*b))
+	}
+	slices.Sort(caps)
+	if !slices.Equal(caps, []int{30, 40, 1500}) {
+		t.Errorf("kept %v, want the 3 largest [30 40 1500]", caps)
 	}
 }

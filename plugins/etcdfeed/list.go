@@ -276,10 +276,11 @@ func (f *Feed) listPrefix(ctx context.Context, prefix string, l *listing) error 
 // n²/2p key visits.
 func (f *Feed) readPages(ctx context.Context, prefix string, rev int64, out chan<- *etcdrange.Page) error {
 	key, end, limit := []byte(prefix), []byte(clientv3.GetPrefixRangeEnd(prefix)), int64(listPageSize)
+	var bufs etcdrange.Buffers // the pages' buffers, reused page after page
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		req := &etcdserverpb.RangeRequest{Key: key, RangeEnd: end, Limit: limit, Revision: rev}
-		resp, err := etcdrange.Range(rctx, f.cli.ActiveConnection(), req, rangeCallOptions...)
+		resp, err := etcdrange.Range(rctx, f.cli.ActiveConnection(), req, &bufs, rangeCallOptions...)
 		err = clientv3.ContextError(rctx, err)
 		cancel()
 		if err != nil {

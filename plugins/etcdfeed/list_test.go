@@ -45,7 +45,10 @@ func store(tb testing.TB, cli *clientv3.Client, objs map[kubestate.Key]kubestate
 // TestListingOfManyPages: a listing of prefixes of several pages each
 // holds every stored object, each as decoding its stored value alone
 // gives it, in the order listed; and a write during the listing is not in
-// it (one revision).
+// it (one revision). The pages' buffers are reused (etcdrange.Buffers): an
+// object that kept anything of its page's bytes (a page released before
+// it was decoded, a decoder that does not copy what it keeps) would show
+// a later page's bytes here (it does with kubestate's rehome left out).
 func TestListingOfManyPages(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client()
