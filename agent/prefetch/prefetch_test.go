@@ -27,20 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestReadAheadDump(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	v := sim.New(sim.Options{})
-	defer v.Close()
-	srv, err := v.Serve(filepath.Join(t.TempDir(), "api.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: slog.New(slog.DiscardHandler), HealthInterval: time.Minute})
-	conn.Start(ctx)
-	defer conn.Close()
-	if err := conn.WaitConnected(ctx); err != nil {
-		t.Fatal(err)
-	}
-	raw := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), slog.New(slog.DiscardHandler))
+	conn, raw := simVPP(ctx, t)
 	vrfs := []uint32{0}
 	route := func(i byte) nat44.Route {
 		return nat44.Route{RouteKey: nat44.RouteKey{Prefix: nat44.MustIPv4Prefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, 0, i}), 32))}, Kind: nat44.RouteDrop}
@@ -147,25 +134,12 @@ func TestEnablesTheNATPluginAhead(t *testing.T) {
 		{"no limit given", "", 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := sim.New(sim.Options{})
-			defer v.Close()
-			srv, err := v.Serve(filepath.Join(t.TempDir(), "api.sock"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: slog.New(slog.DiscardHandler), HealthInterval: time.Minute})
-			conn.Start(ctx)
-			defer conn.Close()
-			if err := conn.WaitConnected(ctx); err != nil {
-				t.Fatal(err)
-			}
+			conn, raw := simVPP(ctx, t)
 			if c.owner != "" {
 				if err := conn.MarkOwner(ctx, c.owner); err != nil {
 					t.Fatal(err)
 				}
 			}
-			raw := vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), slog.New(slog.DiscardHandler))
 			p := New(raw, conn, "mine", nil, c.sessions, slog.New(slog.DiscardHandler))
 			var wg sync.WaitGroup
 			p.Start(ctx, &wg)
@@ -186,4 +160,24 @@ func TestEnablesTheNATPluginAhead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simVPP is a connection to a simulated VPP of the test's own, served on
+// its socket, and the NAT44 port on it; both end with the test.
+func simVPP(ctx context.Context, t *testing.T) (*vpp.Conn, *vpp.NAT44) {
+	t.Helper()
+	v := sim.New(sim.Options{})
+	t.Cleanup(v.Close)
+	srv, err := v.Serve(filepath.Join(t.TempDir(), "api.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	conn := vpp.New(vpp.Config{Socket: srv.Path(), Logger: slog.New(slog.DiscardHandler), HealthInterval: time.Minute})
+	conn.Start(ctx)
+	t.Cleanup(conn.Close)
+	if err := conn.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return conn, vpp.NewNAT44(conn, vpp.NewInterfaces(conn, nil), slog.New(slog.DiscardHandler))
 }
