@@ -183,15 +183,25 @@ func (v *VPP) createLocked(idx uint32, s InterfaceSpec) uint32 {
 func (v *VPP) DelInterface(name string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	i := v.ifaceByName(name)
-	if i == nil {
-		return fmt.Errorf("simulated VPP: no interface %q", name)
-	}
-	if i.index == 0 {
-		return errors.New("simulated VPP: local0 cannot be deleted")
+	i, err := v.removable(name, "deleted")
+	if err != nil {
+		return err
 	}
 	v.deleteLocked(i.index)
 	return nil
+}
+
+// removable is the interface name names, unless there is none or it is
+// local0, which cannot be what verb says.
+func (v *VPP) removable(name, verb string) (*iface, error) {
+	i := v.ifaceByName(name)
+	if i == nil {
+		return nil, fmt.Errorf("simulated VPP: no interface %q", name)
+	}
+	if i.index == 0 {
+		return nil, fmt.Errorf("simulated VPP: local0 cannot be %s", verb)
+	}
+	return i, nil
 }
 
 func (v *VPP) deleteLocked(idx uint32) {
@@ -211,12 +221,9 @@ func (v *VPP) deleteLocked(idx uint32) {
 func (v *VPP) RecreateInterface(name string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	i := v.ifaceByName(name)
-	if i == nil {
-		return fmt.Errorf("simulated VPP: no interface %q", name)
-	}
-	if i.index == 0 {
-		return errors.New("simulated VPP: local0 cannot be re-created")
+	i, err := v.removable(name, "re-created")
+	if err != nil {
+		return err
 	}
 	s := i.spec()
 	s.AdminDown = false

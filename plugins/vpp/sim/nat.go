@@ -376,16 +376,26 @@ func (v *VPP) interfaceAddrDump(*nat44_ed.Nat44InterfaceAddrDump) []api.Message 
 	return out
 }
 
+// natInterfaceRefusal is VPP's answer to a NAT44 interface request for
+// idx before the request itself is read: an unknown index, then a plugin
+// not enabled (ASSUMPTION: the index is checked before the plugin's
+// state); 0 when neither.
+func (v *VPP) natInterfaceRefusal(idx uint32) api.VPPApiError {
+	switch {
+	case v.ifaces[idx] == nil:
+		return api.INVALID_SW_IF_INDEX
+	case !v.nat.enabled:
+		return api.UNSUPPORTED
+	}
+	return 0
+}
+
 func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) []api.Message {
 	r := &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
 	idx := uint32(req.SwIfIndex)
 	n := v.nat
-	// ASSUMPTION: the index is checked before the plugin's state.
-	switch {
-	case v.ifaces[idx] == nil:
-		return reply(r, api.INVALID_SW_IF_INDEX)
-	case !n.enabled:
-		return reply(r, api.UNSUPPORTED)
+	if rv := v.natInterfaceRefusal(idx); rv != 0 {
+		return reply(r, rv)
 	}
 	// INSIDE|OUTSIDE means inside; no flag means outside.
 	f := featOut
@@ -444,12 +454,8 @@ func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) 
 	r := &nat44_ed.Nat44EdAddDelOutputInterfaceReply{}
 	idx := uint32(req.SwIfIndex)
 	n := v.nat
-	// ASSUMPTION: the index is checked before the plugin's state.
-	switch {
-	case v.ifaces[idx] == nil:
-		return reply(r, api.INVALID_SW_IF_INDEX)
-	case !n.enabled:
-		return reply(r, api.UNSUPPORTED)
+	if rv := v.natInterfaceRefusal(idx); rv != 0 {
+		return reply(r, rv)
 	}
 	if req.IsAdd {
 		if _, inOut := n.ifaces[idx]; inOut || n.output[idx] {
