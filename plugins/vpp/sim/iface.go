@@ -181,27 +181,23 @@ func (v *VPP) createLocked(idx uint32, s InterfaceSpec) uint32 {
 // DelInterface deletes an interface and the NAT44 and cnat features on
 // it; a registered client gets a "deleted" event.
 func (v *VPP) DelInterface(name string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	i, err := v.removable(name, "deleted")
-	if err != nil {
-		return err
-	}
-	v.deleteLocked(i.index)
-	return nil
+	return v.removing(name, "deleted", func(i *iface) { v.deleteLocked(i.index) })
 }
 
-// removable is the interface name names, unless there is none or it is
-// local0, which cannot be what verb says.
-func (v *VPP) removable(name, verb string) (*iface, error) {
+// removing runs remove, with mu held, on the interface name names, unless
+// there is none or it is local0, which cannot be what verb says.
+func (v *VPP) removing(name, verb string, remove func(*iface)) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	i := v.ifaceByName(name)
 	if i == nil {
-		return nil, fmt.Errorf("simulated VPP: no interface %q", name)
+		return fmt.Errorf("simulated VPP: no interface %q", name)
 	}
 	if i.index == 0 {
-		return nil, fmt.Errorf("simulated VPP: local0 cannot be %s", verb)
+		return fmt.Errorf("simulated VPP: local0 cannot be %s", verb)
 	}
-	return i, nil
+	remove(i)
+	return nil
 }
 
 func (v *VPP) deleteLocked(idx uint32) {
@@ -219,17 +215,12 @@ func (v *VPP) deleteLocked(idx uint32) {
 // registered client sees a "deleted" event, then an "up" one. NAT44
 // features on it are lost.
 func (v *VPP) RecreateInterface(name string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	i, err := v.removable(name, "re-created")
-	if err != nil {
-		return err
-	}
-	s := i.spec()
-	s.AdminDown = false
-	v.deleteLocked(i.index)
-	v.createLocked(v.allocIndexLocked(), s)
-	return nil
+	return v.removing(name, "re-created", func(i *iface) {
+		s := i.spec()
+		s.AdminDown = false
+		v.deleteLocked(i.index)
+		v.createLocked(v.allocIndexLocked(), s)
+	})
 }
 
 // SetAdminUp sets an interface admin up or down, as

@@ -392,8 +392,7 @@ func (v *VPP) natInterfaceRefusal(idx uint32) api.VPPApiError {
 
 func (v *VPP) interfaceAddDelFeature(req *nat44_ed.Nat44InterfaceAddDelFeature) []api.Message {
 	r := &nat44_ed.Nat44InterfaceAddDelFeatureReply{}
-	idx := uint32(req.SwIfIndex)
-	n := v.nat
+	idx, n := uint32(req.SwIfIndex), v.nat
 	if rv := v.natInterfaceRefusal(idx); rv != 0 {
 		return reply(r, rv)
 	}
@@ -452,8 +451,7 @@ func (v *VPP) interfaceDump(*nat44_ed.Nat44InterfaceDump) []api.Message {
 
 func (v *VPP) addDelOutputInterface(req *nat44_ed.Nat44EdAddDelOutputInterface) []api.Message {
 	r := &nat44_ed.Nat44EdAddDelOutputInterfaceReply{}
-	idx := uint32(req.SwIfIndex)
-	n := v.nat
+	idx, n := uint32(req.SwIfIndex), v.nat
 	if rv := v.natInterfaceRefusal(idx); rv != 0 {
 		return reply(r, rv)
 	}
