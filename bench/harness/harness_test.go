@@ -277,3 +277,27 @@ func topKeys(t *testing.T, b []byte) []string {
 	}
 	return keys
 }
+
+// TestAgentShareWithinTheNoise: the agent's CPU per change is the
+// process's CPU with the agent less a bare watch's; a difference not above
+// zero (the two runs' noise larger than the agent's cost) is reported as
+// not measured, never as a target met.
+func TestAgentShareWithinTheNoise(t *testing.T) {
+	res := &core.Results{Sizes: []int{core.TargetSize}, Figures: []core.FigureName{live.FigAgentChange}, Table: registry()}
+	lv := core.Part[live.Results](res)
+	lv.AgentChangeCPUUS = 12
+	lv.AgentChange = &live.AgentChangeResult{N: core.TargetSize, Changes: 2000, Runs: 3, PerRunUS: []float64{11, 12, 13},
+		CPUUSPerChange1000ps: -3.5, PacedPerRunUS: []float64{-3.5, -1, 4}, PacedRate: 990}
+	var tab bytes.Buffer
+	if err := res.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"(µs; median of 3 runs of 2000 changes: 11, 12, 13) | 12.0 | ≤ 30 | yes |",
+		"| -3.5 (within the noise) | ≤ 10 | n/a |",
+	} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+}
