@@ -84,12 +84,18 @@ type harness struct {
 // by cfg against a new simulated VPP. close must be called.
 func newHarness(t tb, endpoint string, cfg contivconf.Config) *harness {
 	t.Helper()
+	return newHarnessWith(t, endpoint, cfg, sim.Options{})
+}
+
+// newHarnessWith is newHarness with a simulated VPP made with opts.
+func newHarnessWith(t tb, endpoint string, cfg contivconf.Config, opts sim.Options) *harness {
+	t.Helper()
 	cli, err := etcd.NewClient(context.Background(), etcd.ClientParams{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
 	kv := &revKV{KV: cli}
-	h := &harness{t: t, cfg: cfg, vpp: sim.New(sim.Options{}), cli: cli, kv: kv, w: kubestate.NewWriter(kv, nil), logs: &tailBuffer{max: 16 << 10}}
+	h := &harness{t: t, cfg: cfg, vpp: sim.New(opts), cli: cli, kv: kv, w: kubestate.NewWriter(kv, nil), logs: &tailBuffer{max: 16 << 10}}
 	// The agent reaches the simulated VPP as it reaches a real one: govpp's
 	// socket client on a unix socket.
 	dir, err := os.MkdirTemp("", "contiv-vpp-")

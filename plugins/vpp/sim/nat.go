@@ -171,6 +171,7 @@ func (v *VPP) pluginEnableDisable(req *nat44_ed.Nat44EdPluginEnableDisable) []ap
 			fresh.sessions = defaultSessions
 		}
 		fresh.buckets = buckets(fresh.sessions)
+		v.enablePlugin(fresh.sessions) // cost.go
 		fresh.timeouts = defaultTimeouts
 		fresh.insideVRF, fresh.outsideVRF = req.InsideVrf, req.OutsideVrf
 	}

@@ -70,11 +70,51 @@ func (v *VPP) restartLocked(o RestartOptions) {
 		v.sess.reset = true
 	}
 	v.startup = pending
+	// The new process's main thread has no request of the old one.
+	v.busyUntil, v.startupDue = time.Time{}, false
 	if o.InterfacesAfter <= 0 || v.closed {
 		v.finishStartupLocked()
 		return
 	}
-	v.timer = time.AfterFunc(o.InterfacesAfter, v.FinishStartup)
+	pid := v.pid
+	v.timer = time.AfterFunc(o.InterfacesAfter, func() { v.startupTime(pid) })
+}
+
+// startupTime is the moment the startup configuration of the process pid
+// runs (RestartOptions.InterfacesAfter).
+func (v *VPP) startupTime(pid uint32) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pid != pid || v.closed {
+		return // another restart (or Close) came first
+	}
+	v.startupLocked()
+}
+
+// startupLocked runs the startup configuration now or, while the main
+// thread is busy with a request's cost (cost.go), once that request is
+// answered: VPP runs it in a process of its main thread (vlib's
+// startup-config process, suspended 2 s after the start), which does not
+// run while the thread is busy with an API call. ASSUMPTION: it runs
+// before the next request VPP takes (VPP's order between a resumed
+// process and the API's queue after a long call was not observed).
+func (v *VPP) startupLocked() {
+	if time.Now().Before(v.busyUntil) {
+		v.startupDue = true
+		return
+	}
+	v.finishStartupLocked()
+}
+
+// mainThreadFree is called once a request whose cost kept the main thread
+// busy has been answered: a startup configuration that came due
+// meanwhile runs now.
+func (v *VPP) mainThreadFree() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.startupDue && !v.closed && !time.Now().Before(v.busyUntil) {
+		v.finishStartupLocked()
+	}
 }
 
 // SetACLPlugin edits the startup configuration: from the next restart on
@@ -89,14 +129,20 @@ func (v *VPP) SetACLPlugin(loaded bool) {
 // FinishStartup runs the rest of the startup configuration now: it
 // re-creates the tables (CreateTable) and the interfaces a restart
 // removed and has not re-created yet (tests use it in place of a long
-// InterfacesAfter).
+// InterfacesAfter). While the main thread is busy with a request's cost
+// (cost.go), it runs once that request is answered.
 func (v *VPP) FinishStartup() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.finishStartupLocked()
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+	v.startupLocked()
 }
 
 func (v *VPP) finishStartupLocked() {
+	v.startupDue = false
 	if v.timer != nil {
 		v.timer.Stop()
 		v.timer = nil
@@ -126,6 +172,7 @@ func (v *VPP) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.closed = true
+	v.startupDue = false
 	v.pods.closeTaps()
 	if v.timer != nil {
 		v.timer.Stop()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -64,6 +65,11 @@ type Options struct {
 	// the zero value (unit tests) costs nothing, VPP2502FeatureWalk is
 	// what VPP 25.02 was measured to spend.
 	FeatureWalk FeatureWalk
+	// PluginEnable is the main thread's time per session of the limit
+	// NAT44-ED is enabled with (cost.go); the zero value (unit tests)
+	// costs nothing, VPP2502PluginEnable is what VPP 25.02 was measured to
+	// spend (0.93 s at 262 144 sessions).
+	PluginEnable time.Duration
 	// CnatSessionMaxAge is cnat's session-max-age (startup configuration
 	// cnat { session-max-age N }): a UDP session no packet refreshed for
 	// that long has expired, and the flow's next packet (CnatPacket) is
@@ -91,6 +97,8 @@ type VPP struct {
 	service time.Duration // Options.ServiceTime
 	traffic bool          // Options.Traffic
 	walk    FeatureWalk   // Options.FeatureWalk
+	// enableCost is Options.PluginEnable.
+	enableCost time.Duration
 
 	// The message table: built at New and at every restart (under mu).
 	without   []string          // Options.Without
@@ -111,23 +119,32 @@ type VPP struct {
 	acls     aclState // acl.go
 	pods     podState // pods.go
 	calls    map[string]int
+	refused  map[Refusal]int // Refusals
 	faults   Faults
 	rng      *rand.Rand
 	lastAck  time.Time
 	// busy is the main-thread time the request being executed costs
 	// beyond its service time (cost.go), spent before its answer.
 	busy      time.Duration
-	busyTotal time.Duration
+	busyTotal time.Duration // feature walks (Walked)
+	enabling  time.Duration // plugin enables (Enabling)
+	// busyUntil is when the main thread is done with the cost of the
+	// request being answered (restart.go: the startup configuration
+	// waits for it).
+	busyUntil time.Time
 	sessions  *sessionTable // sessions.go
 	cnat      *cnatState    // cnat.go
 	cnatSess  *cnatSessions // cnat_sessions.go
 
 	// Restarts and crashes.
-	startup   []*iface    // interfaces the startup configuration re-creates
-	timer     *time.Timer // pending re-creation of startup interfaces
-	closed    bool
-	crashes   int
-	lastCrash string
+	startup []*iface    // interfaces the startup configuration re-creates
+	timer   *time.Timer // pending re-creation of startup interfaces
+	// startupDue: the startup configuration's time came while the main
+	// thread was busy; it runs once the thread is free (restart.go).
+	startupDue bool
+	closed     bool
+	crashes    int
+	lastCrash  string
 	// rel2606: Options.Version is VPP 26.06's (release.go).
 	rel2606 bool
 	skews   int // lbpick.go
@@ -141,20 +158,22 @@ func New(opts Options) *VPP {
 		log = slog.New(slog.DiscardHandler)
 	}
 	v := &VPP{
-		log:       log,
-		version:   opts.Version,
-		onAck:     opts.OnAck,
-		service:   opts.ServiceTime,
-		traffic:   opts.Traffic,
-		walk:      opts.FeatureWalk,
-		without:   opts.Without,
-		aclPlugin: !opts.NoACLPlugin,
-		aclNext:   !opts.NoACLPlugin,
-		pid:       firstPID,
-		nat:       newNATState(),
-		ifaces:    map[uint32]*iface{0: newLocal0()},
-		nextIf:    1,
-		calls:     make(map[string]int),
+		log:        log,
+		version:    opts.Version,
+		onAck:      opts.OnAck,
+		service:    opts.ServiceTime,
+		traffic:    opts.Traffic,
+		walk:       opts.FeatureWalk,
+		enableCost: opts.PluginEnable,
+		without:    opts.Without,
+		aclPlugin:  !opts.NoACLPlugin,
+		aclNext:    !opts.NoACLPlugin,
+		pid:        firstPID,
+		nat:        newNATState(),
+		ifaces:     map[uint32]*iface{0: newLocal0()},
+		nextIf:     1,
+		calls:      make(map[string]int),
+		refused:    make(map[Refusal]int),
 	}
 	v.sessions = newSessionTable(opts) // sessions.go
 	v.cnat = newCnatState()
@@ -396,6 +415,11 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 	if d.write && v.rel2606 && isCnatMessage(name) {
 		v.cnatInitLocked()
 	}
+	if n := len(answers); n > 0 {
+		if rv := retvalOf(answers[n-1]); rv != 0 {
+			v.refused[Refusal{Msg: name, Retval: rv}]++
+		}
+	}
 	if s.reset {
 		// The request crashed the simulated VPP: no answer.
 		err := fmt.Errorf("simulated VPP crashed (%s): %w", v.lastCrash, ErrConnectionReset)
@@ -419,6 +443,11 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 	}
 	busy := v.busy
 	v.busy = 0
+	if busy > 0 {
+		if until := time.Now().Add(busy); until.After(v.busyUntil) {
+			v.busyUntil = until
+		}
+	}
 	v.mu.Unlock()
 	if busy > 0 {
 		// The main thread is busy: the answer, and every request after
@@ -436,6 +465,9 @@ func (v *VPP) SendMsg(context uint32, data []byte) error {
 	}
 
 	s.push(out)
+	if busy > 0 {
+		v.mainThreadFree() // restart.go
+	}
 	if ack != nil {
 		ack(name, at)
 	}
@@ -453,6 +485,14 @@ func withRetval(m api.Message, rv api.VPPApiError) api.Message {
 		f.SetInt(int64(rv))
 	}
 	return m
+}
+
+// retvalOf is the Retval of a reply; 0 for a message without one.
+func retvalOf(m api.Message) api.VPPApiError {
+	if f := reflect.ValueOf(m).Elem().FieldByName("Retval"); f.IsValid() && f.CanInt() {
+		return api.VPPApiError(f.Int())
+	}
+	return 0
 }
 
 // Faults make the simulated VPP fail state-changing requests with a
@@ -542,11 +582,27 @@ func (v *VPP) Writes() int {
 	return n
 }
 
-// ResetCalls zeroes the call counters.
+// Refusal is a request the simulated VPP answered with a non-zero
+// retval: the message's name and the retval.
+type Refusal struct {
+	Msg    string
+	Retval api.VPPApiError
+}
+
+// Refusals returns how many requests were answered with each non-zero
+// retval since New or ResetCalls, injected faults included.
+func (v *VPP) Refusals() map[Refusal]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.refused)
+}
+
+// ResetCalls zeroes the call counters and the refusals.
 func (v *VPP) ResetCalls() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	clear(v.calls)
+	clear(v.refused)
 }
 
 // LastAck returns when the last state-changing request was answered
