@@ -37,8 +37,8 @@ e2e:
 ## vpp: builds VPP from a source archive (../shared/vpp/src/vpp-$(VPP_VERSION).tar.gz, or VPP_SRC=<archive
 ## or tree>) into a cache outside the checkout ($$XDG_CACHE_HOME or ~/.cache/contiv-vpp/<version>-<hash>-<recipe>),
 ## reused while the archive and the recipe are unchanged; VPP_BIN=<dir> uses an installed VPP instead. Only
-## vpp, vppctl and the plugins the agent needs, one CPU variant, no LTO, at -O1, no debug information; installs the
-## Debian build packages when missing (as root).
+## vpp, vppctl and the plugins the agent needs, one CPU variant, no LTO, at -O1 (VPP_OPT=-O3: as VPP's release), no
+## debug information; installs the Debian build packages when missing (as root).
 VPP_VERSION ?= 25.02
 .PHONY: vpp e2e-vpp
 vpp:

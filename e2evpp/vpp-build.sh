@@ -5,6 +5,8 @@
 #   VPP_VERSION  25.02 (default) or 26.06: the archive ../shared/vpp/src/vpp-$VPP_VERSION.tar.gz
 #   VPP_SRC      another archive (.tar.gz of src/ and LICENSE) or an unpacked tree
 #   VPP_BIN      an installed VPP instead (a directory with bin/vpp): printed, nothing built
+#   VPP_OPT      the optimisation level, -O1 (default; the suite's) or -O3 (VPP's release: figures of
+#                VPP's own speed), -O0, -O2, -Os
 #   XDG_CACHE_HOME  the cache's parent (default ~/.cache): <cache>/contiv-vpp/<version>-<hash>/
 #
 # A build is reused while the archive's SHA-256 (a tree's: its file list and times) and the recipe
@@ -39,8 +41,17 @@ if [ -d "$src" ]; then
 else
 	key=$(sha256sum "$src" | cut -c1-16)
 fi
-# recipe names how the build is made: a change of targets or flags makes a new build.
+# recipe names how the build is made: a change of targets or flags makes a new build. VPP_OPT
+# (default -O1, below) is part of it: VPP_OPT=-O3 builds VPP as its release does, for figures of
+# VPP's own speed.
+opt=${VPP_OPT:--O1}
+case $opt in -O0 | -O1 | -O2 | -O3 | -Os) ;; *)
+	echo "VPP_OPT=$opt: want one of -O0 -O1 -O2 -O3 -Os" >&2
+	exit 1
+	;;
+esac
 recipe=r3
+[ "$opt" = -O1 ] || recipe=r3$opt
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/contiv-vpp/$version-$key-$recipe
 build=$cache/build
 if [ -f "$cache/complete" ]; then
@@ -96,7 +107,7 @@ cflags="-Wno-error=stringop-truncation -Wno-error=maybe-uninitialized -Wno-error
 # 28.3 -> 12.0 s; -O2 16.0 and 22.6, -O0 13.4 and 21.4: unoptimised, VPP's always-inline node
 # functions grow). The suite's VPP forwards a few thousand packets a second; what it checks does not
 # depend on the optimisation level (docs/real-vpp.md).
-compile='<CMAKE_C_COMPILER> <DEFINES> <INCLUDES> <FLAGS> -O1 -g0 -o <OBJECT> -c <SOURCE>'
+compile="<CMAKE_C_COMPILER> <DEFINES> <INCLUDES> <FLAGS> $opt -g0 -o <OBJECT> -c <SOURCE>"
 start=$(date +%s)
 export PATH=/usr/bin:$PATH # the API generator needs the system python3 with ply
 cmake -G Ninja -S "$tree/src" -B "$build" \
