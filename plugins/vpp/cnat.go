@@ -108,34 +108,45 @@ func endpoint(a netip.Addr, port uint16) cnatapi.CnatEndpoint {
 // translationRequest is the cnat_translation_update of t, as recorded in
 // cnat.jsonl / cnat_node.jsonl / cnat_affinity.jsonl / cnat_ipv6.jsonl.
 func translationRequest(t *cnat.Translation) (*cnatapi.CnatTranslationUpdate, error) {
+	req := &cnatapi.CnatTranslationUpdate{}
+	if err := fillTranslation(req, t); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// fillTranslation makes req the cnat_translation_update of t, reusing
+// its paths' array.
+func fillTranslation(req *cnatapi.CnatTranslationUpdate, t *cnat.Translation) error {
 	if len(t.Paths) == 0 {
-		return nil, errors.New("no path (0 paths crash VPP 25.02)")
+		return errors.New("no path (0 paths crash VPP 25.02)")
 	}
 	if !t.IP.IsValid() {
-		return nil, errors.New("no VIP")
+		return errors.New("no VIP")
 	}
 	src := netip.IPv4Unspecified()
 	if t.IP.Unmap().Is6() {
 		src = netip.IPv6Unspecified()
 	}
-	tr := cnatapi.CnatTranslation{
+	req.Translation = cnatapi.CnatTranslation{
 		Vip:            endpoint(t.IP, t.Port),
 		IPProto:        ip_types.IPProto(t.Proto),
 		LbType:         cnatapi.CnatLbType(t.LB),
 		FlowHashConfig: ipflow.IPFlowHashConfigV2(t.FlowHash),
-		Paths:          make([]cnatapi.CnatEndpointTuple, len(t.Paths)),
+		Paths:          slices.Grow(req.Translation.Paths[:0], len(t.Paths))[:len(t.Paths)],
 	}
+	tr := &req.Translation
 	if t.RealIP {
 		tr.IsRealIP = 1
 	}
 	for i, p := range t.Paths {
 		if p.IP.Unmap().Is4() != t.IP.Unmap().Is4() {
-			return nil, fmt.Errorf("path %v is not of the VIP's family", p.IP)
+			return fmt.Errorf("path %v is not of the VIP's family", p.IP)
 		}
 		tr.Paths[i] = cnatapi.CnatEndpointTuple{DstEp: endpoint(p.IP, p.Port), SrcEp: endpoint(src, 0)}
 	}
 	tr.NPaths = uint32(len(tr.Paths))
-	return &cnatapi.CnatTranslationUpdate{Translation: tr}, nil
+	return nil
 }
 
 // UpdateTranslation implements cnat.VPP.

@@ -35,26 +35,43 @@ func (c *CNAT) Pipeline(ctx context.Context) (cnat.Pipeline, error) {
 type cnatPipeline struct {
 	c  *CNAT
 	st *stream[cnatCall]
+	// update and updated are every translation update's request and
+	// reply: a request is encoded as it is sent, and a reply's result
+	// read as it is decoded (nothing keeps either), so that a pipeline of
+	// thousands of updates allocates neither.
+	update  cnatapi.CnatTranslationUpdate
+	updated cnatapi.CnatTranslationUpdateReply
 }
 
 // cnatCall is what one pipelined message is for.
 type cnatCall struct {
-	what string // how errors name the call
-	idx  uint32 // the interface's sw_if_index (an interface's call)
+	what string   // how errors name the call; "" for a translation update
+	key  cnat.Key // the translation updated (what is "")
+	idx  uint32   // the interface's sw_if_index (an interface's call)
 }
 
+// name is how errors name the call, made only when one is reported.
+func (c cnatCall) name() string {
+	if c.what == "" {
+		return translationWhat(c.key)
+	}
+	return c.what
+}
+
+// translationWhat is how errors name a translation update.
+func translationWhat(k cnat.Key) string { return "cnat translation " + k.String() }
+
 // cnatOpRequest is the one message of a pipelined operation, its reply,
-// how errors name it and, for an interface's operation, the interface's
-// sw_if_index, resolved as the synchronous methods resolve it.
+// how errors name it ("" for a translation update: translationWhat) and,
+// for an interface's operation, the interface's sw_if_index, resolved as
+// the synchronous methods resolve it.
 func (p *cnatPipeline) cnatOpRequest(op *cnat.Op) (req, reply api.Message, what string, idx uint32, err error) {
 	switch op.Kind {
 	case cnat.OpUpdateTranslation:
-		what = "cnat translation " + op.Translation.Key.String()
-		r, err := translationRequest(op.Translation)
-		if err != nil {
-			return nil, nil, what, 0, fmt.Errorf("%s: %w: %s", what, cnat.ErrInvalid, err)
+		if err := fillTranslation(&p.update, op.Translation); err != nil {
+			return nil, nil, "", 0, fmt.Errorf("%s: %w: %s", translationWhat(op.Translation.Key), cnat.ErrInvalid, err)
 		}
-		return r, &cnatapi.CnatTranslationUpdateReply{}, what, 0, nil
+		return &p.update, &p.updated, "", 0, nil
 	case cnat.OpDeleteTranslation:
 		if op.HaveID {
 			return &cnatapi.CnatTranslationDel{ID: op.ID}, &cnatapi.CnatTranslationDelReply{},
@@ -95,16 +112,20 @@ func (p *cnatPipeline) Send(op *cnat.Op) error {
 	if err != nil {
 		return err
 	}
+	call := cnatCall{what: what, idx: idx}
+	if what == "" {
+		call.key = op.Translation.Key
+	}
 	if req == nil {
 		// Nothing to send on this release (a cnat feature enabled with
 		// the interface's FeatureInput4 call): done.
-		p.st.settled(cnatCall{what: what, idx: idx})
+		p.st.settled(call)
 		return nil
 	}
 	if p.st.broken != nil {
-		return classifyCNAT(fmt.Errorf("%s: %w", req.GetMessageName(), p.st.broken), what)
+		return classifyCNAT(fmt.Errorf("%s: %w", req.GetMessageName(), p.st.broken), call.name())
 	}
-	p.st.send(cnatCall{what: what, idx: idx}, req, reply)
+	p.st.send(call, req, reply)
 	return nil
 }
 
@@ -115,9 +136,12 @@ func (p *cnatPipeline) Recv() (uint32, error) {
 		return 0, errors.New("cnat pipeline: no call in flight")
 	}
 	if p.c.log.Enabled(p.st.ctx, slog.LevelDebug) {
-		p.c.log.Debug("cnat call", "call", c.meta.what, "err", c.err)
+		p.c.log.Debug("cnat call", "call", c.meta.name(), "err", c.err)
 	}
-	return c.meta.idx, classifyCNAT(c.err, c.meta.what)
+	if c.err == nil {
+		return c.meta.idx, nil
+	}
+	return c.meta.idx, classifyCNAT(c.err, c.meta.name())
 }
 
 // Close implements cnat.Pipeline.

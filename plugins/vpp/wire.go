@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,8 +35,9 @@ type wire struct {
 	conn  *net.UnixConn
 	r     *bufio.Reader
 	out   []byte // frames encoded and not yet written
+	in    []byte // the last answer read (read's buffer, reused)
 	index uint32 // the client index VPP gave
-	ids   map[string]uint16
+	ids   map[msgKey]uint16
 	names map[uint16]string // for errors: a message ID's name
 	delID uint16
 	seq   uint32 // the context of the last request sent
@@ -108,11 +110,13 @@ func (w *wire) register(name string) error {
 		return fmt.Errorf("sockclnt_create_reply: %w", api.VPPApiError(reply.Response))
 	}
 	w.index = reply.Index
-	w.ids = make(map[string]uint16, len(reply.MessageTable))
+	w.ids = make(map[msgKey]uint16, len(reply.MessageTable))
 	w.names = make(map[uint16]string, len(reply.MessageTable))
 	for _, e := range reply.MessageTable {
 		key, _, _ := strings.Cut(e.Name, "\x00")
-		w.ids[key] = e.Index
+		if i := strings.LastIndexByte(key, '_'); i > 0 {
+			w.ids[msgKey{key[:i], key[i+1:]}] = e.Index
+		}
 		w.names[e.Index] = key
 		if strings.HasPrefix(key, "sockclnt_delete_") {
 			w.delID = e.Index
@@ -121,15 +125,19 @@ func (w *wire) register(name string) error {
 	return nil
 }
 
+// msgKey names a message as VPP's message table does ("name_crc"), in
+// two parts, so that looking one up builds no string.
+type msgKey struct{ name, crc string }
+
 // id is the message ID of m on this VPP.
 func (w *wire) id(m api.Message) (uint16, error) {
-	key := m.GetMessageName() + "_" + m.GetCrcString()
-	id, ok := w.ids[key]
+	k := msgKey{m.GetMessageName(), m.GetCrcString()}
+	id, ok := w.ids[k]
 	if !ok {
-		return 0, fmt.Errorf("%w: VPP does not know %s", ErrIncompatible, key)
+		return 0, fmt.Errorf("%w: VPP does not know %s_%s", ErrIncompatible, k.name, k.crc)
 	}
 	if w.rec != nil {
-		w.rec.learn(id, key)
+		w.rec.learn(id, k.name+"_"+k.crc)
 	}
 	return id, nil
 }
@@ -149,7 +157,7 @@ func (w *wire) send(req api.Message) error {
 	if err != nil {
 		return err
 	}
-	data, err := codec.EncodeMsg(req, id)
+	data, err := w.encode(req, id)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", req.GetMessageName(), err)
 	}
@@ -159,11 +167,47 @@ func (w *wire) send(req api.Message) error {
 	if w.rec != nil {
 		w.rec.recordSend(w.seq, data)
 	}
-	w.frame(data)
 	if len(w.out) >= wireBatch || w.flushed-w.answered < wireLow {
 		return w.flush()
 	}
 	return nil
+}
+
+// encode appends req's frame to the output, as codec.EncodeMsg encodes
+// it (the message ID, then room for the client index and context, then
+// the fields), without a buffer of its own: the message's data, within
+// the output, is returned. On an error the output is as before.
+func (w *wire) encode(req api.Message, id uint16) (data []byte, err error) {
+	m, ok := req.(codec.Marshaler)
+	if !ok || req.GetMessageType() != api.RequestMessage {
+		// Not a generated request: govpp's codec, and a copy.
+		if data, err = codec.EncodeMsg(req, id); err != nil {
+			return nil, err
+		}
+		w.frame(data)
+		return w.out[len(w.out)-len(data):], nil
+	}
+	const offset = 10 // message ID, client index, context
+	start := len(w.out)
+	n := offset + m.Size()
+	w.out = slices.Grow(w.out, wireHeader+n)[:start+wireHeader+n]
+	frame := w.out[start:]
+	clear(frame) // generated marshalling skips the padding of fixed-size fields
+	binary.BigEndian.PutUint32(frame[8:12], uint32(n))
+	data = frame[wireHeader:]
+	binary.BigEndian.PutUint16(data[0:2], id)
+	defer func() {
+		// Generated marshalling panics on a field too long for its
+		// array, as in codec.EncodeMsg, which recovers it.
+		if r := recover(); r != nil {
+			w.out, err = w.out[:start], fmt.Errorf("%v", r)
+		}
+	}()
+	if _, err = m.Marshal(data[offset:]); err != nil {
+		w.out = w.out[:start]
+		return nil, err
+	}
+	return data, nil
 }
 
 // flush writes the queued requests.
@@ -182,7 +226,7 @@ func (w *wire) flush() error {
 }
 
 // read reads one message, writing the queued requests first when it
-// has to wait for VPP.
+// has to wait for VPP. The message is valid until the next read.
 func (w *wire) read() ([]byte, error) {
 	if w.r.Buffered() < wireHeader {
 		if err := w.flush(); err != nil {
@@ -208,11 +252,11 @@ func (w *wire) read() ([]byte, error) {
 			return nil, err
 		}
 	}
-	data := make([]byte, n)
-	if _, err := readFull(w.r, data); err != nil {
+	w.in = slices.Grow(w.in[:0], n)[:n]
+	if _, err := readFull(w.r, w.in); err != nil {
 		return nil, err
 	}
-	return data, nil
+	return w.in, nil
 }
 
 func readFull(r *bufio.Reader, b []byte) (int, error) {

@@ -2,6 +2,7 @@ package vpp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,11 +10,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.fd.io/govpp/api"
+	cnatapi "go.fd.io/govpp/binapi/cnat"
+	"go.fd.io/govpp/binapi/feature"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/codec"
 
@@ -371,5 +376,43 @@ func TestWireRecorded(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], "-81") && !strings.Contains(lines[1], `"retval":-`) {
 		t.Errorf("the refused call's answer is not its own: %s", lines[1])
+	}
+}
+
+// TestWireEncodesAsGovpp checks that a request encoded into the wire's
+// output (reused, its old bytes still there) is govpp's codec's encoding
+// (client index and context zero, set by send): fixed-size fields padded
+// with zeros, variable-length arrays at their length.
+func TestWireEncodesAsGovpp(t *testing.T) {
+	two := &cnatapi.CnatTranslationUpdate{Translation: cnatapi.CnatTranslation{
+		Vip: endpoint(netip.MustParseAddr("10.96.0.1"), 80), IPProto: 6, NPaths: 2,
+		Paths: []cnatapi.CnatEndpointTuple{
+			{DstEp: endpoint(netip.MustParseAddr("10.1.1.2"), 8080)},
+			{DstEp: endpoint(netip.MustParseAddr("10.1.2.2"), 8080)},
+		},
+	}}
+	reqs := []api.Message{
+		&interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: 3, Tag: "default/web"},
+		&feature.FeatureEnableDisable{SwIfIndex: 2, Enable: true, ArcName: "ip4-unicast", FeatureName: "cnat-input-ip4"},
+		two,
+		&memclnt.ControlPing{},
+	}
+	w := &wire{}
+	for i, m := range reqs {
+		// The output's room holds another message's bytes.
+		w.out = slices.Repeat([]byte{0xff}, 4096)[:0]
+		if _, err := w.encode(m, uint16(100+i)); err != nil {
+			t.Fatalf("%s: %v", m.GetMessageName(), err)
+		}
+		want, err := codec.EncodeMsg(m, uint16(100+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.out) != wireHeader+len(want) || binary.BigEndian.Uint32(w.out[8:12]) != uint32(len(want)) {
+			t.Fatalf("%s: frame of %d bytes, header length %d, want %d", m.GetMessageName(), len(w.out), binary.BigEndian.Uint32(w.out[8:12]), len(want))
+		}
+		if got := w.out[wireHeader:]; !bytes.Equal(got, want) {
+			t.Errorf("%s encoded\n%x\nwant\n%x", m.GetMessageName(), got, want)
+		}
 	}
 }

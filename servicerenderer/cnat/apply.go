@@ -141,7 +141,17 @@ func (r *Renderer) planFull(d dumped) []Op {
 	// as in planChanges.
 	verdicts := r.appendDiffVerdicts(nil, nil, nil)
 	ops = appendVerdicts(ops, verdicts, true)
-	for _, fe := range r.frontends.Sorted() {
+	fes := r.frontends.Sorted()
+	// Room for an operation per translation VPP lacks (all of them at a
+	// first programming) at once, rather than by doubling.
+	adds := 0
+	for _, fe := range fes {
+		if fe.Applied == nil && fe.Desired != nil {
+			adds++
+		}
+	}
+	ops = slices.Grow(ops, adds+len(verdicts))
+	for _, fe := range fes {
 		id, haveID := r.ids[fe.Key]
 		ops = appendDiffTranslation(ops, fe.Desired, fe.Applied, id, haveID)
 		r.frontends.Clean(fe)

@@ -138,6 +138,12 @@ func New(p Params) (*Renderer, error) {
 		Same:    (*Translation).Equal,
 		Changed: func(k Key) { r.failures.Delete(ObjectID{Kind: ObjectTranslation, Key: k}) },
 	}, log)
+	// As NAT44's: answers are recorded once 1024 calls are in flight, so
+	// that a first programming of 11 000 translations keeps its run's
+	// bookkeeping (and the stream's queue) at that size. Results are the
+	// same recorded sooner: a translation's calls are ordered, and an
+	// interface's record each their own.
+	r.queue.MaxInFlight = 1024
 	r.front = reconcile.NewFront("cnat", &r.mu, reconcile.Changes{SetService: r.setService, DeleteService: r.deleteService,
 		SetInterface: r.setInterface, SetNode: r.setNode, Reset: r.resync})
 	r.reset(servicerenderer.LocalNode{}, nil, 0)
