@@ -84,6 +84,11 @@ func TestVPPExampleMatchesAgentDefaults(t *testing.T) {
 		if !strings.Contains(string(b), "plugin acl_plugin.so { enable }") {
 			t.Errorf("%s does not load the ACL plugin (loadBalancerSourceRanges under nat44)", f)
 		}
+		// A main loop that sleeps at every turn slows the agent's
+		// pipelines 2-3 times (docs/vpp-node.md, section 1).
+		if regexp.MustCompile(`(?m)^\s*poll-sleep-usec`).Match(b) {
+			t.Errorf("%s sets poll-sleep-usec", f)
+		}
 		// VPP 26.06 (docs/vpp-versions.md): taps are a plugin, and cnat's
 		// session-db-* keys stop it with "unknown input".
 		if strings.Contains(f, "26.06") && (!strings.Contains(string(b), "plugin tap_plugin.so { enable }") ||

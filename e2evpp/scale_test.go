@@ -449,13 +449,16 @@ func wVPPRestart(t *testing.T, s *suite, n, k int, late time.Duration, figs *[]s
 	start := time.Now()
 	n1.startVPP(t)
 	ifs := time.Since(start)
+	// A SYN VPP drops before the service is back is retransmitted only
+	// after a second: each try waits 100 ms, so that "back" is known to
+	// ~0.12 s.
 	back := time.Duration(-1)
 	for time.Since(start) < 2*time.Minute {
-		if _, err := request(client, "tcp", wWebIP+":80", 300*time.Millisecond); err == nil {
+		if _, err := request(client, "tcp", wWebIP+":80", 100*time.Millisecond); err == nil {
 			back = time.Since(start) - ifs
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if back < 0 {
 		t.Fatalf("VPP restart %d at W(%d): %s:80 not answered within 2 min", k, n, wWebIP)

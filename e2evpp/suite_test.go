@@ -25,6 +25,11 @@ var env struct {
 	bin     string // contiv-agent and contivctl, built from this tree
 	art     string // artifacts: every process's log
 	table   *table
+	// heap is the memory section of each VPP's startup configuration,
+	// heapNote says what it is, restoreHeap gives back the huge pages the
+	// suite reserved (heap_test.go).
+	heap, heapNote string
+	restoreHeap    func()
 }
 
 func TestMain(m *testing.M) {
@@ -44,6 +49,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	env.table.print(os.Stdout)
 	removeLeftovers()
+	if env.restoreHeap != nil {
+		env.restoreHeap()
+	}
 	os.Exit(code)
 }
 
@@ -69,7 +77,10 @@ func prepare() error {
 		}
 	}
 	env.table = &table{}
-	fmt.Printf("e2evpp: VPP from %s; artifacts in %s\n", env.build, env.art)
+	if err := mainHeap(); err != nil {
+		return err
+	}
+	fmt.Printf("e2evpp: VPP from %s, %s; artifacts in %s\n", env.build, env.heapNote, env.art)
 	removeLeftovers()
 	return nil
 }
@@ -216,6 +227,7 @@ func (tb *table) print(w *os.File) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	sort.SliceStable(tb.rows, func(i, j int) bool { return tb.rows[i][0] < tb.rows[j][0] })
+	fmt.Fprintf(w, "\n%s.\n", env.heapNote)
 	fmt.Fprintln(w, "\n| scenario | renderer | VPP | result | figures |\n| --- | --- | --- | --- | --- |")
 	for _, r := range tb.rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3], r[4])
