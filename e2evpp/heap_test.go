@@ -28,7 +28,9 @@ const (
 	// exiting.
 	heapVPPs = 3
 	// hugeOtherMB is what else a VPP takes of huge pages: its buffer
-	// pool (16 384 buffers, ~38 MiB) goes on them when they are free.
+	// pool (16 384 buffers, ~38 MiB; VPP raises vm.nr_hugepages for it
+	// itself, but not for its heap, so the heap must not find the pages
+	// taken by another VPP's buffers).
 	hugeOtherMB = 64
 
 	nrHugepages = "/proc/sys/vm/nr_hugepages"
