@@ -13,7 +13,7 @@ import (
 // paravirtualized VM a page fault is dear, and W(10000)'s first
 // programming spent ~40 % of VPP's time in them (docs/real-vpp.md). So
 // each VPP gets a main heap of mainHeapMB on 2 MiB huge pages (`memory {
-// main-heap-page-size default-hugepage }`: mapped and locked at start,
+// main-heap-page-size default-hugepage }`: reserved at start,
 // as a production node runs VPP), and the suite reserves the huge pages
 // it needs (as VPP's packages reserve theirs at install) unless
 // $E2EVPP_MAIN_HEAP is "4k": VPP's default heap then. Where the kernel
