@@ -44,15 +44,21 @@ func TestMain(m *testing.M) {
 	}
 	if err := prepare(); err != nil {
 		fmt.Println("e2evpp:", err)
+		giveBackHeap()
 		os.Exit(1)
 	}
 	code := m.Run()
 	env.table.print(os.Stdout)
 	removeLeftovers()
+	giveBackHeap()
+	os.Exit(code)
+}
+
+// giveBackHeap gives back the huge pages the suite reserved, if any.
+func giveBackHeap() {
 	if env.restoreHeap != nil {
 		env.restoreHeap()
 	}
-	os.Exit(code)
 }
 
 // prepare builds the binaries, reads VPP's version and makes the
