@@ -46,10 +46,14 @@ vpp:
 
 ## e2e-vpp: the real-VPP suite (package e2evpp; not in make test): the agent binary against a real VPP per
 ## node, two nodes in network namespaces joined by VXLAN, real TCP and UDP, under both renderers; prints
-## the table of scenarios and keeps every log under $$CONTIV_E2E_VPP_ARTIFACTS. Needs root.
+## the table of scenarios and keeps every log under $$CONTIV_E2E_VPP_ARTIFACTS. Needs root. When it fails, what
+## the failed tests logged is printed again after the table (e2evpp/failures.awk).
 e2e-vpp:
-	@build=$$(VPP_VERSION=$(VPP_VERSION) e2evpp/vpp-build.sh) && \
-		CONTIV_E2E_VPP=$$build $(GO) test -race -count=1 -timeout 45m -v ./e2evpp/
+	@build=$$(VPP_VERSION=$(VPP_VERSION) e2evpp/vpp-build.sh) || exit 1; \
+		log=$$(mktemp -t e2evpp-log.XXXXXX); \
+		{ CONTIV_E2E_VPP=$$build $(GO) test -race -count=1 -timeout 45m -v ./e2evpp/; echo $$? >$$log.rc; } 2>&1 | tee $$log; \
+		rc=$$(cat $$log.rc); [ "$$rc" = 0 ] || awk -f e2evpp/failures.awk $$log; \
+		rm -f $$log $$log.rc; exit $$rc
 
 ## bench: the standard benchmark of ../shared/BENCH.md (prints the table, writes bench/results.json)
 bench:

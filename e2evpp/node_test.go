@@ -195,12 +195,14 @@ func (n *node) startupCLI() string {
 		w("set interface state %s up", p.vppIf())
 		w("set interface tag %s %s/%s", p.vppIf(), p.namespace, p.name)
 		w("ip route add %s/32 table %d via %s %s", p.ip, podVRF, p.ip, p.vppIf())
-		if n.s.renderer == "cnat" {
-			// The pod a static neighbour, as contiv-cni makes it: VPP 26.06's
-			// cnat never reverse-translates a flow whose first packet waited
-			// for ARP (docs/vpp-node.md section 8).
-			w("set ip neighbor %s %s %s static", p.vppIf(), p.ip, p.mac())
-		}
+		// The pod a static neighbour, as contiv-cni makes it. Without it
+		// VPP drops the packet that starts ARP (ip4-arp): under NAT44-ED the
+		// first SYNs to a backend, then their SYN-ACKs to the client, each
+		// waited for a 1 s retransmit, so a connection's first wave timed
+		// out at 2 s (4 of ~1350 requests in endpoints-1000, measured on
+		// 25.02); VPP 26.06's cnat never reverse-translates a flow whose
+		// first packet waited for ARP (docs/vpp-node.md section 8).
+		w("set ip neighbor %s %s %s static", p.vppIf(), p.ip, p.mac())
 	}
 	// Every pod subnet, remote ones too, from the main VRF through the pod
 	// VRF: cnat resolves a translation's backends in table 0, so a NodePort
