@@ -504,9 +504,20 @@ func removeAndAddBack(t *testing.T, s *suite, renderer string, figs *[]string, s
 				got = "mixed"
 			}
 		}
-		if got != want[c.proto] {
-			t.Errorf("removing %s under %s on VPP %s: its %s flows %s (kept %d, ended %d), want %s (docs/real-vpp.md)",
-				backend, renderer, env.version, c.proto, got, kept, ended, want[c.proto])
+		switch want[c.proto] {
+		case whenScanned:
+			// Any of them may end, but only as a re-balanced flow does:
+			// a dropped one would time out.
+			for _, f := range c.fs {
+				if why := unbalancedEnd(f, backend); why != "" {
+					t.Errorf("removing %s under %s on VPP %s: a %s flow on it ended without being re-balanced: %s", backend, renderer, env.version, c.proto, why)
+				}
+			}
+		default:
+			if got != want[c.proto] {
+				t.Errorf("removing %s under %s on VPP %s: its %s flows %s (kept %d, ended %d), want %s (docs/real-vpp.md)",
+					backend, renderer, env.version, c.proto, got, kept, ended, want[c.proto])
+			}
 		}
 		*figs = append(*figs, fmt.Sprintf("remove %s: %s on it kept %d ended %d, others cut %d", backend, c.proto, kept, ended, others))
 	}
@@ -522,20 +533,32 @@ func removeAndAddBack(t *testing.T, s *suite, renderer string, figs *[]string, s
 }
 
 // removedBackendFate is what VPP does to the established flows of a backend
-// removed from a service ("kept" or "ended", by protocol), measured on the
-// real VPP of each version (docs/real-vpp.md):
+// removed from a service ("kept", "ended" or whenScanned, by protocol),
+// measured on the real VPP of each version (docs/real-vpp.md):
 //   - NAT44-ED deletes a removed local's sessions (nat44_ed: deleting a
 //     local of a load-balanced mapping frees every session to it): its TCP
 //     connections and UDP flows end;
-//   - cnat keeps a removed path's sessions until they idle out, on 25.02
-//     and on 26.06 alike (measured; 26.06's source reads as if its 1 s
-//     scanner freed them): TCP drains, a busy UDP flow stays for ever.
-func removedBackendFate(renderer, _ string) map[string]string {
-	if renderer == "nat44" {
+//   - cnat 25.02 keeps a removed path's sessions until they idle out: TCP
+//     drains, a busy UDP flow stays for ever;
+//   - cnat 26.06 frees them when its session scanner next reaches them
+//     (cnat_session.c: a session whose path is marked deleted is stale). The
+//     scanner walks ~9 700 buckets a second of a table of ~10 M at the
+//     default size (measured with `cnat log enable`): a pass takes ~17 min,
+//     so within the test's few seconds most flows are kept and a few may be
+//     re-balanced (seen: 1 TCP flow of 12 reset by the staying backend).
+func removedBackendFate(renderer, version string) map[string]string {
+	switch {
+	case renderer == "nat44":
 		return map[string]string{"tcp": "ended", "udp": "ended"}
+	case release(version) >= "26.06":
+		return map[string]string{"tcp": whenScanned, "udp": whenScanned}
 	}
 	return map[string]string{"tcp": "kept", "udp": "kept"}
 }
+
+// whenScanned is the fate of a flow kept until a scanner frees its session,
+// then re-balanced: any of kept, mixed or ended.
+const whenScanned = "kept until scanned"
 
 // allowUnsupportedEnv makes the agents program a VPP release their
 // renderer is known not to work on (vpp.allowUnsupported).

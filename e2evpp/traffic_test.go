@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -287,6 +288,22 @@ func fateOf(fs []*flow, backend string) (kept, ended, others int) {
 		}
 	}
 	return kept, ended, others
+}
+
+// unbalancedEnd says why a flow first answered by backend ended other than
+// by being re-balanced onto another backend ("" when it did not end, or
+// did so): a UDP flow re-balanced is answered elsewhere (moved), a TCP
+// one is reset by the backend its packets now reach.
+func unbalancedEnd(f *flow, backend string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.first != backend || f.cut == nil:
+		return "" // kept, or (UDP) answered by another backend
+	case f.proto == "tcp" && (errors.Is(f.cut, syscall.ECONNRESET) || errors.Is(f.cut, syscall.EPIPE)):
+		return ""
+	}
+	return f.cut.Error()
 }
 
 // firstBackends counts the flows by the backend that first answered them.
