@@ -169,6 +169,11 @@ func (v *VPP) cnatTranslationUpdate(req *cnat.CnatTranslationUpdate) []api.Messa
 		// it into them); nothing reads it back.
 		tr := c.pool[id]
 		tr.paths, tr.flags, tr.isRealIP, tr.vipIf = paths, t.Flags, t.IsRealIP != 0, uint32(t.Vip.SwIfIndex)
+		keep := map[netip.AddrPort]bool{}
+		for _, rp := range v.resolvedPaths(tr) {
+			keep[rp.dst] = true
+		}
+		v.markCnatSessionsStaleLocked(id, keep)
 		r.ID = id
 		return reply(r, 0)
 	}
@@ -206,13 +211,14 @@ func (c *cnatState) lookup(id uint32) *cnatTranslation {
 }
 
 // cnatTranslationDel deletes by id (a missing one -> -6): its sessions
-// live on (cnat_sessions.go; on 26.06 they are freed, release.go), new
-// connections to its VIP fail.
+// live on (cnat_sessions.go; on 26.06 until the scanner frees them,
+// ScanCnatSessions), new connections to its VIP fail.
 func (v *VPP) cnatTranslationDel(req *cnat.CnatTranslationDel) []api.Message {
 	r := &cnat.CnatTranslationDelReply{}
 	if v.cnat.lookup(req.ID) == nil {
 		return reply(r, api.NO_SUCH_ENTRY)
 	}
+	v.markCnatSessionsStaleLocked(req.ID, nil)
 	v.cnat.delete(req.ID)
 	return reply(r, 0)
 }

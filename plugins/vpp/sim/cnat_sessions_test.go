@@ -32,88 +32,110 @@ func TestCnatSessionCutRules(t *testing.T) {
 		// newTo are the backends new connections may reach afterwards
 		// (none: new connections fail).
 		newTo []string
+		// scanned are the backends whose sessions VPP 26.06's scanner
+		// frees afterwards ("all": every session).
+		scanned []string
 	}{
 		{"add backend", func(t *testing.T, conn *core.Connection, _ uint32) {
 			update(t, conn, ctr("10.96.1.1:80", append(slices.Clone(backends), "10.1.1.14:8080")...))
-		}, append(slices.Clone(backends), "10.1.1.14:8080")},
+		}, append(slices.Clone(backends), "10.1.1.14:8080"), nil},
 		{"remove backend w3", func(t *testing.T, conn *core.Connection, _ uint32) {
 			update(t, conn, ctr("10.96.1.1:80", backends[:2]...))
-		}, backends[:2]},
+		}, backends[:2], backends[2:]},
 		{"replace all", func(t *testing.T, conn *core.Connection, _ uint32) {
 			update(t, conn, ctr("10.96.1.1:80", "10.1.1.14:8080"))
-		}, []string{"10.1.1.14:8080"}},
+		}, []string{"10.1.1.14:8080"}, []string{"all"}},
 		{"delete and re-add", func(t *testing.T, conn *core.Connection, id uint32) {
 			if rv := del(t, conn, id); rv != 0 {
 				t.Fatal(rv)
 			}
 			update(t, conn, ctr("10.96.1.1:80", backends...))
-		}, backends},
+		}, backends, []string{"all"}},
 		{"lb type change by delete and re-add", func(t *testing.T, conn *core.Connection, id uint32) {
 			if rv := del(t, conn, id); rv != 0 {
 				t.Fatal(rv)
 			}
 			update(t, conn, with(ctr("10.96.1.1:80", backends...), func(t *cnat.CnatTranslation) { t.LbType = cnat.CNAT_LB_TYPE_MAGLEV }))
-		}, backends},
+		}, backends, []string{"all"}},
 		{"identical update", func(t *testing.T, conn *core.Connection, _ uint32) {
 			update(t, conn, ctr("10.96.1.1:80", backends...))
-		}, backends},
+		}, backends, nil},
 		{"another translation sharing the backends changes", func(t *testing.T, conn *core.Connection, _ uint32) {
 			update(t, conn, ctr("10.96.1.2:80", backends[1]))
-		}, backends},
+		}, backends, nil},
 		{"delete only", func(t *testing.T, conn *core.Connection, id uint32) {
 			if rv := del(t, conn, id); rv != 0 {
 				t.Fatal(rv)
 			}
-		}, nil},
+		}, nil, []string{"all"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			v, conn := cnatVPP(t, Options{SessionSeed: 7})
-			id := update(t, conn, ctr("10.96.1.1:80", backends...))
-			update(t, conn, ctr("10.96.1.2:80", backends...))
-			var open []CnatSession
-			for port := uint16(40000); port < 40060; port++ {
-				s, err := v.OpenCnatSession(podClient("10.96.1.1:80"), port)
-				if err != nil {
-					t.Fatal(err)
-				}
-				open = append(open, s)
-			}
-			c.op(t, conn, id)
-			for _, s := range open {
-				if !v.CnatSessionAlive(s.ID) {
-					t.Errorf("session %d to %v cut", s.ID, s.Backend)
-				}
-				// The established connection goes on where it was.
-				if again, err := v.OpenCnatSession(podClient("10.96.1.1:80"), s.Client.Port()); err != nil || again != s {
-					t.Errorf("session %d continued as %+v, %v", s.ID, again, err)
-				}
-			}
-			if v.CnatSessionsCut() != 0 {
-				t.Errorf("%d sessions cut", v.CnatSessionsCut())
-			}
-			reached := map[string]bool{}
-			for port := uint16(50000); port < 50200; port++ {
-				s, err := v.OpenCnatSession(podClient("10.96.1.1:80"), port)
-				if c.newTo == nil {
-					if !errors.Is(err, ErrNoCnatTranslation) {
-						t.Fatalf("new connection after delete: %+v, %v; want ErrNoCnatTranslation", s, err)
+		for _, version := range []string{"25.02-release", "26.06-release"} {
+			t.Run(c.name+"/"+version, func(t *testing.T) {
+				v, conn := cnatVPP(t, Options{SessionSeed: 7, Version: version})
+				id := update(t, conn, ctr("10.96.1.1:80", backends...))
+				update(t, conn, ctr("10.96.1.2:80", backends...))
+				var open []CnatSession
+				for port := uint16(40000); port < 40060; port++ {
+					s, err := v.OpenCnatSession(podClient("10.96.1.1:80"), port)
+					if err != nil {
+						t.Fatal(err)
 					}
-					continue
+					open = append(open, s)
 				}
-				if err != nil {
-					t.Fatal(err)
+				c.op(t, conn, id)
+				for _, s := range open {
+					if !v.CnatSessionAlive(s.ID) {
+						t.Errorf("session %d to %v cut", s.ID, s.Backend)
+					}
+					// The established connection goes on where it was.
+					if again, err := v.OpenCnatSession(podClient("10.96.1.1:80"), s.Client.Port()); err != nil || again != s {
+						t.Errorf("session %d continued as %+v, %v", s.ID, again, err)
+					}
 				}
-				reached[s.Backend.String()] = true
-			}
-			var got []string
-			for b := range reached {
-				got = append(got, b)
-			}
-			slices.Sort(got)
-			if fmt.Sprint(got) != fmt.Sprint(c.newTo) && !(c.newTo == nil && got == nil) {
-				t.Errorf("new connections reach %v, want %v", got, c.newTo)
-			}
-		})
+				if v.CnatSessionsCut() != 0 {
+					t.Errorf("%d sessions cut", v.CnatSessionsCut())
+				}
+				// The scanner's pass: on 26.06 it frees the removed paths'
+				// sessions, each a cut; on 25.02 nothing.
+				freed := v.ScanCnatSessions()
+				want := 0
+				for _, s := range open {
+					gone := !v.CnatSessionAlive(s.ID)
+					stale := version == "26.06-release" && (slices.Contains(c.scanned, "all") || slices.Contains(c.scanned, s.Backend.String()))
+					if gone != stale {
+						t.Errorf("after a scan, session %d to %v freed %v, want %v", s.ID, s.Backend, gone, stale)
+					}
+					if stale {
+						want++
+					}
+				}
+				if freed != want || v.CnatSessionsCut() != uint64(want) {
+					t.Errorf("scan freed %d, cut %d; want %d", freed, v.CnatSessionsCut(), want)
+				}
+				reached := map[string]bool{}
+				for port := uint16(50000); port < 50200; port++ {
+					s, err := v.OpenCnatSession(podClient("10.96.1.1:80"), port)
+					if c.newTo == nil {
+						if !errors.Is(err, ErrNoCnatTranslation) {
+							t.Fatalf("new connection after delete: %+v, %v; want ErrNoCnatTranslation", s, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					reached[s.Backend.String()] = true
+				}
+				var got []string
+				for b := range reached {
+					got = append(got, b)
+				}
+				slices.Sort(got)
+				if fmt.Sprint(got) != fmt.Sprint(c.newTo) && !(c.newTo == nil && got == nil) {
+					t.Errorf("new connections reach %v, want %v", got, c.newTo)
+				}
+			})
+		}
 	}
 }
 
