@@ -160,7 +160,17 @@ type flow struct {
 	cut      error
 	moved    bool
 	sent     int
+	// lostFirst counts the UDP datagrams that got no answer before the
+	// flow's first answer: they are sent again (firstTries).
+	lostFirst int
 }
+
+// firstTries is how many datagrams a UDP flow sends before giving up on a
+// first answer. Rarely (one flow in ~1 600 under cnat on 25.02, cause not
+// found; TCP's first SYN is lost about as often, endpoints-1000) a new
+// UDP flow's first datagram goes unanswered: a client resends, and so does
+// the suite, logging it, so that a flow is measured from its first answer.
+const firstTries = 3
 
 // openFlows opens n flows from ns to addr and waits until each has been
 // answered once.
@@ -195,6 +205,18 @@ func openFlows(t *testing.T, ns, proto, addr string, n int) []*flow {
 		}
 		return true, ""
 	})
+	flows, lost := 0, 0
+	for _, f := range fs {
+		f.mu.Lock()
+		if f.lostFirst > 0 {
+			flows++
+			lost += f.lostFirst
+		}
+		f.mu.Unlock()
+	}
+	if lost > 0 {
+		t.Logf("%d of %d %s flows to %s from %s: %d first datagrams unanswered in 2 s, sent again", flows, len(fs), proto, addr, ns, lost)
+	}
 	return fs
 }
 
@@ -225,6 +247,11 @@ func (f *flow) run(c net.Conn) {
 		}
 		f.mu.Lock()
 		f.sent++
+		if err != nil && f.proto == "udp" && f.first == "" && f.lostFirst+1 < firstTries {
+			f.lostFirst++
+			f.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			if f.cut == nil {
 				f.cut = err
