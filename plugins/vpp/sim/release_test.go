@@ -91,50 +91,6 @@ func TestFeatureCnatEnableDisable(t *testing.T) {
 	}
 }
 
-// TestCnatKeepsRemovedBackend: removing a backend from a translation
-// keeps its sessions on 25.02 and on 26.06 (measured on both real
-// releases), none counted cut; deleting the translation keeps them too.
-func TestCnatKeepsRemovedBackend(t *testing.T) {
-	backends := []string{"10.1.1.11:8080", "10.1.1.12:8080", "10.1.1.13:8080"}
-	for _, version := range []string{"", v2606} {
-		t.Run(version, func(t *testing.T) {
-			v, conn := cnatVPP(t, Options{Version: version, SessionSeed: 7})
-			id := update(t, conn, ctr("10.96.1.1:80", backends...))
-			var open []CnatSession
-			for port := uint16(40000); port < 40060; port++ {
-				s, err := v.OpenCnatSession(podClient("10.96.1.1:80"), port)
-				if err != nil {
-					t.Fatal(err)
-				}
-				open = append(open, s)
-			}
-			update(t, conn, ctr("10.96.1.1:80", backends[:2]...))
-			removed := 0
-			for _, s := range open {
-				gone := s.Backend.String() == backends[2]
-				if gone {
-					removed++
-				}
-				if alive := v.CnatSessionAlive(s.ID); !alive {
-					t.Errorf("session %d to %v (removed %v) freed", s.ID, s.Backend, gone)
-				}
-			}
-			if removed == 0 {
-				t.Fatal("no session reached the removed backend")
-			}
-			if cut := v.CnatSessionsCut(); cut != 0 {
-				t.Errorf("%d sessions cut, want 0", cut)
-			}
-			if rv := del(t, conn, id); rv != 0 {
-				t.Fatal(rv)
-			}
-			if n := len(v.CnatSessions()); n != len(open) {
-				t.Errorf("%d sessions after deleting the translation, want %d", n, len(open))
-			}
-		})
-	}
-}
-
 // TestRejectRouteOutsideTable0: an ICMP_PROHIBIT route in table 1
 // crashes VPP 25.02 and is a reject on 26.06.
 func TestRejectRouteOutsideTable0(t *testing.T) {
