@@ -169,11 +169,7 @@ func (v *VPP) cnatTranslationUpdate(req *cnat.CnatTranslationUpdate) []api.Messa
 		// it into them); nothing reads it back.
 		tr := c.pool[id]
 		tr.paths, tr.flags, tr.isRealIP, tr.vipIf = paths, t.Flags, t.IsRealIP != 0, uint32(t.Vip.SwIfIndex)
-		keep := map[netip.AddrPort]bool{}
-		for _, rp := range v.resolvedPaths(tr) {
-			keep[rp.dst] = true
-		}
-		v.markCnatSessionsStaleLocked(id, keep)
+		v.markCnatSessionsStaleLocked(tr, false)
 		r.ID = id
 		return reply(r, 0)
 	}
@@ -218,7 +214,7 @@ func (v *VPP) cnatTranslationDel(req *cnat.CnatTranslationDel) []api.Message {
 	if v.cnat.lookup(req.ID) == nil {
 		return reply(r, api.NO_SUCH_ENTRY)
 	}
-	v.markCnatSessionsStaleLocked(req.ID, nil)
+	v.markCnatSessionsStaleLocked(v.cnat.lookup(req.ID), true)
 	v.cnat.delete(req.ID)
 	return reply(r, 0)
 }

@@ -290,19 +290,25 @@ func (v *VPP) CnatSessionsCut() uint64 {
 	return v.cnatSess.cut
 }
 
-// markCnatSessionsStaleLocked is VPP 26.06's marking of the paths a
-// translation update removed, or of every path of a deleted translation
-// (keep nil): the sessions of translation id to a backend keep does not
-// hold become stale. On 25.02, where sessions outlive both, it does
+// markCnatSessionsStaleLocked is VPP 26.06's marking of the paths an
+// update of translation tr removed, or of all its paths when it is being
+// deleted: its sessions to a backend it no longer holds become stale. On
+// 25.02, where sessions outlive both, and with no session, it does
 // nothing. ASSUMPTION: a path is known by its resolved destination (VPP
 // compares the destination and source endpoints as given).
-func (v *VPP) markCnatSessionsStaleLocked(id uint32, keep map[netip.AddrPort]bool) {
-	if !v.rel2606 {
+func (v *VPP) markCnatSessionsStaleLocked(tr *cnatTranslation, deleted bool) {
+	t := v.cnatSess
+	if !v.rel2606 || len(t.live) == 0 {
 		return
 	}
-	t := v.cnatSess
+	keep := map[netip.AddrPort]bool{}
+	if !deleted {
+		for _, rp := range v.resolvedPaths(tr) {
+			keep[rp.dst] = true
+		}
+	}
 	for sid, l := range t.live {
-		if l.TranslationID == id && !keep[l.Backend] {
+		if l.TranslationID == tr.id && !keep[l.Backend] {
 			l.stale = true
 			t.live[sid] = l
 		}
